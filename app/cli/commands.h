@@ -1,0 +1,10 @@
+// Headless subcommands. argv[0] is the subcommand name. Exit codes: 0 ok,
+// 1 bad input (one line on stderr naming the file and the problem), 2 usage error.
+#pragma once
+
+namespace attnscope {
+
+int runComputeCommand(int argc, char** argv);
+int runExportCommand(int argc, char** argv);
+
+}  // namespace attnscope

@@ -1,0 +1,17 @@
+// attnscope: one executable. `compute` and `export` run headless; anything else opens
+// the desktop app (`attnscope [gui] [BUNDLE] [flags]`).
+#include <cstring>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "gui/gui.h"
+
+int main(int argc, char** argv) {
+  if (argc >= 2) {
+    const char* command = argv[1];
+    if (std::strcmp(command, "compute") == 0) return attnscope::runComputeCommand(argc - 1, argv + 1);
+    if (std::strcmp(command, "export") == 0) return attnscope::runExportCommand(argc - 1, argv + 1);
+    if (std::strcmp(command, "gui") == 0) return attnscope::runGui(argc - 1, argv + 1);
+  }
+  return attnscope::runGui(argc, argv);
+}

@@ -1,0 +1,106 @@
+// Multi-head attention on the CPU, PyTorch convention (nn.Linear: y = x W^T + b),
+// returning a trace of every stage so that callers never redo any maths.
+//
+// Sizes: B batch, L query length, S key/value length, D model size, H heads,
+// d = D / H per-head size (d_k = d_v = d), Dq/Dk/Dv input feature sizes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mask.h"
+#include "tensor.h"
+
+namespace attnscope {
+
+enum class ScaleMode {
+  InvSqrtD,  // scores * 1/sqrt(d)   (true division; never floor division, see seed 000)
+  None,      // no scaling (teaching: shows why softmax saturates)
+  Custom,    // scores * custom_scale
+};
+
+struct AttentionOptions {
+  int64_t heads = 1;                   // H; D % H must be 0
+  ScaleMode scale_mode = ScaleMode::InvSqrtD;
+  float custom_scale = 1.0f;           // used when scale_mode == Custom
+  MaskSpec mask;
+  MaskFill fill = MaskFill::NegInf;
+  float dropout = 0.0f;                // p in [0, 1); only applied when train
+  bool train = false;
+  uint64_t seed = 0;                   // dropout seed
+};
+
+struct AttentionInputs {
+  Tensor query;  // [B, L, Dq]
+  Tensor key;    // [B, S, Dk]
+  Tensor value;  // [B, S, Dv]
+  Tensor w_q;    // [D, Dq]
+  Tensor w_k;    // [D, Dk]
+  Tensor w_v;    // [D, Dv]
+  Tensor w_o;    // [D, D]
+  Tensor b_q, b_k, b_v, b_o;      // [D] each, or empty = no bias
+  BoolTensor attn_mask;           // [L, S] or [B, L, S], 1 = may attend; empty = none
+  BoolTensor key_padding;         // [B, S], 1 = real token; empty = none
+  std::vector<int64_t> valid_lens;  // [B] (d2l valid_lens); empty = none
+  std::vector<std::string> query_tokens;  // L labels (may be empty)
+  std::vector<std::string> key_tokens;    // S labels (may be empty)
+};
+
+// One step of the pipeline as the seeds write it.
+struct Stage {
+  std::string name;   // "q_proj", "q_view", "scores", ...
+  std::string op;     // "linear", "view", "transpose(1,2)", "matmul", "softmax", ...
+  std::string code;   // the PyTorch line that performs it
+  Shape shape;        // output shape of the stage
+};
+
+struct AttentionTrace {
+  int64_t B = 0, L = 0, S = 0, D = 0, H = 0, d = 0, Dq = 0, Dk = 0, Dv = 0;
+  float scale = 1.0f;       // factor applied to Q K^T
+  MaskFill fill = MaskFill::NegInf;
+  bool dropout_applied = false;
+
+  Tensor query;             // [B, L, Dq] input
+  Tensor key;               // [B, S, Dk] input
+  Tensor value;             // [B, S, Dv] input
+  Tensor q_proj;            // [B, L, D] = query W_q^T + b_q
+  Tensor k_proj;            // [B, S, D]
+  Tensor v_proj;            // [B, S, D]
+  Tensor q;                 // [B, H, L, d] after view + transpose(1,2)
+  Tensor k;                 // [B, H, S, d]
+  Tensor v;                 // [B, H, S, d]
+  Tensor raw_scores;        // [B, H, L, S] = Q K^T, before scaling
+  Tensor scores;            // [B, H, L, S] scaled; masked entries = fill (-inf or -1e9)
+  Tensor probs;             // [B, H, L, S] softmax over S; masked entries exactly 0
+  Tensor probs_dropped;     // [B, H, L, S] after dropout (== probs when no dropout)
+  Tensor context_heads;     // [B, H, L, d] = probs_dropped V
+  Tensor context;           // [B, L, D] after transpose(1,2) + view (heads concatenated)
+  Tensor output;            // [B, L, D] = context W_o^T + b_o
+  MaskSet mask;             // allowed [B, L, S] + components
+  BoolTensor fully_masked;  // [B, L], 1 = every key of that query row is masked
+  std::vector<Stage> stages;  // in pipeline order
+  std::vector<std::string> query_tokens;  // L labels ("0".."L-1" when none given)
+  std::vector<std::string> key_tokens;    // S labels
+};
+
+// Bytes the trace for these sizes will hold (for refusing jobs that exceed memory).
+uint64_t estimateTraceBytes(int64_t B, int64_t L, int64_t S, int64_t D, int64_t Dq, int64_t Dk,
+                            int64_t Dv);
+// Throws InputError ("needs 12.3 GiB but only 4.0 GiB is available") when too large.
+void checkMemory(uint64_t bytes_needed);
+
+// Validates shapes (D % H, L_K == L_V, weight shapes, finite values, mask shapes) with
+// InputError messages naming the tensor, then computes every stage. Heads run in parallel.
+AttentionTrace runAttention(const AttentionInputs& inputs, const AttentionOptions& options);
+
+// Seed 004's folded-heads layout: transpose_qkv [B, T, H*d] -> [B*H, T, d] and
+// transpose_output [B*H, L, d] -> [B, L, H*d]. Same numbers, other layout.
+Tensor foldHeads(const Tensor& x, int64_t heads);       // [B, T, D] -> [B*H, T, d]
+Tensor unfoldHeads(const Tensor& x, int64_t heads);     // [B*H, T, d] -> [B, T, D]
+// [B, H, ...] -> [B*H, ...]: the same buffer re-labelled (row-major makes it a view).
+Tensor mergeBatchHeads(const Tensor& x);
+// valid_lens [B] -> [B*H], each repeated H times (torch.repeat_interleave).
+std::vector<int64_t> repeatInterleave(const std::vector<int64_t>& valid_lens, int64_t heads);
+
+}  // namespace attnscope

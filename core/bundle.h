@@ -1,0 +1,23 @@
+// Tensor bundles: a directory of .npy files (query/key/value, weights, masks, tokens).
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "attention.h"
+
+namespace attnscope {
+
+struct Bundle {
+  AttentionInputs inputs;
+  bool has_weights = false;  // w_q/w_k/w_v/w_o given (else seeded defaults are used)
+  nlohmann::json meta;       // bundle.json contents (heads, mask, scale, fill, notes) or {}
+};
+
+// Reads BUNDLE_DIR. key/value absent: self-attention on query. Weights absent:
+// seeded defaults with D = default_model_dim (or bundle.json "d_model"). Throws
+// InputError naming the file and problem.
+Bundle loadBundle(const std::string& dir, int64_t default_model_dim, uint64_t seed);
+
+}  // namespace attnscope

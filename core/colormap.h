@@ -1,0 +1,30 @@
+// Colour tables shared by the GL shader (uploaded as a lookup texture) and the CPU
+// exporter, so a figure and the screen show the same colour for the same value.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace attnscope {
+
+enum class Colormap { Viridis, Cividis, Magma, Diverging };
+
+using Rgb = std::array<uint8_t, 3>;
+using RgbTable = std::array<Rgb, 256>;
+
+const RgbTable& colormapTable(Colormap map);
+const char* colormapName(Colormap map);            // "viridis", ...
+Colormap colormapFromName(const std::string& name);  // throws InputError
+
+// The one mapping rule (Polyscope style): t = clamp((v - low) / (high - low), 0, 1),
+// index = floor(t * 255 + 0.5). The fragment shader implements exactly this.
+int colormapIndex(float value, float low, float high);
+Rgb colormapColor(Colormap map, float value, float low, float high);
+
+// Colour of a masked cell (-inf score, or a blocked mask cell): neutral grey, with a
+// lighter hatch stripe where (row + col) is even in the screen shader and exporter.
+inline constexpr Rgb kMaskedColor = {128, 128, 128};
+inline constexpr Rgb kMaskedHatchColor = {160, 160, 160};
+
+}  // namespace attnscope

@@ -1,0 +1,59 @@
+// Attention masks: composable terms, each an allowed/blocked pattern over [L, S].
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tensor.h"
+
+namespace attnscope {
+
+// A mask specification: every active term must allow (i, j) for query i to attend key j.
+// Text form (CLI --mask, settings): "none" or terms joined by '+':
+//   causal           j <= i                 (torch.triu(full(-inf), diagonal=1), top-left aligned)
+//   causal-br        j <= i + S - L         (bottom-right aligned, decoding with a KV cache)
+//   window:W         |i - j| <= W
+//   causal-window:W  i - W <= j <= i
+//   prefix:P         j < P or j <= i        (prefix-LM: bidirectional prefix, causal after)
+//   segments:n1,n2,.. query and key in the same document segment (block diagonal);
+//                    positions past n1+n2+... form one trailing segment
+//   padding          key j < valid_len[b]   (valid lengths or key_padding from the inputs)
+struct MaskSpec {
+  bool causal = false;
+  bool causal_bottom_right = false;
+  int64_t window = -1;         // -1 = off
+  int64_t causal_window = -1;  // -1 = off
+  int64_t prefix = -1;         // -1 = off
+  std::vector<int64_t> segments;  // empty = off
+  bool padding = false;
+
+  // Throws InputError naming the bad term, e.g. "mask: unknown term 'casual'".
+  static MaskSpec parse(const std::string& text);
+  std::string toString() const;  // canonical text form, "none" when empty
+  std::string shortName() const;  // for file names: "causal", "causal+window3", "nomask"
+  bool any() const;
+  bool operator==(const MaskSpec& other) const;
+};
+
+enum class MaskFill { NegInf, NegBillion };  // -inf (seed 002, additive) or -1e9 (seeds 000/003)
+
+// One named mask term evaluated for every batch item.
+struct MaskComponent {
+  std::string name;     // "causal", "window:3", "padding", "attn_mask", ...
+  BoolTensor allowed;   // [B, L, S], 1 = may attend
+};
+
+// Combined mask and its parts.
+struct MaskSet {
+  BoolTensor allowed;                     // [B, L, S], AND of all components (all 1 if none)
+  std::vector<MaskComponent> components;  // in spec order, then explicit attn_mask / key_padding
+};
+
+// Builds the mask set. valid_lens: [B] or empty; key_padding: [B, S] or empty;
+// attn_mask: [L, S] or [B, L, S] or empty. "padding" in the spec needs valid_lens or
+// key_padding (InputError otherwise); an explicit key_padding/attn_mask is always applied.
+MaskSet buildMasks(const MaskSpec& spec, int64_t B, int64_t L, int64_t S,
+                   const std::vector<int64_t>& valid_lens, const BoolTensor& key_padding,
+                   const BoolTensor& attn_mask);
+
+}  // namespace attnscope

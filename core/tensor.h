@@ -1,0 +1,44 @@
+// Plain row-major tensors that cross every layer boundary (core -> CLI, app, tests).
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace attnscope {
+
+using Shape = std::vector<int64_t>;
+
+// Bad user input (files, shapes, settings). The message is one line that names the
+// problem; callers print it as is and exit 1 (CLI) or show it in the panel (app).
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+int64_t numel(const Shape& shape);
+std::string shapeToString(const Shape& shape);  // "[2, 4, 100]"
+
+// float32 tensor, row-major (C order). data.size() == numel(shape).
+struct Tensor {
+  Shape shape;
+  std::vector<float> data;
+
+  Tensor() = default;
+  explicit Tensor(Shape s, float fill = 0.0f) : shape(std::move(s)), data(numel(shape), fill) {}
+  bool empty() const { return data.empty(); }
+  int64_t dim(size_t axis) const { return shape.at(axis); }
+};
+
+// bool tensor stored one byte per element (0 / 1), row-major.
+struct BoolTensor {
+  Shape shape;
+  std::vector<uint8_t> data;
+
+  BoolTensor() = default;
+  explicit BoolTensor(Shape s, bool fill = false) : shape(std::move(s)), data(numel(shape), fill ? 1 : 0) {}
+  bool empty() const { return data.empty(); }
+};
+
+}  // namespace attnscope

@@ -1,0 +1,30 @@
+// Inputs made from text: tokens, seeded embeddings, sinusoidal positional encoding
+// (seed 003) and PyTorch-default seeded weights.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "attention.h"
+
+namespace attnscope {
+
+// Whitespace split; each CJK character (and CJK punctuation) is its own token.
+std::vector<std::string> tokenize(const std::string& utf8_text);
+
+// pe: [max_len, d_model]; pe[p, 2i] = sin(p / 10000^(2i/d)), pe[p, 2i+1] = cos(same),
+// as seed 003 (div_term = exp(arange(0, d, 2) * -(log(10000) / d))).
+Tensor positionalEncoding(int64_t max_len, int64_t d_model);
+
+// One embedding row [D] per distinct token, seeded by (seed, token text): the same token
+// gets the same vector wherever it appears. Values ~ N(0, 1).
+std::vector<float> tokenEmbedding(const std::string& token, int64_t d_model, uint64_t seed);
+
+// Weights as PyTorch initialises nn.MultiheadAttention: xavier-uniform in-projections
+// (bound sqrt(6 / (fan_in + fan_out))), out-projection uniform(+-1/sqrt(D)), zero biases
+// (or no biases when bias == false, as seed 002's LLaMA-style block).
+void seedDefaultWeights(AttentionInputs& inputs, int64_t D, int64_t Dq, int64_t Dk, int64_t Dv,
+                        bool bias, uint64_t seed);
+
+}  // namespace attnscope
