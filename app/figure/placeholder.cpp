@@ -1,0 +1,1 @@
+// PLACEHOLDER (removed once the figure library has sources).
