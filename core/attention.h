@@ -45,6 +45,10 @@ struct AttentionInputs {
   std::vector<int64_t> valid_lens;  // [B] (d2l valid_lens); empty = none
   std::vector<std::string> query_tokens;  // L labels (may be empty)
   std::vector<std::string> key_tokens;    // S labels (may be empty)
+  // Per batch item labels (text input with several lines): [B][L] and [B][S]; empty =
+  // query_tokens / key_tokens apply to every batch item.
+  std::vector<std::vector<std::string>> batch_query_tokens;
+  std::vector<std::vector<std::string>> batch_key_tokens;
 };
 
 // One step of the pipeline as the seeds write it.
@@ -82,11 +86,14 @@ struct AttentionTrace {
   std::vector<Stage> stages;  // in pipeline order
   std::vector<std::string> query_tokens;  // L labels ("0".."L-1" when none given)
   std::vector<std::string> key_tokens;    // S labels
+  std::vector<std::vector<std::string>> batch_query_tokens;  // [B][L], copied from inputs (may be empty)
+  std::vector<std::vector<std::string>> batch_key_tokens;    // [B][S], copied from inputs (may be empty)
 };
 
 // Bytes the trace for these sizes will hold (for refusing jobs that exceed memory).
+// The [B, H, L, S] tensors dominate, so pass the real H (the default 1 underestimates).
 uint64_t estimateTraceBytes(int64_t B, int64_t L, int64_t S, int64_t D, int64_t Dq, int64_t Dk,
-                            int64_t Dv);
+                            int64_t Dv, int64_t H = 1);
 // Throws InputError ("needs 12.3 GiB but only 4.0 GiB is available") when too large.
 void checkMemory(uint64_t bytes_needed);
 

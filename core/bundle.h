@@ -20,4 +20,8 @@ struct Bundle {
 // InputError naming the file and problem.
 Bundle loadBundle(const std::string& dir, int64_t default_model_dim, uint64_t seed);
 
+// DIR/bundle.json as an object ({} when absent), without reading any tensor: lets callers
+// pick H (and so the default D) before loadBundle. InputError on malformed JSON.
+nlohmann::json readBundleMeta(const std::string& dir);
+
 }  // namespace attnscope

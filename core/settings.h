@@ -68,7 +68,11 @@ Settings settingsFromJson(const nlohmann::json& json);
 Settings loadSettingsFile(const std::string& path);      // InputError on a bad file
 void saveSettingsFile(const Settings& settings, const std::string& path);  // atomic
 
+// Temperature scale = 1 / (T sqrt(d)) with d = model_dim / heads. The one-argument form
+// uses settings.modelDim(); pass the real D for bundles (D comes from their weights).
+// Throws InputError when temperature <= 0 or heads < 1.
 AttentionOptions attentionOptions(const Settings& settings);
+AttentionOptions attentionOptions(const Settings& settings, int64_t model_dim);
 
 // Builds the attention inputs the settings describe (text, synthetic or bundle).
 // Throws InputError for bad settings (no tokens, too large, bad bundle, ...).

@@ -1,0 +1,207 @@
+// Tensor bundles: reads a directory of .npy files into AttentionInputs, checking every
+// shape against query.npy / key.npy with messages that name the file.
+#include "bundle.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "npy.h"
+#include "text_input.h"
+
+namespace attnscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+[[noreturn]] void fail(const std::string& file, const std::string& problem) {
+  throw InputError(file + ": " + problem);
+}
+
+bool fileExists(const fs::path& path) {
+  std::error_code ec;
+  return fs::exists(path, ec);
+}
+
+// [L, X] -> [1, L, X]; [B, L, X] kept; anything else is an error naming `expected`.
+Tensor readSequence(const fs::path& path, const char* expected) {
+  Tensor t = readNpyFloat(path.string());
+  if (t.shape.size() == 2) t.shape.insert(t.shape.begin(), 1);
+  if (t.shape.size() != 3)
+    fail(path.string(), std::string("expected ") + expected + ", got " + shapeToString(t.shape));
+  for (int64_t dim : t.shape)
+    if (dim < 1) fail(path.string(), std::string("expected ") + expected + " with no empty axis, got " + shapeToString(t.shape));
+  return t;
+}
+
+std::vector<std::string> readLabels(const fs::path& path, int64_t expected_count, const char* what) {
+  std::ifstream in(path);
+  if (!in) fail(path.string(), "cannot open");
+  std::vector<std::string> labels;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    labels.push_back(line);
+  }
+  // A trailing empty line is the final newline of the last label, not a label.
+  while (!labels.empty() && labels.back().empty() && static_cast<int64_t>(labels.size()) > expected_count)
+    labels.pop_back();
+  if (static_cast<int64_t>(labels.size()) != expected_count)
+    fail(path.string(), std::to_string(labels.size()) + " labels but " + what + " " +
+                            std::to_string(expected_count));
+  return labels;
+}
+
+}  // namespace
+
+nlohmann::json readBundleMeta(const std::string& dir) {
+  const fs::path path = fs::path(dir) / "bundle.json";
+  if (!fileExists(path)) return nlohmann::json::object();
+  std::ifstream in(path);
+  if (!in) fail(path.string(), "cannot open");
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json meta;
+  try {
+    meta = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::exception& e) {
+    std::string why = e.what();
+    // nlohmann messages start with "[json.exception.parse_error.101] "; keep the human part.
+    const size_t bracket = why.find("] ");
+    if (bracket != std::string::npos) why = why.substr(bracket + 2);
+    fail(path.string(), "not valid JSON (" + why + ")");
+  }
+  if (!meta.is_object()) fail(path.string(), "expected a JSON object");
+  if (meta.contains("d_model")) {
+    const auto& d = meta["d_model"];
+    if (!d.is_number_integer() || d.get<int64_t>() < 1)
+      fail(path.string(), "\"d_model\" must be a positive integer");
+  }
+  return meta;
+}
+
+Bundle loadBundle(const std::string& dir, int64_t default_model_dim, uint64_t seed) {
+  const fs::path root(dir);
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) fail(dir, fileExists(root) ? "not a directory" : "no such bundle directory");
+  auto file = [&](const char* name) { return root / name; };
+  auto name = [&](const char* n) { return file(n).string(); };
+
+  Bundle bundle;
+  bundle.meta = readBundleMeta(dir);
+  AttentionInputs& in = bundle.inputs;
+
+  // query / key / value
+  if (!fileExists(file("query.npy"))) fail(name("query.npy"), "missing (every bundle needs query.npy [B, L, Dq])");
+  in.query = readSequence(file("query.npy"), "[B, L, Dq] or [L, Dq]");
+  const int64_t B = in.query.shape[0], L = in.query.shape[1], Dq = in.query.shape[2];
+  const bool has_key = fileExists(file("key.npy")), has_value = fileExists(file("value.npy"));
+  if (has_key != has_value)
+    fail(name(has_key ? "value.npy" : "key.npy"),
+         std::string("missing (") + (has_key ? "key.npy" : "value.npy") +
+             " is present; give both key.npy and value.npy, or neither for self-attention)");
+  if (has_key) {
+    in.key = readSequence(file("key.npy"), "[B, S, Dk]");
+    in.value = readSequence(file("value.npy"), "[B, S, Dv]");
+    if (in.key.shape[0] != B)
+      fail(name("key.npy"), "expected [B, S, Dk] with B=" + std::to_string(B) + " like query.npy, got " +
+                                shapeToString(in.key.shape));
+    if (in.value.shape[0] != B)
+      fail(name("value.npy"), "expected [B, S, Dv] with B=" + std::to_string(B) + " like query.npy, got " +
+                                  shapeToString(in.value.shape));
+    if (in.value.shape[1] != in.key.shape[1])
+      fail(name("value.npy"), "expected [B, S, Dv] with S=" + std::to_string(in.key.shape[1]) +
+                                  " like key.npy (key and value lengths must match), got " +
+                                  shapeToString(in.value.shape));
+  } else {
+    in.key = in.query;
+    in.value = in.query;
+  }
+  const int64_t S = in.key.shape[1], Dk = in.key.shape[2], Dv = in.value.shape[2];
+
+  // weights: all four or none
+  const char* weight_names[] = {"w_q.npy", "w_k.npy", "w_v.npy", "w_o.npy"};
+  int present = 0;
+  const char* first_present = nullptr;
+  for (const char* w : weight_names)
+    if (fileExists(file(w))) {
+      ++present;
+      if (!first_present) first_present = w;
+    }
+  const bool has_meta_d = bundle.meta.contains("d_model");
+  if (present > 0) {
+    for (const char* w : weight_names)
+      if (!fileExists(file(w)))
+        fail(name(w), std::string("missing (") + first_present +
+                          " is present; give all four weights w_q/w_k/w_v/w_o, or none for seeded defaults)");
+    in.w_q = readNpyFloat(name("w_q.npy"));
+    if (in.w_q.shape.size() != 2 || in.w_q.shape[1] != Dq || in.w_q.shape[0] < 1)
+      fail(name("w_q.npy"), "expected [D, Dq] with Dq=" + std::to_string(Dq) + " like query.npy, got " +
+                                shapeToString(in.w_q.shape));
+    const int64_t D = in.w_q.shape[0];
+    auto check_weight = [&](Tensor& w, const char* file_name, int64_t cols, const std::string& expected) {
+      w = readNpyFloat(name(file_name));
+      if (w.shape != Shape{D, cols})
+        fail(name(file_name), "expected " + expected + " = " + shapeToString({D, cols}) + ", got " +
+                                  shapeToString(w.shape));
+    };
+    check_weight(in.w_k, "w_k.npy", Dk, "[D, Dk]");
+    check_weight(in.w_v, "w_v.npy", Dv, "[D, Dv]");
+    check_weight(in.w_o, "w_o.npy", D, "[D, D]");
+    if (has_meta_d && bundle.meta["d_model"].get<int64_t>() != D)
+      fail(name("bundle.json"), "\"d_model\" " + std::to_string(bundle.meta["d_model"].get<int64_t>()) +
+                                    " does not match w_q.npy " + shapeToString(in.w_q.shape));
+    bundle.has_weights = true;
+  }
+  const int64_t D = bundle.has_weights ? in.w_q.shape[0]
+                                       : (has_meta_d ? bundle.meta["d_model"].get<int64_t>() : default_model_dim);
+
+  // biases: each optional, [D]
+  const char* bias_names[] = {"b_q.npy", "b_k.npy", "b_v.npy", "b_o.npy"};
+  Tensor* biases[] = {&in.b_q, &in.b_k, &in.b_v, &in.b_o};
+  for (int i = 0; i < 4; ++i) {
+    if (!fileExists(file(bias_names[i]))) continue;
+    if (!bundle.has_weights)
+      fail(name(bias_names[i]), "a bias needs the weights w_q/w_k/w_v/w_o.npy in the bundle too");
+    *biases[i] = readNpyFloat(name(bias_names[i]));
+    if (biases[i]->shape != Shape{D})
+      fail(name(bias_names[i]), "expected [D] = " + shapeToString({D}) + ", got " + shapeToString(biases[i]->shape));
+  }
+  if (!bundle.has_weights) seedDefaultWeights(in, D, Dq, Dk, Dv, /*bias=*/false, seed);
+
+  // masks
+  if (fileExists(file("attn_mask.npy"))) {
+    in.attn_mask = readNpyBool(name("attn_mask.npy"));
+    const Shape& m = in.attn_mask.shape;
+    if (m != Shape{L, S} && m != Shape{B, L, S})
+      fail(name("attn_mask.npy"), "expected [L, S] = " + shapeToString({L, S}) + " or [B, L, S] = " +
+                                      shapeToString({B, L, S}) + ", got " + shapeToString(m));
+  }
+  if (fileExists(file("key_padding.npy"))) {
+    in.key_padding = readNpyBool(name("key_padding.npy"));
+    if (in.key_padding.shape != Shape{B, S})
+      fail(name("key_padding.npy"), "expected [B, S] = " + shapeToString({B, S}) + ", got " +
+                                        shapeToString(in.key_padding.shape));
+  }
+  if (fileExists(file("valid_lens.npy"))) {
+    in.valid_lens = readNpyInt(name("valid_lens.npy"));
+    if (static_cast<int64_t>(in.valid_lens.size()) != B)
+      fail(name("valid_lens.npy"), "expected [B] = " + shapeToString({B}) + ", got " +
+                                       shapeToString({static_cast<int64_t>(in.valid_lens.size())}));
+    for (size_t b = 0; b < in.valid_lens.size(); ++b)
+      if (in.valid_lens[b] < 0 || in.valid_lens[b] > S)
+        fail(name("valid_lens.npy"), "value " + std::to_string(in.valid_lens[b]) + " at index " +
+                                         std::to_string(b) + " is outside 0..S=" + std::to_string(S));
+  }
+
+  // token labels
+  if (fileExists(file("tokens.txt"))) in.query_tokens = readLabels(file("tokens.txt"), L, "query.npy has L =");
+  if (fileExists(file("key_tokens.txt"))) {
+    in.key_tokens = readLabels(file("key_tokens.txt"), S, has_key ? "key.npy has S =" : "query.npy has S = L =");
+  } else if (!has_key) {
+    in.key_tokens = in.query_tokens;
+  }
+  return bundle;
+}
+
+}  // namespace attnscope
