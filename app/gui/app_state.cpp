@@ -1,0 +1,46 @@
+#include "gui/app_state.h"
+
+#include <imgui.h>
+
+namespace attnscope {
+
+bool computeSettingsDiffer(const Settings& a, const Settings& b) {
+  if (a.source != b.source || a.heads != b.heads || a.seed != b.seed || !(a.mask == b.mask) ||
+      a.fill != b.fill || a.scale != b.scale || a.dropout != b.dropout || a.train != b.train ||
+      a.valid_lens != b.valid_lens) {
+    return true;
+  }
+  if (a.scale == ScaleChoice::Temperature && a.temperature != b.temperature) return true;
+  switch (a.source) {
+    case InputSource::Text:
+      return a.text != b.text || a.cross_attention != b.cross_attention ||
+             (a.cross_attention && a.key_text != b.key_text) || a.head_dim != b.head_dim ||
+             a.positional_encoding != b.positional_encoding || a.bias != b.bias;
+    case InputSource::Synthetic:
+      return a.synthetic_L != b.synthetic_L || a.synthetic_S != b.synthetic_S ||
+             a.cross_attention != b.cross_attention || a.batch != b.batch || a.head_dim != b.head_dim ||
+             a.bias != b.bias;
+    case InputSource::Bundle:
+      // Bundles without weights get seeded ones of size H * d.
+      return a.bundle_path != b.bundle_path || a.head_dim != b.head_dim;
+  }
+  return false;
+}
+
+void settingsEdited(AppState& state) {
+  state.settings_dirty = true;
+  state.settings_changed_at = std::chrono::steady_clock::now();
+  markStateChanged(state);
+}
+
+void recordLayoutRect(AppState& state, const std::string& name, float x, float y, float w, float h) {
+  if (!state.state_log) return;
+  state.layout[name] = ScreenRect{x, y, w, h};
+}
+
+void recordLayout(AppState& state, const std::string& name) {
+  const ImVec2 min = ImGui::GetItemRectMin(), max = ImGui::GetItemRectMax();
+  recordLayoutRect(state, name, min.x, min.y, max.x - min.x, max.y - min.y);
+}
+
+}  // namespace attnscope

@@ -1,0 +1,60 @@
+// Runs buildInputs + runAttention on a worker thread so the UI never blocks on maths.
+// Only the newest job matters: a job posted while another runs replaces any waiting
+// one, and results of superseded generations are dropped.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "attention.h"
+#include "settings.h"
+
+namespace attnscope {
+
+// Sizes read off the inputs before the maths runs, so the pipeline panel can show which
+// constraint (D_Q = D_K, L_K = L_V, D % H == 0) a failing job broke.
+struct InputFacts {
+  bool known = false;
+  int64_t B = 0, L = 0, S_key = 0, S_value = 0, H = 0;
+  int64_t D_q = 0, D_k = 0;  // projected sizes: rows of w_q and w_k
+};
+
+struct ComputeResult {
+  InputFacts facts;
+  uint64_t generation = 0;
+  std::shared_ptr<const AttentionTrace> trace;  // null on error
+  std::string error;                            // InputError message, "" on success
+  double milliseconds = 0.0;                    // buildInputs + runAttention wall time
+};
+
+class ComputeWorker {
+ public:
+  ComputeWorker();
+  ~ComputeWorker();
+  ComputeWorker(const ComputeWorker&) = delete;
+  ComputeWorker& operator=(const ComputeWorker&) = delete;
+
+  // Queues a job for these settings; returns its generation (1, 2, ...).
+  uint64_t post(const Settings& settings);
+  // The result of the newest job, once, when it has finished; stale results never appear.
+  std::optional<ComputeResult> poll();
+
+ private:
+  void run();
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::optional<Settings> waiting_;   // next job to run
+  uint64_t waiting_generation_ = 0;
+  uint64_t latest_generation_ = 0;    // newest posted
+  std::optional<ComputeResult> done_;
+  bool stop_ = false;
+  std::thread thread_;                // last member: starts after the others exist
+};
+
+}  // namespace attnscope

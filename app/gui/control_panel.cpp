@@ -1,0 +1,290 @@
+// Left panel: every setting of the one Settings struct. Widgets clamp to valid values;
+// combinations the maths rejects come back from the worker as a red message.
+#include <imgui.h>
+#include <imgui_stdlib.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "gui/panels.h"
+
+namespace attnscope {
+namespace {
+
+constexpr ImGuiSliderFlags kClamp = ImGuiSliderFlags_AlwaysClamp;
+
+bool sliderInt64(const char* label, int64_t* value, int64_t low, int64_t high,
+                 ImGuiSliderFlags flags = kClamp) {
+  return ImGui::SliderScalar(label, ImGuiDataType_S64, value, &low, &high, "%lld", flags);
+}
+
+// Sizes of the current inputs: from the latest trace when there is one, else the settings.
+// Until the first result arrives the sizes are unknown and nothing is adjusted to them.
+struct KnownSizes {
+  bool known = false;
+  int64_t B = 1, L = 1, S = 1;
+};
+KnownSizes knownSizes(const AppState& state) {
+  if (state.trace) return {true, state.trace->B, state.trace->L, state.trace->S};
+  if (state.facts.known) return {true, state.facts.B, state.facts.L, state.facts.S_key};
+  return {};
+}
+
+// "3,4" -> {3, 4}; false when a part is not a positive integer.
+bool parseSegments(const std::string& text, std::vector<int64_t>& out) {
+  out.clear();
+  std::stringstream stream(text);
+  std::string part;
+  while (std::getline(stream, part, ',')) {
+    char* end = nullptr;
+    const long long n = std::strtoll(part.c_str(), &end, 10);
+    if (end == part.c_str() || *end != '\0' || n < 1) return false;
+    out.push_back(n);
+  }
+  return !out.empty();
+}
+
+bool drawInputSection(AppState& state, const KnownSizes& sizes) {
+  Settings& s = state.settings;
+  bool changed = false;
+  sectionHeader("Input");
+  int source = static_cast<int>(s.source);
+  changed |= ImGui::RadioButton("text", &source, static_cast<int>(InputSource::Text));
+  recordLayout(state, "source_text");
+  ImGui::SameLine();
+  changed |= ImGui::RadioButton("synthetic", &source, static_cast<int>(InputSource::Synthetic));
+  recordLayout(state, "source_synthetic");
+  ImGui::SameLine();
+  changed |= ImGui::RadioButton("bundle", &source, static_cast<int>(InputSource::Bundle));
+  s.source = static_cast<InputSource>(source);
+
+  const float width = ImGui::GetContentRegionAvail().x;
+  switch (s.source) {
+    case InputSource::Text:
+      ImGui::TextDisabled("sentence (one line per batch item)");
+      changed |= ImGui::InputTextMultiline("##text", &s.text, ImVec2(width, ImGui::GetTextLineHeight() * 3.6f));
+      recordLayout(state, "text_box");
+      changed |= ImGui::Checkbox("cross-attention (K/V text)", &s.cross_attention);
+      if (s.cross_attention) {
+        changed |= ImGui::InputTextMultiline("##key_text", &s.key_text,
+                                             ImVec2(width, ImGui::GetTextLineHeight() * 2.4f));
+      }
+      break;
+    case InputSource::Synthetic:
+      changed |= sliderInt64("L (queries)", &s.synthetic_L, 1, 4096, kClamp | ImGuiSliderFlags_Logarithmic);
+      recordLayout(state, "L_slider");
+      changed |= ImGui::Checkbox("cross-attention (S != L)", &s.cross_attention);
+      if (s.cross_attention) {
+        changed |= sliderInt64("S (keys)", &s.synthetic_S, 1, 4096, kClamp | ImGuiSliderFlags_Logarithmic);
+      } else if (s.synthetic_S != s.synthetic_L) {
+        s.synthetic_S = s.synthetic_L;
+        changed = true;
+      }
+      changed |= sliderInt64("B (batch)", &s.batch, 1, 16);
+      break;
+    case InputSource::Bundle:
+      ImGui::TextWrapped("%s", s.bundle_path.empty() ? "(no bundle chosen)" : s.bundle_path.c_str());
+      if (ImGui::Button("Open bundle... (Ctrl+O)")) state.open_bundle_requested = true;
+      break;
+  }
+
+  if (sizes.B > 1) {
+    int64_t item = s.batch_item;
+    if (sliderInt64("batch item", &item, 0, sizes.B - 1)) {
+      s.batch_item = item;
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+bool drawModelSection(AppState& state) {
+  Settings& s = state.settings;
+  bool changed = false;
+  sectionHeader("Model");
+  changed |= sliderInt64("heads H", &s.heads, 1, 16);
+  recordLayout(state, "heads_slider");
+  ImGui::Checkbox("type D instead of d", &state.size_by_model_dim);
+  state.control_error.clear();
+  if (state.size_by_model_dim) {
+    if (ImGui::InputScalar("model size D", ImGuiDataType_S64, &state.typed_model_dim)) {
+      state.typed_model_dim = std::clamp<int64_t>(state.typed_model_dim, 1, 8192);
+    }
+    if (state.typed_model_dim % s.heads != 0) {
+      state.control_error = "D=" + std::to_string(state.typed_model_dim) + " is not divisible by H=" +
+                            std::to_string(s.heads) + ": D % H == 0 is required (d = D / H)";
+    } else if (state.typed_model_dim / s.heads != s.head_dim) {
+      s.head_dim = state.typed_model_dim / s.heads;
+      changed = true;
+    }
+  } else {
+    changed |= sliderInt64("head size d", &s.head_dim, 1, 128);
+    state.typed_model_dim = s.modelDim();
+  }
+  ImGui::TextDisabled("D = H * d = %lld", static_cast<long long>(s.modelDim()));
+  if (!state.control_error.empty()) errorText(state.control_error);
+  changed |= ImGui::Checkbox("positional encoding", &s.positional_encoding);
+  ImGui::SameLine();
+  changed |= ImGui::Checkbox("bias", &s.bias);
+  changed |= ImGui::InputScalar("seed", ImGuiDataType_U64, &s.seed);
+  return changed;
+}
+
+bool drawMaskSection(AppState& state, const KnownSizes& sizes) {
+  Settings& s = state.settings;
+  MaskSpec& m = s.mask;
+  bool changed = false;
+  sectionHeader("Mask");
+  const int64_t span = std::max<int64_t>({sizes.L, sizes.S, 1});
+
+  changed |= ImGui::Checkbox("causal", &m.causal);
+  recordLayout(state, "mask_causal");
+  ImGui::SameLine(ImGui::GetContentRegionAvail().x * 0.5f);
+  changed |= ImGui::Checkbox("causal bottom-right", &m.causal_bottom_right);
+  recordLayout(state, "mask_causal_br");
+
+  bool window = m.window >= 0;
+  if (ImGui::Checkbox("window W", &window)) {
+    m.window = window ? std::min<int64_t>(2, span) : -1;
+    changed = true;
+  }
+  recordLayout(state, "mask_window");
+  if (window) {
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(-1);
+    changed |= sliderInt64("##W", &m.window, 0, span);
+  }
+  bool causal_window = m.causal_window >= 0;
+  if (ImGui::Checkbox("causal window W", &causal_window)) {
+    m.causal_window = causal_window ? std::min<int64_t>(2, span) : -1;
+    changed = true;
+  }
+  if (causal_window) {
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(-1);
+    changed |= sliderInt64("##CW", &m.causal_window, 0, span);
+  }
+  bool prefix = m.prefix >= 0;
+  if (ImGui::Checkbox("prefix-LM P", &prefix)) {
+    m.prefix = prefix ? std::min<int64_t>(3, span) : -1;
+    changed = true;
+  }
+  if (prefix) {
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(-1);
+    changed |= sliderInt64("##P", &m.prefix, 0, span);
+  }
+  bool segments = !m.segments.empty();
+  if (segments && state.segments_input.empty()) {  // loaded from a settings file
+    for (int64_t n : m.segments) state.segments_input += (state.segments_input.empty() ? "" : ",") + std::to_string(n);
+  }
+  if (ImGui::Checkbox("segments", &segments)) {
+    if (segments) {
+      const int64_t half = std::max<int64_t>(1, span / 2);
+      state.segments_input = std::to_string(half) + "," + std::to_string(std::max<int64_t>(1, span - half));
+      parseSegments(state.segments_input, m.segments);
+    } else {
+      m.segments.clear();
+    }
+    changed = true;
+  }
+  if (segments) {
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(-1);
+    if (ImGui::InputTextWithHint("##segments", "lengths, e.g. 4,6", &state.segments_input)) {
+      std::vector<int64_t> parsed;
+      if (parseSegments(state.segments_input, parsed)) {
+        m.segments = parsed;
+        changed = true;
+      }
+    }
+    std::vector<int64_t> check;
+    if (!parseSegments(state.segments_input, check)) {
+      errorText("segments: type positive lengths separated by commas, e.g. 4,6");
+    }
+  }
+
+  if (ImGui::Checkbox("padding (valid lengths)", &m.padding)) {
+    s.valid_lens.clear();
+    if (m.padding) s.valid_lens.assign(sizes.B, std::max<int64_t>(1, sizes.S * 3 / 4));
+    changed = true;
+  }
+  recordLayout(state, "mask_padding");
+  if (m.padding) {
+    if (sizes.known && static_cast<int64_t>(s.valid_lens.size()) != sizes.B) {
+      s.valid_lens.resize(sizes.B, sizes.S);
+      changed = true;
+    }
+    for (int64_t b = 0; b < static_cast<int64_t>(s.valid_lens.size()) && b < 16; ++b) {
+      char label[32];
+      std::snprintf(label, sizeof label, "valid len [%lld]", static_cast<long long>(b));
+      changed |= sliderInt64(label, &s.valid_lens[b], 0, sizes.S);
+    }
+  }
+
+  int fill = static_cast<int>(s.fill);
+  const char* fills[] = {"-inf (seed 002)", "-1e9 (seeds 000/003)"};
+  if (ImGui::Combo("fill", &fill, fills, 2)) {
+    s.fill = static_cast<MaskFill>(fill);
+    changed = true;
+  }
+  ImGui::TextDisabled("mask = %s", m.toString().c_str());
+  return changed;
+}
+
+bool drawScalingSection(AppState& state) {
+  Settings& s = state.settings;
+  bool changed = false;
+  sectionHeader("Scaling and dropout");
+  int scale = static_cast<int>(s.scale);
+  const char* scales[] = {"1 / sqrt(d)", "none", "1 / (T sqrt(d))"};
+  if (ImGui::Combo("scale", &scale, scales, 3)) {
+    s.scale = static_cast<ScaleChoice>(scale);
+    changed = true;
+  }
+  if (s.scale == ScaleChoice::Temperature) {
+    changed |= ImGui::SliderFloat("T", &s.temperature, 0.05f, 20.0f, "%.2f",
+                                  kClamp | ImGuiSliderFlags_Logarithmic);
+  }
+  changed |= ImGui::SliderFloat("dropout p", &s.dropout, 0.0f, 0.95f, "%.2f", kClamp);
+  changed |= ImGui::Checkbox("train mode", &s.train);
+  return changed;
+}
+
+bool drawViewSection(AppState& state) {
+  Settings& s = state.settings;
+  bool changed = false;
+  sectionHeader("View");
+  int map = static_cast<int>(s.prob_colormap);
+  const char* maps[] = {"viridis", "cividis", "magma"};
+  if (ImGui::Combo("colours", &map, maps, 3)) {
+    s.prob_colormap = static_cast<Colormap>(map);
+    changed = true;
+  }
+  changed |= ImGui::Checkbox("log scale", &s.log_scale);
+  ImGui::SameLine();
+  changed |= ImGui::Checkbox("folded [B*H,L,d]", &s.folded_layout);
+  // Figure export (issue 4) adds its own section below this one.
+  return changed;
+}
+
+}  // namespace
+
+void drawControlPanel(AppState& state) {
+  if (beginPanelWindow("Controls", Panel::Controls)) {
+    ImGui::PushItemWidth(-ImGui::GetContentRegionAvail().x * 0.42f);
+    if (!state.error.empty()) errorText(state.error);
+    const KnownSizes sizes = knownSizes(state);
+    bool changed = drawInputSection(state, sizes);
+    changed |= drawModelSection(state);
+    changed |= drawMaskSection(state, sizes);
+    changed |= drawScalingSection(state);
+    changed |= drawViewSection(state);
+    ImGui::PopItemWidth();
+    if (changed) settingsEdited(state);
+  }
+  ImGui::End();
+}
+
+}  // namespace attnscope

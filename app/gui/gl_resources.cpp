@@ -1,0 +1,177 @@
+#include "gui/gl_resources.h"
+
+#include <glad/gl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "colormap.h"
+
+namespace attnscope {
+namespace {
+
+#include "embedded_shaders.inc"
+
+constexpr Colormap kAllColormaps[] = {Colormap::Viridis, Colormap::Cividis, Colormap::Magma,
+                                      Colormap::Diverging};
+
+GLuint compileShader(GLenum type, const char* source, std::string& log) {
+  GLuint shader = glCreateShader(type);
+  glShaderSource(shader, 1, &source, nullptr);
+  glCompileShader(shader);
+  GLint ok = 0;
+  glGetShaderiv(shader, GL_COMPILE_STATUS, &ok);
+  if (!ok) {
+    char buffer[2048];
+    glGetShaderInfoLog(shader, sizeof buffer, nullptr, buffer);
+    log += buffer;
+  }
+  return shader;
+}
+
+void deleteTextures(std::vector<unsigned int>& ids) {
+  if (!ids.empty()) glDeleteTextures(static_cast<GLsizei>(ids.size()), ids.data());
+  ids.clear();
+}
+
+}  // namespace
+
+std::string createGlResources(GlResources& gl) {
+  std::string log;
+  GLuint vert = compileShader(GL_VERTEX_SHADER, kShader_heatmap_vert, log);
+  GLuint frag = compileShader(GL_FRAGMENT_SHADER, kShader_heatmap_frag, log);
+  if (!log.empty()) return "heatmap shader: " + log;
+  gl.heatmap_program = glCreateProgram();
+  glAttachShader(gl.heatmap_program, vert);
+  glAttachShader(gl.heatmap_program, frag);
+  glLinkProgram(gl.heatmap_program);
+  glDeleteShader(vert);
+  glDeleteShader(frag);
+  GLint ok = 0;
+  glGetProgramiv(gl.heatmap_program, GL_LINK_STATUS, &ok);
+  if (!ok) {
+    char buffer[2048];
+    glGetProgramInfoLog(gl.heatmap_program, sizeof buffer, nullptr, buffer);
+    return std::string("heatmap shader link: ") + buffer;
+  }
+  const GLuint p = gl.heatmap_program;
+  gl.loc_projection = glGetUniformLocation(p, "projection");
+  gl.loc_values = glGetUniformLocation(p, "values");
+  gl.loc_colormap = glGetUniformLocation(p, "colormap");
+  gl.loc_range_low = glGetUniformLocation(p, "range_low");
+  gl.loc_range_high = glGetUniformLocation(p, "range_high");
+  gl.loc_log_scale = glGetUniformLocation(p, "log_scale");
+  gl.loc_masked_color = glGetUniformLocation(p, "masked_color");
+  gl.loc_masked_hatch = glGetUniformLocation(p, "masked_hatch_color");
+
+  glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
+  for (Colormap map : kAllColormaps) {
+    const RgbTable& table = colormapTable(map);
+    GLuint& lut = gl.colormap_luts[static_cast<int>(map)];
+    glGenTextures(1, &lut);
+    glBindTexture(GL_TEXTURE_2D, lut);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, 256, 1, 0, GL_RGB, GL_UNSIGNED_BYTE, table.data());
+  }
+  glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+  return "";
+}
+
+void destroyGlResources(GlResources& gl) {
+  if (gl.heatmap_program) glDeleteProgram(gl.heatmap_program);
+  glDeleteTextures(4, gl.colormap_luts);
+  gl = GlResources{};
+}
+
+unsigned int uploadFloatTexture(const float* values, int64_t rows, int64_t cols) {
+  GLuint id = 0;
+  glGenTextures(1, &id);
+  glBindTexture(GL_TEXTURE_2D, id);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+  glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, static_cast<GLsizei>(cols), static_cast<GLsizei>(rows),
+               0, GL_RED, GL_FLOAT, values);
+  return id;
+}
+
+void releaseTraceTextures(TraceTextures& textures) {
+  deleteTextures(textures.probs);
+  deleteTextures(textures.scores);
+  deleteTextures(textures.components);
+  if (textures.mask) glDeleteTextures(1, &textures.mask);
+  textures = TraceTextures{};
+}
+
+void updateTraceTextures(AppState& state) {
+  const AttentionTrace* trace = state.trace.get();
+  TraceTextures& tex = state.textures;
+  if (!trace) {
+    if (tex.source) releaseTraceTextures(tex);
+    return;
+  }
+  const int64_t b = std::clamp<int64_t>(state.settings.batch_item, 0, trace->B - 1);
+  if (tex.source == trace && tex.batch_item == b) return;
+  releaseTraceTextures(tex);
+  tex.source = trace;
+  tex.batch_item = b;
+
+  const int64_t H = trace->H, L = trace->L, S = trace->S;
+  const int64_t cells = L * S;
+  const float masked = -std::numeric_limits<float>::infinity();
+  const uint8_t* allowed = trace->mask.allowed.data.data() + b * cells;  // [L, S]
+  const Tensor& shown_probs = trace->dropout_applied ? trace->probs_dropped : trace->probs;
+
+  std::vector<float> buffer(static_cast<size_t>(cells));
+  tex.prob_max = 0.0f;
+  tex.prob_min_positive = std::numeric_limits<float>::infinity();
+  for (int64_t h = 0; h < H; ++h) {
+    const float* probs = shown_probs.data.data() + (b * H + h) * cells;    // [L, S]
+    const float* scores = trace->scores.data.data() + (b * H + h) * cells;  // [L, S]
+    for (int64_t c = 0; c < cells; ++c) {
+      buffer[c] = allowed[c] ? probs[c] : masked;
+      if (allowed[c]) {
+        tex.prob_max = std::max(tex.prob_max, probs[c]);
+        if (probs[c] > 0.0f) tex.prob_min_positive = std::min(tex.prob_min_positive, probs[c]);
+      }
+    }
+    tex.probs.push_back(uploadFloatTexture(buffer.data(), L, S));
+    float abs_max = 0.0f;
+    for (int64_t c = 0; c < cells; ++c) {
+      buffer[c] = allowed[c] ? scores[c] : masked;
+      if (allowed[c] && std::isfinite(scores[c])) abs_max = std::max(abs_max, std::fabs(scores[c]));
+    }
+    tex.scores.push_back(uploadFloatTexture(buffer.data(), L, S));
+    tex.score_abs_max.push_back(abs_max > 0.0f ? abs_max : 1.0f);
+  }
+  if (tex.prob_max <= 0.0f) tex.prob_max = 1.0f;
+  if (!std::isfinite(tex.prob_min_positive)) tex.prob_min_positive = 1e-6f;
+
+  tex.allowed_cells = 0;
+  for (int64_t c = 0; c < cells; ++c) {
+    buffer[c] = allowed[c] ? 1.0f : masked;
+    tex.allowed_cells += allowed[c];
+  }
+  tex.mask = uploadFloatTexture(buffer.data(), L, S);
+  tex.fully_masked_rows = 0;
+  for (int64_t i = 0; i < L; ++i) tex.fully_masked_rows += trace->fully_masked.data[b * L + i];
+
+  for (const MaskComponent& component : trace->mask.components) {
+    const uint8_t* part = component.allowed.data.data() + b * cells;  // [L, S]
+    int64_t count = 0;
+    for (int64_t c = 0; c < cells; ++c) {
+      buffer[c] = part[c] ? 1.0f : masked;
+      count += part[c];
+    }
+    tex.components.push_back(uploadFloatTexture(buffer.data(), L, S));
+    tex.component_allowed.push_back(count);
+  }
+}
+
+}  // namespace attnscope

@@ -1,0 +1,24 @@
+// GL objects for heatmaps: the colormap shader program, the lookup textures, and the
+// float textures that hold one trace. Needs a current GL 3.3 context.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "gui/app_state.h"
+
+namespace attnscope {
+
+// Compiles the embedded heatmap shaders and builds one 256x1 LUT per Colormap.
+// Returns "" on success, else the compile/link log.
+std::string createGlResources(GlResources& gl);
+void destroyGlResources(GlResources& gl);
+
+// R32F texture [rows, cols] from row-major floats, nearest filtering, clamped edges.
+unsigned int uploadFloatTexture(const float* values, int64_t rows, int64_t cols);
+
+// (Re)builds state.textures from state.trace for settings.batch_item when either changed.
+void updateTraceTextures(AppState& state);
+void releaseTraceTextures(TraceTextures& textures);
+
+}  // namespace attnscope

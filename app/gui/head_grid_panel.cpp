@@ -1,0 +1,88 @@
+// Small multiples: every head's probability map for the batch item on one shared colour
+// scale. Click a tile (or use the arrow keys) to focus a head.
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "gui/heatmap_widget.h"
+#include "gui/panels.h"
+
+namespace attnscope {
+
+void drawHeadGridPanel(AppState& state) {
+  if (beginPanelWindow("Heads", Panel::HeadGrid, ImGuiWindowFlags_NoScrollbar)) {
+    const TraceTextures& tex = state.textures;
+    const AttentionTrace* trace = state.trace.get();
+    if (!trace || tex.probs.empty()) {
+      ImGui::TextDisabled("no attention computed yet");
+      ImGui::End();
+      return;
+    }
+    Settings& s = state.settings;
+    const int64_t H = static_cast<int64_t>(tex.probs.size());
+    const ValueRange range{s.log_scale ? tex.prob_min_positive : 0.0f, tex.prob_max};
+
+    // Choose the column count that gives the largest square-ish tiles.
+    const ImVec2 avail = ImGui::GetContentRegionAvail();
+    const float bar_w = 70.0f, label_h = ImGui::GetTextLineHeightWithSpacing(), gap = 10.0f;
+    const float aspect = static_cast<float>(trace->S) / static_cast<float>(trace->L);
+    float best_tile = 0.0f;
+    int best_cols = 1;
+    for (int cols = 1; cols <= H; ++cols) {
+      const int rows = static_cast<int>((H + cols - 1) / cols);
+      const float cell_w = (avail.x - bar_w) / cols - gap;
+      const float cell_h = (avail.y - 4) / rows - label_h - gap;
+      const float tile_h = std::min(cell_h, cell_w / std::max(aspect, 0.25f));
+      if (tile_h > best_tile) {
+        best_tile = tile_h;
+        best_cols = cols;
+      }
+    }
+    state.grid_columns = best_cols;
+    const float tile_h = std::max(8.0f, std::floor(best_tile));
+    const float tile_w = std::max(8.0f, std::floor(std::min(tile_h * std::max(aspect, 0.25f),
+                                                            (avail.x - bar_w) / best_cols - gap)));
+
+    const ImVec2 origin = ImGui::GetCursorScreenPos();
+    for (int64_t h = 0; h < H; ++h) {
+      const int col = static_cast<int>(h % best_cols), row = static_cast<int>(h / best_cols);
+      const ImVec2 pos(origin.x + col * (tile_w + gap), origin.y + row * (tile_h + label_h + gap));
+      ImGui::SetCursorScreenPos(pos);
+      const bool focused = h == s.focused_head;
+      ImGui::PushStyleColor(ImGuiCol_Text, focused ? ImVec4(1.0f, 0.8f, 0.2f, 1.0f)
+                                                   : ImGui::GetStyle().Colors[ImGuiCol_Text]);
+      ImGui::Text("head %lld", static_cast<long long>(h));
+      ImGui::PopStyleColor();
+      ImGui::SetCursorScreenPos(ImVec2(pos.x, pos.y + label_h));
+      HeatmapView view;
+      view.texture = tex.probs[h];
+      view.rows = trace->L;
+      view.cols = trace->S;
+      view.colormap = s.prob_colormap;
+      view.range = range;
+      view.log_scale = s.log_scale;
+      view.outlined = focused;
+      char id[32];
+      std::snprintf(id, sizeof id, "##tile%lld", static_cast<long long>(h));
+      const HeatmapHit hit = drawHeatmap(state, id, view, ImVec2(tile_w, tile_h));
+      recordLayout(state, "grid_tile_" + std::to_string(h));
+      if (hit.hovered) {
+        state.hover_next = {hit.row, hit.col};
+        ImGui::SetTooltip("head %lld: click to focus", static_cast<long long>(h));
+      }
+      if (hit.clicked && !focused) {
+        s.focused_head = h;
+        settingsEdited(state);
+      }
+    }
+    const int rows = static_cast<int>((H + best_cols - 1) / best_cols);
+    ImGui::SetCursorScreenPos(ImVec2(origin.x + best_cols * (tile_w + gap) + 4, origin.y + label_h));
+    const float bar_h = std::max(40.0f, std::min(rows * (tile_h + label_h + gap) - label_h - gap, 220.0f));
+    drawColorBar(state, s.prob_colormap, range, s.log_scale, "%.2g", ImVec2(bar_w - 8, bar_h));
+  }
+  ImGui::End();
+}
+
+}  // namespace attnscope

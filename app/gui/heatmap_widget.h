@@ -1,0 +1,51 @@
+// Heatmap and colour bar widgets, shaped like ImPlot's PlotHeatmap/ColormapScale: the
+// values live in an R32F texture and the heatmap fragment shader colours them, so a
+// 4096 x 4096 map costs one quad, never one ImGui rectangle per cell.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <imgui.h>
+
+#include "colormap.h"
+#include "gui/app_state.h"
+
+namespace attnscope {
+
+struct ValueRange {
+  float low = 0.0f, high = 1.0f;
+};
+
+struct HeatmapView {
+  unsigned int texture = 0;        // R32F [rows, cols]; -inf = masked
+  int64_t rows = 0, cols = 0;
+  Colormap colormap = Colormap::Viridis;
+  std::optional<ValueRange> range; // unset: [0, 1]; callers pass the trace's auto range
+  bool log_scale = false;          // colour log10(v); range is then in value units
+  const char* label_format = "%.3g";
+  bool outlined = false;           // draw a highlight border (focused head)
+  bool crosshair = true;           // draw state.hover
+};
+
+struct HeatmapHit {
+  bool hovered = false;
+  bool clicked = false;
+  int64_t row = -1, col = -1;      // cell under the pointer when hovered
+};
+
+// Draws the heatmap filling `size` at the cursor (one item) and reports the hovered cell.
+HeatmapHit drawHeatmap(AppState& state, const char* id, const HeatmapView& view, ImVec2 size);
+
+// A vertical colour bar for `map` over `range` with three tick labels to its right.
+void drawColorBar(AppState& state, Colormap map, ValueRange range, bool log_scale,
+                  const char* label_format, ImVec2 size);
+
+// Token labels beside a heatmap at screen rectangle [min, max]: query labels left of the
+// rows (right-aligned), key labels under the columns (rotated 90 degrees); both thinned
+// to every k-th label when cells are smaller than a line of text.
+void drawAxisLabels(const std::vector<std::string>& row_labels,
+                    const std::vector<std::string>& col_labels, ImVec2 min, ImVec2 max);
+
+}  // namespace attnscope

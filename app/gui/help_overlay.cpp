@@ -1,0 +1,90 @@
+// F1: every keyboard shortcut; Ctrl+O: the open-bundle dialog.
+#include <imgui.h>
+#include <imgui_stdlib.h>
+
+#include <filesystem>
+
+#include "bundle.h"
+#include "gui/panels.h"
+
+namespace attnscope {
+
+void drawHelpOverlay(AppState& state) {
+  if (!state.show_help) return;
+  const ImGuiViewport* viewport = ImGui::GetMainViewport();
+  ImGui::SetNextWindowPos(ImVec2(viewport->WorkPos.x + viewport->WorkSize.x * 0.5f,
+                                 viewport->WorkPos.y + viewport->WorkSize.y * 0.5f),
+                          ImGuiCond_Always, ImVec2(0.5f, 0.5f));
+  ImGui::SetNextWindowBgAlpha(0.95f);
+  if (ImGui::Begin("Keyboard shortcuts", &state.show_help,
+                   ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoMove)) {
+    const char* rows[][2] = {
+        {"Left / Right", "focus the previous / next head"},
+        {"Up / Down", "focus the head one grid row up / down"},
+        {"Ctrl+O", "open a tensor bundle (directory of .npy files)"},
+        {"F1", "show / hide this help"},
+        {"Ctrl+Q", "quit (settings are saved)"},
+        {"Ctrl+click a slider", "type an exact value (clamped to the valid range)"},
+        {"hover a heatmap cell", "tooltip with tokens, scores, mask and probability"},
+        {"click a head tile", "focus that head"},
+    };
+    if (ImGui::BeginTable("shortcuts", 2, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) {
+      for (const auto& row : rows) {
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.3f, 1.0f), "%s", row[0]);
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(row[1]);
+      }
+      ImGui::EndTable();
+    }
+    ImGui::TextDisabled("Shortcuts are ignored while a text box is being edited.");
+  }
+  ImGui::End();
+}
+
+void drawOpenBundleModal(AppState& state) {
+  if (state.open_bundle_requested) {
+    ImGui::OpenPopup("Open bundle");
+    state.open_bundle_requested = false;
+    state.bundle_error.clear();
+    if (state.bundle_path_input.empty()) state.bundle_path_input = state.settings.bundle_path;
+  }
+  const ImGuiViewport* viewport = ImGui::GetMainViewport();
+  ImGui::SetNextWindowPos(ImVec2(viewport->WorkPos.x + viewport->WorkSize.x * 0.5f,
+                                 viewport->WorkPos.y + viewport->WorkSize.y * 0.4f),
+                          ImGuiCond_Always, ImVec2(0.5f, 0.5f));
+  ImGui::SetNextWindowSize(ImVec2(560, 0));
+  if (ImGui::BeginPopupModal("Open bundle", nullptr, ImGuiWindowFlags_NoResize)) {
+    ImGui::TextWrapped("A bundle is a directory with query.npy (and optionally key.npy, value.npy, "
+                       "w_q.npy ... w_o.npy, masks, tokens, bundle.json).");
+    if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
+    ImGui::SetNextItemWidth(-1);
+    const bool submitted = ImGui::InputTextWithHint("##bundle_path", "/path/to/bundle", &state.bundle_path_input,
+                                                    ImGuiInputTextFlags_EnterReturnsTrue);
+    if (!state.bundle_error.empty()) errorText(state.bundle_error);
+    if (ImGui::Button("Open", ImVec2(120, 0)) || submitted) {
+      try {
+        if (!std::filesystem::is_directory(state.bundle_path_input)) {
+          throw InputError("bundle: " + state.bundle_path_input + " is not a directory");
+        }
+        loadBundle(state.bundle_path_input, state.settings.modelDim(), state.settings.seed);
+        state.settings.source = InputSource::Bundle;
+        state.settings.bundle_path = state.bundle_path_input;
+        state.settings.batch_item = 0;
+        state.settings.focused_head = 0;
+        settingsEdited(state);
+        ImGui::CloseCurrentPopup();
+      } catch (const InputError& e) {
+        state.bundle_error = e.what();
+      }
+    }
+    ImGui::SameLine();
+    if (ImGui::Button("Cancel", ImVec2(120, 0)) || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape))) {
+      ImGui::CloseCurrentPopup();
+    }
+    ImGui::EndPopup();
+  }
+}
+
+}  // namespace attnscope

@@ -1,0 +1,65 @@
+#include <algorithm>
+#include <cmath>
+
+#include "gui/panels.h"
+
+namespace attnscope {
+
+PanelRect panelRect(Panel panel) {
+  const ImGuiViewport* viewport = ImGui::GetMainViewport();
+  const ImVec2 origin = viewport->WorkPos;
+  const float width = viewport->WorkSize.x, height = viewport->WorkSize.y;
+  const float status_h = std::floor(ImGui::GetFrameHeight() + 8.0f);
+  const float body_h = height - status_h;
+  const float left_w = std::clamp(std::floor(width * 0.2f), 260.0f, 330.0f);
+  const float right_w = std::clamp(std::floor(width * 0.24f), 300.0f, 400.0f);
+  const float centre_w = width - left_w - right_w;
+  const float grid_h = std::floor(body_h * 0.30f);
+  const float mask_h = std::floor(body_h * 0.36f);
+  switch (panel) {
+    case Panel::Controls: return {origin, ImVec2(left_w, body_h)};
+    case Panel::HeadGrid: return {ImVec2(origin.x + left_w, origin.y), ImVec2(centre_w, grid_h)};
+    case Panel::Focus:
+      return {ImVec2(origin.x + left_w, origin.y + grid_h), ImVec2(centre_w, body_h - grid_h)};
+    case Panel::Mask: return {ImVec2(origin.x + left_w + centre_w, origin.y), ImVec2(right_w, mask_h)};
+    case Panel::Pipeline:
+      return {ImVec2(origin.x + left_w + centre_w, origin.y + mask_h), ImVec2(right_w, body_h - mask_h)};
+    case Panel::StatusBar: return {ImVec2(origin.x, origin.y + body_h), ImVec2(width, status_h)};
+  }
+  return {origin, viewport->WorkSize};
+}
+
+bool beginPanelWindow(const char* title, Panel panel, ImGuiWindowFlags extra_flags) {
+  const PanelRect rect = panelRect(panel);
+  ImGui::SetNextWindowPos(rect.pos, ImGuiCond_Always);
+  ImGui::SetNextWindowSize(rect.size, ImGuiCond_Always);
+  return ImGui::Begin(title, nullptr,
+                      ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse |
+                          ImGuiWindowFlags_NoBringToFrontOnFocus | extra_flags);
+}
+
+void sectionHeader(const char* text) {
+  ImGui::Spacing();
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.55f, 0.78f, 1.0f, 1.0f));
+  ImGui::TextUnformatted(text);
+  ImGui::PopStyleColor();
+  ImGui::Separator();
+}
+
+void errorText(const std::string& message) {
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.35f, 0.35f, 1.0f));
+  ImGui::TextWrapped("%s", message.c_str());
+  ImGui::PopStyleColor();
+}
+
+void drawSpinner(float radius) {
+  const ImVec2 pos = ImGui::GetCursorScreenPos();
+  ImGui::Dummy(ImVec2(radius * 2, radius * 2));
+  const ImVec2 centre(pos.x + radius, pos.y + radius);
+  const float t = static_cast<float>(ImGui::GetTime()) * 6.0f;
+  ImDrawList* list = ImGui::GetWindowDrawList();
+  list->PathArcTo(centre, radius - 2, t, t + 4.2f, 24);
+  list->PathStroke(ImGui::GetColorU32(ImGuiCol_ButtonActive), 0, 3.0f);
+}
+
+}  // namespace attnscope

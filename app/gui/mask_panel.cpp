@@ -1,0 +1,87 @@
+// The combined allowed/blocked mask [L, S] of the batch item and each component on its own.
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "gui/heatmap_widget.h"
+#include "gui/panels.h"
+
+namespace attnscope {
+
+void drawMaskPanel(AppState& state) {
+  if (beginPanelWindow("Mask", Panel::Mask)) {
+    const AttentionTrace* t = state.trace.get();
+    const TraceTextures& tex = state.textures;
+    if (!t || !tex.mask) {
+      ImGui::TextDisabled("no attention computed yet");
+      ImGui::End();
+      return;
+    }
+    const int64_t cells = t->L * t->S;
+    ImGui::Text("mask = %s   batch item %lld", state.settings.mask.toString().c_str(),
+                static_cast<long long>(tex.batch_item));
+    ImGui::Text("allowed %lld / %lld cells (%.1f%%)", static_cast<long long>(tex.allowed_cells),
+                static_cast<long long>(cells), 100.0 * static_cast<double>(tex.allowed_cells) / cells);
+    if (tex.fully_masked_rows > 0) {
+      ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.45f, 1.0f));
+      ImGui::Text("fully masked rows: %lld", static_cast<long long>(tex.fully_masked_rows));
+      ImGui::PopStyleColor();
+    } else {
+      ImGui::Text("fully masked rows: 0");
+    }
+
+    // Combined mask on the left, one small image per component in a grid to its right.
+    const float aspect = static_cast<float>(t->S) / static_cast<float>(t->L);
+    const ImVec2 avail = ImGui::GetContentRegionAvail();
+    const size_t parts = tex.components.size();
+    const float big_side = std::floor(std::min(avail.y - 4, parts ? avail.x * 0.55f : avail.x - 8));
+    const float big_h = std::max(24.0f, std::floor(std::min(big_side, big_side / aspect)));
+    const float big_w = std::max(24.0f, std::floor(big_h * aspect));
+    const ImVec2 origin = ImGui::GetCursorScreenPos();
+
+    HeatmapView view;
+    view.texture = tex.mask;
+    view.rows = t->L;
+    view.cols = t->S;
+    view.colormap = state.settings.prob_colormap;
+    view.range = ValueRange{0.0f, 1.6f};  // allowed (1) in a calm mid-map colour
+    ImGui::SetCursorScreenPos(ImVec2(origin.x + 2, origin.y + 2));
+    const HeatmapHit hit = drawHeatmap(state, "##mask", view, ImVec2(big_w, big_h));
+    recordLayout(state, "mask_combined");
+    if (hit.hovered) {
+      state.hover_next = {hit.row, hit.col};
+      const bool allowed = t->mask.allowed.data[(tex.batch_item * t->L + hit.row) * t->S + hit.col];
+      ImGui::SetTooltip("query %lld may %sattend key %lld", static_cast<long long>(hit.row),
+                        allowed ? "" : "NOT ", static_cast<long long>(hit.col));
+    }
+
+    const float text_h = ImGui::GetTextLineHeightWithSpacing();
+    const float right_x = origin.x + big_w + 14;
+    const float right_w = origin.x + avail.x - right_x;
+    const int columns = parts > 2 ? 2 : 1;
+    const float cell = std::floor(std::min(right_w / columns - 8, 90.0f));
+    for (size_t c = 0; c < parts && cell > 16; ++c) {
+      const float x = right_x + static_cast<float>(c % columns) * (cell + 8);
+      const float y = origin.y + static_cast<float>(c / columns) * (cell + 2 * text_h + 4);
+      const MaskComponent& component = t->mask.components[c];
+      ImGui::SetCursorScreenPos(ImVec2(x, y));
+      ImGui::TextUnformatted(component.name.c_str());
+      ImGui::SetCursorScreenPos(ImVec2(x, y + text_h));
+      view.texture = tex.components[c];
+      const float w = std::floor(std::min(cell, cell * aspect)), h = std::floor(w / aspect);
+      drawHeatmap(state, ("##component" + std::to_string(c)).c_str(), view, ImVec2(w, h));
+      recordLayout(state, "mask_component_" + std::to_string(c));
+      ImGui::SetCursorScreenPos(ImVec2(x, y + text_h + h + 2));
+      ImGui::TextDisabled("%lld ok", static_cast<long long>(tex.component_allowed[c]));
+    }
+    ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + big_h + 6));
+    if (parts == 0) {
+      ImGui::SetCursorScreenPos(ImVec2(origin.x + big_w + 14, origin.y));
+      ImGui::TextDisabled("no mask terms:\nevery query\nattends every key");
+    }
+  }
+  ImGui::End();
+}
+
+}  // namespace attnscope

@@ -1,0 +1,36 @@
+// The panels of the main window. Each draws one fixed-position ImGui window (no docking)
+// inside the rectangle panelRect() gives it, reading and writing only the AppState.
+#pragma once
+
+#include <imgui.h>
+
+#include "gui/app_state.h"
+
+namespace attnscope {
+
+enum class Panel { Controls, HeadGrid, Focus, Mask, Pipeline, StatusBar };
+
+// Fixed layout filling the main viewport: controls left, head grid over the focus view
+// in the centre, mask over pipeline on the right, status line along the bottom.
+struct PanelRect {
+  ImVec2 pos, size;
+};
+PanelRect panelRect(Panel panel);
+// Begin() for a panel window at its fixed rectangle (End() as usual).
+bool beginPanelWindow(const char* title, Panel panel, ImGuiWindowFlags extra_flags = 0);
+
+void drawControlPanel(AppState& state);
+void drawHeadGridPanel(AppState& state);
+void drawFocusPanel(AppState& state);
+void drawMaskPanel(AppState& state);
+void drawPipelinePanel(AppState& state);
+void drawStatusBar(AppState& state);
+void drawHelpOverlay(AppState& state);
+void drawOpenBundleModal(AppState& state);
+
+// Shared look: section header, red error text, a small spinner.
+void sectionHeader(const char* text);
+void errorText(const std::string& message);
+void drawSpinner(float radius);
+
+}  // namespace attnscope

@@ -1,0 +1,55 @@
+// Bottom line: sizes, the last recompute time, memory in use, and a spinner while busy.
+#include <imgui.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "gui/panels.h"
+
+namespace attnscope {
+namespace {
+
+// Resident set size from /proc/self/statm (second field, in pages).
+double residentMiB() {
+  std::FILE* file = std::fopen("/proc/self/statm", "r");
+  if (!file) return 0.0;
+  unsigned long long total = 0, resident = 0;
+  const int read = std::fscanf(file, "%llu %llu", &total, &resident);
+  std::fclose(file);
+  if (read != 2) return 0.0;
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+}
+
+}  // namespace
+
+void drawStatusBar(AppState& state) {
+  if (beginPanelWindow("##status", Panel::StatusBar,
+                       ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoScrollbar)) {
+    const bool busy = state.posted_generation > state.trace_generation &&
+                      std::chrono::steady_clock::now() - state.posted_at > std::chrono::milliseconds(100);
+    if (busy) {
+      drawSpinner(ImGui::GetTextLineHeight() / 2 + 1);
+      ImGui::SameLine();
+      ImGui::TextUnformatted("computing...");
+      ImGui::SameLine();
+    }
+    if (const AttentionTrace* t = state.trace.get()) {
+      ImGui::Text("B=%lld  L=%lld  S=%lld  D=%lld  H=%lld  d=%lld   |   recompute %.1f ms   |   memory %.0f MiB",
+                  static_cast<long long>(t->B), static_cast<long long>(t->L), static_cast<long long>(t->S),
+                  static_cast<long long>(t->D), static_cast<long long>(t->H), static_cast<long long>(t->d),
+                  state.compute_ms, residentMiB());
+    } else {
+      ImGui::Text("no result   |   memory %.0f MiB", residentMiB());
+    }
+    if (!state.notice.empty()) {
+      ImGui::SameLine();
+      ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.3f, 1.0f), "   %s", state.notice.c_str());
+    }
+    ImGui::SameLine(ImGui::GetWindowWidth() - 150);
+    ImGui::TextDisabled("F1: shortcuts");
+  }
+  ImGui::End();
+}
+
+}  // namespace attnscope

@@ -1,0 +1,159 @@
+"""Helpers for the GUI tests: an Xvfb display, running the app, reading PNGs and the state log.
+
+Each test module starts its own X server with xvfb-run (Mesa llvmpipe, no GPU) and keeps
+XDG_CONFIG_HOME in a temporary folder, so the user's config is never touched.
+"""
+import json
+import os
+import signal
+import struct
+import subprocess
+import tempfile
+import time
+import zlib
+
+BIN = os.environ.get("ATTNSCOPE_BIN", os.path.join(os.path.dirname(__file__), "../../build/attnscope"))
+TMP_ROOT = os.environ.get("ATTNSCOPE_TEST_TMP", tempfile.gettempdir())
+SCREEN = "-screen 0 1600x1000x24 -noreset"  # -noreset: keep the parked pointer between clients
+MASKED = {(128, 128, 128), (160, 160, 160)}  # kMaskedColor / kMaskedHatchColor
+BACKGROUND = (26, 27, 31)                     # panel background (0.10, 0.105, 0.12)
+
+
+def scratch_dir(prefix):
+    os.makedirs(TMP_ROOT, exist_ok=True)
+    return tempfile.mkdtemp(prefix=prefix, dir=TMP_ROOT)
+
+
+class XServer:
+    """xvfb-run holding a display open; .env has DISPLAY, XAUTHORITY and a private XDG_CONFIG_HOME."""
+
+    def __init__(self):
+        self.dir = scratch_dir("xvfb-")
+        display_file = os.path.join(self.dir, "display")
+        self.proc = subprocess.Popen(
+            ["xvfb-run", "-a", "-s", SCREEN, "sh", "-c", 'echo "$DISPLAY $XAUTHORITY" > "$0.tmp" && mv "$0.tmp" "$0"; exec sleep 3600',
+             display_file],
+            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if os.path.exists(display_file):
+                break
+            time.sleep(0.05)
+        else:
+            self.close()
+            raise RuntimeError("Xvfb did not start")
+        self.env = dict(os.environ)
+        with open(display_file) as f:
+            display, xauthority = f.read().split()
+        self.env["DISPLAY"], self.env["XAUTHORITY"] = display, xauthority
+        self.env["XDG_CONFIG_HOME"] = os.path.join(self.dir, "config")
+        # Xvfb puts the pointer mid-screen, over the focus view; park it in a corner so
+        # no tooltip or crosshair covers the cells a test inspects.
+        self.xdotool("mousemove", 1590, 990)
+
+    def run(self, *args, timeout=60):
+        return subprocess.run([BIN, *args], env=self.env, capture_output=True, text=True, timeout=timeout)
+
+    def start(self, *args):
+        return subprocess.Popen([BIN, *args], env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True)
+
+    def xdotool(self, *args):
+        return subprocess.run(["xdotool", *map(str, args)], env=self.env, capture_output=True, text=True,
+                              timeout=20).stdout.strip()
+
+    def close(self):
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(timeout=10)
+
+
+def write_settings(folder, name, **fields):
+    path = os.path.join(folder, name)
+    with open(path, "w") as f:
+        json.dump(fields, f)
+    return path
+
+
+def read_state_log(path):
+    if not os.path.exists(path):
+        return []
+    lines = []
+    with open(path) as f:
+        for line in f:
+            if line.endswith("\n"):
+                lines.append(json.loads(line))
+    return lines
+
+
+def wait_for_state(path, predicate, timeout=20):
+    """The first state-log line (newest first) that satisfies predicate; fails after timeout."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for state in reversed(read_state_log(path)):
+            if predicate(state):
+                return state
+        time.sleep(0.1)
+    lines = read_state_log(path)
+    raise AssertionError("state never matched; last line: %s" % (json.dumps(lines[-1]) if lines else "none"))
+
+
+def read_png(path):
+    """Minimal PNG decoder (8-bit RGB/RGBA, non-interlaced): returns (width, height, rows of RGB tuples)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, width = 8, b"", 0
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, color_type, _, _, interlace = struct.unpack(">IIBBBBB", body)
+            assert depth == 8 and color_type in (2, 6) and interlace == 0, "unsupported PNG format"
+            channels = 3 if color_type == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw = zlib.decompress(idat)
+    stride = width * channels
+    rows, prev = [], bytearray(stride)
+    for y in range(height):
+        kind = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for x in range(stride):
+            a = line[x - channels] if x >= channels else 0
+            b = prev[x]
+            c = prev[x - channels] if x >= channels else 0
+            if kind == 1:
+                line[x] = (line[x] + a) & 255
+            elif kind == 2:
+                line[x] = (line[x] + b) & 255
+            elif kind == 3:
+                line[x] = (line[x] + (a + b) // 2) & 255
+            elif kind == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append([tuple(line[x * channels:x * channels + 3]) for x in range(width)])
+        prev = line
+    return width, height, rows
+
+
+def cell_pixel(rect, rows, cols, i, j):
+    """Pixel at the centre of cell (i, j) of a heatmap drawn in rect [x, y, w, h]."""
+    x, y, w, h = rect
+    return int(x + (j + 0.5) * w / cols), int(y + (i + 0.5) * h / rows)
+
+
+def count_runs(row_pixels, x0, x1, min_width=8):
+    """Number of runs of non-background pixels at least min_width wide in [x0, x1)."""
+    runs, width = 0, 0
+    for x in range(x0, x1):
+        if row_pixels[x] != BACKGROUND:
+            width += 1
+        else:
+            runs += width >= min_width
+            width = 0
+    return runs + (width >= min_width)
