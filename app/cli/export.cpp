@@ -1,6 +1,212 @@
-// PLACEHOLDER (replaced by the export command implementation).
-#include <cstdio>
+// `attnscope export`: heatmap figures (PNG, SVG, PDF) and raw matrices (.npy, .csv) with
+// no display and no OpenGL, through the same exportFigures() as the app's Ctrl+S.
+// Prints every path written, one per line.
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <new>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+
+#include <CLI/CLI.hpp>
+
 #include "cli/commands.h"
+#include "figure/figure.h"
+#include "settings.h"
+
 namespace attnscope {
-int runExportCommand(int, char**) { std::fputs("export: not built yet\n", stderr); return 2; }
+namespace {
+
+// A flag whose text does not parse: exit 2 (usage), unlike InputError (exit 1).
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ExportFlags {
+  std::string bundle;
+  bool demo = false;
+  std::string settings_file;
+  std::string out;
+  std::string what = "probs";
+  std::optional<std::string> heads;
+  std::optional<int64_t> batch;
+  std::string format = "png";
+  std::optional<std::string> colormap;
+  std::optional<int64_t> cell_px;
+  std::optional<std::string> mask;
+  std::optional<int64_t> heads_count;
+};
+
+std::vector<std::string> splitList(const std::string& flag, const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const size_t first = item.find_first_not_of(' '), last = item.find_last_not_of(' ');
+    if (first == std::string::npos) throw UsageError(flag + ": empty item in '" + text + "'");
+    items.push_back(item.substr(first, last - first + 1));
+  }
+  if (items.empty()) throw UsageError(flag + ": empty list");
+  return items;
 }
+
+void checkChoices(const std::string& flag, const std::vector<std::string>& given, const std::vector<std::string>& known) {
+  for (const std::string& name : given) {
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      std::string choices;
+      for (size_t i = 0; i < known.size(); ++i) choices += (i == 0 ? "" : i + 1 == known.size() ? " or " : ", ") + known[i];
+      throw UsageError(flag + ": unknown value '" + name + "' (use " + choices + ")");
+    }
+  }
+}
+
+// "all" -> every head of the model; "0,3" -> those heads (range checked once H is known).
+std::optional<std::vector<int64_t>> parseHeads(const std::string& text) {
+  if (text == "all") return std::nullopt;
+  std::vector<int64_t> heads;
+  for (const std::string& item : splitList("--heads", text)) {
+    char* end = nullptr;
+    const long long head = std::strtoll(item.c_str(), &end, 10);
+    if (*end != '\0' || head < 0) {
+      throw UsageError("--heads: '" + item + "' is not a head index (use all, or indices such as 0,3)");
+    }
+    heads.push_back(head);
+  }
+  return heads;
+}
+
+Settings settingsFromFlags(const ExportFlags& flags) {
+  Settings settings;
+  if (!flags.settings_file.empty()) {
+    settings = loadSettingsFile(flags.settings_file);
+  } else if (!flags.bundle.empty()) {
+    settings.source = InputSource::Bundle;
+    settings.bundle_path = flags.bundle;
+  }
+  if (flags.mask) {
+    try {
+      settings.mask = MaskSpec::parse(*flags.mask);
+    } catch (const InputError& e) {
+      throw UsageError(std::string("--mask: ") + e.what());
+    }
+  }
+  if (flags.heads_count) settings.heads = *flags.heads_count;
+  return settings;
+}
+
+int exportCommand(const ExportFlags& flags) {
+  const int sources = int(flags.demo) + int(!flags.bundle.empty()) + int(!flags.settings_file.empty());
+  if (sources != 1) {
+    throw UsageError(sources == 0 ? "give --demo, a BUNDLE folder or --settings FILE"
+                                  : "give only one of --demo, BUNDLE and --settings FILE");
+  }
+  ExportRequest request;
+  request.what = splitList("--what", flags.what);
+  checkChoices("--what", request.what, exportWhatNames());
+  request.formats = splitList("--format", flags.format);
+  checkChoices("--format", request.formats, exportFormatNames());
+  if (flags.colormap) {
+    try {
+      request.colormap = colormapFromName(*flags.colormap);
+    } catch (const InputError& e) {
+      throw UsageError(std::string("--colormap: ") + e.what());
+    }
+  }
+  if (flags.cell_px) {
+    if (*flags.cell_px < 0) throw UsageError("--cell-px: must be >= 1 (or 0 = auto), got " + std::to_string(*flags.cell_px));
+    request.cell_px = *flags.cell_px;
+  }
+  if (flags.heads_count && *flags.heads_count < 1) {
+    throw UsageError("--heads-count: must be >= 1, got " + std::to_string(*flags.heads_count));
+  }
+  if (flags.batch && *flags.batch < 0) throw UsageError("--batch: must be >= 0, got " + std::to_string(*flags.batch));
+  const std::optional<std::vector<int64_t>> heads = flags.heads ? parseHeads(*flags.heads) : std::vector<int64_t>{};
+  const Settings settings = settingsFromFlags(flags);
+
+  const AttentionInputs inputs = buildInputs(settings);
+  const AttentionTrace trace = runAttention(inputs, attentionOptions(settings, inputs.w_q.dim(0)));
+
+  if (heads) {
+    for (int64_t head : *heads) {
+      if (head >= trace.H) {
+        throw InputError("--heads: head " + std::to_string(head) + " is out of range (the model has " +
+                         std::to_string(trace.H) + " head" + (trace.H == 1 ? "" : "s") + ": 0-" +
+                         std::to_string(trace.H - 1) + ")");
+      }
+    }
+    request.heads = *heads;
+  } else {
+    for (int64_t h = 0; h < trace.H; ++h) request.heads.push_back(h);
+  }
+  if (flags.batch) {
+    if (*flags.batch >= trace.B) {
+      throw InputError("--batch: item " + std::to_string(*flags.batch) + " is out of range (the input has " +
+                       std::to_string(trace.B) + " batch item" + (trace.B == 1 ? "" : "s") + ": 0-" +
+                       std::to_string(trace.B - 1) + ")");
+    }
+    request.batch = *flags.batch;
+  }
+  request.out_dir = flags.out;
+
+  for (const std::string& path : exportFigures(settings, trace, request)) std::cout << path << "\n";
+  return 0;
+}
+
+// One line: CLI11's messages can span lines.
+std::string oneLine(std::string text) {
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  return text;
+}
+
+}  // namespace
+
+int runExportCommand(int argc, char** argv) {
+  CLI::App app{"Export attention heatmaps as figures (png, svg, pdf) and raw matrices (npy, csv), "
+               "with a settings JSON beside each, without a display.",
+               "attnscope export"};
+  ExportFlags flags;
+  app.add_option("BUNDLE", flags.bundle, "bundle folder of .npy files (query.npy [B,L,Dq], ...)");
+  app.add_flag("--demo", flags.demo, "use the built-in text demo");
+  app.add_option("--settings", flags.settings_file, "settings JSON (as saved beside every export or by the app)");
+  app.add_option("--out", flags.out, "export folder (created if missing; default: the settings' export folder "
+                                     "or ~/Pictures/attnscope)");
+  app.add_option("--what", flags.what, "figures, comma-separated: probs, scores, mask, grid (default probs)");
+  app.add_option("--heads", flags.heads, "heads to export for probs/scores: all, or indices such as 0,3 (default: the settings' focused head, 0)");
+  app.add_option("--batch", flags.batch, "batch item (default: the settings' batch item, 0)");
+  app.add_option("--format", flags.format, "formats, comma-separated: png, svg, pdf, npy, csv (default png)");
+  app.add_option("--colormap", flags.colormap, "viridis, cividis, magma or diverging (scores are always diverging)");
+  app.add_option("--cell-px", flags.cell_px, "pixels per cell (default: matrix >= 512 px on its longer side)");
+  app.add_option("--mask", flags.mask, "mask: none, or terms joined by '+' (causal, window:W, ...)");
+  app.add_option("--heads-count", flags.heads_count, "number of heads H of the model");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "attnscope export: " << oneLine(e.what()) << " (see attnscope export --help)\n";
+    return 2;
+  }
+  try {
+    return exportCommand(flags);
+  } catch (const UsageError& e) {
+    std::cerr << "attnscope export: " << oneLine(e.what()) << "\n";
+    return 2;
+  } catch (const InputError& e) {
+    std::cerr << "attnscope export: " << oneLine(e.what()) << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "attnscope export: out of memory\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "attnscope export: " << oneLine(e.what()) << "\n";
+    return 1;
+  }
+}
+
+}  // namespace attnscope

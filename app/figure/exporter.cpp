@@ -1,0 +1,172 @@
+// exportFigures: what the app's Ctrl+S and `attnscope export` both run.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "figure.h"
+#include "npy.h"
+
+namespace attnscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+// One file of a figure, rendered before anything is written.
+struct OutputFile {
+  std::string extension;
+  std::string bytes;  // png, svg, pdf, csv, json
+  Tensor matrix;      // npy
+};
+
+struct FigureJob {
+  std::string base_name;
+  std::vector<OutputFile> files;
+};
+
+std::string joinNames(const std::vector<std::string>& names) {
+  std::string text;
+  for (size_t i = 0; i < names.size(); ++i) {
+    text += i == 0 ? "" : i + 1 == names.size() ? " or " : ", ";
+    text += names[i];
+  }
+  return text;
+}
+
+void checkNames(const std::vector<std::string>& given, const std::vector<std::string>& known, const char* kind) {
+  if (given.empty()) throw InputError(std::string("export: no ") + kind + " given (use " + joinNames(known) + ")");
+  for (const std::string& name : given) {
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      throw InputError(std::string("export: unknown ") + kind + " '" + name + "' (use " + joinNames(known) + ")");
+    }
+  }
+}
+
+// Creates the folder when missing; throws "export folder X is not writable: <reason>".
+void prepareFolder(const std::string& dir) {
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (!error && !fs::is_directory(dir, error)) error = std::make_error_code(std::errc::not_a_directory);
+  if (!error && ::access(dir.c_str(), W_OK) != 0) error = std::error_code(errno, std::generic_category());
+  if (error) throw InputError("export folder " + dir + " is not writable: " + error.message());
+}
+
+Figure buildFigure(const std::string& what, const AttentionTrace& trace, int64_t batch, int64_t head,
+                   Colormap map, bool log_scale) {
+  if (what == "probs") return probsFigure(trace, batch, head, map, log_scale);
+  if (what == "scores") return scoresFigure(trace, batch, head);
+  if (what == "mask") return maskFigure(trace, batch, map);
+  return gridFigure(trace, batch, map, log_scale);
+}
+
+OutputFile renderFile(const std::string& format, const Figure& figure) {
+  if (format == "png") return {format, renderFigurePng(figure), {}};
+  if (format == "svg") return {format, renderFigureSvg(figure), {}};
+  if (format == "pdf") return {format, renderFigurePdf(figure), {}};
+  if (format == "csv") return {format, matrixCsv(figure), {}};
+  return {format, {}, matrixTensor(figure)};
+}
+
+}  // namespace
+
+std::vector<std::string> exportWhatNames() { return {"probs", "scores", "mask", "grid"}; }
+
+std::vector<std::string> exportFormatNames() { return {"png", "svg", "pdf", "npy", "csv"}; }
+
+std::string defaultExportDir() {
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : ".") + "/Pictures/attnscope";
+}
+
+std::string exportBaseName(const std::string& what, int64_t head, int64_t batch,
+                           const std::string& mask_short_name, int64_t L, int64_t S) {
+  std::string name = what;
+  if (head >= 0) name += "_head" + std::to_string(head);
+  return name + "_b" + std::to_string(batch) + "_" + mask_short_name + "_L" + std::to_string(L) + "xS" +
+         std::to_string(S);
+}
+
+std::string freeBaseName(const std::string& dir, const std::string& base,
+                         const std::vector<std::string>& extensions) {
+  for (int suffix = 0;; ++suffix) {
+    const std::string name = suffix == 0 ? base : base + "_" + std::to_string(suffix);
+    const bool taken = std::any_of(extensions.begin(), extensions.end(), [&](const std::string& ext) {
+      std::error_code error;
+      return fs::exists(fs::path(dir) / (name + "." + ext), error) || error;
+    });
+    if (!taken) return name;
+  }
+}
+
+std::vector<std::string> exportFigures(const Settings& settings, const AttentionTrace& trace,
+                                       const ExportRequest& request) {
+  checkNames(request.what, exportWhatNames(), "figure");
+  checkNames(request.formats, exportFormatNames(), "format");
+  const int64_t batch = request.batch >= 0 ? request.batch : settings.batch_item;
+  std::vector<int64_t> heads;
+  for (int64_t head : request.heads.empty() ? std::vector<int64_t>{settings.focused_head} : request.heads) {
+    if (std::find(heads.begin(), heads.end(), head) == heads.end()) heads.push_back(head);
+  }
+  const Colormap colormap = request.colormap.value_or(settings.prob_colormap);
+  const int64_t cell_px = request.cell_px >= 0 ? request.cell_px : settings.cell_px;
+  if (cell_px < 0) throw InputError("export: cell size must be >= 0 px (0 = auto), got " + std::to_string(cell_px));
+  const std::string dir = !request.out_dir.empty()      ? request.out_dir
+                          : !settings.export_dir.empty() ? settings.export_dir
+                                                         : defaultExportDir();
+
+  // Render every file in memory first: a bad request or a figure too large fails before
+  // anything is written.
+  std::vector<FigureJob> jobs;
+  for (const std::string& what : request.what) {
+    const bool per_head = what == "probs" || what == "scores";
+    for (int64_t head : per_head ? heads : std::vector<int64_t>{-1}) {
+      Figure figure = buildFigure(what, trace, batch, std::max<int64_t>(head, 0), colormap, settings.log_scale);
+      figure.cell_px = cell_px;
+      FigureJob job;
+      job.base_name = exportBaseName(what, head, batch, settings.mask.shortName(), trace.L, trace.S);
+      for (const std::string& format : request.formats) job.files.push_back(renderFile(format, figure));
+      // The settings that reopen (or re-export) exactly this view.
+      Settings view = settings;
+      view.batch_item = batch;
+      if (head >= 0) view.focused_head = head;
+      view.prob_colormap = colormap;
+      view.cell_px = cell_px;
+      job.files.push_back({"json", settingsToJson(view).dump(2) + "\n", {}});
+      jobs.push_back(std::move(job));
+    }
+  }
+
+  prepareFolder(dir);
+  std::vector<std::string> written;
+  try {
+    for (FigureJob& job : jobs) {
+      std::vector<std::string> extensions;
+      for (const OutputFile& file : job.files) extensions.push_back(file.extension);
+      const std::string name = freeBaseName(dir, job.base_name, extensions);
+      for (const OutputFile& file : job.files) {
+        const std::string path = (fs::path(dir) / (name + "." + file.extension)).string();
+        if (file.extension == "npy") {
+          writeNpy(path, file.matrix);
+        } else {
+          writeFileAtomic(path, file.bytes);
+        }
+        written.push_back(path);
+      }
+    }
+  } catch (...) {
+    // All or nothing: an export that fails half-way (disk full) takes its files back.
+    for (const std::string& path : written) {
+      std::error_code ignored;
+      fs::remove(path, ignored);
+    }
+    throw;
+  }
+  return written;
+}
+
+}  // namespace attnscope

@@ -1,0 +1,142 @@
+// Publication figures of attention matrices, rendered on the CPU with no display and no GL:
+// PNG and PDF through Cairo, SVG written by hand (one <rect> per cell), and the raw matrix
+// as .npy / .csv. The app (Ctrl+S) and `attnscope export` both call exportFigures(), so
+// the same settings give the same files.
+//
+// Colours: every cell is colormapTable(map)[colormapIndex(v, low, high)], the rule the
+// fragment shader uses. Masked cells (blocked by the mask) use the masked style shared
+// with the shader: cell (row, col) is kMaskedHatchColor when (row + col) is even, else
+// kMaskedColor, i.e. a grey checker hatch at cell granularity, so it stays exact in PNG
+// and is one rect per cell in SVG.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attention.h"
+#include "colormap.h"
+#include "settings.h"
+
+namespace attnscope {
+
+// One heatmap tile. A single-matrix figure has one panel; the head grid has one per head.
+struct FigurePanel {
+  std::string title;            // "head 3" in the grid; empty for a single figure
+  std::vector<float> values;    // [rows, cols], row-major, raw trace values (-inf kept)
+  std::vector<uint8_t> masked;  // [rows, cols], 1 = masked style; empty = none masked
+};
+
+struct Figure {
+  int64_t rows = 0;  // L (queries)
+  int64_t cols = 0;  // S (keys)
+  std::vector<FigurePanel> panels;        // >= 1; all [rows, cols]
+  std::vector<std::string> row_labels;    // rows labels (query tokens); empty = indices
+  std::vector<std::string> col_labels;    // cols labels (key tokens); empty = indices
+  std::string title;                      // first title line, e.g. "Attention probabilities, head 3"
+  std::string subtitle;                   // second line: "batch item 0 | mask causal | L 9 x S 9"
+  std::string value_label;                // colour bar caption: "probability", "score", ...
+  Colormap colormap = Colormap::Viridis;
+  std::optional<float> low, high;         // colour range; unset = min/max of unmasked finite values
+  std::vector<std::pair<float, std::string>> ticks;  // colour bar ticks; empty = round values
+  // Colour log10(v) over [log10(low), log10(high)] (probabilities; low must then be > 0,
+  // values <= 0 clamp to the first colour). Ranges and tick labels stay in value units.
+  bool log_scale = false;
+  int64_t cell_px = 0;                    // pixels per cell; 0 = defaultCellPx()
+  int64_t grid_columns = 1;               // panels per row
+};
+
+// Colour range when the figure does not set one: probabilities [0, max] (or [0, 1] if all
+// zero), scores symmetric +-max|finite| over unmasked cells, mask [0, 1].
+enum class RangeKind { Probability, Score, Mask };
+void setAutoRange(Figure& figure, RangeKind kind);
+
+// Smallest integer cell size making a single matrix >= 512 px on its longer side
+// (grid tiles >= 256 px), at least 1.
+int64_t defaultCellPx(int64_t rows, int64_t cols, size_t panels);
+int64_t effectiveCellPx(const Figure& figure);
+
+// The colour range in use (figure.low/high, or min/max of unmasked finite values) and the
+// colour-table index of a value under it (colormapIndex, on log10 values with log_scale).
+std::pair<float, float> colorRange(const Figure& figure);
+int colorIndex(const Figure& figure, float value);
+
+// The colour a cell is drawn with (masked style included): the one rule every renderer uses.
+Rgb cellColor(const Figure& figure, const FigurePanel& panel, int64_t row, int64_t col);
+
+// Builders from a trace, with the app's colour scales so a figure matches the screen.
+// b = batch item, h = head; InputError when out of range. cell_px stays 0 (auto).
+//   probs   probs_dropped when dropout ran (else probs) of head h; range [0, max over all
+//           heads of item b] (log scale: [smallest positive, max]); blocked cells masked style
+//   scores  scaled scores of head h, diverging map, range +-max|unmasked| of that head
+//   mask    1 = may attend (top colour), blocked cells masked style; range [0, 1]
+//   grid    probs of every head as tiles "head k" sharing the probs range and colour bar
+// Titles name the mask from trace.mask.components ("causal+window:3", "none").
+Figure probsFigure(const AttentionTrace& trace, int64_t b, int64_t h, Colormap map, bool log_scale = false);
+Figure scoresFigure(const AttentionTrace& trace, int64_t b, int64_t h);
+Figure maskFigure(const AttentionTrace& trace, int64_t b, Colormap map);
+Figure gridFigure(const AttentionTrace& trace, int64_t b, Colormap map, bool log_scale = false);
+
+// Renderers: the whole file in memory. PNG/PDF via Cairo, SVG by hand.
+std::string renderFigurePng(const Figure& figure);
+std::string renderFigurePdf(const Figure& figure);
+std::string renderFigureSvg(const Figure& figure);
+// Where the matrices land in the rendered figure (pixels = PDF points = SVG units): panel
+// p's cell (r, c) covers [panel_x[p] + c * cell_px, +cell_px) x [panel_y[p] + r * cell_px, +cell_px).
+struct FigureGeometry {
+  int width = 0, height = 0;
+  int cell_px = 0;
+  std::vector<int> panel_x, panel_y;
+};
+FigureGeometry figureGeometry(const Figure& figure);
+
+// A decoded PNG, for checks and previews. pixels: [height, width], row-major.
+struct RgbImage {
+  int width = 0, height = 0;
+  std::vector<Rgb> pixels;
+  const Rgb& at(int x, int y) const { return pixels[static_cast<size_t>(y) * width + x]; }
+};
+RgbImage decodePng(const std::string& png_bytes);  // InputError when not a PNG
+std::string encodePng(const RgbImage& image);      // e.g. the app's window screenshot
+
+// Raw matrix: .npy float32 [rows, cols] ([panels, rows, cols] for several panels);
+// .csv with a header of column labels and the row label first (a head column for grids).
+std::string matrixCsv(const Figure& figure);
+Tensor matrixTensor(const Figure& figure);
+
+// --- exporting ------------------------------------------------------------------------
+
+struct ExportRequest {
+  std::vector<std::string> what = {"probs"};   // probs, scores, mask, grid
+  std::vector<int64_t> heads;                  // empty = settings.focused_head
+  int64_t batch = -1;                          // -1 = settings.batch_item
+  std::vector<std::string> formats = {"png"};  // png, svg, pdf, npy, csv
+  std::optional<Colormap> colormap;            // unset = settings.prob_colormap
+  int64_t cell_px = -1;                        // -1 = settings.cell_px (0 = auto)
+  std::string out_dir;                         // empty = settings.export_dir or defaultExportDir()
+};
+
+std::vector<std::string> exportWhatNames();    // {"probs", "scores", "mask", "grid"}
+std::vector<std::string> exportFormatNames();  // {"png", "svg", "pdf", "npy", "csv"}
+std::string defaultExportDir();  // $HOME/Pictures/attnscope
+
+// "probs_head3_b0_causal_L9xS9" (grid and mask have no head: "grid_b0_causal_L9xS9").
+std::string exportBaseName(const std::string& what, int64_t head, int64_t batch,
+                           const std::string& mask_short_name, int64_t L, int64_t S);
+// The first of base, base_1, base_2, ... for which no base.<ext> exists in dir for any of
+// the extensions (so all formats of one figure share one name and nothing is overwritten).
+std::string freeBaseName(const std::string& dir, const std::string& base,
+                         const std::vector<std::string>& extensions);
+
+// Renders every requested figure in memory, then writes each file atomically into the
+// export folder (created when missing), plus <base>.json with the settings that reproduce
+// it. Returns the paths written (figure files first, then the JSON, per figure). Throws
+// InputError for bad requests ("--heads: head 7 is out of range ...") or an unwritable
+// folder ("export folder /x is not writable: Permission denied"); on failure the files of
+// this export already written are removed again.
+std::vector<std::string> exportFigures(const Settings& settings, const AttentionTrace& trace,
+                                       const ExportRequest& request);
+
+}  // namespace attnscope

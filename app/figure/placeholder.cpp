@@ -1,1 +1,0 @@
-// PLACEHOLDER (removed once the figure library has sources).
