@@ -107,6 +107,94 @@ Tensor mergeHeads(const Tensor& x, int64_t B, int64_t H, int64_t T, int64_t d) {
   return out;
 }
 
+struct MistakeInfo {
+  Mistake mistake;
+  const char* name;
+  const char* description;
+  const char* fix;
+};
+
+constexpr MistakeInfo kMistakes[] = {
+    {Mistake::None, "none", "correct multi-head attention", ""},
+    {Mistake::FloorDivisionScale, "floor-div-scale",
+     "scores // sqrt(d): floor division quantises scores to integers (seed 000's full listing)",
+     "scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(d)"},
+    {Mistake::KVReshapedWithQueryLength, "kv-reshape-with-L",
+     "K and V viewed as [B, L, H, d] with the query length: breaks cross-attention when S != L (seed 000's listing)",
+     "k = self.k_proj(k).view(B, S, H, d).transpose(1, 2)  # likewise v; S = k.size(1)"},
+    {Mistake::NoHeadSplit, "no-head-split",
+     "no view + transpose(1, 2): attention over the full D gives one map shared by every head (seed 003, mistake 2)",
+     "q = self.q_proj(q).view(B, L, H, d).transpose(1, 2)  # likewise k, v with S"},
+    {Mistake::SharedProjection, "shared-linear",
+     "[nn.Linear(D, D)] * 4 is one layer used for q, k, v and o: self-attention scores turn symmetric (seed 003, mistake 4)",
+     "self.linears = nn.ModuleList([nn.Linear(D, D) for _ in range(4)])"},
+    {Mistake::NoScaling, "no-scale",
+     "scores not divided by sqrt(d): softmax saturates towards one-hot rows (seed 003, mistake 5)",
+     "scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(d)"},
+    {Mistake::ReshapeWithoutTranspose, "no-contiguous",
+     "heads merged by reshaping [B, H, L, d] without transpose(1, 2): output mixes positions across heads (seed 003, mistake 6)",
+     "context = context.transpose(1, 2).contiguous().view(B, L, D)"},
+    {Mistake::MaskNotBroadcast, "mask-not-broadcast",
+     "[B, S] padding mask used without unsqueeze: it aligns as [1, 1, B, S], wrong rows or a RuntimeError (seed 003, mistake 3)",
+     "mask = mask.unsqueeze(1).unsqueeze(2)  # [B, S] -> [B, 1, 1, S]"},
+};
+
+const MistakeInfo& mistakeInfo(Mistake mistake) {
+  for (const MistakeInfo& info : kMistakes)
+    if (info.mistake == mistake) return info;
+  return kMistakes[0];
+}
+
+// torch.floor_divide / Python // for floats (fmod based, as ATen's div_floor_floating and
+// NumPy's npy_divmod do), so the quantised scores match PyTorch value for value.
+float floorDivide(float a, float b) {
+  const float mod = std::fmod(a, b);
+  float div = (a - mod) / b;
+  if (mod != 0.0f && (b < 0.0f) != (mod < 0.0f)) div -= 1.0f;
+  if (div == 0.0f) return std::copysign(0.0f, a / b);
+  float floored = std::floor(div);
+  if (div - floored > 0.5f) floored += 1.0f;
+  return floored;
+}
+
+bool isPaddingComponent(const MaskComponent& c) { return c.name == "padding" || c.name == "key_padding"; }
+
+// Seed 003's mistake 3: `scores + pad_mask` with pad_mask [B, S] not unsqueezed. Torch
+// aligns it as [1, 1, B, S] against scores [B, H, L, S], so query row i gets batch item
+// i's padding (B == L), the same row everywhere (B == 1, which is right), or an error.
+// Rewrites the padding components to what that broadcast applies; returns the trace note.
+std::string misbroadcastPadding(MaskSet& set, int64_t B, int64_t L, int64_t S, int64_t H) {
+  bool any_padding = false;
+  for (const MaskComponent& c : set.components) any_padding = any_padding || isPaddingComponent(c);
+  if (!any_padding) return "no padding mask is active, so this mistake has no effect (add the padding mask term)";
+  if (B != L && B != 1) {
+    if (L == 1) {
+      throw InputError("mask-not-broadcast: scores " + shapeToString({B, H, 1, S}) + " + mask " + shapeToString({B, S}) +
+                       " silently broadcasts to " + shapeToString({B, H, B, S}) +
+                       " (one query row per batch item) instead of raising; unsqueeze the mask to [B, 1, 1, S]");
+    }
+    throw InputError("RuntimeError: The size of tensor a (" + std::to_string(L) + ") must match the size of tensor b (" +
+                     std::to_string(B) + ") at non-singleton dimension 2 (seed 003: a [B, S] padding mask needs "
+                     "unsqueeze(1).unsqueeze(2) to [B, 1, 1, S])");
+  }
+  for (MaskComponent& c : set.components) {
+    if (!isPaddingComponent(c)) continue;
+    const BoolTensor right = c.allowed;  // [B, L, S], the same [S] row for every i of item b
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t i = 0; i < L; ++i) {
+        const uint8_t* pad_row = &right.data[((B == 1 ? 0 : i) * L) * S];  // pad_mask[i] (or [0])
+        std::copy(pad_row, pad_row + S, &c.allowed.data[(b * L + i) * S]);
+      }
+    c.name += " (not broadcast)";
+  }
+  std::fill(set.allowed.data.begin(), set.allowed.data.end(), uint8_t{1});
+  for (const MaskComponent& c : set.components)
+    for (size_t n = 0; n < set.allowed.data.size(); ++n) set.allowed.data[n] &= c.allowed.data[n];
+  return B == 1
+             ? "B == 1: the [B, S] padding mask broadcasts as [1, 1, 1, S], which happens to be right"
+             : "padding mask [B, S] broadcast as [1, 1, B, S]: query row i uses batch item i's padding";
+}
+
 std::string formatGiB(uint64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", bytes / 1073741824.0);
@@ -156,6 +244,164 @@ std::vector<Stage> buildStages(const AttentionTrace& t, const AttentionOptions& 
       {"context_view", "view", "context = context.contiguous().view(B, L, D)", {B, L, D}},
       {"output", "linear", "output = self.o_proj(context)", {B, L, D}},
   };
+}
+
+struct ScoreMapParams {
+  float scale;         // factor on Q K^T
+  float floor_div_by;  // > 0: floor(Q K^T / floor_div_by) instead (floor-div-scale mistake)
+  MaskFill fill;
+  bool dropout;
+  float p;             // dropout probability
+  uint64_t seed;       // dropout seed
+};
+
+// One [L, S] slot of the [B, H, L, S] maps at `offset` (batch item b): raw = q k^T, then
+// scale, mask, softmax and dropout. q: [L, c], k: [S, c] with c = d (or D, no head split).
+void scoreMap(AttentionTrace& t, const ScoreMapParams& p, int64_t b, size_t offset, ConstMatrixMap q,
+              ConstMatrixMap k) {
+  const int64_t L = t.L, S = t.S;
+  const float fill_value = p.fill == MaskFill::NegInf ? -std::numeric_limits<float>::infinity() : -1e9f;
+  MatrixMap raw(&t.raw_scores.data[offset], L, S);
+  raw.noalias() = q * k.transpose();
+  const uint8_t* allowed_b = &t.mask.allowed.data[b * L * S];
+  for (int64_t i = 0; i < L; ++i) {
+    const uint8_t* allowed = allowed_b + i * S;
+    const float* raw_row = &raw(i, 0);
+    float* scores = &t.scores.data[offset + i * S];
+    float* probs = &t.probs.data[offset + i * S];
+    float row_max = -std::numeric_limits<float>::infinity();
+    int64_t allowed_count = 0;
+    for (int64_t j = 0; j < S; ++j) {
+      const float scaled = p.floor_div_by > 0.0f ? floorDivide(raw_row[j], p.floor_div_by) : raw_row[j] * p.scale;
+      scores[j] = allowed[j] ? scaled : fill_value;
+      if (allowed[j]) {
+        row_max = std::max(row_max, scores[j]);
+        ++allowed_count;
+      }
+    }
+    if (allowed_count == 0) {
+      // Every key masked. PyTorch gives NaN here for a -inf fill (softmax of all -inf);
+      // we give probabilities 0, so context 0 and the output row equals b_o. With the
+      // -1e9 fill, masked_fill + softmax gives a uniform row, as PyTorch does.
+      const float uniform = p.fill == MaskFill::NegInf ? 0.0f : 1.0f / static_cast<float>(S);
+      std::fill(probs, probs + S, uniform);
+      continue;
+    }
+    // Max-subtracted softmax; masked entries are set to exactly 0 (never trust exp(-inf)).
+    double sum = 0.0;
+    for (int64_t j = 0; j < S; ++j) {
+      const float e = allowed[j] ? std::exp(scores[j] - row_max) : 0.0f;
+      probs[j] = e;
+      sum += e;
+    }
+    const float inv_sum = static_cast<float>(1.0 / sum);
+    for (int64_t j = 0; j < S; ++j) probs[j] *= inv_sum;
+  }
+  float* dropped = &t.probs_dropped.data[offset];
+  const float* probs = &t.probs.data[offset];
+  if (p.dropout) {
+    const float keep_scale = 1.0f / (1.0f - p.p);
+    for (int64_t n = 0; n < L * S; ++n) {
+      const bool keep = uniform01(p.seed, static_cast<uint64_t>(offset + n)) >= static_cast<double>(p.p);
+      dropped[n] = keep ? probs[n] * keep_scale : 0.0f;
+    }
+  } else {
+    std::copy(probs, probs + L * S, dropped);
+  }
+}
+
+// What the mistake did to these inputs, one line; `mask_note` comes from the mask step.
+std::string mistakeNote(const AttentionTrace& t, const AttentionInputs& in, const std::string& mask_note) {
+  switch (t.mistake) {
+    case Mistake::None: return "";
+    case Mistake::FloorDivisionScale:
+      return "scores // sqrt(d) is floor division: every score is a whole number, so probabilities come in steps";
+    case Mistake::KVReshapedWithQueryLength:
+      return "S == L, so viewing K and V with the query length happens to give the right result; cross-attention "
+             "with S != L raises";
+    case Mistake::NoHeadSplit:
+      return "heads never split: one [L, S] map over the full D, shown in every head slot";
+    case Mistake::SharedProjection: {
+      const bool self = in.key.data == in.query.data;
+      return std::string("q, k, v and o all use w_q and b_q") +
+             (self ? "; self-attention makes Q == K, so the scores are symmetric" : "");
+    }
+    case Mistake::NoScaling: return "scores not scaled (factor 1): softmax rows sharpen towards one-hot";
+    case Mistake::ReshapeWithoutTranspose:
+      return "attention maps are unchanged; context [B, H, L, d] reshaped to [B, L, D] without transpose mixes "
+             "positions across heads, so the output is wrong";
+    case Mistake::MaskNotBroadcast: return mask_note;
+  }
+  return "";
+}
+
+Stage& findStage(std::vector<Stage>& stages, const char* name) {
+  for (Stage& stage : stages)
+    if (stage.name == name) return stage;
+  throw std::logic_error(std::string("no stage ") + name);
+}
+
+// The affected stages show the buggy line (marked "BUG") and the shape it really has.
+void markMistakeStages(std::vector<Stage>& stages, const AttentionTrace& t) {
+  const int64_t B = t.B, L = t.L, S = t.S, D = t.D, H = t.H, d = t.d;
+  auto set = [&](const char* name, const char* op, const std::string& code, Shape shape) {
+    Stage& stage = findStage(stages, name);
+    stage.op = op;
+    stage.code = code;
+    stage.shape = std::move(shape);
+  };
+  switch (t.mistake) {
+    case Mistake::None: break;
+    case Mistake::FloorDivisionScale:
+      set("scores", "matmul // sqrt(d)",
+          "scores = torch.matmul(q, k.transpose(-2, -1)) // math.sqrt(d)  # BUG: // is floor division", {B, H, L, S});
+      break;
+    case Mistake::KVReshapedWithQueryLength:  // only reached when S == L
+      set("k_view", "view", "k = k.view(B, L, H, d)  # BUG: L is the query length; works only because S == L",
+          {B, L, H, d});
+      set("v_view", "view", "v = v.view(B, L, H, d)  # BUG: L is the query length; works only because S == L",
+          {B, L, H, d});
+      break;
+    case Mistake::NoHeadSplit:
+      for (const char* x : {"q", "k", "v"}) {
+        const std::string p(x);
+        const Shape shape{B, p == "q" ? L : S, D};
+        set((p + "_view").c_str(), "skipped", "# BUG: no " + p + ".view(B, T, H, d): heads never split", shape);
+        set((p + "_transpose").c_str(), "skipped", "# BUG: no " + p + ".transpose(1, 2)", shape);
+      }
+      set("scores", "matmul * scale",
+          findStage(stages, "scores").code + "  # BUG: q, k are [B, T, D]: one map for all heads", {B, L, S});
+      findStage(stages, "masked_scores").shape = {B, L, S};
+      findStage(stages, "probs").shape = {B, L, S};
+      findStage(stages, "dropout").shape = {B, L, S};
+      set("context_heads", "matmul", "context = torch.matmul(probs, v)  # BUG: [B, L, S] x [B, S, D]", {B, L, D});
+      set("context_transpose", "skipped", "# no transpose: context is already [B, L, D]", {B, L, D});
+      set("context_view", "skipped", "# no view: context is already [B, L, D]", {B, L, D});
+      break;
+    case Mistake::SharedProjection:
+      set("q_proj", "linear", "q = self.linears[0](q)  # BUG: self.linears = [nn.Linear(D, D)] * 4 is one layer", {B, L, D});
+      set("k_proj", "linear", "k = self.linears[1](k)  # BUG: the same layer (w_q, b_q) as linears[0]", {B, S, D});
+      set("v_proj", "linear", "v = self.linears[2](v)  # BUG: the same layer (w_q, b_q) as linears[0]", {B, S, D});
+      set("output", "linear", "output = self.linears[3](context)  # BUG: the same layer (w_q, b_q) again", {B, L, D});
+      break;
+    case Mistake::NoScaling:
+      set("scores", "matmul", "scores = torch.matmul(q, k.transpose(-2, -1))  # BUG: no / math.sqrt(d)", {B, H, L, S});
+      break;
+    case Mistake::ReshapeWithoutTranspose:
+      set("context_transpose", "skipped", "# BUG: no context.transpose(1, 2)", {B, H, L, d});
+      set("context_view", "reshape",
+          "context = context.reshape(B, L, D)  # BUG: [B, H, L, d] reshaped as is mixes heads and positions", {B, L, D});
+      break;
+    case Mistake::MaskNotBroadcast:
+      for (const MaskComponent& c : t.mask.components) {
+        if (c.name.find("(not broadcast)") == std::string::npos) continue;
+        set("masked_scores", "+ pad_mask",
+            "scores = scores + pad_mask  # BUG: pad_mask [B, S] broadcasts as [1, 1, B, S]; needs pad_mask[:, None, None, :]",
+            {B, H, L, S});
+        break;
+      }
+      break;
+  }
 }
 
 }  // namespace
@@ -243,9 +489,22 @@ AttentionTrace runAttention(const AttentionInputs& in, const AttentionOptions& o
     throw InputError("key tokens: " + std::to_string(in.key_tokens.size()) + " labels for S=" + std::to_string(S));
   }
 
+  if (options.mistake == Mistake::KVReshapedWithQueryLength && S != L) {
+    // What k_proj(k).view(B, L, H, d) raises in PyTorch: B*S*D values do not fill B*L*H*d.
+    throw InputError("RuntimeError: shape '" + shapeToString({B, L, H, d}) + "' is invalid for input of size " +
+                     std::to_string(B * S * D) + " (seed 000 reshapes K/V with the query length; use S)");
+  }
+  if (options.mistake == Mistake::SharedProjection && (Dq != D || Dk != D || Dv != D)) {
+    throw InputError("shared-linear: one nn.Linear(D, D) serves q, k, v and o, so query, key and value need D=" +
+                     std::to_string(D) + " features each, got Dq=" + std::to_string(Dq) + ", Dk=" +
+                     std::to_string(Dk) + ", Dv=" + std::to_string(Dv));
+  }
+
   checkMemory(estimateTraceBytes(B, L, S, D, Dq, Dk, Dv, H));  // before any [B, L, S] allocation
   AttentionTrace t;
   t.mask = buildMasks(options.mask, B, L, S, in.valid_lens, in.key_padding, in.attn_mask);
+  t.mistake = options.mistake;
+  if (options.mistake == Mistake::MaskNotBroadcast) t.mistake_note = misbroadcastPadding(t.mask, B, L, S, H);
 
   t.B = B, t.L = L, t.S = S, t.D = D, t.H = H, t.d = d, t.Dq = Dq, t.Dk = Dk, t.Dv = Dv;
   t.fill = options.fill;
@@ -255,18 +514,27 @@ AttentionTrace runAttention(const AttentionInputs& in, const AttentionOptions& o
     case ScaleMode::None: t.scale = 1.0f; break;
     case ScaleMode::Custom: t.scale = options.custom_scale; break;
   }
+  // Both mistakes replace whatever scaling was chosen: the seed's `// math.sqrt(d)`, or none.
+  if (options.mistake == Mistake::FloorDivisionScale) {
+    t.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  }
+  if (options.mistake == Mistake::NoScaling) t.scale = 1.0f;
   t.query = in.query;
   t.key = in.key;
   t.value = in.value;
 
   // ---- projections: one GEMM over all B*T rows each ----
+  // shared-linear: [nn.Linear(D, D)] * 4 makes k, v (and o below) reuse q's layer.
+  const bool shared = options.mistake == Mistake::SharedProjection;
   t.q_proj = linear(in.query, in.w_q, in.b_q, B * L);
-  t.k_proj = linear(in.key, in.w_k, in.b_k, B * S);
-  t.v_proj = linear(in.value, in.w_v, in.b_v, B * S);
+  t.k_proj = linear(in.key, shared ? in.w_q : in.w_k, shared ? in.b_q : in.b_k, B * S);
+  t.v_proj = linear(in.value, shared ? in.w_q : in.w_v, shared ? in.b_q : in.b_v, B * S);
   t.q_proj.shape = {B, L, D};
   t.k_proj.shape = {B, S, D};
   t.v_proj.shape = {B, S, D};
-  // K and V are split with their own length S (seed 000 wrongly used L).
+  // K and V are split with their own length S (seed 000 wrongly used L). With the
+  // no-head-split mistake these per-head views are still filled for display; the maths
+  // below uses the unsplit projections instead.
   t.q = splitHeads(t.q_proj, B, L, H, d);
   t.k = splitHeads(t.k_proj, B, S, H, d);
   t.v = splitHeads(t.v_proj, B, S, H, d);
@@ -279,80 +547,61 @@ AttentionTrace runAttention(const AttentionInputs& in, const AttentionOptions& o
   t.probs_dropped = Tensor(scores_shape);
   t.context_heads = Tensor({B, H, L, d});
   t.fully_masked = BoolTensor({B, L});
-  const float fill_value =
-      options.fill == MaskFill::NegInf ? -std::numeric_limits<float>::infinity() : -1e9f;
-  const float scale = t.scale;
-  const float keep_scale = t.dropout_applied ? 1.0f / (1.0f - options.dropout) : 1.0f;
-  const int64_t BH = B * H;
   // Mask is the same for every head, so flag fully masked rows once, outside the threads.
   for (int64_t r = 0; r < B * L; ++r) {
     const uint8_t* allowed = &t.mask.allowed.data[r * S];
     t.fully_masked.data[r] = std::find(allowed, allowed + S, 1) == allowed + S ? 1 : 0;
   }
+  const ScoreMapParams params{
+      t.scale,
+      options.mistake == Mistake::FloorDivisionScale ? static_cast<float>(std::sqrt(static_cast<double>(d))) : 0.0f,
+      options.fill,
+      t.dropout_applied,
+      options.dropout,
+      options.seed};
 
-  // Threads only pay off for real work: waking them costs more than a small demo's whole
-  // computation, and far more when the cores are busy with something else (the GUI).
-  const double flops_per_head = 4.0 * static_cast<double>(L) * static_cast<double>(S) * static_cast<double>(d + 4);
-  const bool parallel = BH > 1 && flops_per_head * static_cast<double>(BH) > 2e6;
-#pragma omp parallel for schedule(dynamic) if (parallel)
-  for (int64_t bh = 0; bh < BH; ++bh) {
-    const int64_t b = bh / H;
-    const size_t score_offset = static_cast<size_t>(bh) * L * S;
-    ConstMatrixMap q(&t.q.data[bh * L * d], L, d);
-    ConstMatrixMap k(&t.k.data[bh * S * d], S, d);
-    ConstMatrixMap v(&t.v.data[bh * S * d], S, d);
-    MatrixMap raw(&t.raw_scores.data[score_offset], L, S);
-    raw.noalias() = q * k.transpose();
-    const uint8_t* allowed_b = &t.mask.allowed.data[b * L * S];
-    for (int64_t i = 0; i < L; ++i) {
-      const uint8_t* allowed = allowed_b + i * S;
-      const float* raw_row = &raw(i, 0);
-      float* scores = &t.scores.data[score_offset + i * S];
-      float* probs = &t.probs.data[score_offset + i * S];
-      float row_max = -std::numeric_limits<float>::infinity();
-      int64_t allowed_count = 0;
-      for (int64_t j = 0; j < S; ++j) {
-        scores[j] = allowed[j] ? raw_row[j] * scale : fill_value;
-        if (allowed[j]) {
-          row_max = std::max(row_max, scores[j]);
-          ++allowed_count;
+  if (options.mistake == Mistake::NoHeadSplit) {
+    // One [L, S] map per batch item from the full D (Q K^T over all D columns), drawn in
+    // every head slot; context = probs V over the full D, already [B, L, D].
+    t.context = Tensor({B, L, D});
+    const size_t map_size = static_cast<size_t>(L) * S;
+    for (int64_t b = 0; b < B; ++b) {
+      const size_t first = static_cast<size_t>(b) * H * map_size;
+      scoreMap(t, params, b, first, ConstMatrixMap(&t.q_proj.data[b * L * D], L, D),
+               ConstMatrixMap(&t.k_proj.data[b * S * D], S, D));
+      MatrixMap ctx(&t.context.data[b * L * D], L, D);
+      ctx.noalias() = ConstMatrixMap(&t.probs_dropped.data[first], L, S) * ConstMatrixMap(&t.v_proj.data[b * S * D], S, D);
+      for (Tensor* maps : {&t.raw_scores, &t.scores, &t.probs, &t.probs_dropped}) {
+        for (int64_t h = 1; h < H; ++h) {
+          std::copy_n(&maps->data[first], map_size, &maps->data[first + h * map_size]);
         }
       }
-      if (allowed_count == 0) {
-        // Every key masked. PyTorch gives NaN here for a -inf fill (softmax of all -inf);
-        // we give probabilities 0, so context 0 and the output row equals b_o. With the
-        // -1e9 fill, masked_fill + softmax gives a uniform row, as PyTorch does.
-        const float p = options.fill == MaskFill::NegInf ? 0.0f : 1.0f / static_cast<float>(S);
-        std::fill(probs, probs + S, p);
-        continue;
-      }
-      // Max-subtracted softmax; masked entries are set to exactly 0 (never trust exp(-inf)).
-      double sum = 0.0;
-      for (int64_t j = 0; j < S; ++j) {
-        const float e = allowed[j] ? std::exp(scores[j] - row_max) : 0.0f;
-        probs[j] = e;
-        sum += e;
-      }
-      const float inv_sum = static_cast<float>(1.0 / sum);
-      for (int64_t j = 0; j < S; ++j) probs[j] *= inv_sum;
     }
-    float* dropped = &t.probs_dropped.data[score_offset];
-    const float* probs = &t.probs.data[score_offset];
-    if (t.dropout_applied) {
-      const double p = options.dropout;
-      for (int64_t n = 0; n < L * S; ++n) {
-        const bool keep = uniform01(options.seed, static_cast<uint64_t>(score_offset + n)) >= p;
-        dropped[n] = keep ? probs[n] * keep_scale : 0.0f;
-      }
+    t.context_heads = splitHeads(t.context, B, L, H, d);
+  } else {
+    // Threads only pay off for real work: waking them costs more than a small demo's whole
+    // computation, and far more when the cores are busy with something else (the GUI).
+    const int64_t BH = B * H;
+    const double flops_per_head = 4.0 * static_cast<double>(L) * static_cast<double>(S) * static_cast<double>(d + 4);
+    const bool parallel = BH > 1 && flops_per_head * static_cast<double>(BH) > 2e6;
+#pragma omp parallel for schedule(dynamic) if (parallel)
+    for (int64_t bh = 0; bh < BH; ++bh) {
+      const size_t score_offset = static_cast<size_t>(bh) * L * S;
+      scoreMap(t, params, bh / H, score_offset, ConstMatrixMap(&t.q.data[bh * L * d], L, d),
+               ConstMatrixMap(&t.k.data[bh * S * d], S, d));
+      MatrixMap ctx(&t.context_heads.data[bh * L * d], L, d);
+      ctx.noalias() = ConstMatrixMap(&t.probs_dropped.data[score_offset], L, S) * ConstMatrixMap(&t.v.data[bh * S * d], S, d);
+    }
+    if (options.mistake == Mistake::ReshapeWithoutTranspose) {
+      // context.reshape(B, L, D) on [B, H, L, d]: the same row-major buffer, relabelled.
+      t.context = t.context_heads;
+      t.context.shape = {B, L, D};
     } else {
-      std::copy(probs, probs + L * S, dropped);
+      t.context = mergeHeads(t.context_heads, B, H, L, d);
     }
-    MatrixMap ctx(&t.context_heads.data[bh * L * d], L, d);
-    ctx.noalias() = ConstMatrixMap(dropped, L, S) * v;
   }
 
-  t.context = mergeHeads(t.context_heads, B, H, L, d);
-  t.output = linear(t.context, in.w_o, in.b_o, B * L);
+  t.output = shared ? linear(t.context, in.w_q, in.b_q, B * L) : linear(t.context, in.w_o, in.b_o, B * L);
   t.output.shape = {B, L, D};
 
   t.query_tokens = in.query_tokens.empty() ? indexLabels(L) : in.query_tokens;
@@ -360,7 +609,28 @@ AttentionTrace runAttention(const AttentionInputs& in, const AttentionOptions& o
   t.batch_query_tokens = in.batch_query_tokens;
   t.batch_key_tokens = in.batch_key_tokens;
   t.stages = buildStages(t, options);
+  markMistakeStages(t.stages, t);
+  t.mistake_note = mistakeNote(t, in, t.mistake_note);
   return t;
+}
+
+std::vector<Mistake> allMistakes() {
+  std::vector<Mistake> all;
+  for (const MistakeInfo& info : kMistakes) all.push_back(info.mistake);
+  return all;
+}
+
+const char* mistakeName(Mistake mistake) { return mistakeInfo(mistake).name; }
+const char* mistakeDescription(Mistake mistake) { return mistakeInfo(mistake).description; }
+const char* mistakeFix(Mistake mistake) { return mistakeInfo(mistake).fix; }
+
+Mistake mistakeFromName(const std::string& name) {
+  std::string names;
+  for (const MistakeInfo& info : kMistakes) {
+    if (name == info.name) return info.mistake;
+    names += (names.empty() ? "" : ", ") + std::string(info.name);
+  }
+  throw InputError("unknown mistake '" + name + "' (one of: " + names + ")");
 }
 
 Tensor foldHeads(const Tensor& x, int64_t heads) {

@@ -190,6 +190,7 @@ json settingsToJson(const Settings& s) {
       {"temperature", s.temperature},
       {"dropout", s.dropout},
       {"train", s.train},
+      {"mistake", mistakeName(s.mistake)},
       {"batch_item", s.batch_item},
       {"focused_head", s.focused_head},
       {"prob_colormap", colormapName(s.prob_colormap)},
@@ -250,6 +251,14 @@ Settings settingsFromJson(const json& j) {
   r.number("dropout", s.dropout);
   if (!(s.dropout >= 0.0f && s.dropout < 1.0f)) Reader::fail("dropout", "must be in [0, 1)");
   r.boolean("train", s.train);
+  r.with("mistake", [&](const json& v) {
+    if (!v.is_string()) Reader::fail("mistake", "must be a mistake name such as \"floor-div-scale\"");
+    try {
+      s.mistake = mistakeFromName(v.get<std::string>());
+    } catch (const InputError& e) {
+      Reader::fail("mistake", std::string("is invalid: ") + e.what());
+    }
+  });
   r.integer("batch_item", s.batch_item, 0, 4095);
   r.integer("focused_head", s.focused_head, 0, 4095);
   r.with("prob_colormap", [&](const json& v) {
@@ -318,6 +327,7 @@ AttentionOptions attentionOptions(const Settings& settings, int64_t model_dim) {
   o.dropout = settings.dropout;
   o.train = settings.train;
   o.seed = settings.seed;
+  o.mistake = settings.mistake;
   switch (settings.scale) {
     case ScaleChoice::InvSqrtD: o.scale_mode = ScaleMode::InvSqrtD; break;
     case ScaleChoice::None: o.scale_mode = ScaleMode::None; break;

@@ -47,6 +47,7 @@ struct Settings {
   float temperature = 1.0f;                       // ScaleChoice::Temperature: scores / (T sqrt(d))
   float dropout = 0.0f;
   bool train = false;
+  Mistake mistake = Mistake::None;                // mistakes lab (JSON "mistake": mistakeName)
 
   // view
   int64_t batch_item = 0;
