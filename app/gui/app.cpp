@@ -7,7 +7,6 @@
 #include <backends/imgui_impl_glfw.h>
 #include <backends/imgui_impl_opengl3.h>
 #include <imgui.h>
-#include <stb_image_write.h>
 
 #include <algorithm>
 #include <chrono>
@@ -19,10 +18,13 @@
 #include <string>
 #include <vector>
 
+#include "figure/figure.h"
 #include "gui/app_state.h"
+#include "gui/export_jobs.h"
 #include "gui/gl_resources.h"
 #include "gui/gui.h"
 #include "gui/panels.h"
+#include "npy.h"
 #include "settings.h"
 
 namespace attnscope {
@@ -34,6 +36,7 @@ constexpr const char* kUsage =
 constexpr const char* kCjkFont = "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc";
 constexpr auto kSaveDelay = std::chrono::seconds(1);
 constexpr auto kFramesModeTimeout = std::chrono::seconds(120);
+constexpr auto kSpinnerDelay = std::chrono::milliseconds(100);
 
 struct Options {
   std::string bundle;
@@ -137,6 +140,23 @@ void writeStateLog(AppState& state, int width, int height) {
   line["colormap"] = colormapName(s.prob_colormap);
   line["log_scale"] = s.log_scale;
   line["folded_layout"] = s.folded_layout;
+  line["mistake"] = mistakeName(s.mistake);
+  line["busy"] = state.busy;
+  line["item_active"] = state.item_active;
+  line["help_open"] = state.show_help;
+  line["modal_open"] = state.bundle_modal_open;
+  line["selected_view"] = exportViewName(state.export_view);
+  line["export_dir"] = exportFolder(s);
+  line["exporting"] = exportBusy(state);
+  line["export_count"] = state.export_count;
+  line["last_export"] = nullptr;
+  if (state.last_export) {
+    line["last_export"] = {{"kind", state.last_export->kind},
+                           {"paths", state.last_export->paths},
+                           {"error", state.last_export->error}};
+  }
+  line["toast"] = nullptr;
+  if (state.toast) line["toast"] = {{"text", state.toast->text}, {"error", state.toast->error}};
   if (t) {
     line["heads"] = t->H;
     line["B"] = t->B;
@@ -161,23 +181,31 @@ void writeStateLog(AppState& state, int width, int height) {
   std::fflush(state.state_log);
 }
 
-// Window contents to PNG, written to a temporary name and renamed (never half a file).
-bool writeScreenshot(const std::string& path, int width, int height) {
-  std::vector<unsigned char> pixels(static_cast<size_t>(width) * height * 3);
+// The rendered frame in the back buffer, top row first ([height, width] RGB).
+RgbImage readWindowPixels(int width, int height) {
+  RgbImage image;
+  image.width = width;
+  image.height = height;
+  std::vector<Rgb> bottom_up(static_cast<size_t>(width) * height);
   glPixelStorei(GL_PACK_ALIGNMENT, 1);
   glReadBuffer(GL_BACK);
-  glReadPixels(0, 0, width, height, GL_RGB, GL_UNSIGNED_BYTE, pixels.data());
-  const size_t stride = static_cast<size_t>(width) * 3;
-  std::vector<unsigned char> flipped(pixels.size());
+  glReadPixels(0, 0, width, height, GL_RGB, GL_UNSIGNED_BYTE, bottom_up.data());
+  image.pixels.resize(bottom_up.size());
   for (int y = 0; y < height; ++y) {
-    std::memcpy(&flipped[static_cast<size_t>(y) * stride], &pixels[static_cast<size_t>(height - 1 - y) * stride], stride);
+    std::copy_n(&bottom_up[static_cast<size_t>(height - 1 - y) * width], width,
+                &image.pixels[static_cast<size_t>(y) * width]);
   }
-  const std::string tmp = path + ".tmp.png";
-  if (!stbi_write_png(tmp.c_str(), width, height, 3, flipped.data(), static_cast<int>(stride))) {
-    std::remove(tmp.c_str());
+  return image;
+}
+
+// --screenshot: the window to PNG, atomically (never half a file).
+bool writeScreenshot(const std::string& path, int width, int height) {
+  try {
+    writeFileAtomic(path, encodePng(readWindowPixels(width, height)));
+    return true;
+  } catch (const InputError&) {
     return false;
   }
-  return std::rename(tmp.c_str(), path.c_str()) == 0;
 }
 
 void loadFonts() {
@@ -217,14 +245,27 @@ void onKey(GLFWwindow* window, int key, int, int action, int mods) {
 void handleShortcuts(AppState& state) {
   std::vector<AppState::KeyPress> presses;
   presses.swap(state.key_presses);
+  for (const AppState::KeyPress& press : presses) {
+    if (press.key != GLFW_KEY_ESCAPE) continue;  // Escape closes overlays, even from a text box
+    if (state.show_help) state.show_help = false;
+    else state.close_modal_requested = true;
+    markStateChanged(state);
+  }
   if (ImGui::GetIO().WantTextInput) return;  // typing in a text box
   const bool popup_open = ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId);
   for (const AppState::KeyPress& press : presses) {
     const bool ctrl = (press.mods & GLFW_MOD_CONTROL) != 0;
-    if (press.key == GLFW_KEY_F1) state.show_help = !state.show_help;
+    const bool shift = (press.mods & GLFW_MOD_SHIFT) != 0, alt = (press.mods & GLFW_MOD_ALT) != 0;
+    if (press.key == GLFW_KEY_F1) {
+      state.show_help = !state.show_help;
+      markStateChanged(state);
+    }
     if (ctrl && press.key == GLFW_KEY_Q) state.quit_requested = true;
     if (ctrl && press.key == GLFW_KEY_O) state.open_bundle_requested = true;
-    // Figure export shortcuts (Ctrl+S, issue 4) belong here.
+    if (ctrl && press.key == GLFW_KEY_S && !popup_open) {
+      if (alt) state.screenshot_requested = true;  // read after this frame is rendered
+      else requestFigureExport(state, shift ? "grid" : "view");
+    }
     if (!state.trace || popup_open || ctrl) continue;
     int64_t head = state.settings.focused_head;
     if (press.key == GLFW_KEY_LEFT) head -= 1;
@@ -364,11 +405,19 @@ int runGui(int argc, char** argv) {
   const auto started = std::chrono::steady_clock::now();
   int fb_width = 0, fb_height = 0;
   for (;;) {
-    const bool waiting = state.posted_generation > state.trace_generation;
+    const bool waiting = state.posted_generation > state.trace_generation || exportBusy(state) ||
+                         state.toast.has_value();
     if (options.frames > 0) glfwPollEvents();
     else glfwWaitEventsTimeout(waiting ? 0.016 : 0.1);
 
     receiveResult(state);
+    updateExports(state);
+    const bool busy = state.posted_generation > state.trace_generation &&
+                      std::chrono::steady_clock::now() - state.posted_at > kSpinnerDelay;
+    if (busy != state.busy) {
+      state.busy = busy;
+      markStateChanged(state);
+    }
     updateTraceTextures(state);
     const std::string title = windowTitle(state);
     if (title != state.window_title) {
@@ -389,6 +438,7 @@ int runGui(int argc, char** argv) {
     drawStatusBar(state);
     drawHelpOverlay(state);
     drawOpenBundleModal(state);
+    drawToast(state);
     ImGui::Render();
 
     // Recompute only when a compute-relevant setting changed (never per frame).
@@ -400,6 +450,16 @@ int runGui(int argc, char** argv) {
       markStateChanged(state);
     }
     if (state.hover_next != state.hover) markStateChanged(state);
+    // A widget held by the mouse (slider drag): tests wait for its release before moving on.
+    if (ImGui::IsAnyItemActive() != state.item_active) {
+      state.item_active = ImGui::IsAnyItemActive();
+      markStateChanged(state);
+    }
+    // Auto-sized windows (toast, help) settle a frame after they change: log that too.
+    if (state.state_log && state.layout != state.layout_logged) {
+      state.layout_logged = state.layout;
+      markStateChanged(state);
+    }
     state.hover = state.hover_next;
     state.hover_next = HoverCell{};
 
@@ -409,6 +469,10 @@ int runGui(int argc, char** argv) {
     glClear(GL_COLOR_BUFFER_BIT);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
     state.draw_params.clear();
+    if (state.screenshot_requested) {
+      state.screenshot_requested = false;
+      requestScreenshotExport(state, readWindowPixels(fb_width, fb_height));
+    }
 
     if (options.check_gl) {
       if (const GLenum gl_error = glGetError(); gl_error != GL_NO_ERROR) {
@@ -450,6 +514,7 @@ int runGui(int argc, char** argv) {
     std::fclose(state.state_log);
   }
   if (persist) saveSettingsNow(state);
+  finishExports(state);
   state.worker.reset();
   releaseTraceTextures(state.textures);
   destroyGlResources(state.gl);

@@ -7,7 +7,7 @@ namespace attnscope {
 bool computeSettingsDiffer(const Settings& a, const Settings& b) {
   if (a.source != b.source || a.heads != b.heads || a.seed != b.seed || !(a.mask == b.mask) ||
       a.fill != b.fill || a.scale != b.scale || a.dropout != b.dropout || a.train != b.train ||
-      a.valid_lens != b.valid_lens) {
+      a.valid_lens != b.valid_lens || a.mistake != b.mistake) {
     return true;
   }
   if (a.scale == ScaleChoice::Temperature && a.temperature != b.temperature) return true;
@@ -25,6 +25,15 @@ bool computeSettingsDiffer(const Settings& a, const Settings& b) {
       return a.bundle_path != b.bundle_path || a.head_dim != b.head_dim;
   }
   return false;
+}
+
+const char* exportViewName(ExportView view) {
+  switch (view) {
+    case ExportView::Probs: return "probs";
+    case ExportView::Scores: return "scores";
+    case ExportView::Mask: return "mask";
+  }
+  return "probs";
 }
 
 void settingsEdited(AppState& state) {

@@ -6,13 +6,16 @@
 #include <cstdint>
 #include <cstdio>
 #include <deque>
+#include <future>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "attention.h"
 #include "colormap.h"
+#include "figure/figure.h"
 #include "gui/compute_worker.h"
 #include "settings.h"
 
@@ -21,6 +24,8 @@ namespace attnscope {
 // A screen rectangle in framebuffer pixels (top-left origin), for the layout log.
 struct ScreenRect {
   float x = 0, y = 0, w = 0, h = 0;
+  bool operator==(const ScreenRect& o) const { return x == o.x && y == o.y && w == o.w && h == o.h; }
+  bool operator!=(const ScreenRect& o) const { return !(*this == o); }
 };
 
 // GL objects that live as long as the window (GLuint == unsigned int; no GL header here).
@@ -65,6 +70,30 @@ struct HoverCell {
   bool operator!=(const HoverCell& o) const { return !(*this == o); }
 };
 
+// The heatmap Ctrl+S exports: the one the user last clicked (probabilities by default).
+enum class ExportView { Probs, Scores, Mask };
+const char* exportViewName(ExportView view);  // "probs", "scores", "mask" (exportFigures names)
+
+// One export the user asked for: a figure of the selected view, the head grid, or the
+// window as it was on screen (pixels read right after that frame was rendered).
+struct ExportJob {
+  std::string kind;                // "probs", "scores", "mask", "grid" or "screenshot"
+  std::optional<RgbImage> window;  // screenshot pixels [height, width]
+};
+
+struct ExportOutcome {
+  std::string kind;
+  std::vector<std::string> paths;  // files written (figures, then the settings JSON)
+  std::string error;               // one line; "" on success (then no file was left behind)
+};
+
+// A message in the bottom-right corner for a few seconds.
+struct Toast {
+  std::string text;
+  bool error = false;
+  std::chrono::steady_clock::time_point until;
+};
+
 struct AppState {
   Settings settings;
 
@@ -98,7 +127,24 @@ struct AppState {
   std::string bundle_path_input;
   std::string bundle_error;
   bool quit_requested = false;
+  bool close_modal_requested = false;  // Escape: close the open-bundle dialog
+  bool bundle_modal_open = false;      // drawn this frame (state log)
+  bool modal_was_open = false;         // previous frame, to log the change
+  bool busy = false;     // a recompute has run > ~100 ms: spinner shown
+  bool item_active = false;  // a widget is held (e.g. a slider being dragged)
   std::string notice;    // one-line message, e.g. "settings.json ignored: ..."
+
+  // export (issue 4): jobs run one at a time on a std::async thread, never on the UI thread
+  ExportView export_view = ExportView::Probs;
+  bool export_formats[5] = {true, false, false, false, false};  // exportFormatNames() order
+  std::deque<ExportJob> export_queue;           // waiting (figures wait for a current trace)
+  std::future<ExportOutcome> export_running;    // valid() while one runs
+  std::string export_running_kind;
+  std::chrono::steady_clock::time_point export_started;
+  std::optional<ExportOutcome> last_export;
+  int64_t export_count = 0;                     // finished exports (ok or failed)
+  bool screenshot_requested = false;            // read the window after this frame renders
+  std::optional<Toast> toast;
 
   // control panel text fields that may hold invalid input (never written to settings)
   bool size_by_model_dim = false;  // user types D and H (d = D / H) instead of d
@@ -117,6 +163,7 @@ struct AppState {
   bool state_log_pending = false;
   std::string state_log_last;             // last line written (avoid duplicates)
   std::map<std::string, ScreenRect> layout;  // widget rectangles of the last frame
+  std::map<std::string, ScreenRect> layout_logged;  // as in the last state-log line
   std::string window_title;
 };
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "gui/export_jobs.h"
 #include "gui/panels.h"
 
 namespace attnscope {
@@ -45,6 +46,10 @@ bool parseSegments(const std::string& text, std::vector<int64_t>& out) {
   return !out.empty();
 }
 
+float checkboxWidth(const char* label) {
+  return ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize(label).x;
+}
+
 bool drawInputSection(AppState& state, const KnownSizes& sizes) {
   Settings& s = state.settings;
   bool changed = false;
@@ -62,7 +67,9 @@ bool drawInputSection(AppState& state, const KnownSizes& sizes) {
   const float width = ImGui::GetContentRegionAvail().x;
   switch (s.source) {
     case InputSource::Text:
-      ImGui::TextDisabled("sentence (one line per batch item)");
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+      ImGui::TextWrapped("text: one line per batch item");
+      ImGui::PopStyleColor();
       changed |= ImGui::InputTextMultiline("##text", &s.text, ImVec2(width, ImGui::GetTextLineHeight() * 3.6f));
       recordLayout(state, "text_box");
       changed |= ImGui::Checkbox("cross-attention (K/V text)", &s.cross_attention);
@@ -106,6 +113,8 @@ bool drawModelSection(AppState& state) {
   changed |= sliderInt64("heads H", &s.heads, 1, 16);
   recordLayout(state, "heads_slider");
   ImGui::Checkbox("type D instead of d", &state.size_by_model_dim);
+  ImGui::SameLine();
+  ImGui::TextDisabled("D = H*d = %lld", static_cast<long long>(s.modelDim()));
   state.control_error.clear();
   if (state.size_by_model_dim) {
     if (ImGui::InputScalar("model size D", ImGuiDataType_S64, &state.typed_model_dim)) {
@@ -122,7 +131,6 @@ bool drawModelSection(AppState& state) {
     changed |= sliderInt64("head size d", &s.head_dim, 1, 128);
     state.typed_model_dim = s.modelDim();
   }
-  ImGui::TextDisabled("D = H * d = %lld", static_cast<long long>(s.modelDim()));
   if (!state.control_error.empty()) errorText(state.control_error);
   changed |= ImGui::Checkbox("positional encoding", &s.positional_encoding);
   ImGui::SameLine();
@@ -140,7 +148,7 @@ bool drawMaskSection(AppState& state, const KnownSizes& sizes) {
 
   changed |= ImGui::Checkbox("causal", &m.causal);
   recordLayout(state, "mask_causal");
-  ImGui::SameLine(ImGui::GetContentRegionAvail().x * 0.5f);
+  sameLineIfFits(checkboxWidth("causal bottom-right"));
   changed |= ImGui::Checkbox("causal bottom-right", &m.causal_bottom_right);
   recordLayout(state, "mask_causal_br");
 
@@ -229,7 +237,6 @@ bool drawMaskSection(AppState& state, const KnownSizes& sizes) {
     s.fill = static_cast<MaskFill>(fill);
     changed = true;
   }
-  ImGui::TextDisabled("mask = %s", m.toString().c_str());
   return changed;
 }
 
@@ -263,9 +270,83 @@ bool drawViewSection(AppState& state) {
     changed = true;
   }
   changed |= ImGui::Checkbox("log scale", &s.log_scale);
-  ImGui::SameLine();
+  sameLineIfFits(checkboxWidth("folded [B*H,L,d]"));
   changed |= ImGui::Checkbox("folded [B*H,L,d]", &s.folded_layout);
-  // Figure export (issue 4) adds its own section below this one.
+  return changed;
+}
+
+// Seed 000's and 003's mistakes, run on purpose: the maps show what the bug does.
+bool drawTeachingSection(AppState& state) {
+  Settings& s = state.settings;
+  bool changed = false;
+  sectionHeader("Teaching: common mistake");
+  ImGui::SetNextItemWidth(-1);
+  if (ImGui::BeginCombo("##mistake", s.mistake == Mistake::None ? "none (correct attention)" : mistakeName(s.mistake))) {
+    for (Mistake mistake : allMistakes()) {
+      if (ImGui::Selectable(mistake == Mistake::None ? "none (correct attention)" : mistakeName(mistake),
+                            mistake == s.mistake) &&
+          mistake != s.mistake) {
+        s.mistake = mistake;
+        changed = true;
+      }
+      if (ImGui::IsItemHovered() && mistake != Mistake::None) ImGui::SetTooltip("%s", mistakeDescription(mistake));
+    }
+    ImGui::EndCombo();
+  }
+  recordLayout(state, "mistake_combo");
+  if (s.mistake != Mistake::None) {
+    warningText(mistakeDescription(s.mistake));
+    warningText(std::string("fix: ") + mistakeFix(s.mistake));
+  }
+  return changed;
+}
+
+bool drawExportSection(AppState& state, const KnownSizes& sizes) {
+  Settings& s = state.settings;
+  bool changed = false;
+  sectionHeader("Export");
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextDisabled("to");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(-1);
+  changed |= ImGui::InputTextWithHint("##export_dir", defaultExportDir().c_str(), &s.export_dir);
+  recordLayout(state, "export_folder");
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("export folder (created when missing)");
+  const std::vector<std::string> formats = exportFormatNames();
+  for (size_t i = 0; i < formats.size(); ++i) {
+    if (i > 0) sameLineIfFits(checkboxWidth(formats[i].c_str()));
+    ImGui::Checkbox(formats[i].c_str(), &state.export_formats[i]);
+  }
+  bool auto_cells = s.cell_px == 0;
+  if (ImGui::Checkbox("auto cell size", &auto_cells)) {
+    s.cell_px = auto_cells ? 0 : defaultCellPx(sizes.L, sizes.S, 1);
+    changed = true;
+  }
+  if (auto_cells) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("(%lld px)", static_cast<long long>(defaultCellPx(sizes.L, sizes.S, 1)));
+  } else {
+    changed |= sliderInt64("px per cell", &s.cell_px, 1, 64);
+  }
+  // Buttons side by side while they fit; the shortcuts are in their tooltips.
+  auto button = [&](const std::string& label, const char* tip, const char* layout_name, bool first) {
+    const float width = ImGui::CalcTextSize(label.c_str()).x + 2 * ImGui::GetStyle().FramePadding.x;
+    if (!first) sameLineIfFits(width);
+    const bool pressed = ImGui::Button(label.c_str());
+    recordLayout(state, layout_name);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tip);
+    return pressed;
+  };
+  if (button(std::string("Export ") + exportViewName(state.export_view),
+             "Ctrl+S: the selected heatmap (click a map to select it)", "export_view_button", true)) {
+    requestFigureExport(state, "view");
+  }
+  if (button("All heads", "Ctrl+Shift+S: every head in one grid figure", "export_grid_button", false)) {
+    requestFigureExport(state, "grid");
+  }
+  if (button("Screenshot", "Ctrl+Alt+S: the whole window as a PNG", "screenshot_button", false)) {
+    state.screenshot_requested = true;
+  }
   return changed;
 }
 
@@ -280,7 +361,9 @@ void drawControlPanel(AppState& state) {
     changed |= drawModelSection(state);
     changed |= drawMaskSection(state, sizes);
     changed |= drawScalingSection(state);
+    changed |= drawTeachingSection(state);
     changed |= drawViewSection(state);
+    changed |= drawExportSection(state, sizes);
     ImGui::PopItemWidth();
     if (changed) settingsEdited(state);
   }

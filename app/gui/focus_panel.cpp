@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gui/export_jobs.h"
 #include "gui/heatmap_widget.h"
 #include "gui/panels.h"
 
@@ -91,15 +92,16 @@ void drawFocusPanel(AppState& state) {
       HeatmapView view;
       ValueRange range;
       bool log_scale;
+      ExportView export_view;
     };
     const float score_max = tex.score_abs_max[h];
     const ValueRange prob_range{s.log_scale ? tex.prob_min_positive : 0.0f, tex.prob_max};
     Side sides[2];
-    sides[0] = {"scores (scaled, before softmax)", "##scores", "focus_scores", {}, {-score_max, score_max}, false};
+    sides[0] = {"scores (scaled, before softmax)", "##scores", "focus_scores", {}, {-score_max, score_max}, false, ExportView::Scores};
     sides[0].view.texture = tex.scores[h];
     sides[0].view.colormap = Colormap::Diverging;
     sides[1] = {t->dropout_applied ? "probabilities (after dropout)" : "probabilities (softmax over keys)",
-                "##probs", "focus_probs", {}, prob_range, s.log_scale};
+                "##probs", "focus_probs", {}, prob_range, s.log_scale, ExportView::Probs};
     sides[1].view.texture = tex.probs[h];
     sides[1].view.colormap = s.prob_colormap;
     sides[1].view.log_scale = s.log_scale;
@@ -107,15 +109,37 @@ void drawFocusPanel(AppState& state) {
     for (int k = 0; k < 2; ++k) {
       Side& side = sides[k];
       const float x0 = origin.x + k * (block_w + gap);
+      // Title line: a small Export button, then the title (yellow when Ctrl+S exports this map).
+      const bool selected = state.export_view == side.export_view;
       ImGui::SetCursorScreenPos(ImVec2(x0 + row_label_w, origin.y));
-      ImGui::TextUnformatted(side.title);
+      ImGui::PushID(side.id);
+      if (ImGui::SmallButton("Export")) {
+        state.export_view = side.export_view;
+        requestFigureExport(state, exportViewName(side.export_view));
+      }
+      ImGui::PopID();
+      recordLayout(state, std::string("export_") + exportViewName(side.export_view) + "_button");
+      if (ImGui::IsItemHovered()) {
+        ImGui::SetTooltip("export this heatmap as a figure (formats and folder under Export in the control panel)");
+      }
+      ImGui::SameLine();
+      if (selected) {
+        ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.2f, 1.0f), "%s", side.title);
+      } else {
+        ImGui::TextUnformatted(side.title);
+      }
       const ImVec2 map_min(x0 + row_label_w, origin.y + line_h);
       ImGui::SetCursorScreenPos(map_min);
       side.view.rows = t->L;
       side.view.cols = t->S;
       side.view.range = side.range;
+      side.view.outlined = selected;
       const HeatmapHit hit = drawHeatmap(state, side.id, side.view, ImVec2(map_w, map_h));
       recordLayout(state, side.layout_name);
+      if (hit.clicked && !selected) {
+        state.export_view = side.export_view;
+        markStateChanged(state);
+      }
       const ImVec2 map_max(map_min.x + map_w, map_min.y + map_h);
       drawAxisLabels(q_tokens, k_tokens, map_min, map_max);
       if (hit.hovered) {
@@ -137,6 +161,7 @@ void drawFocusPanel(AppState& state) {
 
     ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + line_h + map_h + col_label_h + 4));
     ImGui::TextDisabled("rows: query tokens   columns: key tokens   grey hatched: masked (-inf, not a number)");
+    ImGui::TextDisabled("yellow outline: the map Ctrl+S exports (click a map to choose)");
     if (tex.fully_masked_rows > 0) {
       ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.45f, 1.0f));
       ImGui::TextWrapped("%lld fully masked row%s (red marks): every key is masked, so PyTorch's softmax "

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "gui/export_jobs.h"
 #include "gui/heatmap_widget.h"
 #include "gui/panels.h"
 
@@ -24,28 +25,32 @@ void drawHeadGridPanel(AppState& state) {
     const int64_t H = static_cast<int64_t>(tex.probs.size());
     const ValueRange range{s.log_scale ? tex.prob_min_positive : 0.0f, tex.prob_max};
 
-    // Choose the column count that gives the largest square-ish tiles.
+    // Choose the column count that covers the most area with tiles, each at the matrix's
+    // aspect ratio, widened by up to kMaxStretch to use spare width (cells stay near square).
+    constexpr float kMaxStretch = 1.4f;
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const float bar_w = 70.0f, label_h = ImGui::GetTextLineHeightWithSpacing(), gap = 10.0f;
-    const float aspect = static_cast<float>(trace->S) / static_cast<float>(trace->L);
-    float best_tile = 0.0f;
+    const float aspect = std::max(static_cast<float>(trace->S) / static_cast<float>(trace->L), 0.25f);
+    float best_area = 0.0f, tile_w = 8.0f, tile_h = 8.0f;
     int best_cols = 1;
     for (int cols = 1; cols <= H; ++cols) {
       const int rows = static_cast<int>((H + cols - 1) / cols);
-      const float cell_w = (avail.x - bar_w) / cols - gap;
-      const float cell_h = (avail.y - 4) / rows - label_h - gap;
-      const float tile_h = std::min(cell_h, cell_w / std::max(aspect, 0.25f));
-      if (tile_h > best_tile) {
-        best_tile = tile_h;
+      const float slot_w = (avail.x - bar_w) / cols - gap;
+      const float slot_h = (avail.y - 4) / rows - label_h - gap;
+      const float h = std::min(slot_h, slot_w / aspect);
+      const float w = std::min(slot_w, h * aspect * kMaxStretch);
+      if (h > 0 && w * h > best_area) {
+        best_area = w * h;
         best_cols = cols;
+        tile_w = std::max(8.0f, std::floor(w));
+        tile_h = std::max(8.0f, std::floor(h));
       }
     }
     state.grid_columns = best_cols;
-    const float tile_h = std::max(8.0f, std::floor(best_tile));
-    const float tile_w = std::max(8.0f, std::floor(std::min(tile_h * std::max(aspect, 0.25f),
-                                                            (avail.x - bar_w) / best_cols - gap)));
 
-    const ImVec2 origin = ImGui::GetCursorScreenPos();
+    // Centre the tiles and colour bar when they leave width unused.
+    const float spare = std::max(0.0f, avail.x - bar_w - best_cols * (tile_w + gap));
+    const ImVec2 origin(ImGui::GetCursorScreenPos().x + std::floor(spare / 2), ImGui::GetCursorScreenPos().y);
     for (int64_t h = 0; h < H; ++h) {
       const int col = static_cast<int>(h % best_cols), row = static_cast<int>(h / best_cols);
       const ImVec2 pos(origin.x + col * (tile_w + gap), origin.y + row * (tile_h + label_h + gap));
@@ -79,8 +84,12 @@ void drawHeadGridPanel(AppState& state) {
     }
     const int rows = static_cast<int>((H + best_cols - 1) / best_cols);
     ImGui::SetCursorScreenPos(ImVec2(origin.x + best_cols * (tile_w + gap) + 4, origin.y + label_h));
-    const float bar_h = std::max(40.0f, std::min(rows * (tile_h + label_h + gap) - label_h - gap, 220.0f));
+    const float bar_h = std::max(40.0f, std::min(rows * (tile_h + label_h + gap) - label_h - gap, 480.0f));
     drawColorBar(state, s.prob_colormap, range, s.log_scale, "%.2g", ImVec2(bar_w - 8, bar_h));
+    ImGui::SetCursorScreenPos(ImVec2(origin.x + best_cols * (tile_w + gap) + 4, origin.y));
+    if (ImGui::SmallButton("Export##grid")) requestFigureExport(state, "grid");
+    recordLayout(state, "export_grid_small");
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("export all heads as one figure (Ctrl+Shift+S)");
   }
   ImGui::End();
 }

@@ -21,12 +21,17 @@ void drawHelpOverlay(AppState& state) {
     const char* rows[][2] = {
         {"Left / Right", "focus the previous / next head"},
         {"Up / Down", "focus the head one grid row up / down"},
+        {"Ctrl+S", "export the selected heatmap (probabilities unless scores or mask was clicked)"},
+        {"Ctrl+Shift+S", "export all heads as one grid figure with a shared colour bar"},
+        {"Ctrl+Alt+S", "save a screenshot of the whole window"},
         {"Ctrl+O", "open a tensor bundle (directory of .npy files)"},
         {"F1", "show / hide this help"},
+        {"Escape", "close this help or the open-bundle dialog"},
         {"Ctrl+Q", "quit (settings are saved)"},
         {"Ctrl+click a slider", "type an exact value (clamped to the valid range)"},
         {"hover a heatmap cell", "tooltip with tokens, scores, mask and probability"},
         {"click a head tile", "focus that head"},
+        {"click a score / probability / mask map", "select it for Ctrl+S (highlighted)"},
     };
     if (ImGui::BeginTable("shortcuts", 2, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) {
       for (const auto& row : rows) {
@@ -39,6 +44,9 @@ void drawHelpOverlay(AppState& state) {
       ImGui::EndTable();
     }
     ImGui::TextDisabled("Shortcuts are ignored while a text box is being edited.");
+    ImGui::TextDisabled("Exports go to the folder and formats set under Export in the control panel.");
+    const ImVec2 pos = ImGui::GetWindowPos(), size = ImGui::GetWindowSize();
+    recordLayoutRect(state, "help_overlay", pos.x, pos.y, size.x, size.y);
   }
   ImGui::End();
 }
@@ -55,7 +63,9 @@ void drawOpenBundleModal(AppState& state) {
                                  viewport->WorkPos.y + viewport->WorkSize.y * 0.4f),
                           ImGuiCond_Always, ImVec2(0.5f, 0.5f));
   ImGui::SetNextWindowSize(ImVec2(560, 0));
+  state.bundle_modal_open = false;
   if (ImGui::BeginPopupModal("Open bundle", nullptr, ImGuiWindowFlags_NoResize)) {
+    state.bundle_modal_open = true;
     ImGui::TextWrapped("A bundle is a directory with query.npy (and optionally key.npy, value.npy, "
                        "w_q.npy ... w_o.npy, masks, tokens, bundle.json).");
     if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
@@ -80,11 +90,16 @@ void drawOpenBundleModal(AppState& state) {
       }
     }
     ImGui::SameLine();
-    if (ImGui::Button("Cancel", ImVec2(120, 0)) || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape))) {
-      ImGui::CloseCurrentPopup();
-    }
+    if (ImGui::Button("Cancel", ImVec2(120, 0)) || state.close_modal_requested) ImGui::CloseCurrentPopup();
+    const ImVec2 pos = ImGui::GetWindowPos(), size = ImGui::GetWindowSize();
+    recordLayoutRect(state, "bundle_modal", pos.x, pos.y, size.x, size.y);
     ImGui::EndPopup();
   }
+  if (state.bundle_modal_open != state.modal_was_open) {
+    state.modal_was_open = state.bundle_modal_open;
+    markStateChanged(state);
+  }
+  state.close_modal_requested = false;
 }
 
 }  // namespace attnscope

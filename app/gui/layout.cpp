@@ -14,7 +14,12 @@ PanelRect panelRect(Panel panel) {
   const float left_w = std::clamp(std::floor(width * 0.2f), 260.0f, 330.0f);
   const float right_w = std::clamp(std::floor(width * 0.24f), 300.0f, 400.0f);
   const float centre_w = width - left_w - right_w;
-  const float grid_h = std::floor(body_h * 0.30f);
+  // The focus view's square maps are limited by its width; give the head grid whatever
+  // height they leave (between 30% and 50%), so neither panel keeps an empty band.
+  const float focus_block_w = (centre_w - 2 * ImGui::GetStyle().WindowPadding.x - 12.0f) / 2.0f;
+  const float focus_map = focus_block_w - 70.0f - 58.0f;  // minus row labels and colour bar
+  const float focus_h = focus_map + ImGui::GetFrameHeight() + 7.0f * ImGui::GetTextLineHeightWithSpacing() + 60.0f;
+  const float grid_h = std::floor(std::clamp(body_h - focus_h, body_h * 0.30f, body_h * 0.50f));
   const float mask_h = std::floor(body_h * 0.36f);
   switch (panel) {
     case Panel::Controls: return {origin, ImVec2(left_w, body_h)};
@@ -39,7 +44,6 @@ bool beginPanelWindow(const char* title, Panel panel, ImGuiWindowFlags extra_fla
 }
 
 void sectionHeader(const char* text) {
-  ImGui::Spacing();
   ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.55f, 0.78f, 1.0f, 1.0f));
   ImGui::TextUnformatted(text);
   ImGui::PopStyleColor();
@@ -50,6 +54,17 @@ void errorText(const std::string& message) {
   ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.35f, 0.35f, 1.0f));
   ImGui::TextWrapped("%s", message.c_str());
   ImGui::PopStyleColor();
+}
+
+void warningText(const std::string& message) {
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.62f, 0.18f, 1.0f));
+  ImGui::TextWrapped("%s", message.c_str());
+  ImGui::PopStyleColor();
+}
+
+void sameLineIfFits(float width) {
+  ImGui::SameLine();
+  if (ImGui::GetContentRegionAvail().x < width) ImGui::NewLine();
 }
 
 void drawSpinner(float radius) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gui/export_jobs.h"
 #include "gui/heatmap_widget.h"
 #include "gui/panels.h"
 
@@ -21,6 +22,14 @@ void drawMaskPanel(AppState& state) {
     const int64_t cells = t->L * t->S;
     ImGui::Text("mask = %s   batch item %lld", state.settings.mask.toString().c_str(),
                 static_cast<long long>(tex.batch_item));
+    const float button_w = ImGui::CalcTextSize("Export").x + 2 * ImGui::GetStyle().FramePadding.x;
+    ImGui::SameLine(std::max(ImGui::GetCursorPosX(), ImGui::GetWindowContentRegionMax().x - button_w));
+    if (ImGui::SmallButton("Export##mask")) {
+      state.export_view = ExportView::Mask;
+      requestFigureExport(state, "mask");
+    }
+    recordLayout(state, "export_mask_button");
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("export the combined mask as a figure");
     ImGui::Text("allowed %lld / %lld cells (%.1f%%)", static_cast<long long>(tex.allowed_cells),
                 static_cast<long long>(cells), 100.0 * static_cast<double>(tex.allowed_cells) / cells);
     if (tex.fully_masked_rows > 0) {
@@ -35,7 +44,7 @@ void drawMaskPanel(AppState& state) {
     const float aspect = static_cast<float>(t->S) / static_cast<float>(t->L);
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const size_t parts = tex.components.size();
-    const float big_side = std::floor(std::min(avail.y - 4, parts ? avail.x * 0.55f : avail.x - 8));
+    const float big_side = std::floor(std::min(avail.y - 4, avail.x * 0.55f));
     const float big_h = std::max(24.0f, std::floor(std::min(big_side, big_side / aspect)));
     const float big_w = std::max(24.0f, std::floor(big_h * aspect));
     const ImVec2 origin = ImGui::GetCursorScreenPos();
@@ -46,9 +55,15 @@ void drawMaskPanel(AppState& state) {
     view.cols = t->S;
     view.colormap = state.settings.prob_colormap;
     view.range = ValueRange{0.0f, 1.6f};  // allowed (1) in a calm mid-map colour
+    view.outlined = state.export_view == ExportView::Mask;  // Ctrl+S exports the mask
     ImGui::SetCursorScreenPos(ImVec2(origin.x + 2, origin.y + 2));
     const HeatmapHit hit = drawHeatmap(state, "##mask", view, ImVec2(big_w, big_h));
     recordLayout(state, "mask_combined");
+    view.outlined = false;
+    if (hit.clicked && state.export_view != ExportView::Mask) {
+      state.export_view = ExportView::Mask;
+      markStateChanged(state);
+    }
     if (hit.hovered) {
       state.hover_next = {hit.row, hit.col};
       const bool allowed = t->mask.allowed.data[(tex.batch_item * t->L + hit.row) * t->S + hit.col];
@@ -78,7 +93,11 @@ void drawMaskPanel(AppState& state) {
     ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + big_h + 6));
     if (parts == 0) {
       ImGui::SetCursorScreenPos(ImVec2(origin.x + big_w + 14, origin.y));
-      ImGui::TextDisabled("no mask terms:\nevery query\nattends every key");
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+      ImGui::PushTextWrapPos(ImGui::GetWindowContentRegionMax().x);
+      ImGui::TextUnformatted("no mask terms: every query attends every key");
+      ImGui::PopTextWrapPos();
+      ImGui::PopStyleColor();
     }
   }
   ImGui::End();

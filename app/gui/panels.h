@@ -27,10 +27,14 @@ void drawPipelinePanel(AppState& state);
 void drawStatusBar(AppState& state);
 void drawHelpOverlay(AppState& state);
 void drawOpenBundleModal(AppState& state);
+void drawToast(AppState& state);
 
-// Shared look: section header, red error text, a small spinner.
+// Shared look: section header, red error text, orange warning text, a small spinner.
 void sectionHeader(const char* text);
 void errorText(const std::string& message);
+void warningText(const std::string& message);
 void drawSpinner(float radius);
+// SameLine() when an item `width` pixels wide still fits on the current line.
+void sameLineIfFits(float width);
 
 }  // namespace attnscope

@@ -96,6 +96,10 @@ std::vector<Chain> buildChains(const AttentionTrace& t, bool folded) {
   return chains;
 }
 
+const ImVec4 kWarning(1.0f, 0.62f, 0.18f, 1.0f);  // mistakes lab: the buggy stages
+
+bool isBuggy(const Step& step) { return step.code.find("# BUG") != std::string::npos; }
+
 void drawChain(const Chain& chain) {
   ImGui::TextColored(ImVec4(0.55f, 0.78f, 1.0f, 1.0f), "%s", chain.title);
   const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
@@ -105,21 +109,24 @@ void drawChain(const Chain& chain) {
     const std::string shape = shapeToString(step.shape);
     const std::string arrow = step.arrow.empty() ? "" : "--" + step.arrow + "-->";
     const float width = ImGui::CalcTextSize((arrow + " " + shape).c_str()).x + 16.0f;
-    if (n > 0) {
-      ImGui::SameLine();
-      if (ImGui::GetCursorScreenPos().x + width > right) ImGui::NewLine();
-    }
+    // Boxes follow the title and each other on a line while they fit, then wrap.
+    ImGui::SameLine();
+    if (ImGui::GetCursorScreenPos().x + width > right) ImGui::NewLine();
     ImGui::BeginGroup();
     if (!arrow.empty()) {
       ImGui::TextDisabled("%s", arrow.c_str());
       ImGui::SameLine(0, 4);
     }
-    ImGui::TextUnformatted(shape.c_str());
+    if (isBuggy(step)) {
+      ImGui::TextColored(kWarning, "%s", shape.c_str());
+    } else {
+      ImGui::TextUnformatted(shape.c_str());
+    }
     ImGui::EndGroup();
     if (ImGui::IsItemHovered()) {
       ImGui::BeginTooltip();
       ImGui::Text("%s   (%s)", step.symbolic.c_str(), step.op.c_str());
-      ImGui::TextColored(ImVec4(0.6f, 0.95f, 0.6f, 1.0f), "%s", step.code.c_str());
+      ImGui::TextColored(isBuggy(step) ? kWarning : ImVec4(0.6f, 0.95f, 0.6f, 1.0f), "%s", step.code.c_str());
       ImGui::EndTooltip();
     }
   }
@@ -129,16 +136,35 @@ void drawChain(const Chain& chain) {
 void constraintLine(const char* name, bool known, bool ok, const std::string& detail) {
   const ImVec4 colour = !known ? ImVec4(0.6f, 0.6f, 0.6f, 1.0f)
                                : ok ? ImVec4(0.45f, 0.9f, 0.45f, 1.0f) : ImVec4(1.0f, 0.3f, 0.3f, 1.0f);
-  ImGui::TextColored(colour, "%s %-10s %s", !known ? "?" : ok ? "ok " : "VIOLATED", name, detail.c_str());
+  ImGui::PushStyleColor(ImGuiCol_Text, colour);
+  ImGui::TextWrapped("%s %-10s %s", !known ? "?" : ok ? "ok " : "VIOLATED", name, detail.c_str());
+  ImGui::PopStyleColor();
+}
+
+// The mistakes lab: what the active mistake did, and the buggy PyTorch lines it ran.
+void drawMistake(const AttentionTrace& t) {
+  ImGui::PushStyleColor(ImGuiCol_Text, kWarning);
+  ImGui::TextWrapped("MISTAKE %s: %s", mistakeName(t.mistake), t.mistake_note.c_str());
+  ImGui::PopStyleColor();
+  for (const Stage& stage : t.stages) {
+    if (stage.code.find("# BUG") == std::string::npos) continue;
+    ImGui::Bullet();
+    ImGui::PushStyleColor(ImGuiCol_Text, kWarning);
+    ImGui::TextWrapped("%s: %s", stage.name.c_str(), stage.code.c_str());
+    ImGui::PopStyleColor();
+  }
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.6f, 0.95f, 0.6f, 1.0f));
+  ImGui::TextWrapped("fix: %s", mistakeFix(t.mistake));
+  ImGui::PopStyleColor();
 }
 
 void drawConstraints(AppState& state) {
   sectionHeader("Constraints");
   const InputFacts& f = state.facts;
   constraintLine("D_Q = D_K", f.known, f.D_q == f.D_k,
-                 f.known ? "q, k projected sizes " + std::to_string(f.D_q) + ", " + std::to_string(f.D_k) : "");
+                 f.known ? "(" + std::to_string(f.D_q) + ", " + std::to_string(f.D_k) + ")" : "");
   constraintLine("L_K = L_V", f.known, f.S_key == f.S_value,
-                 f.known ? "key, value lengths " + std::to_string(f.S_key) + ", " + std::to_string(f.S_value) : "");
+                 f.known ? "(" + std::to_string(f.S_key) + ", " + std::to_string(f.S_value) + ")" : "");
   // A D the user typed in the control panel is checked before any job is posted.
   const bool typed_bad = !state.control_error.empty();
   const int64_t D = typed_bad ? state.typed_model_dim : f.D_q;
@@ -158,14 +184,18 @@ void drawPipelinePanel(AppState& state) {
     }
     recordLayout(state, "folded_toggle");
     if (const AttentionTrace* t = state.trace.get()) {
-      ImGui::TextDisabled("B=%lld L=%lld S=%lld D=%lld H=%lld d=%lld   (hover a shape for its PyTorch line)",
-                          static_cast<long long>(t->B), static_cast<long long>(t->L), static_cast<long long>(t->S),
-                          static_cast<long long>(t->D), static_cast<long long>(t->H), static_cast<long long>(t->d));
+      ImGui::TextDisabled("B=%lld L=%lld S=%lld D=%lld H=%lld d=%lld", static_cast<long long>(t->B),
+                          static_cast<long long>(t->L), static_cast<long long>(t->S), static_cast<long long>(t->D),
+                          static_cast<long long>(t->H), static_cast<long long>(t->d));
+      drawConstraints(state);
+      if (t->mistake != Mistake::None) drawMistake(*t);
+      sectionHeader("Stages");
+      ImGui::TextDisabled("hover a shape for its PyTorch line");
       for (const Chain& chain : buildChains(*t, state.settings.folded_layout)) drawChain(chain);
     } else {
-      ImGui::TextDisabled("no trace: fix the settings (see the message in the control panel)");
+      drawConstraints(state);
+      ImGui::TextWrapped("no trace: fix the settings (see the message in the control panel)");
     }
-    drawConstraints(state);
   }
   ImGui::End();
 }

@@ -26,12 +26,12 @@ double residentMiB() {
 void drawStatusBar(AppState& state) {
   if (beginPanelWindow("##status", Panel::StatusBar,
                        ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoScrollbar)) {
-    const bool busy = state.posted_generation > state.trace_generation &&
-                      std::chrono::steady_clock::now() - state.posted_at > std::chrono::milliseconds(100);
-    if (busy) {
+    if (state.busy) {  // a recompute has run for more than ~100 ms
       drawSpinner(ImGui::GetTextLineHeight() / 2 + 1);
+      recordLayout(state, "spinner");
       ImGui::SameLine();
-      ImGui::TextUnformatted("computing...");
+      ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.3f, 1.0f), "computing... %.1f s",
+                         std::chrono::duration<double>(std::chrono::steady_clock::now() - state.posted_at).count());
       ImGui::SameLine();
     }
     if (const AttentionTrace* t = state.trace.get()) {

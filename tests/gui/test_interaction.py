@@ -46,8 +46,9 @@ class InteractionTest(unittest.TestCase):
                 self.x.xdotool("mousemove", "--window", window, int(x + w * f), cy)
                 time.sleep(0.05)
             self.x.xdotool("mouseup", 1)
+            # Released: the slider no longer holds the mouse (else the next click would drag it).
             state = g.wait_for_state(log, lambda s: s.get("heads", 2) > 4 and not s["pending"]
-                                     and s["settings_heads"] == s["heads"])
+                                     and s["settings_heads"] == s["heads"] and not s["item_active"])
             heads = state["heads"]
             self.assertTrue(4 < heads <= 16, heads)  # the drag moved well right of H=2
             state = g.wait_for_state(log, lambda s: sum(k.startswith("grid_tile_") for k in s["rects"]) == heads)
