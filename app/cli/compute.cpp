@@ -30,6 +30,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Far above any real model; keeps heads * head_dim (the default D) from overflowing.
+constexpr int64_t kMaxHeads = 1 << 20;
+
 // A flag whose text does not parse: exit 2 (usage), unlike InputError (exit 1).
 class UsageError : public std::runtime_error {
  public:
@@ -109,7 +112,8 @@ void applyMeta(const nlohmann::json& meta, const std::string& json_path, Attenti
     throw InputError(json_path + ": \"" + key + "\" " + why);
   };
   if (meta.contains("heads")) {
-    if (!meta["heads"].is_number_integer() || meta["heads"].get<int64_t>() < 1) bad("heads", "must be a positive integer");
+    if (!meta["heads"].is_number_integer() || meta["heads"].get<int64_t>() < 1 || meta["heads"].get<int64_t>() > kMaxHeads)
+      bad("heads", "must be an integer in 1.." + std::to_string(kMaxHeads));
     options.heads = meta["heads"].get<int64_t>();
   }
   if (meta.contains("mask")) {
@@ -439,7 +443,8 @@ int runComputeCommand(int argc, char** argv) {
       throw UsageError("--scale: '" + *flags.scale + "' is not a positive number, none or default");
     if (flags.dropout && !(*flags.dropout >= 0.0f && *flags.dropout < 1.0f))
       throw UsageError("--dropout: p must be in [0, 1), got " + formatNumber(*flags.dropout));
-    if (flags.heads && *flags.heads < 1) throw UsageError("--heads: H must be at least 1, got " + std::to_string(*flags.heads));
+    if (flags.heads && (*flags.heads < 1 || *flags.heads > kMaxHeads))
+      throw UsageError("--heads: H must be in 1.." + std::to_string(kMaxHeads) + ", got " + std::to_string(*flags.heads));
     if (flags.mask) parseMaskFlag(*flags.mask);
     if (flags.valid_lens) parseValidLens(*flags.valid_lens);
     if (flags.mistake) {
@@ -458,6 +463,10 @@ int runComputeCommand(int argc, char** argv) {
     return 1;
   } catch (const std::bad_alloc&) {
     std::cerr << "attnscope compute: out of memory\n";
+    return 1;
+  } catch (const std::exception& e) {
+    // A bug, not bad input; still one line and no partial output rather than an abort.
+    std::cerr << "attnscope compute: internal error: " << oneLine(e.what()) << "\n";
     return 1;
   }
 }

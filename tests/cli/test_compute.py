@@ -88,114 +88,127 @@ CASES = [
 ]
 
 
+def compare_with_torch(test, spec, case, allowed, got):
+    """probs and output against nn.MultiheadAttention within ATOL; where every key of a
+    row is masked (fill -inf) torch gives NaN and attnscope 0 probabilities."""
+    heads, scale, fill = spec["heads"], spec.get("scale"), spec.get("fill", "inf")
+    D = case["w_q"].shape[0]
+    fully = ~allowed.any(axis=-1)
+    tref = ref.torch_reference(torch, case, heads, allowed, scale=scale, fill=fill)
+    tp, to = tref["probs"], tref["output"]
+    if fill == "inf" and fully.any():
+        # PyTorch gives NaN for a query row with every key masked; attnscope gives 0
+        # probabilities and context, so that output row is the output bias.
+        test.assertTrue(np.isnan(tp[np.broadcast_to(fully[:, None], tp.shape[:3])]).all())
+        test.assertTrue(np.isnan(to[fully]).all())
+        test.assertTrue(np.all(got["probs"][np.broadcast_to(fully[:, None], tp.shape[:3])] == 0))
+        b_o = case.get("b_o", np.zeros(D, dtype=np.float32))
+        np.testing.assert_allclose(got["output"][fully], np.broadcast_to(b_o, (int(fully.sum()), D)),
+                                   atol=ATOL)
+        ok = ~np.broadcast_to(fully[:, None], tp.shape[:3])
+        np.testing.assert_allclose(got["probs"][ok], tp[ok], rtol=0, atol=ATOL)
+        np.testing.assert_allclose(got["output"][~fully], to[~fully], rtol=0, atol=ATOL)
+    else:
+        test.assertFalse(np.isnan(tp).any())
+        np.testing.assert_allclose(got["probs"], tp, rtol=0, atol=ATOL, err_msg="probs vs torch")
+        np.testing.assert_allclose(got["output"], to, rtol=0, atol=ATOL, err_msg="output vs torch")
+
+
+def run_case(test, spec):
+    """Writes the case's bundle, runs compute and checks it against the NumPy reference.
+    Returns (outputs, numpy reference, process result, case arrays, allowed mask)."""
+    name = spec["name"]
+    root = case_dir(name)
+    sizes = dict(spec["sizes"])
+    case = ref.make_case(zlib.crc32(name.encode()), **sizes)
+    query, key, _ = ref._inputs(case)
+    B, L = query.shape[:2]
+    S = key.shape[1]
+    extra = dict(spec.get("extra", {}))
+    rng = np.random.default_rng(7)
+    attn_mask = None
+    kind = spec.get("attn_mask_shape")
+    if kind == "LS":
+        attn_mask = rng.random((L, S)) < 0.7
+        attn_mask[:, 0] = True
+    elif kind == "BLS":
+        attn_mask = rng.random((B, L, S)) < 0.6
+        attn_mask[:, :, 0] = True
+    elif kind == "LS_with_empty_rows":
+        attn_mask = rng.random((L, S)) < 0.6
+        attn_mask[:, 0] = True
+        attn_mask[1] = False
+        attn_mask[3] = False
+    if attn_mask is not None:
+        extra["attn_mask"] = attn_mask
+    arrays = dict(case)
+    arrays.update(extra)
+    bundle = ref.write_bundle(os.path.join(root, "bundle"), arrays, meta=spec.get("meta"))
+    out = os.path.join(root, "out")
+    args = [bundle, "--out", out]
+    if not spec.get("no_heads_flag") and "--heads" not in spec.get("flags", []):
+        args += ["--heads", str(spec["heads"])]
+    if spec.get("mask"):
+        args += ["--mask", spec["mask"]] if not spec.get("meta") else []
+    args += spec.get("flags", [])
+    result = ref.run_compute(args)
+    test.assertEqual(result.returncode, 0, result.stderr)
+    test.assertEqual(result.stderr, "")
+    got = ref.load_outputs(out)
+
+    valid_lens = spec.get("valid_lens", extra.get("valid_lens"))
+    allowed = ref.combined_mask(spec.get("ref_mask", spec.get("mask")), B, L, S, valid_lens=valid_lens,
+                                key_padding=extra.get("key_padding"), attn_mask=attn_mask)
+    heads, scale, fill = spec["heads"], spec.get("scale"), spec.get("fill", "inf")
+    expect = ref.numpy_reference(case, heads, allowed, scale=scale, fill=fill)
+    D = case["w_q"].shape[0]
+    d = D // heads
+
+    # shapes of every file
+    test.assertEqual(got["scores"].shape, (B, heads, L, S))
+    test.assertEqual(got["probs"].shape, (B, heads, L, S))
+    test.assertEqual(got["q"].shape, (B, heads, L, d))
+    test.assertEqual(got["k"].shape, (B, heads, S, d))
+    test.assertEqual(got["v"].shape, (B, heads, S, d))
+    test.assertEqual(got["context"].shape, (B, L, D))
+    test.assertEqual(got["output"].shape, (B, L, D))
+    test.assertEqual(got["mask"].dtype, np.bool_)
+    test.assertEqual(got["fully_masked"].dtype, np.bool_)
+    for key_name in ("scores", "probs", "output", "q", "k", "v", "context"):
+        test.assertEqual(got[key_name].dtype, np.float32, key_name)
+
+    # masks
+    np.testing.assert_array_equal(got["mask"], allowed)
+    np.testing.assert_array_equal(got["fully_masked"], expect["fully_masked"])
+
+    # numbers vs float64 NumPy
+    for key_name in ("q", "k", "v", "probs", "context", "output"):
+        np.testing.assert_allclose(got[key_name], expect[key_name], rtol=0, atol=ATOL, err_msg=key_name)
+    mask4 = np.broadcast_to(allowed[:, None], got["scores"].shape)
+    np.testing.assert_allclose(got["scores"][mask4], expect["scores"][mask4], rtol=0, atol=SCORE_ATOL)
+    fill_value = -np.inf if fill == "inf" else np.float32(-1e9)
+    test.assertTrue(np.all(got["scores"][~mask4] == fill_value))
+    test.assertTrue(np.all(got["probs"][~mask4 & ~expect["fully_masked"][:, None, :, None]] == 0.0),
+                    "masked probabilities must be exactly 0")
+    sums = got["probs"].sum(axis=-1)
+    row_expected = np.where(expect["fully_masked"][:, None, :] & (fill == "inf"), 0.0, 1.0)
+    np.testing.assert_allclose(sums, np.broadcast_to(row_expected, sums.shape), atol=1e-5)
+
+    shapes = got["shapes"]
+    test.assertEqual(shapes["sizes"], {"B": B, "L": L, "S": S, "D": D, "H": heads, "d": d,
+                                       "Dq": query.shape[2], "Dk": key.shape[2],
+                                       "Dv": ref._inputs(case)[2].shape[2]})
+    test.assertAlmostEqual(shapes["scale"], (1 / np.sqrt(d)) if scale is None else scale, places=6)
+
+    fully = expect["fully_masked"]
+    if fully.any():
+        test.assertIn("fully masked", result.stdout)
+    return got, expect, result, case, allowed
+
+
 class ComputeMatchesReferences(unittest.TestCase):
     def run_case(self, spec):
-        name = spec["name"]
-        root = case_dir(name)
-        sizes = dict(spec["sizes"])
-        case = ref.make_case(zlib.crc32(name.encode()), **sizes)
-        query, key, _ = ref._inputs(case)
-        B, L = query.shape[:2]
-        S = key.shape[1]
-        extra = dict(spec.get("extra", {}))
-        rng = np.random.default_rng(7)
-        attn_mask = None
-        kind = spec.get("attn_mask_shape")
-        if kind == "LS":
-            attn_mask = rng.random((L, S)) < 0.7
-            attn_mask[:, 0] = True
-        elif kind == "BLS":
-            attn_mask = rng.random((B, L, S)) < 0.6
-            attn_mask[:, :, 0] = True
-        elif kind == "LS_with_empty_rows":
-            attn_mask = rng.random((L, S)) < 0.6
-            attn_mask[:, 0] = True
-            attn_mask[1] = False
-            attn_mask[3] = False
-        if attn_mask is not None:
-            extra["attn_mask"] = attn_mask
-        arrays = dict(case)
-        arrays.update(extra)
-        bundle = ref.write_bundle(os.path.join(root, "bundle"), arrays, meta=spec.get("meta"))
-        out = os.path.join(root, "out")
-        args = [bundle, "--out", out]
-        if not spec.get("no_heads_flag") and "--heads" not in spec.get("flags", []):
-            args += ["--heads", str(spec["heads"])]
-        if spec.get("mask"):
-            args += ["--mask", spec["mask"]] if not spec.get("meta") else []
-        args += spec.get("flags", [])
-        result = ref.run_compute(args)
-        self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertEqual(result.stderr, "")
-        got = ref.load_outputs(out)
-
-        valid_lens = spec.get("valid_lens", extra.get("valid_lens"))
-        allowed = ref.combined_mask(spec.get("ref_mask", spec.get("mask")), B, L, S, valid_lens=valid_lens,
-                                    key_padding=extra.get("key_padding"), attn_mask=attn_mask)
-        heads, scale, fill = spec["heads"], spec.get("scale"), spec.get("fill", "inf")
-        expect = ref.numpy_reference(case, heads, allowed, scale=scale, fill=fill)
-        D = case["w_q"].shape[0]
-        d = D // heads
-
-        # shapes of every file
-        self.assertEqual(got["scores"].shape, (B, heads, L, S))
-        self.assertEqual(got["probs"].shape, (B, heads, L, S))
-        self.assertEqual(got["q"].shape, (B, heads, L, d))
-        self.assertEqual(got["k"].shape, (B, heads, S, d))
-        self.assertEqual(got["v"].shape, (B, heads, S, d))
-        self.assertEqual(got["context"].shape, (B, L, D))
-        self.assertEqual(got["output"].shape, (B, L, D))
-        self.assertEqual(got["mask"].dtype, np.bool_)
-        self.assertEqual(got["fully_masked"].dtype, np.bool_)
-        for key_name in ("scores", "probs", "output", "q", "k", "v", "context"):
-            self.assertEqual(got[key_name].dtype, np.float32, key_name)
-
-        # masks
-        np.testing.assert_array_equal(got["mask"], allowed)
-        np.testing.assert_array_equal(got["fully_masked"], expect["fully_masked"])
-
-        # numbers vs float64 NumPy
-        for key_name in ("q", "k", "v", "probs", "context", "output"):
-            np.testing.assert_allclose(got[key_name], expect[key_name], rtol=0, atol=ATOL, err_msg=key_name)
-        mask4 = np.broadcast_to(allowed[:, None], got["scores"].shape)
-        np.testing.assert_allclose(got["scores"][mask4], expect["scores"][mask4], rtol=0, atol=SCORE_ATOL)
-        fill_value = -np.inf if fill == "inf" else np.float32(-1e9)
-        self.assertTrue(np.all(got["scores"][~mask4] == fill_value))
-        self.assertTrue(np.all(got["probs"][~mask4 & ~expect["fully_masked"][:, None, :, None]] == 0.0),
-                        "masked probabilities must be exactly 0")
-        sums = got["probs"].sum(axis=-1)
-        row_expected = np.where(expect["fully_masked"][:, None, :] & (fill == "inf"), 0.0, 1.0)
-        np.testing.assert_allclose(sums, np.broadcast_to(row_expected, sums.shape), atol=1e-5)
-
-        shapes = got["shapes"]
-        self.assertEqual(shapes["sizes"], {"B": B, "L": L, "S": S, "D": D, "H": heads, "d": d,
-                                           "Dq": query.shape[2], "Dk": key.shape[2],
-                                           "Dv": ref._inputs(case)[2].shape[2]})
-        self.assertAlmostEqual(shapes["scale"], (1 / np.sqrt(d)) if scale is None else scale, places=6)
-
-        fully = expect["fully_masked"]
-        if fully.any():
-            self.assertIn("fully masked", result.stdout)
-        if torch is not None:
-            tref = ref.torch_reference(torch, case, heads, allowed, scale=scale, fill=fill)
-            tp, to = tref["probs"], tref["output"]
-            if fill == "inf" and fully.any():
-                # PyTorch gives NaN for a query row with every key masked; attnscope gives 0
-                # probabilities and context, so that output row is the output bias.
-                self.assertTrue(np.isnan(tp[np.broadcast_to(fully[:, None], tp.shape[:3])]).all())
-                self.assertTrue(np.isnan(to[fully]).all())
-                self.assertTrue(np.all(got["probs"][np.broadcast_to(fully[:, None], tp.shape[:3])] == 0))
-                b_o = case.get("b_o", np.zeros(D, dtype=np.float32))
-                np.testing.assert_allclose(got["output"][fully], np.broadcast_to(b_o, (int(fully.sum()), D)),
-                                           atol=ATOL)
-                ok = ~np.broadcast_to(fully[:, None], tp.shape[:3])
-                np.testing.assert_allclose(got["probs"][ok], tp[ok], rtol=0, atol=ATOL)
-                np.testing.assert_allclose(got["output"][~fully], to[~fully], rtol=0, atol=ATOL)
-            else:
-                self.assertFalse(np.isnan(tp).any())
-                np.testing.assert_allclose(got["probs"], tp, rtol=0, atol=ATOL, err_msg="probs vs torch")
-                np.testing.assert_allclose(got["output"], to, rtol=0, atol=ATOL, err_msg="output vs torch")
-        return got, expect, result
+        return run_case(self, spec)
 
     def test_table(self):
         for spec in CASES:
@@ -203,15 +216,34 @@ class ComputeMatchesReferences(unittest.TestCase):
                 self.run_case(spec)
 
     def test_fill_1e9_fully_masked_row_is_uniform(self):
-        got, _, result = self.run_case(next(c for c in CASES if c["name"] == "fill_1e9_fully_masked_uniform"))
+        got, _, result, _, _ = self.run_case(next(c for c in CASES if c["name"] == "fill_1e9_fully_masked_uniform"))
         np.testing.assert_allclose(got["probs"][1], 1.0 / 6, atol=1e-6)  # batch item 1: valid_len 0
         self.assertIn("uniform", result.stdout)
 
     def test_fully_masked_rows_reported(self):
-        got, _, result = self.run_case(next(c for c in CASES if c["name"] == "fully_masked_neg_inf_attn_mask"))
+        got, _, result, _, _ = self.run_case(next(c for c in CASES if c["name"] == "fully_masked_neg_inf_attn_mask"))
         np.testing.assert_array_equal(got["fully_masked"][0], [False, True, False, True, False])
         self.assertIn("2 query rows are fully masked: probabilities set to 0 (PyTorch gives NaN)", result.stdout)
         self.assertEqual(got["shapes"]["fully_masked_rows"], 2)
+
+
+def run_seed_004(test):
+    """d2l's example bundle (ones inputs, bias=False, valid_lens [3, 2], H=5) -> (case, outputs, run)."""
+    root = case_dir("seed004")
+    rng = np.random.default_rng(4)
+    case = {
+        "query": np.ones((2, 4, 100), dtype=np.float32),
+        "key": np.ones((2, 6, 100), dtype=np.float32),
+        "value": np.ones((2, 6, 100), dtype=np.float32),
+        "w_q": ref.xavier(rng, 100, 100), "w_k": ref.xavier(rng, 100, 100),
+        "w_v": ref.xavier(rng, 100, 100), "w_o": ref.xavier(rng, 100, 100),
+    }
+    bundle = ref.write_bundle(os.path.join(root, "bundle"),
+                              dict(case, valid_lens=np.array([3, 2])), meta={"heads": 5, "mask": "padding"})
+    out = os.path.join(root, "out")
+    result = ref.run_compute([bundle, "--out", out])
+    test.assertEqual(result.returncode, 0, result.stderr)
+    return case, ref.load_outputs(out), result
 
 
 class Seed004Example(unittest.TestCase):
@@ -219,21 +251,7 @@ class Seed004Example(unittest.TestCase):
     ones inputs, bias=False -> output [2, 4, 100] and the shapes printed in the notebook."""
 
     def test_seed_004(self):
-        root = case_dir("seed004")
-        rng = np.random.default_rng(4)
-        case = {
-            "query": np.ones((2, 4, 100), dtype=np.float32),
-            "key": np.ones((2, 6, 100), dtype=np.float32),
-            "value": np.ones((2, 6, 100), dtype=np.float32),
-            "w_q": ref.xavier(rng, 100, 100), "w_k": ref.xavier(rng, 100, 100),
-            "w_v": ref.xavier(rng, 100, 100), "w_o": ref.xavier(rng, 100, 100),
-        }
-        bundle = ref.write_bundle(os.path.join(root, "bundle"),
-                                  dict(case, valid_lens=np.array([3, 2])), meta={"heads": 5, "mask": "padding"})
-        out = os.path.join(root, "out")
-        result = ref.run_compute([bundle, "--out", out])
-        self.assertEqual(result.returncode, 0, result.stderr)
-        got = ref.load_outputs(out)
+        case, got, result = run_seed_004(self)
         self.assertEqual(got["output"].shape, (2, 4, 100))
         allowed = ref.combined_mask("padding", 2, 4, 6, valid_lens=[3, 2])
         expect = ref.numpy_reference(case, 5, allowed)
@@ -242,10 +260,6 @@ class Seed004Example(unittest.TestCase):
         # Ones inputs: every key is the same, so each row is uniform over its valid keys.
         np.testing.assert_allclose(got["probs"][0, :, :, :3], 1 / 3, atol=1e-6)
         np.testing.assert_allclose(got["probs"][1, :, :, :2], 1 / 2, atol=1e-6)
-        if torch is not None:
-            tref = ref.torch_reference(torch, case, 5, allowed)
-            np.testing.assert_allclose(got["output"], tref["output"], atol=ATOL)
-            np.testing.assert_allclose(got["probs"], tref["probs"], atol=ATOL)
 
         shapes = got["shapes"]
         stage_shapes = [s["shape"] for s in shapes["stages"]]
@@ -265,6 +279,21 @@ class Seed004Example(unittest.TestCase):
         self.assertEqual(folded["output_concat"], [2, 4, 100])
         self.assertEqual(shapes["sizes"]["H"], 5)
         self.assertIn("[2, 5, 4, 6]", result.stdout)
+
+
+@unittest.skipIf(torch is None, "PyTorch (python3-torch) is not installed")
+class ComputeMatchesPyTorch(unittest.TestCase):
+    def test_table(self):
+        for spec in CASES:
+            with self.subTest(case=spec["name"]):
+                got, _, _, case, allowed = run_case(self, spec)
+                compare_with_torch(self, spec, case, allowed, got)
+
+    def test_seed_004(self):
+        case, got, _ = run_seed_004(self)
+        tref = ref.torch_reference(torch, case, 5, ref.combined_mask("padding", 2, 4, 6, valid_lens=[3, 2]))
+        np.testing.assert_allclose(got["output"], tref["output"], atol=ATOL)
+        np.testing.assert_allclose(got["probs"], tref["probs"], atol=ATOL)
 
 
 class DemoAndDropout(unittest.TestCase):

@@ -237,7 +237,7 @@ class BadInput(unittest.TestCase):
 
     def test_bad_bundle_json(self):
         for text, needle in (("{heads: 2", "not valid JSON"), ("[1, 2]", "expected a JSON object"),
-                             ('{"heads": "two"}', '"heads" must be a positive integer'),
+                             ('{"heads": "two"}', '"heads" must be an integer in 1..'),
                              ('{"mask": "casual"}', "unknown term 'casual'"),
                              ('{"fill": "zero"}', '"fill"'), ('{"scale": -1}', '"scale"'),
                              ('{"dropout": 1.5}', '"dropout"'), ('{"d_model": 0}', '"d_model"')):
@@ -319,6 +319,7 @@ class BadInput(unittest.TestCase):
             ([bundle, "--dropout", "1.0"], "--dropout"),
             ([bundle, "--heads", "0"], "--heads"),
             ([bundle, "--heads", "two"], "--heads"),
+            ([bundle, "--heads", "99999999999999999999"], "--heads", "1..1048576"),
             ([bundle, "--valid-lens", "3,x"], "--valid-lens"),
             ([bundle, "--demo"], "not both"),
             ([], "BUNDLE", "--demo"),
