@@ -33,6 +33,22 @@ namespace {
 constexpr const char* kUsage =
     "usage: attnscope [gui] [BUNDLE] [--settings FILE] [--frames N] [--screenshot PATH] "
     "[--state-log PATH] [--size WxH] [--check-gl]";
+constexpr const char* kHelp =
+    "attnscope: see multi-head attention live.\n"
+    "\n"
+    "  attnscope [gui] [BUNDLE] [flags]   open the desktop app (demo sentence, or a bundle folder)\n"
+    "  attnscope compute --help           compute every stage to .npy files (no display)\n"
+    "  attnscope export --help            write PNG/SVG/PDF/NPY/CSV figures (no display)\n"
+    "\n"
+    "app flags:\n"
+    "  --settings FILE     start from saved settings (every export writes one beside it)\n"
+    "  --frames N          render N frames after the first result, then exit (scripting)\n"
+    "  --screenshot PATH   write the window to PNG after the last frame\n"
+    "  --state-log PATH    append one JSON line per visible change (tests)\n"
+    "  --size WxH          window size (default 1440x900)\n"
+    "  --check-gl          exit 3 on any OpenGL error\n"
+    "\n"
+    "In the app, F1 lists the keyboard shortcuts.";
 constexpr const char* kCjkFont = "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc";
 constexpr auto kSaveDelay = std::chrono::seconds(1);
 constexpr auto kFramesModeTimeout = std::chrono::seconds(120);
@@ -46,6 +62,7 @@ struct Options {
   int frames = -1;  // -1: run until the user quits
   int width = 1440, height = 900;
   bool check_gl = false;
+  bool help = false;
 };
 
 bool parseInt(const char* text, int low, int high, int& out) {
@@ -60,15 +77,10 @@ bool parseInt(const char* text, int low, int high, int& out) {
 std::string parseOptions(int argc, char** argv, Options& options) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    auto value = [&](const char* flag) -> const char* {
-      if (i + 1 >= argc) return nullptr;
-      (void)flag;
-      return argv[++i];
-    };
     if (arg == "--settings" || arg == "--screenshot" || arg == "--state-log" || arg == "--frames" ||
         arg == "--size") {
-      const char* v = value(arg.c_str());
-      if (!v) return arg + " needs a value";
+      if (i + 1 >= argc) return arg + " needs a value";
+      const char* v = argv[++i];
       if (arg == "--settings") options.settings_file = v;
       if (arg == "--screenshot") options.screenshot = v;
       if (arg == "--state-log") options.state_log = v;
@@ -85,6 +97,8 @@ std::string parseOptions(int argc, char** argv, Options& options) {
       }
     } else if (arg == "--check-gl") {
       options.check_gl = true;
+    } else if (arg == "--help" || arg == "-h") {
+      options.help = true;
     } else if (!arg.empty() && arg[0] == '-') {
       return "unknown option '" + arg + "'";
     } else if (options.bundle.empty()) {
@@ -315,6 +329,10 @@ int runGui(int argc, char** argv) {
   if (const std::string error = parseOptions(argc, argv, options); !error.empty()) {
     std::fprintf(stderr, "attnscope: %s\n%s\n", error.c_str(), kUsage);
     return 2;
+  }
+  if (options.help) {
+    std::printf("%s\n%s\n", kUsage, kHelp);
+    return 0;
   }
 
   AppState state;
