@@ -22,6 +22,7 @@
 
 #include "bundle.h"
 #include "cli/commands.h"
+#include "cli/run_command.h"
 #include "npy.h"
 #include "settings.h"
 
@@ -32,12 +33,6 @@ namespace fs = std::filesystem;
 
 // Far above any real model; keeps heads * head_dim (the default D) from overflowing.
 constexpr int64_t kMaxHeads = 1 << 20;
-
-// A flag whose text does not parse: exit 2 (usage), unlike InputError (exit 1).
-class UsageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 struct ComputeFlags {
   std::string bundle;
@@ -388,14 +383,6 @@ int compute(const ComputeFlags& flags) {
   return 0;
 }
 
-// One line: CLI11's messages can span lines.
-std::string oneLine(std::string text) {
-  for (char& c : text)
-    if (c == '\n' || c == '\r') c = ' ';
-  while (!text.empty() && text.back() == ' ') text.pop_back();
-  return text;
-}
-
 }  // namespace
 
 int runComputeCommand(int argc, char** argv) {
@@ -425,16 +412,8 @@ int runComputeCommand(int argc, char** argv) {
       "Exit status: 0 ok, 1 bad input (one line on stderr naming the file), 2 usage error.\n"
       "Example: attnscope compute my_bundle --out result --heads 5 --mask causal+padding --valid-lens 3,2");
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "attnscope compute: " << oneLine(e.what()) << " (see attnscope compute --help)\n";
-    return 2;
-  }
-
-  try {
+  // Usage errors in the flags are found before the bundle is read.
+  const auto checkFlagsAndCompute = [&] {
     if (flags.demo == !flags.bundle.empty())
       throw UsageError(flags.demo ? "give either BUNDLE or --demo, not both" : "give a BUNDLE folder or --demo");
     if (flags.fill && !parseFill(*flags.fill))
@@ -455,20 +434,9 @@ int runComputeCommand(int argc, char** argv) {
       }
     }
     return compute(flags);
-  } catch (const UsageError& e) {
-    std::cerr << "attnscope compute: " << oneLine(e.what()) << "\n";
-    return 2;
-  } catch (const InputError& e) {
-    std::cerr << "attnscope compute: " << oneLine(e.what()) << "\n";
-    return 1;
-  } catch (const std::bad_alloc&) {
-    std::cerr << "attnscope compute: out of memory\n";
-    return 1;
-  } catch (const std::exception& e) {
-    // A bug, not bad input; still one line and no partial output rather than an abort.
-    std::cerr << "attnscope compute: internal error: " << oneLine(e.what()) << "\n";
-    return 1;
-  }
+  };
+  // Input problems are InputErrors; any other exception here is a bug, named as one.
+  return runCommand(app, argc, argv, checkFlagsAndCompute, "internal error: ");
 }
 
 }  // namespace attnscope

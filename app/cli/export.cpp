@@ -4,25 +4,18 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
-#include <new>
 #include <optional>
 #include <sstream>
-#include <stdexcept>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/run_command.h"
 #include "figure/figure.h"
 #include "settings.h"
 
 namespace attnscope {
 namespace {
-
-// A flag whose text does not parse: exit 2 (usage), unlike InputError (exit 1).
-class UsageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 struct ExportFlags {
   std::string bundle;
@@ -154,15 +147,6 @@ int exportCommand(const ExportFlags& flags) {
   return 0;
 }
 
-// One line: CLI11's messages can span lines.
-std::string oneLine(std::string text) {
-  for (char& c : text) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  while (!text.empty() && text.back() == ' ') text.pop_back();
-  return text;
-}
-
 }  // namespace
 
 int runExportCommand(int argc, char** argv) {
@@ -184,29 +168,7 @@ int runExportCommand(int argc, char** argv) {
   app.add_option("--mask", flags.mask, "mask: none, or terms joined by '+' (causal, window:W, ...)");
   app.add_option("--heads-count", flags.heads_count, "number of heads H of the model");
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "attnscope export: " << oneLine(e.what()) << " (see attnscope export --help)\n";
-    return 2;
-  }
-  try {
-    return exportCommand(flags);
-  } catch (const UsageError& e) {
-    std::cerr << "attnscope export: " << oneLine(e.what()) << "\n";
-    return 2;
-  } catch (const InputError& e) {
-    std::cerr << "attnscope export: " << oneLine(e.what()) << "\n";
-    return 1;
-  } catch (const std::bad_alloc&) {
-    std::cerr << "attnscope export: out of memory\n";
-    return 1;
-  } catch (const std::exception& e) {
-    std::cerr << "attnscope export: " << oneLine(e.what()) << "\n";
-    return 1;
-  }
+  return runCommand(app, argc, argv, [&] { return exportCommand(flags); });
 }
 
 }  // namespace attnscope

@@ -47,15 +47,6 @@ void checkNames(const std::vector<std::string>& given, const std::vector<std::st
   }
 }
 
-// Creates the folder when missing; throws "export folder X is not writable: <reason>".
-void prepareFolder(const std::string& dir) {
-  std::error_code error;
-  fs::create_directories(dir, error);
-  if (!error && !fs::is_directory(dir, error)) error = std::make_error_code(std::errc::not_a_directory);
-  if (!error && ::access(dir.c_str(), W_OK) != 0) error = std::error_code(errno, std::generic_category());
-  if (error) throw InputError("export folder " + dir + " is not writable: " + error.message());
-}
-
 Figure buildFigure(const std::string& what, const AttentionTrace& trace, int64_t batch, int64_t head,
                    Colormap map, bool log_scale) {
   if (what == "probs") return probsFigure(trace, batch, head, map, log_scale);
@@ -81,6 +72,18 @@ std::vector<std::string> exportFormatNames() { return {"png", "svg", "pdf", "npy
 std::string defaultExportDir() {
   const char* home = std::getenv("HOME");
   return std::string(home && *home ? home : ".") + "/Pictures/attnscope";
+}
+
+std::string exportFolder(const Settings& settings) {
+  return settings.export_dir.empty() ? defaultExportDir() : settings.export_dir;
+}
+
+void prepareExportFolder(const std::string& dir) {
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (!error && !fs::is_directory(dir, error)) error = std::make_error_code(std::errc::not_a_directory);
+  if (!error && ::access(dir.c_str(), W_OK) != 0) error = std::error_code(errno, std::generic_category());
+  if (error) throw InputError("export folder " + dir + " is not writable: " + error.message());
 }
 
 std::string exportBaseName(const std::string& what, int64_t head, int64_t batch,
@@ -115,9 +118,7 @@ std::vector<std::string> exportFigures(const Settings& settings, const Attention
   const Colormap colormap = request.colormap.value_or(settings.prob_colormap);
   const int64_t cell_px = request.cell_px >= 0 ? request.cell_px : settings.cell_px;
   if (cell_px < 0) throw InputError("export: cell size must be >= 0 px (0 = auto), got " + std::to_string(cell_px));
-  const std::string dir = !request.out_dir.empty()      ? request.out_dir
-                          : !settings.export_dir.empty() ? settings.export_dir
-                                                         : defaultExportDir();
+  const std::string dir = request.out_dir.empty() ? exportFolder(settings) : request.out_dir;
 
   // Render every file in memory first: a bad request or a figure too large fails before
   // anything is written.
@@ -141,7 +142,7 @@ std::vector<std::string> exportFigures(const Settings& settings, const Attention
     }
   }
 
-  prepareFolder(dir);
+  prepareExportFolder(dir);
   std::vector<std::string> written;
   try {
     for (FigureJob& job : jobs) {

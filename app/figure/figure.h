@@ -121,6 +121,11 @@ struct ExportRequest {
 std::vector<std::string> exportWhatNames();    // {"probs", "scores", "mask", "grid"}
 std::vector<std::string> exportFormatNames();  // {"png", "svg", "pdf", "npy", "csv"}
 std::string defaultExportDir();  // $HOME/Pictures/attnscope
+// The folder exports go to: settings.export_dir, or defaultExportDir() when empty.
+std::string exportFolder(const Settings& settings);
+// Creates dir when missing; throws InputError "export folder <dir> is not writable: <reason>"
+// when it is not a writable folder.
+void prepareExportFolder(const std::string& dir);
 
 // "probs_head3_b0_causal_L9xS9" (grid and mask have no head: "grid_b0_causal_L9xS9").
 std::string exportBaseName(const std::string& what, int64_t head, int64_t batch,

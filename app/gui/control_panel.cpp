@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
+#include <string>
 
 #include "gui/export_jobs.h"
 #include "gui/panels.h"
@@ -44,6 +45,34 @@ bool parseSegments(const std::string& text, std::vector<int64_t>& out) {
     out.push_back(n);
   }
   return !out.empty();
+}
+
+// A combo over an enum whose values are 0, 1, ... in the order of names.
+template <typename Enum, int N>
+bool enumCombo(const char* label, Enum& value, const char* const (&names)[N]) {
+  int index = static_cast<int>(value);
+  if (!ImGui::Combo(label, &index, names, N)) return false;
+  value = static_cast<Enum>(index);
+  return true;
+}
+
+// A mask term that is off at -1: a checkbox (recorded as layout_name) and, while ticked, a
+// slider 0..span beside it. Ticking starts the term at min(start, span).
+bool optionalTermControls(AppState& state, const char* label, const char* layout_name, int64_t& term,
+                          int64_t start, int64_t span) {
+  bool changed = false;
+  bool on = term >= 0;
+  if (ImGui::Checkbox(label, &on)) {
+    term = on ? std::min(start, span) : -1;
+    changed = true;
+  }
+  recordLayout(state, layout_name);
+  if (on) {
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(-1);
+    changed |= sliderInt64((std::string("##") + layout_name).c_str(), &term, 0, span);
+  }
+  return changed;
 }
 
 float checkboxWidth(const char* label) {
@@ -152,37 +181,9 @@ bool drawMaskSection(AppState& state, const KnownSizes& sizes) {
   changed |= ImGui::Checkbox("causal bottom-right", &m.causal_bottom_right);
   recordLayout(state, "mask_causal_br");
 
-  bool window = m.window >= 0;
-  if (ImGui::Checkbox("window W", &window)) {
-    m.window = window ? std::min<int64_t>(2, span) : -1;
-    changed = true;
-  }
-  recordLayout(state, "mask_window");
-  if (window) {
-    ImGui::SameLine();
-    ImGui::SetNextItemWidth(-1);
-    changed |= sliderInt64("##W", &m.window, 0, span);
-  }
-  bool causal_window = m.causal_window >= 0;
-  if (ImGui::Checkbox("causal window W", &causal_window)) {
-    m.causal_window = causal_window ? std::min<int64_t>(2, span) : -1;
-    changed = true;
-  }
-  if (causal_window) {
-    ImGui::SameLine();
-    ImGui::SetNextItemWidth(-1);
-    changed |= sliderInt64("##CW", &m.causal_window, 0, span);
-  }
-  bool prefix = m.prefix >= 0;
-  if (ImGui::Checkbox("prefix-LM P", &prefix)) {
-    m.prefix = prefix ? std::min<int64_t>(3, span) : -1;
-    changed = true;
-  }
-  if (prefix) {
-    ImGui::SameLine();
-    ImGui::SetNextItemWidth(-1);
-    changed |= sliderInt64("##P", &m.prefix, 0, span);
-  }
+  changed |= optionalTermControls(state, "window W", "mask_window", m.window, 2, span);
+  changed |= optionalTermControls(state, "causal window W", "mask_causal_window", m.causal_window, 2, span);
+  changed |= optionalTermControls(state, "prefix-LM P", "mask_prefix", m.prefix, 3, span);
   bool segments = !m.segments.empty();
   if (segments && state.segments_input.empty()) {  // loaded from a settings file
     for (int64_t n : m.segments) state.segments_input += (state.segments_input.empty() ? "" : ",") + std::to_string(n);
@@ -231,12 +232,8 @@ bool drawMaskSection(AppState& state, const KnownSizes& sizes) {
     }
   }
 
-  int fill = static_cast<int>(s.fill);
   const char* fills[] = {"-inf (seed 002)", "-1e9 (seeds 000/003)"};
-  if (ImGui::Combo("fill", &fill, fills, 2)) {
-    s.fill = static_cast<MaskFill>(fill);
-    changed = true;
-  }
+  changed |= enumCombo("fill", s.fill, fills);
   return changed;
 }
 
@@ -244,12 +241,8 @@ bool drawScalingSection(AppState& state) {
   Settings& s = state.settings;
   bool changed = false;
   sectionHeader("Scaling and dropout");
-  int scale = static_cast<int>(s.scale);
   const char* scales[] = {"1 / sqrt(d)", "none", "1 / (T sqrt(d))"};
-  if (ImGui::Combo("scale", &scale, scales, 3)) {
-    s.scale = static_cast<ScaleChoice>(scale);
-    changed = true;
-  }
+  changed |= enumCombo("scale", s.scale, scales);
   if (s.scale == ScaleChoice::Temperature) {
     changed |= ImGui::SliderFloat("T", &s.temperature, 0.05f, 20.0f, "%.2f",
                                   kClamp | ImGuiSliderFlags_Logarithmic);
@@ -263,12 +256,8 @@ bool drawViewSection(AppState& state) {
   Settings& s = state.settings;
   bool changed = false;
   sectionHeader("View");
-  int map = static_cast<int>(s.prob_colormap);
   const char* maps[] = {"viridis", "cividis", "magma"};
-  if (ImGui::Combo("colours", &map, maps, 3)) {
-    s.prob_colormap = static_cast<Colormap>(map);
-    changed = true;
-  }
+  changed |= enumCombo("colours", s.prob_colormap, maps);
   changed |= ImGui::Checkbox("log scale", &s.log_scale);
   sameLineIfFits(checkboxWidth("folded [B*H,L,d]"));
   changed |= ImGui::Checkbox("folded [B*H,L,d]", &s.folded_layout);

@@ -1,8 +1,5 @@
 #include "gui/export_jobs.h"
 
-#include <unistd.h>
-
-#include <cerrno>
 #include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -10,6 +7,7 @@
 #include <system_error>
 #include <utility>
 
+#include "figure/figure.h"
 #include "npy.h"
 
 namespace attnscope {
@@ -19,15 +17,6 @@ namespace fs = std::filesystem;
 
 constexpr auto kToastTime = std::chrono::seconds(6);
 constexpr auto kErrorToastTime = std::chrono::seconds(9);
-
-// Same rule and message as exportFigures() uses for its folder.
-void prepareFolder(const std::string& dir) {
-  std::error_code error;
-  fs::create_directories(dir, error);
-  if (!error && !fs::is_directory(dir, error)) error = std::make_error_code(std::errc::not_a_directory);
-  if (!error && ::access(dir.c_str(), W_OK) != 0) error = std::error_code(errno, std::generic_category());
-  if (error) throw InputError("export folder " + dir + " is not writable: " + error.message());
-}
 
 std::string timestamp() {
   const std::time_t now = std::time(nullptr);
@@ -41,7 +30,7 @@ std::string timestamp() {
 // The window as a PNG plus the settings JSON beside it; nothing is left when either fails.
 std::vector<std::string> saveScreenshot(const Settings& settings, const RgbImage& window) {
   const std::string dir = exportFolder(settings);
-  prepareFolder(dir);
+  prepareExportFolder(dir);
   const std::string base = freeBaseName(dir, "screenshot_" + timestamp(), {"png", "json"});
   const std::string png = (fs::path(dir) / (base + ".png")).string();
   const std::string json = (fs::path(dir) / (base + ".json")).string();
@@ -114,10 +103,6 @@ void startJob(AppState& state, ExportJob job) {
 }
 
 }  // namespace
-
-std::string exportFolder(const Settings& settings) {
-  return settings.export_dir.empty() ? defaultExportDir() : settings.export_dir;
-}
 
 bool exportBusy(const AppState& state) { return state.export_running.valid() || !state.export_queue.empty(); }
 

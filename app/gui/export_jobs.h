@@ -21,9 +21,6 @@ void requestScreenshotExport(AppState& state, RgbImage window);
 // and expires the toast.
 void updateExports(AppState& state);
 
-// The folder exports go to: settings.export_dir, or ~/Pictures/attnscope when empty.
-std::string exportFolder(const Settings& settings);
-
 bool exportBusy(const AppState& state);  // a job is queued or running
 
 // Blocks until a running job ends (at shutdown, so no file is left half-written).

@@ -31,6 +31,18 @@ GLuint compileShader(GLenum type, const char* source, std::string& log) {
   return shader;
 }
 
+// A new 2D texture, left bound: nearest sampling (one texel per cell) and clamped edges.
+GLuint createNearestTexture() {
+  GLuint id = 0;
+  glGenTextures(1, &id);
+  glBindTexture(GL_TEXTURE_2D, id);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+  return id;
+}
+
 void deleteTextures(std::vector<unsigned int>& ids) {
   if (!ids.empty()) glDeleteTextures(static_cast<GLsizei>(ids.size()), ids.data());
   ids.clear();
@@ -69,13 +81,7 @@ std::string createGlResources(GlResources& gl) {
   glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
   for (Colormap map : kAllColormaps) {
     const RgbTable& table = colormapTable(map);
-    GLuint& lut = gl.colormap_luts[static_cast<int>(map)];
-    glGenTextures(1, &lut);
-    glBindTexture(GL_TEXTURE_2D, lut);
-    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
-    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
-    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
-    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+    gl.colormap_luts[static_cast<int>(map)] = createNearestTexture();
     glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, 256, 1, 0, GL_RGB, GL_UNSIGNED_BYTE, table.data());
   }
   glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
@@ -89,13 +95,7 @@ void destroyGlResources(GlResources& gl) {
 }
 
 unsigned int uploadFloatTexture(const float* values, int64_t rows, int64_t cols) {
-  GLuint id = 0;
-  glGenTextures(1, &id);
-  glBindTexture(GL_TEXTURE_2D, id);
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+  const GLuint id = createNearestTexture();
   glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, static_cast<GLsizei>(cols), static_cast<GLsizei>(rows),
                0, GL_RED, GL_FLOAT, values);
   return id;

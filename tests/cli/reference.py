@@ -12,6 +12,7 @@ Run with /usr/bin/python3 (the interpreter that has numpy and torch).
 import json
 import math
 import os
+import shutil
 import subprocess
 
 import numpy as np
@@ -21,6 +22,14 @@ TMP = os.environ.get("ATTNSCOPE_TEST_TMP", "/tmp/attnscope-tests")
 
 OUTPUT_FILES = ["scores.npy", "probs.npy", "output.npy", "q.npy", "k.npy", "v.npy",
                 "context.npy", "mask.npy", "fully_masked.npy", "shapes.json"]
+
+
+def case_dir(group, name):
+    """An empty folder TMP/group/name for one test case (what an earlier run left is removed)."""
+    path = os.path.join(TMP, group, name)
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
 
 
 # ---------------------------------------------------------------- bundles

@@ -7,7 +7,6 @@ The PyTorch comparisons skip when torch cannot be imported; the NumPy ones alway
 """
 import json
 import os
-import shutil
 import zlib
 import unittest
 
@@ -22,13 +21,6 @@ except ImportError:  # pragma: no cover - depends on the machine
 
 ATOL = 1e-5
 SCORE_ATOL = 1e-4
-
-
-def case_dir(name):
-    path = os.path.join(ref.TMP, "compute", name)
-    shutil.rmtree(path, ignore_errors=True)
-    os.makedirs(path)
-    return path
 
 
 # name: sizes for ref.make_case, heads, mask spec, extra bundle files, CLI flags,
@@ -118,7 +110,7 @@ def run_case(test, spec):
     """Writes the case's bundle, runs compute and checks it against the NumPy reference.
     Returns (outputs, numpy reference, process result, case arrays, allowed mask)."""
     name = spec["name"]
-    root = case_dir(name)
+    root = ref.case_dir("compute", name)
     sizes = dict(spec["sizes"])
     case = ref.make_case(zlib.crc32(name.encode()), **sizes)
     query, key, _ = ref._inputs(case)
@@ -229,7 +221,7 @@ class ComputeMatchesReferences(unittest.TestCase):
 
 def run_seed_004(test):
     """d2l's example bundle (ones inputs, bias=False, valid_lens [3, 2], H=5) -> (case, outputs, run)."""
-    root = case_dir("seed004")
+    root = ref.case_dir("compute", "seed004")
     rng = np.random.default_rng(4)
     case = {
         "query": np.ones((2, 4, 100), dtype=np.float32),
@@ -298,7 +290,7 @@ class ComputeMatchesPyTorch(unittest.TestCase):
 
 class DemoAndDropout(unittest.TestCase):
     def test_demo_outputs_are_consistent(self):
-        out = os.path.join(case_dir("demo"), "out")
+        out = os.path.join(ref.case_dir("compute", "demo"), "out")
         result = ref.run_compute(["--demo", "--out", out, "--mask", "causal", "--heads", "2"])
         self.assertEqual(result.returncode, 0, result.stderr)
         got = ref.load_outputs(out)
@@ -319,7 +311,7 @@ class DemoAndDropout(unittest.TestCase):
         np.testing.assert_allclose(got["context"], context, atol=ATOL)
 
     def test_dropout_statistics_and_seed(self):
-        root = case_dir("dropout")
+        root = ref.case_dir("compute", "dropout")
         case = ref.make_case(11, B=2, L=64, D=16)
         bundle = ref.write_bundle(os.path.join(root, "bundle"), case)
         p = 0.3
@@ -356,7 +348,7 @@ class NpyFormats(unittest.TestCase):
     """Inputs in float64, format versions 2.0 and 3.0, int32 lengths: all read the same."""
 
     def test_versions_and_dtypes(self):
-        root = case_dir("formats")
+        root = ref.case_dir("compute", "formats")
         case = ref.make_case(21, B=2, L=4, S=5, D=6, bias=True)
         base = ref.write_bundle(os.path.join(root, "v1"), dict(case, valid_lens=np.array([5, 3])))
         alt = os.path.join(root, "alt")
@@ -377,7 +369,7 @@ class NpyFormats(unittest.TestCase):
         np.testing.assert_array_equal(outs[0]["mask"], outs[1]["mask"])
 
     def test_written_headers_are_format_1_0_aligned(self):
-        out = os.path.join(case_dir("headers"), "out")
+        out = os.path.join(ref.case_dir("compute", "headers"), "out")
         self.assertEqual(ref.run_compute(["--demo", "--out", out]).returncode, 0)
         for name in os.listdir(out):
             if not name.endswith(".npy"):
@@ -391,7 +383,7 @@ class NpyFormats(unittest.TestCase):
         self.assertEqual(sorted(n for n in os.listdir(out)), sorted(ref.OUTPUT_FILES))
 
     def test_tokens_labels(self):
-        root = case_dir("tokens")
+        root = ref.case_dir("compute", "tokens")
         case = ref.make_case(3, B=1, L=3, S=4, D=4)
         bundle = ref.write_bundle(os.path.join(root, "bundle"), case,
                                   texts={"tokens.txt": "I\nlove\ncats\n", "key_tokens.txt": "J'\naime\nles\nchats\n"})

@@ -18,13 +18,6 @@ def read_all(folder):
     return contents
 
 
-def fresh(name):
-    root = os.path.join(ref.TMP, "compute_errors", name)
-    shutil.rmtree(root, ignore_errors=True)
-    os.makedirs(root)
-    return root
-
-
 def good_bundle(root, **overrides):
     """A valid cross-attention bundle B=2, L=4, S=6, Dq=8, Dk=5, Dv=3, D=8; overrides
     replace (or with None remove) arrays."""
@@ -76,19 +69,19 @@ class BadInput(unittest.TestCase):
     # ---- the .npy files themselves
 
     def test_bad_magic(self):
-        root = fresh("bad_magic")
+        root = ref.case_dir("compute_errors", "bad_magic")
         bundle = good_bundle(root)
         self.write(bundle, "query.npy", b"PK\x03\x04 this is a zip, not npy" * 4)
         self.check(root, [bundle], 1, "query.npy", "bad magic")
 
     def test_empty_file(self):
-        root = fresh("empty_file")
+        root = ref.case_dir("compute_errors", "empty_file")
         bundle = good_bundle(root)
         self.write(bundle, "key.npy", b"")
         self.check(root, [bundle], 1, "key.npy", "not a .npy file")
 
     def test_unsupported_version(self):
-        root = fresh("bad_version")
+        root = ref.case_dir("compute_errors", "bad_version")
         bundle = good_bundle(root)
         data = bytearray(npy_bytes(np.zeros((2, 4, 8), np.float32)))
         data[6] = 4
@@ -96,26 +89,26 @@ class BadInput(unittest.TestCase):
         self.check(root, [bundle], 1, "query.npy", "unsupported .npy format version 4.0")
 
     def test_malformed_header(self):
-        root = fresh("bad_header")
+        root = ref.case_dir("compute_errors", "bad_header")
         bundle = good_bundle(root)
         self.write(bundle, "query.npy", raw_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 4, 8 }",
                                                 b"\0" * 256))
         self.check(root, [bundle], 1, "query.npy", "malformed .npy header")
 
     def test_fortran_order(self):
-        root = fresh("fortran")
+        root = ref.case_dir("compute_errors", "fortran")
         bundle = good_bundle(root)
         np.save(os.path.join(bundle, "w_q.npy"), np.asfortranarray(np.ones((8, 8), np.float32) * 0.1))
         self.check(root, [bundle], 1, "w_q.npy", "Fortran order")
 
     def test_big_endian(self):
-        root = fresh("big_endian")
+        root = ref.case_dir("compute_errors", "big_endian")
         bundle = good_bundle(root)
         np.save(os.path.join(bundle, "query.npy"), np.ones((2, 4, 8), dtype=">f4"))
         self.check(root, [bundle], 1, "query.npy", "big-endian")
 
     def test_unsupported_dtype(self):
-        root = fresh("float16")
+        root = ref.case_dir("compute_errors", "float16")
         bundle = good_bundle(root)
         np.save(os.path.join(bundle, "value.npy"), np.ones((2, 6, 3), dtype=np.float16))
         self.check(root, [bundle], 1, "value.npy", "unsupported dtype '<f2'")
@@ -127,26 +120,26 @@ class BadInput(unittest.TestCase):
                 ("key_padding", np.ones((2, 6), dtype=np.int32), "expected bool"),
                 ("valid_lens", np.array([3.0, 2.0]), "expected int32 or int64")):
             with self.subTest(name=name):
-                root = fresh("dtype_" + name)
+                root = ref.case_dir("compute_errors", "dtype_" + name)
                 bundle = good_bundle(root)
                 np.save(os.path.join(bundle, name + ".npy"), array)
                 self.check(root, [bundle], 1, name + ".npy", needle)
 
     def test_truncated_data(self):
-        root = fresh("truncated")
+        root = ref.case_dir("compute_errors", "truncated")
         bundle = good_bundle(root)
         data = npy_bytes(np.ones((2, 6, 5), np.float32))
         self.write(bundle, "key.npy", data[:-7])
         self.check(root, [bundle], 1, "key.npy", "truncated")
 
     def test_truncated_header(self):
-        root = fresh("truncated_header")
+        root = ref.case_dir("compute_errors", "truncated_header")
         bundle = good_bundle(root)
         self.write(bundle, "key.npy", npy_bytes(np.ones((2, 6, 5), np.float32))[:40])
         self.check(root, [bundle], 1, "key.npy", "truncated")
 
     def test_header_declares_more_than_file_holds(self):
-        root = fresh("huge_header")
+        root = ref.case_dir("compute_errors", "huge_header")
         bundle = good_bundle(root)
         # 10^18 elements declared (and one product that overflows 64 bits), 64 bytes present.
         for shape in ("(1000000, 1000000, 1000000)", "(4294967296, 4294967296, 4294967296)"):
@@ -159,7 +152,7 @@ class BadInput(unittest.TestCase):
         for name, value, word in (("query", np.nan, "NaN"), ("key", np.inf, "Inf"), ("w_v", -np.inf, "Inf"),
                                   ("b_o", np.nan, "NaN")):
             with self.subTest(name=name):
-                root = fresh("nonfinite_" + name)
+                root = ref.case_dir("compute_errors", "nonfinite_" + name)
                 bundle = good_bundle(root)
                 array = np.load(os.path.join(bundle, name + ".npy"))
                 array.flat[1] = value
@@ -167,7 +160,7 @@ class BadInput(unittest.TestCase):
                 self.check(root, [bundle], 1, name + ".npy", word)
 
     def test_float64_overflowing_float32(self):
-        root = fresh("overflow")
+        root = ref.case_dir("compute_errors", "overflow")
         bundle = good_bundle(root)
         array = np.ones((2, 4, 8))
         array[0, 0, 0] = 1e300
@@ -177,22 +170,22 @@ class BadInput(unittest.TestCase):
     # ---- bundle structure and shapes
 
     def test_missing_query(self):
-        root = fresh("no_query")
+        root = ref.case_dir("compute_errors", "no_query")
         bundle = good_bundle(root, query=None)
         self.check(root, [bundle], 1, "query.npy", "missing")
 
     def test_key_without_value(self):
-        root = fresh("key_only")
+        root = ref.case_dir("compute_errors", "key_only")
         bundle = good_bundle(root, value=None)
         self.check(root, [bundle], 1, "value.npy", "missing", "key.npy is present")
 
     def test_value_without_key(self):
-        root = fresh("value_only")
+        root = ref.case_dir("compute_errors", "value_only")
         bundle = good_bundle(root, key=None)
         self.check(root, [bundle], 1, "key.npy", "missing")
 
     def test_bundle_not_a_directory(self):
-        root = fresh("no_dir")
+        root = ref.case_dir("compute_errors", "no_dir")
         self.check(root, [os.path.join(root, "nope")], 1, "nope", "no such bundle directory")
 
     def test_wrong_shapes(self):
@@ -213,24 +206,24 @@ class BadInput(unittest.TestCase):
         )
         for i, (name, array, needle) in enumerate(cases):
             with self.subTest(name=name, shape=array.shape):
-                root = fresh("shape_%d_%s" % (i, name))
+                root = ref.case_dir("compute_errors", "shape_%d_%s" % (i, name))
                 bundle = good_bundle(root, **{name: array})
                 self.check(root, [bundle, "--heads", "2"], 1, name + ".npy", needle)
 
     def test_partial_weights(self):
-        root = fresh("partial_weights")
+        root = ref.case_dir("compute_errors", "partial_weights")
         bundle = good_bundle(root, w_k=None)
         self.check(root, [bundle], 1, "w_k.npy", "missing", "give all four weights")
 
     def test_heads_do_not_divide_d(self):
-        root = fresh("heads")
+        root = ref.case_dir("compute_errors", "heads")
         bundle = good_bundle(root)
         self.check(root, [bundle, "--heads", "3"], 1, "--heads 3", "D=8", "D % H")
         ref.write_bundle(bundle, {}, meta={"heads": 5})
         self.check(root, [bundle], 1, "bundle.json", "\"heads\" 5", "D=8")
 
     def test_tokens_count(self):
-        root = fresh("tokens")
+        root = ref.case_dir("compute_errors", "tokens")
         bundle = good_bundle(root)
         ref.write_bundle(bundle, {}, texts={"tokens.txt": "a\nb\nc\n"})
         self.check(root, [bundle], 1, "tokens.txt", "3 labels", "L = 4")
@@ -242,18 +235,18 @@ class BadInput(unittest.TestCase):
                              ('{"fill": "zero"}', '"fill"'), ('{"scale": -1}', '"scale"'),
                              ('{"dropout": 1.5}', '"dropout"'), ('{"d_model": 0}', '"d_model"')):
             with self.subTest(text=text):
-                root = fresh("json")
+                root = ref.case_dir("compute_errors", "json")
                 bundle = good_bundle(root)
                 self.write(bundle, "bundle.json", text.encode())
                 self.check(root, [bundle], 1, "bundle.json", needle)
 
     def test_padding_without_lengths(self):
-        root = fresh("padding_no_lens")
+        root = ref.case_dir("compute_errors", "padding_no_lens")
         bundle = good_bundle(root)
         self.check(root, [bundle, "--mask", "padding"], 1, "padding", "--valid-lens")
 
     def test_valid_lens_flag_mismatch(self):
-        root = fresh("valid_lens_flag")
+        root = ref.case_dir("compute_errors", "valid_lens_flag")
         bundle = good_bundle(root)
         self.check(root, [bundle, "--valid-lens", "3,2,1"], 1, "--valid-lens", "B=2")
         self.check(root, [bundle, "--valid-lens", "3,9"], 1, "--valid-lens", "S=6")
@@ -261,7 +254,7 @@ class BadInput(unittest.TestCase):
     def test_too_large_for_memory(self):
         # A 3 MB query.npy [1, 200000, 4]: self-attention scores [1, 1, 200000, 200000]
         # alone need 160 GB. Refused before any large allocation, naming the size.
-        root = fresh("too_large")
+        root = ref.case_dir("compute_errors", "too_large")
         bundle = os.path.join(root, "bundle")
         os.makedirs(bundle)
         np.save(os.path.join(bundle, "query.npy"), np.zeros((1, 200000, 4), np.float32))
@@ -269,7 +262,7 @@ class BadInput(unittest.TestCase):
         self.assertNotIn("\n", line)
 
     def test_unwritable_out(self):
-        root = fresh("unwritable")
+        root = ref.case_dir("compute_errors", "unwritable")
         bundle = good_bundle(root)
         blocker = os.path.join(root, "a_file")
         with open(blocker, "w") as f:
@@ -282,7 +275,7 @@ class BadInput(unittest.TestCase):
     def test_corrupted_headers_never_crash(self):
         # 150 seeded corruptions of query.npy's first 128 bytes (magic, version, header
         # length and dict) and of its length: each run ends with 0 or a one-line exit 1.
-        root = fresh("corrupt")
+        root = ref.case_dir("compute_errors", "corrupt")
         bundle = good_bundle(root)
         good = npy_bytes(np.ones((2, 4, 8), np.float32))
         rng = np.random.default_rng(2024)
@@ -306,7 +299,7 @@ class BadInput(unittest.TestCase):
     # ---- usage errors: exit 2
 
     def test_usage_errors(self):
-        root = fresh("usage")
+        root = ref.case_dir("compute_errors", "usage")
         bundle = good_bundle(root)
         cases = (
             ([bundle, "--mask", "casual"], "--mask", "unknown term 'casual'"),
@@ -330,7 +323,7 @@ class BadInput(unittest.TestCase):
                 self.check(root, args, 2, *needles)
 
     def test_missing_out_is_usage_error(self):
-        root = fresh("no_out")
+        root = ref.case_dir("compute_errors", "no_out")
         bundle = good_bundle(root)
         result = ref.run_compute([bundle])
         self.assertEqual(result.returncode, 2)
@@ -344,7 +337,7 @@ class BadInput(unittest.TestCase):
 
     def test_failed_run_keeps_previous_outputs(self):
         # A good run, then a bad one into the same folder: the good files stay untouched.
-        root = fresh("keep_previous")
+        root = ref.case_dir("compute_errors", "keep_previous")
         bundle = good_bundle(root)
         out = os.path.join(root, "out")
         self.assertEqual(ref.run_compute([bundle, "--out", out, "--heads", "2"]).returncode, 0)

@@ -9,10 +9,11 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import unittest
 
 import numpy as np
+
+import reference as ref
 
 try:
     from PIL import Image
@@ -20,14 +21,6 @@ except ImportError:  # pragma: no cover - depends on the machine
     Image = None
 
 BIN = os.environ.get("ATTNSCOPE_BIN", os.path.join(os.path.dirname(__file__), "../../build/attnscope"))
-TMP = os.environ.get("ATTNSCOPE_TEST_TMP", tempfile.gettempdir())
-
-
-def case_dir(name):
-    path = os.path.join(TMP, "export", name)
-    shutil.rmtree(path, ignore_errors=True)
-    os.makedirs(path)
-    return path
 
 
 def run(*args, check=True):
@@ -65,7 +58,7 @@ def hex_rgb(fill):
 
 class ExportTest(unittest.TestCase):
     def test_demo_writes_every_format_with_descriptive_names(self):
-        tmp = case_dir("formats")
+        tmp = ref.case_dir("export", "formats")
         _, _, L, S, _ = demo_sizes(tmp, "--mask", "causal")
         out = os.path.join(tmp, "figures", "made", "on", "demand")
         paths = export("--demo", "--mask", "causal", "--out", out, "--format", "png,svg,npy,csv")
@@ -101,7 +94,7 @@ class ExportTest(unittest.TestCase):
         self.assertEqual(settings["focused_head"], 0)
 
     def test_npy_equals_compute_probs_for_every_head(self):
-        tmp = case_dir("npy_vs_compute")
+        tmp = ref.case_dir("export", "npy_vs_compute")
         B, H, L, S, compute_out = demo_sizes(tmp, "--heads", "4", "--mask", "causal+window:3")
         self.assertEqual(H, 4)
         probs = np.load(os.path.join(compute_out, "probs.npy"))
@@ -122,7 +115,7 @@ class ExportTest(unittest.TestCase):
         np.testing.assert_array_equal(np.load(os.path.join(out, names[8])), probs[0])
 
     def test_heads_all_writes_one_figure_per_head(self):
-        tmp = case_dir("heads_all")
+        tmp = ref.case_dir("export", "heads_all")
         paths = export("--demo", "--heads-count", "4", "--heads", "all", "--out", tmp)
         pngs = [p for p in paths if p.endswith(".png")]
         self.assertEqual(len(pngs), 4)
@@ -132,7 +125,7 @@ class ExportTest(unittest.TestCase):
         self.assertEqual(len([p for p in paths if p.endswith(".png")]), 2)
 
     def test_grid_has_one_tile_per_head(self):
-        tmp = case_dir("grid")
+        tmp = ref.case_dir("export", "grid")
         _, _, L, S, _ = demo_sizes(tmp, "--heads", "8")
         paths = export("--demo", "--heads-count", "8", "--what", "grid", "--format", "png,svg", "--out", tmp)
         self.assertEqual([os.path.basename(p) for p in paths],
@@ -153,7 +146,7 @@ class ExportTest(unittest.TestCase):
 
     @unittest.skipIf(Image is None, "PIL not available")
     def test_png_svg_and_pdf_show_the_same_cells(self):
-        tmp = case_dir("same_cells")
+        tmp = ref.case_dir("export", "same_cells")
         paths = export("--demo", "--mask", "causal", "--what", "scores", "--heads", "1", "--cell-px", "20",
                        "--format", "png,svg,pdf", "--out", tmp)
         cells = svg_cells(paths[1])
@@ -181,7 +174,7 @@ class ExportTest(unittest.TestCase):
             self.assertLessEqual(max(abs(a - b) for a, b in zip(got, hex_rgb(fill))), 2, (x, y, got, fill))
 
     def test_settings_json_round_trips_to_a_byte_identical_png(self):
-        tmp = case_dir("round_trip")
+        tmp = ref.case_dir("export", "round_trip")
         first = export("--demo", "--heads-count", "4", "--heads", "2", "--mask", "causal", "--colormap", "magma",
                        "--cell-px", "23", "--format", "png,svg", "--out", os.path.join(tmp, "a"))
         png, svg, settings = first
@@ -192,7 +185,7 @@ class ExportTest(unittest.TestCase):
                 self.assertEqual(fa.read(), fb.read(), os.path.basename(a))
 
     def test_never_overwrites(self):
-        tmp = case_dir("no_overwrite")
+        tmp = ref.case_dir("export", "no_overwrite")
         first = export("--demo", "--format", "png,csv", "--out", tmp)
         with open(first[0], "rb") as f:
             original = f.read()
@@ -203,7 +196,7 @@ class ExportTest(unittest.TestCase):
             self.assertEqual(f.read(), original)
 
     def test_bundle_batch_item_and_size_in_the_name(self):
-        tmp = case_dir("bundle")
+        tmp = ref.case_dir("export", "bundle")
         bundle = os.path.join(tmp, "bundle")
         os.makedirs(bundle)
         rng = np.random.default_rng(0)
@@ -232,7 +225,7 @@ class ExportTest(unittest.TestCase):
             self.assertFalse(os.path.exists(out), "a failed export created " + out)
 
     def test_unwritable_folder_is_one_line_and_writes_nothing(self):
-        tmp = case_dir("unwritable")
+        tmp = ref.case_dir("export", "unwritable")
         blocker = os.path.join(tmp, "a_file")
         with open(blocker, "w") as f:
             f.write("x")
@@ -248,7 +241,7 @@ class ExportTest(unittest.TestCase):
             self.assertEqual(os.listdir(ro), [])
 
     def test_bad_flags_are_clear_one_line_errors(self):
-        tmp = case_dir("bad_flags")
+        tmp = ref.case_dir("export", "bad_flags")
         out = os.path.join(tmp, "out")
         self.assert_fails(2, r"--colormap: .*'rainbow'.*viridis", "--demo", "--colormap", "rainbow", "--out", out, out=out)
         self.assert_fails(2, r"--what: unknown value 'attention' \(use probs, scores, mask or grid\)",

@@ -7,7 +7,6 @@ outputs; floor-div scores must be whole numbers equal to the reference's.
 """
 import math
 import os
-import shutil
 import unittest
 import zlib
 
@@ -16,13 +15,6 @@ import numpy as np
 import reference as ref
 
 ATOL = 1e-5
-
-
-def case_dir(name):
-    path = os.path.join(ref.TMP, "mistakes", name)
-    shutil.rmtree(path, ignore_errors=True)
-    os.makedirs(path)
-    return path
 
 
 def softmax_masked(scores, allowed4):
@@ -72,8 +64,8 @@ class MistakesTest(unittest.TestCase):
         case["query"] = case["query"] * 3.0  # spread the scores over several integers
         case.setdefault("key", case["query"])
         case.setdefault("value", case["query"])
-        bundle = ref.write_bundle(os.path.join(case_dir(name), "bundle"), case)
-        out = os.path.join(case_dir(name + "_out"), "out")
+        bundle = ref.write_bundle(os.path.join(ref.case_dir("mistakes", name), "bundle"), case)
+        out = os.path.join(ref.case_dir("mistakes", name + "_out"), "out")
         result = ref.run_compute([bundle, "--out", out, "--heads", str(heads), "--mask", mask,
                                   "--mistake", mistake])
         self.assertEqual(result.returncode, 0, result.stderr)
@@ -108,7 +100,7 @@ class MistakesTest(unittest.TestCase):
         np.testing.assert_allclose(got["output"], want["output"], rtol=0, atol=ATOL)
 
     def test_bad_name_is_a_usage_error_listing_names(self):
-        result = ref.run_compute(["--demo", "--out", case_dir("bad_name"), "--mistake", "floor-div"])
+        result = ref.run_compute(["--demo", "--out", ref.case_dir("mistakes", "bad_name"), "--mistake", "floor-div"])
         self.assertEqual(result.returncode, 2)
         self.assertEqual(result.stderr.strip(),
                          "attnscope compute: --mistake: unknown mistake 'floor-div' (one of: none, floor-div-scale, "
@@ -117,8 +109,8 @@ class MistakesTest(unittest.TestCase):
 
     def test_kv_reshape_with_L_raises_torch_error_for_cross_attention(self):
         case = ref.make_case(3, B=2, L=4, S=5, D=20)
-        bundle = ref.write_bundle(os.path.join(case_dir("kv_reshape"), "bundle"), case)
-        out = os.path.join(case_dir("kv_reshape_out"), "out")
+        bundle = ref.write_bundle(os.path.join(ref.case_dir("mistakes", "kv_reshape"), "bundle"), case)
+        out = os.path.join(ref.case_dir("mistakes", "kv_reshape_out"), "out")
         result = ref.run_compute([bundle, "--out", out, "--heads", "4", "--mistake", "kv-reshape-with-L"])
         self.assertEqual(result.returncode, 1)
         # What torch 1.13 says for k.view(2, 4, 4, 5) on 2*5*20 values.

@@ -38,33 +38,13 @@ std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.name;
 
 AttentionInputs makeInputs(const Case& c, uint32_t seed) {
   std::mt19937 rng(seed);
-  AttentionInputs in;
-  in.query = testing::randomNormal({c.B, c.L, c.Dq}, rng);
-  if (c.self) {
-    in.key = in.value = in.query;
-  } else {
-    in.key = testing::randomNormal({c.B, c.S, c.Dk}, rng);
-    in.value = testing::randomNormal({c.B, c.S, c.Dv}, rng);
-  }
-  in.w_q = testing::randomUniform({c.D, c.Dq}, rng, 1.0 / std::sqrt(double(c.Dq)));
-  in.w_k = testing::randomUniform({c.D, c.Dk}, rng, 1.0 / std::sqrt(double(c.Dk)));
-  in.w_v = testing::randomUniform({c.D, c.Dv}, rng, 1.0 / std::sqrt(double(c.Dv)));
-  in.w_o = testing::randomUniform({c.D, c.D}, rng, 1.0 / std::sqrt(double(c.D)));
-  if (c.bias) {
-    in.b_q = testing::randomNormal({c.D}, rng, 0.5);
-    in.b_k = testing::randomNormal({c.D}, rng, 0.5);
-    in.b_v = testing::randomNormal({c.D}, rng, 0.5);
-    in.b_o = testing::randomNormal({c.D}, rng, 0.5);
-  }
+  AttentionInputs in =
+      testing::randomInputs({c.B, c.L, c.S, c.Dq, c.Dk, c.Dv, c.D}, rng, c.self, c.bias ? 0.5 : 0.0);
   in.valid_lens = c.valid_lens;
-  std::bernoulli_distribution coin(0.75);
-  if (c.key_padding) {
-    in.key_padding = BoolTensor({c.B, c.S});
-    for (auto& v : in.key_padding.data) v = coin(rng);
-  }
+  if (c.key_padding) in.key_padding = testing::randomBools({c.B, c.S}, rng, 0.75);
   if (c.attn_mask != AttnMaskKind::None) {
-    in.attn_mask = BoolTensor(c.attn_mask == AttnMaskKind::Mask2D ? Shape{c.L, c.S} : Shape{c.B, c.L, c.S});
-    for (auto& v : in.attn_mask.data) v = coin(rng);
+    const Shape shape = c.attn_mask == AttnMaskKind::Mask2D ? Shape{c.L, c.S} : Shape{c.B, c.L, c.S};
+    in.attn_mask = testing::randomBools(shape, rng, 0.75);
   }
   return in;
 }

@@ -15,21 +15,7 @@ namespace {
 AttentionInputs randomInputs(int64_t B, int64_t L, int64_t S, int64_t Din, int64_t D, uint32_t seed,
                              bool bias = true) {
   std::mt19937 rng(seed);
-  AttentionInputs in;
-  in.query = testing::randomNormal({B, L, Din}, rng);
-  in.key = testing::randomNormal({B, S, Din}, rng);
-  in.value = testing::randomNormal({B, S, Din}, rng);
-  in.w_q = testing::randomUniform({D, Din}, rng, 1.0 / std::sqrt(double(Din)));
-  in.w_k = testing::randomUniform({D, Din}, rng, 1.0 / std::sqrt(double(Din)));
-  in.w_v = testing::randomUniform({D, Din}, rng, 1.0 / std::sqrt(double(Din)));
-  in.w_o = testing::randomUniform({D, D}, rng, 1.0 / std::sqrt(double(D)));
-  if (bias) {
-    in.b_q = testing::randomNormal({D}, rng, 0.2);
-    in.b_k = testing::randomNormal({D}, rng, 0.2);
-    in.b_v = testing::randomNormal({D}, rng, 0.2);
-    in.b_o = testing::randomNormal({D}, rng, 0.2);
-  }
-  return in;
+  return testing::randomInputs({B, L, S, Din, Din, Din, D}, rng, /*self=*/false, bias ? 0.2 : 0.0);
 }
 
 struct DropoutCase {

@@ -40,31 +40,11 @@ struct Case {
 
 AttentionInputs makeInputs(const Case& c, uint32_t seed) {
   std::mt19937 rng(seed);
-  AttentionInputs in;
-  in.query = testing::randomNormal({c.B, c.L, c.Dq}, rng);
-  if (c.self) {
-    in.key = in.value = in.query;
-  } else {
-    in.key = testing::randomNormal({c.B, c.S, c.Dk}, rng);
-    in.value = testing::randomNormal({c.B, c.S, c.Dv}, rng);
-  }
-  // Weights at 2/sqrt(fan_in) so scores spread over several integers (floor division).
-  in.w_q = testing::randomUniform({c.D, c.Dq}, rng, 2.0 / std::sqrt(double(c.Dq)));
-  in.w_k = testing::randomUniform({c.D, c.Dk}, rng, 2.0 / std::sqrt(double(c.Dk)));
-  in.w_v = testing::randomUniform({c.D, c.Dv}, rng, 1.0 / std::sqrt(double(c.Dv)));
-  in.w_o = testing::randomUniform({c.D, c.D}, rng, 1.0 / std::sqrt(double(c.D)));
-  if (c.bias) {
-    in.b_q = testing::randomNormal({c.D}, rng, 0.5);
-    in.b_k = testing::randomNormal({c.D}, rng, 0.5);
-    in.b_v = testing::randomNormal({c.D}, rng, 0.5);
-    in.b_o = testing::randomNormal({c.D}, rng, 0.5);
-  }
+  // w_q, w_k at 2/sqrt(fan_in) so scores spread over several integers (floor division).
+  AttentionInputs in = testing::randomInputs({c.B, c.L, c.S, c.Dq, c.Dk, c.Dv, c.D}, rng, c.self,
+                                             c.bias ? 0.5 : 0.0, /*qk_gain=*/2.0);
   in.valid_lens = c.valid_lens;
-  if (c.key_padding) {
-    std::bernoulli_distribution coin(0.7);
-    in.key_padding = BoolTensor({c.B, c.S});
-    for (auto& v : in.key_padding.data) v = coin(rng);
-  }
+  if (c.key_padding) in.key_padding = testing::randomBools({c.B, c.S}, rng, 0.7);
   return in;
 }
 
@@ -100,23 +80,12 @@ struct Wrong {
 
 Wrong wrongReference(const AttentionInputs& in, const AttentionOptions& o) {
   const Mistake m = o.mistake;
-  const int64_t B = in.query.shape[0], L = in.query.shape[1], Dq = in.query.shape[2];
-  const int64_t S = in.key.shape[1], Dk = in.key.shape[2], Dv = in.value.shape[2];
+  const int64_t B = in.query.shape[0], L = in.query.shape[1], S = in.key.shape[1];
   const int64_t D = in.w_q.shape[0], H = o.heads, d = D / H;
   const bool shared = m == Mistake::SharedProjection;
-  auto project = [&](const Tensor& x, const Tensor& w, const Tensor& bias, int64_t T, int64_t Din) {
-    std::vector<double> y(B * T * D);
-    for (int64_t n = 0; n < B * T; ++n)
-      for (int64_t out = 0; out < D; ++out) {
-        double acc = bias.empty() ? 0.0 : bias.data[out];
-        for (int64_t c = 0; c < Din; ++c) acc += double(x.data[n * Din + c]) * w.data[out * Din + c];
-        y[n * D + out] = acc;
-      }
-    return y;
-  };
-  const std::vector<double> qp = project(in.query, in.w_q, in.b_q, L, Dq);
-  const std::vector<double> kp = project(in.key, shared ? in.w_q : in.w_k, shared ? in.b_q : in.b_k, S, Dk);
-  const std::vector<double> vp = project(in.value, shared ? in.w_q : in.w_v, shared ? in.b_q : in.b_v, S, Dv);
+  const std::vector<double> qp = testing::referenceProject(in.query, in.w_q, in.b_q);
+  const std::vector<double> kp = testing::referenceProject(in.key, shared ? in.w_q : in.w_k, shared ? in.b_q : in.b_k);
+  const std::vector<double> vp = testing::referenceProject(in.value, shared ? in.w_q : in.w_v, shared ? in.b_q : in.b_v);
 
   double scale = 1.0;
   if (o.scale_mode == ScaleMode::InvSqrtD) scale = 1.0 / std::sqrt(double(d));

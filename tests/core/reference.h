@@ -52,27 +52,31 @@ inline bool referenceAllowed(const MaskSpec& m, const AttentionInputs& in, int64
   return true;
 }
 
+// Linear projection y = x w^T + bias. x: [B, T, Din], w: [D, Din], bias: [D] or empty;
+// returns [B, T, D].
+inline std::vector<double> referenceProject(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  const int64_t Din = x.shape.back(), D = w.shape[0];
+  const int64_t rows = static_cast<int64_t>(x.data.size()) / Din;
+  std::vector<double> y(rows * D);
+  for (int64_t n = 0; n < rows; ++n)
+    for (int64_t o = 0; o < D; ++o) {
+      double acc = bias.empty() ? 0.0 : bias.data[o];
+      for (int64_t c = 0; c < Din; ++c) acc += double(x.data[n * Din + c]) * w.data[o * Din + c];
+      y[n * D + o] = acc;
+    }
+  return y;
+}
+
 inline Reference referenceAttention(const AttentionInputs& in, const AttentionOptions& o,
                                     const std::vector<float>* probs_override = nullptr) {
   Reference r;
-  const int64_t B = in.query.shape[0], L = in.query.shape[1], Dq = in.query.shape[2];
-  const int64_t S = in.key.shape[1], Dk = in.key.shape[2], Dv = in.value.shape[2];
+  const int64_t B = in.query.shape[0], L = in.query.shape[1], S = in.key.shape[1];
   const int64_t D = in.w_q.shape[0], H = o.heads, d = D / H;
   r.B = B, r.L = L, r.S = S, r.D = D, r.H = H, r.d = d;
 
-  auto project = [&](const Tensor& x, const Tensor& w, const Tensor& bias, int64_t T, int64_t Din) {
-    std::vector<double> y(B * T * D);
-    for (int64_t n = 0; n < B * T; ++n)
-      for (int64_t o_ = 0; o_ < D; ++o_) {
-        double acc = bias.empty() ? 0.0 : bias.data[o_];
-        for (int64_t c = 0; c < Din; ++c) acc += double(x.data[n * Din + c]) * w.data[o_ * Din + c];
-        y[n * D + o_] = acc;
-      }
-    return y;
-  };
-  r.q_proj = project(in.query, in.w_q, in.b_q, L, Dq);
-  const std::vector<double> kp = project(in.key, in.w_k, in.b_k, S, Dk);
-  const std::vector<double> vp = project(in.value, in.w_v, in.b_v, S, Dv);
+  r.q_proj = referenceProject(in.query, in.w_q, in.b_q);
+  const std::vector<double> kp = referenceProject(in.key, in.w_k, in.b_k);
+  const std::vector<double> vp = referenceProject(in.value, in.w_v, in.b_v);
 
   double scale = 1.0;
   if (o.scale_mode == ScaleMode::InvSqrtD) scale = 1.0 / std::sqrt(double(d));
@@ -140,6 +144,46 @@ inline Tensor randomUniform(Shape shape, std::mt19937& rng, double bound) {
   Tensor t(std::move(shape));
   std::uniform_real_distribution<double> dist(-bound, bound);
   for (float& x : t.data) x = static_cast<float>(dist(rng));
+  return t;
+}
+
+// Sizes of seeded test inputs: query [B, L, Dq], key [B, S, Dk], value [B, S, Dv],
+// projections to D features.
+struct InputSizes {
+  int64_t B, L, S, Dq, Dk, Dv, D;
+};
+
+// Seeded inputs: key = value = query when self (needs L == S, Dq == Dk == Dv); weights
+// w_q, w_k, w_v [D, Din], w_o [D, D] uniform in +-1/sqrt(fan_in), w_q and w_k times qk_gain;
+// biases [D] normal(0, bias_sd), left empty when bias_sd is 0.
+inline AttentionInputs randomInputs(const InputSizes& n, std::mt19937& rng, bool self, double bias_sd,
+                                    double qk_gain = 1.0) {
+  AttentionInputs in;
+  in.query = randomNormal({n.B, n.L, n.Dq}, rng);
+  if (self) {
+    in.key = in.value = in.query;
+  } else {
+    in.key = randomNormal({n.B, n.S, n.Dk}, rng);
+    in.value = randomNormal({n.B, n.S, n.Dv}, rng);
+  }
+  in.w_q = randomUniform({n.D, n.Dq}, rng, qk_gain / std::sqrt(double(n.Dq)));
+  in.w_k = randomUniform({n.D, n.Dk}, rng, qk_gain / std::sqrt(double(n.Dk)));
+  in.w_v = randomUniform({n.D, n.Dv}, rng, 1.0 / std::sqrt(double(n.Dv)));
+  in.w_o = randomUniform({n.D, n.D}, rng, 1.0 / std::sqrt(double(n.D)));
+  if (bias_sd > 0.0) {
+    in.b_q = randomNormal({n.D}, rng, bias_sd);
+    in.b_k = randomNormal({n.D}, rng, bias_sd);
+    in.b_v = randomNormal({n.D}, rng, bias_sd);
+    in.b_o = randomNormal({n.D}, rng, bias_sd);
+  }
+  return in;
+}
+
+// Seeded boolean mask, each element true with probability p_true.
+inline BoolTensor randomBools(Shape shape, std::mt19937& rng, double p_true) {
+  BoolTensor t(std::move(shape));
+  std::bernoulli_distribution coin(p_true);
+  for (auto& v : t.data) v = coin(rng);
   return t;
 }
 

@@ -10,6 +10,7 @@ import struct
 import subprocess
 import tempfile
 import time
+import unittest
 import zlib
 
 BIN = os.environ.get("ATTNSCOPE_BIN", os.path.join(os.path.dirname(__file__), "../../build/attnscope"))
@@ -68,6 +69,69 @@ class XServer:
         except ProcessLookupError:
             pass
         self.proc.wait(timeout=10)
+
+
+def settled(state):
+    """The first result is drawn and nothing is recomputing."""
+    return state["generation"] > 0 and not state["pending"] and "focus_probs" in state["rects"]
+
+
+class AppTestCase(unittest.TestCase):
+    """One X server per test class and a scratch folder (named SCRATCH...) for its files."""
+    SCRATCH = "gui-"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.x = XServer()
+        cls.dir = scratch_dir(cls.SCRATCH)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.x.close()
+
+    def find_window(self):
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            ids = self.x.xdotool("search", "--name", "attnscope").split()
+            if ids:
+                return ids[0]
+            time.sleep(0.1)
+        self.fail("no window named attnscope")
+
+    def start(self, name, *flags, ready=settled, **settings):
+        """Starts the app on these settings (written to <name>.json, state log <name>.log) plus
+        flags; stopped at cleanup. Returns (process, state log, window, first state where ready)."""
+        log = os.path.join(self.dir, name + ".log")
+        path = write_settings(self.dir, name + ".json", **settings)
+        app = self.x.start("--settings", path, "--state-log", log, *flags)
+        self.addCleanup(self.stop, app)
+        state = wait_for_state(log, ready)
+        window = self.find_window()
+        # Keyboard focus follows the pointer: park it on the Controls title bar (no tooltip there).
+        self.x.xdotool("mousemove", "--window", window, 120, 6)
+        return app, log, window, state
+
+    def stop(self, app):
+        if app.poll() is None:
+            app.terminate()
+            try:
+                app.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                app.kill()
+        if not app.stderr.closed:  # stop() may run twice (explicitly, then as cleanup)
+            app.communicate()
+
+    def screenshot(self, window, name):
+        """Grabs the window into <name> in the scratch folder; returns its path."""
+        shot = os.path.join(self.dir, name)
+        subprocess.run(["import", "-window", window, "PNG24:" + shot], env=self.x.env, check=True, timeout=30)
+        return shot
+
+    def capture(self, window, name):
+        return read_png(self.screenshot(window, name))
+
+    def press(self, window, keys):
+        self.x.xdotool("key", "--window", window, keys)
 
 
 def write_settings(folder, name, **fields):
@@ -145,6 +209,12 @@ def cell_pixel(rect, rows, cols, i, j):
     """Pixel at the centre of cell (i, j) of a heatmap drawn in rect [x, y, w, h]."""
     x, y, w, h = rect
     return int(x + (j + 0.5) * w / cols), int(y + (i + 0.5) * h / rows)
+
+
+def inner_pixels(rows, rect, inset=2):
+    """Pixels of rect [x, y, w, h] less an inset-pixel border."""
+    x, y, w, h = [int(v) for v in rect]
+    return [rows[yy][xx] for yy in range(y + inset, y + h - inset) for xx in range(x + inset, x + w - inset)]
 
 
 def count_runs(row_pixels, x0, x1, min_width=8):

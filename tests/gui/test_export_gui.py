@@ -20,53 +20,8 @@ def is_toast_green(p):
     return p[1] > p[0] + 10 and p[1] > p[2] + 3
 
 
-class ExportGuiTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.x = g.XServer()
-        cls.dir = g.scratch_dir("export-gui-")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.x.close()
-
-    def find_window(self):
-        deadline = time.time() + 15
-        while time.time() < deadline:
-            ids = self.x.xdotool("search", "--name", "attnscope").split()
-            if ids:
-                return ids[0]
-            time.sleep(0.1)
-        self.fail("no window named attnscope")
-
-    def start(self, name, **settings):
-        """Starts the app with these settings; returns (process, state log, window, first settled state)."""
-        log = os.path.join(self.dir, name + ".log")
-        path = g.write_settings(self.dir, name + ".json", **settings)
-        app = self.x.start("--settings", path, "--state-log", log)
-        self.addCleanup(self.stop, app)
-        state = g.wait_for_state(log, lambda s: s["generation"] > 0 and not s["pending"] and "focus_probs" in s["rects"])
-        window = self.find_window()
-        # Keyboard focus follows the pointer: park it on the Controls title bar (no tooltip there).
-        self.x.xdotool("mousemove", "--window", window, 120, 6)
-        return app, log, window, state
-
-    def stop(self, app):
-        if app.poll() is None:
-            app.terminate()
-            try:
-                app.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                app.kill()
-        app.communicate()
-
-    def capture(self, window, name):
-        shot = os.path.join(self.dir, name)
-        subprocess.run(["import", "-window", window, "PNG24:" + shot], env=self.x.env, check=True, timeout=30)
-        return g.read_png(shot)
-
-    def press(self, window, keys):
-        self.x.xdotool("key", "--window", window, keys)
+class ExportGuiTest(g.AppTestCase):
+    SCRATCH = "export-gui-"
 
     def wait_export(self, log, count):
         g.wait_for_state(log, lambda s: s["export_count"] >= count and s["toast"] is not None, timeout=60)
@@ -81,10 +36,6 @@ class ExportGuiTest(unittest.TestCase):
                                 capture_output=True, text=True, timeout=120)
         self.assertEqual(result.returncode, 0, result.stderr)
         return result.stdout.split()
-
-    def toast_pixels(self, rows, rect):
-        x, y, w, h = [int(v) for v in rect]
-        return [rows[yy][xx] for yy in range(y + 2, y + h - 2) for xx in range(x + 2, x + w - 2)]
 
     def test_ctrl_s_writes_probs_png_json_equal_to_cli_and_shows_toast(self):
         folder = os.path.join(self.dir, "exports-ctrl-s", "nested")  # created when missing
@@ -107,7 +58,7 @@ class ExportGuiTest(unittest.TestCase):
         wx, wy = state["window"]
         self.assertGreater(rect[0] + rect[2] / 2, wx / 2)
         self.assertGreater(rect[1] + rect[3] / 2, wy / 2)
-        pixels = self.toast_pixels(rows, rect)
+        pixels = g.inner_pixels(rows, rect)
         green = sum(map(is_toast_green, pixels))
         self.assertGreater(green, 0.5 * len(pixels), "toast background not found where the state log puts it")
         text = sum(1 for p in pixels if min(p) > 150)
@@ -203,7 +154,7 @@ class ExportGuiTest(unittest.TestCase):
         self.assertTrue(state["toast"]["error"])
         self.assertIn("Export failed", state["toast"]["text"])
         _, _, rows = self.capture(window, "unwritable_toast.png")
-        pixels = self.toast_pixels(rows, state["rects"]["toast"])
+        pixels = g.inner_pixels(rows, state["rects"]["toast"])
         self.assertGreater(sum(map(is_red, pixels)), 0.5 * len(pixels), "no red error toast")
         self.assertFalse(os.path.exists(folder))
         with open(blocker) as f:

@@ -8,72 +8,48 @@ import unittest
 import guitest as g
 
 
-class InteractionTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.x = g.XServer()
-        cls.dir = g.scratch_dir("interact-")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.x.close()
-
-    def find_window(self):
-        deadline = time.time() + 15
-        while time.time() < deadline:
-            ids = self.x.xdotool("search", "--name", "attnscope").split()
-            if ids:
-                return ids[0]
-            time.sleep(0.1)
-        self.fail("no window named attnscope")
+class InteractionTest(g.AppTestCase):
+    SCRATCH = "interact-"
 
     def test_drag_heads_slider_and_tick_causal(self):
-        log = os.path.join(self.dir, "state.log")
         shot = os.path.join(self.dir, "final.png")
-        settings = g.write_settings(self.dir, "start.json", heads=2, head_dim=8, mask="none")
-        app = self.x.start("--settings", settings, "--state-log", log, "--screenshot", shot)
-        try:
-            state = g.wait_for_state(log, lambda s: s.get("heads") == 2 and "heads_slider" in s["rects"])
-            window = self.find_window()
-            self.assertEqual(sum(k.startswith("grid_tile_") for k in state["rects"]), 2)
+        app, log, window, state = self.start("interact", "--screenshot", shot, heads=2, head_dim=8, mask="none",
+                                             ready=lambda s: s.get("heads") == 2 and "heads_slider" in s["rects"])
+        self.assertEqual(sum(k.startswith("grid_tile_") for k in state["rects"]), 2)
 
-            # Drag the heads slider (range 1..16) from its grab to about the middle.
-            x, y, w, h = state["rects"]["heads_slider"]
-            cy = int(y + h / 2)
-            self.x.xdotool("mousemove", "--window", window, int(x + w * 1 / 15 + 4), cy)
-            self.x.xdotool("mousedown", 1)
-            for f in (0.2, 0.3, 0.4, 0.5):
-                self.x.xdotool("mousemove", "--window", window, int(x + w * f), cy)
-                time.sleep(0.05)
-            self.x.xdotool("mouseup", 1)
-            # Released: the slider no longer holds the mouse (else the next click would drag it).
-            state = g.wait_for_state(log, lambda s: s.get("heads", 2) > 4 and not s["pending"]
-                                     and s["settings_heads"] == s["heads"] and not s["item_active"])
-            heads = state["heads"]
-            self.assertTrue(4 < heads <= 16, heads)  # the drag moved well right of H=2
-            state = g.wait_for_state(log, lambda s: sum(k.startswith("grid_tile_") for k in s["rects"]) == heads)
-            self.assertEqual(state["D"], heads * 8)
+        # Drag the heads slider (range 1..16) from its grab to about the middle.
+        x, y, w, h = state["rects"]["heads_slider"]
+        cy = int(y + h / 2)
+        self.x.xdotool("mousemove", "--window", window, int(x + w * 1 / 15 + 4), cy)
+        self.x.xdotool("mousedown", 1)
+        for f in (0.2, 0.3, 0.4, 0.5):
+            self.x.xdotool("mousemove", "--window", window, int(x + w * f), cy)
+            time.sleep(0.05)
+        self.x.xdotool("mouseup", 1)
+        # Released: the slider no longer holds the mouse (else the next click would drag it).
+        state = g.wait_for_state(log, lambda s: s.get("heads", 2) > 4 and not s["pending"]
+                                 and s["settings_heads"] == s["heads"] and not s["item_active"])
+        heads = state["heads"]
+        self.assertTrue(4 < heads <= 16, heads)  # the drag moved well right of H=2
+        state = g.wait_for_state(log, lambda s: sum(k.startswith("grid_tile_") for k in s["rects"]) == heads)
+        self.assertEqual(state["D"], heads * 8)
 
-            # Tick the causal checkbox (its box is at the left of the item).
-            x, y, w, h = state["rects"]["mask_causal"]
-            self.x.xdotool("mousemove", "--window", window, int(x + h / 2), int(y + h / 2))
-            self.x.xdotool("click", 1)
-            state = g.wait_for_state(log, lambda s: s["mask"] == "causal" and not s["pending"]
-                                     and s.get("components") == ["causal"])
-            L = state["L"]
-            self.assertEqual(state["allowed_cells"], L * (L + 1) // 2)
+        # Tick the causal checkbox (its box is at the left of the item).
+        x, y, w, h = state["rects"]["mask_causal"]
+        self.x.xdotool("mousemove", "--window", window, int(x + h / 2), int(y + h / 2))
+        self.x.xdotool("click", 1)
+        state = g.wait_for_state(log, lambda s: s["mask"] == "causal" and not s["pending"]
+                                 and s.get("components") == ["causal"])
+        L = state["L"]
+        self.assertEqual(state["allowed_cells"], L * (L + 1) // 2)
 
-            # Arrow keys move the focused head (keyboard focus follows the pointer).
-            self.x.xdotool("key", "--window", window, "Right")
-            g.wait_for_state(log, lambda s: s["focused_head"] == 1)
+        # Arrow keys move the focused head (keyboard focus follows the pointer).
+        self.x.xdotool("key", "--window", window, "Right")
+        g.wait_for_state(log, lambda s: s["focused_head"] == 1)
 
-            self.x.xdotool("key", "--window", window, "ctrl+q")
-            _, stderr = app.communicate(timeout=20)
-            self.assertEqual(app.returncode, 0, stderr)
-        finally:
-            if app.poll() is None:
-                app.kill()
-            app.communicate()
+        self.x.xdotool("key", "--window", window, "ctrl+q")
+        _, stderr = app.communicate(timeout=20)
+        self.assertEqual(app.returncode, 0, stderr)
 
         # The final frame shows the causal pattern for the new head count.
         state = g.read_state_log(log)[-1]

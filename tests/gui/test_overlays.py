@@ -3,66 +3,17 @@ Ctrl+O the open-bundle dialog; Escape closes each. A slow
 recompute (synthetic L = S = 4096) shows the spinner while the UI keeps answering keys.
 A teaching mistake shows its description and the buggy PyTorch line in orange."""
 import os
-import subprocess
 import time
 import unittest
 
 import guitest as g
 
 
-class OverlayTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.x = g.XServer()
-        cls.dir = g.scratch_dir("overlays-")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.x.close()
-
-    def find_window(self):
-        deadline = time.time() + 15
-        while time.time() < deadline:
-            ids = self.x.xdotool("search", "--name", "attnscope").split()
-            if ids:
-                return ids[0]
-            time.sleep(0.1)
-        self.fail("no window named attnscope")
-
-    def start(self, name, settled=True, **settings):
-        log = os.path.join(self.dir, name + ".log")
-        path = g.write_settings(self.dir, name + ".json", **settings)
-        app = self.x.start("--settings", path, "--state-log", log)
-        self.addCleanup(self.stop, app)
-        if settled:
-            g.wait_for_state(log, lambda s: s["generation"] > 0 and not s["pending"] and "focus_probs" in s["rects"])
-        else:
-            g.wait_for_state(log, lambda s: "heads_slider" in s["rects"])
-        window = self.find_window()
-        self.x.xdotool("mousemove", "--window", window, 120, 6)  # keyboard focus follows the pointer
-        return app, log, window
-
-    def stop(self, app):
-        if app.poll() is None:
-            app.terminate()
-            try:
-                app.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                app.kill()
-        if not app.stderr.closed:  # stop() may run twice (explicitly, then as cleanup)
-            app.communicate()
-
-    def capture(self, window, name):
-        shot = os.path.join(self.dir, name)
-        subprocess.run(["import", "-window", window, "PNG24:" + shot], env=self.x.env, check=True, timeout=30)
-        return g.read_png(shot)
-
-    def region(self, rows, rect):
-        x, y, w, h = [int(v) for v in rect]
-        return [rows[yy][xx] for yy in range(y + 2, y + h - 2) for xx in range(x + 2, x + w - 2)]
+class OverlayTest(g.AppTestCase):
+    SCRATCH = "overlays-"
 
     def test_f1_help_and_ctrl_o_dialog_open_and_close_with_escape(self):
-        _, log, window = self.start("overlays", heads=2, head_dim=8)
+        _, log, window, _ = self.start("overlays", heads=2, head_dim=8)
         state = g.read_state_log(log)[-1]
         self.assertFalse(state["help_open"])
         self.assertFalse(state["modal_open"])
@@ -75,7 +26,7 @@ class OverlayTest(unittest.TestCase):
         self.assertGreater(rect[2], 300)
         self.assertGreater(rect[3], 200)
         _, _, rows = self.capture(window, "help.png")
-        pixels = self.region(rows, rect)
+        pixels = g.inner_pixels(rows, rect)
         # Shortcut names are drawn in yellow (1.0, 0.8, 0.3) over the dark overlay.
         yellow = sum(1 for p in pixels if p[0] > 200 and 150 < p[1] < 230 and p[2] < 110)
         self.assertGreater(yellow, 300, "no shortcut text in the help overlay")
@@ -89,7 +40,7 @@ class OverlayTest(unittest.TestCase):
         state = g.read_state_log(log)[-1]
         rect = state["rects"]["bundle_modal"]
         _, _, rows = self.capture(window, "modal.png")
-        pixels = self.region(rows, rect)
+        pixels = g.inner_pixels(rows, rect)
         text = sum(1 for p in pixels if min(p) > 180)
         self.assertGreater(text, 200, "no text in the open-bundle dialog")
         # The bundle path box has keyboard focus; Escape still closes the dialog.
@@ -100,12 +51,12 @@ class OverlayTest(unittest.TestCase):
 
 
     def test_slow_recompute_shows_spinner_and_ui_keeps_answering(self):
-        _, log, window = self.start("slow", settled=False, source="synthetic", synthetic_L=4096, synthetic_S=4096)
+        _, log, window, _ = self.start("slow", ready=lambda s: "heads_slider" in s["rects"], source="synthetic",
+                                       synthetic_L=4096, synthetic_S=4096)
         # The first job (L = S = 4096, about 2 s here) is still running after 100 ms: spinner.
         state = g.wait_for_state(log, lambda s: s["busy"] and s["pending"] and "spinner" in s["rects"], timeout=10)
         self.assertEqual(state["generation"], 0)
-        shot = os.path.join(self.dir, "spinner.png")
-        subprocess.run(["import", "-window", window, "PNG24:" + shot], env=self.x.env, check=True, timeout=30)
+        shot = self.screenshot(window, "spinner.png")  # decoded later: F1 goes in while the job runs
         # The UI is not blocked by the computation: F1 opens the help while it runs.
         self.x.xdotool("key", "--window", window, "F1")
         state = g.wait_for_state(log, lambda s: s["help_open"], timeout=10)
@@ -121,7 +72,7 @@ class OverlayTest(unittest.TestCase):
         self.assertEqual((state["L"], state["S"]), (4096, 4096))
 
     def test_mistake_is_shown_in_orange_in_controls_and_pipeline(self):
-        app, log, window = self.start("mistake", heads=2, head_dim=8, mistake="no-scale")
+        app, log, window, _ = self.start("mistake", heads=2, head_dim=8, mistake="no-scale")
         state = g.read_state_log(log)[-1]
         self.assertEqual(state["mistake"], "no-scale")
         _, _, rows = self.capture(window, "mistake.png")
@@ -137,7 +88,7 @@ class OverlayTest(unittest.TestCase):
 
         # Without a mistake, neither place has orange text.
         self.stop(app)  # one window named attnscope at a time
-        _, log, window = self.start("no_mistake", heads=2, head_dim=8)
+        _, log, window, _ = self.start("no_mistake", heads=2, head_dim=8)
         state = g.read_state_log(log)[-1]
         self.assertEqual(state["mistake"], "none")
         _, _, rows = self.capture(window, "no_mistake.png")

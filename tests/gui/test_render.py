@@ -1,5 +1,6 @@
 """The app starts on the demo and on a bundle, renders real heatmaps, writes a screenshot."""
 import os
+import subprocess
 import unittest
 
 import numpy as np
@@ -7,15 +8,8 @@ import numpy as np
 import guitest as g
 
 
-class RenderTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.x = g.XServer()
-        cls.dir = g.scratch_dir("render-")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.x.close()
+class RenderTest(g.AppTestCase):
+    SCRATCH = "render-"
 
     def run_app(self, name, *args):
         shot = os.path.join(self.dir, name + ".png")
@@ -105,7 +99,6 @@ class RenderTest(unittest.TestCase):
         self.assertIn("--frames", result.stderr)
         env = dict(self.x.env)
         env.pop("DISPLAY")
-        import subprocess
         result = subprocess.run([g.BIN, "--frames", "1"], env=env, capture_output=True, text=True, timeout=30)
         self.assertEqual(result.returncode, 1)
         self.assertIn("attnscope: cannot open a window (no display?)", result.stderr)

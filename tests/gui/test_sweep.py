@@ -58,15 +58,8 @@ def random_settings(rng):
     return s
 
 
-class SweepTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.x = g.XServer()
-        cls.dir = g.scratch_dir("sweep-")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.x.close()
+class SweepTest(g.AppTestCase):
+    SCRATCH = "sweep-"
 
     def render(self, name, settings):
         path = g.write_settings(self.dir, name + ".json", **settings)
