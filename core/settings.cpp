@@ -198,8 +198,11 @@ json settingsToJson(const Settings& s) {
       {"folded_layout", s.folded_layout},
       {"export_dir", s.export_dir},
       {"cell_px", s.cell_px},
+      {"export_formats", s.export_formats},
   };
 }
+
+std::vector<std::string> exportFormatNames() { return {"png", "svg", "pdf", "npy", "csv"}; }
 
 Settings settingsFromJson(const json& j) {
   if (!j.is_object()) throw InputError("settings: expected a JSON object at the top level");
@@ -273,6 +276,17 @@ Settings settingsFromJson(const json& j) {
   r.boolean("folded_layout", s.folded_layout);
   r.string("export_dir", s.export_dir);
   r.integer("cell_px", s.cell_px, 0, 4096);
+  r.with("export_formats", [&](const json& v) {
+    const std::vector<std::string> known = exportFormatNames();
+    std::vector<std::string> formats;
+    for (const json& x : v.is_array() ? v : json::array({nullptr})) {
+      if (!x.is_string() || std::find(known.begin(), known.end(), x.get<std::string>()) == known.end()) {
+        Reader::fail("export_formats", "must be a list of png, svg, pdf, npy, csv");
+      }
+      formats.push_back(x.get<std::string>());
+    }
+    s.export_formats = formats;
+  });
   return s;
 }
 

@@ -59,9 +59,13 @@ struct Settings {
   // export
   std::string export_dir;                         // empty = ~/Pictures/attnscope
   int64_t cell_px = 0;                            // 0 = auto (matrix >= 512 px)
+  std::vector<std::string> export_formats = {"png"};  // subset of exportFormatNames()
 
   int64_t modelDim() const { return heads * head_dim; }
 };
+
+// Every figure format the exporter writes, in the order the app lists them.
+std::vector<std::string> exportFormatNames();  // {"png", "svg", "pdf", "npy", "csv"}
 
 nlohmann::json settingsToJson(const Settings& settings);
 // Unknown keys are ignored; wrong types or values throw InputError naming the key.

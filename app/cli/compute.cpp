@@ -331,7 +331,8 @@ int compute(const ComputeFlags& flags) {
     if (!flags.heads && meta.contains("heads")) heads_origin = json_path + ": \"heads\"";
     const int64_t heads = flags.heads ? *flags.heads : options.heads;
     const uint64_t seed = flags.seed ? *flags.seed : options.seed;
-    Bundle bundle = loadBundle(flags.bundle, heads * Settings{}.head_dim, seed);
+    const Settings defaults;  // no weights in the bundle: D = H * the default head size
+    Bundle bundle = loadBundle(flags.bundle, heads * defaults.head_dim, seed);
     inputs = std::move(bundle.inputs);
     source = "bundle " + flags.bundle;
     if (!bundle.has_weights)

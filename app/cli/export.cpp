@@ -25,7 +25,7 @@ struct ExportFlags {
   std::string what = "probs";
   std::optional<std::string> heads;
   std::optional<int64_t> batch;
-  std::string format = "png";
+  std::optional<std::string> format;  // default: the settings' export formats (png)
   std::optional<std::string> colormap;
   std::optional<int64_t> cell_px;
   std::optional<std::string> mask;
@@ -98,8 +98,10 @@ int exportCommand(const ExportFlags& flags) {
   ExportRequest request;
   request.what = splitList("--what", flags.what);
   checkChoices("--what", request.what, exportWhatNames());
-  request.formats = splitList("--format", flags.format);
-  checkChoices("--format", request.formats, exportFormatNames());
+  if (flags.format) {
+    request.formats = splitList("--format", *flags.format);
+    checkChoices("--format", request.formats, exportFormatNames());
+  }
   if (flags.colormap) {
     try {
       request.colormap = colormapFromName(*flags.colormap);
@@ -117,6 +119,7 @@ int exportCommand(const ExportFlags& flags) {
   if (flags.batch && *flags.batch < 0) throw UsageError("--batch: must be >= 0, got " + std::to_string(*flags.batch));
   const std::optional<std::vector<int64_t>> heads = flags.heads ? parseHeads(*flags.heads) : std::vector<int64_t>{};
   const Settings settings = settingsFromFlags(flags);
+  if (!flags.format) request.formats = settings.export_formats;
 
   const AttentionInputs inputs = buildInputs(settings);
   const AttentionTrace trace = runAttention(inputs, attentionOptions(settings, inputs.w_q.dim(0)));
@@ -162,7 +165,7 @@ int runExportCommand(int argc, char** argv) {
   app.add_option("--what", flags.what, "figures, comma-separated: probs, scores, mask, grid (default probs)");
   app.add_option("--heads", flags.heads, "heads to export for probs/scores: all, or indices such as 0,3 (default: the settings' focused head, 0)");
   app.add_option("--batch", flags.batch, "batch item (default: the settings' batch item, 0)");
-  app.add_option("--format", flags.format, "formats, comma-separated: png, svg, pdf, npy, csv (default png)");
+  app.add_option("--format", flags.format, "formats, comma-separated: png, svg, pdf, npy, csv (default: the settings' formats, png)");
   app.add_option("--colormap", flags.colormap, "viridis, cividis, magma or diverging (scores are always diverging)");
   app.add_option("--cell-px", flags.cell_px, "pixels per cell (default: matrix >= 512 px on its longer side)");
   app.add_option("--mask", flags.mask, "mask: none, or terms joined by '+' (causal, window:W, ...)");

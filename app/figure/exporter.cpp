@@ -67,7 +67,6 @@ OutputFile renderFile(const std::string& format, const Figure& figure) {
 
 std::vector<std::string> exportWhatNames() { return {"probs", "scores", "mask", "grid"}; }
 
-std::vector<std::string> exportFormatNames() { return {"png", "svg", "pdf", "npy", "csv"}; }
 
 std::string defaultExportDir() {
   const char* home = std::getenv("HOME");
@@ -137,6 +136,7 @@ std::vector<std::string> exportFigures(const Settings& settings, const Attention
       if (head >= 0) view.focused_head = head;
       view.prob_colormap = colormap;
       view.cell_px = cell_px;
+      view.export_formats = request.formats;
       job.files.push_back({"json", settingsToJson(view).dump(2) + "\n", {}});
       jobs.push_back(std::move(job));
     }

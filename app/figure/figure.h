@@ -119,7 +119,6 @@ struct ExportRequest {
 };
 
 std::vector<std::string> exportWhatNames();    // {"probs", "scores", "mask", "grid"}
-std::vector<std::string> exportFormatNames();  // {"png", "svg", "pdf", "npy", "csv"}
 std::string defaultExportDir();  // $HOME/Pictures/attnscope
 // The folder exports go to: settings.export_dir, or defaultExportDir() when empty.
 std::string exportFolder(const Settings& settings);

@@ -136,7 +136,6 @@ struct AppState {
 
   // export (issue 4): jobs run one at a time on a std::async thread, never on the UI thread
   ExportView export_view = ExportView::Probs;
-  bool export_formats[5] = {true, false, false, false, false};  // exportFormatNames() order
   std::deque<ExportJob> export_queue;           // waiting (figures wait for a current trace)
   std::future<ExportOutcome> export_running;    // valid() while one runs
   std::string export_running_kind;

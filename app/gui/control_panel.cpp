@@ -304,7 +304,13 @@ bool drawExportSection(AppState& state, const KnownSizes& sizes) {
   const std::vector<std::string> formats = exportFormatNames();
   for (size_t i = 0; i < formats.size(); ++i) {
     if (i > 0) sameLineIfFits(checkboxWidth(formats[i].c_str()));
-    ImGui::Checkbox(formats[i].c_str(), &state.export_formats[i]);
+    auto chosen = std::find(s.export_formats.begin(), s.export_formats.end(), formats[i]);
+    bool on = chosen != s.export_formats.end();
+    if (ImGui::Checkbox(formats[i].c_str(), &on)) {
+      if (on) s.export_formats.push_back(formats[i]);
+      else s.export_formats.erase(chosen);
+      changed = true;
+    }
   }
   bool auto_cells = s.cell_px == 0;
   if (ImGui::Checkbox("auto cell size", &auto_cells)) {

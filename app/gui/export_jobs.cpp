@@ -46,8 +46,7 @@ std::vector<std::string> saveScreenshot(const Settings& settings, const RgbImage
 }
 
 // Runs on the export thread: everything it reads is its own copy or immutable (the trace).
-ExportOutcome runJob(const ExportJob& job, const Settings& settings, std::shared_ptr<const AttentionTrace> trace,
-                     std::vector<std::string> formats) {
+ExportOutcome runJob(const ExportJob& job, const Settings& settings, std::shared_ptr<const AttentionTrace> trace) {
   ExportOutcome outcome;
   outcome.kind = job.kind;
   try {
@@ -57,7 +56,7 @@ ExportOutcome runJob(const ExportJob& job, const Settings& settings, std::shared
       ExportRequest request;
       request.what = {job.kind};
       request.heads = {settings.focused_head};
-      request.formats = std::move(formats);
+      request.formats = settings.export_formats;
       outcome.paths = exportFigures(settings, *trace, request);
     }
   } catch (const InputError& e) {
@@ -90,15 +89,9 @@ void finishJob(AppState& state, ExportOutcome outcome) {
 }
 
 void startJob(AppState& state, ExportJob job) {
-  std::vector<std::string> formats;
-  const std::vector<std::string> names = exportFormatNames();
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (state.export_formats[i]) formats.push_back(names[i]);
-  }
   state.export_running_kind = job.kind;
   state.export_started = std::chrono::steady_clock::now();
-  state.export_running = std::async(std::launch::async, runJob, std::move(job), state.settings, state.trace,
-                                    std::move(formats));
+  state.export_running = std::async(std::launch::async, runJob, std::move(job), state.settings, state.trace);
   markStateChanged(state);
 }
 

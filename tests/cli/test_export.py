@@ -184,6 +184,14 @@ class ExportTest(unittest.TestCase):
             with open(a, "rb") as fa, open(b, "rb") as fb:
                 self.assertEqual(fa.read(), fb.read(), os.path.basename(a))
 
+    def test_settings_json_remembers_the_formats(self):
+        tmp = ref.case_dir("export", "formats_remembered")
+        first = export("--demo", "--format", "svg,csv", "--out", os.path.join(tmp, "a"))
+        with open(first[-1]) as f:
+            self.assertEqual(json.load(f)["export_formats"], ["svg", "csv"])
+        again = export("--settings", first[-1], "--out", os.path.join(tmp, "b"))
+        self.assertEqual([os.path.basename(p) for p in again], [os.path.basename(p) for p in first])
+
     def test_never_overwrites(self):
         tmp = ref.case_dir("export", "no_overwrite")
         first = export("--demo", "--format", "png,csv", "--out", tmp)

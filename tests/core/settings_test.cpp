@@ -46,6 +46,7 @@ Settings unusualSettings() {
   s.folded_layout = true;
   s.export_dir = "/tmp/exports";
   s.cell_px = 24;
+  s.export_formats = {"svg", "png", "csv"};
   return s;
 }
 
@@ -61,6 +62,7 @@ void expectSame(const Settings& a, const Settings& b) {
   EXPECT_EQ(a.temperature, b.temperature);
   EXPECT_EQ(a.prob_colormap, b.prob_colormap);
   EXPECT_EQ(a.cell_px, b.cell_px);
+  EXPECT_EQ(a.export_formats, b.export_formats);
 }
 
 TEST(SettingsJson, RoundTrip) {
@@ -107,6 +109,8 @@ TEST(SettingsJson, WrongTypesAndValuesNameTheKey) {
       {{{"prob_colormap", "rainbow"}}, "settings: 'prob_colormap' is invalid"},
       {{{"synthetic_L", 0}}, "settings: 'synthetic_L' must be in [1, "},
       {{{"cell_px", -2}}, "settings: 'cell_px' must be in [0, 4096], got -2"},
+      {{{"export_formats", {"png", "gif"}}}, "settings: 'export_formats' must be a list of png, svg, pdf, npy, csv"},
+      {{{"export_formats", "png"}}, "settings: 'export_formats' must be a list of png, svg, pdf, npy, csv"},
   };
   for (const BadSettings& c : cases) {
     try {
