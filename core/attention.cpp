@@ -614,6 +614,15 @@ AttentionTrace runAttention(const AttentionInputs& in, const AttentionOptions& o
   return t;
 }
 
+Tensor absDifference(const Tensor& a, const Tensor& b) {
+  if (a.shape != b.shape) {
+    throw InputError("absDifference: shapes differ, " + shapeToString(a.shape) + " vs " + shapeToString(b.shape));
+  }
+  Tensor out(a.shape);
+  for (size_t n = 0; n < a.data.size(); ++n) out.data[n] = std::fabs(a.data[n] - b.data[n]);
+  return out;
+}
+
 std::vector<Mistake> allMistakes() {
   std::vector<Mistake> all;
   for (const MistakeInfo& info : kMistakes) all.push_back(info.mistake);

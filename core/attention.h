@@ -116,6 +116,10 @@ struct AttentionTrace {
   std::vector<std::vector<std::string>> batch_key_tokens;    // [B][S], copied from inputs (may be empty)
 };
 
+// Elementwise |a - b| for two tensors of one shape, e.g. the mistakes lab's buggy and
+// correct probabilities [B, H, L, S]. Throws InputError naming both shapes when they differ.
+Tensor absDifference(const Tensor& a, const Tensor& b);
+
 // Bytes the trace for these sizes will hold (for refusing jobs that exceed memory).
 // The [B, H, L, S] tensors dominate, so pass the real H (the default 1 underestimates).
 uint64_t estimateTraceBytes(int64_t B, int64_t L, int64_t S, int64_t D, int64_t Dq, int64_t Dk,

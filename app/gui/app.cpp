@@ -50,6 +50,7 @@ constexpr const char* kHelp =
     "\n"
     "In the app, F1 lists the keyboard shortcuts.";
 constexpr const char* kCjkFont = "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc";
+constexpr ImWchar kGreekGlyphs[] = {0x0370, 0x03FF, 0};  // must outlive the font atlas
 constexpr auto kSaveDelay = std::chrono::seconds(1);
 constexpr auto kFramesModeTimeout = std::chrono::seconds(120);
 constexpr auto kSpinnerDelay = std::chrono::milliseconds(100);
@@ -183,6 +184,10 @@ void writeStateLog(AppState& state, int width, int height) {
     line["components"] = nlohmann::json::array();
     for (const MaskComponent& c : t->mask.components) line["components"].push_back(c.name);
   }
+  line["correct_trace"] = state.correct_trace != nullptr;
+  line["diff_max"] = nullptr;  // focused head, batch item: max |buggy - correct| probability
+  if (const float diff = focusedDiffMax(state); diff >= 0.0f) line["diff_max"] = diff;
+  line["diff_summary"] = mistakeDiffSummary(state);
   line["hover"] = {state.hover.row, state.hover.col};
   line["window"] = {width, height};
   nlohmann::json rects = nlohmann::json::object();
@@ -234,6 +239,9 @@ void loadFonts() {
   config.FontNo = 0;
   config.GlyphMinAdvanceX = 13.0f;
   io.Fonts->AddFontFromFileTTF(kCjkFont, 14.0f, &config, io.Fonts->GetGlyphRangesChineseSimplifiedCommon());
+  ImFontConfig greek;  // proportional, unlike the CJK glyphs' minimum advance
+  greek.MergeMode = true;
+  io.Fonts->AddFontFromFileTTF(kCjkFont, 14.0f, &greek, kGreekGlyphs);  // the mistakes lab's "Δp"
 }
 
 void applyStyle() {
@@ -301,13 +309,17 @@ void receiveResult(AppState& state) {
   state.trace_generation = result->generation;
   state.error = result->error;
   state.facts = result->facts;
+  state.correct_trace = result->correct_trace;
+  state.prob_diff_max = std::move(result->prob_diff_max);
   if (result->trace) {
     state.trace = result->trace;
     state.compute_ms = result->milliseconds;
   }
-  if (state.trace) {
-    state.settings.focused_head = std::clamp<int64_t>(state.settings.focused_head, 0, state.trace->H - 1);
-    state.settings.batch_item = std::clamp<int64_t>(state.settings.batch_item, 0, state.trace->B - 1);
+  // A crashed mistake run leaves only the correct trace to navigate.
+  const bool crashed_with_mistake = !result->trace && state.correct_trace;
+  if (const AttentionTrace* t = crashed_with_mistake ? state.correct_trace.get() : state.trace.get()) {
+    state.settings.focused_head = std::clamp<int64_t>(state.settings.focused_head, 0, t->H - 1);
+    state.settings.batch_item = std::clamp<int64_t>(state.settings.batch_item, 0, t->B - 1);
   }
   markStateChanged(state);
 }
@@ -437,6 +449,7 @@ int runGui(int argc, char** argv) {
       markStateChanged(state);
     }
     updateTraceTextures(state);
+    updateCorrectTextures(state);
     const std::string title = windowTitle(state);
     if (title != state.window_title) {
       state.window_title = title;
@@ -535,6 +548,7 @@ int runGui(int argc, char** argv) {
   finishExports(state);
   state.worker.reset();
   releaseTraceTextures(state.textures);
+  releaseCorrectTextures(state.correct_textures);
   destroyGlResources(state.gl);
   ImGui_ImplOpenGL3_Shutdown();
   ImGui_ImplGlfw_Shutdown();

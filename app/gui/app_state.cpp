@@ -2,6 +2,9 @@
 
 #include <imgui.h>
 
+#include <algorithm>
+#include <cstdio>
+
 namespace attnscope {
 
 bool computeSettingsDiffer(const Settings& a, const Settings& b) {
@@ -34,6 +37,31 @@ const char* exportViewName(ExportView view) {
     case ExportView::Mask: return "mask";
   }
   return "probs";
+}
+
+float focusedDiffMax(const AppState& state) {
+  const Tensor& diff = state.prob_diff_max;  // [B, H]
+  if (diff.shape.size() != 2 || diff.empty()) return -1.0f;
+  const int64_t b = std::clamp<int64_t>(state.settings.batch_item, 0, diff.dim(0) - 1);
+  const int64_t h = std::clamp<int64_t>(state.settings.focused_head, 0, diff.dim(1) - 1);
+  return diff.data[b * diff.dim(1) + h];
+}
+
+std::string mistakeDiffSummary(const AppState& state) {
+  if (!state.correct_trace) return "";
+  if (!state.error.empty()) return "the buggy code crashes (left); right: what it should be, without the mistake";
+  const float focused = focusedDiffMax(state);
+  if (focused < 0.0f) return "";
+  const Tensor& diff = state.prob_diff_max;  // [B, H]
+  const int64_t H = diff.dim(1);
+  const int64_t b = std::clamp<int64_t>(state.settings.batch_item, 0, diff.dim(0) - 1);
+  const int64_t h = std::clamp<int64_t>(state.settings.focused_head, 0, H - 1);
+  const float* row = diff.data.data() + b * H;
+  const int64_t worst = std::max_element(row, row + H) - row;
+  char text[160];
+  std::snprintf(text, sizeof text, "max |\xCE\x94p| = %.3g over head %lld   (all heads: %.3g, head %lld)",
+                focused, static_cast<long long>(h), row[worst], static_cast<long long>(worst));
+  return text;
 }
 
 void settingsEdited(AppState& state) {

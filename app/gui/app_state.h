@@ -61,6 +61,16 @@ struct TraceTextures {
   std::vector<int64_t> component_allowed;  // per component
 };
 
+// GPU copies of the mistakes lab's correct trace: probabilities only, same rules as
+// TraceTextures (rebuilt only when a new correct trace arrives or the batch item changes).
+struct CorrectTextures {
+  const AttentionTrace* source = nullptr;
+  int64_t batch_item = -1;
+  std::vector<unsigned int> probs;  // per head: R32F [L, S] shown probabilities, masked -inf
+  float prob_max = 1.0f;
+  float prob_min_positive = 1e-6f;
+};
+
 // The cell under the pointer, shared by the score, probability and mask views and the
 // head grid (crosshair). row = query index i, col = key index j.
 struct HoverCell {
@@ -107,10 +117,15 @@ struct AppState {
   std::string error;                 // InputError of the latest job ("" = ok)
   InputFacts facts;                  // sizes of the latest job's inputs
   double compute_ms = 0.0;
+  // Mistakes lab: the latest job's settings run without the mistake (null when no mistake
+  // or when the inputs themselves failed); shown even when the buggy run threw.
+  std::shared_ptr<const AttentionTrace> correct_trace;
+  Tensor prob_diff_max;              // [B, H] max |buggy - correct| probability; empty = n/a
 
   // GPU
   GlResources gl;
   TraceTextures textures;
+  CorrectTextures correct_textures;
   std::deque<HeatmapDrawParams> draw_params;  // cleared after each rendered frame
 
   // interaction
@@ -169,6 +184,12 @@ struct AppState {
 // True when a and b differ in a field that changes the computed trace (view-only
 // fields such as focused head, colormap, batch item and log scale do not count).
 bool computeSettingsDiffer(const Settings& a, const Settings& b);
+
+// The mistakes lab's one-line comparison for the focused head and batch item, e.g.
+// "max |Δp| = 0.43 over head 1 (all heads: 0.51, head 3)"; "" when no correct trace.
+std::string mistakeDiffSummary(const AppState& state);
+// The focused head's max |buggy - correct| probability; -1 when not available.
+float focusedDiffMax(const AppState& state);
 
 // Records a widget rectangle (ImGui's last item) for the layout log.
 void recordLayout(AppState& state, const std::string& name);

@@ -1,5 +1,6 @@
 #include "gui/compute_worker.h"
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 
@@ -21,6 +22,38 @@ InputFacts readFacts(const AttentionInputs& in, int64_t heads) {
   f.D_q = in.w_q.dim(0);
   f.D_k = in.w_k.dim(0);
   return f;
+}
+
+const Tensor& shownProbs(const AttentionTrace& t) { return t.dropout_applied ? t.probs_dropped : t.probs; }
+
+// [B, H] max over [L, S] of |buggy - correct|; empty when the runs' shapes differ.
+Tensor probDifferenceMax(const AttentionTrace& buggy, const AttentionTrace& correct) {
+  const Tensor& a = shownProbs(buggy);
+  const Tensor& b = shownProbs(correct);
+  if (a.shape != b.shape || a.shape.size() != 4) return Tensor();
+  const Tensor diff = absDifference(a, b);  // [B, H, L, S]
+  Tensor result({a.dim(0), a.dim(1)});
+  const int64_t cells = a.dim(2) * a.dim(3);
+  for (size_t bh = 0; bh < result.data.size(); ++bh) {
+    const float* first = diff.data.data() + bh * cells;
+    result.data[bh] = cells > 0 ? *std::max_element(first, first + cells) : 0.0f;
+  }
+  return result;
+}
+
+// Runs `work`; returns "" or the one-line message for what it threw.
+template <typename Work>
+std::string describeFailure(Work&& work) {
+  try {
+    work();
+  } catch (const InputError& e) {
+    return e.what();
+  } catch (const std::bad_alloc&) {
+    return "out of memory for these sizes; make L, S, B or H smaller";
+  } catch (const std::exception& e) {
+    return std::string("internal error: ") + e.what();
+  }
+  return "";
 }
 
 }  // namespace
@@ -48,6 +81,11 @@ uint64_t ComputeWorker::post(const Settings& settings) {
   return generation;
 }
 
+bool ComputeWorker::superseded(uint64_t generation) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return generation != latest_generation_;
+}
+
 std::optional<ComputeResult> ComputeWorker::poll() {
   std::lock_guard<std::mutex> lock(mutex_);
   std::optional<ComputeResult> result;
@@ -71,19 +109,24 @@ void ComputeWorker::run() {
     ComputeResult result;
     result.generation = generation;
     const auto start = std::chrono::steady_clock::now();
-    try {
-      AttentionInputs inputs = buildInputs(settings);
-      result.facts = readFacts(inputs, settings.heads);
+    std::optional<AttentionInputs> inputs;
+    AttentionOptions options;
+    result.error = describeFailure([&] {
+      inputs = buildInputs(settings);
+      result.facts = readFacts(*inputs, settings.heads);
       // Bundles bring their own D (rows of w_q); the temperature scale needs the real one.
       const int64_t D = result.facts.known ? result.facts.D_q : settings.modelDim();
-      result.trace = std::make_shared<const AttentionTrace>(
-          runAttention(inputs, attentionOptions(settings, D)));
-    } catch (const InputError& e) {
-      result.error = e.what();
-    } catch (const std::bad_alloc&) {
-      result.error = "out of memory for these sizes; make L, S, B or H smaller";
-    } catch (const std::exception& e) {
-      result.error = std::string("internal error: ") + e.what();
+      options = attentionOptions(settings, D);
+      result.trace = std::make_shared<const AttentionTrace>(runAttention(*inputs, options));
+    });
+    // The correct run for the mistakes lab, unless the inputs themselves failed or a
+    // newer job already supersedes this one. Its own failure only loses the comparison.
+    if (inputs && options.mistake != Mistake::None && !superseded(generation)) {
+      options.mistake = Mistake::None;
+      describeFailure([&] {
+        result.correct_trace = std::make_shared<const AttentionTrace>(runAttention(*inputs, options));
+        if (result.trace) result.prob_diff_max = probDifferenceMax(*result.trace, *result.correct_trace);
+      });
     }
     result.milliseconds =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

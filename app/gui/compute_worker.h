@@ -1,6 +1,7 @@
 // Runs buildInputs + runAttention on a worker thread so the UI never blocks on maths.
 // Only the newest job matters: a job posted while another runs replaces any waiting
-// one, and results of superseded generations are dropped.
+// one, and results of superseded generations are dropped. A job with a teaching mistake
+// also runs the correct pipeline on the same inputs, so the two can be compared.
 #pragma once
 
 #include <condition_variable>
@@ -30,6 +31,12 @@ struct ComputeResult {
   std::shared_ptr<const AttentionTrace> trace;  // null on error
   std::string error;                            // InputError message, "" on success
   double milliseconds = 0.0;                    // buildInputs + runAttention wall time
+  // Mistakes lab (settings.mistake != None): the same inputs run without the mistake.
+  // Present even when the buggy run threw (e.g. kv-reshape-with-L with S != L).
+  std::shared_ptr<const AttentionTrace> correct_trace;
+  // [B, H]: max over cells of |buggy - correct| shown probabilities (after dropout when
+  // applied); empty unless both runs succeeded with the same shapes.
+  Tensor prob_diff_max;
 };
 
 class ComputeWorker {
@@ -46,6 +53,7 @@ class ComputeWorker {
 
  private:
   void run();
+  bool superseded(uint64_t generation);  // a newer job has been posted
 
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -348,7 +348,7 @@ bool drawExportSection(AppState& state, const KnownSizes& sizes) {
 }  // namespace
 
 void drawControlPanel(AppState& state) {
-  if (beginPanelWindow("Controls", Panel::Controls)) {
+  if (beginPanelWindow(state, "Controls", Panel::Controls)) {
     ImGui::PushItemWidth(-ImGui::GetContentRegionAvail().x * 0.42f);
     if (!state.error.empty()) errorText(state.error);
     const KnownSizes sizes = knownSizes(state);

@@ -1,9 +1,14 @@
 // The focused head: scaled scores (diverging, centred at 0) beside probabilities, token
 // labels on both axes, colour bars, a hover tooltip and the fully-masked-row marks.
+// With a teaching mistake, the correct run's probabilities sit right of the buggy ones on
+// one shared colour scale, with the largest |difference| underneath.
 #include <imgui.h>
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "gui/export_jobs.h"
 #include "gui/heatmap_widget.h"
@@ -24,11 +29,13 @@ float widestLabel(const std::vector<std::string>& labels, float cap) {
 }
 
 void drawCellTooltip(const AttentionTrace& t, int64_t b, int64_t h, int64_t i, int64_t j,
-                     const std::vector<std::string>& q_tokens, const std::vector<std::string>& k_tokens) {
+                     const std::vector<std::string>& q_tokens, const std::vector<std::string>& k_tokens,
+                     const char* heading) {
   const size_t cell = static_cast<size_t>(((b * t.H + h) * t.L + i) * t.S + j);  // [B, H, L, S]
   const bool allowed = t.mask.allowed.data[(b * t.L + i) * t.S + j] != 0;          // [B, L, S]
   const bool row_masked = t.fully_masked.data[b * t.L + i] != 0;                  // [B, L]
   ImGui::BeginTooltip();
+  if (heading) ImGui::TextDisabled("%s", heading);
   ImGui::Text("query  %s  (i = %lld)", q_tokens[i].c_str(), static_cast<long long>(i));
   ImGui::Text("key    %s  (j = %lld)", k_tokens[j].c_str(), static_cast<long long>(j));
   ImGui::Separator();
@@ -49,120 +56,223 @@ void drawCellTooltip(const AttentionTrace& t, int64_t b, int64_t h, int64_t i, i
   ImGui::EndTooltip();
 }
 
+// One heatmap of the focus view: its title line, the map, axis labels, tooltip,
+// fully-masked-row marks and (optionally) its colour bar.
+struct FocusMap {
+  const char* title = "";
+  const char* id = "";
+  const char* layout_name = "";
+  const AttentionTrace* trace = nullptr;  // its values (tooltip, fully masked rows)
+  HeatmapView view;
+  ValueRange range;
+  bool log_scale = false;
+  std::optional<ExportView> export_view;  // set: Export button, click selects it for Ctrl+S
+  const char* tooltip_heading = nullptr;
+  bool row_labels = true;            // false when the map left of it shows the same rows
+  bool color_bar = true;             // false when the map right of it shows the same scale
+  const char* bar_format = "%.3g";
+};
+
+struct FocusGeometry {
+  float row_label_w = 0, col_label_h = 0, bar_w = 0, map_w = 0, map_h = 0, line_h = 0;
+  int64_t b = 0, h = 0;  // batch item and head shown
+};
+
+// Draws `map` with its left edge (row labels included) at x0, title line at y0.
+void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float x0, float y0,
+                  const std::vector<std::string>& q_tokens, const std::vector<std::string>& k_tokens) {
+  const AttentionTrace& t = *map.trace;
+  const float label_w = map.row_labels ? g.row_label_w : 0.0f;
+  const bool selected = map.export_view && state.export_view == *map.export_view;
+  ImGui::SetCursorScreenPos(ImVec2(x0 + label_w, y0));
+  if (map.export_view) {
+    // Title line: a small Export button, then the title (yellow when Ctrl+S exports this map).
+    const ExportView view = *map.export_view;
+    ImGui::PushID(map.id);
+    if (ImGui::SmallButton("Export")) {
+      state.export_view = view;
+      requestFigureExport(state, exportViewName(view));
+    }
+    ImGui::PopID();
+    recordLayout(state, std::string("export_") + exportViewName(view) + "_button");
+    if (ImGui::IsItemHovered()) {
+      ImGui::SetTooltip("export this heatmap as a figure (formats and folder under Export in the control panel)");
+    }
+    ImGui::SameLine();
+  }
+  if (selected) {
+    ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.2f, 1.0f), "%s", map.title);
+  } else {
+    ImGui::TextUnformatted(map.title);
+  }
+  const ImVec2 map_min(x0 + label_w, y0 + g.line_h);
+  ImGui::SetCursorScreenPos(map_min);
+  map.view.rows = t.L;
+  map.view.cols = t.S;
+  map.view.range = map.range;
+  map.view.log_scale = map.log_scale;
+  map.view.outlined = selected;
+  const HeatmapHit hit = drawHeatmap(state, map.id, map.view, ImVec2(g.map_w, g.map_h));
+  recordLayout(state, map.layout_name);
+  if (hit.clicked && map.export_view && !selected) {
+    state.export_view = *map.export_view;
+    markStateChanged(state);
+  }
+  const ImVec2 map_max(map_min.x + g.map_w, map_min.y + g.map_h);
+  drawAxisLabels(map.row_labels ? q_tokens : std::vector<std::string>{}, k_tokens, map_min, map_max);
+  if (hit.hovered) {
+    state.hover_next = {hit.row, hit.col};
+    drawCellTooltip(t, g.b, g.h, hit.row, hit.col, q_tokens, k_tokens, map.tooltip_heading);
+  }
+  // Fully masked query rows: a red mark right of the map.
+  ImDrawList* list = ImGui::GetWindowDrawList();
+  const float cell_h = g.map_h / static_cast<float>(t.L);
+  for (int64_t i = 0; i < t.L; ++i) {
+    if (!t.fully_masked.data[g.b * t.L + i]) continue;
+    list->AddRectFilled(ImVec2(map_max.x + 3, map_min.y + cell_h * i),
+                        ImVec2(map_max.x + 8, map_min.y + cell_h * (i + 1)), IM_COL32(230, 60, 60, 255));
+  }
+  if (map.color_bar) {
+    ImGui::SetCursorScreenPos(ImVec2(map_max.x + 12, map_min.y));
+    drawColorBar(state, map.view.colormap, map.range, map.log_scale, map.bar_format, ImVec2(g.bar_w - 12, g.map_h));
+  }
+}
+
+// Left-to-right width a map takes besides the map itself.
+float mapExtraWidth(const FocusMap& map, const FocusGeometry& g) {
+  return (map.row_labels ? g.row_label_w : 0.0f) + (map.color_bar ? g.bar_w : 0.0f);
+}
+
 }  // namespace
 
 void drawFocusPanel(AppState& state) {
-  if (beginPanelWindow("Focus", Panel::Focus, ImGuiWindowFlags_NoScrollbar)) {
-    const AttentionTrace* t = state.trace.get();
+  if (beginPanelWindow(state, "Focus", Panel::Focus, ImGuiWindowFlags_NoScrollbar)) {
     const TraceTextures& tex = state.textures;
-    if (!t || tex.probs.empty()) {
+    const CorrectTextures& correct_tex = state.correct_textures;
+    const AttentionTrace* correct = correct_tex.probs.empty() ? nullptr : state.correct_trace.get();
+    // The buggy run threw (e.g. kv-reshape-with-L with S != L): only the correct run is shown.
+    const bool crashed = correct && !state.error.empty();
+    const AttentionTrace* t = crashed || tex.probs.empty() ? nullptr : state.trace.get();
+    const AttentionTrace* shown = t ? t : correct;  // sizes and tokens
+    if (!shown) {
       ImGui::TextDisabled("no attention computed yet");
       ImGui::End();
       return;
     }
+    // Both runs share their inputs, so only a mistake that changes the shapes could differ.
+    if (t && correct && (correct->L != t->L || correct->S != t->S || correct->H != t->H)) correct = nullptr;
     Settings& s = state.settings;
-    const int64_t b = tex.batch_item;
-    const int64_t h = std::clamp<int64_t>(s.focused_head, 0, t->H - 1);
-    const auto& q_tokens = tokensFor(t->batch_query_tokens, t->query_tokens, b);
-    const auto& k_tokens = tokensFor(t->batch_key_tokens, t->key_tokens, b);
+    FocusGeometry g;
+    g.b = t ? tex.batch_item : correct_tex.batch_item;
+    g.h = std::clamp<int64_t>(s.focused_head, 0, shown->H - 1);
+    const auto& q_tokens = tokensFor(shown->batch_query_tokens, shown->query_tokens, g.b);
+    const auto& k_tokens = tokensFor(shown->batch_key_tokens, shown->key_tokens, g.b);
 
     ImGui::Text("head %lld of %lld   batch item %lld   L = %lld queries (rows) x S = %lld keys (columns)",
-                static_cast<long long>(h), static_cast<long long>(t->H), static_cast<long long>(b),
-                static_cast<long long>(t->L), static_cast<long long>(t->S));
+                static_cast<long long>(g.h), static_cast<long long>(shown->H), static_cast<long long>(g.b),
+                static_cast<long long>(shown->L), static_cast<long long>(shown->S));
 
-    const float line_h = ImGui::GetTextLineHeightWithSpacing();
-    const float row_label_w = widestLabel(q_tokens, 90.0f) + 8.0f;
-    const float col_label_h = widestLabel(k_tokens, 80.0f) + 8.0f;
-    const float bar_w = 58.0f, gap = 12.0f;
-    const ImVec2 avail = ImGui::GetContentRegionAvail();
-    const float block_w = (avail.x - gap) / 2.0f;
-    const float max_w = block_w - row_label_w - bar_w;
-    const float max_h = avail.y - line_h * 3.2f - col_label_h;
-    const float aspect = static_cast<float>(t->S) / static_cast<float>(t->L);
-    float map_h = std::min(max_h, max_w / aspect);
-    float map_w = map_h * aspect;
-    map_h = std::max(16.0f, std::floor(map_h));
-    map_w = std::max(16.0f, std::floor(map_w));
+    // The maps, left to right: scores, probabilities (with the mistake), correct probabilities.
+    std::vector<FocusMap> maps;
+    if (t) {
+      FocusMap& scores = maps.emplace_back();
+      scores.title = correct ? "scores (scaled)" : "scores (scaled, before softmax)";  // 3 maps: less room
+      scores.id = "##scores";
+      scores.layout_name = "focus_scores";
+      scores.trace = t;
+      scores.view.texture = tex.scores[g.h];
+      scores.view.colormap = Colormap::Diverging;
+      scores.range = {-tex.score_abs_max[g.h], tex.score_abs_max[g.h]};
+      scores.export_view = ExportView::Scores;
+      scores.bar_format = "%+.3g";
 
-    const ImVec2 origin = ImGui::GetCursorScreenPos();
-    struct Side {
-      const char* title;
-      const char* id;
-      const char* layout_name;
-      HeatmapView view;
-      ValueRange range;
-      bool log_scale;
-      ExportView export_view;
-    };
-    const float score_max = tex.score_abs_max[h];
-    const ValueRange prob_range{s.log_scale ? tex.prob_min_positive : 0.0f, tex.prob_max};
-    Side sides[2];
-    sides[0] = {"scores (scaled, before softmax)", "##scores", "focus_scores", {}, {-score_max, score_max}, false, ExportView::Scores};
-    sides[0].view.texture = tex.scores[h];
-    sides[0].view.colormap = Colormap::Diverging;
-    sides[1] = {t->dropout_applied ? "probabilities (after dropout)" : "probabilities (softmax over keys)",
-                "##probs", "focus_probs", {}, prob_range, s.log_scale, ExportView::Probs};
-    sides[1].view.texture = tex.probs[h];
-    sides[1].view.colormap = s.prob_colormap;
-    sides[1].view.log_scale = s.log_scale;
-
-    for (int k = 0; k < 2; ++k) {
-      Side& side = sides[k];
-      const float x0 = origin.x + k * (block_w + gap);
-      // Title line: a small Export button, then the title (yellow when Ctrl+S exports this map).
-      const bool selected = state.export_view == side.export_view;
-      ImGui::SetCursorScreenPos(ImVec2(x0 + row_label_w, origin.y));
-      ImGui::PushID(side.id);
-      if (ImGui::SmallButton("Export")) {
-        state.export_view = side.export_view;
-        requestFigureExport(state, exportViewName(side.export_view));
+      FocusMap& probs = maps.emplace_back();
+      const char* title = correct ? (t->dropout_applied ? "with mistake (dropout)" : "with mistake")
+                                  : (t->dropout_applied ? "probabilities (after dropout)"
+                                                        : "probabilities (softmax over keys)");
+      probs.title = title;
+      probs.id = "##probs";
+      probs.layout_name = "focus_probs";
+      probs.trace = t;
+      probs.view.texture = tex.probs[g.h];
+      probs.view.colormap = s.prob_colormap;
+      probs.range = {s.log_scale ? tex.prob_min_positive : 0.0f, tex.prob_max};
+      probs.log_scale = s.log_scale;
+      probs.export_view = ExportView::Probs;
+    }
+    if (correct) {
+      FocusMap& right = maps.emplace_back();
+      right.title = "correct (no mistake)";
+      right.id = "##correct";
+      right.layout_name = "focus_correct";
+      right.trace = correct;
+      right.view.texture = correct_tex.probs[g.h];
+      right.view.colormap = s.prob_colormap;
+      right.range = {s.log_scale ? correct_tex.prob_min_positive : 0.0f, correct_tex.prob_max};
+      right.log_scale = s.log_scale;
+      right.tooltip_heading = "correct run (no mistake)";
+      if (t) {
+        // Beside the buggy map: same rows, and one colour scale covering both.
+        FocusMap& probs = maps[1];
+        const ValueRange both{std::min(probs.range.low, right.range.low), std::max(probs.range.high, right.range.high)};
+        probs.range = right.range = both;
+        probs.color_bar = false;
+        right.row_labels = false;
       }
-      ImGui::PopID();
-      recordLayout(state, std::string("export_") + exportViewName(side.export_view) + "_button");
-      if (ImGui::IsItemHovered()) {
-        ImGui::SetTooltip("export this heatmap as a figure (formats and folder under Export in the control panel)");
-      }
-      ImGui::SameLine();
-      if (selected) {
-        ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.2f, 1.0f), "%s", side.title);
-      } else {
-        ImGui::TextUnformatted(side.title);
-      }
-      const ImVec2 map_min(x0 + row_label_w, origin.y + line_h);
-      ImGui::SetCursorScreenPos(map_min);
-      side.view.rows = t->L;
-      side.view.cols = t->S;
-      side.view.range = side.range;
-      side.view.outlined = selected;
-      const HeatmapHit hit = drawHeatmap(state, side.id, side.view, ImVec2(map_w, map_h));
-      recordLayout(state, side.layout_name);
-      if (hit.clicked && !selected) {
-        state.export_view = side.export_view;
-        markStateChanged(state);
-      }
-      const ImVec2 map_max(map_min.x + map_w, map_min.y + map_h);
-      drawAxisLabels(q_tokens, k_tokens, map_min, map_max);
-      if (hit.hovered) {
-        state.hover_next = {hit.row, hit.col};
-        drawCellTooltip(*t, b, h, hit.row, hit.col, q_tokens, k_tokens);
-      }
-      // Fully masked query rows: a red mark right of the map.
-      ImDrawList* list = ImGui::GetWindowDrawList();
-      const float cell_h = map_h / static_cast<float>(t->L);
-      for (int64_t i = 0; i < t->L; ++i) {
-        if (!t->fully_masked.data[b * t->L + i]) continue;
-        list->AddRectFilled(ImVec2(map_max.x + 3, map_min.y + cell_h * i),
-                            ImVec2(map_max.x + 8, map_min.y + cell_h * (i + 1)), IM_COL32(230, 60, 60, 255));
-      }
-      ImGui::SetCursorScreenPos(ImVec2(map_max.x + 12, map_min.y));
-      drawColorBar(state, side.view.colormap, side.range, side.log_scale, k == 0 ? "%+.3g" : "%.3g",
-                   ImVec2(bar_w - 12, map_h));
     }
 
-    ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + line_h + map_h + col_label_h + 4));
+    g.line_h = ImGui::GetTextLineHeightWithSpacing();
+    g.row_label_w = widestLabel(q_tokens, 90.0f) + 8.0f;
+    g.col_label_h = widestLabel(k_tokens, 80.0f) + 8.0f;
+    g.bar_w = 58.0f;
+    const float gap = 12.0f;
+    const ImVec2 avail = ImGui::GetContentRegionAvail();
+    // A crashed mistake run keeps the two-map geometry: its message takes the left place.
+    const int slots = crashed ? 2 : static_cast<int>(maps.size());
+    float fixed_w = gap * static_cast<float>(slots - 1);
+    for (const FocusMap& map : maps) fixed_w += mapExtraWidth(map, g);
+    if (crashed) fixed_w += g.row_label_w + g.bar_w;
+    const float max_w = (avail.x - fixed_w) / static_cast<float>(slots);
+    const float max_h = avail.y - g.line_h * (correct ? 4.2f : 3.2f) - g.col_label_h;
+    const float aspect = static_cast<float>(shown->S) / static_cast<float>(shown->L);
+    g.map_h = std::min(max_h, max_w / aspect);
+    g.map_w = g.map_h * aspect;
+    g.map_h = std::max(16.0f, std::floor(g.map_h));
+    g.map_w = std::max(16.0f, std::floor(g.map_w));
+
+    const ImVec2 origin = ImGui::GetCursorScreenPos();
+    float x = origin.x;
+    if (crashed) {
+      // Where the buggy maps would be: the exception the buggy module raises.
+      const float block_w = g.row_label_w + g.map_w + g.bar_w;
+      ImGui::SetCursorScreenPos(ImVec2(x + g.row_label_w, origin.y));
+      ImGui::TextUnformatted("with mistake");
+      ImGui::SetCursorScreenPos(ImVec2(x + g.row_label_w, origin.y + g.line_h));
+      ImGui::BeginGroup();  // wrapped lines start at the block's left edge
+      ImGui::PushTextWrapPos(ImGui::GetCursorPos().x + block_w - g.row_label_w);
+      ImGui::TextColored(ImVec4(1.0f, 0.35f, 0.35f, 1.0f), "the buggy code crashes with:");
+      ImGui::TextColored(ImVec4(1.0f, 0.35f, 0.35f, 1.0f), "%s", state.error.c_str());
+      ImGui::PopTextWrapPos();
+      ImGui::EndGroup();
+      recordLayout(state, "focus_crash");
+      x += block_w + gap;
+    }
+    for (FocusMap& map : maps) {
+      drawFocusMap(state, map, g, x, origin.y, q_tokens, k_tokens);
+      x += mapExtraWidth(map, g) + g.map_w + gap;
+    }
+
+    ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + g.line_h + g.map_h + g.col_label_h + 4));
+    if (correct) {
+      const std::string summary = mistakeDiffSummary(state);
+      if (!summary.empty()) {
+        ImGui::TextColored(ImVec4(1.0f, 0.62f, 0.18f, 1.0f), "%s", summary.c_str());
+        recordLayout(state, "focus_diff_summary");
+      }
+    }
     ImGui::TextDisabled("rows: query tokens   columns: key tokens   grey hatched: masked (-inf, not a number)");
-    ImGui::TextDisabled("yellow outline: the map Ctrl+S exports (click a map to choose)");
-    if (tex.fully_masked_rows > 0) {
+    if (t) ImGui::TextDisabled("yellow outline: the map Ctrl+S exports (click a map to choose)");
+    if (t && tex.fully_masked_rows > 0) {
       ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.45f, 1.0f));
       ImGui::TextWrapped("%lld fully masked row%s (red marks): every key is masked, so PyTorch's softmax "
                          "returns NaN there; shown as masked with probability %s.",

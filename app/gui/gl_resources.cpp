@@ -48,6 +48,32 @@ void deleteTextures(std::vector<unsigned int>& ids) {
   ids.clear();
 }
 
+// Uploads every head's shown probabilities (after dropout when applied) for batch item b,
+// masked cells -inf, and finds the largest and the smallest positive allowed value.
+void uploadProbTextures(const AttentionTrace& trace, int64_t b, std::vector<unsigned int>& ids, float& max,
+                        float& min_positive) {
+  const int64_t H = trace.H, cells = trace.L * trace.S;
+  const float masked = -std::numeric_limits<float>::infinity();
+  const uint8_t* allowed = trace.mask.allowed.data.data() + b * cells;  // [L, S]
+  const Tensor& shown = trace.dropout_applied ? trace.probs_dropped : trace.probs;
+  std::vector<float> buffer(static_cast<size_t>(cells));
+  max = 0.0f;
+  min_positive = std::numeric_limits<float>::infinity();
+  for (int64_t h = 0; h < H; ++h) {
+    const float* probs = shown.data.data() + (b * H + h) * cells;  // [L, S]
+    for (int64_t c = 0; c < cells; ++c) {
+      buffer[c] = allowed[c] ? probs[c] : masked;
+      if (allowed[c]) {
+        max = std::max(max, probs[c]);
+        if (probs[c] > 0.0f) min_positive = std::min(min_positive, probs[c]);
+      }
+    }
+    ids.push_back(uploadFloatTexture(buffer.data(), trace.L, trace.S));
+  }
+  if (max <= 0.0f) max = 1.0f;
+  if (!std::isfinite(min_positive)) min_positive = 1e-6f;
+}
+
 }  // namespace
 
 std::string createGlResources(GlResources& gl) {
@@ -126,22 +152,11 @@ void updateTraceTextures(AppState& state) {
   const int64_t cells = L * S;
   const float masked = -std::numeric_limits<float>::infinity();
   const uint8_t* allowed = trace->mask.allowed.data.data() + b * cells;  // [L, S]
-  const Tensor& shown_probs = trace->dropout_applied ? trace->probs_dropped : trace->probs;
+  uploadProbTextures(*trace, b, tex.probs, tex.prob_max, tex.prob_min_positive);
 
   std::vector<float> buffer(static_cast<size_t>(cells));
-  tex.prob_max = 0.0f;
-  tex.prob_min_positive = std::numeric_limits<float>::infinity();
   for (int64_t h = 0; h < H; ++h) {
-    const float* probs = shown_probs.data.data() + (b * H + h) * cells;    // [L, S]
     const float* scores = trace->scores.data.data() + (b * H + h) * cells;  // [L, S]
-    for (int64_t c = 0; c < cells; ++c) {
-      buffer[c] = allowed[c] ? probs[c] : masked;
-      if (allowed[c]) {
-        tex.prob_max = std::max(tex.prob_max, probs[c]);
-        if (probs[c] > 0.0f) tex.prob_min_positive = std::min(tex.prob_min_positive, probs[c]);
-      }
-    }
-    tex.probs.push_back(uploadFloatTexture(buffer.data(), L, S));
     float abs_max = 0.0f;
     for (int64_t c = 0; c < cells; ++c) {
       buffer[c] = allowed[c] ? scores[c] : masked;
@@ -150,8 +165,6 @@ void updateTraceTextures(AppState& state) {
     tex.scores.push_back(uploadFloatTexture(buffer.data(), L, S));
     tex.score_abs_max.push_back(abs_max > 0.0f ? abs_max : 1.0f);
   }
-  if (tex.prob_max <= 0.0f) tex.prob_max = 1.0f;
-  if (!std::isfinite(tex.prob_min_positive)) tex.prob_min_positive = 1e-6f;
 
   tex.allowed_cells = 0;
   for (int64_t c = 0; c < cells; ++c) {
@@ -172,6 +185,26 @@ void updateTraceTextures(AppState& state) {
     tex.components.push_back(uploadFloatTexture(buffer.data(), L, S));
     tex.component_allowed.push_back(count);
   }
+}
+
+void releaseCorrectTextures(CorrectTextures& textures) {
+  deleteTextures(textures.probs);
+  textures = CorrectTextures{};
+}
+
+void updateCorrectTextures(AppState& state) {
+  const AttentionTrace* trace = state.correct_trace.get();
+  CorrectTextures& tex = state.correct_textures;
+  if (!trace) {
+    if (tex.source) releaseCorrectTextures(tex);
+    return;
+  }
+  const int64_t b = std::clamp<int64_t>(state.settings.batch_item, 0, trace->B - 1);
+  if (tex.source == trace && tex.batch_item == b) return;
+  releaseCorrectTextures(tex);
+  tex.source = trace;
+  tex.batch_item = b;
+  uploadProbTextures(*trace, b, tex.probs, tex.prob_max, tex.prob_min_positive);
 }
 
 }  // namespace attnscope

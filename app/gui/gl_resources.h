@@ -21,4 +21,8 @@ unsigned int uploadFloatTexture(const float* values, int64_t rows, int64_t cols)
 void updateTraceTextures(AppState& state);
 void releaseTraceTextures(TraceTextures& textures);
 
+// (Re)builds state.correct_textures from state.correct_trace the same way (probabilities only).
+void updateCorrectTextures(AppState& state);
+void releaseCorrectTextures(CorrectTextures& textures);
+
 }  // namespace attnscope

@@ -13,7 +13,7 @@
 namespace attnscope {
 
 void drawHeadGridPanel(AppState& state) {
-  if (beginPanelWindow("Heads", Panel::HeadGrid, ImGuiWindowFlags_NoScrollbar)) {
+  if (beginPanelWindow(state, "Heads", Panel::HeadGrid, ImGuiWindowFlags_NoScrollbar)) {
     const TraceTextures& tex = state.textures;
     const AttentionTrace* trace = state.trace.get();
     if (!trace || tex.probs.empty()) {

@@ -5,7 +5,11 @@
 
 namespace attnscope {
 
-PanelRect panelRect(Panel panel) {
+int focusMapCount(const AppState& state) {
+  return state.trace && state.correct_trace && state.error.empty() ? 3 : 2;
+}
+
+PanelRect panelRect(const AppState& state, Panel panel) {
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   const ImVec2 origin = viewport->WorkPos;
   const float width = viewport->WorkSize.x, height = viewport->WorkSize.y;
@@ -16,9 +20,13 @@ PanelRect panelRect(Panel panel) {
   const float centre_w = width - left_w - right_w;
   // The focus view's square maps are limited by its width; give the head grid whatever
   // height they leave (between 30% and 50%), so neither panel keeps an empty band.
-  const float focus_block_w = (centre_w - 2 * ImGui::GetStyle().WindowPadding.x - 12.0f) / 2.0f;
-  const float focus_map = focus_block_w - 70.0f - 58.0f;  // minus row labels and colour bar
-  const float focus_h = focus_map + ImGui::GetFrameHeight() + 7.0f * ImGui::GetTextLineHeightWithSpacing() + 60.0f;
+  // Three maps (mistake comparison) have two row-label columns and two colour bars in
+  // all, and one more text line (the difference summary) under them.
+  const int maps = focusMapCount(state);
+  const float line_h = ImGui::GetTextLineHeightWithSpacing();
+  const float focus_inner_w = centre_w - 2 * ImGui::GetStyle().WindowPadding.x - 12.0f * (maps - 1);
+  const float focus_map = (focus_inner_w - 2 * (70.0f + 58.0f)) / maps;  // minus row labels and colour bars
+  const float focus_h = focus_map + ImGui::GetFrameHeight() + (maps == 3 ? 8.0f : 7.0f) * line_h + 60.0f;
   const float grid_h = std::floor(std::clamp(body_h - focus_h, body_h * 0.30f, body_h * 0.50f));
   const float mask_h = std::floor(body_h * 0.36f);
   switch (panel) {
@@ -34,8 +42,8 @@ PanelRect panelRect(Panel panel) {
   return {origin, viewport->WorkSize};
 }
 
-bool beginPanelWindow(const char* title, Panel panel, ImGuiWindowFlags extra_flags) {
-  const PanelRect rect = panelRect(panel);
+bool beginPanelWindow(const AppState& state, const char* title, Panel panel, ImGuiWindowFlags extra_flags) {
+  const PanelRect rect = panelRect(state, panel);
   ImGui::SetNextWindowPos(rect.pos, ImGuiCond_Always);
   ImGui::SetNextWindowSize(rect.size, ImGuiCond_Always);
   return ImGui::Begin(title, nullptr,

@@ -11,7 +11,7 @@
 namespace attnscope {
 
 void drawMaskPanel(AppState& state) {
-  if (beginPanelWindow("Mask", Panel::Mask)) {
+  if (beginPanelWindow(state, "Mask", Panel::Mask)) {
     const AttentionTrace* t = state.trace.get();
     const TraceTextures& tex = state.textures;
     if (!t || !tex.mask) {

@@ -15,9 +15,12 @@ enum class Panel { Controls, HeadGrid, Focus, Mask, Pipeline, StatusBar };
 struct PanelRect {
   ImVec2 pos, size;
 };
-PanelRect panelRect(Panel panel);
+PanelRect panelRect(const AppState& state, Panel panel);
 // Begin() for a panel window at its fixed rectangle (End() as usual).
-bool beginPanelWindow(const char* title, Panel panel, ImGuiWindowFlags extra_flags = 0);
+bool beginPanelWindow(const AppState& state, const char* title, Panel panel, ImGuiWindowFlags extra_flags = 0);
+// Heatmaps side by side in the focus view: 3 when a teaching mistake's buggy and correct
+// probabilities are both shown (beside the scores), else 2.
+int focusMapCount(const AppState& state);
 
 void drawControlPanel(AppState& state);
 void drawHeadGridPanel(AppState& state);

@@ -178,7 +178,7 @@ void drawConstraints(AppState& state) {
 }  // namespace
 
 void drawPipelinePanel(AppState& state) {
-  if (beginPanelWindow("Shape pipeline", Panel::Pipeline)) {
+  if (beginPanelWindow(state, "Shape pipeline", Panel::Pipeline)) {
     if (ImGui::Checkbox("folded heads (seed 004: [B*H, L, d])", &state.settings.folded_layout)) {
       settingsEdited(state);
     }

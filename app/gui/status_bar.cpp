@@ -24,7 +24,7 @@ double residentMiB() {
 }  // namespace
 
 void drawStatusBar(AppState& state) {
-  if (beginPanelWindow("##status", Panel::StatusBar,
+  if (beginPanelWindow(state, "##status", Panel::StatusBar,
                        ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoScrollbar)) {
     if (state.busy) {  // a recompute has run for more than ~100 ms
       drawSpinner(ImGui::GetTextLineHeight() / 2 + 1);
