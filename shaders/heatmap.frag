@@ -2,7 +2,8 @@
 // Colours one value per texel through a 256x1 colormap lookup texture, with exactly the
 // rule of core/colormap.h colormapIndex(): t = clamp((v - lo) / (hi - lo), 0, 1),
 // index = floor(t * 255 + 0.5). Masked cells are stored as -inf and drawn grey, with a
-// lighter hatch where (row + col) is even (kMaskedColor / kMaskedHatchColor).
+// lighter hatch where (row + col) is even (kMaskedColor / kMaskedHatchColor) when cells
+// are at least 2 px on screen.
 in vec2 frag_uv;
 out vec4 out_color;
 
@@ -19,7 +20,10 @@ void main() {
   ivec2 cell = clamp(ivec2(floor(frag_uv * vec2(size))), ivec2(0), size - 1);
   float v = texelFetch(values, cell, 0).r;
   if (v < -3.0e38) {  // -inf sentinel: masked (never a real score)
-    bool hatch = ((cell.x + cell.y) % 2) == 0;
+    // Hatch only while a cell spans at least 2 screen pixels: smaller cells would alias
+    // the stripe pattern into large moire blocks.
+    vec2 cells_per_pixel = fwidth(frag_uv * vec2(size));
+    bool hatch = max(cells_per_pixel.x, cells_per_pixel.y) <= 0.5 && ((cell.x + cell.y) % 2) == 0;
     out_color = vec4(hatch ? masked_hatch_color : masked_color, 1.0);
     return;
   }

@@ -165,7 +165,11 @@ int colorIndex(const Figure& figure, float value) {
 
 Rgb cellColor(const Figure& figure, const FigurePanel& panel, int64_t row, int64_t col) {
   const size_t index = static_cast<size_t>(row * figure.cols + col);
-  if (isMasked(panel, index)) return (row + col) % 2 == 0 ? kMaskedHatchColor : kMaskedColor;
+  if (isMasked(panel, index)) {
+    // As the shader: no hatch on 1 px cells, where it would only read as noise.
+    const bool hatch = effectiveCellPx(figure) >= 2 && (row + col) % 2 == 0;
+    return hatch ? kMaskedHatchColor : kMaskedColor;
+  }
   return colormapTable(figure.colormap)[colorIndex(figure, panel.values[index])];
 }
 

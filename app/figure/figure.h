@@ -5,9 +5,9 @@
 //
 // Colours: every cell is colormapTable(map)[colormapIndex(v, low, high)], the rule the
 // fragment shader uses. Masked cells (blocked by the mask) use the masked style shared
-// with the shader: cell (row, col) is kMaskedHatchColor when (row + col) is even, else
-// kMaskedColor, i.e. a grey checker hatch at cell granularity, so it stays exact in PNG
-// and is one rect per cell in SVG.
+// with the shader: cell (row, col) is kMaskedHatchColor when (row + col) is even and cells
+// are at least 2 px, else kMaskedColor, i.e. a grey checker hatch at cell granularity, so
+// it stays exact in PNG and is one rect per cell in SVG.
 #pragma once
 
 #include <cstdint>

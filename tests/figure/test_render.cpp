@@ -128,6 +128,18 @@ TEST(FigureRender, DefaultCellSizeMakesTheMatrixAtLeast512Px) {
   EXPECT_EQ(figureGeometry(figure).cell_px, 52);
 }
 
+TEST(FigureRender, OnePixelCellsAreMaskedWithoutHatch) {
+  const AttentionTrace trace = causalTrace(1, 1, 6, 6);
+  Figure figure = probsFigure(trace, 0, 0, Colormap::Viridis);
+  figure.cell_px = 1;  // as the shader: a 1 px hatch would only read as noise
+  const Rendered out = renderPng(figure);
+  for (int64_t i = 0; i < 6; ++i) {
+    for (int64_t j = i + 1; j < 6; ++j) {
+      EXPECT_EQ(out.image.at(out.geometry.panel_x[0] + j, out.geometry.panel_y[0] + i), kMaskedColor) << i << "," << j;
+    }
+  }
+}
+
 TEST(FigureRender, CausalProbsHaveTheMaskedStyleAboveTheDiagonalOnly) {
   const AttentionTrace trace = causalTrace(1, 2, 6, 6);
   for (int64_t h = 0; h < 2; ++h) {
