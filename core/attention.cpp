@@ -297,16 +297,14 @@ void scoreMap(AttentionTrace& t, const ScoreMapParams& p, int64_t b, size_t offs
     const float inv_sum = static_cast<float>(1.0 / sum);
     for (int64_t j = 0; j < S; ++j) probs[j] *= inv_sum;
   }
-  float* dropped = &t.probs_dropped.data[offset];
-  const float* probs = &t.probs.data[offset];
   if (p.dropout) {
+    float* dropped = &t.probs_dropped.data[offset];
+    const float* probs = &t.probs.data[offset];
     const float keep_scale = 1.0f / (1.0f - p.p);
     for (int64_t n = 0; n < L * S; ++n) {
       const bool keep = uniform01(p.seed, static_cast<uint64_t>(offset + n)) >= static_cast<double>(p.p);
       dropped[n] = keep ? probs[n] * keep_scale : 0.0f;
     }
-  } else {
-    std::copy(probs, probs + L * S, dropped);
   }
 }
 
@@ -412,7 +410,7 @@ uint64_t estimateTraceBytes(int64_t B, int64_t L, int64_t S, int64_t D, int64_t 
   const double floats = b * l * Dq + b * s * (Dk + Dv)  // inputs
                         + 5.0 * b * l * D              // q_proj, q, context_heads, context, output
                         + 4.0 * b * s * D              // k_proj, v_proj, k, v
-                        + 4.0 * b * H * l * s          // raw_scores, scores, probs, probs_dropped
+                        + 4.0 * b * H * l * s          // raw_scores, scores, probs, probs_dropped (if dropout)
                         + static_cast<double>(D) * (Dq + Dk + Dv + D);  // weights
   const double mask_bytes = 4.0 * b * l * s;  // allowed + typical components
   const double total = 4.0 * floats + mask_bytes;
@@ -544,7 +542,7 @@ AttentionTrace runAttention(const AttentionInputs& in, const AttentionOptions& o
   t.raw_scores = Tensor(scores_shape);
   t.scores = Tensor(scores_shape);
   t.probs = Tensor(scores_shape);
-  t.probs_dropped = Tensor(scores_shape);
+  if (t.dropout_applied) t.probs_dropped = Tensor(scores_shape);
   t.context_heads = Tensor({B, H, L, d});
   t.fully_masked = BoolTensor({B, L});
   // Mask is the same for every head, so flag fully masked rows once, outside the threads.
@@ -570,8 +568,9 @@ AttentionTrace runAttention(const AttentionInputs& in, const AttentionOptions& o
       scoreMap(t, params, b, first, ConstMatrixMap(&t.q_proj.data[b * L * D], L, D),
                ConstMatrixMap(&t.k_proj.data[b * S * D], S, D));
       MatrixMap ctx(&t.context.data[b * L * D], L, D);
-      ctx.noalias() = ConstMatrixMap(&t.probs_dropped.data[first], L, S) * ConstMatrixMap(&t.v_proj.data[b * S * D], S, D);
+      ctx.noalias() = ConstMatrixMap(&t.probsAfterDropout().data[first], L, S) * ConstMatrixMap(&t.v_proj.data[b * S * D], S, D);
       for (Tensor* maps : {&t.raw_scores, &t.scores, &t.probs, &t.probs_dropped}) {
+        if (maps->empty()) continue;  // probs_dropped without dropout
         for (int64_t h = 1; h < H; ++h) {
           std::copy_n(&maps->data[first], map_size, &maps->data[first + h * map_size]);
         }
@@ -590,7 +589,7 @@ AttentionTrace runAttention(const AttentionInputs& in, const AttentionOptions& o
       scoreMap(t, params, bh / H, score_offset, ConstMatrixMap(&t.q.data[bh * L * d], L, d),
                ConstMatrixMap(&t.k.data[bh * S * d], S, d));
       MatrixMap ctx(&t.context_heads.data[bh * L * d], L, d);
-      ctx.noalias() = ConstMatrixMap(&t.probs_dropped.data[score_offset], L, S) * ConstMatrixMap(&t.v.data[bh * S * d], S, d);
+      ctx.noalias() = ConstMatrixMap(&t.probsAfterDropout().data[score_offset], L, S) * ConstMatrixMap(&t.v.data[bh * S * d], S, d);
     }
     if (options.mistake == Mistake::ReshapeWithoutTranspose) {
       // context.reshape(B, L, D) on [B, H, L, d]: the same row-major buffer, relabelled.

@@ -103,8 +103,9 @@ struct AttentionTrace {
   Tensor raw_scores;        // [B, H, L, S] = Q K^T, before scaling
   Tensor scores;            // [B, H, L, S] scaled; masked entries = fill (-inf or -1e9)
   Tensor probs;             // [B, H, L, S] softmax over S; masked entries exactly 0
-  Tensor probs_dropped;     // [B, H, L, S] after dropout (== probs when no dropout)
-  Tensor context_heads;     // [B, H, L, d] = probs_dropped V
+  Tensor probs_dropped;     // [B, H, L, S] after dropout; empty when no dropout ran (it
+                            // would be a copy of probs: a gigabyte at L = S = 4096, H = 16)
+  Tensor context_heads;     // [B, H, L, d] = probsAfterDropout() V
   Tensor context;           // [B, L, D] after transpose(1,2) + view (heads concatenated)
   Tensor output;            // [B, L, D] = context W_o^T + b_o
   MaskSet mask;             // allowed [B, L, S] + components
@@ -114,6 +115,9 @@ struct AttentionTrace {
   std::vector<std::string> key_tokens;    // S labels
   std::vector<std::vector<std::string>> batch_query_tokens;  // [B][L], copied from inputs (may be empty)
   std::vector<std::vector<std::string>> batch_key_tokens;    // [B][S], copied from inputs (may be empty)
+
+  // [B, H, L, S]: the probabilities that multiply V (after dropout when it ran).
+  const Tensor& probsAfterDropout() const { return dropout_applied ? probs_dropped : probs; }
 };
 
 // Elementwise |a - b| for two tensors of one shape, e.g. the mistakes lab's buggy and

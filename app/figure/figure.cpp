@@ -71,16 +71,12 @@ FigurePanel headPanel(const AttentionTrace& trace, const Tensor& tensor, int64_t
   return panel;
 }
 
-const Tensor& shownProbs(const AttentionTrace& trace) {
-  return trace.dropout_applied ? trace.probs_dropped : trace.probs;
-}
-
 // The app's probability scale for batch item b: [0, max] over the allowed cells of every
 // head ([smallest positive, max] on a log scale); [0, 1] / 1e-6 when there is nothing.
 void setProbsRange(Figure& figure, const AttentionTrace& trace, int64_t b, bool log_scale) {
   const int64_t cells = trace.L * trace.S;
   const std::vector<uint8_t> masked = maskedCells(trace, b);
-  const Tensor& probs = shownProbs(trace);
+  const Tensor& probs = trace.probsAfterDropout();
   float max_value = 0.0f, min_positive = INFINITY;
   for (int64_t h = 0; h < trace.H; ++h) {
     const float* values = probs.data.data() + (b * trace.H + h) * cells;  // [L, S]
@@ -179,7 +175,7 @@ Figure probsFigure(const AttentionTrace& trace, int64_t b, int64_t h, Colormap m
   figure.title = probsName(trace) + ", head " + std::to_string(h);
   figure.value_label = "probability";
   figure.colormap = map;
-  figure.panels.push_back(headPanel(trace, shownProbs(trace), b, h));
+  figure.panels.push_back(headPanel(trace, trace.probsAfterDropout(), b, h));
   setProbsRange(figure, trace, b, log_scale);
   return figure;
 }
@@ -219,7 +215,7 @@ Figure gridFigure(const AttentionTrace& trace, int64_t b, Colormap map, bool log
   figure.value_label = "probability";
   figure.colormap = map;
   for (int64_t h = 0; h < trace.H; ++h) {
-    figure.panels.push_back(headPanel(trace, shownProbs(trace), b, h));
+    figure.panels.push_back(headPanel(trace, trace.probsAfterDropout(), b, h));
     figure.panels.back().title = "head " + std::to_string(h);
   }
   figure.grid_columns = static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(trace.H))));

@@ -68,7 +68,7 @@ Rgb cellColor(const Figure& figure, const FigurePanel& panel, int64_t row, int64
 
 // Builders from a trace, with the app's colour scales so a figure matches the screen.
 // b = batch item, h = head; InputError when out of range. cell_px stays 0 (auto).
-//   probs   probs_dropped when dropout ran (else probs) of head h; range [0, max over all
+//   probs   trace.probsAfterDropout() of head h; range [0, max over all
 //           heads of item b] (log scale: [smallest positive, max]); blocked cells masked style
 //   scores  scaled scores of head h, diverging map, range +-max|unmasked| of that head
 //   mask    1 = may attend (top colour), blocked cells masked style; range [0, 1]

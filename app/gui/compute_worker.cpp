@@ -24,12 +24,10 @@ InputFacts readFacts(const AttentionInputs& in, int64_t heads) {
   return f;
 }
 
-const Tensor& shownProbs(const AttentionTrace& t) { return t.dropout_applied ? t.probs_dropped : t.probs; }
-
 // [B, H] max over [L, S] of |buggy - correct|; empty when the runs' shapes differ.
 Tensor probDifferenceMax(const AttentionTrace& buggy, const AttentionTrace& correct) {
-  const Tensor& a = shownProbs(buggy);
-  const Tensor& b = shownProbs(correct);
+  const Tensor& a = buggy.probsAfterDropout();
+  const Tensor& b = correct.probsAfterDropout();
   if (a.shape != b.shape || a.shape.size() != 4) return Tensor();
   const Tensor diff = absDifference(a, b);  // [B, H, L, S]
   Tensor result({a.dim(0), a.dim(1)});

@@ -55,7 +55,7 @@ void uploadProbTextures(const AttentionTrace& trace, int64_t b, std::vector<unsi
   const int64_t H = trace.H, cells = trace.L * trace.S;
   const float masked = -std::numeric_limits<float>::infinity();
   const uint8_t* allowed = trace.mask.allowed.data.data() + b * cells;  // [L, S]
-  const Tensor& shown = trace.dropout_applied ? trace.probs_dropped : trace.probs;
+  const Tensor& shown = trace.probsAfterDropout();
   std::vector<float> buffer(static_cast<size_t>(cells));
   max = 0.0f;
   min_positive = std::numeric_limits<float>::infinity();

@@ -226,7 +226,7 @@ TEST_P(MistakeCase, MatchesFloat64ReferenceOfTheBuggyModule) {
   ASSERT_EQ(t.raw_scores.shape, (Shape{c.B, c.H, c.L, c.S}));
   ASSERT_EQ(t.scores.shape, (Shape{c.B, c.H, c.L, c.S}));
   ASSERT_EQ(t.probs.shape, (Shape{c.B, c.H, c.L, c.S}));
-  ASSERT_EQ(t.probs_dropped.shape, (Shape{c.B, c.H, c.L, c.S}));
+  ASSERT_EQ(t.probsAfterDropout().shape, (Shape{c.B, c.H, c.L, c.S}));
   ASSERT_EQ(t.q.shape, (Shape{c.B, c.H, c.L, d}));
   ASSERT_EQ(t.k.shape, (Shape{c.B, c.H, c.S, d}));
   ASSERT_EQ(t.context_heads.shape, (Shape{c.B, c.H, c.L, d}));

@@ -61,7 +61,6 @@ inline AttentionTrace causalTrace(int64_t B, int64_t H, int64_t L, int64_t S) {
       }
     }
   }
-  t.probs_dropped = t.probs;
   for (int64_t i = 0; i < L; ++i) t.query_tokens.push_back("t" + std::to_string(i));
   for (int64_t j = 0; j < S; ++j) t.key_tokens.push_back("k" + std::to_string(j));
   return t;

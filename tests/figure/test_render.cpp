@@ -191,7 +191,6 @@ TEST(FigureRender, ProbsShareOneRangeOverAllHeadsOfTheBatchItem) {
   AttentionTrace trace = causalTrace(1, 2, 3, 3);
   for (float& p : trace.probs.data) p *= 0.5f;  // head 0 max 0.5
   for (int64_t k = 9; k < 18; ++k) trace.probs.data[k] *= 1.6f;  // head 1 max 0.8
-  trace.probs_dropped = trace.probs;
   EXPECT_FLOAT_EQ(*probsFigure(trace, 0, 0, Colormap::Viridis).high, 0.8f);
   EXPECT_FLOAT_EQ(*gridFigure(trace, 0, Colormap::Viridis).high, 0.8f);
   const Figure log_figure = probsFigure(trace, 0, 0, Colormap::Viridis, true);
@@ -208,7 +207,7 @@ TEST(FigureRender, ProbsShareOneRangeOverAllHeadsOfTheBatchItem) {
 TEST(FigureRender, DropoutTraceShowsTheDroppedProbabilities) {
   AttentionTrace trace = causalTrace(1, 1, 3, 3);
   trace.dropout_applied = true;
-  trace.probs_dropped.data.assign(9, 0.0f);
+  trace.probs_dropped = Tensor(trace.probs.shape);
   trace.probs_dropped.data[0] = 2.0f;
   const Figure figure = probsFigure(trace, 0, 0, Colormap::Viridis);
   EXPECT_EQ(figure.panels[0].values, trace.probs_dropped.data);
