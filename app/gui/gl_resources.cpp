@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "colormap.h"
+#include "downsample.h"
 
 namespace attnscope {
 namespace {
@@ -43,6 +44,29 @@ GLuint createNearestTexture() {
   return id;
 }
 
+// Largest texture side uploaded for a map. The shader colours each pixel from the one
+// texel under its centre, so any texel beyond one per pixel is never drawn and an
+// isolated peak (an attention sink) can vanish. 256 is below the focus heatmaps' side
+// on the default 1440x900 window (293 px), so there every pooled block gets a pixel;
+// bigger windows draw blocks of several pixels and the tooltip still reads exact cells.
+constexpr int64_t kMaxTextureSide = 256;
+
+enum class Pooling {
+  Max,     // probabilities and masks: a peak (or one allowed cell) keeps its block
+  MaxAbs,  // scores, coloured on a diverging scale: the extreme of either sign wins
+};
+
+// values: [rows, cols], row-major, masked -inf. Uploads it as is when both sides fit in
+// kMaxTextureSide, else block-pooled down to at most that per side. Called only when a
+// trace or the batch item changes, never per frame.
+unsigned int uploadMapTexture(const float* values, int64_t rows, int64_t cols, Pooling pooling) {
+  const int64_t out_rows = std::min(rows, kMaxTextureSide), out_cols = std::min(cols, kMaxTextureSide);
+  if (out_rows == rows && out_cols == cols) return uploadFloatTexture(values, rows, cols);
+  const Tensor pooled = pooling == Pooling::Max ? maxPool2d(values, rows, cols, out_rows, out_cols)
+                                                : maxAbsPool2d(values, rows, cols, out_rows, out_cols);
+  return uploadFloatTexture(pooled.data.data(), out_rows, out_cols);  // [out_rows, out_cols]
+}
+
 void deleteTextures(std::vector<unsigned int>& ids) {
   if (!ids.empty()) glDeleteTextures(static_cast<GLsizei>(ids.size()), ids.data());
   ids.clear();
@@ -68,7 +92,7 @@ void uploadProbTextures(const AttentionTrace& trace, int64_t b, std::vector<unsi
         if (probs[c] > 0.0f) min_positive = std::min(min_positive, probs[c]);
       }
     }
-    ids.push_back(uploadFloatTexture(buffer.data(), trace.L, trace.S));
+    ids.push_back(uploadMapTexture(buffer.data(), trace.L, trace.S, Pooling::Max));
   }
   if (max <= 0.0f) max = 1.0f;
   if (!std::isfinite(min_positive)) min_positive = 1e-6f;
@@ -162,7 +186,7 @@ void updateTraceTextures(AppState& state) {
       buffer[c] = allowed[c] ? scores[c] : masked;
       if (allowed[c] && std::isfinite(scores[c])) abs_max = std::max(abs_max, std::fabs(scores[c]));
     }
-    tex.scores.push_back(uploadFloatTexture(buffer.data(), L, S));
+    tex.scores.push_back(uploadMapTexture(buffer.data(), L, S, Pooling::MaxAbs));
     tex.score_abs_max.push_back(abs_max > 0.0f ? abs_max : 1.0f);
   }
 
@@ -171,7 +195,7 @@ void updateTraceTextures(AppState& state) {
     buffer[c] = allowed[c] ? 1.0f : masked;
     tex.allowed_cells += allowed[c];
   }
-  tex.mask = uploadFloatTexture(buffer.data(), L, S);
+  tex.mask = uploadMapTexture(buffer.data(), L, S, Pooling::Max);
   tex.fully_masked_rows = 0;
   for (int64_t i = 0; i < L; ++i) tex.fully_masked_rows += trace->fully_masked.data[b * L + i];
 
@@ -182,7 +206,7 @@ void updateTraceTextures(AppState& state) {
       buffer[c] = part[c] ? 1.0f : masked;
       count += part[c];
     }
-    tex.components.push_back(uploadFloatTexture(buffer.data(), L, S));
+    tex.components.push_back(uploadMapTexture(buffer.data(), L, S, Pooling::Max));
     tex.component_allowed.push_back(count);
   }
 }
