@@ -20,11 +20,11 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "bundle.h"
+#include "config/bundle.h"
 #include "cli/commands.h"
 #include "cli/run_command.h"
-#include "npy.h"
-#include "settings.h"
+#include "tensor/npy.h"
+#include "config/settings.h"
 
 namespace attnscope {
 namespace {

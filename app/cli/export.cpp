@@ -12,7 +12,7 @@
 #include "cli/commands.h"
 #include "cli/run_command.h"
 #include "figure/figure.h"
-#include "settings.h"
+#include "config/settings.h"
 
 namespace attnscope {
 namespace {

@@ -3,7 +3,7 @@
 #include <iostream>
 #include <new>
 
-#include "tensor.h"
+#include "tensor/tensor.h"
 
 namespace attnscope {
 namespace {

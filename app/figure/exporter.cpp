@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "figure.h"
-#include "npy.h"
+#include "tensor/npy.h"
 
 namespace attnscope {
 namespace {

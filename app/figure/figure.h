@@ -16,9 +16,9 @@
 #include <utility>
 #include <vector>
 
-#include "attention.h"
-#include "colormap.h"
-#include "settings.h"
+#include "attention/attention.h"
+#include "view/colormap.h"
+#include "config/settings.h"
 
 namespace attnscope {
 

@@ -24,8 +24,8 @@
 #include "gui/gl_resources.h"
 #include "gui/gui.h"
 #include "gui/panels.h"
-#include "npy.h"
-#include "settings.h"
+#include "tensor/npy.h"
+#include "config/settings.h"
 
 namespace attnscope {
 namespace {

@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "attention.h"
-#include "colormap.h"
+#include "attention/attention.h"
+#include "view/colormap.h"
 #include "figure/figure.h"
 #include "gui/compute_worker.h"
-#include "settings.h"
+#include "config/settings.h"
 
 namespace attnscope {
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <thread>
 
-#include "attention.h"
-#include "settings.h"
+#include "attention/attention.h"
+#include "config/settings.h"
 
 namespace attnscope {
 

@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "figure/figure.h"
-#include "npy.h"
+#include "tensor/npy.h"
 
 namespace attnscope {
 namespace {

@@ -7,8 +7,8 @@
 #include <limits>
 #include <vector>
 
-#include "colormap.h"
-#include "downsample.h"
+#include "view/colormap.h"
+#include "view/downsample.h"
 
 namespace attnscope {
 namespace {

@@ -9,7 +9,7 @@
 
 #include <imgui.h>
 
-#include "colormap.h"
+#include "view/colormap.h"
 #include "gui/app_state.h"
 
 namespace attnscope {

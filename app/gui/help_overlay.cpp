@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "bundle.h"
+#include "config/bundle.h"
 #include "gui/panels.h"
 
 namespace attnscope {

@@ -2,8 +2,8 @@
 // and the text demo's buildInputs + runAttention as the GUI does on every change.
 #include <benchmark/benchmark.h>
 
-#include "attention.h"
-#include "settings.h"
+#include "attention/attention.h"
+#include "config/settings.h"
 
 namespace attnscope {
 namespace {

@@ -8,8 +8,8 @@
 #include <random>
 #include <string>
 
-#include "attention.h"
-#include "settings.h"
+#include "attention/attention.h"
+#include "config/settings.h"
 
 namespace attnscope {
 namespace {

@@ -9,7 +9,7 @@
 #include <ostream>
 #include <random>
 
-#include "attention.h"
+#include "attention/attention.h"
 #include "reference.h"
 
 namespace attnscope {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "downsample.h"
+#include "view/downsample.h"
 
 namespace attnscope {
 namespace {

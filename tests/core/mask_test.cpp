@@ -3,7 +3,7 @@
 
 #include <functional>
 
-#include "mask.h"
+#include "attention/mask.h"
 
 namespace attnscope {
 namespace {

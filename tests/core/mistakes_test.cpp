@@ -13,9 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "attention.h"
+#include "attention/attention.h"
 #include "reference.h"
-#include "settings.h"
+#include "config/settings.h"
 
 namespace attnscope {
 namespace {

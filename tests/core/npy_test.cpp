@@ -9,8 +9,8 @@
 #include <fstream>
 #include <limits>
 
-#include "bundle.h"
-#include "npy.h"
+#include "config/bundle.h"
+#include "tensor/npy.h"
 
 namespace attnscope {
 namespace {

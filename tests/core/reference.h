@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "attention.h"
+#include "attention/attention.h"
 
 namespace attnscope::testing {
 

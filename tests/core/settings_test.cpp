@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "settings.h"
-#include "text_input.h"
+#include "config/settings.h"
+#include "config/text_input.h"
 
 namespace attnscope {
 namespace {

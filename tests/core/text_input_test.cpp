@@ -4,7 +4,7 @@
 #include <cmath>
 #include <set>
 
-#include "text_input.h"
+#include "config/text_input.h"
 
 namespace attnscope {
 namespace {

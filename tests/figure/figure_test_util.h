@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "figure/figure.h"
-#include "npy.h"
+#include "tensor/npy.h"
 
 namespace attnscope::test {
 

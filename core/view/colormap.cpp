@@ -1,9 +1,9 @@
-#include "colormap.h"
+#include "view/colormap.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "tensor.h"
+#include "tensor/tensor.h"
 
 namespace attnscope {
 namespace {

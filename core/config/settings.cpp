@@ -1,4 +1,4 @@
-#include "settings.h"
+#include "config/settings.h"
 
 #include <unistd.h>
 
@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bundle.h"
-#include "text_input.h"
+#include "config/bundle.h"
+#include "config/text_input.h"
 
 namespace attnscope {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "attention.h"
+#include "attention/attention.h"
 
 namespace attnscope {
 

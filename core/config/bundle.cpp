@@ -1,13 +1,13 @@
 // Tensor bundles: reads a directory of .npy files into AttentionInputs, checking every
 // shape against query.npy / key.npy with messages that name the file.
-#include "bundle.h"
+#include "config/bundle.h"
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include "npy.h"
-#include "text_input.h"
+#include "tensor/npy.h"
+#include "config/text_input.h"
 
 namespace attnscope {
 namespace {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "mask.h"
-#include "tensor.h"
+#include "attention/mask.h"
+#include "tensor/tensor.h"
 
 namespace attnscope {
 

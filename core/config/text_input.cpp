@@ -1,4 +1,4 @@
-#include "text_input.h"
+#include "config/text_input.h"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "mask.h"
+#include "attention/mask.h"
 
 #include <cerrno>
 #include <cstdlib>

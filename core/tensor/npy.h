@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "tensor.h"
+#include "tensor/tensor.h"
 
 namespace attnscope {
 

@@ -2,7 +2,7 @@
 // https://numpy.org/doc/stable/reference/generated/numpy.lib.format.html
 // Every size the header declares is checked against the file size before anything is
 // allocated, so a hostile header cannot make us allocate terabytes.
-#include "npy.h"
+#include "tensor/npy.h"
 
 #include <cerrno>
 #include <cmath>

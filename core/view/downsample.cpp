@@ -1,4 +1,4 @@
-#include "downsample.h"
+#include "view/downsample.h"
 
 #include <cmath>
 #include <limits>

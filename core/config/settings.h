@@ -8,8 +8,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "attention.h"
-#include "colormap.h"
+#include "attention/attention.h"
+#include "view/colormap.h"
 
 namespace attnscope {
 

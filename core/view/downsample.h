@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "tensor.h"
+#include "tensor/tensor.h"
 
 namespace attnscope {
 
