@@ -1,0 +1,299 @@
+#include "view/view_model.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <stdexcept>
+
+#include "view/downsample.h"
+
+namespace attnscope {
+namespace {
+
+constexpr float kMasked = -std::numeric_limits<float>::infinity();
+
+// Range of one [L, S] map over the allowed cells (allowed null = all) with finite values.
+MapRange mapRange(const float* values, const uint8_t* allowed, int64_t cells) {
+  MapRange range;
+  float low = INFINITY, high = -INFINITY;
+  for (int64_t c = 0; c < cells; ++c) {
+    const float v = values[c];
+    if ((allowed && !allowed[c]) || !std::isfinite(v)) continue;
+    ++range.allowed_cells;
+    low = std::min(low, v);
+    high = std::max(high, v);
+    range.abs_max = std::max(range.abs_max, std::fabs(v));
+    if (v > 0.0f) range.min_positive = std::min(range.min_positive, v);
+  }
+  if (range.allowed_cells > 0) range.min = low, range.max = high;
+  return range;
+}
+
+// [L][S] labels of batch item b: the per-item rows when given, else the shared row.
+std::vector<std::string> labelsOf(const std::vector<std::vector<std::string>>& per_item,
+                                  const std::vector<std::string>& shared, size_t b) {
+  return b < per_item.size() ? per_item[b] : shared;
+}
+
+// "causal+window:3" from the trace's mask components, "none" without any.
+std::string maskName(const AttentionTrace& trace) {
+  std::string text;
+  for (const MaskComponent& component : trace.mask.components) text += (text.empty() ? "" : "+") + component.name;
+  return text.empty() ? "none" : text;
+}
+
+LayerMaps layerFromTrace(const std::shared_ptr<const AttentionTrace>& trace, std::string name) {
+  LayerMaps layer;
+  layer.name = std::move(name);
+  // Aliasing constructors: the pointers share the trace's lifetime; nothing is copied.
+  layer.probs = std::shared_ptr<const float>(trace, trace->probsAfterDropout().data.data());
+  layer.scores = std::shared_ptr<const float>(trace, trace->scores.data.data());
+  if (!trace->mask.allowed.empty()) layer.allowed = std::shared_ptr<const uint8_t>(trace, trace->mask.allowed.data.data());
+  layer.trace = trace;
+  layer.scale = trace->scale;
+  layer.dropout_applied = trace->dropout_applied;
+  layer.mask_name = maskName(*trace);
+  return layer;
+}
+
+// [L, S] with masked cells -inf: what a texture shows before pooling.
+std::vector<float> maskedValues(const float* values, const uint8_t* allowed, int64_t cells) {
+  std::vector<float> out(values, values + cells);
+  if (allowed)
+    for (int64_t c = 0; c < cells; ++c)
+      if (!allowed[c]) out[c] = kMasked;
+  return out;
+}
+
+std::vector<float> maskValues(const uint8_t* allowed, int64_t cells) {
+  std::vector<float> out(static_cast<size_t>(cells), 1.0f);
+  if (allowed)
+    for (int64_t c = 0; c < cells; ++c) out[c] = allowed[c] ? 1.0f : kMasked;
+  return out;
+}
+
+PooledMap poolMap(const std::vector<float>& values, int64_t rows, int64_t cols, MapKind kind) {
+  const int64_t out_rows = std::min(rows, kTextureMaxSide), out_cols = std::min(cols, kTextureMaxSide);
+  const Tensor pooled = kind == MapKind::Scores ? maxAbsPool2d(values.data(), rows, cols, out_rows, out_cols)
+                                                : maxPool2d(values.data(), rows, cols, out_rows, out_cols);
+  return {out_rows, out_cols, pooled.data};
+}
+
+// Ranges and (for large maps) pooled copies of every map: [layers, B, H].
+void summarize(ViewModel& view) {
+  const int64_t cells = view.L * view.S;
+  const bool pool = view.pooled();
+  for (int64_t l = 0; l < view.layers; ++l) {
+    for (int64_t b = 0; b < view.B; ++b) {
+      const uint8_t* allowed = view.allowed(l, b);
+      for (int64_t h = 0; h < view.H; ++h) {
+        view.probs_ranges.push_back(mapRange(view.probs(l, b, h), allowed, cells));
+        if (view.hasScores()) view.scores_ranges.push_back(mapRange(view.scores(l, b, h), allowed, cells));
+        if (!pool) continue;
+        view.pooled_probs.push_back(
+            poolMap(maskedValues(view.probs(l, b, h), allowed, cells), view.L, view.S, MapKind::Probs));
+        if (view.hasScores())
+          view.pooled_scores.push_back(
+              poolMap(maskedValues(view.scores(l, b, h), allowed, cells), view.L, view.S, MapKind::Scores));
+      }
+      if (pool) view.pooled_mask.push_back(poolMap(maskValues(allowed, cells), view.L, view.S, MapKind::Mask));
+    }
+  }
+}
+
+// Counts rows [L] of every [layer, b, h] that are not distributions; one warning line.
+void warnNonDistributions(ViewModel& view, const std::string& origin) {
+  int64_t bad_rows = 0, first_l = 0, first_b = 0, first_h = 0, first_i = 0;
+  double first_sum = 0.0;
+  float first_min = 0.0f;
+  for (int64_t l = 0; l < view.layers; ++l)
+    for (int64_t b = 0; b < view.B; ++b)
+      for (int64_t h = 0; h < view.H; ++h) {
+        const float* map = view.probs(l, b, h);  // [L, S]
+        for (int64_t i = 0; i < view.L; ++i) {
+          const float* row = map + i * view.S;
+          double sum = 0.0;
+          float low = INFINITY;
+          for (int64_t j = 0; j < view.S; ++j) sum += row[j], low = std::min(low, row[j]);
+          if (low >= 0.0f && std::fabs(sum - 1.0) <= 1e-3) continue;
+          if (bad_rows++ == 0) first_l = l, first_b = b, first_h = h, first_i = i, first_sum = sum, first_min = low;
+        }
+      }
+  if (bad_rows == 0) return;
+  char text[512];
+  std::snprintf(text, sizeof text,
+                "%s: %lld of %lld rows are not probability distributions (negative or not summing to 1 "
+                "within 1e-3), first [%lld, %lld, %lld, %lld]: sum %.6g, min %.6g",
+                origin.c_str(), static_cast<long long>(bad_rows),
+                static_cast<long long>(view.layers * view.B * view.H * view.L), static_cast<long long>(first_l),
+                static_cast<long long>(first_b), static_cast<long long>(first_h), static_cast<long long>(first_i),
+                first_sum, static_cast<double>(first_min));
+  view.warnings.push_back(text);
+}
+
+// [B][n] labels from per-item rows, one shared row, or none ("0".."n-1").
+std::vector<std::vector<std::string>> expandLabels(const std::vector<std::vector<std::string>>& rows, int64_t B,
+                                                   int64_t n, const char* what, const std::string& origin) {
+  std::vector<std::string> indices;
+  for (int64_t i = 0; i < n; ++i) indices.push_back(std::to_string(i));
+  if (rows.empty()) return std::vector<std::vector<std::string>>(B, indices);
+  if (rows.size() != 1 && static_cast<int64_t>(rows.size()) != B)
+    throw InputError(origin + ": " + std::to_string(rows.size()) + " rows of " + what + " for B=" +
+                     std::to_string(B) + " batch items (give one row, or one per item)");
+  for (const auto& row : rows)
+    if (static_cast<int64_t>(row.size()) != n)
+      throw InputError(origin + ": " + std::to_string(row.size()) + " " + what + " but the maps have " +
+                       std::to_string(n));
+  return rows.size() == 1 ? std::vector<std::vector<std::string>>(B, rows[0]) : rows;
+}
+
+}  // namespace
+
+const char* viewSourceName(ViewSource source) {
+  switch (source) {
+    case ViewSource::CoreTrace: return "core trace";
+    case ViewSource::ModelRun: return "model run";
+    case ViewSource::Imported: return "imported";
+  }
+  return "core trace";
+}
+
+size_t ViewModel::mapIndex(int64_t layer, int64_t b, int64_t h) const {
+  if (layer < 0 || layer >= layers || b < 0 || b >= B || h < 0 || h >= H)
+    throw std::out_of_range("view model: map [" + std::to_string(layer) + ", " + std::to_string(b) + ", " +
+                            std::to_string(h) + "] outside [" + std::to_string(layers) + ", " + std::to_string(B) +
+                            ", " + std::to_string(H) + "]");
+  return static_cast<size_t>((layer * B + b) * H + h);
+}
+
+const float* ViewModel::probs(int64_t layer, int64_t b, int64_t h) const {
+  mapIndex(layer, b, h);
+  return maps[layer].probs.get() + (b * H + h) * L * S;
+}
+
+const float* ViewModel::scores(int64_t layer, int64_t b, int64_t h) const {
+  mapIndex(layer, b, h);
+  const auto& scores = maps[layer].scores;
+  return scores ? scores.get() + (b * H + h) * L * S : nullptr;
+}
+
+const uint8_t* ViewModel::allowed(int64_t layer, int64_t b) const {
+  mapIndex(layer, b, 0);
+  const auto& allowed = maps[layer].allowed;
+  return allowed ? allowed.get() + b * L * S : nullptr;
+}
+
+bool ViewModel::isAllowed(int64_t layer, int64_t b, int64_t i, int64_t j) const {
+  const uint8_t* mask = allowed(layer, b);
+  return !mask || mask[i * S + j] != 0;
+}
+
+const MapRange& ViewModel::probsRange(int64_t layer, int64_t b, int64_t h) const {
+  return probs_ranges.at(mapIndex(layer, b, h));
+}
+
+const MapRange& ViewModel::scoresRange(int64_t layer, int64_t b, int64_t h) const {
+  return scores_ranges.at(mapIndex(layer, b, h));
+}
+
+MapRange ViewModel::probsRangeOver(int64_t b, const std::vector<int64_t>& chosen) const {
+  std::vector<int64_t> all;
+  for (int64_t l = 0; l < layers; ++l) all.push_back(l);
+  MapRange total;
+  bool first = true;
+  for (int64_t l : chosen.empty() ? all : chosen)
+    for (int64_t h = 0; h < H; ++h) {
+      const MapRange& r = probsRange(l, b, h);
+      if (r.allowed_cells == 0) continue;
+      total.min = first ? r.min : std::min(total.min, r.min);
+      total.max = first ? r.max : std::max(total.max, r.max);
+      first = false;
+      total.min_positive = std::min(total.min_positive, r.min_positive);
+      total.abs_max = std::max(total.abs_max, r.abs_max);
+      total.allowed_cells += r.allowed_cells;
+    }
+  return total;
+}
+
+PooledMap ViewModel::textureMap(MapKind kind, int64_t layer, int64_t b, int64_t h) const {
+  const size_t index = mapIndex(layer, b, kind == MapKind::Mask ? 0 : h);
+  if (kind == MapKind::Scores && !hasScores()) throw std::logic_error("view model: no scores in this source");
+  if (pooled()) {
+    if (kind == MapKind::Probs) return pooled_probs[index];
+    if (kind == MapKind::Scores) return pooled_scores[index];
+    return pooled_mask[static_cast<size_t>(layer * B + b)];
+  }
+  const int64_t cells = L * S;
+  const uint8_t* mask = allowed(layer, b);
+  if (kind == MapKind::Mask) return {L, S, maskValues(mask, cells)};
+  return {L, S, maskedValues(kind == MapKind::Probs ? probs(layer, b, h) : scores(layer, b, h), mask, cells)};
+}
+
+ViewModel viewFromTrace(std::shared_ptr<const AttentionTrace> trace) {
+  if (!trace) throw InputError("view model: no trace");
+  ViewModel view = viewFromTraces({trace}, {"layer 0"}, ViewSource::CoreTrace);
+  view.trace = std::move(trace);
+  return view;
+}
+
+ViewModel viewFromTraces(const std::vector<std::shared_ptr<const AttentionTrace>>& traces,
+                         std::vector<std::string> layer_names, ViewSource source) {
+  if (traces.empty()) throw InputError("view model: no layers");
+  if (!layer_names.empty() && layer_names.size() != traces.size())
+    throw InputError("view model: " + std::to_string(layer_names.size()) + " layer names for " +
+                     std::to_string(traces.size()) + " layers");
+  ViewModel view;
+  view.source = source;
+  const AttentionTrace& first = *traces.at(0);
+  view.layers = static_cast<int64_t>(traces.size());
+  view.B = first.B, view.H = first.H, view.L = first.L, view.S = first.S;
+  for (size_t l = 0; l < traces.size(); ++l) {
+    const auto& trace = traces[l];
+    if (!trace) throw InputError("view model: layer " + std::to_string(l) + " has no trace");
+    if (trace->B != view.B || trace->H != view.H || trace->L != view.L || trace->S != view.S)
+      throw InputError("view model: layer " + std::to_string(l) + " has B=" + std::to_string(trace->B) +
+                       " H=" + std::to_string(trace->H) + " L=" + std::to_string(trace->L) + " S=" +
+                       std::to_string(trace->S) + ", layer 0 has B=" + std::to_string(view.B) + " H=" +
+                       std::to_string(view.H) + " L=" + std::to_string(view.L) + " S=" + std::to_string(view.S));
+    view.maps.push_back(layerFromTrace(trace, layer_names.empty() ? "layer " + std::to_string(l) : layer_names[l]));
+  }
+  for (int64_t b = 0; b < view.B; ++b) {
+    view.query_tokens.push_back(labelsOf(first.batch_query_tokens, first.query_tokens, static_cast<size_t>(b)));
+    view.key_tokens.push_back(labelsOf(first.batch_key_tokens, first.key_tokens, static_cast<size_t>(b)));
+  }
+  summarize(view);
+  return view;
+}
+
+ViewModel viewFromImported(ImportedMaps imported) {
+  const std::string& origin = imported.origin;
+  const Shape& shape = imported.maps.shape;
+  if (shape.size() != 5 || numel(shape) == 0)
+    throw InputError(origin + ": expected [layers, B, H, L, S] with no empty axis, got " + shapeToString(shape));
+  ViewModel view;
+  view.source = ViewSource::Imported;
+  view.layers = shape[0], view.B = shape[1], view.H = shape[2], view.L = shape[3], view.S = shape[4];
+  if (!imported.layer_names.empty() && static_cast<int64_t>(imported.layer_names.size()) != view.layers)
+    throw InputError(origin + ": " + std::to_string(imported.layer_names.size()) + " layer names for " +
+                     std::to_string(view.layers) + " layers");
+  // One owner for every layer; each layer's pointer aliases its [B, H, L, S] block.
+  const auto owner = std::make_shared<const Tensor>(std::move(imported.maps));
+  const int64_t layer_size = view.B * view.H * view.L * view.S;
+  for (int64_t l = 0; l < view.layers; ++l) {
+    LayerMaps layer;
+    layer.name = imported.layer_names.empty() ? "layer " + std::to_string(l) : imported.layer_names[l];
+    layer.probs = std::shared_ptr<const float>(owner, owner->data.data() + l * layer_size);
+    view.maps.push_back(std::move(layer));
+  }
+  view.query_tokens = expandLabels(imported.query_tokens, view.B, view.L, "query tokens", origin);
+  view.key_tokens = imported.key_tokens.empty() && view.S == view.L
+                        ? view.query_tokens
+                        : expandLabels(imported.key_tokens, view.B, view.S, "key tokens", origin);
+  view.model = std::move(imported.model);
+  view.notes = std::move(imported.notes);
+  summarize(view);
+  warnNonDistributions(view, origin);
+  return view;
+}
+
+}  // namespace attnscope

@@ -1,0 +1,128 @@
+// The view model: what every panel, texture, figure and analysis reads, whatever made the
+// attention. Maps are [layers, B, H, L, S]: one entry per layer, each a [B, H, L, S]
+// row-major block held by an aliasing shared_ptr into its owner (a core trace's tensor, or
+// the one imported [layers, B, H, L, S] array), so nothing is copied.
+//
+// Sources: the attention core's trace (one layer), a transformer model run (one trace per
+// layer) and imported maps (attentions.npy / .npz: probabilities only). Built once per
+// result, off the UI thread; read-only afterwards (share it as shared_ptr<const ViewModel>).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attention/attention.h"
+#include "tensor/tensor.h"
+
+namespace attnscope {
+
+enum class ViewSource {
+  CoreTrace,  // one runAttention() trace: probabilities, scores, mask, pipeline stages
+  ModelRun,   // a transformer run: one trace per layer
+  Imported,   // maps computed elsewhere: probabilities only
+};
+const char* viewSourceName(ViewSource source);  // "core trace", "model run", "imported"
+
+// One layer. probs is always set; scores and allowed where the source has them.
+struct LayerMaps {
+  std::string name;                             // "layer 0", or the source's own name
+  std::shared_ptr<const float> probs;           // [B, H, L, S] shown probabilities (after dropout when it ran)
+  std::shared_ptr<const float> scores;          // [B, H, L, S] scaled scores, masked = fill; null = none
+  std::shared_ptr<const uint8_t> allowed;       // [B, L, S] 1 = may attend; null = every cell allowed
+  std::shared_ptr<const AttentionTrace> trace;  // the trace this layer came from; null when imported
+  float scale = 0.0f;            // factor applied to Q K^T (0 = unknown)
+  bool dropout_applied = false;  // probs are after dropout
+  std::string mask_name;         // "causal+window:3", "none"; "" = unknown (imported)
+};
+
+// Ranges of one [L, S] map over its allowed cells with finite values.
+struct MapRange {
+  float min = 0.0f, max = 0.0f;   // 0, 0 when no cell counts
+  float min_positive = INFINITY;  // smallest value > 0 (log-scale floor); inf when none
+  float abs_max = 0.0f;           // largest |v|
+  int64_t allowed_cells = 0;      // cells that counted (allowed; finite values)
+};
+
+enum class MapKind { Probs, Scores, Mask };
+
+// A map as a texture shows it: [rows, cols] row-major, masked cells -inf, block-pooled
+// (core/view/downsample) to at most kTextureMaxSide per side: max for probabilities and the
+// mask (1 allowed), largest |v| for scores. rows/cols < L/S means pooled.
+struct PooledMap {
+  int64_t rows = 0, cols = 0;
+  std::vector<float> values;
+};
+
+// Largest texture side: every pooled block gets a pixel on the default window's focus
+// heatmap (293 px); bigger maps are pooled so that isolated peaks stay visible.
+inline constexpr int64_t kTextureMaxSide = 256;
+
+struct ViewModel {
+  ViewSource source = ViewSource::CoreTrace;
+  int64_t layers = 0, B = 0, H = 0, L = 0, S = 0;
+  std::vector<LayerMaps> maps;                         // [layers]
+  std::vector<std::vector<std::string>> query_tokens;  // [B][L]
+  std::vector<std::vector<std::string>> key_tokens;    // [B][S]
+  std::vector<MapRange> probs_ranges;                  // [layers, B, H]
+  std::vector<MapRange> scores_ranges;                 // [layers, B, H]; empty without scores
+  // Pooled copies, built only for maps larger than kTextureMaxSide (else empty):
+  std::vector<PooledMap> pooled_probs;                 // [layers, B, H]
+  std::vector<PooledMap> pooled_scores;                // [layers, B, H]
+  std::vector<PooledMap> pooled_mask;                  // [layers, B]
+  std::vector<std::string> warnings;                   // one line each, e.g. rows not summing to 1
+  std::string model;                                   // imported: bundle.json "model"; else ""
+  std::string notes;                                   // imported: bundle.json "notes"; else ""
+  // The core's trace (CoreTrace: the one layer's) for the pipeline panel; null otherwise.
+  std::shared_ptr<const AttentionTrace> trace;
+
+  bool hasScores() const { return !maps.empty() && maps[0].scores != nullptr; }
+  bool hasMask() const { return !maps.empty() && maps[0].allowed != nullptr; }
+  bool pooled() const { return L > kTextureMaxSide || S > kTextureMaxSide; }
+
+  // Slices; layer/b/h are checked (std::out_of_range). [L, S] row-major.
+  const float* probs(int64_t layer, int64_t b, int64_t h) const;
+  const float* scores(int64_t layer, int64_t b, int64_t h) const;  // nullptr without scores
+  const uint8_t* allowed(int64_t layer, int64_t b) const;          // nullptr = all allowed
+  bool isAllowed(int64_t layer, int64_t b, int64_t i, int64_t j) const;
+
+  const MapRange& probsRange(int64_t layer, int64_t b, int64_t h) const;
+  const MapRange& scoresRange(int64_t layer, int64_t b, int64_t h) const;  // needs scores
+  // Probability range of batch item b over every head of the given layers (all when empty):
+  // the shared colour scale of a head grid or layer x head atlas.
+  MapRange probsRangeOver(int64_t b, const std::vector<int64_t>& layers = {}) const;
+
+  // The texture values of one map (Mask ignores h): the pooled copy when the map is larger
+  // than kTextureMaxSide, else the map itself with masked cells -inf.
+  PooledMap textureMap(MapKind kind, int64_t layer, int64_t b, int64_t h) const;
+
+  size_t mapIndex(int64_t layer, int64_t b, int64_t h) const;  // into [layers, B, H] vectors
+};
+
+// From one core trace (one layer named "layer 0"): aliases the trace's tensors, keeps the
+// trace. Throws InputError on a null trace.
+ViewModel viewFromTrace(std::shared_ptr<const AttentionTrace> trace);
+
+// From one trace per layer (a model run). Every trace must have the same B, H, L, S
+// (InputError naming the layer otherwise); names default to "layer i".
+ViewModel viewFromTraces(const std::vector<std::shared_ptr<const AttentionTrace>>& traces,
+                         std::vector<std::string> layer_names = {},
+                         ViewSource source = ViewSource::ModelRun);
+
+// Maps computed elsewhere, already checked finite by the reader.
+struct ImportedMaps {
+  Tensor maps;                                         // [layers, B, H, L, S] probabilities
+  std::vector<std::vector<std::string>> query_tokens;  // [B][L], or one [L] row for every item
+  std::vector<std::vector<std::string>> key_tokens;    // [B][S], one [S] row, or empty = query's
+  std::vector<std::string> layer_names;                // [layers] or empty
+  std::string model, notes;
+  std::string origin;  // file the maps came from, named in warnings ("bundle/attentions.npy")
+};
+// Rows that are not probability distributions (a negative value, or a sum off 1 by more
+// than 1e-3) are kept and counted in one warning line. Throws InputError on shapes that
+// do not agree.
+ViewModel viewFromImported(ImportedMaps maps);
+
+}  // namespace attnscope
