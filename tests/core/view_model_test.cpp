@@ -160,7 +160,7 @@ TEST(ViewModelTest, LargeMapsKeepPooledCopiesWithTheirPeaks) {
   for (const Case c : {Case{257, 3}, Case{300, 300}, Case{5, 1000}, Case{513, 256}}) {
     auto trace = handMadeTrace(1, 2, c.L, c.S, 5);
     // A lone spike in an allowed cell of head 1 ((i + j) % 3 != 0), far from the origin.
-    const int64_t i = c.L - 1, j = (c.L - 1) % 3 == 2 ? c.S - 2 : c.S - 1;
+    const int64_t i = c.L - 1, j = (i + c.S - 1) % 3 != 0 ? c.S - 1 : c.S - 2;
     ASSERT_TRUE(trace->mask.allowed.data[i * c.S + j]);
     trace->probs.data[(1 * c.L + i) * c.S + j] = 7.0f;
     trace->scores.data[(1 * c.L + i) * c.S + j] = -9.0f;
