@@ -70,10 +70,11 @@ std::optional<std::vector<int64_t>> parseHeads(const std::string& text) {
   return heads;
 }
 
-Settings settingsFromFlags(const ExportFlags& flags) {
+// The settings (and, from a settings file, the focused map) the flags describe.
+Settings settingsFromFlags(const ExportFlags& flags, ViewFocus& focus) {
   Settings settings;
   if (!flags.settings_file.empty()) {
-    settings = loadSettingsFile(flags.settings_file);
+    settings = loadSettingsFile(flags.settings_file, &focus);
   } else if (!flags.bundle.empty()) {
     settings.source = InputSource::Bundle;
     settings.bundle_path = flags.bundle;
@@ -118,7 +119,7 @@ int exportCommand(const ExportFlags& flags) {
   }
   if (flags.batch && *flags.batch < 0) throw UsageError("--batch: must be >= 0, got " + std::to_string(*flags.batch));
   const std::optional<std::vector<int64_t>> heads = flags.heads ? parseHeads(*flags.heads) : std::vector<int64_t>{};
-  const Settings settings = settingsFromFlags(flags);
+  const Settings settings = settingsFromFlags(flags, request.focus);
   if (!flags.format) request.formats = settings.export_formats;
 
   const AttentionInputs inputs = buildInputs(settings);

@@ -109,9 +109,9 @@ std::vector<std::string> exportFigures(const Settings& settings, const Attention
                                        const ExportRequest& request) {
   checkNames(request.what, exportWhatNames(), "figure");
   checkNames(request.formats, exportFormatNames(), "format");
-  const int64_t batch = request.batch >= 0 ? request.batch : settings.batch_item;
+  const int64_t batch = request.batch >= 0 ? request.batch : request.focus.batch_item;
   std::vector<int64_t> heads;
-  for (int64_t head : request.heads.empty() ? std::vector<int64_t>{settings.focused_head} : request.heads) {
+  for (int64_t head : request.heads.empty() ? std::vector<int64_t>{request.focus.head} : request.heads) {
     if (std::find(heads.begin(), heads.end(), head) == heads.end()) heads.push_back(head);
   }
   const Colormap colormap = request.colormap.value_or(settings.prob_colormap);
@@ -132,12 +132,13 @@ std::vector<std::string> exportFigures(const Settings& settings, const Attention
       for (const std::string& format : request.formats) job.files.push_back(renderFile(format, figure));
       // The settings that reopen (or re-export) exactly this view.
       Settings view = settings;
-      view.batch_item = batch;
-      if (head >= 0) view.focused_head = head;
       view.prob_colormap = colormap;
       view.cell_px = cell_px;
       view.export_formats = request.formats;
-      job.files.push_back({"json", settingsToJson(view).dump(2) + "\n", {}});
+      ViewFocus focus = request.focus;
+      focus.batch_item = batch;
+      if (head >= 0) focus.head = head;
+      job.files.push_back({"json", settingsToJson(view, focus).dump(2) + "\n", {}});
       jobs.push_back(std::move(job));
     }
   }

@@ -110,8 +110,9 @@ Tensor matrixTensor(const Figure& figure);
 
 struct ExportRequest {
   std::vector<std::string> what = {"probs"};   // probs, scores, mask, grid
-  std::vector<int64_t> heads;                  // empty = settings.focused_head
-  int64_t batch = -1;                          // -1 = settings.batch_item
+  ViewFocus focus;                             // the map shown (head and batch defaults)
+  std::vector<int64_t> heads;                  // empty = focus.head
+  int64_t batch = -1;                          // -1 = focus.batch_item
   std::vector<std::string> formats = {"png"};  // png, svg, pdf, npy, csv
   std::optional<Colormap> colormap;            // unset = settings.prob_colormap
   int64_t cell_px = -1;                        // -1 = settings.cell_px (0 = auto)

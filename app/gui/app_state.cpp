@@ -39,40 +39,59 @@ const char* exportViewName(ExportView view) {
   return "probs";
 }
 
+const AttentionTrace* shownTrace(const AppState& state) {
+  const ComputeState& c = state.compute;
+  const bool crashed_with_mistake = !c.error.empty() && c.correct_trace;
+  return crashed_with_mistake ? c.correct_trace.get() : c.trace.get();
+}
+
+FocusLimits focusLimits(const AppState& state) {
+  const AttentionTrace* t = shownTrace(state);
+  if (!t) return {};
+  return {true, 1, t->B, t->H};
+}
+
+void setFocus(AppState& state, ViewFocus wanted) {
+  const ViewFocus focus = clampFocus(wanted, focusLimits(state));
+  if (focus == state.view.focus) return;
+  state.view.focus = focus;
+  saveLater(state);
+}
+
 float focusedDiffMax(const AppState& state) {
-  const Tensor& diff = state.prob_diff_max;  // [B, H]
+  const Tensor& diff = state.compute.prob_diff_max;  // [B, H]
   if (diff.shape.size() != 2 || diff.empty()) return -1.0f;
-  const int64_t b = std::clamp<int64_t>(state.settings.batch_item, 0, diff.dim(0) - 1);
-  const int64_t h = std::clamp<int64_t>(state.settings.focused_head, 0, diff.dim(1) - 1);
-  return diff.data[b * diff.dim(1) + h];
+  const ViewFocus& f = state.view.focus;
+  if (f.batch_item >= diff.dim(0) || f.head >= diff.dim(1)) return -1.0f;
+  return diff.data[f.batch_item * diff.dim(1) + f.head];
 }
 
 std::string mistakeDiffSummary(const AppState& state) {
-  if (!state.correct_trace) return "";
-  if (!state.error.empty()) return "the buggy code crashes (left); right: what it should be, without the mistake";
+  if (!state.compute.correct_trace) return "";
+  if (!state.compute.error.empty()) {
+    return "the buggy code crashes (left); right: what it should be, without the mistake";
+  }
   const float focused = focusedDiffMax(state);
   if (focused < 0.0f) return "";
-  const Tensor& diff = state.prob_diff_max;  // [B, H]
+  const Tensor& diff = state.compute.prob_diff_max;  // [B, H]
   const int64_t H = diff.dim(1);
-  const int64_t b = std::clamp<int64_t>(state.settings.batch_item, 0, diff.dim(0) - 1);
-  const int64_t h = std::clamp<int64_t>(state.settings.focused_head, 0, H - 1);
-  const float* row = diff.data.data() + b * H;
+  const float* row = diff.data.data() + state.view.focus.batch_item * H;
   const int64_t worst = std::max_element(row, row + H) - row;
   char text[160];
   std::snprintf(text, sizeof text, "max |\xCE\x94p| = %.3g over head %lld   (all heads: %.3g, head %lld)",
-                focused, static_cast<long long>(h), row[worst], static_cast<long long>(worst));
+                focused, static_cast<long long>(state.view.focus.head), row[worst], static_cast<long long>(worst));
   return text;
 }
 
-void settingsEdited(AppState& state) {
-  state.settings_dirty = true;
-  state.settings_changed_at = std::chrono::steady_clock::now();
+void saveLater(AppState& state) {
+  state.persist.dirty = true;
+  state.persist.changed_at = std::chrono::steady_clock::now();
   markStateChanged(state);
 }
 
 void recordLayoutRect(AppState& state, const std::string& name, float x, float y, float w, float h) {
-  if (!state.state_log) return;
-  state.layout[name] = ScreenRect{x, y, w, h};
+  if (!state.script.state_log) return;
+  state.script.layout[name] = ScreenRect{x, y, w, h};
 }
 
 void recordLayout(AppState& state, const std::string& name) {

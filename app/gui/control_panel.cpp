@@ -28,8 +28,8 @@ struct KnownSizes {
   int64_t B = 1, L = 1, S = 1;
 };
 KnownSizes knownSizes(const AppState& state) {
-  if (state.trace) return {true, state.trace->B, state.trace->L, state.trace->S};
-  if (state.facts.known) return {true, state.facts.B, state.facts.L, state.facts.S_key};
+  if (state.compute.trace) return {true, state.compute.trace->B, state.compute.trace->L, state.compute.trace->S};
+  if (state.compute.facts.known) return {true, state.compute.facts.B, state.compute.facts.L, state.compute.facts.S_key};
   return {};
 }
 
@@ -121,16 +121,13 @@ bool drawInputSection(AppState& state, const KnownSizes& sizes) {
       break;
     case InputSource::Bundle:
       ImGui::TextWrapped("%s", s.bundle_path.empty() ? "(no bundle chosen)" : s.bundle_path.c_str());
-      if (ImGui::Button("Open bundle... (Ctrl+O)")) state.open_bundle_requested = true;
+      if (ImGui::Button("Open bundle... (Ctrl+O)")) state.ui.open_bundle_requested = true;
       break;
   }
 
   if (sizes.B > 1) {
-    int64_t item = s.batch_item;
-    if (sliderInt64("batch item", &item, 0, sizes.B - 1)) {
-      s.batch_item = item;
-      changed = true;
-    }
+    ViewFocus focus = state.view.focus;
+    if (sliderInt64("batch item", &focus.batch_item, 0, sizes.B - 1)) setFocus(state, focus);
   }
   return changed;
 }
@@ -141,26 +138,26 @@ bool drawModelSection(AppState& state) {
   sectionHeader("Model");
   changed |= sliderInt64("heads H", &s.heads, 1, 16);
   recordLayout(state, "heads_slider");
-  ImGui::Checkbox("type D instead of d", &state.size_by_model_dim);
+  ImGui::Checkbox("type D instead of d", &state.drafts.size_by_model_dim);
   ImGui::SameLine();
   ImGui::TextDisabled("D = H*d = %lld", static_cast<long long>(s.modelDim()));
-  state.control_error.clear();
-  if (state.size_by_model_dim) {
-    if (ImGui::InputScalar("model size D", ImGuiDataType_S64, &state.typed_model_dim)) {
-      state.typed_model_dim = std::clamp<int64_t>(state.typed_model_dim, 1, 8192);
+  state.drafts.control_error.clear();
+  if (state.drafts.size_by_model_dim) {
+    if (ImGui::InputScalar("model size D", ImGuiDataType_S64, &state.drafts.typed_model_dim)) {
+      state.drafts.typed_model_dim = std::clamp<int64_t>(state.drafts.typed_model_dim, 1, 8192);
     }
-    if (state.typed_model_dim % s.heads != 0) {
-      state.control_error = "D=" + std::to_string(state.typed_model_dim) + " is not divisible by H=" +
+    if (state.drafts.typed_model_dim % s.heads != 0) {
+      state.drafts.control_error = "D=" + std::to_string(state.drafts.typed_model_dim) + " is not divisible by H=" +
                             std::to_string(s.heads) + ": D % H == 0 is required (d = D / H)";
-    } else if (state.typed_model_dim / s.heads != s.head_dim) {
-      s.head_dim = state.typed_model_dim / s.heads;
+    } else if (state.drafts.typed_model_dim / s.heads != s.head_dim) {
+      s.head_dim = state.drafts.typed_model_dim / s.heads;
       changed = true;
     }
   } else {
     changed |= sliderInt64("head size d", &s.head_dim, 1, 128);
-    state.typed_model_dim = s.modelDim();
+    state.drafts.typed_model_dim = s.modelDim();
   }
-  if (!state.control_error.empty()) errorText(state.control_error);
+  if (!state.drafts.control_error.empty()) errorText(state.drafts.control_error);
   changed |= ImGui::Checkbox("positional encoding", &s.positional_encoding);
   ImGui::SameLine();
   changed |= ImGui::Checkbox("bias", &s.bias);
@@ -185,14 +182,14 @@ bool drawMaskSection(AppState& state, const KnownSizes& sizes) {
   changed |= optionalTermControls(state, "causal window W", "mask_causal_window", m.causal_window, 2, span);
   changed |= optionalTermControls(state, "prefix-LM P", "mask_prefix", m.prefix, 3, span);
   bool segments = !m.segments.empty();
-  if (segments && state.segments_input.empty()) {  // loaded from a settings file
-    for (int64_t n : m.segments) state.segments_input += (state.segments_input.empty() ? "" : ",") + std::to_string(n);
+  if (segments && state.drafts.segments_input.empty()) {  // loaded from a settings file
+    for (int64_t n : m.segments) state.drafts.segments_input += (state.drafts.segments_input.empty() ? "" : ",") + std::to_string(n);
   }
   if (ImGui::Checkbox("segments", &segments)) {
     if (segments) {
       const int64_t half = std::max<int64_t>(1, span / 2);
-      state.segments_input = std::to_string(half) + "," + std::to_string(std::max<int64_t>(1, span - half));
-      parseSegments(state.segments_input, m.segments);
+      state.drafts.segments_input = std::to_string(half) + "," + std::to_string(std::max<int64_t>(1, span - half));
+      parseSegments(state.drafts.segments_input, m.segments);
     } else {
       m.segments.clear();
     }
@@ -201,15 +198,15 @@ bool drawMaskSection(AppState& state, const KnownSizes& sizes) {
   if (segments) {
     ImGui::SameLine();
     ImGui::SetNextItemWidth(-1);
-    if (ImGui::InputTextWithHint("##segments", "lengths, e.g. 4,6", &state.segments_input)) {
+    if (ImGui::InputTextWithHint("##segments", "lengths, e.g. 4,6", &state.drafts.segments_input)) {
       std::vector<int64_t> parsed;
-      if (parseSegments(state.segments_input, parsed)) {
+      if (parseSegments(state.drafts.segments_input, parsed)) {
         m.segments = parsed;
         changed = true;
       }
     }
     std::vector<int64_t> check;
-    if (!parseSegments(state.segments_input, check)) {
+    if (!parseSegments(state.drafts.segments_input, check)) {
       errorText("segments: type positive lengths separated by commas, e.g. 4,6");
     }
   }
@@ -256,8 +253,16 @@ bool drawViewSection(AppState& state) {
   Settings& s = state.settings;
   bool changed = false;
   sectionHeader("View");
-  const char* maps[] = {"viridis", "cividis", "magma"};
-  changed |= enumCombo("colours", s.prob_colormap, maps);
+  if (ImGui::BeginCombo("colours", colormapName(s.prob_colormap))) {
+    for (Colormap map : allColormaps()) {
+      if (ImGui::Selectable(colormapName(map), map == s.prob_colormap) && map != s.prob_colormap) {
+        s.prob_colormap = map;
+        changed = true;
+      }
+    }
+    ImGui::EndCombo();
+  }
+  recordLayout(state, "colormap_combo");
   changed |= ImGui::Checkbox("log scale", &s.log_scale);
   sameLineIfFits(checkboxWidth("folded [B*H,L,d]"));
   changed |= ImGui::Checkbox("folded [B*H,L,d]", &s.folded_layout);
@@ -332,7 +337,7 @@ bool drawExportSection(AppState& state, const KnownSizes& sizes) {
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tip);
     return pressed;
   };
-  if (button(std::string("Export ") + exportViewName(state.export_view),
+  if (button(std::string("Export ") + exportViewName(state.exports.selected),
              "Ctrl+S: the selected heatmap (click a map to select it)", "export_view_button", true)) {
     requestFigureExport(state, "view");
   }
@@ -340,7 +345,7 @@ bool drawExportSection(AppState& state, const KnownSizes& sizes) {
     requestFigureExport(state, "grid");
   }
   if (button("Screenshot", "Ctrl+Alt+S: the whole window as a PNG", "screenshot_button", false)) {
-    state.screenshot_requested = true;
+    state.exports.screenshot_requested = true;
   }
   return changed;
 }
@@ -350,7 +355,7 @@ bool drawExportSection(AppState& state, const KnownSizes& sizes) {
 void drawControlPanel(AppState& state) {
   if (beginPanelWindow(state, "Controls", Panel::Controls)) {
     ImGui::PushItemWidth(-ImGui::GetContentRegionAvail().x * 0.42f);
-    if (!state.error.empty()) errorText(state.error);
+    if (!state.compute.error.empty()) errorText(state.compute.error);
     const KnownSizes sizes = knownSizes(state);
     bool changed = drawInputSection(state, sizes);
     changed |= drawModelSection(state);

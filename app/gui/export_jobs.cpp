@@ -46,7 +46,8 @@ std::vector<std::string> saveScreenshot(const Settings& settings, const RgbImage
 }
 
 // Runs on the export thread: everything it reads is its own copy or immutable (the trace).
-ExportOutcome runJob(const ExportJob& job, const Settings& settings, std::shared_ptr<const AttentionTrace> trace) {
+ExportOutcome runJob(const ExportJob& job, const Settings& settings, ViewFocus focus,
+                     std::shared_ptr<const AttentionTrace> trace) {
   ExportOutcome outcome;
   outcome.kind = job.kind;
   try {
@@ -55,7 +56,7 @@ ExportOutcome runJob(const ExportJob& job, const Settings& settings, std::shared
     } else {
       ExportRequest request;
       request.what = {job.kind};
-      request.heads = {settings.focused_head};
+      request.focus = focus;
       request.formats = settings.export_formats;
       outcome.paths = exportFigures(settings, *trace, request);
     }
@@ -70,13 +71,13 @@ ExportOutcome runJob(const ExportJob& job, const Settings& settings, std::shared
 }
 
 void showToast(AppState& state, std::string text, bool error) {
-  state.toast = Toast{std::move(text), error,
+  state.exports.toast = Toast{std::move(text), error,
                       std::chrono::steady_clock::now() + (error ? kErrorToastTime : kToastTime)};
   markStateChanged(state);
 }
 
 void finishJob(AppState& state, ExportOutcome outcome) {
-  ++state.export_count;
+  ++state.exports.count;
   if (outcome.error.empty() && !outcome.paths.empty()) {
     std::string text = "Saved to " + fs::path(outcome.paths.front()).parent_path().string() + "/";
     for (const std::string& path : outcome.paths) text += "\n  " + fs::path(path).filename().string();
@@ -84,61 +85,65 @@ void finishJob(AppState& state, ExportOutcome outcome) {
   } else {
     showToast(state, "Export failed: " + outcome.error, true);
   }
-  state.last_export = std::move(outcome);
+  state.exports.last = std::move(outcome);
   markStateChanged(state);
 }
 
 void startJob(AppState& state, ExportJob job) {
-  state.export_running_kind = job.kind;
-  state.export_started = std::chrono::steady_clock::now();
-  state.export_running = std::async(std::launch::async, runJob, std::move(job), state.settings, state.trace);
+  ExportState& e = state.exports;
+  e.running_kind = job.kind;
+  e.started = std::chrono::steady_clock::now();
+  e.running = std::async(std::launch::async, runJob, std::move(job), state.settings, state.view.focus,
+                         state.compute.trace);
   markStateChanged(state);
 }
 
 }  // namespace
 
-bool exportBusy(const AppState& state) { return state.export_running.valid() || !state.export_queue.empty(); }
+bool exportBusy(const ExportState& exports) { return exports.running.valid() || !exports.queue.empty(); }
 
 void requestFigureExport(AppState& state, const std::string& what) {
-  state.export_queue.push_back({what == "view" ? exportViewName(state.export_view) : what, std::nullopt});
+  state.exports.queue.push_back({what == "view" ? exportViewName(state.exports.selected) : what, std::nullopt});
   markStateChanged(state);
 }
 
 void requestScreenshotExport(AppState& state, RgbImage window) {
-  state.export_queue.push_back({"screenshot", std::move(window)});
+  state.exports.queue.push_back({"screenshot", std::move(window)});
   markStateChanged(state);
 }
 
 void updateExports(AppState& state) {
+  ExportState& e = state.exports;
+  const ComputeState& c = state.compute;
   const auto now = std::chrono::steady_clock::now();
-  if (state.toast && now > state.toast->until) {
-    state.toast.reset();
+  if (e.toast && now > e.toast->until) {
+    e.toast.reset();
     markStateChanged(state);
   }
-  if (state.export_running.valid()) {
-    if (state.export_running.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
-    finishJob(state, state.export_running.get());
+  if (e.running.valid()) {
+    if (e.running.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+    finishJob(state, e.running.get());
   }
-  if (state.export_queue.empty()) return;
-  if (state.export_queue.front().kind != "screenshot") {
+  if (e.queue.empty()) return;
+  if (e.queue.front().kind != "screenshot") {
     // A figure describes the trace of the current settings: wait for a recompute in flight.
-    if (state.posted_generation == 0 || state.posted_generation > state.trace_generation) return;
-    if (!state.error.empty() || !state.trace) {
+    if (c.posted_generation == 0 || c.pending()) return;
+    if (!c.error.empty() || !c.trace) {
       ExportOutcome outcome;
-      outcome.kind = state.export_queue.front().kind;
-      outcome.error = state.error.empty() ? "nothing computed yet" : "the current settings do not compute: " + state.error;
-      state.export_queue.pop_front();
+      outcome.kind = e.queue.front().kind;
+      outcome.error = c.error.empty() ? "nothing computed yet" : "the current settings do not compute: " + c.error;
+      e.queue.pop_front();
       finishJob(state, std::move(outcome));
       return;
     }
   }
-  ExportJob job = std::move(state.export_queue.front());
-  state.export_queue.pop_front();
+  ExportJob job = std::move(e.queue.front());
+  e.queue.pop_front();
   startJob(state, std::move(job));
 }
 
-void finishExports(AppState& state) {
-  if (state.export_running.valid()) state.export_running.wait();
+void finishExports(ExportState& exports) {
+  if (exports.running.valid()) exports.running.wait();
 }
 
 }  // namespace attnscope

@@ -21,9 +21,9 @@ void requestScreenshotExport(AppState& state, RgbImage window);
 // and expires the toast.
 void updateExports(AppState& state);
 
-bool exportBusy(const AppState& state);  // a job is queued or running
+bool exportBusy(const ExportState& exports);  // a job is queued or running
 
 // Blocks until a running job ends (at shutdown, so no file is left half-written).
-void finishExports(AppState& state);
+void finishExports(ExportState& exports);
 
 }  // namespace attnscope

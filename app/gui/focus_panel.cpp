@@ -83,14 +83,14 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
                   const std::vector<std::string>& q_tokens, const std::vector<std::string>& k_tokens) {
   const AttentionTrace& t = *map.trace;
   const float label_w = map.row_labels ? g.row_label_w : 0.0f;
-  const bool selected = map.export_view && state.export_view == *map.export_view;
+  const bool selected = map.export_view && state.exports.selected == *map.export_view;
   ImGui::SetCursorScreenPos(ImVec2(x0 + label_w, y0));
   if (map.export_view) {
     // Title line: a small Export button, then the title (yellow when Ctrl+S exports this map).
     const ExportView view = *map.export_view;
     ImGui::PushID(map.id);
     if (ImGui::SmallButton("Export")) {
-      state.export_view = view;
+      state.exports.selected = view;
       requestFigureExport(state, exportViewName(view));
     }
     ImGui::PopID();
@@ -115,13 +115,13 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
   const HeatmapHit hit = drawHeatmap(state, map.id, map.view, ImVec2(g.map_w, g.map_h));
   recordLayout(state, map.layout_name);
   if (hit.clicked && map.export_view && !selected) {
-    state.export_view = *map.export_view;
+    state.exports.selected = *map.export_view;
     markStateChanged(state);
   }
   const ImVec2 map_max(map_min.x + g.map_w, map_min.y + g.map_h);
   drawAxisLabels(map.row_labels ? q_tokens : std::vector<std::string>{}, k_tokens, map_min, map_max);
   if (hit.hovered) {
-    state.hover_next = {hit.row, hit.col};
+    state.view.hover_next = {hit.row, hit.col};
     drawCellTooltip(t, g.b, g.h, hit.row, hit.col, q_tokens, k_tokens, map.tooltip_heading);
   }
   // Fully masked query rows: a red mark right of the map.
@@ -147,12 +147,12 @@ float mapExtraWidth(const FocusMap& map, const FocusGeometry& g) {
 
 void drawFocusPanel(AppState& state) {
   if (beginPanelWindow(state, "Focus", Panel::Focus, ImGuiWindowFlags_NoScrollbar)) {
-    const TraceTextures& tex = state.textures;
-    const CorrectTextures& correct_tex = state.correct_textures;
-    const AttentionTrace* correct = correct_tex.probs.empty() ? nullptr : state.correct_trace.get();
+    const TraceTextures& tex = state.gpu.textures;
+    const CorrectTextures& correct_tex = state.gpu.correct_textures;
+    const AttentionTrace* correct = correct_tex.probs.empty() ? nullptr : state.compute.correct_trace.get();
     // The buggy run threw (e.g. kv-reshape-with-L with S != L): only the correct run is shown.
-    const bool crashed = correct && !state.error.empty();
-    const AttentionTrace* t = crashed || tex.probs.empty() ? nullptr : state.trace.get();
+    const bool crashed = correct && !state.compute.error.empty();
+    const AttentionTrace* t = crashed || tex.probs.empty() ? nullptr : state.compute.trace.get();
     const AttentionTrace* shown = t ? t : correct;  // sizes and tokens
     if (!shown) {
       ImGui::TextDisabled("no attention computed yet");
@@ -164,7 +164,7 @@ void drawFocusPanel(AppState& state) {
     Settings& s = state.settings;
     FocusGeometry g;
     g.b = t ? tex.batch_item : correct_tex.batch_item;
-    g.h = std::clamp<int64_t>(s.focused_head, 0, shown->H - 1);
+    g.h = state.view.focus.head;
     const auto& q_tokens = tokensFor(shown->batch_query_tokens, shown->query_tokens, g.b);
     const auto& k_tokens = tokensFor(shown->batch_key_tokens, shown->key_tokens, g.b);
 
@@ -251,7 +251,7 @@ void drawFocusPanel(AppState& state) {
       ImGui::BeginGroup();  // wrapped lines start at the block's left edge
       ImGui::PushTextWrapPos(ImGui::GetCursorPos().x + block_w - g.row_label_w);
       ImGui::TextColored(ImVec4(1.0f, 0.35f, 0.35f, 1.0f), "the buggy code crashes with:");
-      ImGui::TextColored(ImVec4(1.0f, 0.35f, 0.35f, 1.0f), "%s", state.error.c_str());
+      ImGui::TextColored(ImVec4(1.0f, 0.35f, 0.35f, 1.0f), "%s", state.compute.error.c_str());
       ImGui::PopTextWrapPos();
       ImGui::EndGroup();
       recordLayout(state, "focus_crash");

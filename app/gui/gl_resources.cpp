@@ -15,9 +15,6 @@ namespace {
 
 #include "embedded_shaders.inc"
 
-constexpr Colormap kAllColormaps[] = {Colormap::Viridis, Colormap::Cividis, Colormap::Magma,
-                                      Colormap::Diverging};
-
 GLuint compileShader(GLenum type, const char* source, std::string& log) {
   GLuint shader = glCreateShader(type);
   glShaderSource(shader, 1, &source, nullptr);
@@ -98,6 +95,19 @@ void uploadProbTextures(const AttentionTrace& trace, int64_t b, std::vector<unsi
   if (!std::isfinite(min_positive)) min_positive = 1e-6f;
 }
 
+void releaseTraceTextures(TraceTextures& textures) {
+  deleteTextures(textures.probs);
+  deleteTextures(textures.scores);
+  deleteTextures(textures.components);
+  if (textures.mask) glDeleteTextures(1, &textures.mask);
+  textures = TraceTextures{};
+}
+
+void releaseCorrectTextures(CorrectTextures& textures) {
+  deleteTextures(textures.probs);
+  textures = CorrectTextures{};
+}
+
 }  // namespace
 
 std::string createGlResources(GlResources& gl) {
@@ -129,7 +139,7 @@ std::string createGlResources(GlResources& gl) {
   gl.loc_masked_hatch = glGetUniformLocation(p, "masked_hatch_color");
 
   glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
-  for (Colormap map : kAllColormaps) {
+  for (Colormap map : allColormaps()) {
     const RgbTable& table = colormapTable(map);
     gl.colormap_luts[static_cast<int>(map)] = createNearestTexture();
     glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, 256, 1, 0, GL_RGB, GL_UNSIGNED_BYTE, table.data());
@@ -138,10 +148,12 @@ std::string createGlResources(GlResources& gl) {
   return "";
 }
 
-void destroyGlResources(GlResources& gl) {
-  if (gl.heatmap_program) glDeleteProgram(gl.heatmap_program);
-  glDeleteTextures(4, gl.colormap_luts);
-  gl = GlResources{};
+void destroyGpuState(GpuState& gpu) {
+  releaseTraceTextures(gpu.textures);
+  releaseCorrectTextures(gpu.correct_textures);
+  if (gpu.gl.heatmap_program) glDeleteProgram(gpu.gl.heatmap_program);
+  glDeleteTextures(kColormapCount, gpu.gl.colormap_luts);
+  gpu = GpuState{};
 }
 
 unsigned int uploadFloatTexture(const float* values, int64_t rows, int64_t cols) {
@@ -151,22 +163,13 @@ unsigned int uploadFloatTexture(const float* values, int64_t rows, int64_t cols)
   return id;
 }
 
-void releaseTraceTextures(TraceTextures& textures) {
-  deleteTextures(textures.probs);
-  deleteTextures(textures.scores);
-  deleteTextures(textures.components);
-  if (textures.mask) glDeleteTextures(1, &textures.mask);
-  textures = TraceTextures{};
-}
-
-void updateTraceTextures(AppState& state) {
-  const AttentionTrace* trace = state.trace.get();
-  TraceTextures& tex = state.textures;
+void updateTraceTextures(GpuState& gpu, const AttentionTrace* trace, int64_t b) {
+  TraceTextures& tex = gpu.textures;
   if (!trace) {
     if (tex.source) releaseTraceTextures(tex);
     return;
   }
-  const int64_t b = std::clamp<int64_t>(state.settings.batch_item, 0, trace->B - 1);
+  b = std::clamp<int64_t>(b, 0, trace->B - 1);  // an older trace than the focus follows
   if (tex.source == trace && tex.batch_item == b) return;
   releaseTraceTextures(tex);
   tex.source = trace;
@@ -211,19 +214,13 @@ void updateTraceTextures(AppState& state) {
   }
 }
 
-void releaseCorrectTextures(CorrectTextures& textures) {
-  deleteTextures(textures.probs);
-  textures = CorrectTextures{};
-}
-
-void updateCorrectTextures(AppState& state) {
-  const AttentionTrace* trace = state.correct_trace.get();
-  CorrectTextures& tex = state.correct_textures;
+void updateCorrectTextures(GpuState& gpu, const AttentionTrace* trace, int64_t b) {
+  CorrectTextures& tex = gpu.correct_textures;
   if (!trace) {
     if (tex.source) releaseCorrectTextures(tex);
     return;
   }
-  const int64_t b = std::clamp<int64_t>(state.settings.batch_item, 0, trace->B - 1);
+  b = std::clamp<int64_t>(b, 0, trace->B - 1);
   if (tex.source == trace && tex.batch_item == b) return;
   releaseCorrectTextures(tex);
   tex.source = trace;

@@ -14,8 +14,8 @@ namespace attnscope {
 
 void drawHeadGridPanel(AppState& state) {
   if (beginPanelWindow(state, "Heads", Panel::HeadGrid, ImGuiWindowFlags_NoScrollbar)) {
-    const TraceTextures& tex = state.textures;
-    const AttentionTrace* trace = state.trace.get();
+    const TraceTextures& tex = state.gpu.textures;
+    const AttentionTrace* trace = state.compute.trace.get();
     if (!trace || tex.probs.empty()) {
       ImGui::TextDisabled("no attention computed yet");
       ImGui::End();
@@ -46,7 +46,7 @@ void drawHeadGridPanel(AppState& state) {
         tile_h = std::max(8.0f, std::floor(h));
       }
     }
-    state.grid_columns = best_cols;
+    state.view.grid_columns = best_cols;
 
     // Centre the tiles and colour bar when they leave width unused.
     const float spare = std::max(0.0f, avail.x - bar_w - best_cols * (tile_w + gap));
@@ -55,7 +55,7 @@ void drawHeadGridPanel(AppState& state) {
       const int col = static_cast<int>(h % best_cols), row = static_cast<int>(h / best_cols);
       const ImVec2 pos(origin.x + col * (tile_w + gap), origin.y + row * (tile_h + label_h + gap));
       ImGui::SetCursorScreenPos(pos);
-      const bool focused = h == s.focused_head;
+      const bool focused = h == state.view.focus.head;
       ImGui::PushStyleColor(ImGuiCol_Text, focused ? ImVec4(1.0f, 0.8f, 0.2f, 1.0f)
                                                    : ImGui::GetStyle().Colors[ImGuiCol_Text]);
       ImGui::Text("head %lld", static_cast<long long>(h));
@@ -74,12 +74,13 @@ void drawHeadGridPanel(AppState& state) {
       const HeatmapHit hit = drawHeatmap(state, id, view, ImVec2(tile_w, tile_h));
       recordLayout(state, "grid_tile_" + std::to_string(h));
       if (hit.hovered) {
-        state.hover_next = {hit.row, hit.col};
+        state.view.hover_next = {hit.row, hit.col};
         ImGui::SetTooltip("head %lld: click to focus", static_cast<long long>(h));
       }
       if (hit.clicked && !focused) {
-        s.focused_head = h;
-        settingsEdited(state);
+        ViewFocus focus = state.view.focus;
+        focus.head = h;
+        setFocus(state, focus);
       }
     }
     const int rows = static_cast<int>((H + best_cols - 1) / best_cols);

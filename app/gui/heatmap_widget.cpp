@@ -67,9 +67,9 @@ HeatmapHit drawHeatmap(AppState& state, const char* id, const HeatmapView& view,
   if (view.texture == 0 || view.rows <= 0 || view.cols <= 0) return hit;
 
   const ValueRange range = view.range.value_or(ValueRange{});
-  HeatmapDrawParams& params = state.draw_params.emplace_back();
-  params.gl = &state.gl;
-  params.lut = state.gl.colormap_luts[static_cast<int>(view.colormap)];
+  HeatmapDrawParams& params = state.gpu.draw_params.emplace_back();
+  params.gl = &state.gpu.gl;
+  params.lut = state.gpu.gl.colormap_luts[static_cast<int>(view.colormap)];
   params.log_scale = view.log_scale;
   params.range_low = view.log_scale ? log10Floor(range.low) : range.low;
   params.range_high = view.log_scale ? log10Floor(range.high) : range.high;
@@ -79,10 +79,10 @@ HeatmapHit drawHeatmap(AppState& state, const char* id, const HeatmapView& view,
 
   const float cell_w = size.x / static_cast<float>(view.cols);
   const float cell_h = size.y / static_cast<float>(view.rows);
-  if (view.crosshair && state.hover.valid() && state.hover.row < view.rows &&
-      state.hover.col < view.cols) {
-    const float x0 = min.x + cell_w * static_cast<float>(state.hover.col);
-    const float y0 = min.y + cell_h * static_cast<float>(state.hover.row);
+  if (view.crosshair && state.view.hover.valid() && state.view.hover.row < view.rows &&
+      state.view.hover.col < view.cols) {
+    const float x0 = min.x + cell_w * static_cast<float>(state.view.hover.col);
+    const float y0 = min.y + cell_h * static_cast<float>(state.view.hover.row);
     const ImU32 line = IM_COL32(255, 255, 255, 150);
     list->AddRect(ImVec2(min.x, y0), ImVec2(max.x, y0 + cell_h), line);
     list->AddRect(ImVec2(x0, min.y), ImVec2(x0 + cell_w, max.y), line);
@@ -111,7 +111,7 @@ void drawColorBar(AppState& state, Colormap map, ValueRange range, bool log_scal
   ImGui::Dummy(size);
   ImDrawList* list = ImGui::GetWindowDrawList();
   const auto lut = reinterpret_cast<ImTextureID>(
-      static_cast<intptr_t>(state.gl.colormap_luts[static_cast<int>(map)]));
+      static_cast<intptr_t>(state.gpu.gl.colormap_luts[static_cast<int>(map)]));
   // Top of the bar is the high end: u = 1 at the top, 0 at the bottom.
   list->AddImageQuad(lut, min, ImVec2(max.x, min.y), max, ImVec2(min.x, max.y), ImVec2(1, 0.5f),
                      ImVec2(1, 0.5f), ImVec2(0, 0.5f), ImVec2(0, 0.5f));

@@ -10,13 +10,13 @@
 namespace attnscope {
 
 void drawHelpOverlay(AppState& state) {
-  if (!state.show_help) return;
+  if (!state.ui.show_help) return;
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(ImVec2(viewport->WorkPos.x + viewport->WorkSize.x * 0.5f,
                                  viewport->WorkPos.y + viewport->WorkSize.y * 0.5f),
                           ImGuiCond_Always, ImVec2(0.5f, 0.5f));
   ImGui::SetNextWindowBgAlpha(0.95f);
-  if (ImGui::Begin("Keyboard shortcuts", &state.show_help,
+  if (ImGui::Begin("Keyboard shortcuts", &state.ui.show_help,
                    ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoMove)) {
     const char* rows[][2] = {
         {"Left / Right", "focus the previous / next head"},
@@ -52,54 +52,53 @@ void drawHelpOverlay(AppState& state) {
 }
 
 void drawOpenBundleModal(AppState& state) {
-  if (state.open_bundle_requested) {
+  if (state.ui.open_bundle_requested) {
     ImGui::OpenPopup("Open bundle");
-    state.open_bundle_requested = false;
-    state.bundle_error.clear();
-    if (state.bundle_path_input.empty()) state.bundle_path_input = state.settings.bundle_path;
+    state.ui.open_bundle_requested = false;
+    state.ui.bundle_error.clear();
+    if (state.ui.bundle_path_input.empty()) state.ui.bundle_path_input = state.settings.bundle_path;
   }
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(ImVec2(viewport->WorkPos.x + viewport->WorkSize.x * 0.5f,
                                  viewport->WorkPos.y + viewport->WorkSize.y * 0.4f),
                           ImGuiCond_Always, ImVec2(0.5f, 0.5f));
   ImGui::SetNextWindowSize(ImVec2(560, 0));
-  state.bundle_modal_open = false;
+  state.ui.bundle_modal_open = false;
   if (ImGui::BeginPopupModal("Open bundle", nullptr, ImGuiWindowFlags_NoResize)) {
-    state.bundle_modal_open = true;
+    state.ui.bundle_modal_open = true;
     ImGui::TextWrapped("A bundle is a directory with query.npy (and optionally key.npy, value.npy, "
                        "w_q.npy ... w_o.npy, masks, tokens, bundle.json).");
     if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
     ImGui::SetNextItemWidth(-1);
-    const bool submitted = ImGui::InputTextWithHint("##bundle_path", "/path/to/bundle", &state.bundle_path_input,
+    const bool submitted = ImGui::InputTextWithHint("##bundle_path", "/path/to/bundle", &state.ui.bundle_path_input,
                                                     ImGuiInputTextFlags_EnterReturnsTrue);
-    if (!state.bundle_error.empty()) errorText(state.bundle_error);
+    if (!state.ui.bundle_error.empty()) errorText(state.ui.bundle_error);
     if (ImGui::Button("Open", ImVec2(120, 0)) || submitted) {
       try {
-        if (!std::filesystem::is_directory(state.bundle_path_input)) {
-          throw InputError("bundle: " + state.bundle_path_input + " is not a directory");
+        if (!std::filesystem::is_directory(state.ui.bundle_path_input)) {
+          throw InputError("bundle: " + state.ui.bundle_path_input + " is not a directory");
         }
-        loadBundle(state.bundle_path_input, state.settings.modelDim(), state.settings.seed);
+        loadBundle(state.ui.bundle_path_input, state.settings.modelDim(), state.settings.seed);
         state.settings.source = InputSource::Bundle;
-        state.settings.bundle_path = state.bundle_path_input;
-        state.settings.batch_item = 0;
-        state.settings.focused_head = 0;
+        state.settings.bundle_path = state.ui.bundle_path_input;
+        setFocus(state, ViewFocus{});  // a new bundle starts at its first map
         settingsEdited(state);
         ImGui::CloseCurrentPopup();
       } catch (const InputError& e) {
-        state.bundle_error = e.what();
+        state.ui.bundle_error = e.what();
       }
     }
     ImGui::SameLine();
-    if (ImGui::Button("Cancel", ImVec2(120, 0)) || state.close_modal_requested) ImGui::CloseCurrentPopup();
+    if (ImGui::Button("Cancel", ImVec2(120, 0)) || state.ui.close_modal_requested) ImGui::CloseCurrentPopup();
     const ImVec2 pos = ImGui::GetWindowPos(), size = ImGui::GetWindowSize();
     recordLayoutRect(state, "bundle_modal", pos.x, pos.y, size.x, size.y);
     ImGui::EndPopup();
   }
-  if (state.bundle_modal_open != state.modal_was_open) {
-    state.modal_was_open = state.bundle_modal_open;
+  if (state.ui.bundle_modal_open != state.ui.modal_was_open) {
+    state.ui.modal_was_open = state.ui.bundle_modal_open;
     markStateChanged(state);
   }
-  state.close_modal_requested = false;
+  state.ui.close_modal_requested = false;
 }
 
 }  // namespace attnscope

@@ -12,8 +12,8 @@ namespace attnscope {
 
 void drawMaskPanel(AppState& state) {
   if (beginPanelWindow(state, "Mask", Panel::Mask)) {
-    const AttentionTrace* t = state.trace.get();
-    const TraceTextures& tex = state.textures;
+    const AttentionTrace* t = state.compute.trace.get();
+    const TraceTextures& tex = state.gpu.textures;
     if (!t || !tex.mask) {
       ImGui::TextDisabled("no attention computed yet");
       ImGui::End();
@@ -25,7 +25,7 @@ void drawMaskPanel(AppState& state) {
     const float button_w = ImGui::CalcTextSize("Export").x + 2 * ImGui::GetStyle().FramePadding.x;
     ImGui::SameLine(std::max(ImGui::GetCursorPosX(), ImGui::GetWindowContentRegionMax().x - button_w));
     if (ImGui::SmallButton("Export##mask")) {
-      state.export_view = ExportView::Mask;
+      state.exports.selected = ExportView::Mask;
       requestFigureExport(state, "mask");
     }
     recordLayout(state, "export_mask_button");
@@ -55,17 +55,17 @@ void drawMaskPanel(AppState& state) {
     view.cols = t->S;
     view.colormap = state.settings.prob_colormap;
     view.range = ValueRange{0.0f, 1.6f};  // allowed (1) in a calm mid-map colour
-    view.outlined = state.export_view == ExportView::Mask;  // Ctrl+S exports the mask
+    view.outlined = state.exports.selected == ExportView::Mask;  // Ctrl+S exports the mask
     ImGui::SetCursorScreenPos(ImVec2(origin.x + 2, origin.y + 2));
     const HeatmapHit hit = drawHeatmap(state, "##mask", view, ImVec2(big_w, big_h));
     recordLayout(state, "mask_combined");
     view.outlined = false;
-    if (hit.clicked && state.export_view != ExportView::Mask) {
-      state.export_view = ExportView::Mask;
+    if (hit.clicked && state.exports.selected != ExportView::Mask) {
+      state.exports.selected = ExportView::Mask;
       markStateChanged(state);
     }
     if (hit.hovered) {
-      state.hover_next = {hit.row, hit.col};
+      state.view.hover_next = {hit.row, hit.col};
       const bool allowed = t->mask.allowed.data[(tex.batch_item * t->L + hit.row) * t->S + hit.col];
       ImGui::SetTooltip("query %lld may %sattend key %lld", static_cast<long long>(hit.row),
                         allowed ? "" : "NOT ", static_cast<long long>(hit.col));

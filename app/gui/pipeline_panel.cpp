@@ -160,14 +160,14 @@ void drawMistake(const AttentionTrace& t) {
 
 void drawConstraints(AppState& state) {
   sectionHeader("Constraints");
-  const InputFacts& f = state.facts;
+  const InputFacts& f = state.compute.facts;
   constraintLine("D_Q = D_K", f.known, f.D_q == f.D_k,
                  f.known ? "(" + std::to_string(f.D_q) + ", " + std::to_string(f.D_k) + ")" : "");
   constraintLine("L_K = L_V", f.known, f.S_key == f.S_value,
                  f.known ? "(" + std::to_string(f.S_key) + ", " + std::to_string(f.S_value) + ")" : "");
   // A D the user typed in the control panel is checked before any job is posted.
-  const bool typed_bad = !state.control_error.empty();
-  const int64_t D = typed_bad ? state.typed_model_dim : f.D_q;
+  const bool typed_bad = !state.drafts.control_error.empty();
+  const int64_t D = typed_bad ? state.drafts.typed_model_dim : f.D_q;
   const int64_t H = state.settings.heads;
   constraintLine("D % H == 0", typed_bad || f.known, !typed_bad && (H > 0 && f.D_q % H == 0),
                  (typed_bad || f.known) ? "D=" + std::to_string(D) + ", H=" + std::to_string(H) +
@@ -183,7 +183,7 @@ void drawPipelinePanel(AppState& state) {
       settingsEdited(state);
     }
     recordLayout(state, "folded_toggle");
-    if (const AttentionTrace* t = state.trace.get()) {
+    if (const AttentionTrace* t = state.compute.trace.get()) {
       ImGui::TextDisabled("B=%lld L=%lld S=%lld D=%lld H=%lld d=%lld", static_cast<long long>(t->B),
                           static_cast<long long>(t->L), static_cast<long long>(t->S), static_cast<long long>(t->D),
                           static_cast<long long>(t->H), static_cast<long long>(t->d));

@@ -26,25 +26,25 @@ double residentMiB() {
 void drawStatusBar(AppState& state) {
   if (beginPanelWindow(state, "##status", Panel::StatusBar,
                        ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoScrollbar)) {
-    if (state.busy) {  // a recompute has run for more than ~100 ms
+    if (state.compute.busy) {  // a recompute has run for more than ~100 ms
       drawSpinner(ImGui::GetTextLineHeight() / 2 + 1);
       recordLayout(state, "spinner");
       ImGui::SameLine();
       ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.3f, 1.0f), "computing... %.1f s",
-                         std::chrono::duration<double>(std::chrono::steady_clock::now() - state.posted_at).count());
+                         std::chrono::duration<double>(std::chrono::steady_clock::now() - state.compute.posted_at).count());
       ImGui::SameLine();
     }
-    if (const AttentionTrace* t = state.trace.get()) {
+    if (const AttentionTrace* t = state.compute.trace.get()) {
       ImGui::Text("B=%lld  L=%lld  S=%lld  D=%lld  H=%lld  d=%lld   |   recompute %.1f ms   |   memory %.0f MiB",
                   static_cast<long long>(t->B), static_cast<long long>(t->L), static_cast<long long>(t->S),
                   static_cast<long long>(t->D), static_cast<long long>(t->H), static_cast<long long>(t->d),
-                  state.compute_ms, residentMiB());
+                  state.compute.compute_ms, residentMiB());
     } else {
       ImGui::Text("no result   |   memory %.0f MiB", residentMiB());
     }
-    if (!state.notice.empty()) {
+    if (!state.ui.notice.empty()) {
       ImGui::SameLine();
-      ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.3f, 1.0f), "   %s", state.notice.c_str());
+      ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.3f, 1.0f), "   %s", state.ui.notice.c_str());
     }
     ImGui::SameLine(ImGui::GetWindowWidth() - 150);
     ImGui::TextDisabled("F1: shortcuts");

@@ -10,9 +10,9 @@
 namespace attnscope {
 
 void drawToast(AppState& state) {
-  const bool running = exportBusy(state);
-  if (!running && !state.toast) return;
-  const bool error = !running && state.toast->error;
+  const bool running = exportBusy(state.exports);
+  if (!running && !state.exports.toast) return;
+  const bool error = !running && state.exports.toast->error;
   const PanelRect status = panelRect(state, Panel::StatusBar);
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(ImVec2(viewport->WorkPos.x + viewport->WorkSize.x - 14, status.pos.y - 14),
@@ -29,13 +29,13 @@ void drawToast(AppState& state) {
     if (running) {
       drawSpinner(ImGui::GetTextLineHeight() / 2 + 1);
       ImGui::SameLine();
-      const std::string& kind = state.export_running.valid() ? state.export_running_kind : state.export_queue.front().kind;
+      const std::string& kind = state.exports.running.valid() ? state.exports.running_kind : state.exports.queue.front().kind;
       ImGui::Text("exporting %s%s...", kind.c_str(),
-                  state.export_running.valid() ? "" : " (waiting for the recompute)");
+                  state.exports.running.valid() ? "" : " (waiting for the recompute)");
     } else {
       ImGui::PushStyleColor(ImGuiCol_Text, error ? ImVec4(1.0f, 0.92f, 0.92f, 1.0f) : ImVec4(0.85f, 1.0f, 0.88f, 1.0f));
       ImGui::PushTextWrapPos(viewport->WorkSize.x * 0.6f - 28);
-      ImGui::TextUnformatted(state.toast->text.c_str());
+      ImGui::TextUnformatted(state.exports.toast->text.c_str());
       ImGui::PopTextWrapPos();
       ImGui::PopStyleColor();
     }

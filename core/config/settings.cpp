@@ -20,15 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-const char* sourceName(InputSource s) {
-  switch (s) {
-    case InputSource::Text: return "text";
-    case InputSource::Synthetic: return "synthetic";
-    case InputSource::Bundle: return "bundle";
-  }
-  return "text";
-}
-
 const char* scaleName(ScaleChoice s) {
   switch (s) {
     case ScaleChoice::InvSqrtD: return "inv_sqrt_d";
@@ -168,9 +159,18 @@ std::vector<int64_t> resolveValidLens(const std::vector<int64_t>& requested, con
 
 }  // namespace
 
-json settingsToJson(const Settings& s) {
+const char* inputSourceName(InputSource s) {
+  switch (s) {
+    case InputSource::Text: return "text";
+    case InputSource::Synthetic: return "synthetic";
+    case InputSource::Bundle: return "bundle";
+  }
+  return "text";
+}
+
+json settingsToJson(const Settings& s, const ViewFocus& focus) {
   return json{
-      {"source", sourceName(s.source)},
+      {"source", inputSourceName(s.source)},
       {"text", s.text},
       {"cross_attention", s.cross_attention},
       {"key_text", s.key_text},
@@ -191,8 +191,9 @@ json settingsToJson(const Settings& s) {
       {"dropout", s.dropout},
       {"train", s.train},
       {"mistake", mistakeName(s.mistake)},
-      {"batch_item", s.batch_item},
-      {"focused_head", s.focused_head},
+      {"batch_item", focus.batch_item},
+      {"focused_layer", focus.layer},
+      {"focused_head", focus.head},
       {"prob_colormap", colormapName(s.prob_colormap)},
       {"log_scale", s.log_scale},
       {"folded_layout", s.folded_layout},
@@ -262,8 +263,6 @@ Settings settingsFromJson(const json& j) {
       Reader::fail("mistake", std::string("is invalid: ") + e.what());
     }
   });
-  r.integer("batch_item", s.batch_item, 0, 4095);
-  r.integer("focused_head", s.focused_head, 0, 4095);
   r.with("prob_colormap", [&](const json& v) {
     if (!v.is_string()) Reader::fail("prob_colormap", "must be a colormap name");
     try {
@@ -290,7 +289,17 @@ Settings settingsFromJson(const json& j) {
   return s;
 }
 
-Settings loadSettingsFile(const std::string& path) {
+ViewFocus viewFocusFromJson(const json& j) {
+  if (!j.is_object()) throw InputError("settings: expected a JSON object at the top level");
+  ViewFocus focus;
+  const Reader r(j);
+  r.integer("batch_item", focus.batch_item, 0, 4095);
+  r.integer("focused_layer", focus.layer, 0, 4095);
+  r.integer("focused_head", focus.head, 0, 4095);
+  return focus;
+}
+
+Settings loadSettingsFile(const std::string& path, ViewFocus* focus) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("settings file " + path + ": cannot open (" + std::strerror(errno) + ")");
   std::ostringstream buffer;
@@ -302,19 +311,21 @@ Settings loadSettingsFile(const std::string& path) {
     throw InputError("settings file " + path + ": invalid JSON at byte " + std::to_string(e.byte));
   }
   try {
-    return settingsFromJson(j);
+    Settings settings = settingsFromJson(j);
+    if (focus) *focus = viewFocusFromJson(j);
+    return settings;
   } catch (const InputError& e) {
     throw InputError("settings file " + path + ": " + e.what());
   }
 }
 
-void saveSettingsFile(const Settings& settings, const std::string& path) {
+void saveSettingsFile(const Settings& settings, const std::string& path, const ViewFocus& focus) {
   // Write a temporary file beside the target, then rename: readers never see half a file.
   const std::string tmp = path + ".tmp" + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw InputError("settings file " + path + ": cannot write (" + std::strerror(errno) + ")");
-    out << settingsToJson(settings).dump(2) << "\n";
+    out << settingsToJson(settings, focus).dump(2) << "\n";
     out.flush();
     if (!out) {
       std::remove(tmp.c_str());

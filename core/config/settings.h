@@ -19,6 +19,8 @@ enum class InputSource {
   Bundle,     // a tensor bundle directory of .npy files
 };
 
+const char* inputSourceName(InputSource source);  // "text", "synthetic", "bundle" (JSON "source")
+
 enum class ScaleChoice { InvSqrtD, None, Temperature };
 
 struct Settings {
@@ -49,9 +51,7 @@ struct Settings {
   bool train = false;
   Mistake mistake = Mistake::None;                // mistakes lab (JSON "mistake": mistakeName)
 
-  // view
-  int64_t batch_item = 0;
-  int64_t focused_head = 0;
+  // view preferences (which map is focused is a ViewFocus, not a setting)
   Colormap prob_colormap = Colormap::Viridis;
   bool log_scale = false;
   bool folded_layout = false;
@@ -64,14 +64,28 @@ struct Settings {
   int64_t modelDim() const { return heads * head_dim; }
 };
 
+// Which map the views show. Not a setting: the app owns it (clamped to each result, never
+// written back into Settings), but it is saved in the settings JSON beside the settings
+// ("focused_layer", "focused_head", "batch_item") so that an export's JSON reopens the
+// exported map and older settings files keep loading.
+struct ViewFocus {
+  int64_t layer = 0;
+  int64_t head = 0;
+  int64_t batch_item = 0;
+  bool operator==(const ViewFocus& o) const { return layer == o.layer && head == o.head && batch_item == o.batch_item; }
+  bool operator!=(const ViewFocus& o) const { return !(*this == o); }
+};
+
 // Every figure format the exporter writes, in the order the app lists them.
 std::vector<std::string> exportFormatNames();  // {"png", "svg", "pdf", "npy", "csv"}
 
-nlohmann::json settingsToJson(const Settings& settings);
+nlohmann::json settingsToJson(const Settings& settings, const ViewFocus& focus = {});
 // Unknown keys are ignored; wrong types or values throw InputError naming the key.
 Settings settingsFromJson(const nlohmann::json& json);
-Settings loadSettingsFile(const std::string& path);      // InputError on a bad file
-void saveSettingsFile(const Settings& settings, const std::string& path);  // atomic
+ViewFocus viewFocusFromJson(const nlohmann::json& json);  // the same rules
+// InputError on a bad file; the focus saved in it goes to *focus when given.
+Settings loadSettingsFile(const std::string& path, ViewFocus* focus = nullptr);
+void saveSettingsFile(const Settings& settings, const std::string& path, const ViewFocus& focus = {});  // atomic
 
 // Temperature scale = 1 / (T sqrt(d)) with d = model_dim / heads. The one-argument form
 // uses settings.modelDim(); pass the real D for bundles (D comes from their weights).

@@ -8,33 +8,46 @@
 namespace attnscope {
 namespace {
 #include "colormap_tables.inc"
+
+// The one registry: a colour map is one row here.
+struct ColormapRow {
+  Colormap map;
+  const char* name;
+  const RgbTable* table;
+};
+constexpr ColormapRow kColormapRows[kColormapCount] = {
+    {Colormap::Viridis, "viridis", &kViridisTable},
+    {Colormap::Cividis, "cividis", &kCividisTable},
+    {Colormap::Magma, "magma", &kMagmaTable},
+    {Colormap::Diverging, "diverging", &kDivergingTable},
+};
+
+const ColormapRow& rowOf(Colormap map) {
+  for (const ColormapRow& row : kColormapRows)
+    if (row.map == map) return row;
+  return kColormapRows[0];
+}
+
 }  // namespace
 
-const RgbTable& colormapTable(Colormap map) {
-  switch (map) {
-    case Colormap::Viridis: return kViridisTable;
-    case Colormap::Cividis: return kCividisTable;
-    case Colormap::Magma: return kMagmaTable;
-    case Colormap::Diverging: return kDivergingTable;
-  }
-  return kViridisTable;
+std::vector<Colormap> allColormaps() {
+  std::vector<Colormap> all;
+  for (const ColormapRow& row : kColormapRows) all.push_back(row.map);
+  return all;
 }
 
-const char* colormapName(Colormap map) {
-  switch (map) {
-    case Colormap::Viridis: return "viridis";
-    case Colormap::Cividis: return "cividis";
-    case Colormap::Magma: return "magma";
-    case Colormap::Diverging: return "diverging";
-  }
-  return "viridis";
-}
+const RgbTable& colormapTable(Colormap map) { return *rowOf(map).table; }
+
+const char* colormapName(Colormap map) { return rowOf(map).name; }
 
 Colormap colormapFromName(const std::string& name) {
-  for (Colormap map : {Colormap::Viridis, Colormap::Cividis, Colormap::Magma, Colormap::Diverging}) {
-    if (name == colormapName(map)) return map;
+  std::string choices;
+  for (const ColormapRow& row : kColormapRows) {
+    if (name == row.name) return row.map;
+    choices += choices.empty() ? "" : &row == &kColormapRows[kColormapCount - 1] ? " or " : ", ";
+    choices += row.name;
   }
-  throw InputError("unknown colormap '" + name + "' (use viridis, cividis, magma or diverging)");
+  throw InputError("unknown colormap '" + name + "' (use " + choices + ")");
 }
 
 int colormapIndex(float value, float low, float high) {

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace attnscope {
 
@@ -13,6 +14,10 @@ enum class Colormap { Viridis, Cividis, Magma, Diverging };
 using Rgb = std::array<uint8_t, 3>;
 using RgbTable = std::array<Rgb, 256>;
 
+inline constexpr int kColormapCount = 4;
+
+// Every colour map, in enum order (the app's combo lists them all).
+std::vector<Colormap> allColormaps();
 const RgbTable& colormapTable(Colormap map);
 const char* colormapName(Colormap map);            // "viridis", ...
 Colormap colormapFromName(const std::string& name);  // throws InputError

@@ -39,8 +39,6 @@ Settings unusualSettings() {
   s.temperature = 0.25f;
   s.dropout = 0.125f;
   s.train = true;
-  s.batch_item = 2;
-  s.focused_head = 5;
   s.prob_colormap = Colormap::Magma;
   s.log_scale = true;
   s.folded_layout = true;
@@ -72,6 +70,22 @@ TEST(SettingsJson, RoundTrip) {
   EXPECT_EQ(settingsToJson(s)["mask"], "causal-br+window:2+segments:3,4+padding");
   EXPECT_EQ(settingsToJson(s)["fill"], "1e9");
   EXPECT_EQ(settingsToJson(s)["prob_colormap"], "magma");
+}
+
+// The focused map is not a setting but lives in the same JSON under the keys older
+// files already have (batch_item, focused_head) plus focused_layer.
+TEST(SettingsJson, ViewFocusRoundTripsBesideTheSettings) {
+  const ViewFocus focus{2, 5, 3};
+  const json j = settingsToJson(unusualSettings(), focus);
+  EXPECT_EQ(j["focused_layer"], 2);
+  EXPECT_EQ(j["focused_head"], 5);
+  EXPECT_EQ(j["batch_item"], 3);
+  EXPECT_EQ(viewFocusFromJson(j), focus);
+  expectSame(settingsFromJson(j), unusualSettings());
+  EXPECT_EQ(viewFocusFromJson(json{{"focused_head", 1}, {"batch_item", 2}}), (ViewFocus{0, 1, 2}));  // older file
+  EXPECT_EQ(viewFocusFromJson(json::object()), ViewFocus{});
+  EXPECT_THROW(viewFocusFromJson(json{{"focused_head", -1}}), InputError);
+  EXPECT_THROW(viewFocusFromJson(json{{"focused_layer", "x"}}), InputError);
 }
 
 TEST(SettingsJson, MissingAndUnknownKeys) {
@@ -139,8 +153,10 @@ class SettingsFile : public ::testing::Test {
 
 TEST_F(SettingsFile, SaveLoadRoundTripLeavesNoTemporaryFile) {
   const std::string path = (dir_ / "settings.json").string();
-  saveSettingsFile(unusualSettings(), path);
-  expectSame(loadSettingsFile(path), unusualSettings());
+  saveSettingsFile(unusualSettings(), path, ViewFocus{1, 4, 2});
+  ViewFocus focus;
+  expectSame(loadSettingsFile(path, &focus), unusualSettings());
+  EXPECT_EQ(focus, (ViewFocus{1, 4, 2}));
   saveSettingsFile(Settings(), path);  // overwrite in place
   expectSame(loadSettingsFile(path), Settings());
   int files = 0;

@@ -84,9 +84,9 @@ TEST(FigureExport, WritesEveryFormatAndTheSettingsJsonWithDescriptiveNames) {
   for (int64_t k = 0; k < 4 * 81; ++k) EXPECT_EQ(grid.values[k], trace.probs.data[k]);
 
   // The JSON reproduces the view: focused head 3, batch item 0, same mask and colormap.
-  const Settings saved = settingsFromJson(nlohmann::json::parse(readFile(written[5])));
-  EXPECT_EQ(saved.focused_head, 3);
-  EXPECT_EQ(saved.batch_item, 0);
+  const nlohmann::json saved_json = nlohmann::json::parse(readFile(written[5]));
+  const Settings saved = settingsFromJson(saved_json);
+  EXPECT_EQ(viewFocusFromJson(saved_json), (ViewFocus{0, 3, 0}));
   EXPECT_EQ(saved.mask, MaskSpec::parse("causal"));
   EXPECT_EQ(saved.prob_colormap, Colormap::Viridis);
 }
@@ -131,15 +131,16 @@ TEST(FigureExport, SameSettingsGiveByteIdenticalFiles) {
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(readFile(a[i]), readFile(b[i])) << a[i];
 }
 
-TEST(FigureExport, DefaultsComeFromTheSettings) {
+TEST(FigureExport, DefaultsComeFromTheSettingsAndFocus) {
   const AttentionTrace trace = causalTrace(2, 3, 4, 4);
   Settings settings = causalSettings();
-  settings.focused_head = 2;
-  settings.batch_item = 1;
+  ExportRequest request;
+  request.focus.head = 2;
+  request.focus.batch_item = 1;
   settings.prob_colormap = Colormap::Cividis;
   settings.cell_px = 7;
   settings.export_dir = freshDir("defaults") + "/made/on/demand";
-  const std::vector<std::string> written = exportFigures(settings, trace, ExportRequest{});
+  const std::vector<std::string> written = exportFigures(settings, trace, request);
   EXPECT_EQ(fileNames(written),
             (std::vector<std::string>{"probs_head2_b1_causal_L4xS4.png", "probs_head2_b1_causal_L4xS4.json"}));
   EXPECT_EQ(fs::path(written[0]).parent_path(), fs::path(settings.export_dir));

@@ -1,0 +1,25 @@
+// The app's command line: attnscope [gui] [BUNDLE] [--settings FILE] [--frames N]
+// [--screenshot PATH] [--state-log PATH] [--size WxH] [--check-gl].
+#pragma once
+
+#include <string>
+
+namespace attnscope {
+
+struct AppOptions {
+  std::string bundle;
+  std::string settings_file;
+  std::string screenshot;
+  std::string state_log;
+  int frames = -1;  // -1: run until the user quits
+  int width = 1440, height = 900;
+  bool check_gl = false;
+  bool help = false;
+};
+
+// Returns "" on success, else the one-line error (print it with appUsage(), exit 2).
+std::string parseAppOptions(int argc, char** argv, AppOptions& options);
+const char* appUsage();
+const char* appHelp();
+
+}  // namespace attnscope

@@ -1,0 +1,117 @@
+#include "gui/app_window.h"
+
+#include <glad/gl.h>
+// glad before GLFW: GLFW must not pull in the system GL header first.
+#include <GLFW/glfw3.h>
+#include <backends/imgui_impl_glfw.h>
+#include <backends/imgui_impl_opengl3.h>
+#include <imgui.h>
+
+#include <cstdio>
+#include <filesystem>
+
+namespace attnscope {
+namespace {
+
+constexpr const char* kCjkFont = "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc";
+constexpr ImWchar kGreekGlyphs[] = {0x0370, 0x03FF, 0};  // must outlive the font atlas
+
+void loadFonts() {
+  ImGuiIO& io = ImGui::GetIO();
+  io.Fonts->AddFontDefault();
+  if (!std::filesystem::exists(kCjkFont)) {
+    std::fprintf(stderr, "attnscope: CJK font %s not found; Chinese text will show as '?'\n", kCjkFont);
+    return;
+  }
+  ImFontConfig config;
+  config.MergeMode = true;
+  config.FontNo = 0;
+  config.GlyphMinAdvanceX = 13.0f;
+  io.Fonts->AddFontFromFileTTF(kCjkFont, 14.0f, &config, io.Fonts->GetGlyphRangesChineseSimplifiedCommon());
+  ImFontConfig greek;  // proportional, unlike the CJK glyphs' minimum advance
+  greek.MergeMode = true;
+  io.Fonts->AddFontFromFileTTF(kCjkFont, 14.0f, &greek, kGreekGlyphs);  // the mistakes lab's "Δp"
+}
+
+void applyStyle() {
+  ImGui::StyleColorsDark();
+  ImGuiStyle& style = ImGui::GetStyle();
+  style.WindowRounding = 0.0f;
+  style.FrameRounding = 3.0f;
+  style.GrabRounding = 3.0f;
+  style.WindowBorderSize = 1.0f;
+  style.ItemSpacing = ImVec2(8, 5);
+  style.WindowPadding = ImVec2(10, 8);
+  style.Colors[ImGuiCol_WindowBg] = ImVec4(0.10f, 0.105f, 0.12f, 1.0f);
+  style.Colors[ImGuiCol_TitleBg] = ImVec4(0.14f, 0.16f, 0.20f, 1.0f);
+  style.Colors[ImGuiCol_TitleBgActive] = ImVec4(0.16f, 0.22f, 0.32f, 1.0f);
+}
+
+// Queued by GLFW; ImGui's own callback runs after it (it chains the one installed first).
+void onKey(GLFWwindow* window, int key, int, int action, int mods) {
+  auto* state = static_cast<AppState*>(glfwGetWindowUserPointer(window));
+  if (action != GLFW_RELEASE) state->ui.key_presses.push_back({key, mods});
+}
+
+std::string glfwFailure(const char* fallback) {
+  const char* why = nullptr;
+  glfwGetError(&why);
+  return std::string("cannot open a window (no display?): ") + (why ? why : fallback);
+}
+
+}  // namespace
+
+GLFWwindow* openAppWindow(const AppOptions& options, AppState& state, std::string& error) {
+  glfwSetErrorCallback(nullptr);
+  if (!glfwInit()) {
+    error = glfwFailure("glfwInit failed");
+    return nullptr;
+  }
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+  glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
+  GLFWwindow* window =
+      glfwCreateWindow(options.width, options.height, state.ui.window_title.c_str(), nullptr, nullptr);
+  if (!window) {
+    error = glfwFailure("glfwCreateWindow failed");
+    glfwTerminate();
+    return nullptr;
+  }
+  glfwMakeContextCurrent(window);
+  glfwSwapInterval(options.frames > 0 ? 0 : 1);
+  if (!gladLoadGL(glfwGetProcAddress)) {
+    error = "cannot load OpenGL 3.3 functions";
+    glfwDestroyWindow(window);
+    glfwTerminate();
+    return nullptr;
+  }
+
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  ImGuiIO& io = ImGui::GetIO();
+  io.IniFilename = state.persist.ini_path.empty() ? nullptr : state.persist.ini_path.c_str();
+  loadFonts();
+  applyStyle();
+  glfwSetWindowUserPointer(window, &state);
+  glfwSetKeyCallback(window, onKey);  // before ImGui's init, which chains to it
+  ImGui_ImplGlfw_InitForOpenGL(window, true);
+  ImGui_ImplOpenGL3_Init("#version 330 core");
+  error = createGlResources(state.gpu.gl);
+  if (!error.empty()) {
+    closeAppWindow(window, state);
+    return nullptr;
+  }
+  return window;
+}
+
+void closeAppWindow(GLFWwindow* window, AppState& state) {
+  destroyGpuState(state.gpu);
+  ImGui_ImplOpenGL3_Shutdown();
+  ImGui_ImplGlfw_Shutdown();
+  ImGui::DestroyContext();
+  glfwDestroyWindow(window);
+  glfwTerminate();
+}
+
+}  // namespace attnscope

@@ -1,0 +1,48 @@
+#include "gui/compute_sync.h"
+
+#include <chrono>
+#include <utility>
+
+namespace attnscope {
+namespace {
+
+constexpr auto kSpinnerDelay = std::chrono::milliseconds(100);
+
+}  // namespace
+
+void receiveResult(AppState& state) {
+  ComputeState& c = state.compute;
+  std::optional<ComputeResult> result = c.worker->poll();
+  if (!result) return;
+  c.trace_generation = result->generation;
+  c.error = result->error;
+  c.facts = result->facts;
+  c.correct_trace = result->correct_trace;
+  c.prob_diff_max = std::move(result->prob_diff_max);
+  if (result->trace) {
+    c.trace = result->trace;
+    c.compute_ms = result->milliseconds;
+  }
+  setFocus(state, state.view.focus);  // fewer heads or batch items than before: clamp
+  markStateChanged(state);
+}
+
+void postIfSettingsChanged(AppState& state) {
+  ComputeState& c = state.compute;
+  if (!state.drafts.control_error.empty()) return;
+  if (c.posted_generation != 0 && !computeSettingsDiffer(state.settings, c.posted_settings)) return;
+  c.posted_settings = state.settings;
+  c.posted_generation = c.worker->post(state.settings);
+  c.posted_at = std::chrono::steady_clock::now();
+  markStateChanged(state);
+}
+
+void updateBusy(AppState& state) {
+  ComputeState& c = state.compute;
+  const bool busy = c.pending() && std::chrono::steady_clock::now() - c.posted_at > kSpinnerDelay;
+  if (busy == c.busy) return;
+  c.busy = busy;
+  markStateChanged(state);
+}
+
+}  // namespace attnscope

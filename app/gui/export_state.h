@@ -1,0 +1,53 @@
+// Export state (issue 4): which heatmap Ctrl+S exports, the queue of jobs, the one running
+// on its std::async thread, and the toast that reports it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <future>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "figure/figure.h"
+
+namespace attnscope {
+
+// The heatmap Ctrl+S exports: the one the user last clicked (probabilities by default).
+enum class ExportView { Probs, Scores, Mask };
+const char* exportViewName(ExportView view);  // "probs", "scores", "mask" (exportFigures names)
+
+// One export the user asked for: a figure of the selected view, the head grid, or the
+// window as it was on screen (pixels read right after that frame was rendered).
+struct ExportJob {
+  std::string kind;                // "probs", "scores", "mask", "grid" or "screenshot"
+  std::optional<RgbImage> window;  // screenshot pixels [height, width]
+};
+
+struct ExportOutcome {
+  std::string kind;
+  std::vector<std::string> paths;  // files written (figures, then the settings JSON)
+  std::string error;               // one line; "" on success (then no file was left behind)
+};
+
+// A message in the bottom-right corner for a few seconds.
+struct Toast {
+  std::string text;
+  bool error = false;
+  std::chrono::steady_clock::time_point until;
+};
+
+struct ExportState {
+  ExportView selected = ExportView::Probs;  // Ctrl+S exports this heatmap
+  std::deque<ExportJob> queue;              // waiting (figures wait for a current trace)
+  std::future<ExportOutcome> running;       // valid() while one runs
+  std::string running_kind;
+  std::chrono::steady_clock::time_point started;
+  std::optional<ExportOutcome> last;
+  int64_t count = 0;                        // finished exports (ok or failed)
+  bool screenshot_requested = false;        // read the window after this frame renders
+  std::optional<Toast> toast;
+};
+
+}  // namespace attnscope

@@ -1,0 +1,124 @@
+#include "gui/scripting.h"
+
+#include <glad/gl.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "gui/export_jobs.h"
+#include "tensor/npy.h"
+
+namespace attnscope {
+namespace {
+
+void writeStateLog(AppState& state, int width, int height) {
+  nlohmann::json line;
+  const Settings& s = state.settings;
+  const ComputeState& c = state.compute;
+  const ExportState& e = state.exports;
+  const TraceTextures& tex = state.gpu.textures;
+  const AttentionTrace* t = c.trace.get();
+  line["generation"] = c.trace_generation;
+  line["pending"] = c.pending();
+  line["error"] = c.error;
+  line["source"] = inputSourceName(s.source);
+  line["settings_heads"] = s.heads;
+  line["mask"] = s.mask.toString();
+  line["focused_layer"] = state.view.focus.layer;
+  line["focused_head"] = state.view.focus.head;
+  line["batch_item"] = tex.batch_item;
+  line["colormap"] = colormapName(s.prob_colormap);
+  line["log_scale"] = s.log_scale;
+  line["folded_layout"] = s.folded_layout;
+  line["mistake"] = mistakeName(s.mistake);
+  line["busy"] = c.busy;
+  line["item_active"] = state.ui.item_active;
+  line["help_open"] = state.ui.show_help;
+  line["modal_open"] = state.ui.bundle_modal_open;
+  line["selected_view"] = exportViewName(e.selected);
+  line["export_dir"] = exportFolder(s);
+  line["exporting"] = exportBusy(e);
+  line["export_count"] = e.count;
+  line["last_export"] = nullptr;
+  if (e.last) line["last_export"] = {{"kind", e.last->kind}, {"paths", e.last->paths}, {"error", e.last->error}};
+  line["toast"] = nullptr;
+  if (e.toast) line["toast"] = {{"text", e.toast->text}, {"error", e.toast->error}};
+  if (t) {
+    line["heads"] = t->H;
+    line["B"] = t->B;
+    line["L"] = t->L;
+    line["S"] = t->S;
+    line["D"] = t->D;
+    line["d"] = t->d;
+    line["allowed_cells"] = tex.allowed_cells;
+    line["fully_masked_rows"] = tex.fully_masked_rows;
+    line["components"] = nlohmann::json::array();
+    for (const MaskComponent& component : t->mask.components) line["components"].push_back(component.name);
+  }
+  line["correct_trace"] = c.correct_trace != nullptr;
+  line["diff_max"] = nullptr;  // focused head, batch item: max |buggy - correct| probability
+  if (const float diff = focusedDiffMax(state); diff >= 0.0f) line["diff_max"] = diff;
+  line["diff_summary"] = mistakeDiffSummary(state);
+  line["hover"] = {state.view.hover.row, state.view.hover.col};
+  line["window"] = {width, height};
+  nlohmann::json rects = nlohmann::json::object();
+  for (const auto& [name, r] : state.script.layout) rects[name] = {r.x, r.y, r.w, r.h};
+  line["rects"] = rects;
+  const std::string text = line.dump();
+  if (text == state.script.last_line) return;
+  state.script.last_line = text;
+  std::fprintf(state.script.state_log, "%s\n", text.c_str());
+  std::fflush(state.script.state_log);
+}
+
+}  // namespace
+
+std::string openStateLog(const std::string& path, AppState& state) {
+  if (path.empty()) return "";
+  state.script.state_log = std::fopen(path.c_str(), "a");
+  if (!state.script.state_log) return "--state-log " + path + ": cannot open (" + std::strerror(errno) + ")";
+  return "";
+}
+
+void writeStateLogIfPending(AppState& state, int width, int height) {
+  if (!state.script.state_log || !state.script.pending) return;
+  state.script.pending = false;
+  writeStateLog(state, width, height);
+}
+
+void closeStateLog(AppState& state, int width, int height) {
+  if (!state.script.state_log) return;
+  writeStateLog(state, width, height);
+  std::fclose(state.script.state_log);
+  state.script.state_log = nullptr;
+}
+
+RgbImage readWindowPixels(int width, int height) {
+  RgbImage image;
+  image.width = width;
+  image.height = height;
+  std::vector<Rgb> bottom_up(static_cast<size_t>(width) * height);
+  glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  glReadBuffer(GL_BACK);
+  glReadPixels(0, 0, width, height, GL_RGB, GL_UNSIGNED_BYTE, bottom_up.data());
+  image.pixels.resize(bottom_up.size());
+  for (int y = 0; y < height; ++y) {
+    std::copy_n(&bottom_up[static_cast<size_t>(height - 1 - y) * width], width,
+                &image.pixels[static_cast<size_t>(y) * width]);
+  }
+  return image;
+}
+
+bool writeScreenshot(const std::string& path, int width, int height) {
+  try {
+    writeFileAtomic(path, encodePng(readWindowPixels(width, height)));
+    return true;
+  } catch (const InputError&) {
+    return false;
+  }
+}
+
+}  // namespace attnscope

@@ -1,0 +1,55 @@
+#include "gui/shortcuts.h"
+
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+
+#include <vector>
+
+#include "gui/export_jobs.h"
+
+namespace attnscope {
+namespace {
+
+// Arrow keys: Left/Right step through the heads, Up/Down move one grid row.
+ViewFocus arrowTarget(const AppState& state, int key) {
+  ViewFocus focus = state.view.focus;
+  if (key == GLFW_KEY_LEFT) focus.head -= 1;
+  if (key == GLFW_KEY_RIGHT) focus.head += 1;
+  if (key == GLFW_KEY_UP) focus.head -= state.view.grid_columns;
+  if (key == GLFW_KEY_DOWN) focus.head += state.view.grid_columns;
+  return focus;
+}
+
+}  // namespace
+
+void handleShortcuts(AppState& state) {
+  UiState& ui = state.ui;
+  std::vector<UiState::KeyPress> presses;
+  presses.swap(ui.key_presses);
+  for (const UiState::KeyPress& press : presses) {
+    if (press.key != GLFW_KEY_ESCAPE) continue;  // Escape closes overlays, even from a text box
+    if (ui.show_help) ui.show_help = false;
+    else ui.close_modal_requested = true;
+    markStateChanged(state);
+  }
+  if (ImGui::GetIO().WantTextInput) return;  // typing in a text box
+  const bool popup_open = ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId);
+  for (const UiState::KeyPress& press : presses) {
+    const bool ctrl = (press.mods & GLFW_MOD_CONTROL) != 0;
+    const bool shift = (press.mods & GLFW_MOD_SHIFT) != 0, alt = (press.mods & GLFW_MOD_ALT) != 0;
+    if (press.key == GLFW_KEY_F1) {
+      ui.show_help = !ui.show_help;
+      markStateChanged(state);
+    }
+    if (ctrl && press.key == GLFW_KEY_Q) ui.quit_requested = true;
+    if (ctrl && press.key == GLFW_KEY_O) ui.open_bundle_requested = true;
+    if (ctrl && press.key == GLFW_KEY_S && !popup_open) {
+      if (alt) state.exports.screenshot_requested = true;  // read after this frame is rendered
+      else requestFigureExport(state, shift ? "grid" : "view");
+    }
+    if (!state.compute.trace || popup_open || ctrl) continue;
+    setFocus(state, arrowTarget(state, press.key));
+  }
+}
+
+}  // namespace attnscope
