@@ -20,11 +20,11 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "config/bundle.h"
 #include "cli/commands.h"
 #include "cli/run_command.h"
+#include "config/bundle.h"
+#include "config/run.h"
 #include "tensor/npy.h"
-#include "config/settings.h"
 
 namespace attnscope {
 namespace {
@@ -47,23 +47,6 @@ struct ComputeFlags {
   std::optional<std::string> valid_lens;
   std::optional<std::string> mistake;
 };
-
-// "inf", "-inf", "1e9", "-1e9" (the sign is implied: masked scores go down).
-std::optional<MaskFill> parseFill(const std::string& text) {
-  if (text == "inf" || text == "-inf") return MaskFill::NegInf;
-  if (text == "1e9" || text == "-1e9") return MaskFill::NegBillion;
-  return std::nullopt;
-}
-
-// "none" = no scaling, "default" = 1/sqrt(d), or a finite positive factor for Q K^T.
-std::optional<std::pair<ScaleMode, float>> parseScale(const std::string& text) {
-  if (text == "none") return std::make_pair(ScaleMode::None, 1.0f);
-  if (text == "default" || text == "sqrt") return std::make_pair(ScaleMode::InvSqrtD, 1.0f);
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !std::isfinite(value) || value <= 0.0) return std::nullopt;
-  return std::make_pair(ScaleMode::Custom, static_cast<float>(value));
-}
 
 std::vector<int64_t> parseValidLens(const std::string& text) {
   std::vector<int64_t> lens;
@@ -100,70 +83,25 @@ std::string formatNumber(double value) {
   return buf;
 }
 
-// Applies bundle.json's heads/mask/scale/fill/dropout/seed to the options. Wrong types
-// are bad input naming bundle.json and the key.
-void applyMeta(const nlohmann::json& meta, const std::string& json_path, AttentionOptions& options) {
-  auto bad = [&](const std::string& key, const std::string& why) {
-    throw InputError(json_path + ": \"" + key + "\" " + why);
-  };
-  if (meta.contains("heads")) {
-    if (!meta["heads"].is_number_integer() || meta["heads"].get<int64_t>() < 1 || meta["heads"].get<int64_t>() > kMaxHeads)
-      bad("heads", "must be an integer in 1.." + std::to_string(kMaxHeads));
-    options.heads = meta["heads"].get<int64_t>();
-  }
-  if (meta.contains("mask")) {
-    if (!meta["mask"].is_string()) bad("mask", "must be a string such as \"causal+padding\"");
-    try {
-      options.mask = MaskSpec::parse(meta["mask"].get<std::string>());
-    } catch (const InputError& e) {
-      bad("mask", "is invalid: " + maskProblem(e));
-    }
-  }
-  if (meta.contains("scale")) {
-    const auto& s = meta["scale"];
-    std::optional<std::pair<ScaleMode, float>> scale;
-    if (s.is_string()) scale = parseScale(s.get<std::string>());
-    else if (s.is_number() && std::isfinite(s.get<double>()) && s.get<double>() > 0)
-      scale = std::make_pair(ScaleMode::Custom, s.get<float>());
-    if (!scale) bad("scale", "must be \"none\", \"default\" or a positive number");
-    options.scale_mode = scale->first;
-    options.custom_scale = scale->second;
-  }
-  if (meta.contains("fill")) {
-    const auto& f = meta["fill"];
-    std::optional<MaskFill> fill;
-    if (f.is_string()) fill = parseFill(f.get<std::string>());
-    else if (f.is_number() && std::fabs(f.get<double>()) == 1e9) fill = MaskFill::NegBillion;
-    if (!fill) bad("fill", "must be \"inf\" or \"1e9\"");
-    options.fill = *fill;
-  }
-  if (meta.contains("dropout")) {
-    const auto& p = meta["dropout"];
-    if (!p.is_number() || p.get<double>() < 0 || p.get<double>() >= 1) bad("dropout", "must be a number in [0, 1)");
-    options.dropout = p.get<float>();
-    options.train = options.dropout > 0;
-  }
-  if (meta.contains("seed")) {
-    if (!meta["seed"].is_number_unsigned()) bad("seed", "must be a non-negative integer");
-    options.seed = meta["seed"].get<uint64_t>();
-  }
-}
-
-void applyFlags(const ComputeFlags& flags, AttentionOptions& options) {
-  if (flags.heads) options.heads = *flags.heads;
-  if (flags.mask) options.mask = parseMaskFlag(*flags.mask);
-  if (flags.fill) options.fill = *parseFill(*flags.fill);
+// Flags > bundle.json > defaults (H = 1 for a bundle, the demo's settings for --demo): the
+// same settings `attnscope export` and the app build, turned into a run by configureRun().
+Settings settingsFromFlags(const ComputeFlags& flags) {
+  Settings s = flags.demo ? Settings{} : settingsForBundle(bundleDefaults(), flags.bundle);
+  if (flags.heads) s.heads = *flags.heads;
+  if (flags.mask) s.mask = parseMaskFlag(*flags.mask);
+  if (flags.fill) s.fill = *maskFillFromName(*flags.fill);
   if (flags.scale) {
-    const auto scale = *parseScale(*flags.scale);
-    options.scale_mode = scale.first;
-    options.custom_scale = scale.second;
+    const ScaleSetting scale = *scaleFromText(*flags.scale);
+    s.scale = scale.choice;
+    s.scale_factor = scale.factor;
   }
   if (flags.dropout) {
-    options.dropout = *flags.dropout;
-    options.train = options.dropout > 0;
+    s.dropout = *flags.dropout;
+    s.train = s.dropout > 0;
   }
-  if (flags.seed) options.seed = *flags.seed;
-  if (flags.mistake) options.mistake = mistakeFromName(*flags.mistake);
+  if (flags.seed) s.seed = *flags.seed;
+  if (flags.mistake) s.mistake = mistakeFromName(*flags.mistake);
+  return s;
 }
 
 // Fails early (before the compute) when --out cannot become a writable directory.
@@ -310,39 +248,17 @@ void printSummary(const AttentionTrace& t, const AttentionOptions& options, cons
 }
 
 int compute(const ComputeFlags& flags) {
-  std::vector<std::string> notes;
-  AttentionInputs inputs;
-  AttentionOptions options;
-  std::string source;
+  const Settings settings = settingsFromFlags(flags);
+  Run run = configureRun(settings);
+  AttentionInputs& inputs = run.inputs;
+  AttentionOptions& options = run.options;
+  std::vector<std::string> notes = run.notes;
+  const std::string source = flags.demo ? "built-in demo (\"" + settings.text + "\")" : run.source;
   std::string heads_origin = "--heads";
+  if (!flags.heads && !flags.demo && readBundleMeta(flags.bundle).contains("heads"))
+    heads_origin = (fs::path(flags.bundle) / "bundle.json").string() + ": \"heads\"";
 
-  if (flags.demo) {
-    Settings settings;
-    if (flags.heads) settings.heads = *flags.heads;
-    if (flags.seed) settings.seed = *flags.seed;
-    inputs = buildInputs(settings);
-    options = attentionOptions(settings);
-    source = "built-in demo (\"" + settings.text + "\")";
-  } else {
-    const nlohmann::json meta = readBundleMeta(flags.bundle);
-    const std::string json_path = (fs::path(flags.bundle) / "bundle.json").string();
-    options.heads = 1;
-    applyMeta(meta, json_path, options);
-    if (!flags.heads && meta.contains("heads")) heads_origin = json_path + ": \"heads\"";
-    const int64_t heads = flags.heads ? *flags.heads : options.heads;
-    const uint64_t seed = flags.seed ? *flags.seed : options.seed;
-    const Settings defaults;  // no weights in the bundle: D = H * the default head size
-    Bundle bundle = loadBundle(flags.bundle, heads * defaults.head_dim, seed);
-    inputs = std::move(bundle.inputs);
-    source = "bundle " + flags.bundle;
-    if (!bundle.has_weights)
-      notes.push_back("no w_q/w_k/w_v/w_o.npy: seeded default weights (seed " + std::to_string(seed) + ", D=" +
-                      std::to_string(inputs.w_q.dim(0)) + ")");
-    if (meta.contains("notes") && meta["notes"].is_string()) notes.push_back(meta["notes"].get<std::string>());
-  }
-  applyFlags(flags, options);
-
-  const int64_t B = inputs.query.dim(0), L = inputs.query.dim(1), S = inputs.key.dim(1);
+  const int64_t B = inputs.query.dim(0), S = inputs.key.dim(1);
   const int64_t D = inputs.w_q.dim(0);
   if (D % options.heads != 0)
     throw InputError(heads_origin + " " + std::to_string(options.heads) + " does not divide the model size D=" +
@@ -367,15 +283,6 @@ int compute(const ComputeFlags& flags) {
   if (options.mask.padding && inputs.valid_lens.empty() && inputs.key_padding.empty())
     throw InputError("--mask padding: no valid lengths (give valid_lens.npy or key_padding.npy in the bundle, or --valid-lens)");
 
-  // Refuse before runAttention allocates the [B, L, S] masks and [B, H, L, S] scores.
-  try {
-    checkMemory(estimateTraceBytes(B, L, S, D, inputs.query.dim(2), inputs.key.dim(2), inputs.value.dim(2),
-                                   options.heads));
-  } catch (const InputError& e) {
-    throw InputError((flags.demo ? std::string("demo") : flags.bundle + "/query.npy") + " (B=" +
-                     std::to_string(B) + ", L=" + std::to_string(L) + ", S=" + std::to_string(S) +
-                     ", H=" + std::to_string(options.heads) + "): " + e.what());
-  }
   checkOutDir(flags.out);
 
   const AttentionTrace trace = runAttention(inputs, options);
@@ -417,9 +324,9 @@ int runComputeCommand(int argc, char** argv) {
   const auto checkFlagsAndCompute = [&] {
     if (flags.demo == !flags.bundle.empty())
       throw UsageError(flags.demo ? "give either BUNDLE or --demo, not both" : "give a BUNDLE folder or --demo");
-    if (flags.fill && !parseFill(*flags.fill))
+    if (flags.fill && !maskFillFromName(*flags.fill))
       throw UsageError("--mask-fill: '" + *flags.fill + "' is not one of inf, 1e9");
-    if (flags.scale && !parseScale(*flags.scale))
+    if (flags.scale && !scaleFromText(*flags.scale))
       throw UsageError("--scale: '" + *flags.scale + "' is not a positive number, none or default");
     if (flags.dropout && !(*flags.dropout >= 0.0f && *flags.dropout < 1.0f))
       throw UsageError("--dropout: p must be in [0, 1), got " + formatNumber(*flags.dropout));

@@ -11,8 +11,8 @@
 
 #include "cli/commands.h"
 #include "cli/run_command.h"
+#include "config/run.h"
 #include "figure/figure.h"
-#include "config/settings.h"
 
 namespace attnscope {
 namespace {
@@ -23,6 +23,7 @@ struct ExportFlags {
   std::string settings_file;
   std::string out;
   std::string what = "probs";
+  std::optional<std::string> layers;
   std::optional<std::string> heads;
   std::optional<int64_t> batch;
   std::optional<std::string> format;  // default: the settings' export formats (png)
@@ -55,19 +56,37 @@ void checkChoices(const std::string& flag, const std::vector<std::string>& given
   }
 }
 
-// "all" -> every head of the model; "0,3" -> those heads (range checked once H is known).
-std::optional<std::vector<int64_t>> parseHeads(const std::string& text) {
+// "all" -> every index; "0,3" -> those (range checked once the view's sizes are known).
+std::optional<std::vector<int64_t>> parseIndices(const std::string& flag, const char* what, const std::string& text) {
   if (text == "all") return std::nullopt;
-  std::vector<int64_t> heads;
-  for (const std::string& item : splitList("--heads", text)) {
+  std::vector<int64_t> indices;
+  for (const std::string& item : splitList(flag, text)) {
     char* end = nullptr;
-    const long long head = std::strtoll(item.c_str(), &end, 10);
-    if (*end != '\0' || head < 0) {
-      throw UsageError("--heads: '" + item + "' is not a head index (use all, or indices such as 0,3)");
+    const long long index = std::strtoll(item.c_str(), &end, 10);
+    if (*end != '\0' || index < 0) {
+      throw UsageError(flag + ": '" + item + "' is not a " + what + " index (use all, or indices such as 0,3)");
     }
-    heads.push_back(head);
+    indices.push_back(index);
   }
-  return heads;
+  return indices;
+}
+
+// Every index below count when `given` is nullopt ("all"); else `given`, each checked.
+std::vector<int64_t> checkIndices(const std::optional<std::vector<int64_t>>& given, int64_t count,
+                                  const std::string& flag, const char* what, const char* owner) {
+  std::vector<int64_t> indices;
+  if (!given) {
+    for (int64_t i = 0; i < count; ++i) indices.push_back(i);
+    return indices;
+  }
+  for (int64_t index : *given) {
+    if (index >= count) {
+      throw InputError(flag + ": " + what + " " + std::to_string(index) + " is out of range (" + owner + " has " +
+                       std::to_string(count) + " " + what + (count == 1 ? "" : "s") + ": 0-" +
+                       std::to_string(count - 1) + ")");
+    }
+  }
+  return *given;
 }
 
 // The settings (and, from a settings file, the focused map) the flags describe.
@@ -76,8 +95,7 @@ Settings settingsFromFlags(const ExportFlags& flags, ViewFocus& focus) {
   if (!flags.settings_file.empty()) {
     settings = loadSettingsFile(flags.settings_file, &focus);
   } else if (!flags.bundle.empty()) {
-    settings.source = InputSource::Bundle;
-    settings.bundle_path = flags.bundle;
+    settings = settingsForBundle(bundleDefaults(), flags.bundle);
   }
   if (flags.mask) {
     try {
@@ -118,36 +136,29 @@ int exportCommand(const ExportFlags& flags) {
     throw UsageError("--heads-count: must be >= 1, got " + std::to_string(*flags.heads_count));
   }
   if (flags.batch && *flags.batch < 0) throw UsageError("--batch: must be >= 0, got " + std::to_string(*flags.batch));
-  const std::optional<std::vector<int64_t>> heads = flags.heads ? parseHeads(*flags.heads) : std::vector<int64_t>{};
+  // No --heads: the focused head (0, or the settings file's); no --layers: every layer.
+  const std::optional<std::vector<int64_t>> heads =
+      flags.heads ? parseIndices("--heads", "head", *flags.heads) : std::vector<int64_t>{};
+  const std::optional<std::vector<int64_t>> layers =
+      flags.layers ? parseIndices("--layers", "layer", *flags.layers) : std::nullopt;
   const Settings settings = settingsFromFlags(flags, request.focus);
   if (!flags.format) request.formats = settings.export_formats;
 
-  const AttentionInputs inputs = buildInputs(settings);
-  const AttentionTrace trace = runAttention(inputs, attentionOptions(settings, inputs.w_q.dim(0)));
-
-  if (heads) {
-    for (int64_t head : *heads) {
-      if (head >= trace.H) {
-        throw InputError("--heads: head " + std::to_string(head) + " is out of range (the model has " +
-                         std::to_string(trace.H) + " head" + (trace.H == 1 ? "" : "s") + ": 0-" +
-                         std::to_string(trace.H - 1) + ")");
-      }
-    }
-    request.heads = *heads;
-  } else {
-    for (int64_t h = 0; h < trace.H; ++h) request.heads.push_back(h);
-  }
+  const std::shared_ptr<const ViewModel> view = buildView(settings);
+  for (const std::string& warning : view->warnings) std::cerr << "attnscope export: warning: " << warning << "\n";
+  request.heads = checkIndices(heads, view->H, "--heads", "head", "the model");
+  request.layers = checkIndices(layers, view->layers, "--layers", "layer", "the model");
   if (flags.batch) {
-    if (*flags.batch >= trace.B) {
+    if (*flags.batch >= view->B) {
       throw InputError("--batch: item " + std::to_string(*flags.batch) + " is out of range (the input has " +
-                       std::to_string(trace.B) + " batch item" + (trace.B == 1 ? "" : "s") + ": 0-" +
-                       std::to_string(trace.B - 1) + ")");
+                       std::to_string(view->B) + " batch item" + (view->B == 1 ? "" : "s") + ": 0-" +
+                       std::to_string(view->B - 1) + ")");
     }
     request.batch = *flags.batch;
   }
   request.out_dir = flags.out;
 
-  for (const std::string& path : exportFigures(settings, trace, request)) std::cout << path << "\n";
+  for (const std::string& path : exportFigures(settings, *view, request)) std::cout << path << "\n";
   return 0;
 }
 
@@ -158,12 +169,16 @@ int runExportCommand(int argc, char** argv) {
                "with a settings JSON beside each, without a display.",
                "attnscope export"};
   ExportFlags flags;
-  app.add_option("BUNDLE", flags.bundle, "bundle folder of .npy files (query.npy [B,L,Dq], ...)");
+  app.add_option("BUNDLE", flags.bundle,
+                 "bundle folder: attentions.npy/.npz [layers,B,H,L,S] (maps computed elsewhere) or "
+                 "query.npy [B,L,Dq], ... (computed here)");
   app.add_flag("--demo", flags.demo, "use the built-in text demo");
   app.add_option("--settings", flags.settings_file, "settings JSON (as saved beside every export or by the app)");
   app.add_option("--out", flags.out, "export folder (created if missing; default: the settings' export folder "
                                      "or ~/Pictures/attnscope)");
   app.add_option("--what", flags.what, "figures, comma-separated: probs, scores, mask, grid (default probs)");
+  app.add_option("--layers", flags.layers, "layers to export: all (default), or indices such as 0,2; the grid "
+                                           "figure is the atlas of these layers");
   app.add_option("--heads", flags.heads, "heads to export for probs/scores: all, or indices such as 0,3 (default: the settings' focused head, 0)");
   app.add_option("--batch", flags.batch, "batch item (default: the settings' batch item, 0)");
   app.add_option("--format", flags.format, "formats, comma-separated: png, svg, pdf, npy, csv (default: the settings' formats, png)");

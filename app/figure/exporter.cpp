@@ -47,12 +47,29 @@ void checkNames(const std::vector<std::string>& given, const std::vector<std::st
   }
 }
 
-Figure buildFigure(const std::string& what, const AttentionTrace& trace, int64_t batch, int64_t head,
-                   Colormap map, bool log_scale) {
-  if (what == "probs") return probsFigure(trace, batch, head, map, log_scale);
-  if (what == "scores") return scoresFigure(trace, batch, head);
-  if (what == "mask") return maskFigure(trace, batch, map);
-  return gridFigure(trace, batch, map, log_scale);
+// One figure: probs/scores of (layers[0], head), the mask of layers[0], or the atlas of layers.
+Figure buildFigure(const std::string& what, const ViewModel& view, const std::vector<int64_t>& layers,
+                   int64_t batch, int64_t head, Colormap map, bool log_scale) {
+  if (what == "probs") return probsFigure(view, layers[0], batch, head, map, log_scale);
+  if (what == "scores") return scoresFigure(view, layers[0], batch, head);
+  if (what == "mask") return maskFigure(view, layers[0], batch, map);
+  return gridFigure(view, layers, batch, map, log_scale);
+}
+
+std::string joinIndices(const std::vector<int64_t>& values) {
+  std::string text;
+  for (int64_t v : values) text += (text.empty() ? "" : ",") + std::to_string(v);
+  return text;
+}
+
+// The distinct values in order; `all` (0..count-1) when none are given.
+std::vector<int64_t> distinctOrAll(const std::vector<int64_t>& given, int64_t count) {
+  std::vector<int64_t> out;
+  for (int64_t v : given)
+    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  if (given.empty())
+    for (int64_t v = 0; v < count; ++v) out.push_back(v);
+  return out;
 }
 
 OutputFile renderFile(const std::string& format, const Figure& figure) {
@@ -85,10 +102,11 @@ void prepareExportFolder(const std::string& dir) {
   if (error) throw InputError("export folder " + dir + " is not writable: " + error.message());
 }
 
-std::string exportBaseName(const std::string& what, int64_t head, int64_t batch,
-                           const std::string& mask_short_name, int64_t L, int64_t S) {
+std::string exportBaseName(const std::string& what, const std::vector<int64_t>& layers, int64_t head,
+                           int64_t batch, const std::string& mask_short_name, int64_t L, int64_t S) {
   std::string name = what;
-  if (head >= 0) name += "_head" + std::to_string(head);
+  if (!layers.empty()) name += "_L" + joinIndices(layers);
+  if (head >= 0) name += "_H" + std::to_string(head);
   return name + "_b" + std::to_string(batch) + "_" + mask_short_name + "_L" + std::to_string(L) + "xS" +
          std::to_string(S);
 }
@@ -105,42 +123,61 @@ std::string freeBaseName(const std::string& dir, const std::string& base,
   }
 }
 
-std::vector<std::string> exportFigures(const Settings& settings, const AttentionTrace& trace,
+std::vector<std::string> exportFigures(const Settings& settings, const ViewModel& view,
                                        const ExportRequest& request) {
   checkNames(request.what, exportWhatNames(), "figure");
   checkNames(request.formats, exportFormatNames(), "format");
   const int64_t batch = request.batch >= 0 ? request.batch : request.focus.batch_item;
-  std::vector<int64_t> heads;
-  for (int64_t head : request.heads.empty() ? std::vector<int64_t>{request.focus.head} : request.heads) {
-    if (std::find(heads.begin(), heads.end(), head) == heads.end()) heads.push_back(head);
-  }
+  const std::vector<int64_t> heads =
+      distinctOrAll(request.heads.empty() ? std::vector<int64_t>{request.focus.head} : request.heads, view.H);
+  const std::vector<int64_t> layers = distinctOrAll(request.layers, view.layers);
+  const bool all_layers = static_cast<int64_t>(layers.size()) == view.layers;
   const Colormap colormap = request.colormap.value_or(settings.prob_colormap);
   const int64_t cell_px = request.cell_px >= 0 ? request.cell_px : settings.cell_px;
   if (cell_px < 0) throw InputError("export: cell size must be >= 0 px (0 = auto), got " + std::to_string(cell_px));
   const std::string dir = request.out_dir.empty() ? exportFolder(settings) : request.out_dir;
+  const std::string mask_name = view.source == ViewSource::Imported ? "imported" : settings.mask.shortName();
+
+  // One figure per (layer, head) for probs/scores; one mask (of the first layer); one atlas.
+  struct Item {
+    std::string what;
+    std::vector<int64_t> layers;  // figure layers
+    std::vector<int64_t> name_layers;  // layers in the file name
+    int64_t head;                 // -1: none
+  };
+  std::vector<Item> items;
+  for (const std::string& what : request.what) {
+    if (what == "probs" || what == "scores") {
+      for (int64_t layer : layers)
+        for (int64_t head : heads) items.push_back({what, {layer}, {layer}, head});
+    } else if (what == "mask") {
+      items.push_back({what, {layers[0]}, {}, -1});
+    } else {
+      items.push_back({what, layers, all_layers ? std::vector<int64_t>{} : layers, -1});
+    }
+  }
 
   // Render every file in memory first: a bad request or a figure too large fails before
   // anything is written.
   std::vector<FigureJob> jobs;
-  for (const std::string& what : request.what) {
-    const bool per_head = what == "probs" || what == "scores";
-    for (int64_t head : per_head ? heads : std::vector<int64_t>{-1}) {
-      Figure figure = buildFigure(what, trace, batch, std::max<int64_t>(head, 0), colormap, settings.log_scale);
-      figure.cell_px = cell_px;
-      FigureJob job;
-      job.base_name = exportBaseName(what, head, batch, settings.mask.shortName(), trace.L, trace.S);
-      for (const std::string& format : request.formats) job.files.push_back(renderFile(format, figure));
-      // The settings that reopen (or re-export) exactly this view.
-      Settings view = settings;
-      view.prob_colormap = colormap;
-      view.cell_px = cell_px;
-      view.export_formats = request.formats;
-      ViewFocus focus = request.focus;
-      focus.batch_item = batch;
-      if (head >= 0) focus.head = head;
-      job.files.push_back({"json", settingsToJson(view, focus).dump(2) + "\n", {}});
-      jobs.push_back(std::move(job));
-    }
+  for (const Item& item : items) {
+    Figure figure = buildFigure(item.what, view, item.layers, batch, std::max<int64_t>(item.head, 0), colormap,
+                                settings.log_scale);
+    figure.cell_px = cell_px;
+    FigureJob job;
+    job.base_name = exportBaseName(item.what, item.name_layers, item.head, batch, mask_name, view.L, view.S);
+    for (const std::string& format : request.formats) job.files.push_back(renderFile(format, figure));
+    // The settings (and focused map) that reopen or re-export exactly this view.
+    Settings reopen = settings;
+    reopen.prob_colormap = colormap;
+    reopen.cell_px = cell_px;
+    reopen.export_formats = request.formats;
+    ViewFocus focus = request.focus;
+    focus.batch_item = batch;
+    focus.layer = item.layers[0];
+    if (item.head >= 0) focus.head = item.head;
+    job.files.push_back({"json", settingsToJson(reopen, focus).dump(2) + "\n", {}});
+    jobs.push_back(std::move(job));
   }
 
   prepareExportFolder(dir);

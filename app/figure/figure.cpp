@@ -12,87 +12,71 @@ bool isMasked(const FigurePanel& panel, size_t index) {
   return !panel.masked.empty() && panel.masked[index] != 0;
 }
 
-void checkBatchHead(const AttentionTrace& trace, int64_t b, int64_t h) {
-  if (b < 0 || b >= trace.B) {
-    throw InputError("batch item " + std::to_string(b) + " is out of range (the input has " +
-                     std::to_string(trace.B) + " batch item" + (trace.B == 1 ? "" : "s") + ": 0-" +
-                     std::to_string(trace.B - 1) + ")");
-  }
-  if (h < 0 || h >= trace.H) {
-    throw InputError("head " + std::to_string(h) + " is out of range (the model has " +
-                     std::to_string(trace.H) + " head" + (trace.H == 1 ? "" : "s") + ": 0-" +
-                     std::to_string(trace.H - 1) + ")");
+std::string plural(int64_t n, const char* what) {
+  return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+}
+
+void checkIndex(int64_t value, int64_t count, const char* what, const char* owner) {
+  if (value < 0 || value >= count) {
+    throw InputError(std::string(what) + " " + std::to_string(value) + " is out of range (" + owner + " has " +
+                     plural(count, what) + ": 0-" + std::to_string(count - 1) + ")");
   }
 }
 
-// "causal+window:3" from the trace's mask components, "none" without any.
-std::string maskDescription(const AttentionTrace& trace) {
-  std::string text;
-  for (const MaskComponent& component : trace.mask.components) {
-    if (!text.empty()) text += "+";
-    text += component.name;
-  }
-  return text.empty() ? "none" : text;
+void checkLayerBatchHead(const ViewModel& view, int64_t layer, int64_t b, int64_t h) {
+  checkIndex(layer, view.layers, "layer", "the model");
+  checkIndex(b, view.B, "batch item", "the input");
+  checkIndex(h, view.H, "head", "the model");
 }
 
-// Fields every figure of batch item b shares.
-Figure baseFigure(const AttentionTrace& trace, int64_t b) {
+// Fields every figure of batch item b shares. The mask in the subtitle is the layer's
+// (imported maps have none to name).
+Figure baseFigure(const ViewModel& view, int64_t layer, int64_t b) {
   Figure figure;
-  figure.rows = trace.L;
-  figure.cols = trace.S;
-  const size_t item = static_cast<size_t>(b);
-  figure.row_labels = item < trace.batch_query_tokens.size() ? trace.batch_query_tokens[item] : trace.query_tokens;
-  figure.col_labels = item < trace.batch_key_tokens.size() ? trace.batch_key_tokens[item] : trace.key_tokens;
-  figure.subtitle = "batch item " + std::to_string(b) + " \u00b7 mask: " + maskDescription(trace) +
-                    " \u00b7 L " + std::to_string(trace.L) + " \u00d7 S " + std::to_string(trace.S);
+  figure.rows = view.L;
+  figure.cols = view.S;
+  figure.row_labels = view.query_tokens[b];
+  figure.col_labels = view.key_tokens[b];
+  const std::string& mask = view.maps[layer].mask_name;
+  figure.subtitle = "batch item " + std::to_string(b) + (mask.empty() ? "" : " \u00b7 mask: " + mask) +
+                    " \u00b7 L " + std::to_string(view.L) + " \u00d7 S " + std::to_string(view.S);
   return figure;
 }
 
-// One [L, S] slice of a [B, H, L, S] tensor.
-std::vector<float> headSlice(const Tensor& tensor, const AttentionTrace& trace, int64_t b, int64_t h) {
-  const int64_t n = trace.L * trace.S;
-  const auto begin = tensor.data.begin() + (b * trace.H + h) * n;
-  return std::vector<float>(begin, begin + n);
-}
-
-// The blocked cells of batch item b: [L, S], 1 = masked.
-std::vector<uint8_t> maskedCells(const AttentionTrace& trace, int64_t b) {
-  const int64_t n = trace.L * trace.S;
+// The blocked cells of batch item b in a layer: [L, S], 1 = masked.
+std::vector<uint8_t> maskedCells(const ViewModel& view, int64_t layer, int64_t b) {
+  const int64_t n = view.L * view.S;
   std::vector<uint8_t> masked(n, 0);
-  if (trace.mask.allowed.empty()) return masked;
-  for (int64_t i = 0; i < n; ++i) masked[i] = trace.mask.allowed.data[b * n + i] ? 0 : 1;
+  const uint8_t* allowed = view.allowed(layer, b);
+  if (allowed)
+    for (int64_t i = 0; i < n; ++i) masked[i] = allowed[i] ? 0 : 1;
   return masked;
 }
 
-FigurePanel headPanel(const AttentionTrace& trace, const Tensor& tensor, int64_t b, int64_t h) {
+FigurePanel mapPanel(const ViewModel& view, const float* values, int64_t layer, int64_t b) {
   FigurePanel panel;
-  panel.values = headSlice(tensor, trace, b, h);
-  panel.masked = maskedCells(trace, b);
+  panel.values.assign(values, values + view.L * view.S);
+  panel.masked = maskedCells(view, layer, b);
   return panel;
 }
 
-// The app's probability scale for batch item b: [0, max] over the allowed cells of every
-// head ([smallest positive, max] on a log scale); [0, 1] / 1e-6 when there is nothing.
-void setProbsRange(Figure& figure, const AttentionTrace& trace, int64_t b, bool log_scale) {
-  const int64_t cells = trace.L * trace.S;
-  const std::vector<uint8_t> masked = maskedCells(trace, b);
-  const Tensor& probs = trace.probsAfterDropout();
-  float max_value = 0.0f, min_positive = INFINITY;
-  for (int64_t h = 0; h < trace.H; ++h) {
-    const float* values = probs.data.data() + (b * trace.H + h) * cells;  // [L, S]
-    for (int64_t c = 0; c < cells; ++c) {
-      if (masked[c]) continue;
-      max_value = std::max(max_value, values[c]);
-      if (values[c] > 0.0f) min_positive = std::min(min_positive, values[c]);
-    }
-  }
-  figure.high = max_value > 0.0f ? max_value : 1.0f;
-  figure.low = log_scale ? (std::isfinite(min_positive) ? min_positive : 1e-6f) : 0.0f;
+// The app's probability scale over the given layers' heads of batch item b: [min(0, min),
+// max] ([smallest positive, max] on a log scale); [0, 1] / 1e-6 when there is nothing.
+void setProbsRange(Figure& figure, const ViewModel& view, const std::vector<int64_t>& layers, int64_t b,
+                   bool log_scale) {
+  const MapRange range = view.probsRangeOver(b, layers);
+  figure.high = range.max > 0.0f ? range.max : 1.0f;
+  figure.low = log_scale ? (std::isfinite(range.min_positive) ? range.min_positive : 1e-6f) : std::min(0.0f, range.min);
   figure.log_scale = log_scale;
 }
 
-std::string probsName(const AttentionTrace& trace) {
-  return trace.dropout_applied ? "Attention probabilities after dropout" : "Attention probabilities";
+std::string probsName(const ViewModel& view, int64_t layer) {
+  return view.maps[layer].dropout_applied ? "Attention probabilities after dropout" : "Attention probabilities";
+}
+
+// ", head 3" with one layer (as before layers existed), ", layer 2, head 3" with several.
+std::string mapName(const ViewModel& view, int64_t layer, int64_t h) {
+  return (view.layers > 1 ? ", " + view.maps[layer].name : std::string()) + ", head " + std::to_string(h);
 }
 
 }  // namespace
@@ -169,57 +153,66 @@ Rgb cellColor(const Figure& figure, const FigurePanel& panel, int64_t row, int64
   return colormapTable(figure.colormap)[colorIndex(figure, panel.values[index])];
 }
 
-Figure probsFigure(const AttentionTrace& trace, int64_t b, int64_t h, Colormap map, bool log_scale) {
-  checkBatchHead(trace, b, h);
-  Figure figure = baseFigure(trace, b);
-  figure.title = probsName(trace) + ", head " + std::to_string(h);
+Figure probsFigure(const ViewModel& view, int64_t layer, int64_t b, int64_t h, Colormap map, bool log_scale) {
+  checkLayerBatchHead(view, layer, b, h);
+  Figure figure = baseFigure(view, layer, b);
+  figure.title = probsName(view, layer) + mapName(view, layer, h);
   figure.value_label = "probability";
   figure.colormap = map;
-  figure.panels.push_back(headPanel(trace, trace.probsAfterDropout(), b, h));
-  setProbsRange(figure, trace, b, log_scale);
+  figure.panels.push_back(mapPanel(view, view.probs(layer, b, h), layer, b));
+  setProbsRange(figure, view, {layer}, b, log_scale);
   return figure;
 }
 
-Figure scoresFigure(const AttentionTrace& trace, int64_t b, int64_t h) {
-  checkBatchHead(trace, b, h);
-  Figure figure = baseFigure(trace, b);
+Figure scoresFigure(const ViewModel& view, int64_t layer, int64_t b, int64_t h) {
+  checkLayerBatchHead(view, layer, b, h);
+  if (!view.hasScores())
+    throw InputError(std::string("scores: ") + viewSourceName(view.source) + " maps hold probabilities only");
+  Figure figure = baseFigure(view, layer, b);
   char scale[32];
-  std::snprintf(scale, sizeof scale, "%.4g", trace.scale);
-  figure.title = "Attention scores (QK^T \u00d7 " + std::string(scale) + "), head " + std::to_string(h);
+  std::snprintf(scale, sizeof scale, "%.4g", view.maps[layer].scale);
+  figure.title = "Attention scores (QK^T \u00d7 " + std::string(scale) + ")" + mapName(view, layer, h);
   figure.value_label = "score";
   figure.colormap = Colormap::Diverging;
-  figure.panels.push_back(headPanel(trace, trace.scores, b, h));
+  figure.panels.push_back(mapPanel(view, view.scores(layer, b, h), layer, b));
   setAutoRange(figure, RangeKind::Score);
   return figure;
 }
 
-Figure maskFigure(const AttentionTrace& trace, int64_t b, Colormap map) {
-  checkBatchHead(trace, b, 0);
-  Figure figure = baseFigure(trace, b);
-  figure.title = "Attention mask";
+Figure maskFigure(const ViewModel& view, int64_t layer, int64_t b, Colormap map) {
+  checkLayerBatchHead(view, layer, b, 0);
+  if (!view.hasMask()) throw InputError(std::string("mask: ") + viewSourceName(view.source) + " maps have no mask");
+  Figure figure = baseFigure(view, layer, b);
+  figure.title = view.layers > 1 ? "Attention mask, " + view.maps[layer].name : "Attention mask";
   figure.value_label = "1 = may attend, blocked = grey";
   figure.ticks = {{0.0f, "0"}, {1.0f, "1"}};
   figure.colormap = map;
   FigurePanel panel;
-  panel.masked = maskedCells(trace, b);
+  panel.masked = maskedCells(view, layer, b);
   for (uint8_t blocked : panel.masked) panel.values.push_back(blocked ? 0.0f : 1.0f);
   figure.panels.push_back(std::move(panel));
   setAutoRange(figure, RangeKind::Mask);
   return figure;
 }
 
-Figure gridFigure(const AttentionTrace& trace, int64_t b, Colormap map, bool log_scale) {
-  checkBatchHead(trace, b, 0);
-  Figure figure = baseFigure(trace, b);
-  figure.title = probsName(trace) + ", all " + std::to_string(trace.H) + " heads";
+Figure gridFigure(const ViewModel& view, const std::vector<int64_t>& layers, int64_t b, Colormap map,
+                  bool log_scale) {
+  if (layers.empty()) throw InputError("grid: no layers chosen");
+  for (int64_t layer : layers) checkLayerBatchHead(view, layer, b, 0);
+  Figure figure = baseFigure(view, layers[0], b);
+  const bool atlas = view.layers > 1;
+  figure.title = probsName(view, layers[0]) + ", all " + std::to_string(view.H) + " heads" +
+                 (atlas ? " \u00d7 " + plural(static_cast<int64_t>(layers.size()), "layer") : "");
   figure.value_label = "probability";
   figure.colormap = map;
-  for (int64_t h = 0; h < trace.H; ++h) {
-    figure.panels.push_back(headPanel(trace, trace.probsAfterDropout(), b, h));
-    figure.panels.back().title = "head " + std::to_string(h);
-  }
-  figure.grid_columns = static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(trace.H))));
-  setProbsRange(figure, trace, b, log_scale);
+  for (int64_t layer : layers)
+    for (int64_t h = 0; h < view.H; ++h) {
+      figure.panels.push_back(mapPanel(view, view.probs(layer, b, h), layer, b));
+      figure.panels.back().title = atlas ? "L" + std::to_string(layer) + " H" + std::to_string(h) : "head " + std::to_string(h);
+    }
+  // One layer: today's square-ish head grid. Several: rows = layers, columns = heads.
+  figure.grid_columns = atlas ? view.H : static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(view.H))));
+  setProbsRange(figure, view, layers, b, log_scale);
   return figure;
 }
 

@@ -16,9 +16,9 @@
 #include <utility>
 #include <vector>
 
-#include "attention/attention.h"
-#include "view/colormap.h"
 #include "config/settings.h"
+#include "view/colormap.h"
+#include "view/view_model.h"
 
 namespace attnscope {
 
@@ -66,18 +66,26 @@ int colorIndex(const Figure& figure, float value);
 // The colour a cell is drawn with (masked style included): the one rule every renderer uses.
 Rgb cellColor(const Figure& figure, const FigurePanel& panel, int64_t row, int64_t col);
 
-// Builders from a trace, with the app's colour scales so a figure matches the screen.
-// b = batch item, h = head; InputError when out of range. cell_px stays 0 (auto).
-//   probs   trace.probsAfterDropout() of head h; range [0, max over all
-//           heads of item b] (log scale: [smallest positive, max]); blocked cells masked style
-//   scores  scaled scores of head h, diverging map, range +-max|unmasked| of that head
+// Builders from the view model, with the app's colour scales so a figure matches the screen.
+// layer, b = batch item, h = head; InputError when out of range. cell_px stays 0 (auto).
+//   probs   shown probabilities of (layer, head h); range [min(0, min), max] over every
+//           head of that layer and item b (log scale: [smallest positive, max]); blocked
+//           cells masked style
+//   scores  scaled scores of (layer, h), diverging map, range +-max|unmasked| of that map
+//           (InputError for sources without scores, e.g. imported maps)
 //   mask    1 = may attend (top colour), blocked cells masked style; range [0, 1]
-//   grid    probs of every head as tiles "head k" sharing the probs range and colour bar
-// Titles name the mask from trace.mask.components ("causal+window:3", "none").
-Figure probsFigure(const AttentionTrace& trace, int64_t b, int64_t h, Colormap map, bool log_scale = false);
-Figure scoresFigure(const AttentionTrace& trace, int64_t b, int64_t h);
-Figure maskFigure(const AttentionTrace& trace, int64_t b, Colormap map);
-Figure gridFigure(const AttentionTrace& trace, int64_t b, Colormap map, bool log_scale = false);
+//           (InputError for sources without a mask)
+//   grid    the layer x head atlas of the given layers: rows = layers, columns = heads,
+//           tiles "L2 H3", one shared probability range and colour bar; with one layer
+//           today's head grid (tiles "head k", ceil(sqrt(H)) per row)
+// Titles and subtitles: with one layer exactly as before layers existed; with several the
+// layer's name joins the title. The subtitle names the layer's mask ("causal", "none").
+Figure probsFigure(const ViewModel& view, int64_t layer, int64_t b, int64_t h, Colormap map,
+                   bool log_scale = false);
+Figure scoresFigure(const ViewModel& view, int64_t layer, int64_t b, int64_t h);
+Figure maskFigure(const ViewModel& view, int64_t layer, int64_t b, Colormap map);
+Figure gridFigure(const ViewModel& view, const std::vector<int64_t>& layers, int64_t b, Colormap map,
+                  bool log_scale = false);
 
 // Renderers: the whole file in memory. PNG/PDF via Cairo, SVG by hand.
 std::string renderFigurePng(const Figure& figure);
@@ -111,6 +119,7 @@ Tensor matrixTensor(const Figure& figure);
 struct ExportRequest {
   std::vector<std::string> what = {"probs"};   // probs, scores, mask, grid
   ViewFocus focus;                             // the map shown (head and batch defaults)
+  std::vector<int64_t> layers;                 // empty = every layer (probs/scores per layer; grid atlas rows)
   std::vector<int64_t> heads;                  // empty = focus.head
   int64_t batch = -1;                          // -1 = focus.batch_item
   std::vector<std::string> formats = {"png"};  // png, svg, pdf, npy, csv
@@ -127,9 +136,10 @@ std::string exportFolder(const Settings& settings);
 // when it is not a writable folder.
 void prepareExportFolder(const std::string& dir);
 
-// "probs_head3_b0_causal_L9xS9" (grid and mask have no head: "grid_b0_causal_L9xS9").
-std::string exportBaseName(const std::string& what, int64_t head, int64_t batch,
-                           const std::string& mask_short_name, int64_t L, int64_t S);
+// "probs_L2_H3_b0_causal_L9xS9": the layers part "L2" (several: "L0,2"; none when empty),
+// the head part "H3" (none when head < 0: grid and mask, "grid_b0_causal_L9xS9").
+std::string exportBaseName(const std::string& what, const std::vector<int64_t>& layers, int64_t head,
+                           int64_t batch, const std::string& mask_short_name, int64_t L, int64_t S);
 // The first of base, base_1, base_2, ... for which no base.<ext> exists in dir for any of
 // the extensions (so all formats of one figure share one name and nothing is overwritten).
 std::string freeBaseName(const std::string& dir, const std::string& base,
@@ -141,7 +151,9 @@ std::string freeBaseName(const std::string& dir, const std::string& base,
 // InputError for bad requests ("--heads: head 7 is out of range ...") or an unwritable
 // folder ("export folder /x is not writable: Permission denied"); on failure the files of
 // this export already written are removed again.
-std::vector<std::string> exportFigures(const Settings& settings, const AttentionTrace& trace,
+// The mask part of file names: settings.mask.shortName() for computed maps, "imported"
+// for imported ones.
+std::vector<std::string> exportFigures(const Settings& settings, const ViewModel& view,
                                        const ExportRequest& request);
 
 }  // namespace attnscope

@@ -14,6 +14,7 @@ bool computeSettingsDiffer(const Settings& a, const Settings& b) {
     return true;
   }
   if (a.scale == ScaleChoice::Temperature && a.temperature != b.temperature) return true;
+  if (a.scale == ScaleChoice::Factor && a.scale_factor != b.scale_factor) return true;
   switch (a.source) {
     case InputSource::Text:
       return a.text != b.text || a.cross_attention != b.cross_attention ||

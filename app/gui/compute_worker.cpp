@@ -4,6 +4,8 @@
 #include <chrono>
 #include <exception>
 
+#include "config/run.h"
+
 namespace attnscope {
 namespace {
 
@@ -107,22 +109,19 @@ void ComputeWorker::run() {
     ComputeResult result;
     result.generation = generation;
     const auto start = std::chrono::steady_clock::now();
-    std::optional<AttentionInputs> inputs;
-    AttentionOptions options;
+    std::optional<Run> run;
     result.error = describeFailure([&] {
-      inputs = buildInputs(settings);
-      result.facts = readFacts(*inputs, settings.heads);
-      // Bundles bring their own D (rows of w_q); the temperature scale needs the real one.
-      const int64_t D = result.facts.known ? result.facts.D_q : settings.modelDim();
-      options = attentionOptions(settings, D);
-      result.trace = std::make_shared<const AttentionTrace>(runAttention(*inputs, options));
+      run = configureRun(settings);  // the one way settings become a run (as compute/export)
+      result.facts = readFacts(run->inputs, settings.heads);
+      result.trace = std::make_shared<const AttentionTrace>(runAttention(run->inputs, run->options));
     });
     // The correct run for the mistakes lab, unless the inputs themselves failed or a
     // newer job already supersedes this one. Its own failure only loses the comparison.
-    if (inputs && options.mistake != Mistake::None && !superseded(generation)) {
+    if (run && run->options.mistake != Mistake::None && !superseded(generation)) {
+      AttentionOptions options = run->options;
       options.mistake = Mistake::None;
       describeFailure([&] {
-        result.correct_trace = std::make_shared<const AttentionTrace>(runAttention(*inputs, options));
+        result.correct_trace = std::make_shared<const AttentionTrace>(runAttention(run->inputs, options));
         if (result.trace) result.prob_diff_max = probDifferenceMax(*result.trace, *result.correct_trace);
       });
     }

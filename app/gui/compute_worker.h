@@ -1,4 +1,4 @@
-// Runs buildInputs + runAttention on a worker thread so the UI never blocks on maths.
+// Runs configureRun + runAttention on a worker thread so the UI never blocks on maths.
 // Only the newest job matters: a job posted while another runs replaces any waiting
 // one, and results of superseded generations are dropped. A job with a teaching mistake
 // also runs the correct pipeline on the same inputs, so the two can be compared.
@@ -30,7 +30,7 @@ struct ComputeResult {
   uint64_t generation = 0;
   std::shared_ptr<const AttentionTrace> trace;  // null on error
   std::string error;                            // InputError message, "" on success
-  double milliseconds = 0.0;                    // buildInputs + runAttention wall time
+  double milliseconds = 0.0;                    // configureRun + runAttention wall time
   // Mistakes lab (settings.mistake != None): the same inputs run without the mistake.
   // Present even when the buggy run threw (e.g. kv-reshape-with-L with S != L).
   std::shared_ptr<const AttentionTrace> correct_trace;

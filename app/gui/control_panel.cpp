@@ -238,10 +238,21 @@ bool drawScalingSection(AppState& state) {
   Settings& s = state.settings;
   bool changed = false;
   sectionHeader("Scaling and dropout");
-  const char* scales[] = {"1 / sqrt(d)", "none", "1 / (T sqrt(d))"};
-  changed |= enumCombo("scale", s.scale, scales);
+  if (ImGui::BeginCombo("scale", scaleChoiceLabel(s.scale))) {
+    for (ScaleChoice choice : allScaleChoices()) {
+      if (ImGui::Selectable(scaleChoiceLabel(choice), choice == s.scale) && choice != s.scale) {
+        s.scale = choice;
+        changed = true;
+      }
+    }
+    ImGui::EndCombo();
+  }
   if (s.scale == ScaleChoice::Temperature) {
     changed |= ImGui::SliderFloat("T", &s.temperature, 0.05f, 20.0f, "%.2f",
+                                  kClamp | ImGuiSliderFlags_Logarithmic);
+  }
+  if (s.scale == ScaleChoice::Factor) {
+    changed |= ImGui::SliderFloat("factor", &s.scale_factor, 0.001f, 10.0f, "%.4g",
                                   kClamp | ImGuiSliderFlags_Logarithmic);
   }
   changed |= ImGui::SliderFloat("dropout p", &s.dropout, 0.0f, 0.95f, "%.2f", kClamp);

@@ -58,7 +58,8 @@ ExportOutcome runJob(const ExportJob& job, const Settings& settings, ViewFocus f
       request.what = {job.kind};
       request.focus = focus;
       request.formats = settings.export_formats;
-      outcome.paths = exportFigures(settings, *trace, request);
+      request.layers = {0};  // the app computes one layer (one trace)
+      outcome.paths = exportFigures(settings, viewFromTrace(trace), request);
     }
   } catch (const InputError& e) {
     outcome.error = e.what();

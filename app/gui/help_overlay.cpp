@@ -4,7 +4,9 @@
 
 #include <filesystem>
 
+#include "config/attention_bundle.h"
 #include "config/bundle.h"
+#include "config/run.h"
 #include "gui/panels.h"
 
 namespace attnscope {
@@ -78,9 +80,11 @@ void drawOpenBundleModal(AppState& state) {
         if (!std::filesystem::is_directory(state.ui.bundle_path_input)) {
           throw InputError("bundle: " + state.ui.bundle_path_input + " is not a directory");
         }
-        loadBundle(state.ui.bundle_path_input, state.settings.modelDim(), state.settings.seed);
-        state.settings.source = InputSource::Bundle;
-        state.settings.bundle_path = state.ui.bundle_path_input;
+        // bundle.json's heads, mask, scale, fill, dropout and seed, as compute and export read them.
+        Settings opened = settingsForBundle(state.settings, state.ui.bundle_path_input);
+        if (bundleKind(opened.bundle_path) == BundleKind::Tensors)
+          loadBundle(opened.bundle_path, opened.modelDim(), opened.seed);
+        state.settings = opened;
         setFocus(state, ViewFocus{});  // a new bundle starts at its first map
         settingsEdited(state);
         ImGui::CloseCurrentPopup();

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "config/run.h"
+
 namespace attnscope {
 namespace {
 
@@ -47,8 +49,14 @@ std::string loadStartupSettings(const AppOptions& options, AppState& state) {
     }
   }
   if (!options.bundle.empty()) {
-    state.settings.source = InputSource::Bundle;
-    state.settings.bundle_path = options.bundle;
+    try {
+      // bundle.json's run keys, exactly as `attnscope compute/export BUNDLE` read them.
+      state.settings = settingsForBundle(state.settings, options.bundle);
+    } catch (const InputError& e) {
+      state.settings.source = InputSource::Bundle;
+      state.settings.bundle_path = options.bundle;
+      state.ui.notice = e.what();
+    }
   }
   return "";
 }

@@ -63,6 +63,30 @@ MaskComponent makeComponent(const std::string& name, int64_t B, int64_t L, int64
 
 }  // namespace
 
+namespace {
+
+struct FillRow {
+  MaskFill fill;
+  const char* name;
+};
+// The first row of a fill is its name; the others are accepted spellings.
+constexpr FillRow kFills[] = {
+    {MaskFill::NegInf, "inf"}, {MaskFill::NegBillion, "1e9"}, {MaskFill::NegInf, "-inf"}, {MaskFill::NegBillion, "-1e9"}};
+
+}  // namespace
+
+const char* maskFillName(MaskFill fill) {
+  for (const FillRow& row : kFills)
+    if (row.fill == fill) return row.name;
+  return "inf";
+}
+
+std::optional<MaskFill> maskFillFromName(const std::string& name) {
+  for (const FillRow& row : kFills)
+    if (name == row.name) return row.fill;
+  return std::nullopt;
+}
+
 MaskSpec MaskSpec::parse(const std::string& text) {
   MaskSpec spec;
   const std::string all = trim(text);

@@ -1,6 +1,7 @@
 // Attention masks: composable terms, each an allowed/blocked pattern over [L, S].
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,10 @@ struct MaskSpec {
 };
 
 enum class MaskFill { NegInf, NegBillion };  // -inf (seed 002, additive) or -1e9 (seeds 000/003)
+// The fill's name in settings, flags and bundle.json: "inf" / "1e9"; FromName also takes
+// "-inf" / "-1e9" (the sign is implied: masked scores go down). nullopt when unknown.
+const char* maskFillName(MaskFill fill);
+std::optional<MaskFill> maskFillFromName(const std::string& name);
 
 // One named mask term evaluated for every batch item.
 struct MaskComponent {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,9 +20,29 @@ enum class InputSource {
   Bundle,     // a tensor bundle directory of .npy files
 };
 
-const char* inputSourceName(InputSource source);  // "text", "synthetic", "bundle" (JSON "source")
+enum class ScaleChoice {
+  InvSqrtD,     // scores / sqrt(d)
+  None,         // no scaling
+  Temperature,  // scores / (T sqrt(d))
+  Factor,       // scores * scale_factor (bundle.json "scale": 0.5, compute --scale 0.5)
+};
 
-enum class ScaleChoice { InvSqrtD, None, Temperature };
+// Name tables, the one place each name lives (settings JSON, CLI flags, bundle.json, combos).
+const char* inputSourceName(InputSource source);  // "text", "synthetic", "bundle"
+std::optional<InputSource> inputSourceFromName(const std::string& name);
+std::vector<ScaleChoice> allScaleChoices();        // in enum order
+const char* scaleChoiceName(ScaleChoice choice);   // "inv_sqrt_d", "none", "temperature", "factor"
+const char* scaleChoiceLabel(ScaleChoice choice);  // "1 / sqrt(d)", ... (the app's combo)
+std::optional<ScaleChoice> scaleChoiceFromName(const std::string& name);
+
+// A scale as `compute --scale` and bundle.json write it: "none", "default" / "sqrt"
+// (1/sqrt(d)) or a positive finite factor (ScaleChoice::Factor). nullopt when invalid.
+struct ScaleSetting {
+  ScaleChoice choice = ScaleChoice::InvSqrtD;
+  float factor = 1.0f;  // used by ScaleChoice::Factor
+};
+std::optional<ScaleSetting> scaleFromText(const std::string& text);
+std::optional<ScaleSetting> scaleFromFactor(double factor);
 
 struct Settings {
   // input
@@ -47,6 +68,7 @@ struct Settings {
   MaskFill fill = MaskFill::NegInf;
   ScaleChoice scale = ScaleChoice::InvSqrtD;
   float temperature = 1.0f;                       // ScaleChoice::Temperature: scores / (T sqrt(d))
+  float scale_factor = 1.0f;                      // ScaleChoice::Factor: scores * scale_factor
   float dropout = 0.0f;
   bool train = false;
   Mistake mistake = Mistake::None;                // mistakes lab (JSON "mistake": mistakeName)
@@ -79,6 +101,7 @@ struct ViewFocus {
 // Every figure format the exporter writes, in the order the app lists them.
 std::vector<std::string> exportFormatNames();  // {"png", "svg", "pdf", "npy", "csv"}
 
+// Settings as JSON (config/settings_json.cpp).
 nlohmann::json settingsToJson(const Settings& settings, const ViewFocus& focus = {});
 // Unknown keys are ignored; wrong types or values throw InputError naming the key.
 Settings settingsFromJson(const nlohmann::json& json);
@@ -93,8 +116,9 @@ void saveSettingsFile(const Settings& settings, const std::string& path, const V
 AttentionOptions attentionOptions(const Settings& settings);
 AttentionOptions attentionOptions(const Settings& settings, int64_t model_dim);
 
-// Builds the attention inputs the settings describe (text, synthetic or bundle).
-// Throws InputError for bad settings (no tokens, too large, bad bundle, ...).
+// Builds the attention inputs the settings describe (text, synthetic or bundle; one file
+// per source, see config/inputs.h). Throws InputError for bad settings (no tokens, too
+// large, bad bundle, ...). A whole run (inputs + options): configureRun() in config/run.h.
 AttentionInputs buildInputs(const Settings& settings);
 
 }  // namespace attnscope

@@ -4,6 +4,8 @@
 // allocated, so a hostile header cannot make us allocate terabytes.
 #include "tensor/npy.h"
 
+#include <Eigen/Core>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -14,6 +16,8 @@
 
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "tensor/byte_source.h"
 
 namespace attnscope {
 namespace {
@@ -42,6 +46,7 @@ std::string printable(const std::string& text) {
 
 const char* dtypeName(NpyDtype dtype) {
   switch (dtype) {
+    case NpyDtype::Float16: return "float16";
     case NpyDtype::Float32: return "float32";
     case NpyDtype::Float64: return "float64";
     case NpyDtype::Bool: return "bool";
@@ -53,6 +58,7 @@ const char* dtypeName(NpyDtype dtype) {
 
 size_t itemSize(NpyDtype dtype) {
   switch (dtype) {
+    case NpyDtype::Float16: return 2;
     case NpyDtype::Float32: case NpyDtype::Int32: return 4;
     case NpyDtype::Float64: case NpyDtype::Int64: return 8;
     case NpyDtype::Bool: return 1;
@@ -171,15 +177,16 @@ NpyDtype parseDescr(const std::string& path, const std::string& descr) {
   const std::string kind = descr.substr(1);
   if (kind == "b1" && (order == '|' || order == '<' || order == '>' || order == '='))
     return NpyDtype::Bool;
-  const bool typed = kind == "f4" || kind == "f8" || kind == "i4" || kind == "i8";
+  const bool typed = kind == "f2" || kind == "f4" || kind == "f8" || kind == "i4" || kind == "i8";
   if (typed && order == '>') fail(path, "big-endian data ('" + descr + "') is not supported; save it little-endian");
   if (typed && (order == '<' || order == '=')) {
+    if (kind == "f2") return NpyDtype::Float16;
     if (kind == "f4") return NpyDtype::Float32;
     if (kind == "f8") return NpyDtype::Float64;
     if (kind == "i4") return NpyDtype::Int32;
     return NpyDtype::Int64;
   }
-  fail(path, "unsupported dtype '" + printable(descr) + "' (expected float32, float64, bool, int32 or int64)");
+  fail(path, "unsupported dtype '" + printable(descr) + "' (expected float16, float32, float64, bool, int32 or int64)");
 }
 
 // The parsed header plus the raw little-endian element bytes.
@@ -196,32 +203,52 @@ uint32_t readLittleEndian(const unsigned char* p, size_t n) {
   return v;
 }
 
-RawNpy readRaw(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, std::string("cannot open (") + std::strerror(errno) + ")");
-  in.seekg(0, std::ios::end);
-  const std::streamoff file_size = in.tellg();
-  if (file_size < 0) fail(path, "cannot read the file size");
-  in.seekg(0, std::ios::beg);
+// An .npy file on disk.
+class FileSource : public ByteSource {
+ public:
+  explicit FileSource(const std::string& path) : in_(path, std::ios::binary) {
+    if (!in_) fail(path, std::string("cannot open (") + std::strerror(errno) + ")");
+    in_.seekg(0, std::ios::end);
+    const std::streamoff size = in_.tellg();
+    if (size < 0) fail(path, "cannot read the file size");
+    size_ = static_cast<uint64_t>(size);
+    in_.seekg(0, std::ios::beg);
+  }
+  uint64_t size() const override { return size_; }
+  bool read(char* dst, uint64_t n) override {
+    return static_cast<bool>(in_.read(dst, static_cast<std::streamsize>(n)));
+  }
 
+ private:
+  std::ifstream in_;
+  uint64_t size_ = 0;
+};
+
+// Reads `n` bytes or fails naming what was being read.
+void readExactly(const std::string& path, ByteSource& source, char* dst, uint64_t n, const char* what) {
+  if (source.read(dst, n)) return;
+  const std::string why = source.error();
+  fail(path, why.empty() ? std::string("truncated file (") + what + " ends early)" : why);
+}
+
+RawNpy readRaw(const std::string& path, ByteSource& source, const NpyShapeCheck& check = {}) {
+  const uint64_t file_size = source.size();
   unsigned char preamble[12];
   const size_t magic_and_version = kMagicLen + 2;
-  if (file_size < static_cast<std::streamoff>(magic_and_version) ||
-      !in.read(reinterpret_cast<char*>(preamble), magic_and_version) ||
-      std::memcmp(preamble, kMagic, kMagicLen) != 0)
-    fail(path, "not a .npy file (bad magic)");
+  if (file_size < magic_and_version) fail(path, "not a .npy file (bad magic)");
+  readExactly(path, source, reinterpret_cast<char*>(preamble), magic_and_version, "header");
+  if (std::memcmp(preamble, kMagic, kMagicLen) != 0) fail(path, "not a .npy file (bad magic)");
   const int major = preamble[6], minor = preamble[7];
   if (major < 1 || major > 3 || minor != 0)
     fail(path, "unsupported .npy format version " + std::to_string(major) + "." + std::to_string(minor));
   const size_t len_bytes = major == 1 ? 2 : 4;
-  if (!in.read(reinterpret_cast<char*>(preamble + magic_and_version), len_bytes))
-    fail(path, "truncated file (header ends early)");
+  if (file_size < magic_and_version + len_bytes) fail(path, "truncated file (header ends early)");
+  readExactly(path, source, reinterpret_cast<char*>(preamble + magic_and_version), len_bytes, "header");
   const uint64_t header_len = readLittleEndian(preamble + magic_and_version, len_bytes);
   const uint64_t data_offset = magic_and_version + len_bytes + header_len;
-  if (data_offset > static_cast<uint64_t>(file_size)) fail(path, "truncated file (header ends early)");
+  if (data_offset > file_size) fail(path, "truncated file (header ends early)");
   std::string header(header_len, '\0');
-  if (!in.read(header.data(), static_cast<std::streamsize>(header_len)))
-    fail(path, "truncated file (header ends early)");
+  readExactly(path, source, header.data(), header_len, "header");
   // Version 1/2 headers are latin-1, version 3 UTF-8; the keys and values we accept are ASCII.
 
   std::string descr;
@@ -231,7 +258,7 @@ RawNpy readRaw(const std::string& path) {
   raw.dtype = parseDescr(path, descr);
 
   // Element count with overflow checks, then against the bytes the file really holds.
-  const uint64_t available = static_cast<uint64_t>(file_size) - data_offset;
+  const uint64_t available = file_size - data_offset;
   const size_t item = itemSize(raw.dtype);
   uint64_t count = 1;
   bool overflow = false;
@@ -249,11 +276,16 @@ RawNpy readRaw(const std::string& path) {
     for (int64_t dim : raw.shape) non_trivial += dim > 1;
     if (non_trivial > 1) fail(path, "Fortran order is not supported; save a C-ordered array (np.ascontiguousarray)");
   }
+  if (check) check(raw.shape);
   raw.count = static_cast<int64_t>(count);
   raw.bytes.resize(count * item);
-  if (count > 0 && !in.read(raw.bytes.data(), static_cast<std::streamsize>(raw.bytes.size())))
-    fail(path, "truncated file (data ends early)");
+  if (count > 0) readExactly(path, source, raw.bytes.data(), raw.bytes.size(), "data");
   return raw;
+}
+
+RawNpy readRaw(const std::string& path) {
+  FileSource source(path);
+  return readRaw(path, source);
 }
 
 template <typename T>
@@ -267,6 +299,8 @@ T loadLittleEndian(const char* p) {
 double elementAsDouble(const RawNpy& raw, int64_t i) {
   const char* p = raw.bytes.data() + i * itemSize(raw.dtype);
   switch (raw.dtype) {
+    case NpyDtype::Float16:
+      return static_cast<double>(Eigen::numext::bit_cast<Eigen::half>(loadLittleEndian<uint16_t>(p)));
     case NpyDtype::Float32: return loadLittleEndian<float>(p);
     case NpyDtype::Float64: return loadLittleEndian<double>(p);
     case NpyDtype::Bool: return *p != 0 ? 1.0 : 0.0;
@@ -364,22 +398,28 @@ NpyArray readNpy(const std::string& path) {
   return out;
 }
 
-Tensor readNpyFloat(const std::string& path) {
-  const RawNpy raw = readRaw(path);
-  if (raw.dtype != NpyDtype::Float32 && raw.dtype != NpyDtype::Float64)
-    fail(path, std::string("dtype ") + dtypeName(raw.dtype) + " is not allowed here (expected float32 or float64)");
+Tensor readNpyFloatFrom(const std::string& path, ByteSource& source, const NpyShapeCheck& check) {
+  const RawNpy raw = readRaw(path, source, check);
+  if (raw.dtype != NpyDtype::Float16 && raw.dtype != NpyDtype::Float32 && raw.dtype != NpyDtype::Float64)
+    fail(path, std::string("dtype ") + dtypeName(raw.dtype) +
+                   " is not allowed here (expected float16, float32 or float64)");
   Tensor out;
   out.shape = raw.shape;
   out.data.resize(raw.count);
   for (int64_t i = 0; i < raw.count; ++i) {
     const double v = elementAsDouble(raw, i);
-    if (std::isnan(v)) fail(path, "NaN at index " + indexToString(raw.shape, i) + " (inputs must be finite)");
-    if (std::isinf(v)) fail(path, "Inf at index " + indexToString(raw.shape, i) + " (inputs must be finite)");
+    if (std::isnan(v)) fail(path, "NaN at index " + indexToString(raw.shape, i) + " (values must be finite)");
+    if (std::isinf(v)) fail(path, "Inf at index " + indexToString(raw.shape, i) + " (values must be finite)");
     if (std::fabs(v) > std::numeric_limits<float>::max())
       fail(path, "value " + formatDouble(v) + " at index " + indexToString(raw.shape, i) + " overflows float32");
     out.data[i] = static_cast<float>(v);
   }
   return out;
+}
+
+Tensor readNpyFloat(const std::string& path, const NpyShapeCheck& check) {
+  FileSource source(path);
+  return readNpyFloatFrom(path, source, check);
 }
 
 BoolTensor readNpyBool(const std::string& path) {

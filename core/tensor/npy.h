@@ -1,13 +1,14 @@
 // NumPy .npy reading and writing (format 1.0/2.0/3.0, little-endian, C order).
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "tensor/tensor.h"
 
 namespace attnscope {
 
-enum class NpyDtype { Float32, Float64, Bool, Int32, Int64 };
+enum class NpyDtype { Float16, Float32, Float64, Bool, Int32, Int64 };
 
 struct NpyArray {
   NpyDtype dtype = NpyDtype::Float32;
@@ -17,7 +18,12 @@ struct NpyArray {
 
 // Throws InputError naming the file: "query.npy: Fortran order is not supported", ...
 NpyArray readNpy(const std::string& path);
-Tensor readNpyFloat(const std::string& path);     // float32/float64 -> float32; NaN/Inf rejected
+// Called with an array's shape once its header is read, before its data is: throw an
+// InputError to refuse it (wrong rank, too large for memory) without reading the data.
+using NpyShapeCheck = std::function<void(const Shape&)>;
+
+// float16/float32/float64 -> float32; NaN/Inf rejected naming the index.
+Tensor readNpyFloat(const std::string& path, const NpyShapeCheck& check = {});
 BoolTensor readNpyBool(const std::string& path);  // bool only
 std::vector<int64_t> readNpyInt(const std::string& path);  // int32/int64, 1-D
 

@@ -62,7 +62,7 @@ class ExportTest(unittest.TestCase):
         _, _, L, S, _ = demo_sizes(tmp, "--mask", "causal")
         out = os.path.join(tmp, "figures", "made", "on", "demand")
         paths = export("--demo", "--mask", "causal", "--out", out, "--format", "png,svg,npy,csv")
-        base = f"probs_head0_b0_causal_L{L}xS{S}"
+        base = f"probs_L0_H0_b0_causal_L{L}xS{S}"
         self.assertEqual(paths, [os.path.join(out, f"{base}.{ext}") for ext in ("png", "svg", "npy", "csv", "json")])
         self.assertEqual(sorted(os.listdir(out)), sorted(os.path.basename(p) for p in paths))  # no temp files
 
@@ -104,8 +104,8 @@ class ExportTest(unittest.TestCase):
         paths = export("--demo", "--heads-count", "4", "--mask", "causal+window:3", "--heads", "all",
                        "--what", "probs,scores,grid", "--format", "npy", "--out", out)
         names = [os.path.basename(p) for p in paths if p.endswith(".npy")]
-        self.assertEqual(names, [f"probs_head{h}_b0_causal+window3_L{L}xS{S}.npy" for h in range(4)] +
-                         [f"scores_head{h}_b0_causal+window3_L{L}xS{S}.npy" for h in range(4)] +
+        self.assertEqual(names, [f"probs_L0_H{h}_b0_causal+window3_L{L}xS{S}.npy" for h in range(4)] +
+                         [f"scores_L0_H{h}_b0_causal+window3_L{L}xS{S}.npy" for h in range(4)] +
                          [f"grid_b0_causal+window3_L{L}xS{S}.npy"])
         for h in range(4):
             np.testing.assert_array_equal(np.load(os.path.join(out, names[h])), probs[0, h])
@@ -119,7 +119,7 @@ class ExportTest(unittest.TestCase):
         paths = export("--demo", "--heads-count", "4", "--heads", "all", "--out", tmp)
         pngs = [p for p in paths if p.endswith(".png")]
         self.assertEqual(len(pngs), 4)
-        self.assertEqual([re.search(r"_head(\d+)_", p).group(1) for p in pngs], ["0", "1", "2", "3"])
+        self.assertEqual([re.search(r"_H(\d+)_", p).group(1) for p in pngs], ["0", "1", "2", "3"])
         self.assertEqual(len([p for p in paths if p.endswith(".json")]), 4)
         paths = export("--demo", "--heads-count", "4", "--heads", "0,3", "--out", os.path.join(tmp, "two"))
         self.assertEqual(len([p for p in paths if p.endswith(".png")]), 2)
@@ -213,8 +213,8 @@ class ExportTest(unittest.TestCase):
         np.save(os.path.join(bundle, "value.npy"), rng.standard_normal((2, 5, 8)).astype(np.float32))
         paths = export(bundle, "--batch", "1", "--what", "probs,mask", "--format", "png,npy", "--out", tmp)
         names = [os.path.basename(p) for p in paths]
-        self.assertEqual(names, ["probs_head0_b1_nomask_L3xS5.png", "probs_head0_b1_nomask_L3xS5.npy",
-                                 "probs_head0_b1_nomask_L3xS5.json", "mask_b1_nomask_L3xS5.png",
+        self.assertEqual(names, ["probs_L0_H0_b1_nomask_L3xS5.png", "probs_L0_H0_b1_nomask_L3xS5.npy",
+                                 "probs_L0_H0_b1_nomask_L3xS5.json", "mask_b1_nomask_L3xS5.png",
                                  "mask_b1_nomask_L3xS5.npy", "mask_b1_nomask_L3xS5.json"])
         self.assertEqual(np.load(paths[1]).shape, (3, 5))
         np.testing.assert_array_equal(np.load(paths[4]), np.ones((3, 5), np.float32))

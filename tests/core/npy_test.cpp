@@ -138,7 +138,7 @@ TEST_F(NpyFiles, BadFilesGiveOneLineErrorsNamingTheFile) {
   writeBytes("struct.npy", npyFile("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (4,), }", four_floats));
   writeBytes("fortran.npy", npyFile("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", four_floats));
   writeBytes("bigend.npy", npyFile("{'descr': '>f4', 'fortran_order': False, 'shape': (4,), }", four_floats));
-  writeBytes("f2.npy", npyFile("{'descr': '<f2', 'fortran_order': False, 'shape': (4,), }", four_floats));
+  writeBytes("c8.npy", npyFile("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", four_floats));
   writeBytes("short.npy", npyFile("{'descr': '<f4', 'fortran_order': False, 'shape': (5,), }", four_floats));
   writeBytes("huge.npy", npyFile("{'descr': '<f8', 'fortran_order': False, 'shape': (99999999999, 99999999999), }",
                                  four_floats));
@@ -157,7 +157,7 @@ TEST_F(NpyFiles, BadFilesGiveOneLineErrorsNamingTheFile) {
   expectError("struct.npy", "structured dtypes are not supported");
   expectError("fortran.npy", "Fortran order is not supported");
   expectError("bigend.npy", "big-endian");
-  expectError("f2.npy", "unsupported dtype '<f2'");
+  expectError("c8.npy", "unsupported dtype '<c8'");
   expectError("short.npy", "holds only 16 data bytes");
   expectError("huge.npy", "header declares shape [99999999999, 99999999999]");
   expectError("overflow.npy", "header declares shape");
@@ -174,6 +174,7 @@ TEST_F(NpyFiles, RoleSpecificReadersCheckDtypeAndValues) {
                                 bytesOf<double>({1, -INFINITY})));
   writeBytes("big.npy", npyFile("{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }", bytesOf<double>({1e39})));
   writeBytes("ints.npy", npyFile("{'descr': '<i8', 'fortran_order': False, 'shape': (2, 1), }", bytesOf<int64_t>({1, 2})));
+  const auto readFloat = [](const std::string& file) { return readNpyFloat(file); };
   auto message = [&](auto read, const std::string& name) {
     try {
       read(path(name));
@@ -182,10 +183,10 @@ TEST_F(NpyFiles, RoleSpecificReadersCheckDtypeAndValues) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(message(readNpyFloat, "nan.npy").find("NaN at index [1, 0]"), std::string::npos);
-  EXPECT_NE(message(readNpyFloat, "inf.npy").find("Inf at index [1]"), std::string::npos);
-  EXPECT_NE(message(readNpyFloat, "big.npy").find("overflows float32"), std::string::npos);
-  EXPECT_NE(message(readNpyFloat, "ints.npy").find("expected float32 or float64"), std::string::npos);
+  EXPECT_NE(message(readFloat, "nan.npy").find("NaN at index [1, 0]"), std::string::npos);
+  EXPECT_NE(message(readFloat, "inf.npy").find("Inf at index [1]"), std::string::npos);
+  EXPECT_NE(message(readFloat, "big.npy").find("overflows float32"), std::string::npos);
+  EXPECT_NE(message(readFloat, "ints.npy").find("expected float16, float32 or float64"), std::string::npos);
   EXPECT_NE(message(readNpyBool, "ints.npy").find("expected bool"), std::string::npos);
   EXPECT_NE(message(readNpyInt, "ints.npy").find("expected a 1-D array"), std::string::npos);
   EXPECT_NE(message(readNpyInt, "nan.npy").find("expected int32 or int64"), std::string::npos);
@@ -270,6 +271,33 @@ TEST_F(NpyFiles, BundleErrorsNameTheFile) {
   EXPECT_NE(message().find("bundle.json: \"d_model\" 9 does not match w_q.npy [8, 8]"), std::string::npos) << message();
   writeBytes("b/bundle.json", "{oops");
   EXPECT_NE(message().find("bundle.json: not valid JSON"), std::string::npos) << message();
+}
+
+TEST_F(NpyFiles, Float16ReadsExactlyAndTheShapeCheckRunsBeforeTheData) {
+  // IEEE half bits: 1.0, -2.5, 65504 (largest), 2^-24 (smallest subnormal), -0.0, NaN.
+  writeBytes("half.npy", npyFile("{'descr': '<f2', 'fortran_order': False, 'shape': (5,), }",
+                                 bytesOf<uint16_t>({0x3C00, 0xC100, 0x7BFF, 0x0001, 0x8000})));
+  const Tensor half = readNpyFloat(path("half.npy"));
+  EXPECT_EQ(half.shape, (Shape{5}));
+  EXPECT_EQ(half.data, (std::vector<float>{1.0f, -2.5f, 65504.0f, std::ldexp(1.0f, -24), -0.0f}));
+  writeBytes("half_nan.npy", npyFile("{'descr': '<f2', 'fortran_order': False, 'shape': (1, 2), }",
+                                     bytesOf<uint16_t>({0x3C00, 0x7E00})));
+  try {
+    readNpyFloat(path("half_nan.npy"));
+    FAIL() << "NaN accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("NaN at index [0, 1]"), std::string::npos) << e.what();
+  }
+  // The check sees the shape and may refuse before any data is read (here: truncated data).
+  writeBytes("short.npy", npyFile("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", bytesOf<float>({1, 2, 3})));
+  Shape seen;
+  EXPECT_THROW(readNpyFloat(path("short.npy"),
+                            [&](const Shape& shape) {
+                              seen = shape;
+                              throw InputError("refused");
+                            }),
+               InputError);
+  EXPECT_EQ(seen, (Shape{3}));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -17,6 +18,11 @@
 #include "tensor/npy.h"
 
 namespace attnscope::test {
+
+// The view model of a copy of the trace (one layer), as the exporter and figures read it.
+inline ViewModel viewOf(const AttentionTrace& trace) {
+  return viewFromTrace(std::make_shared<const AttentionTrace>(trace));
+}
 
 // rows x cols matrix with values v[r][c] = (r * cols + c) / (rows * cols - 1): every cell a
 // different value in [0, 1], so neighbouring cells have different colours.

@@ -11,6 +11,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using test::causalTrace;
+using test::viewOf;
 using test::freshDir;
 using test::readFile;
 
@@ -27,10 +28,12 @@ std::vector<std::string> fileNames(const std::vector<std::string>& paths) {
 }
 
 TEST(FigureExport, BaseNamesDescribeTheFigure) {
-  EXPECT_EQ(exportBaseName("probs", 3, 0, "causal", 9, 9), "probs_head3_b0_causal_L9xS9");
-  EXPECT_EQ(exportBaseName("scores", 0, 2, "nomask", 4, 6), "scores_head0_b2_nomask_L4xS6");
-  EXPECT_EQ(exportBaseName("grid", -1, 0, "causal", 9, 9), "grid_b0_causal_L9xS9");
-  EXPECT_EQ(exportBaseName("mask", -1, 1, "window3", 5, 7), "mask_b1_window3_L5xS7");
+  EXPECT_EQ(exportBaseName("probs", {0}, 3, 0, "causal", 9, 9), "probs_L0_H3_b0_causal_L9xS9");
+  EXPECT_EQ(exportBaseName("scores", {0}, 0, 2, "nomask", 4, 6), "scores_L0_H0_b2_nomask_L4xS6");
+  EXPECT_EQ(exportBaseName("grid", {}, -1, 0, "causal", 9, 9), "grid_b0_causal_L9xS9");
+  EXPECT_EQ(exportBaseName("mask", {}, -1, 1, "window3", 5, 7), "mask_b1_window3_L5xS7");
+  EXPECT_EQ(exportBaseName("probs", {2}, 3, 0, "imported", 9, 9), "probs_L2_H3_b0_imported_L9xS9");
+  EXPECT_EQ(exportBaseName("grid", {0, 2}, -1, 1, "causal", 4, 4), "grid_L0,2_b1_causal_L4xS4");
 }
 
 TEST(FigureExport, FreeBaseNameSkipsEveryNameTakenByAnyFormat) {
@@ -51,10 +54,10 @@ TEST(FigureExport, WritesEveryFormatAndTheSettingsJsonWithDescriptiveNames) {
   request.heads = {3};
   request.formats = {"png", "svg", "pdf", "npy", "csv"};
   request.out_dir = dir;
-  const std::vector<std::string> written = exportFigures(causalSettings(), trace, request);
+  const std::vector<std::string> written = exportFigures(causalSettings(), viewOf(trace), request);
   const std::vector<std::string> expected = {
-      "probs_head3_b0_causal_L9xS9.png", "probs_head3_b0_causal_L9xS9.svg", "probs_head3_b0_causal_L9xS9.pdf",
-      "probs_head3_b0_causal_L9xS9.npy", "probs_head3_b0_causal_L9xS9.csv", "probs_head3_b0_causal_L9xS9.json",
+      "probs_L0_H3_b0_causal_L9xS9.png", "probs_L0_H3_b0_causal_L9xS9.svg", "probs_L0_H3_b0_causal_L9xS9.pdf",
+      "probs_L0_H3_b0_causal_L9xS9.npy", "probs_L0_H3_b0_causal_L9xS9.csv", "probs_L0_H3_b0_causal_L9xS9.json",
       "grid_b0_causal_L9xS9.png",        "grid_b0_causal_L9xS9.svg",        "grid_b0_causal_L9xS9.pdf",
       "grid_b0_causal_L9xS9.npy",        "grid_b0_causal_L9xS9.csv",        "grid_b0_causal_L9xS9.json"};
   EXPECT_EQ(fileNames(written), expected);
@@ -68,7 +71,7 @@ TEST(FigureExport, WritesEveryFormatAndTheSettingsJsonWithDescriptiveNames) {
 
   // The PNG decodes at the auto cell size (ceil(512 / 9) = 57).
   const RgbImage image = decodePng(readFile(written[0]));
-  Figure figure = probsFigure(trace, 0, 3, Colormap::Viridis);
+  Figure figure = probsFigure(viewOf(trace), 0, 0, 3, Colormap::Viridis);
   const FigureGeometry geometry = figureGeometry(figure);
   EXPECT_EQ(geometry.cell_px, 57);
   EXPECT_EQ(image.width, geometry.width);
@@ -98,22 +101,22 @@ TEST(FigureExport, NeverOverwritesAndSuffixesAllFormatsTogether) {
   request.heads = {1};
   request.formats = {"png", "csv"};
   request.out_dir = dir;
-  const std::vector<std::string> first = exportFigures(causalSettings(), trace, request);
+  const std::vector<std::string> first = exportFigures(causalSettings(), viewOf(trace), request);
   const std::string first_png = readFile(first[0]);
   request.colormap = Colormap::Magma;  // a different picture under the same name
-  const std::vector<std::string> second = exportFigures(causalSettings(), trace, request);
-  const std::vector<std::string> third = exportFigures(causalSettings(), trace, request);
-  EXPECT_EQ(fileNames(second), (std::vector<std::string>{"probs_head1_b0_causal_L4xS4_1.png",
-                                                         "probs_head1_b0_causal_L4xS4_1.csv",
-                                                         "probs_head1_b0_causal_L4xS4_1.json"}));
-  EXPECT_EQ(fileNames(third)[0], "probs_head1_b0_causal_L4xS4_2.png");
+  const std::vector<std::string> second = exportFigures(causalSettings(), viewOf(trace), request);
+  const std::vector<std::string> third = exportFigures(causalSettings(), viewOf(trace), request);
+  EXPECT_EQ(fileNames(second), (std::vector<std::string>{"probs_L0_H1_b0_causal_L4xS4_1.png",
+                                                         "probs_L0_H1_b0_causal_L4xS4_1.csv",
+                                                         "probs_L0_H1_b0_causal_L4xS4_1.json"}));
+  EXPECT_EQ(fileNames(third)[0], "probs_L0_H1_b0_causal_L4xS4_2.png");
   EXPECT_EQ(readFile(first[0]), first_png);  // untouched
   EXPECT_NE(readFile(second[0]), first_png);
   // A stray file of one format is enough to move every format of the next export on.
-  writeFileAtomic(dir + "/probs_head1_b0_causal_L4xS4_3.csv", "mine");
-  const std::vector<std::string> fourth = exportFigures(causalSettings(), trace, request);
-  EXPECT_EQ(fileNames(fourth)[0], "probs_head1_b0_causal_L4xS4_4.png");
-  EXPECT_EQ(readFile(dir + "/probs_head1_b0_causal_L4xS4_3.csv"), "mine");
+  writeFileAtomic(dir + "/probs_L0_H1_b0_causal_L4xS4_3.csv", "mine");
+  const std::vector<std::string> fourth = exportFigures(causalSettings(), viewOf(trace), request);
+  EXPECT_EQ(fileNames(fourth)[0], "probs_L0_H1_b0_causal_L4xS4_4.png");
+  EXPECT_EQ(readFile(dir + "/probs_L0_H1_b0_causal_L4xS4_3.csv"), "mine");
 }
 
 TEST(FigureExport, SameSettingsGiveByteIdenticalFiles) {
@@ -123,9 +126,9 @@ TEST(FigureExport, SameSettingsGiveByteIdenticalFiles) {
   request.heads = {0, 1};
   request.formats = {"png", "svg", "csv"};
   request.out_dir = freshDir("same_a");
-  const std::vector<std::string> a = exportFigures(causalSettings(), trace, request);
+  const std::vector<std::string> a = exportFigures(causalSettings(), viewOf(trace), request);
   request.out_dir = freshDir("same_b");
-  const std::vector<std::string> b = exportFigures(causalSettings(), trace, request);
+  const std::vector<std::string> b = exportFigures(causalSettings(), viewOf(trace), request);
   ASSERT_EQ(fileNames(a), fileNames(b));
   ASSERT_EQ(a.size(), 3u * 4u);  // scores head 0, scores head 1, mask; 3 formats + json
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(readFile(a[i]), readFile(b[i])) << a[i];
@@ -140,11 +143,11 @@ TEST(FigureExport, DefaultsComeFromTheSettingsAndFocus) {
   settings.prob_colormap = Colormap::Cividis;
   settings.cell_px = 7;
   settings.export_dir = freshDir("defaults") + "/made/on/demand";
-  const std::vector<std::string> written = exportFigures(settings, trace, request);
+  const std::vector<std::string> written = exportFigures(settings, viewOf(trace), request);
   EXPECT_EQ(fileNames(written),
-            (std::vector<std::string>{"probs_head2_b1_causal_L4xS4.png", "probs_head2_b1_causal_L4xS4.json"}));
+            (std::vector<std::string>{"probs_L0_H2_b1_causal_L4xS4.png", "probs_L0_H2_b1_causal_L4xS4.json"}));
   EXPECT_EQ(fs::path(written[0]).parent_path(), fs::path(settings.export_dir));
-  Figure figure = probsFigure(trace, 1, 2, Colormap::Cividis);
+  Figure figure = probsFigure(viewOf(trace), 0, 1, 2, Colormap::Cividis);
   figure.cell_px = 7;
   EXPECT_EQ(readFile(written[0]), renderFigurePng(figure));
 }
@@ -156,7 +159,7 @@ TEST(FigureExport, UnwritableFolderIsAnInputErrorAndWritesNothing) {
   request.formats = {"png", "npy"};
   request.out_dir = dir + "/a_file/sub";
   try {
-    exportFigures(causalSettings(), causalTrace(1, 1, 3, 3), request);
+    exportFigures(causalSettings(), viewOf(causalTrace(1, 1, 3, 3)), request);
     FAIL() << "no error";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("export folder " + dir + "/a_file/sub is not writable: ", 0), 0u)
@@ -171,7 +174,7 @@ TEST(FigureExport, BadRequestsAreInputErrorsBeforeAnyFile) {
   const auto expectError = [&](ExportRequest request, const std::string& message) {
     request.out_dir = dir + "/out";
     try {
-      exportFigures(causalSettings(), trace, request);
+      exportFigures(causalSettings(), viewOf(trace), request);
       ADD_FAILURE() << "no error for " << message;
     } catch (const InputError& e) {
       EXPECT_EQ(std::string(e.what()), message);

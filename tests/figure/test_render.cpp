@@ -11,6 +11,7 @@ namespace attnscope {
 namespace {
 
 using test::causalTrace;
+using test::viewOf;
 using test::countOccurrences;
 using test::rampFigure;
 
@@ -130,7 +131,7 @@ TEST(FigureRender, DefaultCellSizeMakesTheMatrixAtLeast512Px) {
 
 TEST(FigureRender, OnePixelCellsAreMaskedWithoutHatch) {
   const AttentionTrace trace = causalTrace(1, 1, 6, 6);
-  Figure figure = probsFigure(trace, 0, 0, Colormap::Viridis);
+  Figure figure = probsFigure(viewOf(trace), 0, 0, 0, Colormap::Viridis);
   figure.cell_px = 1;  // as the shader: a 1 px hatch would only read as noise
   const Rendered out = renderPng(figure);
   for (int64_t i = 0; i < 6; ++i) {
@@ -143,7 +144,7 @@ TEST(FigureRender, OnePixelCellsAreMaskedWithoutHatch) {
 TEST(FigureRender, CausalProbsHaveTheMaskedStyleAboveTheDiagonalOnly) {
   const AttentionTrace trace = causalTrace(1, 2, 6, 6);
   for (int64_t h = 0; h < 2; ++h) {
-    Figure figure = probsFigure(trace, 0, h, Colormap::Magma);
+    Figure figure = probsFigure(viewOf(trace), 0, 0, h, Colormap::Magma);
     figure.cell_px = 11;
     const Rendered out = renderPng(figure);
     for (int64_t i = 0; i < 6; ++i) {
@@ -164,7 +165,7 @@ TEST(FigureRender, CausalProbsHaveTheMaskedStyleAboveTheDiagonalOnly) {
 
 TEST(FigureRender, CausalScoresAreMaskedAndUseASymmetricDivergingRange) {
   const AttentionTrace trace = causalTrace(1, 3, 5, 5);
-  const Figure figure = scoresFigure(trace, 0, 2);
+  const Figure figure = scoresFigure(viewOf(trace), 0, 0, 2);
   EXPECT_EQ(figure.colormap, Colormap::Diverging);
   // head 2: scores 3 * (j - i/2) on j <= i; max |.| = 3 * 4 / 2... over i=4: j=4 -> 6, j=0 -> -6.
   ASSERT_TRUE(figure.low && figure.high);
@@ -179,7 +180,7 @@ TEST(FigureRender, CausalScoresAreMaskedAndUseASymmetricDivergingRange) {
 
 TEST(FigureRender, MaskFigureColoursAllowedCellsAndGreysBlockedOnes) {
   const AttentionTrace trace = causalTrace(2, 1, 4, 6);
-  const Figure figure = maskFigure(trace, 1, Colormap::Viridis);
+  const Figure figure = maskFigure(viewOf(trace), 0, 1, Colormap::Viridis);
   const Rendered out = renderPng(figure);
   expectCellsExact(figure, out, 0, [&](int64_t i, int64_t j) {
     if (j > i) return (i + j) % 2 == 0 ? kMaskedHatchColor : kMaskedColor;
@@ -191,9 +192,9 @@ TEST(FigureRender, ProbsShareOneRangeOverAllHeadsOfTheBatchItem) {
   AttentionTrace trace = causalTrace(1, 2, 3, 3);
   for (float& p : trace.probs.data) p *= 0.5f;  // head 0 max 0.5
   for (int64_t k = 9; k < 18; ++k) trace.probs.data[k] *= 1.6f;  // head 1 max 0.8
-  EXPECT_FLOAT_EQ(*probsFigure(trace, 0, 0, Colormap::Viridis).high, 0.8f);
-  EXPECT_FLOAT_EQ(*gridFigure(trace, 0, Colormap::Viridis).high, 0.8f);
-  const Figure log_figure = probsFigure(trace, 0, 0, Colormap::Viridis, true);
+  EXPECT_FLOAT_EQ(*probsFigure(viewOf(trace), 0, 0, 0, Colormap::Viridis).high, 0.8f);
+  EXPECT_FLOAT_EQ(*gridFigure(viewOf(trace), {0}, 0, Colormap::Viridis).high, 0.8f);
+  const Figure log_figure = probsFigure(viewOf(trace), 0, 0, 0, Colormap::Viridis, true);
   EXPECT_TRUE(log_figure.log_scale);
   EXPECT_FLOAT_EQ(*log_figure.low, 0.5f / 3.0f);  // smallest positive allowed probability
   // Log scale: low -> entry 0, high -> 255, geometric mean -> 128.
@@ -209,14 +210,14 @@ TEST(FigureRender, DropoutTraceShowsTheDroppedProbabilities) {
   trace.dropout_applied = true;
   trace.probs_dropped = Tensor(trace.probs.shape);
   trace.probs_dropped.data[0] = 2.0f;
-  const Figure figure = probsFigure(trace, 0, 0, Colormap::Viridis);
+  const Figure figure = probsFigure(viewOf(trace), 0, 0, 0, Colormap::Viridis);
   EXPECT_EQ(figure.panels[0].values, trace.probs_dropped.data);
   EXPECT_NE(figure.title.find("dropout"), std::string::npos);
 }
 
 TEST(FigureRender, GridHasOneTilePerHeadWithItsOwnCells) {
   const AttentionTrace trace = causalTrace(1, 5, 4, 4);
-  Figure figure = gridFigure(trace, 0, Colormap::Viridis);
+  Figure figure = gridFigure(viewOf(trace), {0}, 0, Colormap::Viridis);
   ASSERT_EQ(figure.panels.size(), 5u);
   EXPECT_EQ(figure.panels[3].title, "head 3");
   figure.cell_px = 8;
@@ -332,7 +333,7 @@ TEST(FigureRender, SvgStaysWellFormedWithControlCharactersAndBrokenUtf8) {
 
 TEST(FigureRender, SvgOfTheGridCountsEveryTilesCells) {
   const AttentionTrace trace = causalTrace(1, 4, 3, 5);
-  const std::string svg = renderFigureSvg(gridFigure(trace, 0, Colormap::Cividis));
+  const std::string svg = renderFigureSvg(gridFigure(viewOf(trace), {0}, 0, Colormap::Cividis));
   EXPECT_EQ(countOccurrences(svg, "class=\"cell\""), 4u * 3u * 5u);
   for (int h = 0; h < 4; ++h) EXPECT_NE(svg.find(">head " + std::to_string(h) + "</text>"), std::string::npos);
 }
@@ -365,7 +366,7 @@ TEST(FigureRender, PdfIsAPdf) {
 
 TEST(FigureRender, CsvHoldsLabelsAndEveryValueIncludingMinusInf) {
   const AttentionTrace trace = causalTrace(1, 1, 3, 3);
-  Figure figure = scoresFigure(trace, 0, 0);
+  Figure figure = scoresFigure(viewOf(trace), 0, 0, 0);
   figure.col_labels[1] = "a,\"b\"";
   const std::string csv = matrixCsv(figure);
   std::istringstream in(csv);
@@ -393,21 +394,21 @@ TEST(FigureRender, CsvHoldsLabelsAndEveryValueIncludingMinusInf) {
 
 TEST(FigureRender, MatrixTensorIsTheValuesWithTheirShape) {
   const AttentionTrace trace = causalTrace(2, 3, 4, 5);
-  const Tensor one = matrixTensor(probsFigure(trace, 1, 2, Colormap::Viridis));
+  const Tensor one = matrixTensor(probsFigure(viewOf(trace), 0, 1, 2, Colormap::Viridis));
   EXPECT_EQ(one.shape, (Shape{4, 5}));
   EXPECT_EQ(one.data, std::vector<float>(trace.probs.data.begin() + (1 * 3 + 2) * 20,
                                          trace.probs.data.begin() + (1 * 3 + 3) * 20));
-  const Tensor grid = matrixTensor(gridFigure(trace, 1, Colormap::Viridis));
+  const Tensor grid = matrixTensor(gridFigure(viewOf(trace), {0}, 1, Colormap::Viridis));
   EXPECT_EQ(grid.shape, (Shape{3, 4, 5}));
   EXPECT_EQ(grid.data, std::vector<float>(trace.probs.data.begin() + 60, trace.probs.data.end()));
 }
 
 TEST(FigureRender, BadFiguresAndOutOfRangeRequestsAreInputErrors) {
   const AttentionTrace trace = causalTrace(1, 2, 3, 3);
-  EXPECT_THROW(probsFigure(trace, 0, 2, Colormap::Viridis), InputError);
-  EXPECT_THROW(probsFigure(trace, 1, 0, Colormap::Viridis), InputError);
+  EXPECT_THROW(probsFigure(viewOf(trace), 0, 0, 2, Colormap::Viridis), InputError);
+  EXPECT_THROW(probsFigure(viewOf(trace), 0, 1, 0, Colormap::Viridis), InputError);
   try {
-    scoresFigure(trace, 0, 5);
+    scoresFigure(viewOf(trace), 0, 0, 5);
     FAIL();
   } catch (const InputError& e) {
     EXPECT_STREQ(e.what(), "head 5 is out of range (the model has 2 heads: 0-1)");

@@ -45,11 +45,11 @@ class ExportGuiTest(g.AppTestCase):
         self.press(window, "ctrl+s")
         state = self.wait_export(log, 1)
         L, S = state["L"], state["S"]
-        base = os.path.join(folder, "probs_head0_b0_causal_L%dxS%d" % (L, S))
+        base = os.path.join(folder, "probs_L0_H0_b0_causal_L%dxS%d" % (L, S))
         self.assertEqual(state["last_export"], {"kind": "probs", "paths": [base + ".png", base + ".json"], "error": ""})
         self.assertFalse(state["toast"]["error"])
         self.assertIn(folder, state["toast"]["text"])
-        self.assertIn("probs_head0_b0_causal_L%dxS%d.png" % (L, S), state["toast"]["text"])
+        self.assertIn("probs_L0_H0_b0_causal_L%dxS%d.png" % (L, S), state["toast"]["text"])
         self.assertEqual(sorted(os.listdir(folder)), sorted(os.path.basename(p) for p in state["last_export"]["paths"]))
 
         # The toast is on screen, bottom right, in its green style.
@@ -90,7 +90,7 @@ class ExportGuiTest(g.AppTestCase):
         self.x.xdotool("mousemove", "--window", window, 120, 6)
         self.press(window, "ctrl+s")
         state = self.wait_export(log, 1)
-        scores = os.path.join(folder, "scores_head2_" + suffix)
+        scores = os.path.join(folder, "scores_L0_H2_" + suffix)
         self.assertEqual(state["last_export"]["paths"], [scores + ".png", scores + ".json"])
         with open(scores + ".png", "rb") as a, open(self.cli_export(scores + ".json", "--what", "scores")[0], "rb") as b:
             self.assertEqual(a.read(), b.read())
@@ -101,7 +101,7 @@ class ExportGuiTest(g.AppTestCase):
         self.x.xdotool("click", 1)
         state = self.wait_export(log, 2)
         self.assertEqual(state["selected_view"], "probs")
-        probs = os.path.join(folder, "probs_head2_" + suffix)
+        probs = os.path.join(folder, "probs_L0_H2_" + suffix)
         self.assertEqual(state["last_export"]["paths"], [probs + ".png", probs + ".json"])
         self.x.xdotool("mousemove", "--window", window, 120, 6)
 

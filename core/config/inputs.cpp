@@ -1,0 +1,26 @@
+// buildInputs: the settings' input source, dispatched to its own file.
+#include "config/inputs.h"
+
+#include <algorithm>
+
+namespace attnscope {
+
+std::vector<int64_t> resolveValidLens(const std::vector<int64_t>& requested, const std::vector<int64_t>& natural,
+                                      int64_t S) {
+  std::vector<int64_t> lens = natural;
+  for (size_t b = 0; b < lens.size() && b < requested.size(); ++b) lens[b] = std::clamp<int64_t>(requested[b], 0, S);
+  return lens;
+}
+
+AttentionInputs buildInputs(const Settings& s) {
+  if (s.heads < 1) throw InputError("heads must be >= 1, got H=" + std::to_string(s.heads));
+  if (s.head_dim < 1) throw InputError("head size must be >= 1, got d=" + std::to_string(s.head_dim));
+  switch (s.source) {
+    case InputSource::Bundle: return bundleInputs(s).inputs;
+    case InputSource::Synthetic: return syntheticInputs(s);
+    case InputSource::Text: break;
+  }
+  return textInputs(s);
+}
+
+}  // namespace attnscope

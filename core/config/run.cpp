@@ -1,0 +1,127 @@
+#include "config/run.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "config/attention_bundle.h"
+#include "config/bundle.h"
+#include "config/inputs.h"
+
+namespace attnscope {
+namespace {
+
+// Far above any real model; keeps heads * head_dim (the default D) from overflowing.
+constexpr int64_t kMaxHeads = 1 << 20;
+
+std::string maskProblem(const InputError& e) {
+  const std::string why = e.what();
+  return why.rfind("mask: ", 0) == 0 ? why.substr(6) : why;
+}
+
+}  // namespace
+
+void applyBundleRunKeys(const nlohmann::json& meta, const std::string& json_path, Settings& s) {
+  auto bad = [&](const std::string& key, const std::string& why) {
+    throw InputError(json_path + ": \"" + key + "\" " + why);
+  };
+  if (meta.contains("heads")) {
+    const auto& h = meta["heads"];
+    if (!h.is_number_integer() || h.get<int64_t>() < 1 || h.get<int64_t>() > kMaxHeads)
+      bad("heads", "must be an integer in 1.." + std::to_string(kMaxHeads));
+    s.heads = h.get<int64_t>();
+  }
+  if (meta.contains("mask")) {
+    if (!meta["mask"].is_string()) bad("mask", "must be a string such as \"causal+padding\"");
+    try {
+      s.mask = MaskSpec::parse(meta["mask"].get<std::string>());
+    } catch (const InputError& e) {
+      bad("mask", "is invalid: " + maskProblem(e));
+    }
+  }
+  if (meta.contains("scale")) {
+    const auto& v = meta["scale"];
+    const std::optional<ScaleSetting> scale = v.is_string() ? scaleFromText(v.get<std::string>())
+                                              : v.is_number() ? scaleFromFactor(v.get<double>())
+                                                              : std::nullopt;
+    if (!scale) bad("scale", "must be \"none\", \"default\" or a positive number");
+    s.scale = scale->choice;
+    s.scale_factor = scale->factor;
+  }
+  if (meta.contains("fill")) {
+    const auto& f = meta["fill"];
+    std::optional<MaskFill> fill;
+    if (f.is_string()) fill = maskFillFromName(f.get<std::string>());
+    else if (f.is_number() && std::fabs(f.get<double>()) == 1e9) fill = MaskFill::NegBillion;
+    if (!fill) bad("fill", "must be \"inf\" or \"1e9\"");
+    s.fill = *fill;
+  }
+  if (meta.contains("dropout")) {
+    const auto& p = meta["dropout"];
+    if (!p.is_number() || !(p.get<double>() >= 0 && p.get<double>() < 1)) bad("dropout", "must be a number in [0, 1)");
+    s.dropout = p.get<float>();
+    s.train = s.dropout > 0;
+  }
+  if (meta.contains("seed")) {
+    if (!meta["seed"].is_number_unsigned()) bad("seed", "must be a non-negative integer");
+    s.seed = meta["seed"].get<uint64_t>();
+  }
+}
+
+Settings bundleDefaults() {
+  Settings settings;
+  settings.heads = 1;
+  return settings;
+}
+
+Settings settingsForBundle(Settings settings, const std::string& dir) {
+  settings.source = InputSource::Bundle;
+  settings.bundle_path = dir;
+  if (bundleKind(dir) == BundleKind::Tensors)
+    applyBundleRunKeys(readBundleMeta(dir), (std::filesystem::path(dir) / "bundle.json").string(), settings);
+  return settings;
+}
+
+Run configureRun(const Settings& settings) {
+  Run run;
+  switch (settings.source) {
+    case InputSource::Bundle: {
+      if (!settings.bundle_path.empty() && bundleKind(settings.bundle_path) == BundleKind::Attentions)
+        throw InputError(settings.bundle_path + ": holds attention maps computed elsewhere (attentions.npy/.npz), "
+                                                "not inputs to compute; open it with attnscope or attnscope export");
+      Bundle bundle = bundleInputs(settings);
+      run.inputs = std::move(bundle.inputs);
+      run.source = "bundle " + settings.bundle_path;
+      if (!bundle.has_weights)
+        run.notes.push_back("no w_q/w_k/w_v/w_o.npy: seeded default weights (seed " + std::to_string(settings.seed) +
+                            ", D=" + std::to_string(run.inputs.w_q.dim(0)) + ")");
+      if (bundle.meta.contains("notes") && bundle.meta["notes"].is_string())
+        run.notes.push_back(bundle.meta["notes"].get<std::string>());
+      break;
+    }
+    case InputSource::Synthetic:
+      run.inputs = buildInputs(settings);
+      run.source = "synthetic B=" + std::to_string(settings.batch) + " L=" + std::to_string(settings.synthetic_L) +
+                   " S=" + std::to_string(settings.synthetic_S);
+      break;
+    case InputSource::Text:
+      run.inputs = buildInputs(settings);
+      run.source = "built-in demo (\"" + settings.text + "\")";
+      break;
+  }
+  // Bundles bring their own D (rows of w_q); the temperature scale needs the real one.
+  run.options = attentionOptions(settings, run.inputs.w_q.dim(0));
+  return run;
+}
+
+std::shared_ptr<const ViewModel> buildView(const Settings& settings) {
+  if (settings.source == InputSource::Bundle && !settings.bundle_path.empty() &&
+      bundleKind(settings.bundle_path) == BundleKind::Attentions)
+    return std::make_shared<const ViewModel>(viewFromImported(loadAttentionBundle(settings.bundle_path)));
+  const Run run = configureRun(settings);
+  return std::make_shared<const ViewModel>(
+      viewFromTrace(std::make_shared<const AttentionTrace>(runAttention(run.inputs, run.options))));
+}
+
+}  // namespace attnscope

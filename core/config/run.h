@@ -1,0 +1,50 @@
+// Configure once: the one way a run is made. `attnscope compute`, `attnscope export`, the
+// app's compute worker (and analyze) all call configureRun(), so the same settings give the
+// same maps everywhere. A bundle's bundle.json enters through settingsForBundle(), once,
+// when the bundle is opened: its values become the settings' (the user may change them after).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "attention/attention.h"
+#include "config/settings.h"
+#include "view/view_model.h"
+
+namespace attnscope {
+
+// Everything runAttention needs, plus what the user should be told about it.
+struct Run {
+  AttentionInputs inputs;
+  AttentionOptions options;        // heads, scale (with the real D), mask, fill, dropout, seed
+  std::string source;              // "built-in demo ("The cat ...")", "bundle DIR", "synthetic B=1 L=12 S=12"
+  std::vector<std::string> notes;  // e.g. "no w_q/w_k/w_v/w_o.npy: seeded default weights (seed 0, D=16)"
+};
+
+// What a bundle opened from the command line starts from: the default settings with H = 1
+// (any D is divisible by 1), before bundle.json and the flags.
+Settings bundleDefaults();
+
+// base with source = Bundle, bundle_path = dir and DIR/bundle.json's run keys on top:
+//   heads (integer >= 1), mask (mask text), scale ("none", "default" = 1/sqrt(d), or a
+//   positive factor), fill ("inf" / "1e9", or the number -1e9), dropout (p in [0, 1), train
+//   when > 0), seed (integer >= 0). Other keys (d_model, notes, model, layer_names) are read
+//   where they apply. InputError naming bundle.json and the key for a wrong value. An
+//   attention bundle (config/attention_bundle.h) has nothing to run: its run keys are ignored.
+Settings settingsForBundle(Settings base, const std::string& dir);
+// The same keys applied to settings from an already parsed bundle.json (json_path names it).
+void applyBundleRunKeys(const nlohmann::json& meta, const std::string& json_path, Settings& settings);
+
+// Inputs for the settings' source and the options for them (temperature scale with the
+// real D of a bundle). Throws InputError for bad settings or inputs, for sizes whose
+// trace would not fit in memory (with the estimate), and for an attention bundle.
+Run configureRun(const Settings& settings);
+
+// What the settings show: an attention bundle's imported maps, else the core trace of
+// configureRun(settings) + runAttention (one layer). Throws InputError.
+std::shared_ptr<const ViewModel> buildView(const Settings& settings);
+
+}  // namespace attnscope
