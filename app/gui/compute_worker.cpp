@@ -113,7 +113,8 @@ void ComputeWorker::run() {
     result.error = describeFailure([&] {
       run = configureRun(settings);  // the one way settings become a run (as compute/export)
       result.facts = readFacts(run->inputs, settings.heads);
-      result.trace = std::make_shared<const AttentionTrace>(runAttention(run->inputs, run->options));
+      result.view = std::make_shared<const ViewModel>(
+          viewFromTrace(std::make_shared<const AttentionTrace>(runAttention(run->inputs, run->options))));
     });
     // The correct run for the mistakes lab, unless the inputs themselves failed or a
     // newer job already supersedes this one. Its own failure only loses the comparison.
@@ -121,8 +122,9 @@ void ComputeWorker::run() {
       AttentionOptions options = run->options;
       options.mistake = Mistake::None;
       describeFailure([&] {
-        result.correct_trace = std::make_shared<const AttentionTrace>(runAttention(run->inputs, options));
-        if (result.trace) result.prob_diff_max = probDifferenceMax(*result.trace, *result.correct_trace);
+        result.correct_view = std::make_shared<const ViewModel>(
+            viewFromTrace(std::make_shared<const AttentionTrace>(runAttention(run->inputs, options))));
+        if (result.view) result.prob_diff_max = probDifferenceMax(*result.view->trace, *result.correct_view->trace);
       });
     }
     result.milliseconds =
