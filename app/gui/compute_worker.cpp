@@ -115,14 +115,15 @@ void ComputeWorker::run() {
       // Bundles bring their own D (rows of w_q); the temperature scale needs the real one.
       const int64_t D = result.facts.known ? result.facts.D_q : settings.modelDim();
       options = attentionOptions(settings, D);
-      result.trace = std::make_shared<const AttentionTrace>(runAttention(*inputs, options));
+      options.keep_raw_scores = false;  // the tooltip derives them (rawScore)
+      result.trace = workspace_.run(*inputs, options);
     });
     // The correct run for the mistakes lab, unless the inputs themselves failed or a
     // newer job already supersedes this one. Its own failure only loses the comparison.
     if (inputs && options.mistake != Mistake::None && !superseded(generation)) {
       options.mistake = Mistake::None;
       describeFailure([&] {
-        result.correct_trace = std::make_shared<const AttentionTrace>(runAttention(*inputs, options));
+        result.correct_trace = workspace_.run(*inputs, options);
         if (result.trace) result.prob_diff_max = probDifferenceMax(*result.trace, *result.correct_trace);
       });
     }
