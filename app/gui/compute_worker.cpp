@@ -112,9 +112,9 @@ void ComputeWorker::run() {
     std::optional<Run> run;
     result.error = describeFailure([&] {
       run = configureRun(settings);  // the one way settings become a run (as compute/export)
+      run->options.keep_raw_scores = false;  // the tooltip derives them (rawScore)
       result.facts = readFacts(run->inputs, settings.heads);
-      result.view = std::make_shared<const ViewModel>(
-          viewFromTrace(std::make_shared<const AttentionTrace>(runAttention(run->inputs, run->options))));
+      result.view = std::make_shared<const ViewModel>(viewFromTrace(workspace_.run(run->inputs, run->options)));
     });
     // The correct run for the mistakes lab, unless the inputs themselves failed or a
     // newer job already supersedes this one. Its own failure only loses the comparison.
@@ -122,8 +122,7 @@ void ComputeWorker::run() {
       AttentionOptions options = run->options;
       options.mistake = Mistake::None;
       describeFailure([&] {
-        result.correct_view = std::make_shared<const ViewModel>(
-            viewFromTrace(std::make_shared<const AttentionTrace>(runAttention(run->inputs, options))));
+        result.correct_view = std::make_shared<const ViewModel>(viewFromTrace(workspace_.run(run->inputs, options)));
         if (result.view) result.prob_diff_max = probDifferenceMax(*result.view->trace, *result.correct_view->trace);
       });
     }

@@ -63,6 +63,7 @@ class ComputeWorker {
   uint64_t waiting_generation_ = 0;
   uint64_t latest_generation_ = 0;    // newest posted
   std::optional<ComputeResult> done_;
+  AttentionWorkspace workspace_;      // worker thread only: buffers and projections reused
   bool stop_ = false;
   std::thread thread_;                // last member: starts after the others exist
 };

@@ -36,7 +36,7 @@ void drawTraceCellTooltip(const AttentionTrace& t, int64_t b, int64_t h, int64_t
   ImGui::Text("query  %s  (i = %lld)", q_tokens[i].c_str(), static_cast<long long>(i));
   ImGui::Text("key    %s  (j = %lld)", k_tokens[j].c_str(), static_cast<long long>(j));
   ImGui::Separator();
-  ImGui::Text("raw score  q.k     %.5g", t.raw_scores.data[cell]);
+  ImGui::Text("raw score  q.k     %.5g", rawScore(t, b, h, i, j));
   if (allowed) {
     ImGui::Text("scaled score (x%.4g) %.5g", t.scale, t.scores.data[cell]);
   } else {

@@ -1,20 +1,18 @@
 #include "attention/attention.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <limits>
 #include <sstream>
 
-#include <Eigen/Dense>
+#include "attention/kernel.h"
 
 namespace attnscope {
 namespace {
 
-using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using MatrixMap = Eigen::Map<RowMatrix>;
-using ConstMatrixMap = Eigen::Map<const RowMatrix>;
 
 void checkData(const Tensor& t, const char* name) {
   if (static_cast<int64_t>(t.data.size()) != numel(t.shape)) {
@@ -60,51 +58,39 @@ void checkBias(const Tensor& b, const char* name, int64_t D) {
   }
 }
 
-// Dropout keep decision from a counter-based hash, so the result does not depend on
-// which thread computes which head.
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-double uniform01(uint64_t seed, uint64_t counter) {
-  return (splitmix64(splitmix64(seed) ^ counter) >> 11) * (1.0 / 9007199254740992.0);
-}
-
-// y [N, D] = x [N, Din] W^T + b, W [D, Din].
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, int64_t rows) {
-  const int64_t D = w.dim(0), Din = w.dim(1);
-  Tensor y({rows, D});
-  MatrixMap out(y.data.data(), rows, D);
-  out.noalias() = ConstMatrixMap(x.data.data(), rows, Din) * ConstMatrixMap(w.data.data(), D, Din).transpose();
-  if (!b.empty()) out.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(b.data.data(), D);
-  return y;
+// Gives `t` this shape, keeping its buffer when the size matches: a recompute of the same
+// sizes writes into memory that is already mapped (no zero fill, no page faults).
+void reshapeReusing(Tensor& t, Shape shape) {
+  t.data.resize(static_cast<size_t>(numel(shape)));
+  t.shape = std::move(shape);
 }
 
 // [B, T, H, d] -> [B, H, T, d]  (view + transpose(1, 2), then made contiguous)
-Tensor splitHeads(const Tensor& x, int64_t B, int64_t T, int64_t H, int64_t d) {
-  Tensor out({B, H, T, d});
+void splitHeadsInto(const Tensor& x, int64_t B, int64_t T, int64_t H, int64_t d, Tensor& out) {
+  reshapeReusing(out, {B, H, T, d});
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t)
       for (int64_t h = 0; h < H; ++h) {
         const float* src = &x.data[((b * T + t) * H + h) * d];
         std::copy(src, src + d, &out.data[((b * H + h) * T + t) * d]);
       }
+}
+
+Tensor splitHeads(const Tensor& x, int64_t B, int64_t T, int64_t H, int64_t d) {
+  Tensor out;
+  splitHeadsInto(x, B, T, H, d, out);
   return out;
 }
 
 // [B, H, T, d] -> [B, T, H*d]  (transpose(1, 2) + contiguous().view)
-Tensor mergeHeads(const Tensor& x, int64_t B, int64_t H, int64_t T, int64_t d) {
-  Tensor out({B, T, H * d});
+void mergeHeadsInto(const Tensor& x, int64_t B, int64_t H, int64_t T, int64_t d, Tensor& out) {
+  reshapeReusing(out, {B, T, H * d});
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h)
       for (int64_t t = 0; t < T; ++t) {
         const float* src = &x.data[((b * H + h) * T + t) * d];
         std::copy(src, src + d, &out.data[((b * T + t) * H + h) * d]);
       }
-  return out;
 }
 
 struct MistakeInfo {
@@ -143,18 +129,6 @@ const MistakeInfo& mistakeInfo(Mistake mistake) {
   for (const MistakeInfo& info : kMistakes)
     if (info.mistake == mistake) return info;
   return kMistakes[0];
-}
-
-// torch.floor_divide / Python // for floats (fmod based, as ATen's div_floor_floating and
-// NumPy's npy_divmod do), so the quantised scores match PyTorch value for value.
-float floorDivide(float a, float b) {
-  const float mod = std::fmod(a, b);
-  float div = (a - mod) / b;
-  if (mod != 0.0f && (b < 0.0f) != (mod < 0.0f)) div -= 1.0f;
-  if (div == 0.0f) return std::copysign(0.0f, a / b);
-  float floored = std::floor(div);
-  if (div - floored > 0.5f) floored += 1.0f;
-  return floored;
 }
 
 bool isPaddingComponent(const MaskComponent& c) { return c.name == "padding" || c.name == "key_padding"; }
@@ -244,68 +218,6 @@ std::vector<Stage> buildStages(const AttentionTrace& t, const AttentionOptions& 
       {"context_view", "view", "context = context.contiguous().view(B, L, D)", {B, L, D}},
       {"output", "linear", "output = self.o_proj(context)", {B, L, D}},
   };
-}
-
-struct ScoreMapParams {
-  float scale;         // factor on Q K^T
-  float floor_div_by;  // > 0: floor(Q K^T / floor_div_by) instead (floor-div-scale mistake)
-  MaskFill fill;
-  bool dropout;
-  float p;             // dropout probability
-  uint64_t seed;       // dropout seed
-};
-
-// One [L, S] slot of the [B, H, L, S] maps at `offset` (batch item b): raw = q k^T, then
-// scale, mask, softmax and dropout. q: [L, c], k: [S, c] with c = d (or D, no head split).
-void scoreMap(AttentionTrace& t, const ScoreMapParams& p, int64_t b, size_t offset, ConstMatrixMap q,
-              ConstMatrixMap k) {
-  const int64_t L = t.L, S = t.S;
-  const float fill_value = p.fill == MaskFill::NegInf ? -std::numeric_limits<float>::infinity() : -1e9f;
-  MatrixMap raw(&t.raw_scores.data[offset], L, S);
-  raw.noalias() = q * k.transpose();
-  const uint8_t* allowed_b = &t.mask.allowed.data[b * L * S];
-  for (int64_t i = 0; i < L; ++i) {
-    const uint8_t* allowed = allowed_b + i * S;
-    const float* raw_row = &raw(i, 0);
-    float* scores = &t.scores.data[offset + i * S];
-    float* probs = &t.probs.data[offset + i * S];
-    float row_max = -std::numeric_limits<float>::infinity();
-    int64_t allowed_count = 0;
-    for (int64_t j = 0; j < S; ++j) {
-      const float scaled = p.floor_div_by > 0.0f ? floorDivide(raw_row[j], p.floor_div_by) : raw_row[j] * p.scale;
-      scores[j] = allowed[j] ? scaled : fill_value;
-      if (allowed[j]) {
-        row_max = std::max(row_max, scores[j]);
-        ++allowed_count;
-      }
-    }
-    if (allowed_count == 0) {
-      // Every key masked. PyTorch gives NaN here for a -inf fill (softmax of all -inf);
-      // we give probabilities 0, so context 0 and the output row equals b_o. With the
-      // -1e9 fill, masked_fill + softmax gives a uniform row, as PyTorch does.
-      const float uniform = p.fill == MaskFill::NegInf ? 0.0f : 1.0f / static_cast<float>(S);
-      std::fill(probs, probs + S, uniform);
-      continue;
-    }
-    // Max-subtracted softmax; masked entries are set to exactly 0 (never trust exp(-inf)).
-    double sum = 0.0;
-    for (int64_t j = 0; j < S; ++j) {
-      const float e = allowed[j] ? std::exp(scores[j] - row_max) : 0.0f;
-      probs[j] = e;
-      sum += e;
-    }
-    const float inv_sum = static_cast<float>(1.0 / sum);
-    for (int64_t j = 0; j < S; ++j) probs[j] *= inv_sum;
-  }
-  if (p.dropout) {
-    float* dropped = &t.probs_dropped.data[offset];
-    const float* probs = &t.probs.data[offset];
-    const float keep_scale = 1.0f / (1.0f - p.p);
-    for (int64_t n = 0; n < L * S; ++n) {
-      const bool keep = uniform01(p.seed, static_cast<uint64_t>(offset + n)) >= static_cast<double>(p.p);
-      dropped[n] = keep ? probs[n] * keep_scale : 0.0f;
-    }
-  }
 }
 
 // What the mistake did to these inputs, one line; `mask_note` comes from the mask step.
@@ -434,8 +346,8 @@ void checkMemory(uint64_t bytes_needed) {
   // No /proc/meminfo (not Linux): nothing to compare against, let the allocation decide.
 }
 
-AttentionTrace runAttention(const AttentionInputs& in, const AttentionOptions& options) {
-  // ---- validation: one line naming the tensor ----
+// ---- validation: one line naming the tensor ----
+RunSizes validateInputs(const AttentionInputs& in, const AttentionOptions& options) {
   if (options.heads < 1) throw InputError("heads must be >= 1, got H=" + std::to_string(options.heads));
   checkRank3(in.query, "query", "[B, L, Dq]");
   checkRank3(in.key, "key", "[B, S, Dk]");
@@ -468,7 +380,6 @@ AttentionTrace runAttention(const AttentionInputs& in, const AttentionOptions& o
   if (D % H != 0) {
     throw InputError("D=" + std::to_string(D) + " is not divisible by H=" + std::to_string(H));
   }
-  const int64_t d = D / H;
   if (!(options.dropout >= 0.0f && options.dropout < 1.0f)) {
     throw InputError("dropout p must be in [0, 1), got " + formatFloat(options.dropout));
   }
@@ -486,97 +397,116 @@ AttentionTrace runAttention(const AttentionInputs& in, const AttentionOptions& o
   if (!in.key_tokens.empty() && static_cast<int64_t>(in.key_tokens.size()) != S) {
     throw InputError("key tokens: " + std::to_string(in.key_tokens.size()) + " labels for S=" + std::to_string(S));
   }
+  return {B, L, S, D, H, D / H, Dq, Dk, Dv};
+}
 
-  if (options.mistake == Mistake::KVReshapedWithQueryLength && S != L) {
+// ---- mistakes lab: what each mistake changes in the pipeline, decided in one place ----
+RunPlan planRun(const AttentionOptions& options, const RunSizes& z) {
+  const Mistake mistake = options.mistake;
+  if (mistake == Mistake::KVReshapedWithQueryLength && z.S != z.L) {
     // What k_proj(k).view(B, L, H, d) raises in PyTorch: B*S*D values do not fill B*L*H*d.
-    throw InputError("RuntimeError: shape '" + shapeToString({B, L, H, d}) + "' is invalid for input of size " +
-                     std::to_string(B * S * D) + " (seed 000 reshapes K/V with the query length; use S)");
+    throw InputError("RuntimeError: shape '" + shapeToString({z.B, z.L, z.H, z.d}) + "' is invalid for input of size " +
+                     std::to_string(z.B * z.S * z.D) + " (seed 000 reshapes K/V with the query length; use S)");
   }
-  if (options.mistake == Mistake::SharedProjection && (Dq != D || Dk != D || Dv != D)) {
+  if (mistake == Mistake::SharedProjection && (z.Dq != z.D || z.Dk != z.D || z.Dv != z.D)) {
     throw InputError("shared-linear: one nn.Linear(D, D) serves q, k, v and o, so query, key and value need D=" +
-                     std::to_string(D) + " features each, got Dq=" + std::to_string(Dq) + ", Dk=" +
-                     std::to_string(Dk) + ", Dv=" + std::to_string(Dv));
+                     std::to_string(z.D) + " features each, got Dq=" + std::to_string(z.Dq) + ", Dk=" +
+                     std::to_string(z.Dk) + ", Dv=" + std::to_string(z.Dv));
   }
-
-  checkMemory(estimateTraceBytes(B, L, S, D, Dq, Dk, Dv, H));  // before any [B, L, S] allocation
-  AttentionTrace t;
-  t.mask = buildMasks(options.mask, B, L, S, in.valid_lens, in.key_padding, in.attn_mask);
-  t.mistake = options.mistake;
-  if (options.mistake == Mistake::MaskNotBroadcast) t.mistake_note = misbroadcastPadding(t.mask, B, L, S, H);
-
-  t.B = B, t.L = L, t.S = S, t.D = D, t.H = H, t.d = d, t.Dq = Dq, t.Dk = Dk, t.Dv = Dv;
-  t.fill = options.fill;
-  t.dropout_applied = options.train && options.dropout > 0.0f;
+  RunPlan plan;
+  const float inv_sqrt_d = static_cast<float>(1.0 / std::sqrt(static_cast<double>(z.d)));
   switch (options.scale_mode) {
-    case ScaleMode::InvSqrtD: t.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))); break;
-    case ScaleMode::None: t.scale = 1.0f; break;
-    case ScaleMode::Custom: t.scale = options.custom_scale; break;
+    case ScaleMode::InvSqrtD: plan.rule.scale = inv_sqrt_d; break;
+    case ScaleMode::None: plan.rule.scale = 1.0f; break;
+    case ScaleMode::Custom: plan.rule.scale = options.custom_scale; break;
   }
   // Both mistakes replace whatever scaling was chosen: the seed's `// math.sqrt(d)`, or none.
-  if (options.mistake == Mistake::FloorDivisionScale) {
-    t.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  if (mistake == Mistake::FloorDivisionScale) {
+    plan.rule.scale = inv_sqrt_d;  // reported as the trace's scale; the scores are floored instead
+    plan.rule.floor_div_by = static_cast<float>(std::sqrt(static_cast<double>(z.d)));
   }
-  if (options.mistake == Mistake::NoScaling) t.scale = 1.0f;
-  t.query = in.query;
-  t.key = in.key;
-  t.value = in.value;
+  if (mistake == Mistake::NoScaling) plan.rule.scale = 1.0f;
+  plan.rule.fill = options.fill;
+  plan.shared_projection = mistake == Mistake::SharedProjection;
+  plan.split_heads = mistake != Mistake::NoHeadSplit;
+  plan.merge_transposed = mistake != Mistake::ReshapeWithoutTranspose;
+  return plan;
+}
 
-  // ---- projections: one GEMM over all B*T rows each ----
-  // shared-linear: [nn.Linear(D, D)] * 4 makes k, v (and o below) reuse q's layer.
-  const bool shared = options.mistake == Mistake::SharedProjection;
-  t.q_proj = linear(in.query, in.w_q, in.b_q, B * L);
-  t.k_proj = linear(in.key, shared ? in.w_q : in.w_k, shared ? in.b_q : in.b_k, B * S);
-  t.v_proj = linear(in.value, shared ? in.w_q : in.w_v, shared ? in.b_q : in.b_v, B * S);
-  t.q_proj.shape = {B, L, D};
-  t.k_proj.shape = {B, S, D};
-  t.v_proj.shape = {B, S, D};
-  // K and V are split with their own length S (seed 000 wrongly used L). With the
-  // no-head-split mistake these per-head views are still filled for display; the maths
-  // below uses the unsplit projections instead.
-  t.q = splitHeads(t.q_proj, B, L, H, d);
-  t.k = splitHeads(t.k_proj, B, S, H, d);
-  t.v = splitHeads(t.v_proj, B, S, H, d);
+namespace {
 
-  // ---- per (b, h): scores, mask, softmax, dropout, context ----
-  const Shape scores_shape{B, H, L, S};
-  t.raw_scores = Tensor(scores_shape);
-  t.scores = Tensor(scores_shape);
-  t.probs = Tensor(scores_shape);
-  if (t.dropout_applied) t.probs_dropped = Tensor(scores_shape);
-  t.context_heads = Tensor({B, H, L, d});
+// ---- kernel: projections, per-head maps, context, output into the trace's buffers ----
+// `reuse_projections`: q_proj .. v already hold these inputs' projections (incremental).
+void runKernel(AttentionTrace& t, const AttentionInputs& in, const AttentionOptions& options, const RunPlan& plan,
+               bool reuse_projections) {
+  const int64_t B = t.B, L = t.L, S = t.S, D = t.D, H = t.H, d = t.d;
+  if (!reuse_projections) {
+    // One GEMM over all B*T rows each; shared-linear makes k, v (and o below) reuse q's layer.
+    reshapeReusing(t.q_proj, {B, L, D});
+    reshapeReusing(t.k_proj, {B, S, D});
+    reshapeReusing(t.v_proj, {B, S, D});
+    linearInto(in.query.data.data(), B * L, in.w_q, in.b_q, t.q_proj.data.data());
+    linearInto(in.key.data.data(), B * S, plan.shared_projection ? in.w_q : in.w_k,
+               plan.shared_projection ? in.b_q : in.b_k, t.k_proj.data.data());
+    linearInto(in.value.data.data(), B * S, plan.shared_projection ? in.w_q : in.w_v,
+               plan.shared_projection ? in.b_q : in.b_v, t.v_proj.data.data());
+    // K and V are split with their own length S (seed 000 wrongly used L). With the
+    // no-head-split mistake these per-head views are still filled for display; the maths
+    // below uses the unsplit projections instead.
+    splitHeadsInto(t.q_proj, B, L, H, d, t.q);
+    splitHeadsInto(t.k_proj, B, S, H, d, t.k);
+    splitHeadsInto(t.v_proj, B, S, H, d, t.v);
+  }
+
+  // Maps: [B, H, L, S]. Raw scores only when asked for (they are scores / scale where
+  // allowed, and rawScore() derives any cell from q and k).
+  const Shape maps_shape{B, H, L, S};
+  if (options.keep_raw_scores) reshapeReusing(t.raw_scores, maps_shape); else t.raw_scores = Tensor();
+  reshapeReusing(t.scores, maps_shape);
+  reshapeReusing(t.probs, maps_shape);
+  if (t.dropout_applied) reshapeReusing(t.probs_dropped, maps_shape); else t.probs_dropped = Tensor();
+  reshapeReusing(t.context_heads, {B, H, L, d});
   t.fully_masked = BoolTensor({B, L});
-  // Mask is the same for every head, so flag fully masked rows once, outside the threads.
-  for (int64_t r = 0; r < B * L; ++r) {
-    const uint8_t* allowed = &t.mask.allowed.data[r * S];
-    t.fully_masked.data[r] = std::find(allowed, allowed + S, 1) == allowed + S ? 1 : 0;
+  // The mask is the same for every head: row spans and fully masked rows once per item.
+  std::vector<std::vector<RowSpan>> spans(B);
+  for (int64_t b = 0; b < B; ++b) {
+    spans[b] = rowSpans(&t.mask.allowed.data[b * L * S], L, S);
+    for (int64_t i = 0; i < L; ++i) t.fully_masked.data[b * L + i] = spans[b][i].begin == spans[b][i].end;
   }
-  const ScoreMapParams params{
-      t.scale,
-      options.mistake == Mistake::FloorDivisionScale ? static_cast<float>(std::sqrt(static_cast<double>(d))) : 0.0f,
-      options.fill,
-      t.dropout_applied,
-      options.dropout,
-      options.seed};
+  const DropoutRule dropout{options.dropout, options.seed};
+  auto slot = [&](int64_t b, size_t map_offset, const float* q, const float* k, const float* v, int64_t c, float* ctx,
+                  int64_t ld_ctx) {
+    HeadSlot s;
+    s.q = q, s.k = k, s.v = v, s.c = c;
+    s.allowed = &t.mask.allowed.data[b * L * S];
+    s.spans = spans[b].data();
+    s.raw = t.raw_scores.empty() ? nullptr : &t.raw_scores.data[map_offset];
+    s.scores = &t.scores.data[map_offset];
+    s.probs = &t.probs.data[map_offset];
+    s.dropped = t.dropout_applied ? &t.probs_dropped.data[map_offset] : nullptr;
+    s.dropout_offset = map_offset;
+    s.ctx = ctx, s.ld_ctx = ld_ctx;
+    return s;
+  };
 
-  if (options.mistake == Mistake::NoHeadSplit) {
+  if (!plan.split_heads) {
     // One [L, S] map per batch item from the full D (Q K^T over all D columns), drawn in
     // every head slot; context = probs V over the full D, already [B, L, D].
-    t.context = Tensor({B, L, D});
+    reshapeReusing(t.context, {B, L, D});
     const size_t map_size = static_cast<size_t>(L) * S;
     for (int64_t b = 0; b < B; ++b) {
       const size_t first = static_cast<size_t>(b) * H * map_size;
-      scoreMap(t, params, b, first, ConstMatrixMap(&t.q_proj.data[b * L * D], L, D),
-               ConstMatrixMap(&t.k_proj.data[b * S * D], S, D));
-      MatrixMap ctx(&t.context.data[b * L * D], L, D);
-      ctx.noalias() = ConstMatrixMap(&t.probsAfterDropout().data[first], L, S) * ConstMatrixMap(&t.v_proj.data[b * S * D], S, D);
+      attendHead(slot(b, first, &t.q_proj.data[b * L * D], &t.k_proj.data[b * S * D], &t.v_proj.data[b * S * D], D,
+                      &t.context.data[b * L * D], D),
+                 L, S, plan.rule, dropout);
       for (Tensor* maps : {&t.raw_scores, &t.scores, &t.probs, &t.probs_dropped}) {
-        if (maps->empty()) continue;  // probs_dropped without dropout
+        if (maps->empty()) continue;  // raw scores not kept, or no dropout
         for (int64_t h = 1; h < H; ++h) {
           std::copy_n(&maps->data[first], map_size, &maps->data[first + h * map_size]);
         }
       }
     }
-    t.context_heads = splitHeads(t.context, B, L, H, d);
+    splitHeadsInto(t.context, B, L, H, d, t.context_heads);
   } else {
     // Threads only pay off for real work: waking them costs more than a small demo's whole
     // computation, and far more when the cores are busy with something else (the GUI).
@@ -585,23 +515,44 @@ AttentionTrace runAttention(const AttentionInputs& in, const AttentionOptions& o
     const bool parallel = BH > 1 && flops_per_head * static_cast<double>(BH) > 2e6;
 #pragma omp parallel for schedule(dynamic) if (parallel)
     for (int64_t bh = 0; bh < BH; ++bh) {
-      const size_t score_offset = static_cast<size_t>(bh) * L * S;
-      scoreMap(t, params, bh / H, score_offset, ConstMatrixMap(&t.q.data[bh * L * d], L, d),
-               ConstMatrixMap(&t.k.data[bh * S * d], S, d));
-      MatrixMap ctx(&t.context_heads.data[bh * L * d], L, d);
-      ctx.noalias() = ConstMatrixMap(&t.probsAfterDropout().data[score_offset], L, S) * ConstMatrixMap(&t.v.data[bh * S * d], S, d);
+      attendHead(slot(bh / H, static_cast<size_t>(bh) * L * S, &t.q.data[bh * L * d], &t.k.data[bh * S * d],
+                      &t.v.data[bh * S * d], d, &t.context_heads.data[bh * L * d], d),
+                 L, S, plan.rule, dropout);
     }
-    if (options.mistake == Mistake::ReshapeWithoutTranspose) {
+    if (plan.merge_transposed) {
+      mergeHeadsInto(t.context_heads, B, H, L, d, t.context);
+    } else {
       // context.reshape(B, L, D) on [B, H, L, d]: the same row-major buffer, relabelled.
       t.context = t.context_heads;
       t.context.shape = {B, L, D};
-    } else {
-      t.context = mergeHeads(t.context_heads, B, H, L, d);
     }
   }
 
-  t.output = shared ? linear(t.context, in.w_q, in.b_q, B * L) : linear(t.context, in.w_o, in.b_o, B * L);
-  t.output.shape = {B, L, D};
+  reshapeReusing(t.output, {B, L, D});
+  linearInto(t.context.data.data(), B * L, plan.shared_projection ? in.w_q : in.w_o,
+             plan.shared_projection ? in.b_q : in.b_o, t.output.data.data());
+}
+
+// Fills `t` (whose buffers are reused) for these inputs.
+void computeTrace(AttentionTrace& t, const AttentionInputs& in, const AttentionOptions& options,
+                  bool reuse_projections) {
+  const RunSizes z = validateInputs(in, options);
+  const RunPlan plan = planRun(options, z);
+  const int64_t B = z.B, L = z.L, S = z.S, H = z.H;
+  checkMemory(estimateTraceBytes(B, L, S, z.D, z.Dq, z.Dk, z.Dv, H));  // before any [B, L, S] allocation
+  t.mask = buildMasks(options.mask, B, L, S, in.valid_lens, in.key_padding, in.attn_mask);
+  t.mistake = options.mistake;
+  t.mistake_note.clear();
+  if (options.mistake == Mistake::MaskNotBroadcast) t.mistake_note = misbroadcastPadding(t.mask, B, L, S, H);
+
+  t.B = B, t.L = L, t.S = S, t.D = z.D, t.H = H, t.d = z.d, t.Dq = z.Dq, t.Dk = z.Dk, t.Dv = z.Dv;
+  t.fill = options.fill;
+  t.dropout_applied = options.train && options.dropout > 0.0f;
+  t.scale = plan.rule.scale;
+  t.query = in.query;
+  t.key = in.key;
+  t.value = in.value;
+  runKernel(t, in, options, plan, reuse_projections);
 
   t.query_tokens = in.query_tokens.empty() ? indexLabels(L) : in.query_tokens;
   t.key_tokens = in.key_tokens.empty() ? indexLabels(S) : in.key_tokens;
@@ -610,7 +561,76 @@ AttentionTrace runAttention(const AttentionInputs& in, const AttentionOptions& o
   t.stages = buildStages(t, options);
   markMistakeStages(t.stages, t);
   t.mistake_note = mistakeNote(t, in, t.mistake_note);
+}
+
+bool sameTensor(const Tensor& a, const Tensor& b) { return a.shape == b.shape && a.data == b.data; }
+
+}  // namespace
+
+AttentionTrace runAttention(const AttentionInputs& in, const AttentionOptions& options) {
+  AttentionTrace t;
+  computeTrace(t, in, options, false);
   return t;
+}
+
+float rawScore(const AttentionTrace& t, int64_t b, int64_t h, int64_t i, int64_t j) {
+  if (!t.raw_scores.empty()) return t.raw_scores.data[((b * t.H + h) * t.L + i) * t.S + j];
+  // No head split (mistake): q and k are [B, T, D] projections, one map for every head.
+  const bool full = t.mistake == Mistake::NoHeadSplit;
+  const int64_t c = full ? t.D : t.d;
+  const float* q = full ? &t.q_proj.data[(b * t.L + i) * c] : &t.q.data[((b * t.H + h) * t.L + i) * c];
+  const float* k = full ? &t.k_proj.data[(b * t.S + j) * c] : &t.k.data[((b * t.H + h) * t.S + j) * c];
+  double sum = 0.0;
+  for (int64_t n = 0; n < c; ++n) sum += static_cast<double>(q[n]) * k[n];
+  return static_cast<float>(sum);
+}
+
+std::shared_ptr<const AttentionTrace> AttentionWorkspace::run(const AttentionInputs& in,
+                                                              const AttentionOptions& options, bool incremental) {
+  // Projections depend on the inputs, the weights and which layers the mistake shares.
+  const bool shared = options.mistake == Mistake::SharedProjection;
+  const bool same_projections = incremental && last_ && last_shared_projection_ == shared && last_->H == options.heads &&
+                                sameTensor(last_->query, in.query) && sameTensor(last_->key, in.key) &&
+                                sameTensor(last_->value, in.value) && sameTensor(weights_[0], in.w_q) &&
+                                sameTensor(weights_[1], in.w_k) && sameTensor(weights_[2], in.w_v) &&
+                                sameTensor(weights_[3], in.b_q) && sameTensor(weights_[4], in.b_k) &&
+                                sameTensor(weights_[5], in.b_v);
+  // A trace nobody else holds can be overwritten, the last one first (its projections).
+  std::shared_ptr<AttentionTrace> target;
+  for (const std::shared_ptr<AttentionTrace>& trace : traces_) {
+    const bool free = trace.use_count() == (trace == last_ ? 2 : 1);  // held by traces_ (and last_) only
+    if (free && (!target || trace == last_)) target = trace;
+  }
+  if (!target) {
+    target = std::make_shared<AttentionTrace>();
+    traces_.push_back(target);
+  }
+  // The app holds at most two (a trace and the mistakes lab's correct one) while two more
+  // compute; free buffers beyond that are returned.
+  if (traces_.size() > 4) {
+    traces_.erase(std::remove_if(traces_.begin(), traces_.end(),
+                                 [&](const std::shared_ptr<AttentionTrace>& t) {
+                                   return t.use_count() == 1 && t != target && t != last_;
+                                 }),
+                  traces_.end());
+  }
+  bool reuse = false;
+  if (same_projections && target != last_) {
+    for (auto member : {&AttentionTrace::q_proj, &AttentionTrace::k_proj, &AttentionTrace::v_proj, &AttentionTrace::q,
+                        &AttentionTrace::k, &AttentionTrace::v}) {
+      (*target).*member = (*last_).*member;
+    }
+    reuse = true;
+  } else if (same_projections) {
+    reuse = true;  // overwriting the last trace itself: its projections are already there
+  }
+  last_.reset();  // a failed run below leaves nothing to reuse
+  computeTrace(*target, in, options, reuse);
+  last_ = target;
+  last_shared_projection_ = shared;
+  weights_ = {in.w_q, in.w_k, in.w_v, in.b_q, in.b_k, in.b_v};
+  projections_reused_ = reuse;
+  return target;
 }
 
 Tensor absDifference(const Tensor& a, const Tensor& b) {
@@ -659,7 +679,9 @@ Tensor unfoldHeads(const Tensor& x, int64_t heads) {
     throw InputError("unfoldHeads: expected [B*H, T, d] with H=" + std::to_string(heads) + ", got " +
                      shapeToString(x.shape));
   }
-  return mergeHeads(x, x.dim(0) / heads, heads, x.dim(1), x.dim(2));
+  Tensor out;
+  mergeHeadsInto(x, x.dim(0) / heads, heads, x.dim(1), x.dim(2), out);
+  return out;
 }
 
 Tensor mergeBatchHeads(const Tensor& x) {

@@ -5,7 +5,9 @@
 // d = D / H per-head size (d_k = d_v = d), Dq/Dk/Dv input feature sizes.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -51,6 +53,9 @@ struct AttentionOptions {
   bool train = false;
   uint64_t seed = 0;                   // dropout seed
   Mistake mistake = Mistake::None;     // run the pipeline wrong on purpose (mistakes lab)
+  // Keep raw_scores [B, H, L, S]. They can be derived (rawScore()), so the app and the
+  // bench leave them out: one map less to write and hold, and masked blocks are skipped.
+  bool keep_raw_scores = true;
 };
 
 struct AttentionInputs {
@@ -100,7 +105,7 @@ struct AttentionTrace {
   Tensor q;                 // [B, H, L, d] after view + transpose(1,2)
   Tensor k;                 // [B, H, S, d]
   Tensor v;                 // [B, H, S, d]
-  Tensor raw_scores;        // [B, H, L, S] = Q K^T, before scaling
+  Tensor raw_scores;        // [B, H, L, S] = Q K^T, before scaling; empty unless keep_raw_scores
   Tensor scores;            // [B, H, L, S] scaled; masked entries = fill (-inf or -1e9)
   Tensor probs;             // [B, H, L, S] softmax over S; masked entries exactly 0
   Tensor probs_dropped;     // [B, H, L, S] after dropout; empty when no dropout ran (it
@@ -134,6 +139,29 @@ void checkMemory(uint64_t bytes_needed);
 // Validates shapes (D % H, L_K == L_V, weight shapes, finite values, mask shapes) with
 // InputError messages naming the tensor, then computes every stage. Heads run in parallel.
 AttentionTrace runAttention(const AttentionInputs& inputs, const AttentionOptions& options);
+
+// Q K^T at one cell (before scaling, masked or not): from raw_scores when kept, else
+// derived from q and k.
+float rawScore(const AttentionTrace& trace, int64_t b, int64_t h, int64_t i, int64_t j);
+
+// Runs attention into reused buffers: a trace that nobody else holds any more is
+// overwritten, so a recompute of the same sizes writes into memory that is already mapped
+// (no zero fill, no page faults). When only the mask, fill, scale or dropout changed, the
+// projections of the previous run are reused (unless `incremental` is false, as when
+// timing a full recompute). One workspace per worker thread.
+class AttentionWorkspace {
+ public:
+  std::shared_ptr<const AttentionTrace> run(const AttentionInputs& inputs, const AttentionOptions& options,
+                                            bool incremental = true);
+  bool projectionsReused() const { return projections_reused_; }  // by the last run()
+
+ private:
+  std::vector<std::shared_ptr<AttentionTrace>> traces_;  // made here; reusable when use_count() == 1
+  std::shared_ptr<AttentionTrace> last_;                 // the newest successful run
+  bool last_shared_projection_ = false;
+  std::array<Tensor, 6> weights_;                        // w_q, w_k, w_v, b_q, b_k, b_v of last_
+  bool projections_reused_ = false;
+};
 
 // Seed 004's folded-heads layout: transpose_qkv [B, T, H*d] -> [B*H, T, d] and
 // transpose_output [B*H, L, d] -> [B, L, H*d]. Same numbers, other layout.

@@ -1,7 +1,9 @@
 #include "attention/mask.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <memory>
 
 namespace attnscope {
 namespace {
@@ -48,17 +50,6 @@ std::vector<int64_t> segmentIds(const std::vector<int64_t>& segments, int64_t n)
     ids[p] = seg;
   }
   return ids;
-}
-
-template <typename Allowed>
-MaskComponent makeComponent(const std::string& name, int64_t B, int64_t L, int64_t S,
-                            Allowed allowed) {
-  MaskComponent c{name, BoolTensor({B, L, S})};
-  uint8_t* out = c.allowed.data.data();
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t i = 0; i < L; ++i)
-      for (int64_t j = 0; j < S; ++j) *out++ = allowed(b, i, j) ? 1 : 0;
-  return c;
 }
 
 }  // namespace
@@ -181,9 +172,9 @@ bool MaskSpec::operator==(const MaskSpec& other) const {
          prefix == other.prefix && segments == other.segments && padding == other.padding;
 }
 
-MaskSet buildMasks(const MaskSpec& spec, int64_t B, int64_t L, int64_t S,
-                   const std::vector<int64_t>& valid_lens, const BoolTensor& key_padding,
-                   const BoolTensor& attn_mask) {
+std::vector<MaskTerm> maskTerms(const MaskSpec& spec, int64_t B, int64_t L, int64_t S,
+                                const std::vector<int64_t>& valid_lens, const BoolTensor& key_padding,
+                                const BoolTensor& attn_mask) {
   // Fields may be set directly (GUI), so check them here as well as in parse().
   if (spec.window < -1) throw InputError("mask: window W must be >= 0, got " + std::to_string(spec.window));
   if (spec.causal_window < -1) {
@@ -215,9 +206,12 @@ MaskSet buildMasks(const MaskSpec& spec, int64_t B, int64_t L, int64_t S,
                      shapeToString({L, S}) + " or " + shapeToString({B, L, S}));
   }
 
-  MaskSet set;
+  // Each term writes row[j] = allowed(j) for j in [0, S): a tight loop the compiler vectorises.
+  std::vector<MaskTerm> terms;
   auto add = [&](const std::string& name, auto allowed) {
-    set.components.push_back(makeComponent(name, B, L, S, allowed));
+    terms.push_back({name, [allowed, S](int64_t b, int64_t i, uint8_t* row) {
+                       for (int64_t j = 0; j < S; ++j) row[j] = allowed(b, i, j) ? 1 : 0;
+                     }});
   };
   if (spec.causal) add("causal", [](int64_t, int64_t i, int64_t j) { return j <= i; });
   if (spec.causal_bottom_right) {
@@ -238,34 +232,57 @@ MaskSet buildMasks(const MaskSpec& spec, int64_t B, int64_t L, int64_t S,
     add("prefix:" + std::to_string(p), [p](int64_t, int64_t i, int64_t j) { return j < p || j <= i; });
   }
   if (!spec.segments.empty()) {
-    const std::vector<int64_t> qid = segmentIds(spec.segments, L), kid = segmentIds(spec.segments, S);
+    auto qid = std::make_shared<const std::vector<int64_t>>(segmentIds(spec.segments, L));
+    auto kid = std::make_shared<const std::vector<int64_t>>(segmentIds(spec.segments, S));
     add("segments:" + joinSegments(spec.segments, ","),
-        [&](int64_t, int64_t i, int64_t j) { return qid[i] == kid[j]; });
+        [qid, kid](int64_t, int64_t i, int64_t j) { return (*qid)[i] == (*kid)[j]; });
   }
   // "padding" uses valid_lens, else key_padding; an explicit key_padding is applied anyway.
+  // Tensors from files are shared, not copied, by the terms.
+  auto padding = std::make_shared<const BoolTensor>(key_padding);
+  auto keyPadding = [padding, S](int64_t b, int64_t, int64_t j) { return padding->data[b * S + j] != 0; };
   bool key_padding_used = false;
   if (spec.padding) {
     if (!valid_lens.empty()) {
-      add("padding", [&](int64_t b, int64_t, int64_t j) { return j < valid_lens[b]; });
+      add("padding", [lens = valid_lens](int64_t b, int64_t, int64_t j) { return j < lens[b]; });
     } else if (!key_padding.empty()) {
-      add("padding", [&](int64_t b, int64_t, int64_t j) { return key_padding.data[b * S + j] != 0; });
+      add("padding", keyPadding);
       key_padding_used = true;
     } else {
       throw InputError("mask: 'padding' needs valid_lens or key_padding (none given)");
     }
   }
   if (!attn_mask.empty()) {
-    add("attn_mask", [&](int64_t b, int64_t i, int64_t j) {
-      return attn_mask.data[(mask_2d ? 0 : b * L * S) + i * S + j] != 0;
+    auto mask = std::make_shared<const BoolTensor>(attn_mask);
+    add("attn_mask", [mask, mask_2d, L, S](int64_t b, int64_t i, int64_t j) {
+      return mask->data[(mask_2d ? 0 : b * L * S) + i * S + j] != 0;
     });
   }
-  if (!key_padding.empty() && !key_padding_used) {
-    add("key_padding", [&](int64_t b, int64_t, int64_t j) { return key_padding.data[b * S + j] != 0; });
-  }
+  if (!key_padding.empty() && !key_padding_used) add("key_padding", keyPadding);
+  return terms;
+}
 
+void maskRow(const std::vector<MaskTerm>& terms, int64_t b, int64_t i, int64_t S, uint8_t* row,
+             std::vector<uint8_t>& scratch) {
+  std::fill(row, row + S, uint8_t{1});
+  scratch.resize(S);
+  for (const MaskTerm& term : terms) {
+    term.row(b, i, scratch.data());
+    for (int64_t j = 0; j < S; ++j) row[j] &= scratch[j];
+  }
+}
+
+MaskSet buildMasks(const MaskSpec& spec, int64_t B, int64_t L, int64_t S,
+                   const std::vector<int64_t>& valid_lens, const BoolTensor& key_padding,
+                   const BoolTensor& attn_mask) {
+  MaskSet set;
   set.allowed = BoolTensor({B, L, S}, true);
-  for (const MaskComponent& c : set.components) {
+  for (const MaskTerm& term : maskTerms(spec, B, L, S, valid_lens, key_padding, attn_mask)) {
+    MaskComponent c{term.name, BoolTensor({B, L, S})};
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t i = 0; i < L; ++i) term.row(b, i, &c.allowed.data[(b * L + i) * S]);
     for (size_t n = 0; n < set.allowed.data.size(); ++n) set.allowed.data[n] &= c.allowed.data[n];
+    set.components.push_back(std::move(c));
   }
   return set;
 }

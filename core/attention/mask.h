@@ -1,6 +1,7 @@
 // Attention masks: composable terms, each an allowed/blocked pattern over [L, S].
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,6 +54,22 @@ struct MaskSet {
   BoolTensor allowed;                     // [B, L, S], AND of all components (all 1 if none)
   std::vector<MaskComponent> components;  // in spec order, then explicit attn_mask / key_padding
 };
+
+// One mask term as a row predicate, so long maps never hold [B, L, S]: row(b, i, out)
+// writes out[j] = 1 where query i of batch item b may attend key j, for j in [0, S).
+struct MaskTerm {
+  std::string name;  // as in MaskComponent
+  std::function<void(int64_t b, int64_t i, uint8_t* out)> row;
+};
+
+// The active terms, in the order buildMasks lists its components (same arguments and
+// InputErrors as buildMasks). Tensors from files are shared by the terms, not copied.
+std::vector<MaskTerm> maskTerms(const MaskSpec& spec, int64_t B, int64_t L, int64_t S,
+                                const std::vector<int64_t>& valid_lens, const BoolTensor& key_padding,
+                                const BoolTensor& attn_mask);
+// row [S] = AND of every term for query i of item b (all 1 without terms). scratch: reused.
+void maskRow(const std::vector<MaskTerm>& terms, int64_t b, int64_t i, int64_t S, uint8_t* row,
+             std::vector<uint8_t>& scratch);
 
 // Builds the mask set. valid_lens: [B] or empty; key_padding: [B, S] or empty;
 // attn_mask: [L, S] or [B, L, S] or empty. "padding" in the spec needs valid_lens or

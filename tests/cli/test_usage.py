@@ -14,7 +14,7 @@ class Usage(unittest.TestCase):
     def test_app_help_lists_subcommands_and_flags(self):
         result = run("--help")
         self.assertEqual(result.returncode, 0, result.stderr)
-        for word in ("compute", "export", "--settings", "--frames", "--screenshot", "F1"):
+        for word in ("compute", "export", "bench", "--settings", "--frames", "--screenshot", "F1"):
             self.assertIn(word, result.stdout)
 
     def test_gui_word_accepts_help_too(self):

@@ -1,0 +1,145 @@
+#include "attention/kernel.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace attnscope {
+namespace {
+
+constexpr int64_t kRowBlock = 64;  // query rows per block: [64, S] scores stay in L2
+
+// torch.floor_divide / Python // for floats (fmod based, as ATen's div_floor_floating and
+// NumPy's npy_divmod do), so the quantised scores match PyTorch value for value.
+float floorDivide(float a, float b) {
+  const float mod = std::fmod(a, b);
+  float div = (a - mod) / b;
+  if (mod != 0.0f && (b < 0.0f) != (mod < 0.0f)) div -= 1.0f;
+  if (div == 0.0f) return std::copysign(0.0f, a / b);
+  float floored = std::floor(div);
+  if (div - floored > 0.5f) floored += 1.0f;
+  return floored;
+}
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+void gemm(bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+          int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // BLAS leaves C alone for k == 0 only with beta == 1
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
+              static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(lda), b,
+              static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+}
+
+void linearInto(const float* x, int64_t rows, const Tensor& w, const Tensor& b, float* y) {
+  const int64_t D = w.dim(0), Din = w.dim(1);
+  if (!b.empty()) {
+    for (int64_t r = 0; r < rows; ++r) std::copy(b.data.begin(), b.data.end(), y + r * D);
+  }
+  gemm(true, rows, D, Din, x, Din, w.data.data(), Din, b.empty() ? 0.0f : 1.0f, y, D);
+}
+
+float ScoreRule::fillValue() const {
+  return fill == MaskFill::NegInf ? -std::numeric_limits<float>::infinity() : -1e9f;
+}
+
+std::vector<RowSpan> rowSpans(const uint8_t* allowed, int64_t L, int64_t S) {
+  std::vector<RowSpan> spans(L);
+  for (int64_t i = 0; i < L; ++i) {
+    const uint8_t* row = allowed + i * S;
+    const void* first = std::memchr(row, 1, S);
+    if (!first) continue;  // {0, 0}: fully masked
+    int64_t last = S - 1;
+    while (!row[last]) --last;
+    spans[i] = {static_cast<const uint8_t*>(first) - row, last + 1};
+  }
+  return spans;
+}
+
+RowSoftmax scoreRow(const ScoreRule& rule, const float* raw, const uint8_t* allowed, RowSpan span, int64_t S,
+                    float* scores, float* probs) {
+  const float fill = rule.fillValue();
+  std::fill(scores, scores + span.begin, fill);
+  std::fill(scores + span.end, scores + S, fill);
+  std::fill(probs, probs + span.begin, 0.0f);
+  std::fill(probs + span.end, probs + S, 0.0f);
+  float scale = rule.scale;
+  if (rule.floor_div_by > 0.0f) {
+    for (int64_t j = span.begin; j < span.end; ++j) scores[j] = floorDivide(raw[j], rule.floor_div_by);
+    raw = scores;
+    scale = 1.0f;
+  }
+  const RowSoftmax row = scaleMaskSoftmaxRow(raw + span.begin, allowed + span.begin, span.end - span.begin,
+                                             scale, fill, scores + span.begin, probs + span.begin);
+  if (row.allowed == 0) {
+    // Every key masked. PyTorch gives NaN here for a -inf fill (softmax of all -inf);
+    // we give probabilities 0, so context 0 and the output row equals b_o. With the
+    // -1e9 fill, masked_fill + softmax gives a uniform row, as PyTorch does.
+    std::fill(probs, probs + S, rule.fill == MaskFill::NegInf ? 0.0f : 1.0f / static_cast<float>(S));
+  }
+  return row;
+}
+
+bool dropoutKeeps(uint64_t seed, uint64_t n, float p) {
+  const double u = (splitmix64(splitmix64(seed) ^ n) >> 11) * (1.0 / 9007199254740992.0);
+  return u >= static_cast<double>(p);
+}
+
+void attendHead(const HeadSlot& slot, int64_t L, int64_t S, const ScoreRule& rule, const DropoutRule& dropout) {
+  const int64_t c = slot.c;
+  const bool uniform_fully_masked = rule.fill == MaskFill::NegBillion;
+  for (int64_t i0 = 0; i0 < L; i0 += kRowBlock) {
+    const int64_t rows = std::min(kRowBlock, L - i0);
+    // Keys any row of this block may attend; a fully masked row with the -1e9 fill
+    // spreads over every key, so its context needs all of V.
+    RowSpan block{S, 0};
+    bool needs_all_keys = false;
+    for (int64_t i = i0; i < i0 + rows; ++i) {
+      const RowSpan span = slot.spans[i];
+      if (span.begin == span.end) {
+        needs_all_keys = needs_all_keys || uniform_fully_masked;
+        continue;
+      }
+      block.begin = std::min(block.begin, span.begin);
+      block.end = std::max(block.end, span.end);
+    }
+    if (block.begin >= block.end) block = {0, 0};
+    // Raw scores, when kept, cover every cell (masked ones too); otherwise only the block's keys.
+    float* raw = slot.raw ? slot.raw : slot.scores;
+    const RowSpan computed = slot.raw ? RowSpan{0, S} : block;
+    gemm(true, rows, computed.end - computed.begin, c, slot.q + i0 * c, c, slot.k + computed.begin * c, c, 0.0f,
+         raw + i0 * S + computed.begin, S);
+    for (int64_t i = i0; i < i0 + rows; ++i) {
+      const RowSpan span = slot.spans[i].begin == slot.spans[i].end ? RowSpan{0, 0} : block;
+      scoreRow(rule, raw + i * S, slot.allowed + i * S, span, S, slot.scores + i * S, slot.probs + i * S);
+    }
+    const float* weights = slot.probs;
+    if (slot.dropped) {
+      const float keep_scale = 1.0f / (1.0f - dropout.p);
+      for (int64_t n = i0 * S; n < (i0 + rows) * S; ++n) {
+        slot.dropped[n] =
+            dropoutKeeps(dropout.seed, slot.dropout_offset + n, dropout.p) ? slot.probs[n] * keep_scale : 0.0f;
+      }
+      weights = slot.dropped;
+    }
+    const RowSpan keys = needs_all_keys ? RowSpan{0, S} : block;
+    gemm(false, rows, c, keys.end - keys.begin, weights + i0 * S + keys.begin, S, slot.v + keys.begin * c, c,
+         0.0f, slot.ctx + i0 * slot.ld_ctx, slot.ld_ctx);
+  }
+}
+
+}  // namespace attnscope

@@ -1,0 +1,91 @@
+// The attention kernel, shared by the full trace (attention.cpp) and the tiled long-map
+// path (tiles.cpp): GEMMs through OpenBLAS, the fused score pass per query row, and the
+// per-head loop that streams row blocks so a block's scores are still in cache when its
+// probabilities multiply V. Internal to core/attention.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "attention/attention.h"
+#include "attention/mask.h"
+#include "attention/softmax_row.h"
+#include "tensor/tensor.h"
+
+namespace attnscope {
+
+// C [m, n] = A [m, k] B [k, n] (or A B^T with B [n, k] when trans_b) + beta C, row-major
+// with leading dimensions. Inside an OpenMP parallel region OpenBLAS runs single-threaded.
+void gemm(bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+          int64_t ldb, float beta, float* c, int64_t ldc);
+
+// y [rows, D] = x [rows, Din] W^T + b, W [D, Din], b [D] or empty.
+void linearInto(const float* x, int64_t rows, const Tensor& w, const Tensor& b, float* y);
+
+// How q.k becomes a score. The one place where score transforms apply.
+struct ScoreRule {
+  float scale = 1.0f;         // factor on q.k
+  float floor_div_by = 0.0f;  // > 0: floor(q.k / floor_div_by) instead (floor-div-scale mistake)
+  MaskFill fill = MaskFill::NegInf;
+  float fillValue() const;    // -inf or -1e9
+};
+
+struct RunSizes {
+  int64_t B, L, S, D, H, d, Dq, Dk, Dv;
+};
+// Checks shapes, weights, finite values and options; InputError names the tensor.
+RunSizes validateInputs(const AttentionInputs& in, const AttentionOptions& options);
+
+// What the run does, mistakes lab included: each mistake's change is decided here.
+struct RunPlan {
+  ScoreRule rule;
+  bool shared_projection = false;  // w_q, b_q serve k, v and o too
+  bool split_heads = true;         // false: one map over the full D, drawn in every head slot
+  bool merge_transposed = true;    // false: context [B, H, L, d] reshaped as is
+};
+// Throws InputError for a mistake these sizes cannot run (as PyTorch would raise).
+RunPlan planRun(const AttentionOptions& options, const RunSizes& sizes);
+
+// Allowed keys of one query row lie in [begin, end); begin == end when the row is fully masked.
+struct RowSpan {
+  int64_t begin = 0, end = 0;
+};
+// allowed: [L, S] of one batch item -> [L] spans.
+std::vector<RowSpan> rowSpans(const uint8_t* allowed, int64_t L, int64_t S);
+
+// One query row: raw [S] q.k valid in [span.begin, span.end) (may alias scores), allowed [S].
+// Writes scores [S] (fill where masked) and probs [S] (0 where masked; a fully masked row
+// gets 0 for the -inf fill and a uniform 1/S for -1e9, as masked_fill + softmax gives).
+RowSoftmax scoreRow(const ScoreRule& rule, const float* raw, const uint8_t* allowed, RowSpan span, int64_t S,
+                    float* scores, float* probs);
+
+// Keep decision of dropout for flat map index n: a counter-based hash, so the result does
+// not depend on which thread computes which head.
+bool dropoutKeeps(uint64_t seed, uint64_t n, float p);
+
+// One [L, S] attention map and its context rows. q [L, c], k [S, c], v [S, c] with leading
+// dimension c; ctx [L, c] with leading dimension ld_ctx. raw and dropped may be null (not
+// kept / no dropout). spans: [L] from rowSpans. With raw null, the GEMM only covers the
+// keys some row of a block may attend (causal maps skip the masked half).
+struct HeadSlot {
+  const float* q = nullptr;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  int64_t c = 0;
+  const uint8_t* allowed = nullptr;  // [L, S]
+  const RowSpan* spans = nullptr;    // [L]
+  float* raw = nullptr;              // [L, S] or null
+  float* scores = nullptr;           // [L, S]
+  float* probs = nullptr;            // [L, S]
+  float* dropped = nullptr;          // [L, S] or null
+  uint64_t dropout_offset = 0;       // flat index of this slot's first cell in [B, H, L, S]
+  float* ctx = nullptr;
+  int64_t ld_ctx = 0;
+};
+struct DropoutRule {
+  float p = 0.0f;
+  uint64_t seed = 0;
+};
+void attendHead(const HeadSlot& slot, int64_t L, int64_t S, const ScoreRule& rule, const DropoutRule& dropout);
+
+}  // namespace attnscope

@@ -1,0 +1,23 @@
+// The score pass of one query row: scale, mask and softmax fused into one sweep over the
+// row, vectorised with Google Highway (runtime dispatch picks AVX-512, AVX2 or SSE4 on the
+// machine it runs on). Every path that turns q.k into probabilities goes through here:
+// the full trace, the tiled overview and the exact tiles.
+#pragma once
+
+#include <cstdint>
+
+namespace attnscope {
+
+struct RowSoftmax {
+  int64_t allowed = 0;  // keys the mask allows in this row; 0 = probs left unwritten
+  float max = 0.0f;     // largest allowed scaled score
+  float sum = 0.0f;     // sum of exp(score - max) over the allowed keys
+};
+
+// raw: [n] q.k; allowed: [n] 1 = may attend. Writes scores[j] = scale * raw[j] where
+// allowed and `fill` where masked, and probs[j] = softmax over the allowed keys, exactly 0
+// at masked keys (never trusting exp(-inf) to underflow). raw and scores may alias.
+RowSoftmax scaleMaskSoftmaxRow(const float* raw, const uint8_t* allowed, int64_t n, float scale,
+                               float fill, float* scores, float* probs);
+
+}  // namespace attnscope

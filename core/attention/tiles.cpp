@@ -1,0 +1,170 @@
+#include "attention/tiles.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "attention/kernel.h"
+#include "view/downsample.h"
+
+namespace attnscope {
+namespace {
+
+// One thread's buffers for a block of query rows: mask, scores and probabilities [rows, S].
+struct RowBlock {
+  std::vector<uint8_t> allowed, scratch;
+  std::vector<RowSpan> spans;
+  std::vector<float> scores, probs;
+};
+
+// Rows [i0, i1) of map (b, h) into block.scores / block.probs [i1 - i0, S], through the
+// same GEMM and score pass as the full trace (keys no row of the block may attend skipped).
+void scoreRows(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int64_t i1, RowBlock& block) {
+  const int64_t rows = i1 - i0, S = t.S, d = t.d;
+  block.allowed.resize(rows * S);
+  block.scores.resize(rows * S);
+  block.probs.resize(rows * S);
+  for (int64_t i = i0; i < i1; ++i) maskRow(t.mask, b, i, S, &block.allowed[(i - i0) * S], block.scratch);
+  block.spans = rowSpans(block.allowed.data(), rows, S);
+  RowSpan keys{S, 0};
+  for (const RowSpan& span : block.spans) {
+    if (span.begin == span.end) continue;
+    keys.begin = std::min(keys.begin, span.begin);
+    keys.end = std::max(keys.end, span.end);
+  }
+  if (keys.begin >= keys.end) keys = {0, 0};
+  const size_t bh = static_cast<size_t>(b * t.H + h);
+  gemm(true, rows, keys.end - keys.begin, d, &t.q.data[(bh * t.L + i0) * d], d, &t.k.data[(bh * S + keys.begin) * d],
+       d, 0.0f, &block.scores[keys.begin], S);
+  ScoreRule rule;
+  rule.scale = t.scale;
+  rule.fill = t.fill;
+  for (int64_t r = 0; r < rows; ++r) {
+    const RowSpan span = block.spans[r].begin == block.spans[r].end ? RowSpan{0, 0} : keys;
+    scoreRow(rule, &block.scores[r * S], &block.allowed[r * S], span, S, &block.scores[r * S], &block.probs[r * S]);
+  }
+}
+
+}  // namespace
+
+uint64_t estimateTiledBytes(int64_t B, int64_t L, int64_t S, int64_t D, int64_t Dq, int64_t Dk, int64_t Dv,
+                            int64_t H, int64_t overview_rows, int64_t overview_cols) {
+  const double b = static_cast<double>(B), l = static_cast<double>(L), s = static_cast<double>(S);
+  const double threads = static_cast<double>(omp_get_max_threads());
+  const double bytes = 4.0 * (b * l * Dq + b * s * (Dk + Dv))      // inputs
+                       + 4.0 * (2.0 * b * l * D + b * s * D)        // q_proj, q (per head), k
+                       + 4.0 * static_cast<double>(D) * (Dq + Dk)   // weights
+                       + threads * 9.0 * 64.0 * s                   // row blocks: scores, probs, mask
+                       + 8.0 * b * H * overview_rows * overview_cols + b * l;
+  return bytes >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(bytes);
+}
+
+TiledAttention prepareTiled(const AttentionInputs& in, const AttentionOptions& options) {
+  const RunSizes z = validateInputs(in, options);
+  if (options.mistake != Mistake::None) {
+    throw InputError(std::string("mistake '") + mistakeName(options.mistake) +
+                     "' needs the full map; the tiled long-map path runs the correct pipeline");
+  }
+  if (options.train && options.dropout > 0.0f) {
+    throw InputError("dropout needs the full map; the tiled long-map path shows probabilities before dropout");
+  }
+  checkMemory(estimateTiledBytes(z.B, z.L, z.S, z.D, z.Dq, z.Dk, z.Dv, z.H, 0, 0));
+  const RunPlan plan = planRun(options, z);
+  TiledAttention t;
+  t.B = z.B, t.L = z.L, t.S = z.S, t.D = z.D, t.H = z.H, t.d = z.d;
+  t.scale = plan.rule.scale;
+  t.fill = options.fill;
+  t.mask = maskTerms(options.mask, z.B, z.L, z.S, in.valid_lens, in.key_padding, in.attn_mask);
+  for (const MaskTerm& term : t.mask) t.mask_names.push_back(term.name);
+  // [B, T, D] projections, split into heads [B, H, T, d] (one buffer reused for both).
+  Tensor proj({z.B, z.L, z.D});
+  linearInto(in.query.data.data(), z.B * z.L, in.w_q, in.b_q, proj.data.data());
+  t.q = foldHeads(proj, z.H);
+  t.q.shape = {z.B, z.H, z.L, z.d};
+  proj = Tensor({z.B, z.S, z.D});
+  linearInto(in.key.data.data(), z.B * z.S, in.w_k, in.b_k, proj.data.data());
+  t.k = foldHeads(proj, z.H);
+  t.k.shape = {z.B, z.H, z.S, z.d};
+  return t;
+}
+
+std::optional<Overview> computeOverview(const TiledAttention& t, int64_t rows, int64_t cols,
+                                        const std::function<bool(double)>& progress) {
+  if (rows < 1 || rows > t.L || cols < 1 || cols > t.S) {
+    throw InputError("overview of " + std::to_string(rows) + " x " + std::to_string(cols) + " cells for an [" +
+                     std::to_string(t.L) + ", " + std::to_string(t.S) + "] map: needs 1 <= rows <= L, 1 <= cols <= S");
+  }
+  checkMemory(estimateTiledBytes(t.B, t.L, t.S, t.D, 0, 0, 0, t.H, rows, cols) -
+              estimateTiledBytes(t.B, t.L, t.S, t.D, 0, 0, 0, t.H, 0, 0));
+  Overview o;
+  o.rows = rows, o.cols = cols;
+  o.probs = Tensor({t.B, t.H, rows, cols});
+  o.scores = Tensor({t.B, t.H, rows, cols});
+  o.fully_masked = BoolTensor({t.B, t.L});
+  // Work items: one output row (a block of input rows) of one map.
+  const int64_t items = t.B * t.H * rows;
+  std::atomic<int64_t> done{0};
+  std::atomic<bool> cancelled{false};
+#pragma omp parallel
+  {
+    RowBlock block;
+#pragma omp for schedule(dynamic)
+    for (int64_t item = 0; item < items; ++item) {
+      if (cancelled.load(std::memory_order_relaxed)) continue;
+      const int64_t r = item % rows, bh = item / rows, b = bh / t.H, h = bh % t.H;
+      const int64_t i0 = r * t.L / rows, i1 = (r + 1) * t.L / rows;  // view/downsample.h's block rule
+      scoreRows(t, b, h, i0, i1, block);
+      const size_t out = (static_cast<size_t>(bh) * rows + r) * cols;
+      const Tensor probs = maxPool2d(block.probs.data(), i1 - i0, t.S, 1, cols);
+      const Tensor scores = maxAbsPool2d(block.scores.data(), i1 - i0, t.S, 1, cols);
+      std::copy(probs.data.begin(), probs.data.end(), &o.probs.data[out]);
+      std::copy(scores.data.begin(), scores.data.end(), &o.scores.data[out]);
+      if (h == 0) {
+        for (int64_t i = i0; i < i1; ++i) {
+          o.fully_masked.data[b * t.L + i] = block.spans[i - i0].begin == block.spans[i - i0].end;
+        }
+      }
+      const int64_t finished = ++done;
+      if (progress) {
+#pragma omp critical(overview_progress)
+        if (!progress(static_cast<double>(finished) / items)) cancelled = true;
+      }
+    }
+  }
+  if (cancelled) return std::nullopt;
+  return o;
+}
+
+Tile computeTile(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
+  if (b < 0 || b >= t.B || h < 0 || h >= t.H || i0 < 0 || rows < 1 || i0 + rows > t.L || j0 < 0 || cols < 1 ||
+      j0 + cols > t.S) {
+    throw InputError("tile rows [" + std::to_string(i0) + ", " + std::to_string(i0 + rows) + ") x keys [" +
+                     std::to_string(j0) + ", " + std::to_string(j0 + cols) + ") of map (b=" + std::to_string(b) +
+                     ", h=" + std::to_string(h) + ") is outside [B=" + std::to_string(t.B) + ", H=" +
+                     std::to_string(t.H) + ", L=" + std::to_string(t.L) + ", S=" + std::to_string(t.S) + "]");
+  }
+  Tile tile;
+  tile.b = b, tile.h = h, tile.i0 = i0, tile.j0 = j0, tile.rows = rows, tile.cols = cols;
+  tile.scores = Tensor({rows, cols});
+  tile.probs = Tensor({rows, cols});
+  // Whole rows: each row's normalisers need every key. Blocks of 64 rows keep it in cache.
+  const int64_t kRows = 64;
+#pragma omp parallel
+  {
+    RowBlock block;
+#pragma omp for schedule(dynamic)
+    for (int64_t r0 = 0; r0 < rows; r0 += kRows) {
+      const int64_t r1 = std::min(rows, r0 + kRows);
+      scoreRows(t, b, h, i0 + r0, i0 + r1, block);
+      for (int64_t r = r0; r < r1; ++r) {
+        const size_t from = static_cast<size_t>(r - r0) * t.S + j0;
+        std::copy_n(&block.scores[from], cols, &tile.scores.data[r * cols]);
+        std::copy_n(&block.probs[from], cols, &tile.probs.data[r * cols]);
+      }
+    }
+  }
+  return tile;
+}
+
+}  // namespace attnscope

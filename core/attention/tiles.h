@@ -1,0 +1,60 @@
+// Long maps in tiles: attention maps too large to hold as [B, H, L, S] (at L = S = 32768,
+// H = 16 one map is 64 GiB). Q and K are projected once; rows are then streamed in
+// blocks through the same score pass as the full trace (each row's softmax normalisers,
+// its maximum and sum of exp, come out of that pass) and pooled into overview tiles
+// straight away. Exact per-cell tiles for any window are computed from Q and K on demand.
+// The tiled path runs the correct pipeline: no mistakes lab, no dropout.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "attention/attention.h"
+
+namespace attnscope {
+
+struct TiledAttention {
+  int64_t B = 0, L = 0, S = 0, D = 0, H = 0, d = 0;
+  float scale = 1.0f;
+  MaskFill fill = MaskFill::NegInf;
+  Tensor q;  // [B, H, L, d]
+  Tensor k;  // [B, H, S, d]
+  std::vector<MaskTerm> mask;  // row predicates: no [B, L, S] either
+  std::vector<std::string> mask_names;  // one per term, as the full trace's components
+};
+
+// Bytes the tiled path holds for these sizes (inputs, Q, K, row-block buffers, overview).
+uint64_t estimateTiledBytes(int64_t B, int64_t L, int64_t S, int64_t D, int64_t Dq, int64_t Dk, int64_t Dv,
+                            int64_t H, int64_t overview_rows, int64_t overview_cols);
+
+// Validates as runAttention does, then projects Q and K. InputError for a mistake or
+// dropout (they need the full map), or when even the tiles do not fit in memory.
+TiledAttention prepareTiled(const AttentionInputs& inputs, const AttentionOptions& options);
+
+// Pooled overview of every map. Output cell (r, c) covers the block rule of
+// view/downsample.h, so it equals maxPool2d (probs) and maxAbsPool2d (scores) of the full
+// map. rows <= L, cols <= S.
+struct Overview {
+  int64_t rows = 0, cols = 0;
+  Tensor probs;   // [B, H, rows, cols] block maximum of the probabilities
+  Tensor scores;  // [B, H, rows, cols] block value of largest |score| (masked: fill)
+  BoolTensor fully_masked;  // [B, L]
+};
+// progress(fraction done) is called after every block of rows, from the computing
+// threads one at a time; returning false cancels, and the function then returns nullopt.
+std::optional<Overview> computeOverview(const TiledAttention& tiled, int64_t rows, int64_t cols,
+                                        const std::function<bool(double)>& progress = {});
+
+// Exact values of rows [i0, i0 + rows) x keys [j0, j0 + cols) of map (b, h): the same
+// numbers as the full trace's scores and probs there. Throws InputError outside the map.
+struct Tile {
+  int64_t b = 0, h = 0, i0 = 0, j0 = 0, rows = 0, cols = 0;
+  Tensor scores;  // [rows, cols]
+  Tensor probs;   // [rows, cols]
+};
+Tile computeTile(const TiledAttention& tiled, int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t j0,
+                 int64_t cols);
+
+}  // namespace attnscope

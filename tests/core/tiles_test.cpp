@@ -1,0 +1,239 @@
+// Tiled long maps against the full trace (test-backend-ops style table): for every mask
+// kind and both fills, the tiled overview equals maxPool2d / maxAbsPool2d of the full
+// trace's maps and exact tiles equal the full maps' cells, all within 1e-6; masked scores
+// equal the fill exactly. Also: the workspace (buffer reuse, incremental projections) and
+// the trace without raw scores give the same numbers as a fresh runAttention.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <ostream>
+#include <random>
+
+#include "attention/attention.h"
+#include "attention/tiles.h"
+#include "reference.h"
+#include "view/downsample.h"
+
+namespace attnscope {
+namespace {
+
+struct TileCase {
+  const char* name;
+  int64_t B, L, S, D, H;
+  bool self;
+  const char* mask;
+  MaskFill fill;
+  int64_t rows, cols;  // overview grid
+  std::vector<int64_t> valid_lens = {};
+  bool key_padding = false;
+  bool attn_mask = false;
+};
+
+std::ostream& operator<<(std::ostream& os, const TileCase& c) { return os << c.name; }
+
+const MaskFill kInf = MaskFill::NegInf;
+const MaskFill k1e9 = MaskFill::NegBillion;
+
+//              name                    B   L   S   D  H  self  mask                     fill  rows cols
+const TileCase kTileCases[] = {
+    {"none_inf",                        1, 40, 40, 16, 2, true, "none",                  kInf, 8, 8},
+    {"none_1e9",                        2, 37, 29, 24, 3, false, "none",                 k1e9, 7, 5},
+    {"causal_inf",                      1, 130, 130, 32, 4, true, "causal",              kInf, 33, 17},
+    {"causal_1e9",                      1, 130, 130, 32, 4, true, "causal",              k1e9, 130, 130},
+    {"causal_br_inf",                   2, 20, 50, 16, 2, false, "causal-br",            kInf, 20, 9},
+    {"causal_br_L_gt_S_1e9",            1, 50, 20, 16, 2, false, "causal-br",            k1e9, 11, 20},
+    {"window_inf",                      1, 70, 70, 16, 4, true, "window:5",              kInf, 16, 16},
+    {"window_1e9",                      1, 70, 70, 16, 4, true, "window:5",              k1e9, 9, 31},
+    {"causal_window_inf",               2, 66, 66, 12, 3, true, "causal-window:7",       kInf, 13, 13},
+    {"causal_window_1e9",               2, 66, 66, 12, 3, true, "causal-window:7",       k1e9, 66, 3},
+    {"prefix_inf",                      1, 45, 45, 16, 2, true, "prefix:6",              kInf, 10, 10},
+    {"prefix_1e9",                      1, 45, 45, 16, 2, true, "prefix:6",              k1e9, 1, 1},
+    {"segments_inf",                    1, 80, 80, 16, 2, true, "segments:20,30",        kInf, 20, 20},
+    {"segments_1e9",                    1, 80, 80, 16, 2, true, "segments:20,30",        k1e9, 7, 80},
+    {"padding_inf",                     3, 30, 40, 16, 2, false, "padding",              kInf, 6, 8, {40, 17, 0}},
+    {"padding_1e9",                     3, 30, 40, 16, 2, false, "padding",              k1e9, 6, 8, {40, 17, 0}},
+    {"key_padding_inf",                 2, 25, 33, 8, 2, false, "none",                  kInf, 5, 11, {}, true},
+    {"attn_mask_1e9",                   2, 25, 33, 8, 2, false, "none",                  k1e9, 5, 11, {}, false, true},
+    {"causal_padding_window_inf",       2, 90, 90, 16, 4, true, "causal+padding+window:20", kInf, 30, 30, {90, 41}},
+    {"causal_padding_window_1e9",       2, 90, 90, 16, 4, true, "causal+padding+window:20", k1e9, 30, 30, {90, 41}},
+};
+
+AttentionInputs makeInputs(const TileCase& c) {
+  std::mt19937 rng(1234);
+  AttentionInputs in = testing::randomInputs({c.B, c.L, c.S, c.D, c.D, c.D, c.D}, rng, c.self, 0.5, 3.0);
+  in.valid_lens = c.valid_lens;
+  if (c.key_padding) in.key_padding = testing::randomBools({c.B, c.S}, rng, 0.6);
+  if (c.attn_mask) in.attn_mask = testing::randomBools({c.B, c.L, c.S}, rng, 0.5);
+  return in;
+}
+
+AttentionOptions makeOptions(const TileCase& c) {
+  AttentionOptions o;
+  o.heads = c.H;
+  o.mask = MaskSpec::parse(c.mask);
+  o.fill = c.fill;
+  return o;
+}
+
+class TileCaseTest : public ::testing::TestWithParam<TileCase> {};
+
+TEST_P(TileCaseTest, OverviewEqualsPooledFullMaps) {
+  const TileCase& c = GetParam();
+  const AttentionInputs in = makeInputs(c);
+  const AttentionOptions options = makeOptions(c);
+  const AttentionTrace full = runAttention(in, options);
+  const TiledAttention tiled = prepareTiled(in, options);
+  ASSERT_EQ(tiled.mask_names.size(), full.mask.components.size());
+  int progress_calls = 0;
+  const std::optional<Overview> overview = computeOverview(tiled, c.rows, c.cols, [&](double fraction) {
+    EXPECT_GT(fraction, 0.0);
+    EXPECT_LE(fraction, 1.0);
+    ++progress_calls;
+    return true;
+  });
+  ASSERT_TRUE(overview.has_value());
+  EXPECT_GT(progress_calls, 0);
+  ASSERT_EQ(overview->probs.shape, (Shape{c.B, c.H, c.rows, c.cols}));
+  EXPECT_EQ(overview->fully_masked.data, full.fully_masked.data);
+  const size_t map = static_cast<size_t>(c.L) * c.S, pooled = static_cast<size_t>(c.rows) * c.cols;
+  for (int64_t bh = 0; bh < c.B * c.H; ++bh) {
+    const Tensor probs = maxPool2d(&full.probs.data[bh * map], c.L, c.S, c.rows, c.cols);
+    const Tensor scores = maxAbsPool2d(&full.scores.data[bh * map], c.L, c.S, c.rows, c.cols);
+    for (size_t n = 0; n < pooled; ++n) {
+      ASSERT_NEAR(overview->probs.data[bh * pooled + n], probs.data[n], 1e-6) << "map " << bh << " cell " << n;
+      const float want = scores.data[n], got = overview->scores.data[bh * pooled + n];
+      if (std::isinf(want) || want == -1e9f) {
+        ASSERT_EQ(got, want) << "masked block " << n;
+      } else {
+        ASSERT_NEAR(got, want, 1e-6 * std::max(1.0f, std::fabs(want))) << "map " << bh << " cell " << n;
+      }
+    }
+  }
+}
+
+TEST_P(TileCaseTest, ExactTilesEqualFullMaps) {
+  const TileCase& c = GetParam();
+  const AttentionInputs in = makeInputs(c);
+  const AttentionOptions options = makeOptions(c);
+  const AttentionTrace full = runAttention(in, options);
+  const TiledAttention tiled = prepareTiled(in, options);
+  // A corner tile, an interior one and the whole map.
+  const int64_t windows[][4] = {{0, 1, 0, 1}, {c.L / 3, c.L / 2, c.S / 4, c.S / 2}, {0, c.L, 0, c.S}};
+  for (int64_t b = 0; b < c.B; ++b)
+    for (int64_t h = 0; h < c.H; ++h)
+      for (const auto& w : windows) {
+        const Tile tile = computeTile(tiled, b, h, w[0], w[1], w[2], w[3]);
+        for (int64_t r = 0; r < w[1]; ++r)
+          for (int64_t col = 0; col < w[3]; ++col) {
+            const size_t cell = ((b * c.H + h) * c.L + w[0] + r) * c.S + w[2] + col;
+            const float want = full.scores.data[cell], got = tile.scores.data[r * w[3] + col];
+            if (std::isinf(want) || want == -1e9f) {
+              ASSERT_EQ(got, want);
+            } else {
+              ASSERT_NEAR(got, want, 1e-6 * std::max(1.0f, std::fabs(want))) << "score " << cell;
+            }
+            ASSERT_NEAR(tile.probs.data[r * w[3] + col], full.probs.data[cell], 1e-6) << "prob " << cell;
+            if (full.probs.data[cell] == 0.0f) {
+              ASSERT_EQ(tile.probs.data[r * w[3] + col], 0.0f);
+            }
+          }
+      }
+}
+
+TEST_P(TileCaseTest, WorkspaceWithoutRawScoresMatchesRunAttention) {
+  const TileCase& c = GetParam();
+  const AttentionInputs in = makeInputs(c);
+  AttentionOptions options = makeOptions(c);
+  const AttentionTrace fresh = runAttention(in, options);
+  options.keep_raw_scores = false;
+  AttentionWorkspace workspace;
+  const AttentionTrace* first = nullptr;
+  for (int run = 0; run < 3; ++run) {  // fresh buffers, then reused ones (projections too)
+    const std::shared_ptr<const AttentionTrace> t = workspace.run(in, options);
+    EXPECT_EQ(workspace.projectionsReused(), run > 0);
+    if (run == 0) first = t.get();
+    if (run > 0) {
+      EXPECT_EQ(t.get(), first) << "a trace nobody holds is reused";
+    }
+    EXPECT_TRUE(t->raw_scores.empty());
+    EXPECT_EQ(t->q_proj.data, fresh.q_proj.data);
+    for (size_t n = 0; n < fresh.probs.data.size(); ++n) {
+      const float want = fresh.scores.data[n];
+      if (std::isinf(want) || want == -1e9f) {
+        ASSERT_EQ(t->scores.data[n], want);
+      } else {
+        ASSERT_NEAR(t->scores.data[n], want, 1e-6 * std::max(1.0f, std::fabs(want)));
+      }
+      ASSERT_NEAR(t->probs.data[n], fresh.probs.data[n], 1e-6);
+    }
+    for (size_t n = 0; n < fresh.output.data.size(); ++n) {
+      ASSERT_NEAR(t->output.data[n], fresh.output.data[n], 1e-5 * std::max(1.0f, std::fabs(fresh.output.data[n])));
+    }
+    // rawScore derives q.k from q and k at any cell, masked or not.
+    for (int64_t b = 0; b < c.B; ++b)
+      for (int64_t i = 0; i < c.L; i += 7)
+        for (int64_t j = 0; j < c.S; j += 5) {
+          const float want = fresh.raw_scores.data[((b * c.H + c.H - 1) * c.L + i) * c.S + j];
+          ASSERT_NEAR(rawScore(*t, b, c.H - 1, i, j), want, 1e-5 * std::max(1.0f, std::fabs(want)));
+        }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, TileCaseTest, ::testing::ValuesIn(kTileCases),
+                         [](const ::testing::TestParamInfo<TileCase>& info) { return std::string(info.param.name); });
+
+TEST(Workspace, HeldTraceIsNotOverwrittenAndMaskChangeReusesProjections) {
+  const TileCase c = kTileCases[2];
+  const AttentionInputs in = makeInputs(c);
+  AttentionOptions options = makeOptions(c);
+  AttentionWorkspace workspace;
+  const std::shared_ptr<const AttentionTrace> held = workspace.run(in, options);
+  const std::vector<float> held_probs = held->probs.data;
+  options.mask = MaskSpec::parse("window:3");
+  options.fill = MaskFill::NegBillion;
+  const std::shared_ptr<const AttentionTrace> next = workspace.run(in, options);
+  EXPECT_TRUE(workspace.projectionsReused());
+  EXPECT_NE(next.get(), held.get());
+  EXPECT_EQ(held->probs.data, held_probs) << "the trace on screen must stay intact";
+  const AttentionTrace fresh = runAttention(in, options);
+  for (size_t n = 0; n < fresh.probs.data.size(); ++n) ASSERT_NEAR(next->probs.data[n], fresh.probs.data[n], 1e-6);
+  // New inputs: projections recomputed.
+  AttentionInputs other = in;
+  other.query.data[0] += 1.0f;
+  other.key = other.value = other.query;
+  workspace.run(other, options);
+  EXPECT_FALSE(workspace.projectionsReused());
+}
+
+TEST(Tiles, CancelReturnsNothing) {
+  const TileCase c = kTileCases[2];
+  const TiledAttention tiled = prepareTiled(makeInputs(c), makeOptions(c));
+  EXPECT_FALSE(computeOverview(tiled, 64, 64, [](double) { return false; }).has_value());
+}
+
+TEST(Tiles, RefusesMistakesDropoutAndBadWindows) {
+  const TileCase c = kTileCases[0];
+  const AttentionInputs in = makeInputs(c);
+  AttentionOptions options = makeOptions(c);
+  options.mistake = Mistake::NoScaling;
+  EXPECT_THROW(prepareTiled(in, options), InputError);
+  options = makeOptions(c);
+  options.train = true;
+  options.dropout = 0.1f;
+  EXPECT_THROW(prepareTiled(in, options), InputError);
+  const TiledAttention tiled = prepareTiled(in, makeOptions(c));
+  EXPECT_THROW(computeTile(tiled, 0, 0, 30, 20, 0, 5), InputError);
+  EXPECT_THROW(computeTile(tiled, 0, 2, 0, 1, 0, 1), InputError);
+  EXPECT_THROW(computeOverview(tiled, 0, 5), InputError);
+  EXPECT_THROW(computeOverview(tiled, 41, 5), InputError);
+}
+
+TEST(Tiles, EstimateRefusesBeyondMemory) {
+  // L = S = 2^24, D = 4096: inputs alone are far beyond any machine here.
+  EXPECT_GT(estimateTiledBytes(1, 1 << 24, 1 << 24, 4096, 4096, 4096, 4096, 32, 512, 512), uint64_t{1} << 40);
+  EXPECT_THROW(checkMemory(estimateTiledBytes(1, 1 << 24, 1 << 24, 4096, 4096, 4096, 4096, 32, 512, 512)),
+               InputError);
+}
+
+}  // namespace
+}  // namespace attnscope
