@@ -1,0 +1,53 @@
+// A read-only view of a stack of attention maps, the input of every analysis: one
+// probability map per (layer, batch item, head), as the view model holds them.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace attnscope {
+
+struct MapStack {
+  const float* probs = nullptr;  // [layers, B, H, L, S], row-major; rows sum to 1 or are 0
+  int64_t layers = 0, B = 0, H = 0, L = 0, S = 0;
+  // [B, L], 1 = every key of that query row is masked (nullptr = none known). Such rows,
+  // and rows whose probabilities sum to 0, are left out of every mean.
+  const uint8_t* fully_masked = nullptr;
+  // Query token labels for the induction score: [B][L], or [1][L] shared by every batch
+  // item, or empty when no tokens are known.
+  std::vector<std::vector<std::string>> tokens;
+
+  int64_t heads() const { return layers * H; }  // maps per batch item
+  // map: [L, S] of (layer, batch item b, head h).
+  const float* map(int64_t layer, int64_t b, int64_t h) const {
+    return probs + ((layer * B + b) * H + h) * L * S;
+  }
+  bool rowMasked(int64_t b, int64_t i) const { return fully_masked && fully_masked[b * L + i]; }
+  // Batch item b's tokens, or nullptr when none are known.
+  const std::vector<std::string>* tokensOf(int64_t b) const {
+    if (tokens.empty()) return nullptr;
+    return &tokens[tokens.size() == 1 ? 0 : static_cast<size_t>(b)];
+  }
+};
+
+// probs: [B, H, L, S] (one layer) or [layers, B, H, L, S]; fully_masked: [B, L] or empty.
+// The view borrows both tensors: they must outlive it. InputError on other ranks or a
+// fully_masked of another shape.
+MapStack mapStackOf(const Tensor& probs, const BoolTensor& fully_masked = {},
+                    std::vector<std::vector<std::string>> tokens = {});
+
+// Heavy analyses report progress in [0, 1] through this; returning false cancels them,
+// and they throw Cancelled.
+using Progress = std::function<bool(double fraction)>;
+
+class Cancelled : public std::runtime_error {
+ public:
+  Cancelled() : std::runtime_error("cancelled") {}
+};
+
+}  // namespace attnscope
