@@ -128,6 +128,17 @@ double inductionScore(const float* map, int64_t L, int64_t S, const RepeatedSegm
   return count > 0 ? sum / static_cast<double>(count) : kNaN;
 }
 
+std::vector<size_t> orderBy(const std::vector<HeadMetrics>& rows, const MetricInfo& metric, bool descending) {
+  std::vector<size_t> order(rows.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const double x = rows[a].*metric.field, y = rows[b].*metric.field;
+    if (std::isnan(x) || std::isnan(y)) return !std::isnan(x) && std::isnan(y);
+    return descending ? x > y : x < y;
+  });
+  return order;
+}
+
 std::vector<HeadMetrics> headMetrics(const MapStack& maps) {
   std::vector<RepeatedSegment> segments(static_cast<size_t>(maps.B));
   for (int64_t b = 0; b < maps.B; ++b) {
@@ -140,7 +151,7 @@ std::vector<HeadMetrics> headMetrics(const MapStack& maps) {
   for (int64_t n = 0; n < count; ++n) {
     const int64_t layer = n / (maps.H * maps.B), head = n / maps.B % maps.H, b = n % maps.B;
     const float* map = maps.map(layer, b, head);  // [L, S]
-    const uint8_t* masked = maps.fully_masked ? maps.fully_masked + b * maps.L : nullptr;  // [L]
+    const uint8_t* masked = maps.maskedRows(b);  // [L] or nullptr
     HeadMetrics m = metricsOfMap(map, maps.L, maps.S, masked);
     m.layer = layer;
     m.head = head;

@@ -49,6 +49,10 @@ RepeatedSegment findRepeatedSegment(const std::vector<std::string>& tokens, int6
 double inductionScore(const float* map, int64_t L, int64_t S, const RepeatedSegment& segment,
                       const uint8_t* fully_masked = nullptr);
 
+// Row indices ordered by one metric (largest first when descending); NaN rows go last,
+// ties keep the rows' order (layer, head, batch item).
+std::vector<size_t> orderBy(const std::vector<HeadMetrics>& rows, const MetricInfo& metric, bool descending);
+
 // Every (layer, head, batch item), ordered by layer, then head, then batch item. The
 // induction column uses the stack's tokens (NaN when none, when L != S or no segment).
 std::vector<HeadMetrics> headMetrics(const MapStack& maps);

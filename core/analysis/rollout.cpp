@@ -1,7 +1,5 @@
 #include "analysis/rollout.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <atomic>
 #include <limits>
@@ -153,7 +151,7 @@ Tensor attentionFlow(const MapStack& maps, const Progress& progress) {
   // Work items (b, layer, i): one source, L sinks each; deeper layers cost more.
   const int64_t items = B * layers * L;
   std::atomic<bool> cancelled{false};
-  std::atomic<int64_t> done{0};
+  int64_t done = 0;
 #pragma omp parallel for schedule(dynamic)
   for (int64_t item = 0; item < items; ++item) {
     if (cancelled.load()) continue;
@@ -171,12 +169,14 @@ Tensor attentionFlow(const MapStack& maps, const Progress& progress) {
     for (int64_t j = 0; j < L; ++j) sum += row[j] = graph.run((layer + 1) * L + i, j);
     float* dst = out.data.data() + ((layer * B + b) * L + i) * L;
     for (int64_t j = 0; j < L; ++j) dst[j] = sum > 0 ? static_cast<float>(row[j] / sum) : 0.0f;
-    const int64_t finished = ++done;
-    if (progress && omp_get_thread_num() == 0 && !progress(static_cast<double>(finished) / items))
-      cancelled = true;
+    // One caller at a time, in order: the callback need not be thread-safe.
+#pragma omp critical(attention_flow_progress)
+    {
+      const int64_t finished = ++done;
+      if (progress && !progress(static_cast<double>(finished) / static_cast<double>(items))) cancelled = true;
+    }
   }
   if (cancelled) throw Cancelled();
-  if (progress) progress(1.0);
   return out;
 }
 

@@ -112,6 +112,18 @@ TEST(HeadMetrics, RegistryNamesTheContractFieldsInOrder) {
   EXPECT_EQ(findHeadMetric("nope"), nullptr);
 }
 
+TEST(HeadMetrics, OrderByAnyColumnNaNLast) {
+  std::vector<HeadMetrics> rows(5);
+  const double sinks[] = {0.2, kNaN, 0.9, 0.2, 0.5};
+  for (size_t k = 0; k < rows.size(); ++k) {
+    rows[k].head = static_cast<int64_t>(k);
+    rows[k].sink_mass = sinks[k];
+  }
+  const MetricInfo& sink = *findHeadMetric("sink_mass");
+  EXPECT_EQ((std::vector<size_t>{2, 4, 0, 3, 1}), orderBy(rows, sink, true));
+  EXPECT_EQ((std::vector<size_t>{0, 3, 4, 2, 1}), orderBy(rows, sink, false));  // ties keep order
+}
+
 // ---------------------------------------------------------------- repeated segments
 
 std::vector<std::string> words(const std::string& text) {
@@ -201,6 +213,8 @@ TEST(MapStack, ShapesAndErrors) {
   EXPECT_EQ(5, s.L);
   EXPECT_EQ(6, s.S);
   EXPECT_EQ(five.data.data() + ((2 * 2 + 1) * 4 + 3) * 30, s.map(2, 1, 3));
+  EXPECT_EQ(nullptr, s.maskedRows(0));
+  EXPECT_EQ(nullptr, s.tokensOf(0));
   EXPECT_THROW(mapStackOf(Tensor({2, 3, 4})), InputError);
   EXPECT_THROW(mapStackOf(five, BoolTensor({2, 4})), InputError);
   EXPECT_THROW(mapStackOf(five, {}, {{"a", "b"}}), InputError);
@@ -348,8 +362,7 @@ TEST(HeadMetrics, AgainstFloat64ReferenceOnRandomMaps) {
         tokens.push_back(line);
       }
     }
-    const BoolTensor no_flags;
-    const MapStack stack = mapStackOf(probs, c.flag_rows ? fully : no_flags, tokens);  // borrows them
+    const MapStack stack = mapStackOf(probs, c.flag_rows ? fully : BoolTensor{}, tokens);
     const std::vector<HeadMetrics> rows = headMetrics(stack);
     ASSERT_EQ(rows.size(), static_cast<size_t>(c.layers * c.H * c.B));
     size_t n = 0;
