@@ -22,6 +22,7 @@
 #include "cli/run_command.h"
 #include "cli/run_options.h"
 #include "tensor/npy.h"
+#include "view/view_model.h"
 
 namespace attnscope {
 namespace {
@@ -61,12 +62,6 @@ SortChoice parseSort(const std::string& text) {
     throw UsageError("--sort: unknown metric '" + name + "' (one of: " + names + ")");
   }
   return choice;
-}
-
-// Query tokens per batch item: [B][L], or one row shared by every item.
-std::vector<std::vector<std::string>> queryTokens(const AttentionTrace& trace) {
-  if (!trace.batch_query_tokens.empty()) return trace.batch_query_tokens;
-  return {trace.query_tokens};
 }
 
 std::string formatMetric(double value) {
@@ -112,7 +107,8 @@ void printTable(const ConfiguredRun& run, const AttentionTrace& trace, const std
   if (trace.mistake != Mistake::None)
     std::cout << "  mistake " << mistakeName(trace.mistake) << " (on purpose): " << trace.mistake_note << "\n";
   for (const std::string& n : run.notes) std::cout << "  note: " << n << "\n";
-  std::cout << "  means over the query rows that are not fully masked; '-' = no row to average\n\n";
+  std::cout << "  means over the query rows that are not fully masked; '-' = no row to average"
+            << (trace.dropout_applied ? "; probabilities after dropout" : "") << "\n\n";
 
   std::vector<std::string> headings = {"layer", "head", "batch"};
   for (const MetricInfo& info : headMetricInfos()) headings.push_back(info.heading);
@@ -193,8 +189,9 @@ void writeAcrossLayers(const AnalyzeFlags& flags, const MapStack& maps) {
 
 int analyze(const AnalyzeFlags& flags) {
   const ConfiguredRun run = configureRun(flags.run);
-  const AttentionTrace trace = runAttention(run.inputs, run.options);
-  const MapStack maps = mapStackOf(trace.probs, trace.fully_masked, queryTokens(trace));
+  const auto trace = std::make_shared<const AttentionTrace>(runAttention(run.inputs, run.options));
+  const ViewModel view = viewFromTrace(trace);
+  const MapStack maps = mapStackOf(view);
   const std::vector<HeadMetrics> rows = headMetrics(maps);
   const std::vector<HeadClusters> clusters = clustersPerItem(maps, flags.min_correlation);
   std::vector<size_t> order(rows.size());
@@ -205,7 +202,7 @@ int analyze(const AnalyzeFlags& flags) {
   }
   if (flags.rollout || flags.flow) writeAcrossLayers(flags, maps);
   if (flags.json) printJson(rows, order, maps, clusters);
-  else printTable(run, trace, rows, order, maps, clusters, flags.min_correlation);
+  else printTable(run, *trace, rows, order, maps, clusters, flags.min_correlation);
   return 0;
 }
 

@@ -32,4 +32,27 @@ MapStack mapStackOf(const Tensor& probs, const BoolTensor& fully_masked,
   return stack;
 }
 
+MapStack mapStackOf(const ViewModel& view) {
+  MapStack stack;
+  stack.layers = view.layers;
+  stack.B = view.B;
+  stack.H = view.H;
+  stack.L = view.L;
+  stack.S = view.S;
+  for (const LayerMaps& layer : view.maps) stack.probs.push_back(layer.probs.get());
+  if (view.hasMask()) {
+    stack.fully_masked.assign(static_cast<size_t>(view.B * view.L), 0);
+    for (int64_t b = 0; b < view.B; ++b) {
+      const uint8_t* allowed = view.allowed(0, b);  // [L, S]
+      for (int64_t i = 0; i < view.L; ++i) {
+        bool any = false;
+        for (int64_t j = 0; j < view.S && !any; ++j) any = allowed[i * view.S + j] != 0;
+        stack.fully_masked[b * view.L + i] = !any;
+      }
+    }
+  }
+  stack.tokens = view.query_tokens;
+  return stack;
+}
+
 }  // namespace attnscope

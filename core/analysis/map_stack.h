@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tensor/tensor.h"
+#include "view/view_model.h"
 
 namespace attnscope {
 
@@ -42,6 +43,10 @@ struct MapStack {
 // of another shape or tokens of the wrong length.
 MapStack mapStackOf(const Tensor& probs, const BoolTensor& fully_masked = {},
                     std::vector<std::vector<std::string>> tokens = {});
+
+// From the view model (borrowed: it must outlive the stack): every layer's probabilities,
+// its query tokens, and as fully masked the rows where layer 0 allows no key.
+MapStack mapStackOf(const ViewModel& view);
 
 // Heavy analyses report progress in [0, 1] through this; returning false cancels them,
 // and they throw Cancelled.

@@ -94,6 +94,7 @@ CASES = [
     dict(name="cross_L_lt_S_causal_br", sizes=dict(B=2, L=3, S=8, D=8), flags=["--heads", "2", "--mask", "causal-br"]),
     dict(name="repeated_tokens_induction", sizes=dict(B=1, L=10, D=8), flags=["--heads", "2", "--mask", "causal"],
          tokens=["x", "a", "b", "c", "d", "y", "a", "b", "c", "d"]),
+    dict(name="dropout_train", sizes=dict(B=1, L=6, D=8), flags=["--heads", "2", "--dropout", "0.3", "--seed", "4"]),
     dict(name="mistake_no_head_split", sizes=dict(B=1, L=6, D=8), flags=["--heads", "2", "--mistake", "no-head-split"]),
 ]
 
@@ -110,7 +111,9 @@ class AnalyzeJson(unittest.TestCase):
         out = os.path.join(folder, "compute")
         computed = ref.run_compute(source + case["flags"] + ["--out", out])
         self.assertEqual(computed.returncode, 0, computed.stderr)
-        probs = np.load(os.path.join(out, "probs.npy"))
+        # With dropout the maps shown (and measured) are the probabilities after dropout.
+        dropped = os.path.join(out, "probs_dropped.npy")
+        probs = np.load(dropped if os.path.exists(dropped) else os.path.join(out, "probs.npy"))
         fully = np.load(os.path.join(out, "fully_masked.npy"))
         with open(os.path.join(out, "shapes.json")) as f:
             shapes = json.load(f)

@@ -13,6 +13,7 @@
 
 #include "analysis/head_metrics.h"
 #include "attention/attention.h"
+#include "view/view_model.h"
 
 namespace attnscope {
 namespace {
@@ -390,19 +391,26 @@ TEST(HeadMetrics, AgainstFloat64ReferenceOnRandomMaps) {
   }
 }
 
-// The metrics of a real trace: probs and fully_masked straight from runAttention.
-TEST(HeadMetrics, FromAnAttentionTrace) {
+// Seeded self-attention inputs [B, L, D] with weights [D, D]; batch item 1 has no valid
+// key, so every one of its rows is fully masked once padding is on.
+AttentionInputs selfAttentionInputs(int64_t B, int64_t L, int64_t D, uint32_t seed) {
   AttentionInputs in;
-  const int64_t B = 2, L = 5, D = 8;
   in.query = Tensor({B, L, D});
-  std::mt19937 rng(7);
+  std::mt19937 rng(seed);
   std::normal_distribution<float> normal;
   for (float& v : in.query.data) v = normal(rng);
   in.key = in.value = in.query;
   in.w_q = in.w_k = in.w_v = in.w_o = Tensor({D, D});
   for (Tensor* w : {&in.w_q, &in.w_k, &in.w_v, &in.w_o})
     for (float& v : w->data) v = 0.3f * normal(rng);
-  in.valid_lens = {5, 0};  // batch item 1: every row fully masked
+  in.valid_lens = {L, 0};
+  return in;
+}
+
+// The metrics of a real trace: probs and fully_masked straight from runAttention.
+TEST(HeadMetrics, FromAnAttentionTrace) {
+  const int64_t L = 5;
+  const AttentionInputs in = selfAttentionInputs(2, L, 8, 7);
   AttentionOptions options;
   options.heads = 2;
   options.mask.causal = true;
@@ -422,6 +430,34 @@ TEST(HeadMetrics, FromAnAttentionTrace) {
       else EXPECT_NEAR(r.values[k], actual, 1e-9) << headMetricInfos()[k].name;
     }
   }
+}
+
+// The view model's stack (what the app and analyze read) gives the same rows as the
+// trace's own tensors: probabilities, fully masked rows from the mask, tokens.
+TEST(HeadMetrics, ViewModelStackMatchesTheTrace) {
+  AttentionInputs in = selfAttentionInputs(2, 6, 8, 5);
+  in.query_tokens = words("a b c a b c");
+  in.key_tokens = in.query_tokens;
+  AttentionOptions options;
+  options.heads = 2;
+  options.mask.padding = true;
+  options.fill = MaskFill::NegBillion;  // fully masked rows come out uniform, not zero
+  const auto trace = std::make_shared<const AttentionTrace>(runAttention(in, options));
+  const ViewModel view = viewFromTrace(trace);
+  const MapStack from_view = mapStackOf(view);
+  EXPECT_EQ(std::vector<uint8_t>(trace->fully_masked.data), from_view.fully_masked);
+  const std::vector<HeadMetrics> a = headMetrics(from_view);
+  const std::vector<HeadMetrics> b = headMetrics(mapStackOf(trace->probs, trace->fully_masked, {in.query_tokens}));
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t n = 0; n < a.size(); ++n) {
+    EXPECT_EQ(a[n].rows, b[n].rows);
+    for (const MetricInfo& info : headMetricInfos()) {
+      const double x = a[n].*info.field, y = b[n].*info.field;
+      EXPECT_TRUE(x == y || (std::isnan(x) && std::isnan(y))) << info.name;
+    }
+  }
+  EXPECT_FALSE(std::isnan(a[0].induction));  // "a b c" repeats
+  EXPECT_TRUE(std::isnan(a[1].entropy_bits));  // batch item 1: every row masked
 }
 
 }  // namespace
