@@ -188,7 +188,7 @@ void writeAcrossLayers(const AnalyzeFlags& flags, const MapStack& maps) {
 }
 
 int analyze(const AnalyzeFlags& flags) {
-  const ConfiguredRun run = configureRun(flags.run);
+  const ConfiguredRun run = configureRunFromFlags(flags.run);
   const auto trace = std::make_shared<const AttentionTrace>(runAttention(run.inputs, run.options));
   const ViewModel view = viewFromTrace(trace);
   const MapStack maps = mapStackOf(view);

@@ -175,7 +175,7 @@ struct ComputeFlags {
 };
 
 int compute(const ComputeFlags& flags) {
-  const ConfiguredRun run = configureRun(flags.run);
+  const ConfiguredRun run = configureRunFromFlags(flags.run);
   const AttentionInputs& inputs = run.inputs;
   const AttentionOptions& options = run.options;
   checkOutDir(flags.out);

@@ -181,7 +181,7 @@ void checkRunFlags(const RunFlags& flags) {
   }
 }
 
-ConfiguredRun configureRun(const RunFlags& flags) {
+ConfiguredRun configureRunFromFlags(const RunFlags& flags) {
   ConfiguredRun run;
   std::vector<std::string>& notes = run.notes;
   AttentionInputs& inputs = run.inputs;

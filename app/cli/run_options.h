@@ -43,7 +43,7 @@ struct ConfiguredRun {
 
 // Reads the bundle (or builds the demo), applies bundle.json then the flags, checks the
 // sizes and the memory the trace needs. InputError naming the file and the problem.
-ConfiguredRun configureRun(const RunFlags& flags);
+ConfiguredRun configureRunFromFlags(const RunFlags& flags);
 
 std::string formatNumber(double value);  // "%g"
 
