@@ -10,7 +10,8 @@ for arg in "$@"; do
   case "$arg" in
     --gui) packages+=(xdg-user-dirs) ;;
     --test) packages+=(libgtest-dev libgmock-dev libbenchmark-dev xvfb xauth mesa-utils
-                       xdotool imagemagick libxml2-utils poppler-utils python3-numpy python3-pil python3-torch) ;;
+                       xdotool imagemagick libxml2-utils poppler-utils python3-numpy python3-pil python3-torch
+                       python3-networkx) ;;
     *) echo "install-deps.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac
 done

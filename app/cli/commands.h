@@ -7,5 +7,6 @@ namespace attnscope {
 int runComputeCommand(int argc, char** argv);
 int runExportCommand(int argc, char** argv);
 int runBenchCommand(int argc, char** argv);
+int runAnalyzeCommand(int argc, char** argv);
 
 }  // namespace attnscope

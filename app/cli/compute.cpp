@@ -1,108 +1,30 @@
 // `attnscope compute`: runs the attention core on a tensor bundle (or the built-in text
 // demo) and writes every stage as .npy files plus shapes.json.
 //
-// Precedence: command-line flags > bundle.json > defaults. Everything is computed before
+// Run options: cli/run_options.h (flags > bundle.json > defaults). Everything is computed before
 // the first file is written; files go to a hidden staging folder inside --out and are
 // renamed into place only when all of them were written, so a failed run leaves nothing.
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
-#include <optional>
-#include <sstream>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/run_command.h"
-#include "config/bundle.h"
-#include "config/run.h"
+#include "cli/run_options.h"
 #include "tensor/npy.h"
 
 namespace attnscope {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Far above any real model; keeps heads * head_dim (the default D) from overflowing.
-constexpr int64_t kMaxHeads = 1 << 20;
-
-struct ComputeFlags {
-  std::string bundle;
-  bool demo = false;
-  std::string out;
-  std::optional<int64_t> heads;
-  std::optional<std::string> mask;
-  std::optional<std::string> fill;
-  std::optional<std::string> scale;
-  std::optional<float> dropout;
-  std::optional<uint64_t> seed;
-  std::optional<std::string> valid_lens;
-  std::optional<std::string> mistake;
-};
-
-std::vector<int64_t> parseValidLens(const std::string& text) {
-  std::vector<int64_t> lens;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    char* end = nullptr;
-    const long long v = std::strtoll(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v < 0)
-      throw UsageError("--valid-lens: '" + text + "' is not a comma-separated list of non-negative integers");
-    lens.push_back(v);
-  }
-  if (lens.empty()) throw UsageError("--valid-lens: empty list");
-  return lens;
-}
-
-// MaskSpec::parse's message without its own "mask: " prefix, for re-labelling.
-std::string maskProblem(const InputError& e) {
-  std::string why = e.what();
-  return why.rfind("mask: ", 0) == 0 ? why.substr(6) : why;
-}
-
-MaskSpec parseMaskFlag(const std::string& text) {
-  try {
-    return MaskSpec::parse(text);
-  } catch (const InputError& e) {
-    throw UsageError("--mask: " + maskProblem(e));
-  }
-}
-
-std::string formatNumber(double value) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", value);
-  return buf;
-}
-
-// Flags > bundle.json > defaults (H = 1 for a bundle, the demo's settings for --demo): the
-// same settings `attnscope export` and the app build, turned into a run by configureRun().
-Settings settingsFromFlags(const ComputeFlags& flags) {
-  Settings s = flags.demo ? Settings{} : settingsForBundle(bundleDefaults(), flags.bundle);
-  if (flags.heads) s.heads = *flags.heads;
-  if (flags.mask) s.mask = parseMaskFlag(*flags.mask);
-  if (flags.fill) s.fill = *maskFillFromName(*flags.fill);
-  if (flags.scale) {
-    const ScaleSetting scale = *scaleFromText(*flags.scale);
-    s.scale = scale.choice;
-    s.scale_factor = scale.factor;
-  }
-  if (flags.dropout) {
-    s.dropout = *flags.dropout;
-    s.train = s.dropout > 0;
-  }
-  if (flags.seed) s.seed = *flags.seed;
-  if (flags.mistake) s.mistake = mistakeFromName(*flags.mistake);
-  return s;
-}
 
 // Fails early (before the compute) when --out cannot become a writable directory.
 void checkOutDir(const std::string& out) {
@@ -247,47 +169,20 @@ void printSummary(const AttentionTrace& t, const AttentionOptions& options, cons
               << " (see fully_masked.npy)\n";
 }
 
+struct ComputeFlags {
+  RunFlags run;
+  std::string out;
+};
+
 int compute(const ComputeFlags& flags) {
-  const Settings settings = settingsFromFlags(flags);
-  Run run = configureRun(settings);
-  AttentionInputs& inputs = run.inputs;
-  AttentionOptions& options = run.options;
-  std::vector<std::string> notes = run.notes;
-  const std::string source = flags.demo ? "built-in demo (\"" + settings.text + "\")" : run.source;
-  std::string heads_origin = "--heads";
-  if (!flags.heads && !flags.demo && readBundleMeta(flags.bundle).contains("heads"))
-    heads_origin = (fs::path(flags.bundle) / "bundle.json").string() + ": \"heads\"";
-
-  const int64_t B = inputs.query.dim(0), S = inputs.key.dim(1);
-  const int64_t D = inputs.w_q.dim(0);
-  if (D % options.heads != 0)
-    throw InputError(heads_origin + " " + std::to_string(options.heads) + " does not divide the model size D=" +
-                     std::to_string(D) + " (D % H must be 0)");
-
-  if (flags.valid_lens) {
-    inputs.valid_lens = parseValidLens(*flags.valid_lens);
-    if (static_cast<int64_t>(inputs.valid_lens.size()) != B)
-      throw InputError("--valid-lens: " + std::to_string(inputs.valid_lens.size()) + " values but the batch has B=" +
-                       std::to_string(B));
-    for (int64_t len : inputs.valid_lens)
-      if (len > S)
-        throw InputError("--valid-lens: length " + std::to_string(len) + " exceeds the key length S=" +
-                         std::to_string(S));
-    if (!options.mask.padding) {
-      options.mask.padding = true;
-      notes.push_back("--valid-lens given: added 'padding' to the mask");
-    }
-  } else if (!inputs.valid_lens.empty() && !options.mask.padding) {
-    notes.push_back("valid_lens.npy is not applied: add 'padding' to --mask to use it");
-  }
-  if (options.mask.padding && inputs.valid_lens.empty() && inputs.key_padding.empty())
-    throw InputError("--mask padding: no valid lengths (give valid_lens.npy or key_padding.npy in the bundle, or --valid-lens)");
-
+  const ConfiguredRun run = configureRunFromFlags(flags.run);
+  const AttentionInputs& inputs = run.inputs;
+  const AttentionOptions& options = run.options;
   checkOutDir(flags.out);
 
   const AttentionTrace trace = runAttention(inputs, options);
-  const std::vector<std::string> files = writeOutputs(trace, options, source, flags.out);
-  printSummary(trace, options, source, flags.out, files, notes);
+  const std::vector<std::string> files = writeOutputs(trace, options, run.source, flags.out);
+  printSummary(trace, options, run.source, flags.out, files, run.notes);
   return 0;
 }
 
@@ -298,21 +193,8 @@ int runComputeCommand(int argc, char** argv) {
                "demo, and write every stage as .npy plus shapes.json.",
                "attnscope compute"};
   ComputeFlags flags;
-  app.add_option("BUNDLE", flags.bundle, "bundle folder: query.npy [B,L,Dq], optional key/value/weights/masks");
-  app.add_flag("--demo", flags.demo, "use the built-in text demo instead of a bundle");
+  addRunOptions(app, flags.run);
   app.add_option("--out", flags.out, "output folder (created if missing)")->required();
-  app.add_option("--heads", flags.heads, "number of heads H (must divide D)");
-  app.add_option("--mask", flags.mask,
-                 "none, or terms joined by '+': causal, causal-br, window:W, causal-window:W, prefix:P, "
-                 "segments:n1,n2,..., padding");
-  app.add_option("--mask-fill", flags.fill, "value for masked scores: inf (default, -inf) or 1e9 (-1e9)");
-  app.add_option("--scale", flags.scale, "factor for Q K^T: a positive number, none, or default (1/sqrt(d))");
-  app.add_option("--dropout", flags.dropout, "dropout p on probabilities in [0, 1) (train mode)");
-  app.add_option("--seed", flags.seed, "seed for dropout and default weights");
-  app.add_option("--valid-lens", flags.valid_lens, "per-batch valid key lengths, e.g. 3,2 (implies padding)");
-  std::string mistake_names;
-  for (Mistake m : allMistakes()) mistake_names += (mistake_names.empty() ? "" : ", ") + std::string(mistakeName(m));
-  app.add_option("--mistake", flags.mistake, "run attention wrong on purpose (mistakes lab): " + mistake_names);
   app.footer(
       "Flags override bundle.json (heads, mask, scale, fill, dropout, seed, d_model), which overrides the\n"
       "defaults (H = 1 for a bundle, 4 for the demo). The bundle's attn_mask.npy and key_padding.npy are\n"
@@ -322,25 +204,7 @@ int runComputeCommand(int argc, char** argv) {
 
   // Usage errors in the flags are found before the bundle is read.
   const auto checkFlagsAndCompute = [&] {
-    if (flags.demo == !flags.bundle.empty())
-      throw UsageError(flags.demo ? "give either BUNDLE or --demo, not both" : "give a BUNDLE folder or --demo");
-    if (flags.fill && !maskFillFromName(*flags.fill))
-      throw UsageError("--mask-fill: '" + *flags.fill + "' is not one of inf, 1e9");
-    if (flags.scale && !scaleFromText(*flags.scale))
-      throw UsageError("--scale: '" + *flags.scale + "' is not a positive number, none or default");
-    if (flags.dropout && !(*flags.dropout >= 0.0f && *flags.dropout < 1.0f))
-      throw UsageError("--dropout: p must be in [0, 1), got " + formatNumber(*flags.dropout));
-    if (flags.heads && (*flags.heads < 1 || *flags.heads > kMaxHeads))
-      throw UsageError("--heads: H must be in 1.." + std::to_string(kMaxHeads) + ", got " + std::to_string(*flags.heads));
-    if (flags.mask) parseMaskFlag(*flags.mask);
-    if (flags.valid_lens) parseValidLens(*flags.valid_lens);
-    if (flags.mistake) {
-      try {
-        mistakeFromName(*flags.mistake);
-      } catch (const InputError& e) {
-        throw UsageError(std::string("--mistake: ") + e.what());
-      }
-    }
+    checkRunFlags(flags.run);
     return compute(flags);
   };
   // Input problems are InputErrors; any other exception here is a bug, named as one.

@@ -1,0 +1,244 @@
+// `attnscope analyze`: head analytics of a run (a tensor bundle or the built-in demo,
+// with the same run options as `compute`): a table of metrics per (layer, head, batch
+// item), or with --json one JSON array of objects on stdout; --rollout / --flow write
+// attention rollout and flow as .npy into --out.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "analysis/head_clusters.h"
+#include "analysis/head_metrics.h"
+#include "analysis/rollout.h"
+#include "cli/commands.h"
+#include "cli/run_command.h"
+#include "cli/run_options.h"
+#include "tensor/npy.h"
+#include "view/view_model.h"
+
+namespace attnscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct AnalyzeFlags {
+  RunFlags run;
+  bool json = false;
+  std::optional<std::string> sort;  // METRIC or METRIC:asc
+  double min_correlation = 0.5;
+  bool rollout = false;
+  bool flow = false;
+  std::string out;
+};
+
+struct SortChoice {
+  const MetricInfo* metric = nullptr;
+  bool descending = true;
+};
+
+SortChoice parseSort(const std::string& text) {
+  SortChoice choice;
+  std::string name = text;
+  const size_t colon = text.find(':');
+  if (colon != std::string::npos) {
+    const std::string direction = text.substr(colon + 1);
+    if (direction != "asc" && direction != "desc")
+      throw UsageError("--sort: '" + direction + "' is not asc or desc");
+    choice.descending = direction == "desc";
+    name = text.substr(0, colon);
+  }
+  choice.metric = findHeadMetric(name);
+  if (!choice.metric) {
+    std::string names;
+    for (const MetricInfo& info : headMetricInfos()) names += (names.empty() ? "" : ", ") + std::string(info.name);
+    throw UsageError("--sort: unknown metric '" + name + "' (one of: " + names + ")");
+  }
+  return choice;
+}
+
+std::string formatMetric(double value) {
+  if (std::isnan(value)) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f", value);
+  return buf;
+}
+
+std::string padLeft(const std::string& text, size_t width) {
+  return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
+}
+
+// group[b][n]: cluster of head n = layer * H + head in batch item b.
+std::vector<HeadClusters> clustersPerItem(const MapStack& maps, double min_correlation) {
+  std::vector<HeadClusters> clusters;
+  for (int64_t b = 0; b < maps.B; ++b) clusters.push_back(clusterHeads(maps, b, min_correlation));
+  return clusters;
+}
+
+void printJson(const std::vector<HeadMetrics>& rows, const std::vector<size_t>& order, const MapStack& maps,
+               const std::vector<HeadClusters>& clusters) {
+  nlohmann::ordered_json array = nlohmann::ordered_json::array();
+  for (size_t k : order) {
+    const HeadMetrics& m = rows[k];
+    nlohmann::ordered_json object = {{"layer", m.layer}, {"head", m.head}, {"batch", m.batch}};
+    for (const MetricInfo& info : headMetricInfos()) {
+      const double value = m.*info.field;
+      object[info.name] = std::isnan(value) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(value);
+    }
+    object["cluster"] = clusters[m.batch].group[m.layer * maps.H + m.head];
+    array.push_back(object);
+  }
+  std::cout << array.dump(2) << "\n";
+}
+
+void printTable(const ConfiguredRun& run, const AttentionTrace& trace, const std::vector<HeadMetrics>& rows,
+                const std::vector<size_t>& order, const MapStack& maps, const std::vector<HeadClusters>& clusters,
+                double min_correlation) {
+  std::cout << "attnscope analyze: " << run.source << "\n";
+  std::cout << "  sizes   layers=" << maps.layers << " B=" << maps.B << " H=" << maps.H << " L=" << maps.L
+            << " S=" << maps.S << "   mask " << run.options.mask.toString() << "\n";
+  if (trace.mistake != Mistake::None)
+    std::cout << "  mistake " << mistakeName(trace.mistake) << " (on purpose): " << trace.mistake_note << "\n";
+  for (const std::string& n : run.notes) std::cout << "  note: " << n << "\n";
+  std::cout << "  means over the query rows that are not fully masked; '-' = no row to average"
+            << (trace.dropout_applied ? "; probabilities after dropout" : "") << "\n\n";
+
+  std::vector<std::string> headings = {"layer", "head", "batch"};
+  for (const MetricInfo& info : headMetricInfos()) headings.push_back(info.heading);
+  headings.push_back("group");
+  std::vector<std::vector<std::string>> cells;
+  for (size_t k : order) {
+    const HeadMetrics& m = rows[k];
+    std::vector<std::string> line = {std::to_string(m.layer), std::to_string(m.head), std::to_string(m.batch)};
+    for (const MetricInfo& info : headMetricInfos()) line.push_back(formatMetric(m.*info.field));
+    line.push_back(std::to_string(clusters[m.batch].group[m.layer * maps.H + m.head]));
+    cells.push_back(line);
+  }
+  std::vector<size_t> widths(headings.size());
+  for (size_t c = 0; c < headings.size(); ++c) {
+    widths[c] = headings[c].size();
+    for (const auto& line : cells) widths[c] = std::max(widths[c], line[c].size());
+  }
+  for (size_t c = 0; c < headings.size(); ++c) std::cout << (c ? "  " : "") << padLeft(headings[c], widths[c]);
+  std::cout << "\n";
+  for (const auto& line : cells) {
+    for (size_t c = 0; c < line.size(); ++c) std::cout << (c ? "  " : "") << padLeft(line[c], widths[c]);
+    std::cout << "\n";
+  }
+
+  std::cout << "\nGroups: heads whose maps correlate (Pearson, average linkage) at r >= "
+            << formatNumber(min_correlation) << "\n";
+  for (int64_t b = 0; b < maps.B; ++b) {
+    const HeadClusters& c = clusters[b];
+    std::cout << "  batch " << b << ": " << c.count << (c.count == 1 ? " group" : " groups") << "\n";
+    for (int64_t g = 0; g < c.count; ++g) {
+      std::cout << "    group " << g << ":";
+      for (int64_t n : c.order)
+        if (c.group[n] == g) std::cout << " L" << n / maps.H << "H" << n % maps.H;
+      std::cout << "\n";
+    }
+  }
+  std::cout << "\nInduction: ";
+  bool any = false;
+  for (int64_t b = 0; b < maps.B; ++b) {
+    const std::vector<std::string>* tokens = maps.tokensOf(b);
+    if (!tokens || maps.L != maps.S) continue;
+    const RepeatedSegment s = findRepeatedSegment(*tokens);
+    if (!s.found()) continue;
+    std::cout << (any ? "; " : "") << "batch " << b << " repeats tokens " << s.first << ".." << s.first + s.length - 1
+              << " at " << s.second << ".." << s.second + s.length - 1;
+    any = true;
+  }
+  std::cout << (any ? " (score: mean p from each repeated token to the token after its first occurrence)\n"
+                    : "no repeated segment of 2 or more tokens in the input\n");
+}
+
+// Writes rollout.npy / flow.npy ([layers, B, L, L]) into out; names each file on stderr.
+void writeAcrossLayers(const AnalyzeFlags& flags, const MapStack& maps) {
+  std::error_code ec;
+  fs::create_directories(flags.out, ec);
+  if (ec) throw InputError("--out " + flags.out + ": cannot create the folder (" + ec.message() + ")");
+  // Both are computed before either file is written.
+  Tensor rollout, flow;
+  if (flags.rollout) rollout = attentionRollout(maps);
+  if (flags.flow) {
+    const bool show = ::isatty(STDERR_FILENO);
+    int last = -1;
+    flow = attentionFlow(maps, [&](double fraction) {
+      const int percent = static_cast<int>(fraction * 100);
+      if (show && percent != last) std::cerr << "\rattention flow: " << percent << "%" << std::flush;
+      last = percent;
+      return true;
+    });
+    if (show) std::cerr << "\n";
+  }
+  for (const auto& [name, tensor] : {std::make_pair("rollout.npy", &rollout), std::make_pair("flow.npy", &flow)}) {
+    if (tensor->empty()) continue;
+    const std::string path = (fs::path(flags.out) / name).string();
+    writeNpy(path, *tensor);
+    std::cerr << "wrote " << path << " " << shapeToString(tensor->shape) << "\n";
+  }
+}
+
+int analyze(const AnalyzeFlags& flags) {
+  const ConfiguredRun run = configureRunFromFlags(flags.run);
+  const auto trace = std::make_shared<const AttentionTrace>(runAttention(run.inputs, run.options));
+  const ViewModel view = viewFromTrace(trace);
+  const MapStack maps = mapStackOf(view);
+  const std::vector<HeadMetrics> rows = headMetrics(maps);
+  const std::vector<HeadClusters> clusters = clustersPerItem(maps, flags.min_correlation);
+  std::vector<size_t> order(rows.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  if (flags.sort) {
+    const SortChoice sort = parseSort(*flags.sort);
+    order = orderBy(rows, *sort.metric, sort.descending);
+  }
+  if (flags.rollout || flags.flow) writeAcrossLayers(flags, maps);
+  if (flags.json) printJson(rows, order, maps, clusters);
+  else printTable(run, *trace, rows, order, maps, clusters, flags.min_correlation);
+  return 0;
+}
+
+}  // namespace
+
+int runAnalyzeCommand(int argc, char** argv) {
+  CLI::App app{"Measure every head of a run: entropy, max probability, mean distance, sink, diagonal and "
+               "previous-token mass, effective keys, induction score, groups of similar heads; optionally "
+               "attention rollout and flow.",
+               "attnscope analyze"};
+  AnalyzeFlags flags;
+  addRunOptions(app, flags.run);
+  app.add_flag("--json", flags.json, "print one JSON array of objects (one per layer, head, batch item) on stdout");
+  app.add_option("--sort", flags.sort, "order rows by a metric, largest first (METRIC:asc for smallest first)");
+  app.add_option("--min-correlation", flags.min_correlation,
+                 "group heads whose maps correlate at least this much (Pearson r, default 0.5)");
+  app.add_flag("--rollout", flags.rollout, "write attention rollout [layers, B, L, L] to OUT/rollout.npy");
+  app.add_flag("--flow", flags.flow, "write attention flow [layers, B, L, L] to OUT/flow.npy");
+  app.add_option("--out", flags.out, "folder for rollout.npy / flow.npy (created if missing)");
+  app.footer(
+      "Metrics are means over the query rows that are not fully masked (null / '-' when there is none).\n"
+      "JSON fields: layer, head, batch, entropy_bits, max_prob, mean_distance, sink_mass, diag_mass,\n"
+      "prev_mass, effective_keys, induction, cluster. Run options as in `attnscope compute`.\n"
+      "Exit status: 0 ok, 1 bad input (one line on stderr naming the file), 2 usage error.\n"
+      "Example: attnscope analyze --demo --heads 4 --mask causal --json");
+  const auto checkFlagsAndAnalyze = [&] {
+    checkRunFlags(flags.run);
+    if (flags.sort) parseSort(*flags.sort);
+    if (!(flags.min_correlation >= -1.0 && flags.min_correlation <= 1.0))
+      throw UsageError("--min-correlation: r must be in [-1, 1], got " + formatNumber(flags.min_correlation));
+    if ((flags.rollout || flags.flow) && flags.out.empty()) throw UsageError("--rollout and --flow need --out DIR");
+    if (!flags.out.empty() && !flags.rollout && !flags.flow)
+      throw UsageError("--out is only used with --rollout or --flow");
+    return analyze(flags);
+  };
+  return runCommand(app, argc, argv, checkFlagsAndAnalyze, "internal error: ");
+}
+
+}  // namespace attnscope

@@ -1,0 +1,161 @@
+#include "cli/run_options.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/run_command.h"
+#include "config/bundle.h"
+#include "config/run.h"
+#include "config/settings.h"
+
+namespace attnscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Far above any real model; keeps heads * head_dim (the default D) from overflowing.
+constexpr int64_t kMaxHeads = 1 << 20;
+
+std::vector<int64_t> parseValidLens(const std::string& text) {
+  std::vector<int64_t> lens;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    char* end = nullptr;
+    const long long v = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < 0)
+      throw UsageError("--valid-lens: '" + text + "' is not a comma-separated list of non-negative integers");
+    lens.push_back(v);
+  }
+  if (lens.empty()) throw UsageError("--valid-lens: empty list");
+  return lens;
+}
+
+// MaskSpec::parse's message without its own "mask: " prefix, for re-labelling.
+std::string maskProblem(const InputError& e) {
+  std::string why = e.what();
+  return why.rfind("mask: ", 0) == 0 ? why.substr(6) : why;
+}
+
+MaskSpec parseMaskFlag(const std::string& text) {
+  try {
+    return MaskSpec::parse(text);
+  } catch (const InputError& e) {
+    throw UsageError("--mask: " + maskProblem(e));
+  }
+}
+
+// Flags > bundle.json > defaults (H = 1 for a bundle, the demo's settings for --demo): the
+// same settings `attnscope export` and the app build, turned into a run by configureRun().
+Settings settingsFromFlags(const RunFlags& flags) {
+  Settings s = flags.demo ? Settings{} : settingsForBundle(bundleDefaults(), flags.bundle);
+  if (flags.heads) s.heads = *flags.heads;
+  if (flags.mask) s.mask = parseMaskFlag(*flags.mask);
+  if (flags.fill) s.fill = *maskFillFromName(*flags.fill);
+  if (flags.scale) {
+    const ScaleSetting scale = *scaleFromText(*flags.scale);
+    s.scale = scale.choice;
+    s.scale_factor = scale.factor;
+  }
+  if (flags.dropout) {
+    s.dropout = *flags.dropout;
+    s.train = s.dropout > 0;
+  }
+  if (flags.seed) s.seed = *flags.seed;
+  if (flags.mistake) s.mistake = mistakeFromName(*flags.mistake);
+  return s;
+}
+
+}  // namespace
+
+std::string formatNumber(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", value);
+  return buf;
+}
+
+void addRunOptions(CLI::App& app, RunFlags& flags) {
+  app.add_option("BUNDLE", flags.bundle, "bundle folder: query.npy [B,L,Dq], optional key/value/weights/masks");
+  app.add_flag("--demo", flags.demo, "use the built-in text demo instead of a bundle");
+  app.add_option("--heads", flags.heads, "number of heads H (must divide D)");
+  app.add_option("--mask", flags.mask,
+                 "none, or terms joined by '+': causal, causal-br, window:W, causal-window:W, prefix:P, "
+                 "segments:n1,n2,..., padding");
+  app.add_option("--mask-fill", flags.fill, "value for masked scores: inf (default, -inf) or 1e9 (-1e9)");
+  app.add_option("--scale", flags.scale, "factor for Q K^T: a positive number, none, or default (1/sqrt(d))");
+  app.add_option("--dropout", flags.dropout, "dropout p on probabilities in [0, 1) (train mode)");
+  app.add_option("--seed", flags.seed, "seed for dropout and default weights");
+  app.add_option("--valid-lens", flags.valid_lens, "per-batch valid key lengths, e.g. 3,2 (implies padding)");
+  std::string mistake_names;
+  for (Mistake m : allMistakes()) mistake_names += (mistake_names.empty() ? "" : ", ") + std::string(mistakeName(m));
+  app.add_option("--mistake", flags.mistake, "run attention wrong on purpose (mistakes lab): " + mistake_names);
+}
+
+void checkRunFlags(const RunFlags& flags) {
+  if (flags.demo == !flags.bundle.empty())
+    throw UsageError(flags.demo ? "give either BUNDLE or --demo, not both" : "give a BUNDLE folder or --demo");
+  if (flags.fill && !maskFillFromName(*flags.fill))
+    throw UsageError("--mask-fill: '" + *flags.fill + "' is not one of inf, 1e9");
+  if (flags.scale && !scaleFromText(*flags.scale))
+    throw UsageError("--scale: '" + *flags.scale + "' is not a positive number, none or default");
+  if (flags.dropout && !(*flags.dropout >= 0.0f && *flags.dropout < 1.0f))
+    throw UsageError("--dropout: p must be in [0, 1), got " + formatNumber(*flags.dropout));
+  if (flags.heads && (*flags.heads < 1 || *flags.heads > kMaxHeads))
+    throw UsageError("--heads: H must be in 1.." + std::to_string(kMaxHeads) + ", got " + std::to_string(*flags.heads));
+  if (flags.mask) parseMaskFlag(*flags.mask);
+  if (flags.valid_lens) parseValidLens(*flags.valid_lens);
+  if (flags.mistake) {
+    try {
+      mistakeFromName(*flags.mistake);
+    } catch (const InputError& e) {
+      throw UsageError(std::string("--mistake: ") + e.what());
+    }
+  }
+}
+
+ConfiguredRun configureRunFromFlags(const RunFlags& flags) {
+  const Settings settings = settingsFromFlags(flags);
+  Run configured = configureRun(settings);
+  ConfiguredRun run{std::move(configured.inputs), configured.options,
+                    flags.demo ? "built-in demo (\"" + settings.text + "\")" : configured.source,
+                    std::move(configured.notes)};
+  std::vector<std::string>& notes = run.notes;
+  AttentionInputs& inputs = run.inputs;
+  AttentionOptions& options = run.options;
+  std::string heads_origin = "--heads";
+  if (!flags.heads && !flags.demo && readBundleMeta(flags.bundle).contains("heads"))
+    heads_origin = (fs::path(flags.bundle) / "bundle.json").string() + ": \"heads\"";
+
+  const int64_t B = inputs.query.dim(0), S = inputs.key.dim(1);
+  const int64_t D = inputs.w_q.dim(0);
+  if (D % options.heads != 0)
+    throw InputError(heads_origin + " " + std::to_string(options.heads) + " does not divide the model size D=" +
+                     std::to_string(D) + " (D % H must be 0)");
+
+  if (flags.valid_lens) {
+    inputs.valid_lens = parseValidLens(*flags.valid_lens);
+    if (static_cast<int64_t>(inputs.valid_lens.size()) != B)
+      throw InputError("--valid-lens: " + std::to_string(inputs.valid_lens.size()) + " values but the batch has B=" +
+                       std::to_string(B));
+    for (int64_t len : inputs.valid_lens)
+      if (len > S)
+        throw InputError("--valid-lens: length " + std::to_string(len) + " exceeds the key length S=" +
+                         std::to_string(S));
+    if (!options.mask.padding) {
+      options.mask.padding = true;
+      notes.push_back("--valid-lens given: added 'padding' to the mask");
+    }
+  } else if (!inputs.valid_lens.empty() && !options.mask.padding) {
+    notes.push_back("valid_lens.npy is not applied: add 'padding' to --mask to use it");
+  }
+  if (options.mask.padding && inputs.valid_lens.empty() && inputs.key_padding.empty())
+    throw InputError("--mask padding: no valid lengths (give valid_lens.npy or key_padding.npy in the bundle, or --valid-lens)");
+
+  return run;
+}
+
+}  // namespace attnscope

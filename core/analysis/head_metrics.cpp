@@ -1,0 +1,165 @@
+#include "analysis/head_metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+namespace attnscope {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// A row counts when it is not flagged and holds some probability.
+bool rowCounts(const float* row, int64_t S, const uint8_t* fully_masked, int64_t i) {
+  if (fully_masked && fully_masked[i]) return false;
+  for (int64_t j = 0; j < S; ++j)
+    if (row[j] != 0.0f) return true;
+  return false;
+}
+
+// One map [L, S]: every metric but induction.
+HeadMetrics metricsOfMap(const float* map, int64_t L, int64_t S, const uint8_t* fully_masked) {
+  HeadMetrics m;
+  int64_t prev_rows = 0;
+  for (int64_t i = 0; i < L; ++i) {
+    const float* row = map + i * S;  // [S]
+    if (!rowCounts(row, S, fully_masked, i)) continue;
+    double entropy = 0, max_p = 0, distance = 0;
+    for (int64_t j = 0; j < S; ++j) {
+      const double p = row[j];
+      if (p > 0) entropy -= p * std::log2(p);
+      max_p = std::max(max_p, p);
+      distance += p * static_cast<double>(std::llabs(i - j));
+    }
+    ++m.rows;
+    m.entropy_bits += entropy;
+    m.max_prob += max_p;
+    m.mean_distance += distance;
+    m.sink_mass += row[0];
+    if (i < S) m.diag_mass += row[i];
+    if (i >= 1) {
+      ++prev_rows;
+      if (i - 1 < S) m.prev_mass += row[i - 1];
+    }
+    m.effective_keys += std::exp2(entropy);
+  }
+  if (m.rows == 0) {
+    m.entropy_bits = m.max_prob = m.mean_distance = m.sink_mass = m.diag_mass = m.prev_mass =
+        m.effective_keys = kNaN;
+    return m;
+  }
+  const double n = static_cast<double>(m.rows);
+  m.entropy_bits /= n;
+  m.max_prob /= n;
+  m.mean_distance /= n;
+  m.sink_mass /= n;
+  m.diag_mass /= n;
+  m.effective_keys /= n;
+  m.prev_mass = prev_rows > 0 ? m.prev_mass / static_cast<double>(prev_rows) : kNaN;
+  return m;
+}
+
+}  // namespace
+
+const std::vector<MetricInfo>& headMetricInfos() {
+  static const std::vector<MetricInfo> infos = {
+      {"entropy_bits", "entropy", "row entropy -sum p log2 p, in bits (0 = one key, log2 S = uniform)",
+       &HeadMetrics::entropy_bits},
+      {"max_prob", "max p", "largest probability of the row", &HeadMetrics::max_prob},
+      {"mean_distance", "distance", "expected |query - key| position distance, in tokens",
+       &HeadMetrics::mean_distance},
+      {"sink_mass", "sink", "probability on the first key (attention sink)", &HeadMetrics::sink_mass},
+      {"diag_mass", "diag", "probability on the key at the query's own position", &HeadMetrics::diag_mass},
+      {"prev_mass", "prev", "probability on the previous position (rows i >= 1)", &HeadMetrics::prev_mass},
+      {"effective_keys", "eff. keys", "2^entropy: how many keys the row effectively spreads over",
+       &HeadMetrics::effective_keys},
+      {"induction", "induction", "repeated segment: probability on the token after the first occurrence",
+       &HeadMetrics::induction},
+  };
+  return infos;
+}
+
+const MetricInfo* findHeadMetric(const std::string& name) {
+  for (const MetricInfo& info : headMetricInfos())
+    if (name == info.name) return &info;
+  return nullptr;
+}
+
+RepeatedSegment findRepeatedSegment(const std::vector<std::string>& tokens, int64_t min_length) {
+  // run[j]: length of the common run ending at tokens (i - 1, j), next[j] the same for
+  // (i, j); a run is capped at j - i so that the two copies never overlap (the cap is
+  // constant along a diagonal, so capping each step gives min(run, j - i)).
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  RepeatedSegment best;
+  std::vector<int64_t> run(static_cast<size_t>(n), 0), next(run.size(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    std::fill(next.begin(), next.end(), 0);
+    for (int64_t j = i + 1; j < n; ++j) {
+      if (tokens[i] != tokens[j]) continue;
+      const int64_t length = std::min(run[j - 1] + 1, j - i);
+      next[j] = length;
+      const int64_t start_first = i - length + 1, start_second = j - length + 1;
+      if (length > best.length ||
+          (length == best.length && (start_first < best.first ||
+                                     (start_first == best.first && start_second < best.second)))) {
+        best = {start_first, start_second, length};
+      }
+    }
+    std::swap(run, next);
+  }
+  if (best.length < std::max<int64_t>(min_length, 1)) return {};
+  return best;
+}
+
+double inductionScore(const float* map, int64_t L, int64_t S, const RepeatedSegment& segment,
+                      const uint8_t* fully_masked) {
+  if (!segment.found()) return kNaN;
+  double sum = 0;
+  int64_t count = 0;
+  for (int64_t k = 0; k < segment.length; ++k) {
+    const int64_t i = segment.second + k, j = segment.first + k + 1;
+    if (i >= L || j >= S) continue;
+    const float* row = map + i * S;
+    if (!rowCounts(row, S, fully_masked, i)) continue;
+    sum += row[j];
+    ++count;
+  }
+  return count > 0 ? sum / static_cast<double>(count) : kNaN;
+}
+
+std::vector<size_t> orderBy(const std::vector<HeadMetrics>& rows, const MetricInfo& metric, bool descending) {
+  std::vector<size_t> order(rows.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const double x = rows[a].*metric.field, y = rows[b].*metric.field;
+    if (std::isnan(x) || std::isnan(y)) return !std::isnan(x) && std::isnan(y);
+    return descending ? x > y : x < y;
+  });
+  return order;
+}
+
+std::vector<HeadMetrics> headMetrics(const MapStack& maps) {
+  std::vector<RepeatedSegment> segments(static_cast<size_t>(maps.B));
+  for (int64_t b = 0; b < maps.B; ++b) {
+    const std::vector<std::string>* tokens = maps.tokensOf(b);
+    if (tokens && maps.L == maps.S) segments[b] = findRepeatedSegment(*tokens);
+  }
+  const int64_t count = maps.layers * maps.H * maps.B;
+  std::vector<HeadMetrics> rows(static_cast<size_t>(count));
+#pragma omp parallel for schedule(dynamic)
+  for (int64_t n = 0; n < count; ++n) {
+    const int64_t layer = n / (maps.H * maps.B), head = n / maps.B % maps.H, b = n % maps.B;
+    const float* map = maps.map(layer, b, head);  // [L, S]
+    const uint8_t* masked = maps.maskedRows(b);  // [L] or nullptr
+    HeadMetrics m = metricsOfMap(map, maps.L, maps.S, masked);
+    m.layer = layer;
+    m.head = head;
+    m.batch = b;
+    m.induction = inductionScore(map, maps.L, maps.S, segments[b], masked);
+    rows[n] = m;
+  }
+  return rows;
+}
+
+}  // namespace attnscope

@@ -1,0 +1,60 @@
+// Head analytics: one row of numbers per (layer, head, batch item), each a mean over the
+// query rows that are not fully masked (see MapStack), computed from the probabilities.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/map_stack.h"
+
+namespace attnscope {
+
+struct HeadMetrics {
+  int64_t layer = 0, head = 0, batch = 0;
+  double entropy_bits = 0;    // -sum_j p log2 p (0 log 0 = 0)
+  double max_prob = 0;        // max_j p
+  double mean_distance = 0;   // sum_j p |i - j|, in positions
+  double sink_mass = 0;       // p[i, 0]
+  double diag_mass = 0;       // p[i, i] (0 for i >= S)
+  double prev_mass = 0;       // p[i, i - 1] over rows i >= 1 (0 for i - 1 >= S); NaN when none
+  double effective_keys = 0;  // 2^(row entropy in bits), averaged per row
+  double induction = 0;       // see inductionScore; NaN without a repeated segment
+  int64_t rows = 0;           // query rows in the means (NaN metrics when 0)
+};
+
+// The metric columns, in table order: one row per metric (table, JSON and GUI use it).
+struct MetricInfo {
+  const char* name;         // JSON field: "entropy_bits", ...
+  const char* heading;      // short column heading: "entropy", ...
+  const char* description;  // one line, with units
+  double HeadMetrics::*field;
+};
+const std::vector<MetricInfo>& headMetricInfos();  // the seven issue metrics, then induction
+// nullptr when unknown.
+const MetricInfo* findHeadMetric(const std::string& name);
+
+// The longest token run that occurs twice without overlap (first < second), at least
+// min_length tokens long; length 0 when there is none. Ties go to the earliest pair.
+struct RepeatedSegment {
+  int64_t first = 0, second = 0, length = 0;
+  bool found() const { return length > 0; }
+};
+RepeatedSegment findRepeatedSegment(const std::vector<std::string>& tokens, int64_t min_length = 2);
+
+// Induction score of one map [L, S]: the mean over the second copy's tokens
+// i = second + k (k < length) of p[i, first + k + 1], the key right after that token's
+// first occurrence. Rows flagged in fully_masked ([L] or nullptr) or summing to 0 are
+// skipped. NaN when the segment is not found or no row counts.
+double inductionScore(const float* map, int64_t L, int64_t S, const RepeatedSegment& segment,
+                      const uint8_t* fully_masked = nullptr);
+
+// Row indices ordered by one metric (largest first when descending); NaN rows go last,
+// ties keep the rows' order (layer, head, batch item).
+std::vector<size_t> orderBy(const std::vector<HeadMetrics>& rows, const MetricInfo& metric, bool descending);
+
+// Every (layer, head, batch item), ordered by layer, then head, then batch item. The
+// induction column uses the stack's tokens (NaN when none, when L != S or no segment).
+std::vector<HeadMetrics> headMetrics(const MapStack& maps);
+
+}  // namespace attnscope
