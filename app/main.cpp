@@ -1,4 +1,4 @@
-// attnscope: one executable. `compute` and `export` run headless; anything else opens
+// attnscope: one executable. `compute`, `export` and `model` run headless; anything else opens
 // the desktop app (`attnscope [gui] [BUNDLE] [flags]`).
 #include <cstring>
 #include <iostream>
@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
     const char* command = argv[1];
     if (std::strcmp(command, "compute") == 0) return attnscope::runComputeCommand(argc - 1, argv + 1);
     if (std::strcmp(command, "export") == 0) return attnscope::runExportCommand(argc - 1, argv + 1);
+    if (std::strcmp(command, "model") == 0) return attnscope::runModelCommand(argc - 1, argv + 1);
     if (std::strcmp(command, "gui") == 0) return attnscope::runGui(argc - 1, argv + 1);
   }
   return attnscope::runGui(argc, argv);

@@ -6,5 +6,6 @@ namespace attnscope {
 
 int runComputeCommand(int argc, char** argv);
 int runExportCommand(int argc, char** argv);
+int runModelCommand(int argc, char** argv);  // `model run MODEL --text ... --out DIR`
 
 }  // namespace attnscope

@@ -14,6 +14,7 @@ constexpr const char* kHelp =
     "  attnscope [gui] [BUNDLE] [flags]   open the desktop app (demo sentence, or a bundle folder)\n"
     "  attnscope compute --help           compute every stage to .npy files (no display)\n"
     "  attnscope export --help            write PNG/SVG/PDF/NPY/CSV figures (no display)\n"
+    "  attnscope model run --help         run a trained model folder on a text (no display)\n"
     "\n"
     "app flags:\n"
     "  --settings FILE     start from saved settings (every export writes one beside it)\n"

@@ -42,6 +42,7 @@ std::string printable(const std::string& text) {
 
 const char* dtypeName(NpyDtype dtype) {
   switch (dtype) {
+    case NpyDtype::Float16: return "float16";
     case NpyDtype::Float32: return "float32";
     case NpyDtype::Float64: return "float64";
     case NpyDtype::Bool: return "bool";
@@ -53,6 +54,7 @@ const char* dtypeName(NpyDtype dtype) {
 
 size_t itemSize(NpyDtype dtype) {
   switch (dtype) {
+    case NpyDtype::Float16: return 2;
     case NpyDtype::Float32: case NpyDtype::Int32: return 4;
     case NpyDtype::Float64: case NpyDtype::Int64: return 8;
     case NpyDtype::Bool: return 1;
@@ -171,15 +173,16 @@ NpyDtype parseDescr(const std::string& path, const std::string& descr) {
   const std::string kind = descr.substr(1);
   if (kind == "b1" && (order == '|' || order == '<' || order == '>' || order == '='))
     return NpyDtype::Bool;
-  const bool typed = kind == "f4" || kind == "f8" || kind == "i4" || kind == "i8";
+  const bool typed = kind == "f2" || kind == "f4" || kind == "f8" || kind == "i4" || kind == "i8";
   if (typed && order == '>') fail(path, "big-endian data ('" + descr + "') is not supported; save it little-endian");
   if (typed && (order == '<' || order == '=')) {
+    if (kind == "f2") return NpyDtype::Float16;
     if (kind == "f4") return NpyDtype::Float32;
     if (kind == "f8") return NpyDtype::Float64;
     if (kind == "i4") return NpyDtype::Int32;
     return NpyDtype::Int64;
   }
-  fail(path, "unsupported dtype '" + printable(descr) + "' (expected float32, float64, bool, int32 or int64)");
+  fail(path, "unsupported dtype '" + printable(descr) + "' (expected float16, float32, float64, bool, int32 or int64)");
 }
 
 // The parsed header plus the raw little-endian element bytes.
@@ -264,9 +267,21 @@ T loadLittleEndian(const char* p) {
   return v;
 }
 
+// IEEE 754 binary16 -> double (exact: every half is a double).
+double halfToDouble(uint16_t h) {
+  const int exponent = (h >> 10) & 0x1f;
+  const int mantissa = h & 0x3ff;
+  const double sign = (h & 0x8000) ? -1.0 : 1.0;
+  if (exponent == 0) return sign * std::ldexp(mantissa, -24);  // zero and subnormals
+  if (exponent == 0x1f)
+    return mantissa ? std::numeric_limits<double>::quiet_NaN() : sign * std::numeric_limits<double>::infinity();
+  return sign * std::ldexp(mantissa + 1024, exponent - 25);
+}
+
 double elementAsDouble(const RawNpy& raw, int64_t i) {
   const char* p = raw.bytes.data() + i * itemSize(raw.dtype);
   switch (raw.dtype) {
+    case NpyDtype::Float16: return halfToDouble(loadLittleEndian<uint16_t>(p));
     case NpyDtype::Float32: return loadLittleEndian<float>(p);
     case NpyDtype::Float64: return loadLittleEndian<double>(p);
     case NpyDtype::Bool: return *p != 0 ? 1.0 : 0.0;
@@ -366,8 +381,8 @@ NpyArray readNpy(const std::string& path) {
 
 Tensor readNpyFloat(const std::string& path) {
   const RawNpy raw = readRaw(path);
-  if (raw.dtype != NpyDtype::Float32 && raw.dtype != NpyDtype::Float64)
-    fail(path, std::string("dtype ") + dtypeName(raw.dtype) + " is not allowed here (expected float32 or float64)");
+  if (raw.dtype != NpyDtype::Float16 && raw.dtype != NpyDtype::Float32 && raw.dtype != NpyDtype::Float64)
+    fail(path, std::string("dtype ") + dtypeName(raw.dtype) + " is not allowed here (expected float16, float32 or float64)");
   Tensor out;
   out.shape = raw.shape;
   out.data.resize(raw.count);

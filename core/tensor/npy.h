@@ -7,7 +7,7 @@
 
 namespace attnscope {
 
-enum class NpyDtype { Float32, Float64, Bool, Int32, Int64 };
+enum class NpyDtype { Float16, Float32, Float64, Bool, Int32, Int64 };
 
 struct NpyArray {
   NpyDtype dtype = NpyDtype::Float32;
@@ -17,7 +17,7 @@ struct NpyArray {
 
 // Throws InputError naming the file: "query.npy: Fortran order is not supported", ...
 NpyArray readNpy(const std::string& path);
-Tensor readNpyFloat(const std::string& path);     // float32/float64 -> float32; NaN/Inf rejected
+Tensor readNpyFloat(const std::string& path);     // float16/32/64 -> float32; NaN/Inf rejected
 BoolTensor readNpyBool(const std::string& path);  // bool only
 std::vector<int64_t> readNpyInt(const std::string& path);  // int32/int64, 1-D
 
