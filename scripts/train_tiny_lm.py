@@ -58,6 +58,16 @@ class Softmax(torch.autograd.Function):
         return a * (g - (g * a).sum(dim=-1, keepdim=True))
 
 
+def sinusoidal(max_len, d):
+    """pe[p, 2i] = sin(p / 10000^(2i/d)), pe[p, 2i+1] = cos(same) (seed 003)."""
+    position = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)
+    div_term = torch.exp(torch.arange(0, d, 2, dtype=torch.float64) * -(math.log(10000.0) / d))
+    pe = torch.zeros(max_len, d, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(position * div_term)
+    pe[:, 1::2] = torch.cos(position * div_term)[:, :d // 2]
+    return pe.float()
+
+
 class Block(torch.nn.Module):
     def __init__(self, cfg):
         super().__init__()
@@ -100,7 +110,11 @@ class TinyLM(torch.nn.Module):
         super().__init__()
         V, D = cfg["vocab_size"], cfg["d_model"]
         self.tok_emb = torch.nn.Parameter(torch.randn(V, D) * 0.02)
-        self.pos_emb = torch.nn.Parameter(torch.randn(cfg["max_len"], D) * 0.02)
+        self.learned_positions = cfg.get("positional", "learned") == "learned"
+        if self.learned_positions:
+            self.pos_emb = torch.nn.Parameter(torch.randn(cfg["max_len"], D) * 0.02)
+        else:  # seed 003's table, added unscaled (a buffer: not trained, not exported)
+            self.register_buffer("pos_emb", sinusoidal(cfg["max_len"], D))
         self.blocks = torch.nn.ModuleList(Block(cfg) for _ in range(cfg["n_layers"]))
         self.ln_f = torch.nn.LayerNorm(D, eps=cfg["ln_eps"])
         self.lm_head = torch.nn.Parameter(torch.randn(V, D) * 0.02)
@@ -119,8 +133,10 @@ class TinyLM(torch.nn.Module):
 
     def format_parameters(self):
         """name -> parameter, named as the attnscope-model/1 format names its .npy files."""
-        t = {"tok_emb": self.tok_emb, "pos_emb": self.pos_emb, "ln_f.weight": self.ln_f.weight,
-             "ln_f.bias": self.ln_f.bias, "lm_head": self.lm_head}
+        t = {"tok_emb": self.tok_emb, "ln_f.weight": self.ln_f.weight, "ln_f.bias": self.ln_f.bias,
+             "lm_head": self.lm_head}
+        if self.learned_positions:
+            t["pos_emb"] = self.pos_emb
         for i, blk in enumerate(self.blocks):
             p = f"blocks.{i}."
             t[p + "ln1.weight"], t[p + "ln1.bias"] = blk.ln1.weight, blk.ln1.bias
@@ -397,6 +413,34 @@ def best_head(scores):
     return {"layer": int(layer), "head": int(head), "score": float(arr[layer, head])}
 
 
+PATTERN_NAMES = {"previous_token": "previous token", "in_string": "in-string",
+                 "open_bracket": "open bracket", "newline": "last newline", "induction": "induction"}
+CLEAR_HEAD = 0.3  # a head is named in the caption when its mean attention reaches this
+
+
+def code_caption(training):
+    """What the app shows: corpus, loss, and the heads whose pattern score is clear."""
+    notable = training["notable_heads"]
+    clear = [f"{PATTERN_NAMES[n]} L{h['layer']}H{h['head']} ({h['score']:.2f})"
+             for n, h in notable.items() if h["score"] >= CLEAR_HEAD]
+    weak = [f"{PATTERN_NAMES[n]} {h['score']:.2f}" for n, h in notable.items() if h["score"] < CLEAR_HEAD]
+    return (f"Trained on the Python standard library ({len(training['corpus']['train_files'])} files); "
+            f"{training['validation_bpc']:.2f} bits/char on held-out files. Clear heads: "
+            f"{', '.join(clear) or 'none'}. Weaker patterns (best head): {', '.join(weak)}.")
+
+
+def recaption(folder):
+    """Rewrites training.json's caption of an existing python-code folder with code_caption."""
+    path = os.path.join(folder, "training.json")
+    with open(path) as f:
+        training = json.load(f)
+    training["caption"] = code_caption(training)
+    with open(path, "w") as f:
+        json.dump(training, f, indent=2)
+        f.write("\n")
+    log(training["caption"])
+
+
 def train_code(args):
     seed_everything(args.seed, args.threads)
     files, texts = read_corpus()
@@ -517,16 +561,7 @@ def train_code(args):
     }
     if init_training:
         training["continued_from"] = init_training
-    training["caption"] = (
-        "Trained on the Python standard library ({} files, {:.2f} bits/char on held-out files). "
-        "Notable heads: previous token L{}H{} ({:.2f}), in-string L{}H{} ({:.2f}), induction "
-        "L{}H{} ({:.2f}).".format(
-            len(train_names), training["validation_bpc"],
-            notable["previous_token"]["layer"], notable["previous_token"]["head"],
-            notable["previous_token"]["score"], notable["in_string"]["layer"],
-            notable["in_string"]["head"], notable["in_string"]["score"],
-            notable["induction"]["layer"], notable["induction"]["head"],
-            notable["induction"]["score"]))
+    training["caption"] = code_caption(training)
     out = os.path.join(args.out, "python-code")
     write_model_folder(out, model, cfg, vocab, training, {"validation.txt": val_text})
     log(f"wrote {out}: {json.dumps({k: training[k] for k in ('train_bpc', 'validation_bpc', 'held_out_bpc', 'wall_seconds')})}")
@@ -665,12 +700,16 @@ def main():
                     help="python-code: share of training windows with a random string repeated twice")
     ap.add_argument("--d-model", type=int, default=96, help="python-code: model width (d_mlp = 4x)")
     ap.add_argument("--init", help="python-code: continue from this model folder (a second stage)")
+    ap.add_argument("--recaption", metavar="FOLDER",
+                    help="python-code: only rewrite the caption in FOLDER/training.json")
     ap.add_argument("--heads", type=int, default=2, help="reverse-digits: heads per layer")
     ap.add_argument("--layers", type=int, default=1, help="reverse-digits: blocks")
     ap.add_argument("--no-mlp", dest="mlp", action="store_false",
                     help="reverse-digits: attention only (no MLP blocks)")
     args = ap.parse_args()
     code = args.model == "python-code"
+    if args.recaption:
+        return recaption(args.recaption)
     args.steps = args.steps or (3200 if code else 1500)
     args.batch = args.batch or (32 if code else 64)
     args.lr = args.lr or 3e-3
