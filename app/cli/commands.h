@@ -8,5 +8,6 @@ int runComputeCommand(int argc, char** argv);
 int runExportCommand(int argc, char** argv);
 int runBenchCommand(int argc, char** argv);
 int runAnalyzeCommand(int argc, char** argv);
+int runModelCommand(int argc, char** argv);  // `model run MODEL --text ... --out DIR`
 
 }  // namespace attnscope

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/out_folder.h"
 #include "cli/run_command.h"
 #include "cli/run_options.h"
 #include "tensor/npy.h"
@@ -25,19 +26,6 @@ namespace attnscope {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Fails early (before the compute) when --out cannot become a writable directory.
-void checkOutDir(const std::string& out) {
-  std::error_code ec;
-  fs::path probe = fs::absolute(out, ec);
-  if (fs::exists(probe, ec) && !fs::is_directory(probe, ec))
-    throw InputError("--out " + out + ": exists and is not a directory");
-  while (!probe.empty() && !fs::exists(probe, ec)) probe = probe.parent_path();
-  if (!fs::is_directory(probe, ec))
-    throw InputError("--out " + out + ": cannot create the folder (" + probe.string() + " is not a directory)");
-  if (::access(probe.c_str(), W_OK | X_OK) != 0)
-    throw InputError("--out " + out + ": cannot write into " + probe.string() + " (permission denied)");
-}
 
 nlohmann::ordered_json shapesJson(const AttentionTrace& t, const AttentionOptions& options, const std::string& source,
                           const std::vector<std::string>& files) {
@@ -76,41 +64,28 @@ nlohmann::ordered_json shapesJson(const AttentionTrace& t, const AttentionOption
 // Writes every output into a staging folder, then renames them into `out`.
 std::vector<std::string> writeOutputs(const AttentionTrace& t, const AttentionOptions& options,
                                       const std::string& source, const std::string& out) {
-  std::error_code ec;
-  fs::create_directories(out, ec);
-  if (ec) throw InputError("--out " + out + ": cannot create the folder (" + ec.message() + ")");
-  std::string staging_template = (fs::path(out) / ".attnscope-compute-XXXXXX").string();
-  if (!::mkdtemp(staging_template.data()))
-    throw InputError("--out " + out + ": cannot write (" + std::strerror(errno) + ")");
-  const fs::path staging(staging_template);
-
-  std::vector<std::string> files = {"scores.npy", "probs.npy", "output.npy", "q.npy", "k.npy", "v.npy",
-                                    "context.npy", "mask.npy", "fully_masked.npy"};
-  if (t.dropout_applied) files.insert(files.begin() + 2, "probs_dropped.npy");
+  std::vector<OutputFile> outputs = {
+      {"scores.npy", [&](const std::string& p) { writeNpy(p, t.scores); }},
+      {"probs.npy", [&](const std::string& p) { writeNpy(p, t.probs); }},
+      {"output.npy", [&](const std::string& p) { writeNpy(p, t.output); }},
+      {"q.npy", [&](const std::string& p) { writeNpy(p, t.q); }},
+      {"k.npy", [&](const std::string& p) { writeNpy(p, t.k); }},
+      {"v.npy", [&](const std::string& p) { writeNpy(p, t.v); }},
+      {"context.npy", [&](const std::string& p) { writeNpy(p, t.context); }},
+      {"mask.npy", [&](const std::string& p) { writeNpy(p, t.mask.allowed); }},
+      {"fully_masked.npy", [&](const std::string& p) { writeNpy(p, t.fully_masked); }},
+  };
+  if (t.dropout_applied)
+    outputs.insert(outputs.begin() + 2, {"probs_dropped.npy", [&](const std::string& p) { writeNpy(p, t.probs_dropped); }});
+  std::vector<std::string> files;
+  for (const OutputFile& f : outputs) files.push_back(f.first);
   files.push_back("shapes.json");
-  try {
-    auto at = [&](const char* name) { return (staging / name).string(); };
-    writeNpy(at("scores.npy"), t.scores);
-    writeNpy(at("probs.npy"), t.probs);
-    if (t.dropout_applied) writeNpy(at("probs_dropped.npy"), t.probs_dropped);
-    writeNpy(at("output.npy"), t.output);
-    writeNpy(at("q.npy"), t.q);
-    writeNpy(at("k.npy"), t.k);
-    writeNpy(at("v.npy"), t.v);
-    writeNpy(at("context.npy"), t.context);
-    writeNpy(at("mask.npy"), t.mask.allowed);
-    writeNpy(at("fully_masked.npy"), t.fully_masked);
-    writeFileAtomic(at("shapes.json"), shapesJson(t, options, source, files).dump(2) + "\n");
-    for (const std::string& f : files) {
-      fs::rename(staging / f, fs::path(out) / f, ec);
-      if (ec) throw InputError((fs::path(out) / f).string() + ": cannot write (" + ec.message() + ")");
-    }
-  } catch (...) {
-    fs::remove_all(staging, ec);
-    throw;
-  }
-  fs::remove_all(staging, ec);
+  outputs.push_back({"shapes.json", [&](const std::string& p) {
+                       writeFileAtomic(p, shapesJson(t, options, source, files).dump(2) + "\n");
+                     }});
+  writeOutputFiles(out, "compute", outputs);
   // A probs_dropped.npy from an earlier run with dropout would not match these probs.
+  std::error_code ec;
   if (!t.dropout_applied) fs::remove(fs::path(out) / "probs_dropped.npy", ec);
   return files;
 }

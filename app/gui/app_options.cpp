@@ -16,6 +16,7 @@ constexpr const char* kHelp =
     "  attnscope export --help            write PNG/SVG/PDF/NPY/CSV figures (no display)\n"
     "  attnscope bench --help             time a recompute against this machine's GEMM peak\n"
     "  attnscope analyze --help           head metrics, groups of similar heads, rollout, flow\n"
+    "  attnscope model run --help         run a trained model folder on a text (no display)\n"
     "\n"
     "app flags:\n"
     "  --settings FILE     start from saved settings (every export writes one beside it)\n"

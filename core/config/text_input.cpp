@@ -100,6 +100,17 @@ std::vector<std::string> tokenize(const std::string& utf8_text) {
   return tokens;
 }
 
+std::vector<std::string> utf8Characters(const std::string& utf8_text) {
+  std::vector<std::string> chars;
+  for (size_t pos = 0; pos < utf8_text.size();) {
+    uint32_t cp = 0;
+    const size_t len = decodeUtf8(utf8_text, pos, cp);
+    chars.push_back(utf8_text.substr(pos, len));
+    pos += len;
+  }
+  return chars;
+}
+
 Tensor positionalEncoding(int64_t max_len, int64_t d_model) {
   if (max_len < 0 || d_model < 1) {
     throw InputError("positional encoding needs max_len >= 0 and d_model >= 1, got " +

@@ -13,6 +13,9 @@ namespace attnscope {
 // Whitespace split; each CJK character (and CJK punctuation) is its own token.
 std::vector<std::string> tokenize(const std::string& utf8_text);
 
+// One string per UTF-8 character (a malformed byte is a one-byte character of its own).
+std::vector<std::string> utf8Characters(const std::string& utf8_text);
+
 // pe: [max_len, d_model]; pe[p, 2i] = sin(p / 10000^(2i/d)), pe[p, 2i+1] = cos(same),
 // as seed 003 (div_term = exp(arange(0, d, 2) * -(log(10000) / d))).
 Tensor positionalEncoding(int64_t max_len, int64_t d_model);

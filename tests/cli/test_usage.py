@@ -14,15 +14,16 @@ class Usage(unittest.TestCase):
     def test_app_help_lists_subcommands_and_flags(self):
         result = run("--help")
         self.assertEqual(result.returncode, 0, result.stderr)
-        for word in ("compute", "export", "bench", "analyze", "--settings", "--frames", "--screenshot", "F1"):
+        for word in ("compute", "export", "bench", "analyze", "model run", "--settings", "--frames", "--screenshot", "F1"):
             self.assertIn(word, result.stdout)
 
     def test_gui_word_accepts_help_too(self):
         self.assertEqual(run("gui", "-h").returncode, 0)
 
     def test_subcommand_help(self):
-        for command, flag in (("compute", "--mask"), ("export", "--format"), ("analyze", "--json")):
-            result = run(command, "--help")
+        for command, flag in ((["compute"], "--mask"), (["export"], "--format"), (["analyze"], "--json"),
+                              (["model", "run"], "--text-file")):
+            result = run(*command, "--help")
             self.assertEqual(result.returncode, 0, result.stderr)
             self.assertIn(flag, result.stdout)
 

@@ -129,6 +129,37 @@ TEST_F(NpyFiles, ReadsEveryVersionAndDtype) {
   EXPECT_EQ(readNpy(path("i4_v3.npy")).dtype, NpyDtype::Int32);
 }
 
+// float16 (model weights may be stored as half): each bit pattern against its exact value.
+TEST_F(NpyFiles, Float16DecodesEveryKindOfHalf) {
+  struct Case {
+    uint16_t bits;
+    double value;
+  };
+  const std::vector<Case> cases = {
+      {0x0000, 0.0},                  {0x8000, -0.0},
+      {0x3c00, 1.0},                  {0xbc00, -1.0},
+      {0x3555, 0.333251953125},       {0x7bff, 65504.0},            // largest finite
+      {0x0400, std::ldexp(1.0, -14)}, {0x0001, std::ldexp(1.0, -24)},  // smallest normal, subnormal
+      {0x03ff, std::ldexp(1023.0, -24)}, {0xc940, -10.5},
+  };
+  std::string payload;
+  for (const Case& c : cases) payload.append(reinterpret_cast<const char*>(&c.bits), 2);
+  writeBytes("f2.npy", npyFile("{'descr': '<f2', 'fortran_order': False, 'shape': (2, 5), }", payload));
+  const Tensor t = readNpyFloat(path("f2.npy"));
+  EXPECT_EQ(t.shape, (Shape{2, 5}));
+  for (size_t i = 0; i < cases.size(); ++i) {
+    EXPECT_EQ(t.data[i], static_cast<float>(cases[i].value)) << "bits 0x" << std::hex << cases[i].bits;
+    EXPECT_EQ(std::signbit(t.data[i]), std::signbit(cases[i].value)) << i;
+  }
+  const uint16_t inf = 0x7c00, nan = 0x7e00;
+  writeBytes("f2_inf.npy", npyFile("{'descr': '<f2', 'fortran_order': False, 'shape': (1,), }",
+                                   std::string(reinterpret_cast<const char*>(&inf), 2)));
+  writeBytes("f2_nan.npy", npyFile("{'descr': '<f2', 'fortran_order': False, 'shape': (1,), }",
+                                   std::string(reinterpret_cast<const char*>(&nan), 2)));
+  EXPECT_THROW(readNpyFloat(path("f2_inf.npy")), InputError);
+  EXPECT_THROW(readNpyFloat(path("f2_nan.npy")), InputError);
+}
+
 TEST_F(NpyFiles, BadFilesGiveOneLineErrorsNamingTheFile) {
   const std::string four_floats = bytesOf<float>({1, 2, 3, 4});
   writeBytes("magic.npy", "PK\3\4 not numpy at all");

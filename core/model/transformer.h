@@ -1,0 +1,59 @@
+// The forward pass of an attnscope-model/1 transformer (GPT-2 style, pre-LayerNorm):
+//   x = tok_emb[ids] + pos_emb[:L]
+//   per block: x += attn(ln1(x))   (causal multi-head attention through runAttention, so
+//              each layer keeps its full AttentionTrace)
+//              x += w_out gelu(w_in ln2(x) + b_in) + b_out   (unless mlp = false)
+//   logits = ln_f(x) lm_head^T
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attention/attention.h"
+#include "model/model.h"
+
+namespace attnscope {
+
+struct ModelRun {
+  ModelTokens tokens;                  // [L]
+  std::vector<AttentionTrace> layers;  // [N], each B = 1: probs [1, H, L, L]
+  Tensor logits;                       // [L, V]: logits[t] scores the token after position t
+};
+
+struct Prediction {
+  int64_t id = 0;
+  std::string label;  // vocab entry, escaped for one line ("\\n")
+  double prob = 0.0;
+};
+
+// The k most likely next tokens after `position` (softmax of logits[position]), best first.
+std::vector<Prediction> topPredictions(const Model& model, const Tensor& logits, int64_t position, int64_t k);
+
+// Runs one model again and again (one keystroke after another): the per-layer attention
+// inputs, with their weights, and the activation buffers are kept between runs.
+class ModelRunner {
+ public:
+  explicit ModelRunner(std::shared_ptr<const Model> model);
+
+  // Throws InputError for an empty text or one longer than the context (max_len tokens).
+  const ModelRun& run(const std::string& text);
+  const ModelRun& runTokens(ModelTokens tokens);
+
+  const Model& model() const { return *model_; }
+  const ModelRun& last() const { return run_; }
+
+ private:
+  std::shared_ptr<const Model> model_;
+  AttentionOptions options_;
+  std::vector<AttentionInputs> attn_;  // [N]: weights set once, query/key/value per run
+  Tensor x_;    // [L, D] residual stream
+  Tensor h_;    // [L, D] LayerNorm output
+  Tensor mid_;  // [L, M] MLP hidden
+  ModelRun run_;
+};
+
+// Text longer than the context: the error message used by run() (for callers that check first).
+std::string contextOverflowMessage(const Model& model, int64_t tokens);
+
+}  // namespace attnscope
