@@ -44,8 +44,9 @@ std::string windowTitle(const AppState& state) {
     }
   }
   std::string title = "attnscope \xE2\x80\x94 " + subject;
-  if (const AttentionTrace* t = state.compute.trace.get()) {
-    title += " (L=" + std::to_string(t->L) + ", H=" + std::to_string(t->H) + ")";
+  if (const ViewModel* v = state.compute.view.get()) {
+    if (v->layers > 1) title += " (" + std::to_string(v->layers) + " layers, L=" + std::to_string(v->L) + ", H=" + std::to_string(v->H) + ")";
+    else title += " (L=" + std::to_string(v->L) + ", H=" + std::to_string(v->H) + ")";
   }
   return title;
 }
@@ -55,8 +56,8 @@ void updateBeforeFrame(GLFWwindow* window, AppState& state) {
   receiveResult(state);
   updateExports(state);
   updateBusy(state);
-  updateTraceTextures(state.gpu, state.compute.trace.get(), state.view.focus.batch_item);
-  updateCorrectTextures(state.gpu, state.compute.correct_trace.get(), state.view.focus.batch_item);
+  updateViewTextures(state.gpu.textures, state.compute.view.get(), state.view.focus.batch_item);
+  updateViewTextures(state.gpu.correct_textures, state.compute.correct_view.get(), state.view.focus.batch_item);
   const std::string title = windowTitle(state);
   if (title != state.ui.window_title) {
     state.ui.window_title = title;

@@ -39,16 +39,16 @@ const char* exportViewName(ExportView view) {
   return "probs";
 }
 
-const AttentionTrace* shownTrace(const AppState& state) {
+const ViewModel* shownView(const AppState& state) {
   const ComputeState& c = state.compute;
-  const bool crashed_with_mistake = !c.error.empty() && c.correct_trace;
-  return crashed_with_mistake ? c.correct_trace.get() : c.trace.get();
+  const bool crashed_with_mistake = !c.error.empty() && c.correct_view;
+  return crashed_with_mistake ? c.correct_view.get() : c.view.get();
 }
 
 FocusLimits focusLimits(const AppState& state) {
-  const AttentionTrace* t = shownTrace(state);
-  if (!t) return {};
-  return {true, 1, t->B, t->H};
+  const ViewModel* v = shownView(state);
+  if (!v) return {};
+  return {true, v->layers, v->B, v->H};
 }
 
 void setFocus(AppState& state, ViewFocus wanted) {
@@ -67,7 +67,7 @@ float focusedDiffMax(const AppState& state) {
 }
 
 std::string mistakeDiffSummary(const AppState& state) {
-  if (!state.compute.correct_trace) return "";
+  if (!state.compute.correct_view) return "";
   if (!state.compute.error.empty()) {
     return "the buggy code crashes (left); right: what it should be, without the mistake";
   }

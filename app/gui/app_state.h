@@ -43,17 +43,23 @@ struct ComputeState {
   std::chrono::steady_clock::time_point posted_at;
   bool busy = false;               // a recompute has run > ~100 ms: spinner shown
   // the latest result
-  std::shared_ptr<const AttentionTrace> trace;  // latest successful result
+  std::shared_ptr<const ViewModel> view;  // latest successful result: what every view reads
   uint64_t trace_generation = 0;
   std::string error;               // InputError of the latest job ("" = ok)
   InputFacts facts;                // sizes of the latest job's inputs
   double compute_ms = 0.0;
   // Mistakes lab: the latest job's settings run without the mistake (null when no mistake
   // or when the inputs themselves failed); shown even when the buggy run threw.
-  std::shared_ptr<const AttentionTrace> correct_trace;
+  std::shared_ptr<const ViewModel> correct_view;
   Tensor prob_diff_max;            // [B, H] max |buggy - correct| probability; empty = n/a
 
   bool pending() const { return posted_generation > trace_generation; }
+  // The core's trace behind the view (pipeline, mask components, tooltips); null for
+  // imported maps.
+  const AttentionTrace* trace() const { return view ? view->trace.get() : nullptr; }
+  const AttentionTrace* correctTrace() const { return correct_view ? correct_view->trace.get() : nullptr; }
+  // Maps computed elsewhere: no model to recompute (mask, scale, heads are fixed).
+  bool imported() const { return view && view->source == ViewSource::Imported; }
 };
 
 struct UiState {
@@ -114,9 +120,9 @@ struct AppState {
 // fields such as colormap and log scale do not count).
 bool computeSettingsDiffer(const Settings& a, const Settings& b);
 
-// The trace the views show: the latest one, or the mistakes lab's correct trace when the
-// buggy run crashed (then it is the only one to navigate). Null before any result.
-const AttentionTrace* shownTrace(const AppState& state);
+// The view model the views show: the latest one, or the mistakes lab's correct run when
+// the buggy run crashed (then it is the only one to navigate). Null before any result.
+const ViewModel* shownView(const AppState& state);
 // [layers, B, H] of the shown result.
 FocusLimits focusLimits(const AppState& state);
 // The one way to move the focus: clamped to focusLimits, saved with the settings, logged.

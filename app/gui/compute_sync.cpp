@@ -17,10 +17,10 @@ void receiveResult(AppState& state) {
   c.trace_generation = result->generation;
   c.error = result->error;
   c.facts = result->facts;
-  c.correct_trace = result->correct_trace;
+  c.correct_view = result->correct_view;
   c.prob_diff_max = std::move(result->prob_diff_max);
-  if (result->trace) {
-    c.trace = result->trace;
+  if (result->view) {
+    c.view = result->view;
     c.compute_ms = result->milliseconds;
   }
   setFocus(state, state.view.focus);  // fewer heads or batch items than before: clamp

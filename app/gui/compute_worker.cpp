@@ -115,15 +115,17 @@ void ComputeWorker::run() {
       // Bundles bring their own D (rows of w_q); the temperature scale needs the real one.
       const int64_t D = result.facts.known ? result.facts.D_q : settings.modelDim();
       options = attentionOptions(settings, D);
-      result.trace = std::make_shared<const AttentionTrace>(runAttention(*inputs, options));
+      result.view = std::make_shared<const ViewModel>(
+          viewFromTrace(std::make_shared<const AttentionTrace>(runAttention(*inputs, options))));
     });
     // The correct run for the mistakes lab, unless the inputs themselves failed or a
     // newer job already supersedes this one. Its own failure only loses the comparison.
     if (inputs && options.mistake != Mistake::None && !superseded(generation)) {
       options.mistake = Mistake::None;
       describeFailure([&] {
-        result.correct_trace = std::make_shared<const AttentionTrace>(runAttention(*inputs, options));
-        if (result.trace) result.prob_diff_max = probDifferenceMax(*result.trace, *result.correct_trace);
+        result.correct_view = std::make_shared<const ViewModel>(
+            viewFromTrace(std::make_shared<const AttentionTrace>(runAttention(*inputs, options))));
+        if (result.view) result.prob_diff_max = probDifferenceMax(*result.view->trace, *result.correct_view->trace);
       });
     }
     result.milliseconds =

@@ -1,4 +1,5 @@
-// Runs buildInputs + runAttention on a worker thread so the UI never blocks on maths.
+// Runs buildInputs + runAttention and builds the view model (ranges, pooled texture
+// copies) on a worker thread so the UI never blocks on maths.
 // Only the newest job matters: a job posted while another runs replaces any waiting
 // one, and results of superseded generations are dropped. A job with a teaching mistake
 // also runs the correct pipeline on the same inputs, so the two can be compared.
@@ -14,6 +15,7 @@
 
 #include "attention/attention.h"
 #include "config/settings.h"
+#include "view/view_model.h"
 
 namespace attnscope {
 
@@ -28,12 +30,12 @@ struct InputFacts {
 struct ComputeResult {
   InputFacts facts;
   uint64_t generation = 0;
-  std::shared_ptr<const AttentionTrace> trace;  // null on error
+  std::shared_ptr<const ViewModel> view;        // what the views show (ranges, pooled copies); null on error
   std::string error;                            // InputError message, "" on success
   double milliseconds = 0.0;                    // buildInputs + runAttention wall time
   // Mistakes lab (settings.mistake != None): the same inputs run without the mistake.
   // Present even when the buggy run threw (e.g. kv-reshape-with-L with S != L).
-  std::shared_ptr<const AttentionTrace> correct_trace;
+  std::shared_ptr<const ViewModel> correct_view;
   // [B, H]: max over cells of |buggy - correct| shown probabilities (after dropout when
   // applied); empty unless both runs succeeded with the same shapes.
   Tensor prob_diff_max;

@@ -21,14 +21,14 @@ bool sliderInt64(const char* label, int64_t* value, int64_t low, int64_t high,
   return ImGui::SliderScalar(label, ImGuiDataType_S64, value, &low, &high, "%lld", flags);
 }
 
-// Sizes of the current inputs: from the latest trace when there is one, else the settings.
+// Sizes of the current inputs: from the latest result when there is one, else the settings.
 // Until the first result arrives the sizes are unknown and nothing is adjusted to them.
 struct KnownSizes {
   bool known = false;
   int64_t B = 1, L = 1, S = 1;
 };
 KnownSizes knownSizes(const AppState& state) {
-  if (state.compute.trace) return {true, state.compute.trace->B, state.compute.trace->L, state.compute.trace->S};
+  if (const ViewModel* v = state.compute.view.get()) return {true, v->B, v->L, v->S};
   if (state.compute.facts.known) return {true, state.compute.facts.B, state.compute.facts.L, state.compute.facts.S_key};
   return {};
 }
@@ -121,6 +121,10 @@ bool drawInputSection(AppState& state, const KnownSizes& sizes) {
       break;
     case InputSource::Bundle:
       ImGui::TextWrapped("%s", s.bundle_path.empty() ? "(no bundle chosen)" : s.bundle_path.c_str());
+      if (const ViewModel* v = state.compute.imported() ? state.compute.view.get() : nullptr) {
+        ImGui::TextDisabled("%s%s%lld layer%s x %lld heads", v->model.c_str(), v->model.empty() ? "" : ": ",
+                            static_cast<long long>(v->layers), v->layers == 1 ? "" : "s", static_cast<long long>(v->H));
+      }
       if (ImGui::Button("Open bundle... (Ctrl+O)")) state.ui.open_bundle_requested = true;
       break;
   }
@@ -255,7 +259,9 @@ bool drawViewSection(AppState& state) {
   sectionHeader("View");
   if (ImGui::BeginCombo("colours", colormapName(s.prob_colormap))) {
     for (Colormap map : allColormaps()) {
-      if (ImGui::Selectable(colormapName(map), map == s.prob_colormap) && map != s.prob_colormap) {
+      const bool picked = ImGui::Selectable(colormapName(map), map == s.prob_colormap);
+      recordLayout(state, std::string("colormap_item_") + colormapName(map));
+      if (picked && map != s.prob_colormap) {
         s.prob_colormap = map;
         changed = true;
       }
@@ -358,10 +364,19 @@ void drawControlPanel(AppState& state) {
     if (!state.compute.error.empty()) errorText(state.compute.error);
     const KnownSizes sizes = knownSizes(state);
     bool changed = drawInputSection(state, sizes);
+    // Imported maps were computed elsewhere: what would recompute them is greyed out.
+    const bool imported = state.compute.imported() && state.settings.source == InputSource::Bundle;
+    if (imported) {
+      ImGui::Spacing();
+      warningText("imported attention maps: model, mask, scaling and mistakes need the model, so they are off");
+      recordLayout(state, "imported_reason");
+    }
+    if (imported) ImGui::BeginDisabled();
     changed |= drawModelSection(state);
     changed |= drawMaskSection(state, sizes);
     changed |= drawScalingSection(state);
     changed |= drawTeachingSection(state);
+    if (imported) ImGui::EndDisabled();
     changed |= drawViewSection(state);
     changed |= drawExportSection(state, sizes);
     ImGui::PopItemWidth();

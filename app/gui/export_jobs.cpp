@@ -94,7 +94,7 @@ void startJob(AppState& state, ExportJob job) {
   e.running_kind = job.kind;
   e.started = std::chrono::steady_clock::now();
   e.running = std::async(std::launch::async, runJob, std::move(job), state.settings, state.view.focus,
-                         state.compute.trace);
+                         state.compute.view->trace);
   markStateChanged(state);
 }
 
@@ -128,7 +128,7 @@ void updateExports(AppState& state) {
   if (e.queue.front().kind != "screenshot") {
     // A figure describes the trace of the current settings: wait for a recompute in flight.
     if (c.posted_generation == 0 || c.pending()) return;
-    if (!c.error.empty() || !c.trace) {
+    if (!c.error.empty() || !c.trace()) {
       ExportOutcome outcome;
       outcome.kind = e.queue.front().kind;
       outcome.error = c.error.empty() ? "nothing computed yet" : "the current settings do not compute: " + c.error;

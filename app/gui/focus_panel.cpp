@@ -1,5 +1,6 @@
-// The focused head: scaled scores (diverging, centred at 0) beside probabilities, token
-// labels on both axes, colour bars, a hover tooltip and the fully-masked-row marks.
+// The focused (layer, head): scaled scores (diverging, centred at 0) beside probabilities,
+// token labels on both axes, colour bars, a hover tooltip and the fully-masked-row marks.
+// Imported maps have probabilities only; their tooltip gives the exact stored value.
 // With a teaching mistake, the correct run's probabilities sit right of the buggy ones on
 // one shared colour scale, with the largest |difference| underneath.
 #include <imgui.h>
@@ -17,20 +18,16 @@
 namespace attnscope {
 namespace {
 
-const std::vector<std::string>& tokensFor(const std::vector<std::vector<std::string>>& per_item,
-                                          const std::vector<std::string>& fallback, int64_t b) {
-  return b < static_cast<int64_t>(per_item.size()) ? per_item[b] : fallback;
-}
-
 float widestLabel(const std::vector<std::string>& labels, float cap) {
   float widest = 0.0f;
   for (const std::string& label : labels) widest = std::max(widest, ImGui::CalcTextSize(label.c_str()).x);
   return std::min(widest, cap);
 }
 
-void drawCellTooltip(const AttentionTrace& t, int64_t b, int64_t h, int64_t i, int64_t j,
-                     const std::vector<std::string>& q_tokens, const std::vector<std::string>& k_tokens,
-                     const char* heading) {
+// Core trace cells: raw and scaled score, mask, probability (and after dropout).
+void drawTraceCellTooltip(const AttentionTrace& t, int64_t b, int64_t h, int64_t i, int64_t j,
+                          const std::vector<std::string>& q_tokens, const std::vector<std::string>& k_tokens,
+                          const char* heading) {
   const size_t cell = static_cast<size_t>(((b * t.H + h) * t.L + i) * t.S + j);  // [B, H, L, S]
   const bool allowed = t.mask.allowed.data[(b * t.L + i) * t.S + j] != 0;          // [B, L, S]
   const bool row_masked = t.fully_masked.data[b * t.L + i] != 0;                  // [B, L]
@@ -56,13 +53,25 @@ void drawCellTooltip(const AttentionTrace& t, int64_t b, int64_t h, int64_t i, i
   ImGui::EndTooltip();
 }
 
+// Imported cells: the stored probability, exactly (9 significant digits round-trip a float).
+void drawImportedCellTooltip(const ViewModel& view, int64_t layer, int64_t b, int64_t h, int64_t i, int64_t j,
+                             const std::vector<std::string>& q_tokens, const std::vector<std::string>& k_tokens) {
+  ImGui::BeginTooltip();
+  ImGui::TextDisabled("%s, head %lld (imported)", view.maps[layer].name.c_str(), static_cast<long long>(h));
+  ImGui::Text("query  %s  (i = %lld)", q_tokens[i].c_str(), static_cast<long long>(i));
+  ImGui::Text("key    %s  (j = %lld)", k_tokens[j].c_str(), static_cast<long long>(j));
+  ImGui::Separator();
+  ImGui::Text("probability        %.9g", view.probs(layer, b, h)[i * view.S + j]);
+  ImGui::EndTooltip();
+}
+
 // One heatmap of the focus view: its title line, the map, axis labels, tooltip,
 // fully-masked-row marks and (optionally) its colour bar.
 struct FocusMap {
   const char* title = "";
   const char* id = "";
   const char* layout_name = "";
-  const AttentionTrace* trace = nullptr;  // its values (tooltip, fully masked rows)
+  const ViewModel* source = nullptr;  // its values (tooltip, fully masked rows)
   HeatmapView view;
   ValueRange range;
   bool log_scale = false;
@@ -75,13 +84,15 @@ struct FocusMap {
 
 struct FocusGeometry {
   float row_label_w = 0, col_label_h = 0, bar_w = 0, map_w = 0, map_h = 0, line_h = 0;
-  int64_t b = 0, h = 0;  // batch item and head shown
+  int64_t layer = 0, b = 0, h = 0;  // the map shown
 };
 
 // Draws `map` with its left edge (row labels included) at x0, title line at y0.
 void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float x0, float y0,
                   const std::vector<std::string>& q_tokens, const std::vector<std::string>& k_tokens) {
-  const AttentionTrace& t = *map.trace;
+  const ViewModel& v = *map.source;
+  // The core trace behind this layer (tooltip details, fully masked rows); null when imported.
+  const AttentionTrace* t = v.maps[g.layer].trace.get();
   const float label_w = map.row_labels ? g.row_label_w : 0.0f;
   const bool selected = map.export_view && state.exports.selected == *map.export_view;
   ImGui::SetCursorScreenPos(ImVec2(x0 + label_w, y0));
@@ -107,8 +118,8 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
   }
   const ImVec2 map_min(x0 + label_w, y0 + g.line_h);
   ImGui::SetCursorScreenPos(map_min);
-  map.view.rows = t.L;
-  map.view.cols = t.S;
+  map.view.rows = v.L;
+  map.view.cols = v.S;
   map.view.range = map.range;
   map.view.log_scale = map.log_scale;
   map.view.outlined = selected;
@@ -122,13 +133,14 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
   drawAxisLabels(map.row_labels ? q_tokens : std::vector<std::string>{}, k_tokens, map_min, map_max);
   if (hit.hovered) {
     state.view.hover_next = {hit.row, hit.col};
-    drawCellTooltip(t, g.b, g.h, hit.row, hit.col, q_tokens, k_tokens, map.tooltip_heading);
+    if (t) drawTraceCellTooltip(*t, g.b, g.h, hit.row, hit.col, q_tokens, k_tokens, map.tooltip_heading);
+    else drawImportedCellTooltip(v, g.layer, g.b, g.h, hit.row, hit.col, q_tokens, k_tokens);
   }
   // Fully masked query rows: a red mark right of the map.
   ImDrawList* list = ImGui::GetWindowDrawList();
-  const float cell_h = g.map_h / static_cast<float>(t.L);
-  for (int64_t i = 0; i < t.L; ++i) {
-    if (!t.fully_masked.data[g.b * t.L + i]) continue;
+  const float cell_h = g.map_h / static_cast<float>(v.L);
+  for (int64_t i = 0; t && i < t->L; ++i) {
+    if (!t->fully_masked.data[g.b * t->L + i]) continue;
     list->AddRectFilled(ImVec2(map_max.x + 3, map_min.y + cell_h * i),
                         ImVec2(map_max.x + 8, map_min.y + cell_h * (i + 1)), IM_COL32(230, 60, 60, 255));
   }
@@ -147,54 +159,65 @@ float mapExtraWidth(const FocusMap& map, const FocusGeometry& g) {
 
 void drawFocusPanel(AppState& state) {
   if (beginPanelWindow(state, "Focus", Panel::Focus, ImGuiWindowFlags_NoScrollbar)) {
-    const TraceTextures& tex = state.gpu.textures;
-    const CorrectTextures& correct_tex = state.gpu.correct_textures;
-    const AttentionTrace* correct = correct_tex.probs.empty() ? nullptr : state.compute.correct_trace.get();
+    const ViewTextures& tex = state.gpu.textures;
+    const ViewTextures& correct_tex = state.gpu.correct_textures;
+    const ViewModel* correct = correct_tex.probs.empty() ? nullptr : state.compute.correct_view.get();
     // The buggy run threw (e.g. kv-reshape-with-L with S != L): only the correct run is shown.
     const bool crashed = correct && !state.compute.error.empty();
-    const AttentionTrace* t = crashed || tex.probs.empty() ? nullptr : state.compute.trace.get();
-    const AttentionTrace* shown = t ? t : correct;  // sizes and tokens
+    const ViewModel* v = crashed || tex.probs.empty() ? nullptr : state.compute.view.get();
+    const ViewModel* shown = v ? v : correct;  // sizes and tokens
     if (!shown) {
       ImGui::TextDisabled("no attention computed yet");
       ImGui::End();
       return;
     }
     // Both runs share their inputs, so only a mistake that changes the shapes could differ.
-    if (t && correct && (correct->L != t->L || correct->S != t->S || correct->H != t->H)) correct = nullptr;
-    Settings& s = state.settings;
+    if (v && correct && (correct->L != v->L || correct->S != v->S || correct->H != v->H)) correct = nullptr;
+    const Settings& s = state.settings;
     FocusGeometry g;
-    g.b = t ? tex.batch_item : correct_tex.batch_item;
+    g.layer = state.view.focus.layer;
+    g.b = v ? tex.batch_item : correct_tex.batch_item;
     g.h = state.view.focus.head;
-    const auto& q_tokens = tokensFor(shown->batch_query_tokens, shown->query_tokens, g.b);
-    const auto& k_tokens = tokensFor(shown->batch_key_tokens, shown->key_tokens, g.b);
+    const std::vector<std::string>& q_tokens = shown->query_tokens[g.b];
+    const std::vector<std::string>& k_tokens = shown->key_tokens[g.b];
 
-    ImGui::Text("head %lld of %lld   batch item %lld   L = %lld queries (rows) x S = %lld keys (columns)",
-                static_cast<long long>(g.h), static_cast<long long>(shown->H), static_cast<long long>(g.b),
-                static_cast<long long>(shown->L), static_cast<long long>(shown->S));
+    if (shown->layers > 1) {
+      ImGui::Text("%s (%lld of %lld)   head %lld of %lld   batch item %lld   L = %lld queries x S = %lld keys",
+                  shown->maps[g.layer].name.c_str(), static_cast<long long>(g.layer), static_cast<long long>(shown->layers),
+                  static_cast<long long>(g.h), static_cast<long long>(shown->H), static_cast<long long>(g.b),
+                  static_cast<long long>(shown->L), static_cast<long long>(shown->S));
+    } else {
+      ImGui::Text("head %lld of %lld   batch item %lld   L = %lld queries (rows) x S = %lld keys (columns)",
+                  static_cast<long long>(g.h), static_cast<long long>(shown->H), static_cast<long long>(g.b),
+                  static_cast<long long>(shown->L), static_cast<long long>(shown->S));
+    }
 
     // The maps, left to right: scores, probabilities (with the mistake), correct probabilities.
     std::vector<FocusMap> maps;
-    if (t) {
+    const size_t focused = tex.index(g.layer, g.h);
+    if (v && v->hasScores()) {
       FocusMap& scores = maps.emplace_back();
       scores.title = correct ? "scores (scaled)" : "scores (scaled, before softmax)";  // 3 maps: less room
       scores.id = "##scores";
       scores.layout_name = "focus_scores";
-      scores.trace = t;
-      scores.view.texture = tex.scores[g.h];
+      scores.source = v;
+      scores.view.texture = tex.scores[focused];
       scores.view.colormap = Colormap::Diverging;
-      scores.range = {-tex.score_abs_max[g.h], tex.score_abs_max[g.h]};
+      scores.range = {-tex.score_abs_max[focused], tex.score_abs_max[focused]};
       scores.export_view = ExportView::Scores;
       scores.bar_format = "%+.3g";
-
+    }
+    if (v) {
       FocusMap& probs = maps.emplace_back();
-      const char* title = correct ? (t->dropout_applied ? "with mistake (dropout)" : "with mistake")
-                                  : (t->dropout_applied ? "probabilities (after dropout)"
-                                                        : "probabilities (softmax over keys)");
+      const bool dropout = v->maps[g.layer].dropout_applied;
+      const char* title = correct ? (dropout ? "with mistake (dropout)" : "with mistake")
+                                  : v->source == ViewSource::Imported ? "probabilities (imported)"
+                                  : (dropout ? "probabilities (after dropout)" : "probabilities (softmax over keys)");
       probs.title = title;
       probs.id = "##probs";
       probs.layout_name = "focus_probs";
-      probs.trace = t;
-      probs.view.texture = tex.probs[g.h];
+      probs.source = v;
+      probs.view.texture = tex.probs[focused];
       probs.view.colormap = s.prob_colormap;
       probs.range = {s.log_scale ? tex.prob_min_positive : 0.0f, tex.prob_max};
       probs.log_scale = s.log_scale;
@@ -205,15 +228,15 @@ void drawFocusPanel(AppState& state) {
       right.title = "correct (no mistake)";
       right.id = "##correct";
       right.layout_name = "focus_correct";
-      right.trace = correct;
-      right.view.texture = correct_tex.probs[g.h];
+      right.source = correct;
+      right.view.texture = correct_tex.probs[correct_tex.index(0, g.h)];
       right.view.colormap = s.prob_colormap;
       right.range = {s.log_scale ? correct_tex.prob_min_positive : 0.0f, correct_tex.prob_max};
       right.log_scale = s.log_scale;
       right.tooltip_heading = "correct run (no mistake)";
-      if (t) {
+      if (v) {
         // Beside the buggy map: same rows, and one colour scale covering both.
-        FocusMap& probs = maps[1];
+        FocusMap& probs = maps[maps.size() - 2];
         const ValueRange both{std::min(probs.range.low, right.range.low), std::max(probs.range.high, right.range.high)};
         probs.range = right.range = both;
         probs.color_bar = false;
@@ -227,11 +250,12 @@ void drawFocusPanel(AppState& state) {
     g.bar_w = 58.0f;
     const float gap = 12.0f;
     const ImVec2 avail = ImGui::GetContentRegionAvail();
-    // A crashed mistake run keeps the two-map geometry: its message takes the left place.
-    const int slots = crashed ? 2 : static_cast<int>(maps.size());
+    // A crashed mistake run keeps the two-map geometry (its message takes the left place);
+    // so does an imported map without scores (the same size as a computed one).
+    const int slots = std::max(2, static_cast<int>(maps.size()));
     float fixed_w = gap * static_cast<float>(slots - 1);
     for (const FocusMap& map : maps) fixed_w += mapExtraWidth(map, g);
-    if (crashed) fixed_w += g.row_label_w + g.bar_w;
+    if (maps.size() < 2) fixed_w += g.row_label_w + g.bar_w;
     const float max_w = (avail.x - fixed_w) / static_cast<float>(slots);
     const float max_h = avail.y - g.line_h * (correct ? 4.2f : 3.2f) - g.col_label_h;
     const float aspect = static_cast<float>(shown->S) / static_cast<float>(shown->L);
@@ -270,13 +294,19 @@ void drawFocusPanel(AppState& state) {
         recordLayout(state, "focus_diff_summary");
       }
     }
-    ImGui::TextDisabled("rows: query tokens   columns: key tokens   grey hatched: masked (-inf, not a number)");
-    if (t) ImGui::TextDisabled("yellow outline: the map Ctrl+S exports (click a map to choose)");
-    if (t && tex.fully_masked_rows > 0) {
+    const AttentionTrace* t = v ? v->maps[g.layer].trace.get() : nullptr;
+    if (v && !v->hasMask()) {
+      ImGui::TextDisabled("rows: query tokens   columns: key tokens   values as stored in the bundle");
+    } else {
+      ImGui::TextDisabled("rows: query tokens   columns: key tokens   grey hatched: masked (-inf, not a number)");
+    }
+    if (v) ImGui::TextDisabled("yellow outline: the map Ctrl+S exports (click a map to choose)");
+    const int64_t fully_masked = t && tex.hasMask() ? tex.fully_masked_rows[g.layer] : 0;
+    if (fully_masked > 0) {
       ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.45f, 1.0f));
       ImGui::TextWrapped("%lld fully masked row%s (red marks): every key is masked, so PyTorch's softmax "
                          "returns NaN there; shown as masked with probability %s.",
-                         static_cast<long long>(tex.fully_masked_rows), tex.fully_masked_rows == 1 ? "" : "s",
+                         static_cast<long long>(fully_masked), fully_masked == 1 ? "" : "s",
                          t->fill == MaskFill::NegInf ? "0" : "1/S (the -1e9 fill gives a uniform row)");
       ImGui::PopStyleColor();
     }

@@ -41,27 +41,18 @@ GLuint createNearestTexture() {
   return id;
 }
 
-// Largest texture side uploaded for a map. The shader colours each pixel from the one
-// texel under its centre, so any texel beyond one per pixel is never drawn and an
-// isolated peak (an attention sink) can vanish. 256 is below the focus heatmaps' side
-// on the default 1440x900 window (293 px), so there every pooled block gets a pixel;
-// bigger windows draw blocks of several pixels and the tooltip still reads exact cells.
-constexpr int64_t kMaxTextureSide = 256;
+// values: [rows, cols] row-major, masked -inf, already at most kTextureMaxSide per side.
+unsigned int uploadMap(const PooledMap& map) { return uploadFloatTexture(map.values.data(), map.rows, map.cols); }
 
-enum class Pooling {
-  Max,     // probabilities and masks: a peak (or one allowed cell) keeps its block
-  MaxAbs,  // scores, coloured on a diverging scale: the extreme of either sign wins
-};
-
-// values: [rows, cols], row-major, masked -inf. Uploads it as is when both sides fit in
-// kMaxTextureSide, else block-pooled down to at most that per side. Called only when a
-// trace or the batch item changes, never per frame.
-unsigned int uploadMapTexture(const float* values, int64_t rows, int64_t cols, Pooling pooling) {
-  const int64_t out_rows = std::min(rows, kMaxTextureSide), out_cols = std::min(cols, kMaxTextureSide);
-  if (out_rows == rows && out_cols == cols) return uploadFloatTexture(values, rows, cols);
-  const Tensor pooled = pooling == Pooling::Max ? maxPool2d(values, rows, cols, out_rows, out_cols)
-                                                : maxAbsPool2d(values, rows, cols, out_rows, out_cols);
-  return uploadFloatTexture(pooled.data.data(), out_rows, out_cols);  // [out_rows, out_cols]
+// A mask component of the core's trace ([L, S] allowed flags of batch item b): 1 allowed,
+// -inf blocked, max-pooled like the view model's combined mask.
+unsigned int uploadComponent(const uint8_t* allowed, int64_t L, int64_t S) {
+  std::vector<float> values(static_cast<size_t>(L * S));
+  for (int64_t c = 0; c < L * S; ++c) values[c] = allowed[c] ? 1.0f : -std::numeric_limits<float>::infinity();
+  const int64_t rows = std::min(L, kTextureMaxSide), cols = std::min(S, kTextureMaxSide);
+  if (rows == L && cols == S) return uploadFloatTexture(values.data(), L, S);
+  const Tensor pooled = maxPool2d(values.data(), L, S, rows, cols);  // [rows, cols]
+  return uploadFloatTexture(pooled.data.data(), rows, cols);
 }
 
 void deleteTextures(std::vector<unsigned int>& ids) {
@@ -69,43 +60,37 @@ void deleteTextures(std::vector<unsigned int>& ids) {
   ids.clear();
 }
 
-// Uploads every head's shown probabilities (after dropout when applied) for batch item b,
-// masked cells -inf, and finds the largest and the smallest positive allowed value.
-void uploadProbTextures(const AttentionTrace& trace, int64_t b, std::vector<unsigned int>& ids, float& max,
-                        float& min_positive) {
-  const int64_t H = trace.H, cells = trace.L * trace.S;
-  const float masked = -std::numeric_limits<float>::infinity();
-  const uint8_t* allowed = trace.mask.allowed.data.data() + b * cells;  // [L, S]
-  const Tensor& shown = trace.probsAfterDropout();
-  std::vector<float> buffer(static_cast<size_t>(cells));
-  max = 0.0f;
-  min_positive = std::numeric_limits<float>::infinity();
-  for (int64_t h = 0; h < H; ++h) {
-    const float* probs = shown.data.data() + (b * H + h) * cells;  // [L, S]
-    for (int64_t c = 0; c < cells; ++c) {
-      buffer[c] = allowed[c] ? probs[c] : masked;
-      if (allowed[c]) {
-        max = std::max(max, probs[c]);
-        if (probs[c] > 0.0f) min_positive = std::min(min_positive, probs[c]);
-      }
-    }
-    ids.push_back(uploadMapTexture(buffer.data(), trace.L, trace.S, Pooling::Max));
-  }
-  if (max <= 0.0f) max = 1.0f;
-  if (!std::isfinite(min_positive)) min_positive = 1e-6f;
-}
-
-void releaseTraceTextures(TraceTextures& textures) {
+void releaseViewTextures(ViewTextures& textures) {
   deleteTextures(textures.probs);
   deleteTextures(textures.scores);
-  deleteTextures(textures.components);
-  if (textures.mask) glDeleteTextures(1, &textures.mask);
-  textures = TraceTextures{};
+  deleteTextures(textures.masks);
+  for (std::vector<unsigned int>& ids : textures.components) deleteTextures(ids);
+  textures = ViewTextures{};
 }
 
-void releaseCorrectTextures(CorrectTextures& textures) {
-  deleteTextures(textures.probs);
-  textures = CorrectTextures{};
+// The mask of one layer for batch item b: the combined mask's texture and counts, and each
+// component of the layer's core trace (when it came from one).
+void uploadLayerMask(ViewTextures& tex, const ViewModel& view, int64_t layer, int64_t b) {
+  const int64_t L = view.L, S = view.S;
+  tex.masks.push_back(uploadMap(view.textureMap(MapKind::Mask, layer, b, 0)));
+  const uint8_t* allowed = view.allowed(layer, b);  // [L, S]
+  int64_t count = 0;
+  for (int64_t c = 0; c < L * S; ++c) count += allowed[c];
+  tex.allowed_cells.push_back(count);
+  std::vector<unsigned int>& ids = tex.components.emplace_back();
+  std::vector<int64_t>& counts = tex.component_allowed.emplace_back();
+  int64_t fully_masked = 0;
+  if (const AttentionTrace* trace = view.maps[layer].trace.get()) {
+    for (int64_t i = 0; i < L; ++i) fully_masked += trace->fully_masked.data[b * L + i];  // [B, L]
+    for (const MaskComponent& component : trace->mask.components) {
+      const uint8_t* part = component.allowed.data.data() + b * L * S;  // [L, S]
+      ids.push_back(uploadComponent(part, L, S));
+      int64_t n = 0;
+      for (int64_t c = 0; c < L * S; ++c) n += part[c];
+      counts.push_back(n);
+    }
+  }
+  tex.fully_masked_rows.push_back(fully_masked);
 }
 
 }  // namespace
@@ -149,8 +134,8 @@ std::string createGlResources(GlResources& gl) {
 }
 
 void destroyGpuState(GpuState& gpu) {
-  releaseTraceTextures(gpu.textures);
-  releaseCorrectTextures(gpu.correct_textures);
+  releaseViewTextures(gpu.textures);
+  releaseViewTextures(gpu.correct_textures);
   if (gpu.gl.heatmap_program) glDeleteProgram(gpu.gl.heatmap_program);
   glDeleteTextures(kColormapCount, gpu.gl.colormap_luts);
   gpu = GpuState{};
@@ -163,69 +148,32 @@ unsigned int uploadFloatTexture(const float* values, int64_t rows, int64_t cols)
   return id;
 }
 
-void updateTraceTextures(GpuState& gpu, const AttentionTrace* trace, int64_t b) {
-  TraceTextures& tex = gpu.textures;
-  if (!trace) {
-    if (tex.source) releaseTraceTextures(tex);
+void updateViewTextures(ViewTextures& tex, const ViewModel* view, int64_t b) {
+  if (!view) {
+    if (tex.source) releaseViewTextures(tex);
     return;
   }
-  b = std::clamp<int64_t>(b, 0, trace->B - 1);  // an older trace than the focus follows
-  if (tex.source == trace && tex.batch_item == b) return;
-  releaseTraceTextures(tex);
-  tex.source = trace;
+  b = std::clamp<int64_t>(b, 0, view->B - 1);  // an older view than the focus follows
+  if (tex.source == view && tex.batch_item == b) return;
+  releaseViewTextures(tex);
+  tex.source = view;
   tex.batch_item = b;
+  tex.layers = view->layers;
+  tex.heads = view->H;
 
-  const int64_t H = trace->H, L = trace->L, S = trace->S;
-  const int64_t cells = L * S;
-  const float masked = -std::numeric_limits<float>::infinity();
-  const uint8_t* allowed = trace->mask.allowed.data.data() + b * cells;  // [L, S]
-  uploadProbTextures(*trace, b, tex.probs, tex.prob_max, tex.prob_min_positive);
-
-  std::vector<float> buffer(static_cast<size_t>(cells));
-  for (int64_t h = 0; h < H; ++h) {
-    const float* scores = trace->scores.data.data() + (b * H + h) * cells;  // [L, S]
-    float abs_max = 0.0f;
-    for (int64_t c = 0; c < cells; ++c) {
-      buffer[c] = allowed[c] ? scores[c] : masked;
-      if (allowed[c] && std::isfinite(scores[c])) abs_max = std::max(abs_max, std::fabs(scores[c]));
+  for (int64_t l = 0; l < view->layers; ++l) {
+    for (int64_t h = 0; h < view->H; ++h) {
+      tex.probs.push_back(uploadMap(view->textureMap(MapKind::Probs, l, b, h)));
+      if (!view->hasScores()) continue;
+      tex.scores.push_back(uploadMap(view->textureMap(MapKind::Scores, l, b, h)));
+      const float abs_max = view->scoresRange(l, b, h).abs_max;
+      tex.score_abs_max.push_back(abs_max > 0.0f ? abs_max : 1.0f);
     }
-    tex.scores.push_back(uploadMapTexture(buffer.data(), L, S, Pooling::MaxAbs));
-    tex.score_abs_max.push_back(abs_max > 0.0f ? abs_max : 1.0f);
+    if (view->hasMask()) uploadLayerMask(tex, *view, l, b);
   }
-
-  tex.allowed_cells = 0;
-  for (int64_t c = 0; c < cells; ++c) {
-    buffer[c] = allowed[c] ? 1.0f : masked;
-    tex.allowed_cells += allowed[c];
-  }
-  tex.mask = uploadMapTexture(buffer.data(), L, S, Pooling::Max);
-  tex.fully_masked_rows = 0;
-  for (int64_t i = 0; i < L; ++i) tex.fully_masked_rows += trace->fully_masked.data[b * L + i];
-
-  for (const MaskComponent& component : trace->mask.components) {
-    const uint8_t* part = component.allowed.data.data() + b * cells;  // [L, S]
-    int64_t count = 0;
-    for (int64_t c = 0; c < cells; ++c) {
-      buffer[c] = part[c] ? 1.0f : masked;
-      count += part[c];
-    }
-    tex.components.push_back(uploadMapTexture(buffer.data(), L, S, Pooling::Max));
-    tex.component_allowed.push_back(count);
-  }
-}
-
-void updateCorrectTextures(GpuState& gpu, const AttentionTrace* trace, int64_t b) {
-  CorrectTextures& tex = gpu.correct_textures;
-  if (!trace) {
-    if (tex.source) releaseCorrectTextures(tex);
-    return;
-  }
-  b = std::clamp<int64_t>(b, 0, trace->B - 1);
-  if (tex.source == trace && tex.batch_item == b) return;
-  releaseCorrectTextures(tex);
-  tex.source = trace;
-  tex.batch_item = b;
-  uploadProbTextures(*trace, b, tex.probs, tex.prob_max, tex.prob_min_positive);
+  const MapRange range = view->probsRangeOver(b);  // one colour scale for every tile
+  tex.prob_max = range.max > 0.0f ? range.max : 1.0f;
+  tex.prob_min_positive = std::isfinite(range.min_positive) ? range.min_positive : 1e-6f;
 }
 
 }  // namespace attnscope

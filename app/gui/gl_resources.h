@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "attention/attention.h"
 #include "view/colormap.h"
+#include "view/view_model.h"
 
 namespace attnscope {
 
@@ -28,37 +28,34 @@ struct HeatmapDrawParams {
   bool log_scale = false;
 };
 
-// GPU copies of the current trace for one batch item; rebuilt only when a new trace
-// arrives or the batch item changes. Masked cells are -inf in every texture.
-struct TraceTextures {
-  const AttentionTrace* source = nullptr;  // the trace these were built from
+// GPU copies of one view model for one batch item: every (layer, head) map, uploaded from
+// the view model's texture maps (its pooled copies for maps larger than kTextureMaxSide,
+// built off the UI thread). Rebuilt only when a new view model arrives or the batch item
+// changes, never per frame. Masked cells are -inf in every texture.
+struct ViewTextures {
+  const ViewModel* source = nullptr;        // the view model these were built from
   int64_t batch_item = -1;
-  std::vector<unsigned int> probs;         // per head: R32F [L, S] probabilities shown
-  std::vector<unsigned int> scores;        // per head: R32F [L, S] scaled scores
-  unsigned int mask = 0;                   // R32F [L, S]: 1 allowed, -inf blocked
-  std::vector<unsigned int> components;    // per mask component, same encoding
-  float prob_max = 1.0f;                   // largest shown probability over all heads
-  float prob_min_positive = 1e-6f;         // smallest positive one (log scale floor)
-  std::vector<float> score_abs_max;        // per head: max |finite allowed score|
-  int64_t allowed_cells = 0;               // combined mask, this batch item
-  int64_t fully_masked_rows = 0;
-  std::vector<int64_t> component_allowed;  // per component
-};
+  int64_t layers = 0, heads = 0;
+  std::vector<unsigned int> probs;          // [layers, H]: R32F probabilities shown
+  std::vector<unsigned int> scores;         // [layers, H]: R32F scaled scores; empty without scores
+  std::vector<float> score_abs_max;         // [layers, H]: max |finite allowed score|
+  float prob_max = 1.0f;                    // largest shown probability, every layer and head
+  float prob_min_positive = 1e-6f;          // smallest positive one (log scale floor)
+  // Masks, where the source has them (empty for imported maps):
+  std::vector<unsigned int> masks;          // [layers]: R32F 1 allowed, -inf blocked
+  std::vector<int64_t> allowed_cells;       // [layers]: combined mask, this batch item
+  std::vector<int64_t> fully_masked_rows;   // [layers]
+  std::vector<std::vector<unsigned int>> components;       // [layers][component], same encoding
+  std::vector<std::vector<int64_t>> component_allowed;     // [layers][component]
 
-// GPU copies of the mistakes lab's correct trace: probabilities only, same rules as
-// TraceTextures (rebuilt only when a new correct trace arrives or the batch item changes).
-struct CorrectTextures {
-  const AttentionTrace* source = nullptr;
-  int64_t batch_item = -1;
-  std::vector<unsigned int> probs;  // per head: R32F [L, S] shown probabilities, masked -inf
-  float prob_max = 1.0f;
-  float prob_min_positive = 1e-6f;
+  size_t index(int64_t layer, int64_t h) const { return static_cast<size_t>(layer * heads + h); }
+  bool hasMask() const { return !masks.empty(); }
 };
 
 struct GpuState {
   GlResources gl;
-  TraceTextures textures;
-  CorrectTextures correct_textures;
+  ViewTextures textures;          // the latest result
+  ViewTextures correct_textures;  // the mistakes lab's correct run
   std::deque<HeatmapDrawParams> draw_params;  // cleared after each rendered frame
 };
 
@@ -71,15 +68,9 @@ void destroyGpuState(GpuState& gpu);
 // R32F texture [rows, cols] from row-major floats, nearest filtering, clamped edges.
 unsigned int uploadFloatTexture(const float* values, int64_t rows, int64_t cols);
 
-// (Re)builds gpu.textures from trace for batch item b when either changed (null trace:
-// released). Maps with more than 256 rows or columns are uploaded block-pooled to at most
-// 256 per side (max for probabilities and masks, largest |v| for scores) so that peaks stay
-// visible; the textures are then smaller than [L, S], and callers keep mapping the
-// pointer to cells with the trace's L and S, never the texture size.
-void updateTraceTextures(GpuState& gpu, const AttentionTrace* trace, int64_t b);
-
-// (Re)builds gpu.correct_textures from the mistakes lab's correct trace the same way
-// (probabilities only, pooled the same way).
-void updateCorrectTextures(GpuState& gpu, const AttentionTrace* trace, int64_t b);
+// (Re)builds textures from view for batch item b when either changed (null view: released).
+// Textures are never larger than kTextureMaxSide per side; callers keep mapping the
+// pointer to cells with the view's L and S, never the texture size.
+void updateViewTextures(ViewTextures& textures, const ViewModel* view, int64_t b);
 
 }  // namespace attnscope

@@ -1,96 +1,188 @@
-// Small multiples: every head's probability map for the batch item on one shared colour
-// scale. Click a tile (or use the arrow keys) to focus a head.
+// Small multiples: every (layer, head) probability map of the batch item on one shared
+// colour scale. One layer: the head grid (heads wrap into as many rows as fill the panel).
+// Several layers: a layer x head grid, rows = layers, columns = heads, both labelled.
+// The focused map is outlined; click a tile (or use the arrow keys) to focus it.
 #include <imgui.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 #include "gui/export_jobs.h"
 #include "gui/heatmap_widget.h"
 #include "gui/panels.h"
 
 namespace attnscope {
+namespace {
+
+constexpr float kBarWidth = 70.0f, kGap = 10.0f;
+constexpr float kMaxStretch = 1.4f;  // tiles may widen by this much to use spare width
+const ImVec4 kFocusedLabel(1.0f, 0.8f, 0.2f, 1.0f);
+
+struct TileSize {
+  float w = 8.0f, h = 8.0f;
+};
+
+// The largest tile at the map's aspect ratio (widened by up to kMaxStretch) that fits
+// `cols` x `rows` slots of slot_w x slot_h (each slot minus `label_h` above the tile).
+TileSize fitTile(float slot_w, float slot_h, float aspect) {
+  const float h = std::min(slot_h, slot_w / aspect);
+  const float w = std::min(slot_w, h * aspect * kMaxStretch);
+  return {std::max(8.0f, std::floor(w)), std::max(8.0f, std::floor(h))};
+}
+
+// One tile: the map of (layer, head) at pos; click focuses it.
+void drawTile(AppState& state, const ViewModel& view, int64_t layer, int64_t head, ImVec2 pos, TileSize size,
+              const ValueRange& range, const std::string& name) {
+  const ViewTextures& tex = state.gpu.textures;
+  const ViewFocus& focus = state.view.focus;
+  const bool focused = layer == focus.layer && head == focus.head;
+  ImGui::SetCursorScreenPos(pos);
+  HeatmapView map;
+  map.texture = tex.probs[tex.index(layer, head)];
+  map.rows = view.L;
+  map.cols = view.S;
+  map.colormap = state.settings.prob_colormap;
+  map.range = range;
+  map.log_scale = state.settings.log_scale;
+  map.outlined = focused;
+  const HeatmapHit hit = drawHeatmap(state, ("##" + name).c_str(), map, ImVec2(size.w, size.h));
+  recordLayout(state, name);
+  if (hit.hovered) {
+    state.view.hover_next = {hit.row, hit.col};
+    if (view.layers > 1) {
+      ImGui::SetTooltip("%s, head %lld: click to focus", view.maps[layer].name.c_str(), static_cast<long long>(head));
+    } else {
+      ImGui::SetTooltip("head %lld: click to focus", static_cast<long long>(head));
+    }
+  }
+  if (hit.clicked && !focused) setFocus(state, ViewFocus{layer, head, focus.batch_item});
+}
+
+void coloredLabel(bool focused, const char* text) {
+  ImGui::PushStyleColor(ImGuiCol_Text, focused ? kFocusedLabel : ImGui::GetStyle().Colors[ImGuiCol_Text]);
+  ImGui::TextUnformatted(text);
+  ImGui::PopStyleColor();
+}
+
+// The colour bar and the Export button right of the tiles.
+void drawGridSide(AppState& state, ImVec2 top_left, float bar_top, float tiles_h, const ValueRange& range) {
+  ImGui::SetCursorScreenPos(ImVec2(top_left.x + 4, bar_top));
+  const float bar_h = std::max(40.0f, std::min(tiles_h, 480.0f));
+  drawColorBar(state, state.settings.prob_colormap, range, state.settings.log_scale, "%.2g",
+               ImVec2(kBarWidth - 8, bar_h));
+  ImGui::SetCursorScreenPos(ImVec2(top_left.x + 4, top_left.y));
+  if (ImGui::SmallButton("Export##grid")) requestFigureExport(state, "grid");
+  recordLayout(state, "export_grid_small");
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("export every map as one figure with a shared colour bar (Ctrl+Shift+S)");
+}
+
+// One layer: choose the column count that covers the most area with tiles, each labelled
+// "head h" above it.
+void drawHeadGrid(AppState& state, const ViewModel& view, const ValueRange& range, float aspect) {
+  const int64_t H = view.H;
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float label_h = ImGui::GetTextLineHeightWithSpacing();
+  float best_area = 0.0f;
+  TileSize tile;
+  int best_cols = 1;
+  for (int cols = 1; cols <= H; ++cols) {
+    const int rows = static_cast<int>((H + cols - 1) / cols);
+    const float slot_w = (avail.x - kBarWidth) / cols - kGap;
+    const float slot_h = (avail.y - 4) / rows - label_h - kGap;
+    const float h = std::min(slot_h, slot_w / aspect);
+    const float w = std::min(slot_w, h * aspect * kMaxStretch);
+    if (h > 0 && w * h > best_area) {
+      best_area = w * h;
+      best_cols = cols;
+      tile = fitTile(slot_w, slot_h, aspect);
+    }
+  }
+  state.view.grid_columns = best_cols;
+
+  // Centre the tiles and colour bar when they leave width unused.
+  const float spare = std::max(0.0f, avail.x - kBarWidth - best_cols * (tile.w + kGap));
+  const ImVec2 origin(ImGui::GetCursorScreenPos().x + std::floor(spare / 2), ImGui::GetCursorScreenPos().y);
+  for (int64_t h = 0; h < H; ++h) {
+    const int col = static_cast<int>(h % best_cols), row = static_cast<int>(h / best_cols);
+    const ImVec2 pos(origin.x + col * (tile.w + kGap), origin.y + row * (tile.h + label_h + kGap));
+    ImGui::SetCursorScreenPos(pos);
+    ImGui::PushStyleColor(ImGuiCol_Text, h == state.view.focus.head ? kFocusedLabel : ImGui::GetStyle().Colors[ImGuiCol_Text]);
+    ImGui::Text("head %lld", static_cast<long long>(h));
+    ImGui::PopStyleColor();
+    drawTile(state, view, 0, h, ImVec2(pos.x, pos.y + label_h), tile, range, "grid_tile_" + std::to_string(h));
+  }
+  const int rows = static_cast<int>((H + best_cols - 1) / best_cols);
+  const ImVec2 side(origin.x + best_cols * (tile.w + kGap), origin.y);
+  drawGridSide(state, side, origin.y + label_h, rows * (tile.h + label_h + kGap) - label_h - kGap, range);
+}
+
+// Several layers: rows = layers (named on the left), columns = heads (numbered on top).
+// Tiles never get smaller than 10 px; the panel scrolls when they do not fit.
+void drawLayerHeadGrid(AppState& state, const ViewModel& view, const ValueRange& range, float aspect) {
+  const int64_t layers = view.layers, H = view.H;
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float label_h = ImGui::GetTextLineHeightWithSpacing();
+  float name_w = 0.0f;
+  for (const LayerMaps& layer : view.maps) name_w = std::max(name_w, ImGui::CalcTextSize(layer.name.c_str()).x);
+  const float row_label_w = std::min(name_w, 140.0f) + 8.0f;
+  const float slot_w = (avail.x - kBarWidth - row_label_w) / static_cast<float>(H) - kGap;
+  const float slot_h = (avail.y - 4 - label_h) / static_cast<float>(layers) - kGap;
+  TileSize tile = fitTile(slot_w, slot_h, aspect);
+  tile.w = std::max(tile.w, 10.0f);
+  tile.h = std::max(tile.h, 10.0f);
+  state.view.grid_columns = static_cast<int>(H);
+
+  const float grid_w = row_label_w + H * (tile.w + kGap);
+  const float spare = std::max(0.0f, avail.x - kBarWidth - grid_w);
+  const ImVec2 origin(ImGui::GetCursorScreenPos().x + std::floor(spare / 2), ImGui::GetCursorScreenPos().y);
+  const ViewFocus& focus = state.view.focus;
+  // Column labels: "head h" when it fits over a tile, else just h.
+  const bool long_labels = ImGui::CalcTextSize("head 00").x <= tile.w + kGap - 2;
+  for (int64_t h = 0; h < H; ++h) {
+    ImGui::SetCursorScreenPos(ImVec2(origin.x + row_label_w + h * (tile.w + kGap), origin.y));
+    const std::string label = (long_labels ? "head " : "") + std::to_string(h);
+    coloredLabel(h == focus.head, label.c_str());
+  }
+  for (int64_t l = 0; l < layers; ++l) {
+    const float y = origin.y + label_h + l * (tile.h + kGap);
+    // Row label, right-aligned and centred on the row; long names are cut with "...".
+    std::string name = view.maps[l].name;
+    while (name.size() > 4 && ImGui::CalcTextSize(name.c_str()).x > row_label_w - 8) name = name.substr(0, name.size() - 4) + "...";
+    const float text_w = ImGui::CalcTextSize(name.c_str()).x;
+    ImGui::SetCursorScreenPos(ImVec2(origin.x + row_label_w - 8 - text_w, y + (tile.h - ImGui::GetTextLineHeight()) / 2));
+    coloredLabel(l == focus.layer, name.c_str());
+    recordLayout(state, "grid_layer_label_" + std::to_string(l));
+    for (int64_t h = 0; h < H; ++h) {
+      drawTile(state, view, l, h, ImVec2(origin.x + row_label_w + h * (tile.w + kGap), y), tile, range,
+               "grid_tile_" + std::to_string(l) + "_" + std::to_string(h));
+    }
+  }
+  const ImVec2 side(origin.x + grid_w, origin.y);
+  drawGridSide(state, side, origin.y + label_h, layers * (tile.h + kGap) - kGap, range);
+  // Room for the last row, so the window scrolls to it when the tiles do not fit.
+  ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + label_h + layers * (tile.h + kGap)));
+  ImGui::Dummy(ImVec2(1, 1));
+}
+
+}  // namespace
 
 void drawHeadGridPanel(AppState& state) {
-  if (beginPanelWindow(state, "Heads", Panel::HeadGrid, ImGuiWindowFlags_NoScrollbar)) {
-    const TraceTextures& tex = state.gpu.textures;
-    const AttentionTrace* trace = state.compute.trace.get();
-    if (!trace || tex.probs.empty()) {
+  const ViewModel* view = state.compute.view.get();
+  const bool several_layers = view && view->layers > 1;
+  if (beginPanelWindow(state, several_layers ? "Layers x heads###Heads" : "Heads###Heads", Panel::HeadGrid,
+                       several_layers ? 0 : ImGuiWindowFlags_NoScrollbar)) {
+    const ViewTextures& tex = state.gpu.textures;
+    if (!view || tex.probs.empty()) {
       ImGui::TextDisabled("no attention computed yet");
       ImGui::End();
       return;
     }
-    Settings& s = state.settings;
-    const int64_t H = static_cast<int64_t>(tex.probs.size());
-    const ValueRange range{s.log_scale ? tex.prob_min_positive : 0.0f, tex.prob_max};
-
-    // Choose the column count that covers the most area with tiles, each at the matrix's
-    // aspect ratio, widened by up to kMaxStretch to use spare width (cells stay near square).
-    constexpr float kMaxStretch = 1.4f;
-    const ImVec2 avail = ImGui::GetContentRegionAvail();
-    const float bar_w = 70.0f, label_h = ImGui::GetTextLineHeightWithSpacing(), gap = 10.0f;
-    const float aspect = std::max(static_cast<float>(trace->S) / static_cast<float>(trace->L), 0.25f);
-    float best_area = 0.0f, tile_w = 8.0f, tile_h = 8.0f;
-    int best_cols = 1;
-    for (int cols = 1; cols <= H; ++cols) {
-      const int rows = static_cast<int>((H + cols - 1) / cols);
-      const float slot_w = (avail.x - bar_w) / cols - gap;
-      const float slot_h = (avail.y - 4) / rows - label_h - gap;
-      const float h = std::min(slot_h, slot_w / aspect);
-      const float w = std::min(slot_w, h * aspect * kMaxStretch);
-      if (h > 0 && w * h > best_area) {
-        best_area = w * h;
-        best_cols = cols;
-        tile_w = std::max(8.0f, std::floor(w));
-        tile_h = std::max(8.0f, std::floor(h));
-      }
-    }
-    state.view.grid_columns = best_cols;
-
-    // Centre the tiles and colour bar when they leave width unused.
-    const float spare = std::max(0.0f, avail.x - bar_w - best_cols * (tile_w + gap));
-    const ImVec2 origin(ImGui::GetCursorScreenPos().x + std::floor(spare / 2), ImGui::GetCursorScreenPos().y);
-    for (int64_t h = 0; h < H; ++h) {
-      const int col = static_cast<int>(h % best_cols), row = static_cast<int>(h / best_cols);
-      const ImVec2 pos(origin.x + col * (tile_w + gap), origin.y + row * (tile_h + label_h + gap));
-      ImGui::SetCursorScreenPos(pos);
-      const bool focused = h == state.view.focus.head;
-      ImGui::PushStyleColor(ImGuiCol_Text, focused ? ImVec4(1.0f, 0.8f, 0.2f, 1.0f)
-                                                   : ImGui::GetStyle().Colors[ImGuiCol_Text]);
-      ImGui::Text("head %lld", static_cast<long long>(h));
-      ImGui::PopStyleColor();
-      ImGui::SetCursorScreenPos(ImVec2(pos.x, pos.y + label_h));
-      HeatmapView view;
-      view.texture = tex.probs[h];
-      view.rows = trace->L;
-      view.cols = trace->S;
-      view.colormap = s.prob_colormap;
-      view.range = range;
-      view.log_scale = s.log_scale;
-      view.outlined = focused;
-      char id[32];
-      std::snprintf(id, sizeof id, "##tile%lld", static_cast<long long>(h));
-      const HeatmapHit hit = drawHeatmap(state, id, view, ImVec2(tile_w, tile_h));
-      recordLayout(state, "grid_tile_" + std::to_string(h));
-      if (hit.hovered) {
-        state.view.hover_next = {hit.row, hit.col};
-        ImGui::SetTooltip("head %lld: click to focus", static_cast<long long>(h));
-      }
-      if (hit.clicked && !focused) {
-        ViewFocus focus = state.view.focus;
-        focus.head = h;
-        setFocus(state, focus);
-      }
-    }
-    const int rows = static_cast<int>((H + best_cols - 1) / best_cols);
-    ImGui::SetCursorScreenPos(ImVec2(origin.x + best_cols * (tile_w + gap) + 4, origin.y + label_h));
-    const float bar_h = std::max(40.0f, std::min(rows * (tile_h + label_h + gap) - label_h - gap, 480.0f));
-    drawColorBar(state, s.prob_colormap, range, s.log_scale, "%.2g", ImVec2(bar_w - 8, bar_h));
-    ImGui::SetCursorScreenPos(ImVec2(origin.x + best_cols * (tile_w + gap) + 4, origin.y));
-    if (ImGui::SmallButton("Export##grid")) requestFigureExport(state, "grid");
-    recordLayout(state, "export_grid_small");
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("export all heads as one figure (Ctrl+Shift+S)");
+    const ValueRange range{state.settings.log_scale ? tex.prob_min_positive : 0.0f, tex.prob_max};
+    const float aspect = std::max(static_cast<float>(view->S) / static_cast<float>(view->L), 0.25f);
+    if (several_layers) drawLayerHeadGrid(state, *view, range, aspect);
+    else drawHeadGrid(state, *view, range, aspect);
   }
   ImGui::End();
 }

@@ -6,7 +6,7 @@
 namespace attnscope {
 
 int focusMapCount(const AppState& state) {
-  return state.compute.trace && state.compute.correct_trace && state.compute.error.empty() ? 3 : 2;
+  return state.compute.view && state.compute.correct_view && state.compute.error.empty() ? 3 : 2;
 }
 
 PanelRect panelRect(const AppState& state, Panel panel) {

@@ -1,4 +1,5 @@
-// The combined allowed/blocked mask [L, S] of the batch item and each component on its own.
+// The combined allowed/blocked mask [L, S] of the focused layer and batch item, and each
+// component of the core trace on its own. Imported maps carry no mask.
 #include <imgui.h>
 
 #include <algorithm>
@@ -12,14 +13,24 @@ namespace attnscope {
 
 void drawMaskPanel(AppState& state) {
   if (beginPanelWindow(state, "Mask", Panel::Mask)) {
-    const AttentionTrace* t = state.compute.trace.get();
-    const TraceTextures& tex = state.gpu.textures;
-    if (!t || !tex.mask) {
+    const ViewModel* v = state.compute.view.get();
+    const ViewTextures& tex = state.gpu.textures;
+    if (!v || tex.probs.empty()) {
       ImGui::TextDisabled("no attention computed yet");
       ImGui::End();
       return;
     }
-    const int64_t cells = t->L * t->S;
+    if (!tex.hasMask()) {
+      ImGui::PushTextWrapPos(0.0f);
+      ImGui::TextDisabled("imported maps carry no mask: every cell is shown as stored (masked keys are "
+                          "the ones with probability 0)");
+      ImGui::PopTextWrapPos();
+      ImGui::End();
+      return;
+    }
+    const int64_t layer = state.view.focus.layer;
+    const AttentionTrace* t = v->maps[layer].trace.get();  // components; null for imported maps
+    const int64_t cells = v->L * v->S;
     ImGui::Text("mask = %s   batch item %lld", state.settings.mask.toString().c_str(),
                 static_cast<long long>(tex.batch_item));
     const float button_w = ImGui::CalcTextSize("Export").x + 2 * ImGui::GetStyle().FramePadding.x;
@@ -30,29 +41,30 @@ void drawMaskPanel(AppState& state) {
     }
     recordLayout(state, "export_mask_button");
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("export the combined mask as a figure");
-    ImGui::Text("allowed %lld / %lld cells (%.1f%%)", static_cast<long long>(tex.allowed_cells),
-                static_cast<long long>(cells), 100.0 * static_cast<double>(tex.allowed_cells) / cells);
-    if (tex.fully_masked_rows > 0) {
+    const int64_t allowed_cells = tex.allowed_cells[layer], fully_masked = tex.fully_masked_rows[layer];
+    ImGui::Text("allowed %lld / %lld cells (%.1f%%)", static_cast<long long>(allowed_cells),
+                static_cast<long long>(cells), 100.0 * static_cast<double>(allowed_cells) / cells);
+    if (fully_masked > 0) {
       ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.45f, 1.0f));
-      ImGui::Text("fully masked rows: %lld", static_cast<long long>(tex.fully_masked_rows));
+      ImGui::Text("fully masked rows: %lld", static_cast<long long>(fully_masked));
       ImGui::PopStyleColor();
     } else {
       ImGui::Text("fully masked rows: 0");
     }
 
     // Combined mask on the left, one small image per component in a grid to its right.
-    const float aspect = static_cast<float>(t->S) / static_cast<float>(t->L);
+    const float aspect = static_cast<float>(v->S) / static_cast<float>(v->L);
     const ImVec2 avail = ImGui::GetContentRegionAvail();
-    const size_t parts = tex.components.size();
+    const size_t parts = tex.components[layer].size();
     const float big_side = std::floor(std::min(avail.y - 4, avail.x * 0.55f));
     const float big_h = std::max(24.0f, std::floor(std::min(big_side, big_side / aspect)));
     const float big_w = std::max(24.0f, std::floor(big_h * aspect));
     const ImVec2 origin = ImGui::GetCursorScreenPos();
 
     HeatmapView view;
-    view.texture = tex.mask;
-    view.rows = t->L;
-    view.cols = t->S;
+    view.texture = tex.masks[layer];
+    view.rows = v->L;
+    view.cols = v->S;
     view.colormap = state.settings.prob_colormap;
     view.range = ValueRange{0.0f, 1.6f};  // allowed (1) in a calm mid-map colour
     view.outlined = state.exports.selected == ExportView::Mask;  // Ctrl+S exports the mask
@@ -66,7 +78,7 @@ void drawMaskPanel(AppState& state) {
     }
     if (hit.hovered) {
       state.view.hover_next = {hit.row, hit.col};
-      const bool allowed = t->mask.allowed.data[(tex.batch_item * t->L + hit.row) * t->S + hit.col];
+      const bool allowed = v->isAllowed(layer, tex.batch_item, hit.row, hit.col);
       ImGui::SetTooltip("query %lld may %sattend key %lld", static_cast<long long>(hit.row),
                         allowed ? "" : "NOT ", static_cast<long long>(hit.col));
     }
@@ -83,12 +95,12 @@ void drawMaskPanel(AppState& state) {
       ImGui::SetCursorScreenPos(ImVec2(x, y));
       ImGui::TextUnformatted(component.name.c_str());
       ImGui::SetCursorScreenPos(ImVec2(x, y + text_h));
-      view.texture = tex.components[c];
+      view.texture = tex.components[layer][c];
       const float w = std::floor(std::min(cell, cell * aspect)), h = std::floor(w / aspect);
       drawHeatmap(state, ("##component" + std::to_string(c)).c_str(), view, ImVec2(w, h));
       recordLayout(state, "mask_component_" + std::to_string(c));
       ImGui::SetCursorScreenPos(ImVec2(x, y + text_h + h + 2));
-      ImGui::TextDisabled("%lld ok", static_cast<long long>(tex.component_allowed[c]));
+      ImGui::TextDisabled("%lld ok", static_cast<long long>(tex.component_allowed[layer][c]));
     }
     ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + big_h + 6));
     if (parts == 0) {

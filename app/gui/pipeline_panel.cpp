@@ -183,7 +183,7 @@ void drawPipelinePanel(AppState& state) {
       settingsEdited(state);
     }
     recordLayout(state, "folded_toggle");
-    if (const AttentionTrace* t = state.compute.trace.get()) {
+    if (const AttentionTrace* t = state.compute.trace()) {
       ImGui::TextDisabled("B=%lld L=%lld S=%lld D=%lld H=%lld d=%lld", static_cast<long long>(t->B),
                           static_cast<long long>(t->L), static_cast<long long>(t->S), static_cast<long long>(t->D),
                           static_cast<long long>(t->H), static_cast<long long>(t->d));
@@ -192,6 +192,13 @@ void drawPipelinePanel(AppState& state) {
       sectionHeader("Stages");
       ImGui::TextDisabled("hover a shape for its PyTorch line");
       for (const Chain& chain : buildChains(*t, state.settings.folded_layout)) drawChain(chain);
+    } else if (const ViewModel* v = state.compute.imported() ? state.compute.view.get() : nullptr) {
+      ImGui::TextDisabled("layers=%lld B=%lld H=%lld L=%lld S=%lld", static_cast<long long>(v->layers),
+                          static_cast<long long>(v->B), static_cast<long long>(v->H), static_cast<long long>(v->L),
+                          static_cast<long long>(v->S));
+      ImGui::TextWrapped("imported attention maps%s%s: computed elsewhere, so there are no stages to show.",
+                         v->model.empty() ? "" : " from ", v->model.c_str());
+      if (!v->notes.empty()) ImGui::TextWrapped("notes: %s", v->notes.c_str());
     } else {
       drawConstraints(state);
       ImGui::TextWrapped("no trace: fix the settings (see the message in the control panel)");

@@ -19,8 +19,8 @@ void writeStateLog(AppState& state, int width, int height) {
   const Settings& s = state.settings;
   const ComputeState& c = state.compute;
   const ExportState& e = state.exports;
-  const TraceTextures& tex = state.gpu.textures;
-  const AttentionTrace* t = c.trace.get();
+  const ViewTextures& tex = state.gpu.textures;
+  const ViewModel* v = c.view.get();
   line["generation"] = c.trace_generation;
   line["pending"] = c.pending();
   line["error"] = c.error;
@@ -46,19 +46,27 @@ void writeStateLog(AppState& state, int width, int height) {
   if (e.last) line["last_export"] = {{"kind", e.last->kind}, {"paths", e.last->paths}, {"error", e.last->error}};
   line["toast"] = nullptr;
   if (e.toast) line["toast"] = {{"text", e.toast->text}, {"error", e.toast->error}};
-  if (t) {
-    line["heads"] = t->H;
-    line["B"] = t->B;
-    line["L"] = t->L;
-    line["S"] = t->S;
+  if (v) {
+    line["view_source"] = viewSourceName(v->source);
+    line["layers"] = v->layers;
+    line["heads"] = v->H;
+    line["B"] = v->B;
+    line["L"] = v->L;
+    line["S"] = v->S;
+    line["warnings"] = v->warnings;
+  }
+  if (const AttentionTrace* t = c.trace()) {
     line["D"] = t->D;
     line["d"] = t->d;
-    line["allowed_cells"] = tex.allowed_cells;
-    line["fully_masked_rows"] = tex.fully_masked_rows;
     line["components"] = nlohmann::json::array();
     for (const MaskComponent& component : t->mask.components) line["components"].push_back(component.name);
   }
-  line["correct_trace"] = c.correct_trace != nullptr;
+  if (tex.hasMask()) {  // the focused layer's mask
+    const size_t layer = static_cast<size_t>(std::min(state.view.focus.layer, tex.layers - 1));
+    line["allowed_cells"] = tex.allowed_cells[layer];
+    line["fully_masked_rows"] = tex.fully_masked_rows[layer];
+  }
+  line["correct_trace"] = c.correct_view != nullptr;
   line["diff_max"] = nullptr;  // focused head, batch item: max |buggy - correct| probability
   if (const float diff = focusedDiffMax(state); diff >= 0.0f) line["diff_max"] = diff;
   line["diff_summary"] = mistakeDiffSummary(state);

@@ -10,13 +10,17 @@
 namespace attnscope {
 namespace {
 
-// Arrow keys: Left/Right step through the heads, Up/Down move one grid row.
+// Arrow keys move across the grid: one layer, Left/Right step through the heads and
+// Up/Down move one grid row; several layers, Left/Right move across heads and Up/Down
+// across layers. setFocus clamps at the edges.
 ViewFocus arrowTarget(const AppState& state, int key) {
+  const bool several_layers = focusLimits(state).layers > 1;
   ViewFocus focus = state.view.focus;
   if (key == GLFW_KEY_LEFT) focus.head -= 1;
   if (key == GLFW_KEY_RIGHT) focus.head += 1;
-  if (key == GLFW_KEY_UP) focus.head -= state.view.grid_columns;
-  if (key == GLFW_KEY_DOWN) focus.head += state.view.grid_columns;
+  const int64_t step = key == GLFW_KEY_UP ? -1 : key == GLFW_KEY_DOWN ? 1 : 0;
+  if (several_layers) focus.layer += step;
+  else focus.head += step * state.view.grid_columns;
   return focus;
 }
 
@@ -47,7 +51,7 @@ void handleShortcuts(AppState& state) {
       if (alt) state.exports.screenshot_requested = true;  // read after this frame is rendered
       else requestFigureExport(state, shift ? "grid" : "view");
     }
-    if (!state.compute.trace || popup_open || ctrl) continue;
+    if (!state.compute.view || popup_open || ctrl) continue;
     setFocus(state, arrowTarget(state, press.key));
   }
 }

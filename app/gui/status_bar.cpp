@@ -34,13 +34,23 @@ void drawStatusBar(AppState& state) {
                          std::chrono::duration<double>(std::chrono::steady_clock::now() - state.compute.posted_at).count());
       ImGui::SameLine();
     }
-    if (const AttentionTrace* t = state.compute.trace.get()) {
+    const ViewModel* v = state.compute.view.get();
+    if (const AttentionTrace* t = state.compute.trace()) {
       ImGui::Text("B=%lld  L=%lld  S=%lld  D=%lld  H=%lld  d=%lld   |   recompute %.1f ms   |   memory %.0f MiB",
                   static_cast<long long>(t->B), static_cast<long long>(t->L), static_cast<long long>(t->S),
                   static_cast<long long>(t->D), static_cast<long long>(t->H), static_cast<long long>(t->d),
                   state.compute.compute_ms, residentMiB());
+    } else if (v) {
+      ImGui::Text("imported: layers=%lld  B=%lld  H=%lld  L=%lld  S=%lld   |   load %.1f ms   |   memory %.0f MiB",
+                  static_cast<long long>(v->layers), static_cast<long long>(v->B), static_cast<long long>(v->H),
+                  static_cast<long long>(v->L), static_cast<long long>(v->S), state.compute.compute_ms, residentMiB());
     } else {
       ImGui::Text("no result   |   memory %.0f MiB", residentMiB());
+    }
+    if (v && !v->warnings.empty()) {
+      ImGui::SameLine();
+      ImGui::TextColored(ImVec4(1.0f, 0.62f, 0.18f, 1.0f), "   %s", v->warnings.front().c_str());
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", v->warnings.front().c_str());
     }
     if (!state.ui.notice.empty()) {
       ImGui::SameLine();
