@@ -4,6 +4,7 @@
 #include <chrono>
 #include <exception>
 
+#include "config/attention_bundle.h"
 #include "config/run.h"
 
 namespace attnscope {
@@ -111,6 +112,12 @@ void ComputeWorker::run() {
     const auto start = std::chrono::steady_clock::now();
     std::optional<Run> run;
     result.error = describeFailure([&] {
+      // Maps computed elsewhere (an attention bundle): nothing to run, only to show.
+      if (settings.source == InputSource::Bundle && !settings.bundle_path.empty() &&
+          bundleKind(settings.bundle_path) == BundleKind::Attentions) {
+        result.view = std::make_shared<const ViewModel>(viewFromImported(loadAttentionBundle(settings.bundle_path)));
+        return;
+      }
       run = configureRun(settings);  // the one way settings become a run (as compute/export)
       run->options.keep_raw_scores = false;  // the tooltip derives them (rawScore)
       result.facts = readFacts(run->inputs, settings.heads);

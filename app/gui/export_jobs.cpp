@@ -45,9 +45,9 @@ std::vector<std::string> saveScreenshot(const Settings& settings, const RgbImage
   return {png, json};
 }
 
-// Runs on the export thread: everything it reads is its own copy or immutable (the trace).
+// Runs on the export thread: everything it reads is its own copy or immutable (the view model).
 ExportOutcome runJob(const ExportJob& job, const Settings& settings, ViewFocus focus,
-                     std::shared_ptr<const AttentionTrace> trace) {
+                     std::shared_ptr<const ViewModel> view) {
   ExportOutcome outcome;
   outcome.kind = job.kind;
   try {
@@ -58,8 +58,9 @@ ExportOutcome runJob(const ExportJob& job, const Settings& settings, ViewFocus f
       request.what = {job.kind};
       request.focus = focus;
       request.formats = settings.export_formats;
-      request.layers = {0};  // the app computes one layer (one trace)
-      outcome.paths = exportFigures(settings, viewFromTrace(trace), request);
+      // The grid of several layers is the layer x head atlas; any other figure is the focused layer's.
+      if (job.kind != "grid" || view->layers == 1) request.layers = {focus.layer};
+      outcome.paths = exportFigures(settings, *view, request);
     }
   } catch (const InputError& e) {
     outcome.error = e.what();
@@ -95,7 +96,7 @@ void startJob(AppState& state, ExportJob job) {
   e.running_kind = job.kind;
   e.started = std::chrono::steady_clock::now();
   e.running = std::async(std::launch::async, runJob, std::move(job), state.settings, state.view.focus,
-                         state.compute.view->trace);
+                         state.compute.view);
   markStateChanged(state);
 }
 
@@ -129,7 +130,7 @@ void updateExports(AppState& state) {
   if (e.queue.front().kind != "screenshot") {
     // A figure describes the trace of the current settings: wait for a recompute in flight.
     if (c.posted_generation == 0 || c.pending()) return;
-    if (!c.error.empty() || !c.trace()) {
+    if (!c.error.empty() || !c.view) {
       ExportOutcome outcome;
       outcome.kind = e.queue.front().kind;
       outcome.error = c.error.empty() ? "nothing computed yet" : "the current settings do not compute: " + c.error;
