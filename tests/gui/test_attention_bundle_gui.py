@@ -1,8 +1,10 @@
-"""The app opens attention computed elsewhere (an attention bundle of 3 layers x 4 heads):
-the layer x head grid shows 3 rows of 4 coloured tiles (pixel check), Down moves the focus to
-the next layer, and Ctrl+Shift+S writes the layer x head atlas. Before the compute worker knew
-attention bundles, the app showed "no attention computed yet" for them."""
+"""The app opens attention computed elsewhere (an attention bundle of 3 layers x 4 heads, one
+written with NumPy and one by scripts/export_attention.py from a 3-layer nn.TransformerEncoder
+with B=2 and key padding): the layer x head grid shows 3 rows of 4 coloured tiles (pixel check),
+Down moves the focus to the next layer, and Ctrl+Shift+S writes the layer x head atlas. Before
+the compute worker knew attention bundles, the app showed "no attention computed yet" for them."""
 import os
+import subprocess
 import unittest
 
 import numpy as np
@@ -27,15 +29,27 @@ class AttentionBundleGuiTest(g.AppTestCase):
     def test_layer_by_head_grid_of_imported_maps(self):
         bundle = os.path.join(self.dir, "maps")
         write_attention_bundle(bundle)
-        folder = os.path.join(self.dir, "exports")
-        _, log, window, state = self.start("imported", bundle, export_dir=folder)
+        self.check_grid_and_atlas("imported", bundle, B=1, L=7)
+
+    def test_bundle_of_the_exporter_script(self):
+        bundle = os.path.join(self.dir, "encoder")
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "export_attention.py")
+        proc = subprocess.run(["/usr/bin/python3", script, "demo-encoder", "--out", bundle],
+                              capture_output=True, text=True, timeout=300)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.check_grid_and_atlas("encoder", bundle, B=2, L=6)
+
+    def check_grid_and_atlas(self, name, bundle, B, L):
+        folder = os.path.join(self.dir, name + "-exports")
+        _, log, window, state = self.start(name, bundle, export_dir=folder)
         self.assertEqual(state["error"], "")
-        self.assertEqual((state["view_source"], state["layers"], state["heads"], state["L"]), ("imported", 3, 4, 7))
+        self.assertEqual((state["view_source"], state["layers"], state["heads"], state["B"], state["L"]),
+                         ("imported", 3, 4, B, L))
         tiles = sorted(k for k in state["rects"] if k.startswith("grid_tile_"))
         self.assertEqual(tiles, [f"grid_tile_{l}_{h}" for l in range(3) for h in range(4)])
 
         # Every tile is drawn: its centre pixel is a colour-map colour, not the panel background.
-        width, height, rows = self.capture(window, "grid.png")
+        width, height, rows = self.capture(window, name + "-grid.png")
         background = rows[2][width // 2]
         for name in tiles:
             x, y, w, h = state["rects"][name]
