@@ -22,6 +22,7 @@
 #include "cli/out_folder.h"
 #include "cli/run_command.h"
 #include "cli/run_options.h"
+#include "config/attention_bundle.h"
 #include "model/transformer.h"
 #include "tensor/npy.h"
 #include "view/view_model.h"
@@ -66,6 +67,21 @@ Analyzed analyzeCoreRun(const RunFlags& flags) {
   return a;
 }
 
+// An attention bundle (attentions.npy / .npz): maps computed elsewhere, nothing to run.
+Analyzed analyzeAttentionBundle(const std::string& dir) {
+  Analyzed a;
+  a.view = std::make_shared<const ViewModel>(viewFromImported(loadAttentionBundle(dir)));
+  a.source = "attention bundle " + dir + (a.view->model.empty() ? "" : " (" + a.view->model + ")");
+  a.notes = a.view->warnings;
+  if (!a.view->notes.empty()) a.notes.push_back(a.view->notes);
+  a.mask = "unknown (imported maps; rows of zeros count as fully masked)";
+  return a;
+}
+
+bool anyRunOption(const RunFlags& r) {
+  return r.demo || r.heads || r.mask || r.fill || r.scale || r.dropout || r.seed || r.valid_lens || r.mistake;
+}
+
 // A trained model folder on a text: one layer per block, causal, B = 1.
 Analyzed analyzeModelRun(const std::string& folder, const std::string& text) {
   const auto model = std::make_shared<const Model>(loadModel(folder));
@@ -82,6 +98,17 @@ Analyzed analyzeModelRun(const std::string& folder, const std::string& text) {
     a.notes.push_back(std::to_string(unknown) + " characters outside the vocabulary map to the unknown id");
   a.mask = "causal";
   return a;
+}
+
+// The maps analyze measures: a model run (MODEL --text), an attention bundle, or a core run.
+Analyzed analyzeSource(const AnalyzeFlags& flags) {
+  if (flags.text) return analyzeModelRun(flags.run.bundle, *flags.text);
+  if (!flags.run.demo && bundleKind(flags.run.bundle) == BundleKind::Attentions) {
+    if (anyRunOption(flags.run))
+      throw UsageError(flags.run.bundle + " holds attention maps computed elsewhere: the run options (--heads, --mask, ...) do not apply");
+    return analyzeAttentionBundle(flags.run.bundle);
+  }
+  return analyzeCoreRun(flags.run);
 }
 
 struct SortChoice {
@@ -232,7 +259,7 @@ void writeAcrossLayers(const AnalyzeFlags& flags, const MapStack& maps) {
 }
 
 int analyze(const AnalyzeFlags& flags) {
-  const Analyzed source = flags.text ? analyzeModelRun(flags.run.bundle, *flags.text) : analyzeCoreRun(flags.run);
+  const Analyzed source = analyzeSource(flags);
   const MapStack maps = mapStackOf(*source.view);
   const std::vector<HeadMetrics> rows = headMetrics(maps);
   const std::vector<HeadClusters> clusters = clustersPerItem(maps, flags.min_correlation);
@@ -276,7 +303,7 @@ int runAnalyzeCommand(int argc, char** argv) {
     if (flags.text) {
       const RunFlags& r = flags.run;
       if (r.bundle.empty()) throw UsageError("--text needs a MODEL folder");
-      if (r.demo || r.heads || r.mask || r.fill || r.scale || r.dropout || r.seed || r.valid_lens || r.mistake)
+      if (anyRunOption(r))
         throw UsageError("--text runs a trained model: --demo and the run options (--heads, --mask, ...) do not apply");
     }
     checkRunFlags(flags.run);

@@ -246,6 +246,25 @@ class AnalyzeModel(unittest.TestCase):
         # Three layers mix more than one: rollout after layer 2 differs from layer 0's matrix.
         self.assertGreater(np.abs(rollout[2] - rollout[0]).max(), 1e-3)
 
+    def test_attention_bundle_gives_the_same_rows(self):
+        """The same maps saved as an attention bundle (attentions.npy + tokens.txt)."""
+        bundle = os.path.join(self.folder, "attention_bundle")
+        os.makedirs(bundle, exist_ok=True)
+        np.save(os.path.join(bundle, "attentions.npy"), self.attentions)
+        with open(os.path.join(bundle, "tokens.txt"), "w") as f:
+            f.write("\n".join(self.text) + "\n")
+        from_bundle = run_analyze([bundle, "--json"])
+        self.assertEqual(from_bundle.returncode, 0, from_bundle.stderr)
+        from_model = run_analyze([self.model, "--text", self.text, "--json"])
+        a, b = json.loads(from_bundle.stdout), json.loads(from_model.stdout)
+        self.assertEqual(len(a), len(b))
+        for x, y in zip(a, b):
+            for field in CONTRACT_FIELDS + ["induction"]:
+                self.assertAlmostEqual(x[field], y[field], delta=1e-9, msg=field)
+        result = run_analyze([bundle, "--heads", "2"])
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("do not apply", result.stderr)
+
     def test_model_errors(self):
         result = run_analyze([self.model, "--text", self.text, "--heads", "2"])
         self.assertEqual(result.returncode, 2)
