@@ -1,7 +1,7 @@
-// `attnscope analyze`: head analytics of a run (a tensor bundle or the built-in demo,
-// with the same run options as `compute`): a table of metrics per (layer, head, batch
-// item), or with --json one JSON array of objects on stdout; --rollout / --flow write
-// attention rollout and flow as .npy into --out.
+// `attnscope analyze`: head analytics of a run (a tensor bundle or the built-in demo with
+// the same run options as `compute`, or a trained model folder run on --text): a table of
+// metrics per (layer, head, batch item), or with --json one JSON array of objects on
+// stdout; --rollout / --flow write attention rollout and flow as .npy into --out.
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,8 +19,11 @@
 #include "analysis/head_metrics.h"
 #include "analysis/rollout.h"
 #include "cli/commands.h"
+#include "cli/out_folder.h"
 #include "cli/run_command.h"
 #include "cli/run_options.h"
+#include "config/attention_bundle.h"
+#include "model/transformer.h"
 #include "tensor/npy.h"
 #include "view/view_model.h"
 
@@ -30,7 +33,8 @@ namespace {
 namespace fs = std::filesystem;
 
 struct AnalyzeFlags {
-  RunFlags run;
+  RunFlags run;                     // run.bundle is the MODEL folder when text is given
+  std::optional<std::string> text;  // MODEL --text
   bool json = false;
   std::optional<std::string> sort;  // METRIC or METRIC:asc
   double min_correlation = 0.5;
@@ -38,6 +42,74 @@ struct AnalyzeFlags {
   bool flow = false;
   std::string out;
 };
+
+// What analyze measures: the maps of one run and how to describe where they came from.
+struct Analyzed {
+  std::shared_ptr<const ViewModel> view;
+  std::string source;
+  std::vector<std::string> notes;
+  std::string mask;          // mask text, e.g. "causal"
+  std::string mistake_line;  // "" or "no-head-split (on purpose): ..."
+  bool dropout_applied = false;
+};
+
+Analyzed analyzeCoreRun(const RunFlags& flags) {
+  const ConfiguredRun run = configureRunFromFlags(flags);
+  const auto trace = std::make_shared<const AttentionTrace>(runAttention(run.inputs, run.options));
+  Analyzed a;
+  a.view = std::make_shared<const ViewModel>(viewFromTrace(trace));
+  a.source = run.source;
+  a.notes = run.notes;
+  a.mask = run.options.mask.toString();
+  if (trace->mistake != Mistake::None)
+    a.mistake_line = std::string(mistakeName(trace->mistake)) + " (on purpose): " + trace->mistake_note;
+  a.dropout_applied = trace->dropout_applied;
+  return a;
+}
+
+// An attention bundle (attentions.npy / .npz): maps computed elsewhere, nothing to run.
+Analyzed analyzeAttentionBundle(const std::string& dir) {
+  Analyzed a;
+  a.view = std::make_shared<const ViewModel>(viewFromImported(loadAttentionBundle(dir)));
+  a.source = "attention bundle " + dir + (a.view->model.empty() ? "" : " (" + a.view->model + ")");
+  a.notes = a.view->warnings;
+  if (!a.view->notes.empty()) a.notes.push_back(a.view->notes);
+  a.mask = "unknown (imported maps; rows of zeros count as fully masked)";
+  return a;
+}
+
+bool anyRunOption(const RunFlags& r) {
+  return r.demo || r.heads || r.mask || r.fill || r.scale || r.dropout || r.seed || r.valid_lens || r.mistake;
+}
+
+// A trained model folder on a text: one layer per block, causal, B = 1.
+Analyzed analyzeModelRun(const std::string& folder, const std::string& text) {
+  const auto model = std::make_shared<const Model>(loadModel(folder));
+  ModelRunner runner(model);
+  const ModelRun& run = runner.run(text);
+  std::vector<std::shared_ptr<const AttentionTrace>> traces;
+  for (const AttentionTrace& t : run.layers) traces.push_back(std::make_shared<const AttentionTrace>(t));
+  ViewModel view = viewFromTraces(traces);
+  view.query_tokens.assign(1, run.tokens.label);
+  Analyzed a;
+  a.view = std::make_shared<const ViewModel>(std::move(view));
+  a.source = "model " + model->config.name + " (" + folder + ") on " + std::to_string(run.tokens.ids.size()) + " tokens";
+  if (const int64_t unknown = run.tokens.unknownCount())
+    a.notes.push_back(std::to_string(unknown) + " characters outside the vocabulary map to the unknown id");
+  a.mask = "causal";
+  return a;
+}
+
+// The maps analyze measures: a model run (MODEL --text), an attention bundle, or a core run.
+Analyzed analyzeSource(const AnalyzeFlags& flags) {
+  if (flags.text) return analyzeModelRun(flags.run.bundle, *flags.text);
+  if (!flags.run.demo && bundleKind(flags.run.bundle) == BundleKind::Attentions) {
+    if (anyRunOption(flags.run))
+      throw UsageError(flags.run.bundle + " holds attention maps computed elsewhere: the run options (--heads, --mask, ...) do not apply");
+    return analyzeAttentionBundle(flags.run.bundle);
+  }
+  return analyzeCoreRun(flags.run);
+}
 
 struct SortChoice {
   const MetricInfo* metric = nullptr;
@@ -98,17 +170,15 @@ void printJson(const std::vector<HeadMetrics>& rows, const std::vector<size_t>& 
   std::cout << array.dump(2) << "\n";
 }
 
-void printTable(const ConfiguredRun& run, const AttentionTrace& trace, const std::vector<HeadMetrics>& rows,
-                const std::vector<size_t>& order, const MapStack& maps, const std::vector<HeadClusters>& clusters,
-                double min_correlation) {
-  std::cout << "attnscope analyze: " << run.source << "\n";
+void printTable(const Analyzed& source, const std::vector<HeadMetrics>& rows, const std::vector<size_t>& order,
+                const MapStack& maps, const std::vector<HeadClusters>& clusters, double min_correlation) {
+  std::cout << "attnscope analyze: " << source.source << "\n";
   std::cout << "  sizes   layers=" << maps.layers << " B=" << maps.B << " H=" << maps.H << " L=" << maps.L
-            << " S=" << maps.S << "   mask " << run.options.mask.toString() << "\n";
-  if (trace.mistake != Mistake::None)
-    std::cout << "  mistake " << mistakeName(trace.mistake) << " (on purpose): " << trace.mistake_note << "\n";
-  for (const std::string& n : run.notes) std::cout << "  note: " << n << "\n";
+            << " S=" << maps.S << "   mask " << source.mask << "\n";
+  if (!source.mistake_line.empty()) std::cout << "  mistake " << source.mistake_line << "\n";
+  for (const std::string& n : source.notes) std::cout << "  note: " << n << "\n";
   std::cout << "  means over the query rows that are not fully masked; '-' = no row to average"
-            << (trace.dropout_applied ? "; probabilities after dropout" : "") << "\n\n";
+            << (source.dropout_applied ? "; probabilities after dropout" : "") << "\n\n";
 
   std::vector<std::string> headings = {"layer", "head", "batch"};
   for (const MetricInfo& info : headMetricInfos()) headings.push_back(info.heading);
@@ -160,12 +230,10 @@ void printTable(const ConfiguredRun& run, const AttentionTrace& trace, const std
                     : "no repeated segment of 2 or more tokens in the input\n");
 }
 
-// Writes rollout.npy / flow.npy ([layers, B, L, L]) into out; names each file on stderr.
+// Writes rollout.npy / flow.npy ([layers, B, L, L]) into out, staged: both are computed
+// before either file is written. Names each file on stderr (stdout may be JSON).
 void writeAcrossLayers(const AnalyzeFlags& flags, const MapStack& maps) {
-  std::error_code ec;
-  fs::create_directories(flags.out, ec);
-  if (ec) throw InputError("--out " + flags.out + ": cannot create the folder (" + ec.message() + ")");
-  // Both are computed before either file is written.
+  checkOutDir(flags.out);
   Tensor rollout, flow;
   if (flags.rollout) rollout = attentionRollout(maps);
   if (flags.flow) {
@@ -179,19 +247,20 @@ void writeAcrossLayers(const AnalyzeFlags& flags, const MapStack& maps) {
     });
     if (show) std::cerr << "\n";
   }
+  std::vector<OutputFile> files;
   for (const auto& [name, tensor] : {std::make_pair("rollout.npy", &rollout), std::make_pair("flow.npy", &flow)}) {
     if (tensor->empty()) continue;
-    const std::string path = (fs::path(flags.out) / name).string();
-    writeNpy(path, *tensor);
-    std::cerr << "wrote " << path << " " << shapeToString(tensor->shape) << "\n";
+    const Tensor* t = tensor;
+    files.push_back({name, [t](const std::string& path) { writeNpy(path, *t); }});
   }
+  writeOutputFiles(flags.out, "analyze", files);
+  for (const OutputFile& f : files)
+    std::cerr << "wrote " << (fs::path(flags.out) / f.first).string() << " " << shapeToString({maps.layers, maps.B, maps.L, maps.L}) << "\n";
 }
 
 int analyze(const AnalyzeFlags& flags) {
-  const ConfiguredRun run = configureRunFromFlags(flags.run);
-  const auto trace = std::make_shared<const AttentionTrace>(runAttention(run.inputs, run.options));
-  const ViewModel view = viewFromTrace(trace);
-  const MapStack maps = mapStackOf(view);
+  const Analyzed source = analyzeSource(flags);
+  const MapStack maps = mapStackOf(*source.view);
   const std::vector<HeadMetrics> rows = headMetrics(maps);
   const std::vector<HeadClusters> clusters = clustersPerItem(maps, flags.min_correlation);
   std::vector<size_t> order(rows.size());
@@ -202,7 +271,7 @@ int analyze(const AnalyzeFlags& flags) {
   }
   if (flags.rollout || flags.flow) writeAcrossLayers(flags, maps);
   if (flags.json) printJson(rows, order, maps, clusters);
-  else printTable(run, *trace, rows, order, maps, clusters, flags.min_correlation);
+  else printTable(source, rows, order, maps, clusters, flags.min_correlation);
   return 0;
 }
 
@@ -215,6 +284,7 @@ int runAnalyzeCommand(int argc, char** argv) {
                "attnscope analyze"};
   AnalyzeFlags flags;
   addRunOptions(app, flags.run);
+  app.add_option("--text", flags.text, "run the trained model folder given as MODEL (instead of BUNDLE) on this text");
   app.add_flag("--json", flags.json, "print one JSON array of objects (one per layer, head, batch item) on stdout");
   app.add_option("--sort", flags.sort, "order rows by a metric, largest first (METRIC:asc for smallest first)");
   app.add_option("--min-correlation", flags.min_correlation,
@@ -225,10 +295,17 @@ int runAnalyzeCommand(int argc, char** argv) {
   app.footer(
       "Metrics are means over the query rows that are not fully masked (null / '-' when there is none).\n"
       "JSON fields: layer, head, batch, entropy_bits, max_prob, mean_distance, sink_mass, diag_mass,\n"
-      "prev_mass, effective_keys, induction, cluster. Run options as in `attnscope compute`.\n"
+      "prev_mass, effective_keys, induction, cluster. Run options as in `attnscope compute`;\n"
+      "MODEL --text TEXT analyzes every layer of a trained model folder (see `attnscope model run`).\n"
       "Exit status: 0 ok, 1 bad input (one line on stderr naming the file), 2 usage error.\n"
       "Example: attnscope analyze --demo --heads 4 --mask causal --json");
   const auto checkFlagsAndAnalyze = [&] {
+    if (flags.text) {
+      const RunFlags& r = flags.run;
+      if (r.bundle.empty()) throw UsageError("--text needs a MODEL folder");
+      if (anyRunOption(r))
+        throw UsageError("--text runs a trained model: --demo and the run options (--heads, --mask, ...) do not apply");
+    }
     checkRunFlags(flags.run);
     if (flags.sort) parseSort(*flags.sort);
     if (!(flags.min_correlation >= -1.0 && flags.min_correlation <= 1.0))

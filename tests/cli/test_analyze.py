@@ -202,6 +202,81 @@ def reference_rollout_flow(maps):
     return rollout, flow
 
 
+class AnalyzeModel(unittest.TestCase):
+    """MODEL --text: every layer of a trained model folder (a random 3-layer model written by
+    the model tests' helper), against attentions.npy from `attnscope model run`."""
+
+    @classmethod
+    def setUpClass(cls):
+        import model_reference
+        cls.folder = ref.case_dir("analyze", "model3")
+        cls.model = os.path.join(cls.folder, "model")
+        model_reference.write_random_model(cls.model, D=24, H=3, N=3, T=24, seed=11)
+        cls.text = "abcd efgh abcd efgh"
+        out = os.path.join(cls.folder, "run")
+        result = subprocess.run([ref.BIN, "model", "run", cls.model, "--text", cls.text, "--out", out],
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        cls.attentions = np.load(os.path.join(out, "attentions.npy"))  # [3, 1, H, L, L]
+
+    def test_json_every_layer_against_reference(self):
+        result = run_analyze([self.model, "--text", self.text, "--json"])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        rows = json.loads(result.stdout)
+        layers, B, H, L, _ = self.attentions.shape
+        self.assertEqual(len(rows), layers * B * H)
+        tokens = [list(self.text)]
+        for row in rows:
+            want = reference_metrics(self.attentions[row["layer"]], np.zeros((B, L), bool), tokens)[(row["head"], row["batch"])]
+            for field, value in want.items():
+                with self.subTest(layer=row["layer"], head=row["head"], field=field):
+                    self.assertIsNotNone(value)  # the text repeats "abcd efgh": induction is defined
+                    self.assertAlmostEqual(row[field], value, delta=ATOL)
+
+    def test_rollout_and_flow_three_layers(self):
+        out = os.path.join(self.folder, "across")
+        result = run_analyze([self.model, "--text", self.text, "--rollout", "--flow", "--out", out])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        rollout = np.load(os.path.join(out, "rollout.npy"))
+        flow = np.load(os.path.join(out, "flow.npy"))
+        want_rollout, want_flow = reference_rollout_flow(self.attentions)
+        self.assertEqual(rollout.shape, (3, 1, len(self.text), len(self.text)))
+        np.testing.assert_allclose(rollout, want_rollout, atol=1e-6)
+        np.testing.assert_allclose(flow, want_flow, atol=1e-5)
+        # Three layers mix more than one: rollout after layer 2 differs from layer 0's matrix.
+        self.assertGreater(np.abs(rollout[2] - rollout[0]).max(), 1e-3)
+
+    def test_attention_bundle_gives_the_same_rows(self):
+        """The same maps saved as an attention bundle (attentions.npy + tokens.txt)."""
+        bundle = os.path.join(self.folder, "attention_bundle")
+        os.makedirs(bundle, exist_ok=True)
+        np.save(os.path.join(bundle, "attentions.npy"), self.attentions)
+        with open(os.path.join(bundle, "tokens.txt"), "w") as f:
+            f.write("\n".join(self.text) + "\n")
+        from_bundle = run_analyze([bundle, "--json"])
+        self.assertEqual(from_bundle.returncode, 0, from_bundle.stderr)
+        from_model = run_analyze([self.model, "--text", self.text, "--json"])
+        a, b = json.loads(from_bundle.stdout), json.loads(from_model.stdout)
+        self.assertEqual(len(a), len(b))
+        for x, y in zip(a, b):
+            for field in CONTRACT_FIELDS + ["induction"]:
+                self.assertAlmostEqual(x[field], y[field], delta=1e-9, msg=field)
+        result = run_analyze([bundle, "--heads", "2"])
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("do not apply", result.stderr)
+
+    def test_model_errors(self):
+        result = run_analyze([self.model, "--text", self.text, "--heads", "2"])
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("do not apply", result.stderr)
+        result = run_analyze([self.model, "--text", "x" * 40])
+        self.assertEqual(result.returncode, 1)
+        self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+        result = run_analyze([os.path.join(self.folder, "nope"), "--text", "ab"])
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("nope", result.stderr)
+
+
 class AnalyzeAcrossLayers(unittest.TestCase):
     def test_rollout_and_flow_one_layer_demo(self):
         folder = ref.case_dir("analyze", "rollout_demo")
