@@ -5,8 +5,11 @@
 
 #include "cli/commands.h"
 #include "gui/gui.h"
+#include "tensor/interrupt.h"
 
 int main(int argc, char** argv) {
+  // Before any thread starts: SIGINT/SIGTERM remove half-written outputs (or save, in the app).
+  attnscope::startInterruptWatcher();
   if (argc >= 2) {
     const char* command = argv[1];
     if (std::strcmp(command, "compute") == 0) return attnscope::runComputeCommand(argc - 1, argv + 1);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages attnscope needs (only those missing).
-# Usage: scripts/install-deps.sh [--gui] [--test]
+# Usage: scripts/install-deps.sh [--gui] [--test] [--fuzz]
 set -euo pipefail
 
 packages=(cmake g++ make pkg-config libeigen3-dev libopenblas-openmp-dev libhwy-dev nlohmann-json3-dev libcli11-dev libzip-dev
@@ -12,6 +12,7 @@ for arg in "$@"; do
     --test) packages+=(libgtest-dev libgmock-dev libbenchmark-dev xvfb xauth mesa-utils
                        xdotool imagemagick libxml2-utils poppler-utils python3-numpy python3-pil python3-torch
                        python3-networkx) ;;
+    --fuzz) packages+=(clang libclang-rt-14-dev libomp-dev) ;;
     *) echo "install-deps.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac
 done

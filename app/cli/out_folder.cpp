@@ -2,10 +2,9 @@
 
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 
+#include "tensor/interrupt.h"
 #include "tensor/tensor.h"
 
 namespace attnscope {
@@ -28,21 +27,14 @@ void writeOutputFiles(const std::string& out, const std::string& command, const 
   std::error_code ec;
   fs::create_directories(out, ec);
   if (ec) throw InputError("--out " + out + ": cannot create the folder (" + ec.message() + ")");
-  std::string staging_template = (fs::path(out) / (".attnscope-" + command + "-XXXXXX")).string();
-  if (!::mkdtemp(staging_template.data()))
-    throw InputError("--out " + out + ": cannot write (" + std::strerror(errno) + ")");
-  const fs::path staging(staging_template);
-  try {
-    for (const OutputFile& f : files) f.second((staging / f.first).string());
-    for (const OutputFile& f : files) {
-      fs::rename(staging / f.first, fs::path(out) / f.first, ec);
-      if (ec) throw InputError((fs::path(out) / f.first).string() + ": cannot write (" + ec.message() + ")");
-    }
-  } catch (...) {
-    fs::remove_all(staging, ec);
-    throw;
+  // Locked while it lives, removed on failure, SIGINT/SIGTERM, or by the next run after a kill.
+  StagingFolder staging(out, "attnscope-" + command);
+  std::vector<std::string> names;
+  for (const OutputFile& f : files) {
+    f.second(staging.file(f.first));
+    names.push_back(f.first);
   }
-  fs::remove_all(staging, ec);
+  staging.commit(names);
 }
 
 }  // namespace attnscope

@@ -18,7 +18,8 @@ using OutputFile = std::pair<std::string, std::function<void(const std::string& 
 
 // Creates `out`, writes every file into a staging folder inside it and only then renames
 // them into place (replacing files of the same name from an earlier run). On any failure
-// the staging folder is removed and the error rethrown.
+// or SIGINT/SIGTERM the staging folder is removed; one left by a killed run is removed by
+// the next run into `out` (see StagingFolder).
 void writeOutputFiles(const std::string& out, const std::string& command, const std::vector<OutputFile>& files);
 
 }  // namespace attnscope

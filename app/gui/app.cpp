@@ -22,6 +22,7 @@
 #include "gui/persistence.h"
 #include "gui/scripting.h"
 #include "gui/shortcuts.h"
+#include "tensor/interrupt.h"
 
 namespace attnscope {
 namespace {
@@ -77,6 +78,7 @@ void drawPanels(AppState& state) {
   drawHelpOverlay(state);
   drawOpenBundleModal(state);
   drawToast(state);
+  drawNotice(state);
 }
 
 // After drawing: what changed this frame becomes the state the next frame (and the state
@@ -158,7 +160,7 @@ int runFrameLoop(GLFWwindow* window, const AppOptions& options, AppState& state,
       }
     }
     const bool last_frame =
-        framesDone(frames, state, exit_code) || glfwWindowShouldClose(window) || state.ui.quit_requested;
+        framesDone(frames, state, exit_code) || glfwWindowShouldClose(window) || state.ui.quit_requested || *state.ui.interrupted;
     if (last_frame && !options.screenshot.empty() && !writeScreenshot(options.screenshot, fb_width, fb_height)) {
       std::fprintf(stderr, "attnscope: --screenshot %s: cannot write\n", options.screenshot.c_str());
       exit_code = 1;
@@ -201,12 +203,18 @@ int runGui(int argc, char** argv) {
     return 1;
   }
 
+  // SIGINT/SIGTERM: save the settings and exit 0 like Ctrl+Q (a second signal exits at once).
+  setInterruptHandler([interrupted = state.ui.interrupted](int) {
+    *interrupted = true;
+    glfwPostEmptyEvent();
+  });
   state.compute.worker = std::make_unique<ComputeWorker>();
   int fb_width = 0, fb_height = 0;
   const int exit_code = runFrameLoop(window, options, state, fb_width, fb_height);
 
+  setInterruptHandler(nullptr);
   closeStateLog(state, fb_width, fb_height);
-  saveSettingsNow(state);
+  if (state.persist.dirty) saveSettingsNow(state);  // unchanged settings: the file is not rewritten
   finishExports(state.exports);
   state.compute.worker.reset();
   closeAppWindow(window, state);

@@ -61,6 +61,7 @@ std::string parseAppOptions(int argc, char** argv, AppOptions& options) {
             !parseInt(size.substr(x + 1).c_str(), 240, 16384, options.height)) {
           return "--size: expected WIDTHxHEIGHT (at least 320x240), got '" + size + "'";
         }
+        options.size_given = true;
       }
     } else if (arg == "--check-gl") {
       options.check_gl = true;

@@ -13,6 +13,7 @@ struct AppOptions {
   std::string state_log;
   int frames = -1;  // -1: run until the user quits
   int width = 1440, height = 900;
+  bool size_given = false;  // --size: exactly that; else the default shrinks to the monitor's work area
   bool check_gl = false;
   bool help = false;
 };

@@ -11,6 +11,7 @@
 //   script    the state log and widget rectangles (tests, scripting)
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -76,6 +77,8 @@ struct UiState {
   bool modal_was_open = false;         // previous frame, to log the change
   bool close_modal_requested = false;  // Escape: close the open-bundle dialog
   bool quit_requested = false;
+  // Set from the signal watcher thread (SIGINT/SIGTERM): quit like Ctrl+Q, saving settings.
+  std::shared_ptr<std::atomic<bool>> interrupted = std::make_shared<std::atomic<bool>>(false);
   bool item_active = false;            // a widget is held (e.g. a slider being dragged)
   std::string notice;                  // one-line message, e.g. "settings.json ignored: ..."
   std::string window_title;

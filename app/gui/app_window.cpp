@@ -7,6 +7,7 @@
 #include <backends/imgui_impl_opengl3.h>
 #include <imgui.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -53,6 +54,18 @@ void onKey(GLFWwindow* window, int key, int, int action, int mods) {
   if (action != GLFW_RELEASE) state->ui.key_presses.push_back({key, mods});
 }
 
+// The default size shrinks to the primary monitor's work area (a 1280x800 screen, panels);
+// a window manager's title bar is left room for.
+void fitWorkArea(int& width, int& height) {
+  GLFWmonitor* monitor = glfwGetPrimaryMonitor();
+  if (!monitor) return;
+  int x = 0, y = 0, w = 0, h = 0;
+  glfwGetMonitorWorkarea(monitor, &x, &y, &w, &h);
+  constexpr int kTitleBar = 40;
+  if (w > 0) width = std::min(width, w);
+  if (h > kTitleBar) height = std::min(height, h - kTitleBar);
+}
+
 std::string glfwFailure(const char* fallback) {
   const char* why = nullptr;
   glfwGetError(&why);
@@ -71,8 +84,9 @@ GLFWwindow* openAppWindow(const AppOptions& options, AppState& state, std::strin
   glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
   glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
   glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
-  GLFWwindow* window =
-      glfwCreateWindow(options.width, options.height, state.ui.window_title.c_str(), nullptr, nullptr);
+  int width = options.width, height = options.height;
+  if (!options.size_given) fitWorkArea(width, height);
+  GLFWwindow* window = glfwCreateWindow(width, height, state.ui.window_title.c_str(), nullptr, nullptr);
   if (!window) {
     error = glfwFailure("glfwCreateWindow failed");
     glfwTerminate();

@@ -42,15 +42,17 @@ Tensor probDifferenceMax(const AttentionTrace& buggy, const AttentionTrace& corr
   return result;
 }
 
-// Runs `work`; returns "" or the one-line message for what it threw.
+// Runs `work`; returns "" or the one-line message for what it threw. Out of memory names
+// the bundle the sizes came from.
 template <typename Work>
-std::string describeFailure(Work&& work) {
+std::string describeFailure(const Settings& settings, Work&& work) {
   try {
     work();
   } catch (const InputError& e) {
     return e.what();
   } catch (const std::bad_alloc&) {
-    return "out of memory for these sizes; make L, S, B or H smaller";
+    const std::string subject = settings.source == InputSource::Bundle ? "bundle " + settings.bundle_path + ": " : "";
+    return subject + "out of memory for these sizes; make L, S, B or H smaller";
   } catch (const std::exception& e) {
     return std::string("internal error: ") + e.what();
   }
@@ -111,7 +113,7 @@ void ComputeWorker::run() {
     result.generation = generation;
     const auto start = std::chrono::steady_clock::now();
     std::optional<Run> run;
-    result.error = describeFailure([&] {
+    result.error = describeFailure(settings, [&] {
       // Maps computed elsewhere (an attention bundle): nothing to run, only to show.
       if (settings.source == InputSource::Bundle && !settings.bundle_path.empty() &&
           bundleKind(settings.bundle_path) == BundleKind::Attentions) {
@@ -128,7 +130,7 @@ void ComputeWorker::run() {
     if (run && run->options.mistake != Mistake::None && !superseded(generation)) {
       AttentionOptions options = run->options;
       options.mistake = Mistake::None;
-      describeFailure([&] {
+      describeFailure(settings, [&] {
         result.correct_view = std::make_shared<const ViewModel>(viewFromTrace(workspace_.run(run->inputs, options)));
         if (result.view) result.prob_diff_max = probDifferenceMax(*result.view->trace, *result.correct_view->trace);
       });

@@ -31,6 +31,7 @@ void drawStatusBar(AppState& state);
 void drawHelpOverlay(AppState& state);
 void drawOpenBundleModal(AppState& state);
 void drawToast(AppState& state);
+void drawNotice(AppState& state);
 
 // Shared look: section header, red error text, orange warning text, a small spinner.
 void sectionHeader(const char* text);

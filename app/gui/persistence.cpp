@@ -41,12 +41,12 @@ std::string loadStartupSettings(const AppOptions& options, AppState& state) {
     } catch (const InputError& e) {
       return e.what();
     }
-  } else if (!saved.empty() && std::filesystem::exists(saved)) {
-    try {
-      state.settings = loadSettingsFile(saved, &state.view.focus);
-    } catch (const InputError& e) {
-      state.ui.notice = std::string("saved settings ignored: ") + e.what();
-    }
+  } else if (!saved.empty()) {
+    // A bad file is moved aside (never overwritten); its valid keys are kept.
+    RecoveredSettings recovered = recoverSettingsFile(saved);
+    state.settings = std::move(recovered.settings);
+    state.view.focus = recovered.focus;
+    state.ui.notice = recovered.notice;
   }
   if (!options.bundle.empty()) {
     try {
@@ -55,7 +55,7 @@ std::string loadStartupSettings(const AppOptions& options, AppState& state) {
     } catch (const InputError& e) {
       state.settings.source = InputSource::Bundle;
       state.settings.bundle_path = options.bundle;
-      state.ui.notice = e.what();
+      state.ui.notice = state.ui.notice.empty() ? e.what() : state.ui.notice + "\n" + e.what();
     }
   }
   return "";

@@ -24,6 +24,7 @@ void writeStateLog(AppState& state, int width, int height) {
   line["generation"] = c.trace_generation;
   line["pending"] = c.pending();
   line["error"] = c.error;
+  line["notice"] = state.ui.notice;
   line["source"] = inputSourceName(s.source);
   line["settings_heads"] = s.heads;
   line["mask"] = s.mask.toString();

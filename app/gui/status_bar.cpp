@@ -52,10 +52,6 @@ void drawStatusBar(AppState& state) {
       ImGui::TextColored(ImVec4(1.0f, 0.62f, 0.18f, 1.0f), "   %s", v->warnings.front().c_str());
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", v->warnings.front().c_str());
     }
-    if (!state.ui.notice.empty()) {
-      ImGui::SameLine();
-      ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.3f, 1.0f), "   %s", state.ui.notice.c_str());
-    }
     ImGui::SameLine(ImGui::GetWindowWidth() - 150);
     ImGui::TextDisabled("F1: shortcuts");
   }

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <memory>
+#include <limits>
 
 namespace attnscope {
 namespace {
@@ -22,7 +23,8 @@ int64_t parseCount(const std::string& text, const std::string& term) {
   errno = 0;
   char* end = nullptr;
   const long long value = std::strtoll(t.c_str(), &end, 10);
-  if (*end != '\0' || errno == ERANGE) {
+  // end must reach the real end: an embedded NUL would stop strtoll early.
+  if (end != t.c_str() + t.size() || errno == ERANGE) {
     throw InputError("mask: term '" + term + "' has a bad number '" + t + "'");
   }
   if (value < 0) throw InputError("mask: term '" + term + "' must not be negative");
@@ -39,13 +41,17 @@ std::string joinSegments(const std::vector<int64_t>& segments, const char* sep) 
 }
 
 // segment id of every position 0..n-1; positions past the listed lengths share one id.
+// Segment ends saturate at INT64_MAX: lengths such as 9223372036854775807 must not overflow.
 std::vector<int64_t> segmentIds(const std::vector<int64_t>& segments, int64_t n) {
   std::vector<int64_t> ids(n);
   int64_t seg = 0, end = segments.empty() ? n : segments[0];
   for (int64_t p = 0; p < n; ++p) {
     while (seg < static_cast<int64_t>(segments.size()) && p >= end) {
       ++seg;
-      if (seg < static_cast<int64_t>(segments.size())) end += segments[seg];
+      if (seg < static_cast<int64_t>(segments.size())) {
+        const int64_t room = std::numeric_limits<int64_t>::max() - end;
+        end = segments[seg] > room ? std::numeric_limits<int64_t>::max() : end + segments[seg];
+      }
     }
     ids[p] = seg;
   }

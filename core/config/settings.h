@@ -103,12 +103,24 @@ std::vector<std::string> exportFormatNames();  // {"png", "svg", "pdf", "npy", "
 
 // Settings as JSON (config/settings_json.cpp).
 nlohmann::json settingsToJson(const Settings& settings, const ViewFocus& focus = {});
-// Unknown keys are ignored; wrong types or values throw InputError naming the key.
-Settings settingsFromJson(const nlohmann::json& json);
-ViewFocus viewFocusFromJson(const nlohmann::json& json);  // the same rules
-// InputError on a bad file; the focus saved in it goes to *focus when given.
+// Unknown keys are ignored; wrong types or values throw InputError naming the key, or,
+// with a problems list, keep that key's default and add one line per bad key to it.
+Settings settingsFromJson(const nlohmann::json& json, std::vector<std::string>* problems = nullptr);
+ViewFocus viewFocusFromJson(const nlohmann::json& json, std::vector<std::string>* problems = nullptr);  // the same rules
+// InputError naming the file on a bad file; the focus saved in it goes to *focus when given.
 Settings loadSettingsFile(const std::string& path, ViewFocus* focus = nullptr);
 void saveSettingsFile(const Settings& settings, const std::string& path, const ViewFocus& focus = {});  // atomic
+
+// The app's own settings file at start-up: never fatal, never lost. A file that cannot be
+// read or holds a bad value is renamed to PATH.bad-YYYYMMDD-HHMMSS (a free name: never
+// overwriting another) and the settings keep every valid key of it.
+struct RecoveredSettings {
+  Settings settings;
+  ViewFocus focus;
+  std::string notice;    // one line for the user; "" when the file was fine or absent
+  std::string moved_to;  // where the bad file went; "" when it was not moved
+};
+RecoveredSettings recoverSettingsFile(const std::string& path);
 
 // Temperature scale = 1 / (T sqrt(d)) with d = model_dim / heads. The one-argument form
 // uses settings.modelDim(); pass the real D for bundles (D comes from their weights).

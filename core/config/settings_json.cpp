@@ -1,18 +1,19 @@
 // Settings as JSON: the app's saved settings, `--settings FILE`, and the JSON beside every
 // export. Unknown keys are ignored; a wrong type or value names the key.
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
+#include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
 #include "config/settings.h"
+#include "tensor/npy.h"
 
 namespace attnscope {
 namespace {
@@ -20,15 +21,22 @@ namespace {
 using nlohmann::json;
 
 // Typed readers: a missing key keeps the default; a wrong type or value names the key.
+// With a problems list, a bad key keeps its default and adds one line there instead.
 class Reader {
  public:
-  explicit Reader(const json& j) : j_(j) {}
+  Reader(const json& j, std::vector<std::string>* problems) : j_(j), problems_(problems) {}
 
   template <typename Fn>
   bool with(const char* key, Fn fn) const {
     const auto it = j_.find(key);
     if (it == j_.end() || it->is_null()) return false;
-    fn(*it);
+    try {
+      fn(*it);
+    } catch (const InputError& e) {
+      if (!problems_) throw;
+      problems_->push_back(e.what());
+      return false;
+    }
     return true;
   }
 
@@ -50,11 +58,14 @@ class Reader {
       out = v.get<uint64_t>();
     });
   }
-  void number(const char* key, float& out) const {
+  // valid(x) false: "must be <requirement>".
+  template <typename Valid>
+  void number(const char* key, float& out, Valid valid, const char* requirement) const {
     with(key, [&](const json& v) {
       if (!v.is_number()) fail(key, "must be a number");
       const double x = v.get<double>();
-      if (!std::isfinite(x)) fail(key, "must be finite");
+      if (!std::isfinite(x) || std::fabs(x) > std::numeric_limits<float>::max()) fail(key, "must be a finite number");
+      if (!valid(static_cast<float>(x))) fail(key, std::string("must be ") + requirement);
       out = static_cast<float>(x);
     });
   }
@@ -87,6 +98,7 @@ class Reader {
 
  private:
   const json& j_;
+  std::vector<std::string>* problems_;
 };
 
 constexpr int64_t kMaxLen = 1 << 20;
@@ -129,10 +141,10 @@ json settingsToJson(const Settings& s, const ViewFocus& focus) {
   };
 }
 
-Settings settingsFromJson(const json& j) {
+Settings settingsFromJson(const json& j, std::vector<std::string>* problems) {
   if (!j.is_object()) throw InputError("settings: expected a JSON object at the top level");
   Settings s;
-  const Reader r(j);
+  const Reader r(j, problems);
   r.with("source", [&](const json& v) {
     const std::optional<InputSource> source = v.is_string() ? inputSourceFromName(v.get<std::string>()) : std::nullopt;
     if (!source) Reader::fail("source", "must be \"text\", \"synthetic\" or \"bundle\"");
@@ -169,12 +181,9 @@ Settings settingsFromJson(const json& j) {
     if (!scale) Reader::fail("scale", "must be \"inv_sqrt_d\", \"none\", \"temperature\" or \"factor\"");
     s.scale = *scale;
   });
-  r.number("scale_factor", s.scale_factor);
-  if (!scaleFromFactor(s.scale_factor)) Reader::fail("scale_factor", "must be > 0");
-  r.number("temperature", s.temperature);
-  if (!(s.temperature > 0.0f)) Reader::fail("temperature", "must be > 0");
-  r.number("dropout", s.dropout);
-  if (!(s.dropout >= 0.0f && s.dropout < 1.0f)) Reader::fail("dropout", "must be in [0, 1)");
+  r.number("scale_factor", s.scale_factor, [](float f) { return scaleFromFactor(f).has_value(); }, "> 0");
+  r.number("temperature", s.temperature, [](float t) { return t > 0.0f; }, "> 0");
+  r.number("dropout", s.dropout, [](float p) { return p >= 0.0f && p < 1.0f; }, "in [0, 1)");
   r.boolean("train", s.train);
   r.with("mistake", [&](const json& v) {
     if (!v.is_string()) Reader::fail("mistake", "must be a mistake name such as \"floor-div-scale\"");
@@ -210,27 +219,99 @@ Settings settingsFromJson(const json& j) {
   return s;
 }
 
-ViewFocus viewFocusFromJson(const json& j) {
+ViewFocus viewFocusFromJson(const json& j, std::vector<std::string>* problems) {
   if (!j.is_object()) throw InputError("settings: expected a JSON object at the top level");
   ViewFocus focus;
-  const Reader r(j);
+  const Reader r(j, problems);
   r.integer("batch_item", focus.batch_item, 0, 4095);
   r.integer("focused_layer", focus.layer, 0, 4095);
   r.integer("focused_head", focus.head, 0, 4095);
   return focus;
 }
 
-Settings loadSettingsFile(const std::string& path, ViewFocus* focus) {
+namespace {
+
+// The file's text; InputError naming it when it cannot be read. A settings file is a few
+// KiB: stop early on anything huge or endless (/dev/zero).
+std::string readSettingsText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("settings file " + path + ": cannot open (" + std::strerror(errno) + ")");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  json j;
+  constexpr size_t kMaxBytes = 16u << 20;
+  std::string text;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxBytes) throw InputError("settings file " + path + ": larger than 16 MiB, not a settings file");
+  }
+  if (in.bad()) throw InputError("settings file " + path + ": cannot read (" + std::strerror(errno) + ")");
+  return text;
+}
+
+json parseSettingsText(const std::string& path, const std::string& text) {
   try {
-    j = json::parse(buffer.str());
+    return json::parse(text);
   } catch (const json::parse_error& e) {
     throw InputError("settings file " + path + ": invalid JSON at byte " + std::to_string(e.byte));
+  } catch (const json::exception& e) {
+    // e.g. out_of_range for 1e400: keep the human part of "[json.exception.out_of_range.406] ...".
+    const std::string why = e.what();
+    const size_t bracket = why.find("] ");
+    throw InputError("settings file " + path + ": " + (bracket == std::string::npos ? why : why.substr(bracket + 2)));
   }
+}
+
+// Number literals too large for a double (1e400) become null, so that nlohmann can parse
+// the rest and the other keys survive; each one replaced adds a problem.
+std::string nullOverflowingNumbers(const std::string& text, std::vector<std::string>& problems) {
+  std::string out;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) out += text[++i];
+      else if (c == '"') in_string = false;
+      ++i;
+    } else if (c == '"') {
+      in_string = true;
+      out += c;
+      ++i;
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+      const size_t end = text.find_first_not_of("0123456789+-.eE", i);
+      const std::string literal = text.substr(i, end == std::string::npos ? std::string::npos : end - i);
+      if (std::isfinite(std::strtod(literal.c_str(), nullptr))) {
+        out += literal;
+      } else {
+        out += "null";
+        problems.push_back("number " + literal.substr(0, 24) + " is too large");
+      }
+      i += literal.size();
+    } else {
+      out += c;
+      ++i;
+    }
+  }
+  return out;
+}
+
+// PATH.bad-YYYYMMDD-HHMMSS, or with -2, -3, ... when that name is taken.
+std::string freeBadName(const std::string& path) {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y%m%d-%H%M%S", &local);
+  const std::string base = path + ".bad-" + date;
+  std::string name = base;
+  std::error_code ec;
+  for (int n = 2; std::filesystem::exists(std::filesystem::symlink_status(name, ec)); ++n) name = base + "-" + std::to_string(n);
+  return name;
+}
+
+}  // namespace
+
+Settings loadSettingsFile(const std::string& path, ViewFocus* focus) {
+  const json j = parseSettingsText(path, readSettingsText(path));
   try {
     Settings settings = settingsFromJson(j);
     if (focus) *focus = viewFocusFromJson(j);
@@ -240,23 +321,42 @@ Settings loadSettingsFile(const std::string& path, ViewFocus* focus) {
   }
 }
 
-void saveSettingsFile(const Settings& settings, const std::string& path, const ViewFocus& focus) {
-  // Write a temporary file beside the target, then rename: readers never see half a file.
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError("settings file " + path + ": cannot write (" + std::strerror(errno) + ")");
-    out << settingsToJson(settings, focus).dump(2) << "\n";
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw InputError("settings file " + path + ": write failed");
-    }
+RecoveredSettings recoverSettingsFile(const std::string& path) {
+  RecoveredSettings result;
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return result;
+  std::string problem;
+  try {
+    std::vector<std::string> bad;
+    const std::string text = nullOverflowingNumbers(readSettingsText(path), bad);
+    const json j = parseSettingsText(path, text);
+    result.settings = settingsFromJson(j, &bad);
+    result.focus = viewFocusFromJson(j, &bad);
+    if (bad.empty()) return result;
+    problem = "settings file " + path + ": " + bad.front() +
+              (bad.size() > 1 ? " (and " + std::to_string(bad.size() - 1) + " more)" : "");
+  } catch (const InputError& e) {
+    result.settings = Settings();
+    result.focus = ViewFocus();
+    problem = e.what();
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw InputError("settings file " + path + ": cannot replace (" + why + ")");
+  const std::string moved = freeBadName(path);
+  if (std::rename(path.c_str(), moved.c_str()) == 0) {
+    result.moved_to = moved;
+    result.notice = problem + ". Started on defaults for what was bad; the file is kept as " + moved;
+  } else {
+    result.notice = problem + ". Started on defaults for what was bad (the file could not be moved aside: " +
+                    std::strerror(errno) + ")";
+  }
+  return result;
+}
+
+void saveSettingsFile(const Settings& settings, const std::string& path, const ViewFocus& focus) {
+  // Temp file + rename (removed on SIGINT/SIGTERM): readers never see half a file.
+  try {
+    writeFileAtomic(path, settingsToJson(settings, focus).dump(2) + "\n");
+  } catch (const InputError& e) {
+    throw InputError("settings file " + std::string(e.what()));
   }
 }
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "tensor/byte_source.h"
+#include "tensor/interrupt.h"
 
 namespace attnscope {
 namespace {
@@ -353,9 +354,15 @@ void writeAtomic(const std::string& path, const std::string& header, const char*
   const size_t slash = path.find_last_of('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  std::string temp = dir + "/." + base + ".tmpXXXXXX";
-  const int fd = mkstemp(temp.data());
-  if (fd < 0) throw InputError(path + ": cannot write (" + std::strerror(errno) + ")");
+  int fd = -1;
+  // Registered so that SIGINT/SIGTERM during the write leaves no temp file behind.
+  const RemoveOnInterrupt guard([&] {
+    std::string temp = dir + "/." + base + ".tmpXXXXXX";
+    fd = mkstemp(temp.data());
+    if (fd < 0) throw InputError(path + ": cannot write (" + std::strerror(errno) + ")");
+    return temp;
+  });
+  const std::string& temp = guard.path();
   // mkstemp creates 0600; give the final file the usual permissions (0666 & ~umask).
   const mode_t mask = ::umask(0);
   ::umask(mask);

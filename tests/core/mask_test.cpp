@@ -72,7 +72,16 @@ const ParseError kParseErrors[] = {
     {"causal:3", "mask: term 'causal' takes no argument"},
     {"padding:1", "takes no argument"},
     {"none+causal", "unknown term 'none'"},
+    {"window:99999999999999999999", "has a bad number"},
 };
+
+// Regression (issue 12): strtoll stopped at an embedded NUL, so "window:3\0junk" parsed as 3.
+TEST(MaskSpec, EmbeddedNulIsABadNumber) {
+  for (const std::string& text : {std::string("window:3\0junk", 14), std::string("segments:2,\0", 12),
+                                 std::string("prefix:\0", 8)}) {
+    EXPECT_THROW(MaskSpec::parse(text), InputError) << text.size();
+  }
+}
 
 TEST(MaskSpec, ParseErrorsNameTheTerm) {
   for (const ParseError& e : kParseErrors) {
@@ -107,6 +116,13 @@ TEST(BuildMasks, EachTermMatchesItsFormula) {
          auto seg = [](int64_t p) { return p < 2 ? 0 : p < 5 ? 1 : 2; };
          return seg(i) == seg(j);
        }},
+      // Regression (issue 12): the running segment end overflowed int64 (UBSan).
+      {"segments:1,2,9223372036854775807", 6, 6,
+       [](int64_t i, int64_t j) {
+         auto seg = [](int64_t p) { return p < 1 ? 0 : p < 3 ? 1 : 2; };
+         return seg(i) == seg(j);
+       }},
+      {"segments:9223372036854775807,9223372036854775807", 3, 4, [](int64_t, int64_t) { return true; }},
       {"causal+window:1", 5, 5, [](int64_t i, int64_t j) { return j <= i && i - j <= 1; }},
       {"none", 3, 4, [](int64_t, int64_t) { return true; }},
   };

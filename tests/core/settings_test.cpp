@@ -136,6 +136,28 @@ TEST(SettingsJson, WrongTypesAndValuesNameTheKey) {
   }
 }
 
+// With a problems list, every bad key keeps its default and every valid key is kept.
+TEST(SettingsJson, BadKeysKeepDefaultsAndTheRestSurvives) {
+  const json bad_values[] = {{{"dropout", 2.0}}, {{"temperature", 0}}, {{"heads", "four"}}, {{"mask", "casual"}},
+                             {{"export_formats", {"gif"}}}, {{"seed", -1}}, {{"dropout", 1e300}}};
+  for (const json& bad : bad_values) {
+    json j = {{"text", "kept text"}, {"heads", 3}, {"mask", "causal"}, {"dropout", 0.25}};
+    for (const auto& item : bad.items()) j[item.key()] = item.value();
+    std::vector<std::string> problems;
+    const Settings s = settingsFromJson(j, &problems);
+    ASSERT_EQ(problems.size(), 1u) << j.dump();
+    EXPECT_NE(problems[0].find("'" + bad.begin().key() + "'"), std::string::npos) << problems[0];
+    EXPECT_EQ(s.text, "kept text");
+    const Settings defaults;
+    const std::string key = bad.begin().key();
+    EXPECT_EQ(s.heads, key == "heads" ? defaults.heads : 3) << j.dump();
+    EXPECT_EQ(s.mask.toString(), key == "mask" ? defaults.mask.toString() : "causal") << j.dump();
+    EXPECT_EQ(s.dropout, key == "dropout" ? defaults.dropout : 0.25f) << j.dump();
+    EXPECT_EQ(s.temperature, defaults.temperature);
+    EXPECT_EQ(s.export_formats, defaults.export_formats);
+  }
+}
+
 class SettingsFile : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -180,7 +202,70 @@ TEST_F(SettingsFile, BadFilesGiveOneLineErrors) {
   expectError(write("truncated.json", "{\"heads\": 4, "), "invalid JSON at byte");
   expectError(write("garbage.json", "heads = 4"), "invalid JSON");
   expectError(write("type.json", "{\"heads\": true}"), "'heads' must be an integer");
+  // Regression (issue 12): nlohmann's out_of_range escaped, even under an unknown key.
+  expectError(write("overflow.json", "{\"heads\": 1e400}"), "number overflow");
+  expectError(write("overflow_unknown.json", "{\"heads\": 2, \"zzz\": [-1e400]}"), "number overflow");
+  expectError(dir_.string(), "cannot read");  // a folder, not a file
+  expectError("/dev/zero", "larger than 16 MiB");  // endless: stops early
   EXPECT_THROW(saveSettingsFile(Settings(), (dir_ / "no_such_dir" / "s.json").string()), InputError);
+}
+
+// The app's own settings file (issue 12): a bad file is moved aside to PATH.bad-DATE, never
+// overwritten, valid keys are kept, and the notice names both files.
+TEST_F(SettingsFile, RecoverMovesABadFileAsideAndKeepsValidKeys) {
+  struct Case {
+    const char* text;
+    const char* problem;   // in the notice
+    bool keeps_heads;      // "heads": 3 survives
+    bool keeps_text;       // "text": "mine" survives
+  };
+  const Case cases[] = {
+      {R"({"heads": 3, "text": "mine", "dropout": 1.5})", "'dropout' must be in [0, 1)", true, true},
+      {R"({"heads": 3, "text": "mine", "zzz": {"x": 1e400}})", "number 1e400 is too large", true, true},
+      {R"({"heads": 1e400, "text": "mine"})", "number 1e400 is too large", false, true},
+      {R"({"heads": 3, "text": "mine", )", "invalid JSON at byte", false, false},
+      {"\x89PNG garbage", "invalid JSON", false, false},
+  };
+  for (const Case& c : cases) {
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    const std::string path = write("settings.json", c.text);
+    const RecoveredSettings r = recoverSettingsFile(path);
+    EXPECT_NE(r.notice.find(c.problem), std::string::npos) << c.text << " -> " << r.notice;
+    EXPECT_NE(r.notice.find(path), std::string::npos) << r.notice;
+    ASSERT_FALSE(r.moved_to.empty()) << c.text;
+    EXPECT_NE(r.notice.find(r.moved_to), std::string::npos) << r.notice;
+    EXPECT_EQ(r.moved_to.rfind(path + ".bad-", 0), 0u) << r.moved_to;
+    EXPECT_FALSE(std::filesystem::exists(path));
+    std::ifstream moved(r.moved_to, std::ios::binary);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(moved), {}), c.text) << "the bad file is kept byte for byte";
+    EXPECT_EQ(r.settings.heads, c.keeps_heads ? 3 : Settings().heads) << c.text;
+    EXPECT_EQ(r.settings.text, c.keeps_text ? "mine" : Settings().text) << c.text;
+    EXPECT_EQ(r.settings.dropout, 0.0f);
+  }
+  // A second bad file in the same second gets its own name: the first is never overwritten.
+  const std::string path = write("settings.json", "{");
+  const RecoveredSettings first = recoverSettingsFile(path);
+  write("settings.json", "[");
+  const RecoveredSettings second = recoverSettingsFile(path);
+  ASSERT_FALSE(first.moved_to.empty());
+  ASSERT_FALSE(second.moved_to.empty());
+  EXPECT_NE(first.moved_to, second.moved_to);
+  std::ifstream kept(first.moved_to);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(kept), {}), "{");
+}
+
+TEST_F(SettingsFile, RecoverLeavesGoodOrMissingFilesAlone) {
+  const std::string path = (dir_ / "settings.json").string();
+  RecoveredSettings r = recoverSettingsFile(path);
+  EXPECT_EQ(r.notice, "");
+  EXPECT_FALSE(std::filesystem::exists(path));
+  saveSettingsFile(unusualSettings(), path);
+  r = recoverSettingsFile(path);
+  EXPECT_EQ(r.notice, "");
+  EXPECT_EQ(r.moved_to, "");
+  expectSame(r.settings, unusualSettings());
+  EXPECT_TRUE(std::filesystem::exists(path));
 }
 
 TEST(AttentionOptionsFromSettings, ScaleChoices) {

@@ -28,11 +28,11 @@ def scratch_dir(prefix):
 class XServer:
     """xvfb-run holding a display open; .env has DISPLAY, XAUTHORITY and a private XDG_CONFIG_HOME."""
 
-    def __init__(self):
+    def __init__(self, screen=SCREEN):
         self.dir = scratch_dir("xvfb-")
         display_file = os.path.join(self.dir, "display")
         self.proc = subprocess.Popen(
-            ["xvfb-run", "-a", "-s", SCREEN, "sh", "-c", 'echo "$DISPLAY $XAUTHORITY" > "$0.tmp" && mv "$0.tmp" "$0"; exec sleep 3600',
+            ["xvfb-run", "-a", "-s", screen, "sh", "-c", 'echo "$DISPLAY $XAUTHORITY" > "$0.tmp" && mv "$0.tmp" "$0"; exec sleep 3600',
              display_file],
             start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 20
@@ -50,7 +50,8 @@ class XServer:
         self.env["XDG_CONFIG_HOME"] = os.path.join(self.dir, "config")
         # Xvfb puts the pointer mid-screen, over the focus view; park it in a corner so
         # no tooltip or crosshair covers the cells a test inspects.
-        self.xdotool("mousemove", 1590, 990)
+        width, height = (int(v) for v in screen.split()[2].split("x")[:2])
+        self.xdotool("mousemove", width - 10, height - 10)
 
     def run(self, *args, timeout=60):
         return subprocess.run([BIN, *args], env=self.env, capture_output=True, text=True, timeout=timeout)

@@ -19,9 +19,8 @@ class OverlayTest(g.AppTestCase):
         self.assertFalse(state["modal_open"])
 
         self.x.xdotool("key", "--window", window, "F1")
-        g.wait_for_state(log, lambda s: s["help_open"] and "help_overlay" in s["rects"])
-        time.sleep(0.3)  # auto-sized window: take the settled rectangle
-        state = g.read_state_log(log)[-1]
+        # Auto-sized window: its first frame is tiny; wait for the settled rectangle (slow machines).
+        state = g.wait_for_state(log, lambda s: s["help_open"] and s["rects"].get("help_overlay", [0] * 4)[2] > 300)
         rect = state["rects"]["help_overlay"]
         self.assertGreater(rect[2], 300)
         self.assertGreater(rect[3], 200)
@@ -35,9 +34,8 @@ class OverlayTest(g.AppTestCase):
         self.assertNotIn("help_overlay", state["rects"])
 
         self.x.xdotool("key", "--window", window, "ctrl+o")
-        g.wait_for_state(log, lambda s: s["modal_open"] and "bundle_modal" in s["rects"])
-        time.sleep(0.3)
-        state = g.read_state_log(log)[-1]
+        state = g.wait_for_state(log, lambda s: s["modal_open"] and s["rects"].get("bundle_modal", [0] * 4)[3] > 60)
+        time.sleep(0.3)  # the frame with that rectangle on screen
         rect = state["rects"]["bundle_modal"]
         _, _, rows = self.capture(window, "modal.png")
         pixels = g.inner_pixels(rows, rect)
