@@ -27,6 +27,44 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The active variants with their settings (shapes.json "variants").
+nlohmann::ordered_json variantsJson(const AttentionTrace& t, const AttentionOptions& options) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (Variant v : t.variants) {
+    nlohmann::ordered_json entry = {{"reference", variantInfo(v).reference}};
+    switch (v) {
+      case Variant::GroupedQuery: entry["kv_heads"] = t.G; break;
+      case Variant::Rope:
+        entry["base"] = options.rope_base;
+        entry["style"] = ropeStyleName(options.rope_style);
+        break;
+      case Variant::Alibi: entry["slopes"] = t.alibi_slopes; break;
+      case Variant::SoftCap: entry["cap"] = *options.softcap; break;
+      case Variant::Sinks: entry["sinks"] = options.mask.sinks; break;
+    }
+    out[variantInfo(v).name] = entry;
+  }
+  return out;
+}
+
+std::string variantsText(const AttentionTrace& t, const AttentionOptions& options) {
+  std::string text;
+  for (Variant v : t.variants) {
+    std::string item = variantInfo(v).name;
+    switch (v) {
+      case Variant::GroupedQuery: item += " G=" + std::to_string(t.G) + (t.G == 1 ? " (MQA)" : ""); break;
+      case Variant::Rope:
+        item += std::string(" ") + ropeStyleName(options.rope_style) + " base " + formatNumber(options.rope_base);
+        break;
+      case Variant::Alibi: break;
+      case Variant::SoftCap: item += " " + formatNumber(*options.softcap); break;
+      case Variant::Sinks: item += " " + std::to_string(options.mask.sinks); break;
+    }
+    text += (text.empty() ? "" : ", ") + item;
+  }
+  return text;
+}
+
 nlohmann::ordered_json shapesJson(const AttentionTrace& t, const AttentionOptions& options, const std::string& source,
                           const std::vector<std::string>& files) {
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
@@ -40,8 +78,9 @@ nlohmann::ordered_json shapesJson(const AttentionTrace& t, const AttentionOption
   return {
       {"source", source},
       {"sizes", {{"B", t.B}, {"L", t.L}, {"S", t.S}, {"D", t.D}, {"H", t.H}, {"d", t.d},
-                 {"Dq", t.Dq}, {"Dk", t.Dk}, {"Dv", t.Dv}}},
+                 {"Dq", t.Dq}, {"Dk", t.Dk}, {"Dv", t.Dv}, {"G", t.G}}},
       {"scale", t.scale},
+      {"variants", variantsJson(t, options)},
       {"mask", options.mask.toString()},
       {"mask_components", components},
       {"fill", t.fill == MaskFill::NegInf ? "-inf" : "-1e9"},
@@ -106,8 +145,10 @@ void printSummary(const AttentionTrace& t, const AttentionOptions& options, cons
                   const std::vector<std::string>& notes) {
   std::cout << "attnscope compute: " << source << "\n";
   std::cout << "  sizes   B=" << t.B << " L=" << t.L << " S=" << t.S << " D=" << t.D << " H=" << t.H
-            << " d=" << t.d << "  (Dq=" << t.Dq << " Dk=" << t.Dk << " Dv=" << t.Dv << ")\n";
+            << (t.G != t.H ? " G=" + std::to_string(t.G) : std::string()) << " d=" << t.d << "  (Dq=" << t.Dq
+            << " Dk=" << t.Dk << " Dv=" << t.Dv << ")\n";
   std::cout << "  scale   " << scaleText(t, options) << "\n";
+  if (!t.variants.empty()) std::cout << "  variant " << variantsText(t, options) << "\n";
   std::string components;
   for (const MaskComponent& c : t.mask.components) components += (components.empty() ? "" : " + ") + c.name;
   std::cout << "  mask    " << (components.empty() ? "none" : components)
@@ -171,7 +212,8 @@ int runComputeCommand(int argc, char** argv) {
   addRunOptions(app, flags.run);
   app.add_option("--out", flags.out, "output folder (created if missing)")->required();
   app.footer(
-      "Flags override bundle.json (heads, mask, scale, fill, dropout, seed, d_model), which overrides the\n"
+      "Flags override bundle.json (heads, mask, scale, fill, dropout, seed, d_model, kv_heads, rope,\n"
+      "rope_style, alibi, softcap, sinks), which overrides the\n"
       "defaults (H = 1 for a bundle, 4 for the demo). The bundle's attn_mask.npy and key_padding.npy are\n"
       "always applied. Writes scores/probs/output/q/k/v/context/mask/fully_masked .npy and shapes.json.\n"
       "Exit status: 0 ok, 1 bad input (one line on stderr naming the file), 2 usage error.\n"

@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/run_command.h"
+#include "cli/run_options.h"
 #include "config/run.h"
 #include "figure/figure.h"
 
@@ -31,6 +32,7 @@ struct ExportFlags {
   std::optional<int64_t> cell_px;
   std::optional<std::string> mask;
   std::optional<int64_t> heads_count;
+  VariantFlags variants;
 };
 
 std::vector<std::string> splitList(const std::string& flag, const std::string& text) {
@@ -105,6 +107,7 @@ Settings settingsFromFlags(const ExportFlags& flags, ViewFocus& focus) {
     }
   }
   if (flags.heads_count) settings.heads = *flags.heads_count;
+  applyVariantFlags(flags.variants, settings);
   return settings;
 }
 
@@ -136,6 +139,7 @@ int exportCommand(const ExportFlags& flags) {
     throw UsageError("--heads-count: must be >= 1, got " + std::to_string(*flags.heads_count));
   }
   if (flags.batch && *flags.batch < 0) throw UsageError("--batch: must be >= 0, got " + std::to_string(*flags.batch));
+  checkVariantFlags(flags.variants, flags.mask);
   // No --heads: the focused head (0, or the settings file's); no --layers: every layer.
   const std::optional<std::vector<int64_t>> heads =
       flags.heads ? parseIndices("--heads", "head", *flags.heads) : std::vector<int64_t>{};
@@ -186,6 +190,7 @@ int runExportCommand(int argc, char** argv) {
   app.add_option("--cell-px", flags.cell_px, "pixels per cell (default: matrix >= 512 px on its longer side)");
   app.add_option("--mask", flags.mask, "mask: none, or terms joined by '+' (causal, window:W, ...)");
   app.add_option("--heads-count", flags.heads_count, "number of heads H of the model");
+  addVariantFlags(app, flags.variants);
 
   return runCommand(app, argc, argv, [&] { return exportCommand(flags); });
 }

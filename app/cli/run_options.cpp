@@ -1,5 +1,6 @@
 #include "cli/run_options.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -67,10 +68,84 @@ Settings settingsFromFlags(const RunFlags& flags) {
   }
   if (flags.seed) s.seed = *flags.seed;
   if (flags.mistake) s.mistake = mistakeFromName(*flags.mistake);
+  applyVariantFlags(flags.variants, s);
   return s;
 }
 
+bool ropeGiven(const VariantFlags& flags) { return flags.rope_option && flags.rope_option->count() > 0; }
+
+// --rope's BASE, or the default 10000 when the flag has no value.
+double ropeBase(const VariantFlags& flags) {
+  const std::string text = flags.rope.empty() ? "" : flags.rope[0];
+  if (text.empty()) return AttentionOptions{}.rope_base;
+  char* end = nullptr;
+  const double base = std::strtod(text.c_str(), &end);
+  if (*end != '\0' || !std::isfinite(base) || base <= 1.0)
+    throw UsageError("--rope: BASE '" + text + "' is not a number > 1 (e.g. --rope 10000, or --rope alone)");
+  return base;
+}
+
 }  // namespace
+
+void addVariantFlags(CLI::App& app, VariantFlags& flags) {
+  app.add_option("--kv-heads", flags.kv_heads,
+                 "K/V heads G for grouped-query attention (G divides H; 1 = MQA, H = MHA); "
+                 "bundle weights w_k/w_v [G*d, Dk] give G themselves");
+  flags.rope_option = app.add_option("--rope", flags.rope,
+                                     "rotary position embeddings on q and k, inverse frequencies BASE^(-2i/d) "
+                                     "(BASE default 10000)")
+                          ->expected(0, 1);
+  app.add_option("--rope-style", flags.rope_style, "RoPE pairs: half (LLaMA/Hugging Face, default) or interleaved (GPT-J)");
+  app.add_flag("--alibi", flags.alibi, "ALiBi: bias -m_h |i - j| on the scaled scores (Press et al. slopes)");
+  app.add_option("--softcap", flags.softcap, "logit soft-capping C * tanh(s / C) on the scaled scores (Gemma 2), C > 0");
+  app.add_option("--sinks", flags.sinks,
+                 "attention sinks: the first K keys stay visible through the window term of --mask (StreamingLLM)");
+}
+
+void checkVariantFlags(const VariantFlags& flags, const std::optional<std::string>& mask_text) {
+  if (flags.kv_heads && (*flags.kv_heads < 1 || *flags.kv_heads > kMaxHeads))
+    throw UsageError("--kv-heads: G must be in 1.." + std::to_string(kMaxHeads) + ", got " +
+                     std::to_string(*flags.kv_heads));
+  if (ropeGiven(flags)) ropeBase(flags);
+  if (flags.rope_style) {
+    if (*flags.rope_style != "half" && *flags.rope_style != "interleaved")
+      throw UsageError("--rope-style: '" + *flags.rope_style + "' is not one of half, interleaved");
+    if (!ropeGiven(flags)) throw UsageError("--rope-style needs --rope");
+  }
+  if (flags.softcap && !(*flags.softcap > 0.0f && std::isfinite(*flags.softcap)))
+    throw UsageError("--softcap: C must be a number > 0, got " + formatNumber(*flags.softcap));
+  if (flags.sinks && *flags.sinks < 0) throw UsageError("--sinks: K must be >= 0, got " + std::to_string(*flags.sinks));
+  if (flags.sinks && mask_text) {
+    MaskSpec spec;
+    try {
+      spec = MaskSpec::parse(*mask_text);
+    } catch (const InputError&) {
+      return;  // the --mask check names that problem
+    }
+    if (spec.window < 0 && spec.causal_window < 0)
+      throw UsageError("--sinks needs a window term in --mask (window:W or causal-window:W), got '" + *mask_text + "'");
+  }
+}
+
+void applyVariantFlags(const VariantFlags& flags, Settings& s) {
+  if (flags.kv_heads) s.kv_heads = *flags.kv_heads;
+  if (ropeGiven(flags)) {
+    s.rope = true;
+    s.rope_base = static_cast<float>(ropeBase(flags));
+  }
+  if (flags.rope_style) s.rope_style = ropeStyleFromName(*flags.rope_style);
+  if (flags.alibi) s.alibi = true;
+  if (flags.softcap) s.softcap = *flags.softcap;
+  if (flags.sinks) {
+    s.mask.sinks = *flags.sinks;
+    try {
+      s.mask.checkSinks();
+    } catch (const InputError& e) {
+      throw InputError(std::string("--sinks: ") + (std::string(e.what()).rfind("mask: ", 0) == 0 ? e.what() + 6 : e.what()) +
+                       " (the mask is '" + s.mask.toString() + "')");
+    }
+  }
+}
 
 std::string formatNumber(double value) {
   char buf[32];
@@ -83,7 +158,7 @@ void addRunOptions(CLI::App& app, RunFlags& flags) {
   app.add_flag("--demo", flags.demo, "use the built-in text demo instead of a bundle");
   app.add_option("--heads", flags.heads, "number of heads H (must divide D)");
   app.add_option("--mask", flags.mask,
-                 "none, or terms joined by '+': causal, causal-br, window:W, causal-window:W, prefix:P, "
+                 "none, or terms joined by '+': causal, causal-br, window:W, causal-window:W, sinks:K, prefix:P, "
                  "segments:n1,n2,..., padding");
   app.add_option("--mask-fill", flags.fill, "value for masked scores: inf (default, -inf) or 1e9 (-1e9)");
   app.add_option("--scale", flags.scale, "factor for Q K^T: a positive number, none, or default (1/sqrt(d))");
@@ -93,6 +168,7 @@ void addRunOptions(CLI::App& app, RunFlags& flags) {
   std::string mistake_names;
   for (Mistake m : allMistakes()) mistake_names += (mistake_names.empty() ? "" : ", ") + std::string(mistakeName(m));
   app.add_option("--mistake", flags.mistake, "run attention wrong on purpose (mistakes lab): " + mistake_names);
+  addVariantFlags(app, flags.variants);
 }
 
 void checkRunFlags(const RunFlags& flags) {
@@ -115,6 +191,7 @@ void checkRunFlags(const RunFlags& flags) {
       throw UsageError(std::string("--mistake: ") + e.what());
     }
   }
+  checkVariantFlags(flags.variants, flags.mask);
 }
 
 ConfiguredRun configureRunFromFlags(const RunFlags& flags) {
@@ -135,6 +212,11 @@ ConfiguredRun configureRunFromFlags(const RunFlags& flags) {
   if (D % options.heads != 0)
     throw InputError(heads_origin + " " + std::to_string(options.heads) + " does not divide the model size D=" +
                      std::to_string(D) + " (D % H must be 0)");
+  const int64_t d = D / options.heads, kv_rows = inputs.w_k.dim(0);
+  if (!flags.demo && kv_rows % d != 0)
+    throw InputError((fs::path(flags.bundle) / "w_k.npy").string() + ": " + std::to_string(kv_rows) +
+                     " rows, not a multiple of the head size d=" + std::to_string(d) + " (D=" + std::to_string(D) +
+                     " / H=" + std::to_string(options.heads) + "; grouped-query weights are [G*d, Dk])");
 
   if (flags.valid_lens) {
     inputs.valid_lens = parseValidLens(*flags.valid_lens);

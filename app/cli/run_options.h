@@ -1,6 +1,7 @@
 // The run options that `compute` and `analyze` share: the source (BUNDLE or --demo) and
 // the attention flags, turned into inputs + options with the precedence
-// command-line flags > bundle.json > defaults.
+// command-line flags > bundle.json > defaults. The variant flags (VariantFlags) are shared
+// with `export` too.
 #pragma once
 
 #include <cstdint>
@@ -11,8 +12,30 @@
 #include <CLI/CLI.hpp>
 
 #include "attention/attention.h"
+#include "config/settings.h"
 
 namespace attnscope {
+
+// The attention-variant flags of `compute`, `export` and `analyze`:
+//   --kv-heads G, --rope [BASE], --rope-style half|interleaved, --alibi, --softcap C,
+//   --sinks K (with a window term in --mask, or in the bundle's / settings' mask).
+struct VariantFlags {
+  std::optional<int64_t> kv_heads;
+  std::vector<std::string> rope;        // --rope given: [] or [""] (default base) or [BASE]
+  CLI::Option* rope_option = nullptr;
+  std::optional<std::string> rope_style;
+  bool alibi = false;
+  std::optional<float> softcap;
+  std::optional<int64_t> sinks;
+};
+void addVariantFlags(CLI::App& app, VariantFlags& flags);
+// UsageError (exit 2) for a flag that does not parse: G < 1, BASE <= 1, an unknown style,
+// C <= 0, K < 0, --rope-style without --rope; and --sinks without a window term in
+// `mask_text` when --mask is given (otherwise the mask from elsewhere is checked later).
+void checkVariantFlags(const VariantFlags& flags, const std::optional<std::string>& mask_text);
+// Flags given override what the settings hold (from bundle.json or a settings file);
+// InputError when --sinks meets a mask without a window term.
+void applyVariantFlags(const VariantFlags& flags, Settings& settings);
 
 struct RunFlags {
   std::string bundle;
@@ -25,10 +48,11 @@ struct RunFlags {
   std::optional<uint64_t> seed;
   std::optional<std::string> valid_lens;
   std::optional<std::string> mistake;
+  VariantFlags variants;
 };
 
 // Registers BUNDLE, --demo, --heads, --mask, --mask-fill, --scale, --dropout, --seed,
-// --valid-lens and --mistake on app, writing into flags.
+// --valid-lens, --mistake and the variant flags on app, writing into flags.
 void addRunOptions(CLI::App& app, RunFlags& flags);
 
 // Usage errors in the flags (UsageError), found before any file is read.

@@ -58,6 +58,38 @@ void checkBias(const Tensor& b, const char* name, int64_t D) {
   }
 }
 
+// Grouped-query attention: G = rows of w_k / d, the same for w_v, and options.kv_heads
+// (when set) must agree. Errors name the weight and the shape it should have.
+int64_t kvHeadCount(const AttentionInputs& in, const AttentionOptions& options, int64_t H, int64_t d, int64_t Dk,
+                    int64_t Dv) {
+  checkData(in.w_k, "w_k");
+  checkData(in.w_v, "w_v");
+  if (in.w_k.shape.size() != 2 || in.w_k.dim(1) != Dk || in.w_k.dim(0) < 1) {
+    const int64_t rows = in.w_k.shape.size() == 2 && in.w_k.dim(0) > 0 ? in.w_k.dim(0) : d * H;
+    throw InputError("w_k has shape " + shapeToString(in.w_k.shape) + " but expected " + shapeToString({rows, Dk}) +
+                     " ([G*d, Dk], key has Dk=" + std::to_string(Dk) + ")");
+  }
+  if (in.w_k.dim(0) % d != 0) {
+    throw InputError("w_k has " + std::to_string(in.w_k.dim(0)) + " rows, not a multiple of the head size d=" +
+                     std::to_string(d) + " (D=" + std::to_string(d * H) + " / H=" + std::to_string(H) + ")");
+  }
+  const int64_t G = options.kv_heads > 0 ? options.kv_heads : in.w_k.dim(0) / d;
+  if (G < 1 || H % G != 0) {
+    throw InputError("kv_heads G=" + std::to_string(G) + " does not divide H=" + std::to_string(H) +
+                     " (each K/V head serves H/G query heads)");
+  }
+  const std::string heads = " (G=" + std::to_string(G) + " K/V heads of d=" + std::to_string(d) + ")";
+  if (in.w_k.dim(0) != G * d) {
+    throw InputError("w_k has shape " + shapeToString(in.w_k.shape) + " but kv_heads needs [G*d, Dk] = " +
+                     shapeToString({G * d, Dk}) + heads);
+  }
+  if (in.w_v.shape != Shape{G * d, Dv}) {
+    throw InputError("w_v has shape " + shapeToString(in.w_v.shape) + " but expected [G*d, Dv] = " +
+                     shapeToString({G * d, Dv}) + heads + ", like w_k");
+  }
+  return G;
+}
+
 // Gives `t` this shape, keeping its buffer when the size matches: a recompute of the same
 // sizes writes into memory that is already mapped (no zero fill, no page faults).
 void reshapeReusing(Tensor& t, Shape shape) {
@@ -188,7 +220,7 @@ std::vector<std::string> indexLabels(int64_t n) {
 }
 
 std::vector<Stage> buildStages(const AttentionTrace& t, const AttentionOptions& options) {
-  const int64_t B = t.B, L = t.L, S = t.S, D = t.D, H = t.H, d = t.d;
+  const int64_t B = t.B, L = t.L, S = t.S, D = t.D, H = t.H, d = t.d, G = t.G;
   std::string scores_code = "scores = torch.matmul(q, k.transpose(-2, -1))";
   if (options.scale_mode == ScaleMode::InvSqrtD) scores_code += " / math.sqrt(d)";
   if (options.scale_mode == ScaleMode::Custom) scores_code += " * " + formatFloat(t.scale);
@@ -196,20 +228,52 @@ std::vector<Stage> buildStages(const AttentionTrace& t, const AttentionOptions& 
   const std::string dropout_code =
       t.dropout_applied ? "probs = self.dropout(probs)  # p=" + formatFloat(options.dropout)
                         : "probs = self.dropout(probs)  # identity (eval mode or p=0)";
-  return {
+  std::vector<Stage> stages = {
       {"query", "input", "q  # query input", {B, L, t.Dq}},
       {"key", "input", "k  # key input", {B, S, t.Dk}},
       {"value", "input", "v  # value input", {B, S, t.Dv}},
       {"q_proj", "linear", "q = self.q_proj(q)", {B, L, D}},
       {"q_view", "view", "q = q.view(B, L, H, d)", {B, L, H, d}},
       {"q_transpose", "transpose(1,2)", "q = q.transpose(1, 2)", {B, H, L, d}},
-      {"k_proj", "linear", "k = self.k_proj(k)", {B, S, D}},
-      {"k_view", "view", "k = k.view(B, S, H, d)", {B, S, H, d}},
-      {"k_transpose", "transpose(1,2)", "k = k.transpose(1, 2)", {B, H, S, d}},
-      {"v_proj", "linear", "v = self.v_proj(v)", {B, S, D}},
-      {"v_view", "view", "v = v.view(B, S, H, d)", {B, S, H, d}},
-      {"v_transpose", "transpose(1,2)", "v = v.transpose(1, 2)", {B, H, S, d}},
-      {"scores", "matmul * scale", scores_code, {B, H, L, S}},
+  };
+  // K and V: G heads of their own (grouped-query attention), repeated to H before Q K^T.
+  const bool grouped = G != H;
+  const std::string kv_heads = grouped ? "G" : "H";
+  for (const char* x : {"k", "v"}) {
+    const std::string p(x);
+    const std::string weight = grouped ? "  # weight [G*d, D" + p + "]" : "";
+    stages.push_back({p + "_proj", "linear", p + " = self." + p + "_proj(" + p + ")" + weight, {B, S, G * d}});
+    stages.push_back({p + "_view", "view", p + " = " + p + ".view(B, S, " + kv_heads + ", d)", {B, S, G, d}});
+    stages.push_back({p + "_transpose", "transpose(1,2)", p + " = " + p + ".transpose(1, 2)", {B, G, S, d}});
+  }
+  if (options.rope) {
+    const std::string rotate = options.rope_style == RopeStyle::RotateHalf ? "rotate_half" : "rotate_every_two";
+    const std::string base = formatFloat(static_cast<float>(options.rope_base));
+    stages.push_back({"q_rope", "rope", "q = q * cos + " + rotate + "(q) * sin  # positions 0..L-1, base " + base,
+                      {B, H, L, d}});
+    stages.push_back({"k_rope", "rope", "k = k * cos + " + rotate + "(k) * sin  # positions 0..S-1, base " + base,
+                      {B, G, S, d}});
+  }
+  if (grouped) {
+    for (const char* x : {"k", "v"}) {
+      const std::string p(x);
+      stages.push_back({p + "_repeat", "repeat_interleave(H/G, dim=1)",
+                        p + " = " + p + ".repeat_interleave(H // G, dim=1)  # H/G = " + std::to_string(H / G),
+                        {B, H, S, d}});
+    }
+  }
+  stages.push_back({"scores", "matmul * scale", scores_code, {B, H, L, S}});
+  if (options.softcap) {
+    stages.push_back({"softcap", "cap * tanh(s / cap)",
+                      "scores = " + formatFloat(*options.softcap) + " * torch.tanh(scores / " +
+                          formatFloat(*options.softcap) + ")",
+                      {B, H, L, S}});
+  }
+  if (options.alibi) {
+    stages.push_back({"alibi", "+ alibi bias", "scores = scores + alibi  # alibi[h, i, j] = -m_h * |i - j|",
+                      {B, H, L, S}});
+  }
+  const std::vector<Stage> tail = {
       {"masked_scores", "masked_fill", "scores = scores.masked_fill(mask == 0, " + fill + ")", {B, H, L, S}},
       {"probs", "softmax", "probs = F.softmax(scores, dim=-1)", {B, H, L, S}},
       {"dropout", "dropout", dropout_code, {B, H, L, S}},
@@ -218,6 +282,8 @@ std::vector<Stage> buildStages(const AttentionTrace& t, const AttentionOptions& 
       {"context_view", "view", "context = context.contiguous().view(B, L, D)", {B, L, D}},
       {"output", "linear", "output = self.o_proj(context)", {B, L, D}},
   };
+  stages.insert(stages.end(), tail.begin(), tail.end());
+  return stages;
 }
 
 // What the mistake did to these inputs, one line; `mask_note` comes from the mask step.
@@ -368,17 +434,27 @@ RunSizes validateInputs(const AttentionInputs& in, const AttentionOptions& optio
   if (in.w_q.shape.size() != 2) throw InputError("w_q must be [D, Dq], got shape " + shapeToString(in.w_q.shape));
   const int64_t D = in.w_q.dim(0);
   checkWeight(in.w_q, "w_q", D, Dq, ("query has Dq=" + std::to_string(Dq)).c_str());
-  checkWeight(in.w_k, "w_k", D, Dk, ("key has Dk=" + std::to_string(Dk)).c_str());
-  checkWeight(in.w_v, "w_v", D, Dv, ("value has Dv=" + std::to_string(Dv)).c_str());
   checkWeight(in.w_o, "w_o", D, D, "output projection is [D, D]");
   checkBias(in.b_q, "b_q", D);
-  checkBias(in.b_k, "b_k", D);
-  checkBias(in.b_v, "b_v", D);
   checkBias(in.b_o, "b_o", D);
   const int64_t H = options.heads;
   if (D < 1) throw InputError("w_q has shape " + shapeToString(in.w_q.shape) + ": model size D must be >= 1");
   if (D % H != 0) {
     throw InputError("D=" + std::to_string(D) + " is not divisible by H=" + std::to_string(H));
+  }
+  const int64_t d = D / H;
+  const int64_t G = kvHeadCount(in, options, H, d, Dk, Dv);
+  checkBias(in.b_k, "b_k", G * d);
+  checkBias(in.b_v, "b_v", G * d);
+  validateVariants(options, VariantSizes{H, G, d, L, S});
+  if (G != H && (options.mistake == Mistake::SharedProjection || options.mistake == Mistake::NoHeadSplit ||
+                 options.mistake == Mistake::KVReshapedWithQueryLength)) {
+    throw InputError(std::string("mistake '") + mistakeName(options.mistake) +
+                     "' needs as many K/V heads as query heads, got G=" + std::to_string(G) + " and H=" +
+                     std::to_string(H));
+  }
+  if (options.mistake == Mistake::NoHeadSplit && (options.rope || options.alibi)) {
+    throw InputError("mistake 'no-head-split' has no heads to apply RoPE or ALiBi per head; turn those off");
   }
   if (!(options.dropout >= 0.0f && options.dropout < 1.0f)) {
     throw InputError("dropout p must be in [0, 1), got " + formatFloat(options.dropout));
@@ -397,7 +473,7 @@ RunSizes validateInputs(const AttentionInputs& in, const AttentionOptions& optio
   if (!in.key_tokens.empty() && static_cast<int64_t>(in.key_tokens.size()) != S) {
     throw InputError("key tokens: " + std::to_string(in.key_tokens.size()) + " labels for S=" + std::to_string(S));
   }
-  return {B, L, S, D, H, D / H, Dq, Dk, Dv};
+  return {B, L, S, D, H, d, G, Dq, Dk, Dv};
 }
 
 // ---- mistakes lab: what each mistake changes in the pipeline, decided in one place ----
@@ -427,6 +503,8 @@ RunPlan planRun(const AttentionOptions& options, const RunSizes& z) {
   }
   if (mistake == Mistake::NoScaling) plan.rule.scale = 1.0f;
   plan.rule.fill = options.fill;
+  plan.rule.softcap = options.softcap.value_or(0.0f);
+  if (options.alibi) plan.alibi_slopes = alibiSlopes(z.H);
   plan.shared_projection = mistake == Mistake::SharedProjection;
   plan.split_heads = mistake != Mistake::NoHeadSplit;
   plan.merge_transposed = mistake != Mistake::ReshapeWithoutTranspose;
@@ -439,12 +517,12 @@ namespace {
 // `reuse_projections`: q_proj .. v already hold these inputs' projections (incremental).
 void runKernel(AttentionTrace& t, const AttentionInputs& in, const AttentionOptions& options, const RunPlan& plan,
                bool reuse_projections) {
-  const int64_t B = t.B, L = t.L, S = t.S, D = t.D, H = t.H, d = t.d;
+  const int64_t B = t.B, L = t.L, S = t.S, D = t.D, H = t.H, d = t.d, G = t.G;
   if (!reuse_projections) {
     // One GEMM over all B*T rows each; shared-linear makes k, v (and o below) reuse q's layer.
     reshapeReusing(t.q_proj, {B, L, D});
-    reshapeReusing(t.k_proj, {B, S, D});
-    reshapeReusing(t.v_proj, {B, S, D});
+    reshapeReusing(t.k_proj, {B, S, G * d});
+    reshapeReusing(t.v_proj, {B, S, G * d});
     linearInto(in.query.data.data(), B * L, in.w_q, in.b_q, t.q_proj.data.data());
     linearInto(in.key.data.data(), B * S, plan.shared_projection ? in.w_q : in.w_k,
                plan.shared_projection ? in.b_q : in.b_k, t.k_proj.data.data());
@@ -454,8 +532,12 @@ void runKernel(AttentionTrace& t, const AttentionInputs& in, const AttentionOpti
     // no-head-split mistake these per-head views are still filled for display; the maths
     // below uses the unsplit projections instead.
     splitHeadsInto(t.q_proj, B, L, H, d, t.q);
-    splitHeadsInto(t.k_proj, B, S, H, d, t.k);
-    splitHeadsInto(t.v_proj, B, S, H, d, t.v);
+    splitHeadsInto(t.k_proj, B, S, G, d, t.k);
+    splitHeadsInto(t.v_proj, B, S, G, d, t.v);
+    if (options.rope) {  // after the head split, before Q K^T (Hugging Face LLaMA order)
+      applyRope(t.q, options.rope_base, options.rope_style);
+      applyRope(t.k, options.rope_base, options.rope_style);
+    }
   }
 
   // Maps: [B, H, L, S]. Raw scores only when asked for (they are scores / scale where
@@ -515,9 +597,11 @@ void runKernel(AttentionTrace& t, const AttentionInputs& in, const AttentionOpti
     const bool parallel = BH > 1 && flops_per_head * static_cast<double>(BH) > 2e6;
 #pragma omp parallel for schedule(dynamic) if (parallel)
     for (int64_t bh = 0; bh < BH; ++bh) {
-      attendHead(slot(bh / H, static_cast<size_t>(bh) * L * S, &t.q.data[bh * L * d], &t.k.data[bh * S * d],
-                      &t.v.data[bh * S * d], d, &t.context_heads.data[bh * L * d], d),
-                 L, S, plan.rule, dropout);
+      const int64_t b = bh / H, h = bh % H;
+      const int64_t kv = b * G + kvHeadOf(h, H, G);  // the [B, G, S, d] slot this head reads
+      attendHead(slot(b, static_cast<size_t>(bh) * L * S, &t.q.data[bh * L * d], &t.k.data[kv * S * d],
+                      &t.v.data[kv * S * d], d, &t.context_heads.data[bh * L * d], d),
+                 L, S, plan.ruleForHead(h), dropout);
     }
     if (plan.merge_transposed) {
       mergeHeadsInto(t.context_heads, B, H, L, d, t.context);
@@ -545,7 +629,9 @@ void computeTrace(AttentionTrace& t, const AttentionInputs& in, const AttentionO
   t.mistake_note.clear();
   if (options.mistake == Mistake::MaskNotBroadcast) t.mistake_note = misbroadcastPadding(t.mask, B, L, S, H);
 
-  t.B = B, t.L = L, t.S = S, t.D = z.D, t.H = H, t.d = z.d, t.Dq = z.Dq, t.Dk = z.Dk, t.Dv = z.Dv;
+  t.B = B, t.L = L, t.S = S, t.D = z.D, t.H = H, t.d = z.d, t.Dq = z.Dq, t.Dk = z.Dk, t.Dv = z.Dv, t.G = z.G;
+  t.variants = activeVariants(options, VariantSizes{H, z.G, z.d, L, S});
+  t.alibi_slopes = plan.alibi_slopes;
   t.fill = options.fill;
   t.dropout_applied = options.train && options.dropout > 0.0f;
   t.scale = plan.rule.scale;
@@ -579,7 +665,8 @@ float rawScore(const AttentionTrace& t, int64_t b, int64_t h, int64_t i, int64_t
   const bool full = t.mistake == Mistake::NoHeadSplit;
   const int64_t c = full ? t.D : t.d;
   const float* q = full ? &t.q_proj.data[(b * t.L + i) * c] : &t.q.data[((b * t.H + h) * t.L + i) * c];
-  const float* k = full ? &t.k_proj.data[(b * t.S + j) * c] : &t.k.data[((b * t.H + h) * t.S + j) * c];
+  const int64_t g = kvHeadOf(h, t.H, t.G);
+  const float* k = full ? &t.k_proj.data[(b * t.S + j) * c] : &t.k.data[((b * t.G + g) * t.S + j) * c];
   double sum = 0.0;
   for (int64_t n = 0; n < c; ++n) sum += static_cast<double>(q[n]) * k[n];
   return static_cast<float>(sum);
@@ -589,7 +676,11 @@ std::shared_ptr<const AttentionTrace> AttentionWorkspace::run(const AttentionInp
                                                               const AttentionOptions& options, bool incremental) {
   // Projections depend on the inputs, the weights and which layers the mistake shares.
   const bool shared = options.mistake == Mistake::SharedProjection;
+  // RoPE rotates q and k, and kv_heads decides their split: both part of the projections.
+  const bool same_rope = last_options_.rope == options.rope && last_options_.rope_base == options.rope_base &&
+                         last_options_.rope_style == options.rope_style && last_options_.kv_heads == options.kv_heads;
   const bool same_projections = incremental && last_ && last_shared_projection_ == shared && last_->H == options.heads &&
+                                same_rope &&
                                 sameTensor(last_->query, in.query) && sameTensor(last_->key, in.key) &&
                                 sameTensor(last_->value, in.value) && sameTensor(weights_[0], in.w_q) &&
                                 sameTensor(weights_[1], in.w_k) && sameTensor(weights_[2], in.w_v) &&
@@ -628,6 +719,7 @@ std::shared_ptr<const AttentionTrace> AttentionWorkspace::run(const AttentionInp
   computeTrace(*target, in, options, reuse);
   last_ = target;
   last_shared_projection_ = shared;
+  last_options_ = options;
   weights_ = {in.w_q, in.w_k, in.w_v, in.b_q, in.b_k, in.b_v};
   projections_reused_ = reuse;
   return target;

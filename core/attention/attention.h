@@ -2,16 +2,19 @@
 // returning a trace of every stage so that callers never redo any maths.
 //
 // Sizes: B batch, L query length, S key/value length, D model size, H heads,
-// d = D / H per-head size (d_k = d_v = d), Dq/Dk/Dv input feature sizes.
+// d = D / H per-head size (d_k = d_v = d), Dq/Dk/Dv input feature sizes, G K/V heads
+// (grouped-query attention; G = H unless w_k/w_v are [G*d, Dk]/[G*d, Dv]).
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "attention/mask.h"
+#include "attention/variants.h"
 #include "tensor/tensor.h"
 
 namespace attnscope {
@@ -56,6 +59,14 @@ struct AttentionOptions {
   // Keep raw_scores [B, H, L, S]. They can be derived (rawScore()), so the app and the
   // bench leave them out: one map less to write and hold, and masked blocks are skipped.
   bool keep_raw_scores = true;
+
+  // Variants (attention/variants.h; sinks are the mask term mask.sinks).
+  int64_t kv_heads = 0;                // G, must divide H; 0 = from w_k: its rows / d
+  bool rope = false;                   // rotary embeddings on q and k after the head split
+  double rope_base = 10000.0;
+  RopeStyle rope_style = RopeStyle::RotateHalf;
+  bool alibi = false;                  // -m_h |i - j| on the scaled (and soft-capped) scores
+  std::optional<float> softcap;        // cap * tanh(s / cap) on the scaled scores; cap > 0
 };
 
 struct AttentionInputs {
@@ -63,10 +74,10 @@ struct AttentionInputs {
   Tensor key;    // [B, S, Dk]
   Tensor value;  // [B, S, Dv]
   Tensor w_q;    // [D, Dq]
-  Tensor w_k;    // [D, Dk]
-  Tensor w_v;    // [D, Dv]
+  Tensor w_k;    // [D, Dk], or [G*d, Dk] for grouped-query attention
+  Tensor w_v;    // [D, Dv], or [G*d, Dv]
   Tensor w_o;    // [D, D]
-  Tensor b_q, b_k, b_v, b_o;      // [D] each, or empty = no bias
+  Tensor b_q, b_k, b_v, b_o;      // [D] each ([G*d] for b_k, b_v), or empty = no bias
   BoolTensor attn_mask;           // [L, S] or [B, L, S], 1 = may attend; empty = none
   BoolTensor key_padding;         // [B, S], 1 = real token; empty = none
   std::vector<int64_t> valid_lens;  // [B] (d2l valid_lens); empty = none
@@ -88,6 +99,9 @@ struct Stage {
 
 struct AttentionTrace {
   int64_t B = 0, L = 0, S = 0, D = 0, H = 0, d = 0, Dq = 0, Dk = 0, Dv = 0;
+  int64_t G = 0;                     // K/V heads; query head h reads K/V head kvHeadOf(h, H, G)
+  std::vector<Variant> variants;     // the active variants, in registry order
+  std::vector<double> alibi_slopes;  // [H] when ALiBi is on, else empty
   float scale = 1.0f;       // factor applied to Q K^T
   MaskFill fill = MaskFill::NegInf;
   bool dropout_applied = false;
@@ -100,13 +114,13 @@ struct AttentionTrace {
   Tensor key;               // [B, S, Dk] input
   Tensor value;             // [B, S, Dv] input
   Tensor q_proj;            // [B, L, D] = query W_q^T + b_q
-  Tensor k_proj;            // [B, S, D]
-  Tensor v_proj;            // [B, S, D]
-  Tensor q;                 // [B, H, L, d] after view + transpose(1,2)
-  Tensor k;                 // [B, H, S, d]
-  Tensor v;                 // [B, H, S, d]
+  Tensor k_proj;            // [B, S, G*d]
+  Tensor v_proj;            // [B, S, G*d]
+  Tensor q;                 // [B, H, L, d] after view + transpose(1,2) (+ RoPE when on)
+  Tensor k;                 // [B, G, S, d] (+ RoPE); never repeated to H heads (a cache holds this)
+  Tensor v;                 // [B, G, S, d]
   Tensor raw_scores;        // [B, H, L, S] = Q K^T, before scaling; empty unless keep_raw_scores
-  Tensor scores;            // [B, H, L, S] scaled; masked entries = fill (-inf or -1e9)
+  Tensor scores;            // [B, H, L, S] scaled, soft-capped, ALiBi; masked entries = fill
   Tensor probs;             // [B, H, L, S] softmax over S; masked entries exactly 0
   Tensor probs_dropped;     // [B, H, L, S] after dropout; empty when no dropout ran (it
                             // would be a copy of probs: a gigabyte at L = S = 4096, H = 16)
@@ -160,6 +174,7 @@ class AttentionWorkspace {
   std::shared_ptr<AttentionTrace> last_;                 // the newest successful run
   bool last_shared_projection_ = false;
   std::array<Tensor, 6> weights_;                        // w_q, w_k, w_v, b_q, b_k, b_v of last_
+  AttentionOptions last_options_;                        // of last_: RoPE and G shape q, k
   bool projections_reused_ = false;
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -70,16 +71,23 @@ std::vector<RowSpan> rowSpans(const uint8_t* allowed, int64_t L, int64_t S) {
   return spans;
 }
 
-RowSoftmax scoreRow(const ScoreRule& rule, const float* raw, const uint8_t* allowed, RowSpan span, int64_t S,
-                    float* scores, float* probs) {
+RowSoftmax scoreRow(const ScoreRule& rule, int64_t i, const float* raw, const uint8_t* allowed, RowSpan span,
+                    int64_t S, float* scores, float* probs) {
   const float fill = rule.fillValue();
   std::fill(scores, scores + span.begin, fill);
   std::fill(scores + span.end, scores + S, fill);
   std::fill(probs, probs + span.begin, 0.0f);
   std::fill(probs + span.end, probs + S, 0.0f);
   float scale = rule.scale;
-  if (rule.floor_div_by > 0.0f) {
-    for (int64_t j = span.begin; j < span.end; ++j) scores[j] = floorDivide(raw[j], rule.floor_div_by);
+  if (rule.transformsScores()) {
+    // Scale (or the floor-div mistake), soft-cap, ALiBi: the final scores, masked next.
+    const float inv_cap = rule.softcap > 0.0f ? 1.0f / rule.softcap : 0.0f;
+    for (int64_t j = span.begin; j < span.end; ++j) {
+      float s = rule.floor_div_by > 0.0f ? floorDivide(raw[j], rule.floor_div_by) : raw[j] * rule.scale;
+      if (rule.softcap > 0.0f) s = rule.softcap * std::tanh(s * inv_cap);
+      if (rule.alibi_slope > 0.0) s -= static_cast<float>(rule.alibi_slope * static_cast<double>(std::llabs(i - j)));
+      scores[j] = s;
+    }
     raw = scores;
     scale = 1.0f;
   }
@@ -125,7 +133,7 @@ void attendHead(const HeadSlot& slot, int64_t L, int64_t S, const ScoreRule& rul
          raw + i0 * S + computed.begin, S);
     for (int64_t i = i0; i < i0 + rows; ++i) {
       const RowSpan span = slot.spans[i].begin == slot.spans[i].end ? RowSpan{0, 0} : block;
-      scoreRow(rule, raw + i * S, slot.allowed + i * S, span, S, slot.scores + i * S, slot.probs + i * S);
+      scoreRow(rule, i, raw + i * S, slot.allowed + i * S, span, S, slot.scores + i * S, slot.probs + i * S);
     }
     const float* weights = slot.probs;
     if (slot.dropped) {

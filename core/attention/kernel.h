@@ -22,26 +22,37 @@ void gemm(bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t
 // y [rows, D] = x [rows, Din] W^T + b, W [D, Din], b [D] or empty.
 void linearInto(const float* x, int64_t rows, const Tensor& w, const Tensor& b, float* y);
 
-// How q.k becomes a score. The one place where score transforms apply.
+// How q.k becomes a score. The one place where score transforms apply, in this order:
+// scale, soft-cap, ALiBi bias, then the mask.
 struct ScoreRule {
   float scale = 1.0f;         // factor on q.k
   float floor_div_by = 0.0f;  // > 0: floor(q.k / floor_div_by) instead (floor-div-scale mistake)
+  float softcap = 0.0f;       // > 0: cap * tanh(s / cap) (Gemma 2)
+  double alibi_slope = 0.0;   // > 0: s - slope * |i - j| (this head's m_h)
   MaskFill fill = MaskFill::NegInf;
   float fillValue() const;    // -inf or -1e9
+  bool transformsScores() const { return floor_div_by > 0.0f || softcap > 0.0f || alibi_slope > 0.0; }
 };
 
 struct RunSizes {
-  int64_t B, L, S, D, H, d, Dq, Dk, Dv;
+  int64_t B, L, S, D, H, d, G, Dq, Dk, Dv;
 };
-// Checks shapes, weights, finite values and options; InputError names the tensor.
+// Checks shapes, weights (w_k/w_v [G*d, D*]), finite values, options and variants;
+// InputError names the tensor.
 RunSizes validateInputs(const AttentionInputs& in, const AttentionOptions& options);
 
 // What the run does, mistakes lab included: each mistake's change is decided here.
 struct RunPlan {
-  ScoreRule rule;
+  ScoreRule rule;                  // head 0's; ruleForHead gives each head its ALiBi slope
+  std::vector<double> alibi_slopes;  // [H] or empty (ALiBi off)
   bool shared_projection = false;  // w_q, b_q serve k, v and o too
   bool split_heads = true;         // false: one map over the full D, drawn in every head slot
   bool merge_transposed = true;    // false: context [B, H, L, d] reshaped as is
+  ScoreRule ruleForHead(int64_t h) const {
+    ScoreRule head = rule;
+    if (!alibi_slopes.empty()) head.alibi_slope = alibi_slopes[h];
+    return head;
+  }
 };
 // Throws InputError for a mistake these sizes cannot run (as PyTorch would raise).
 RunPlan planRun(const AttentionOptions& options, const RunSizes& sizes);
@@ -53,11 +64,12 @@ struct RowSpan {
 // allowed: [L, S] of one batch item -> [L] spans.
 std::vector<RowSpan> rowSpans(const uint8_t* allowed, int64_t L, int64_t S);
 
-// One query row: raw [S] q.k valid in [span.begin, span.end) (may alias scores), allowed [S].
+// Query row i: raw [S] q.k valid in [span.begin, span.end) (may alias scores), allowed [S].
 // Writes scores [S] (fill where masked) and probs [S] (0 where masked; a fully masked row
 // gets 0 for the -inf fill and a uniform 1/S for -1e9, as masked_fill + softmax gives).
-RowSoftmax scoreRow(const ScoreRule& rule, const float* raw, const uint8_t* allowed, RowSpan span, int64_t S,
-                    float* scores, float* probs);
+// Key j sits at position j (ALiBi's distance is |i - j|).
+RowSoftmax scoreRow(const ScoreRule& rule, int64_t i, const float* raw, const uint8_t* allowed, RowSpan span,
+                    int64_t S, float* scores, float* probs);
 
 // Keep decision of dropout for flat map index n: a counter-based hash, so the result does
 // not depend on which thread computes which head.
@@ -86,6 +98,7 @@ struct DropoutRule {
   float p = 0.0f;
   uint64_t seed = 0;
 };
+// rule: this head's (RunPlan::ruleForHead). Query row i is at position i.
 void attendHead(const HeadSlot& slot, int64_t L, int64_t S, const ScoreRule& rule, const DropoutRule& dropout);
 
 }  // namespace attnscope

@@ -117,6 +117,8 @@ MaskSpec MaskSpec::parse(const std::string& text) {
       spec.causal_window = parseCount(arg, term);
     } else if (name == "prefix") {
       spec.prefix = parseCount(arg, term);
+    } else if (name == "sinks") {
+      spec.sinks = parseCount(arg, term);
     } else if (name == "segments") {
       spec.segments.clear();
       size_t s = 0;
@@ -130,10 +132,11 @@ MaskSpec MaskSpec::parse(const std::string& text) {
       }
     } else {
       throw InputError("mask: unknown term '" + term +
-                       "' (use none, causal, causal-br, window:W, causal-window:W, prefix:P, "
+                       "' (use none, causal, causal-br, window:W, causal-window:W, sinks:K, prefix:P, "
                        "segments:n1,n2,..., padding)");
     }
   }
+  spec.checkSinks();
   return spec;
 }
 
@@ -143,6 +146,7 @@ std::string MaskSpec::toString() const {
   if (causal_bottom_right) terms.push_back("causal-br");
   if (window >= 0) terms.push_back("window:" + std::to_string(window));
   if (causal_window >= 0) terms.push_back("causal-window:" + std::to_string(causal_window));
+  if (sinks >= 0) terms.push_back("sinks:" + std::to_string(sinks));
   if (prefix >= 0) terms.push_back("prefix:" + std::to_string(prefix));
   if (!segments.empty()) terms.push_back("segments:" + joinSegments(segments, ","));
   if (padding) terms.push_back("padding");
@@ -158,6 +162,7 @@ std::string MaskSpec::shortName() const {
   if (causal_bottom_right) terms.push_back("causalbr");
   if (window >= 0) terms.push_back("window" + std::to_string(window));
   if (causal_window >= 0) terms.push_back("causalwindow" + std::to_string(causal_window));
+  if (sinks >= 0) terms.push_back("sinks" + std::to_string(sinks));
   if (prefix >= 0) terms.push_back("prefix" + std::to_string(prefix));
   if (!segments.empty()) terms.push_back("segments" + joinSegments(segments, "-"));
   if (padding) terms.push_back("padding");
@@ -172,10 +177,19 @@ bool MaskSpec::any() const {
          !segments.empty() || padding;
 }
 
+void MaskSpec::checkSinks() const {
+  if (sinks < -1) throw InputError("mask: sinks K must be >= 0, got " + std::to_string(sinks));
+  if (sinks >= 0 && window < 0 && causal_window < 0) {
+    throw InputError("mask: sinks:" + std::to_string(sinks) +
+                     " needs a window term (window:W or causal-window:W) for the sinks to stay visible beside");
+  }
+}
+
 bool MaskSpec::operator==(const MaskSpec& other) const {
   return causal == other.causal && causal_bottom_right == other.causal_bottom_right &&
          window == other.window && causal_window == other.causal_window &&
-         prefix == other.prefix && segments == other.segments && padding == other.padding;
+         prefix == other.prefix && segments == other.segments && padding == other.padding &&
+         sinks == other.sinks;
 }
 
 std::vector<MaskTerm> maskTerms(const MaskSpec& spec, int64_t B, int64_t L, int64_t S,
@@ -187,6 +201,7 @@ std::vector<MaskTerm> maskTerms(const MaskSpec& spec, int64_t B, int64_t L, int6
     throw InputError("mask: causal-window W must be >= 0, got " + std::to_string(spec.causal_window));
   }
   if (spec.prefix < -1) throw InputError("mask: prefix P must be >= 0, got " + std::to_string(spec.prefix));
+  spec.checkSinks();
   for (int64_t n : spec.segments) {
     if (n <= 0) throw InputError("mask: segment lengths must be positive, got " + std::to_string(n));
   }
@@ -223,15 +238,19 @@ std::vector<MaskTerm> maskTerms(const MaskSpec& spec, int64_t B, int64_t L, int6
   if (spec.causal_bottom_right) {
     add("causal-br", [L, S](int64_t, int64_t i, int64_t j) { return j <= i + S - L; });
   }
+  // Sinks (StreamingLLM) widen each window term: the first k keys stay visible however far
+  // back they are, so they are part of the window's component (" | sinks:k"), not an AND.
+  const int64_t k = spec.sinks;
+  const std::string sinks_name = k >= 0 ? " | sinks:" + std::to_string(k) : "";
   if (spec.window >= 0) {
     const int64_t w = spec.window;
-    add("window:" + std::to_string(w),
-        [w](int64_t, int64_t i, int64_t j) { return j - i <= w && i - j <= w; });
+    add("window:" + std::to_string(w) + sinks_name,
+        [w, k](int64_t, int64_t i, int64_t j) { return (j - i <= w && i - j <= w) || j < k; });
   }
   if (spec.causal_window >= 0) {
     const int64_t w = spec.causal_window;
-    add("causal-window:" + std::to_string(w),
-        [w](int64_t, int64_t i, int64_t j) { return j <= i && i - j <= w; });
+    add("causal-window:" + std::to_string(w) + sinks_name,
+        [w, k](int64_t, int64_t i, int64_t j) { return j <= i && (i - j <= w || j < k); });
   }
   if (spec.prefix >= 0) {
     const int64_t p = spec.prefix;

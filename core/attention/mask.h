@@ -16,6 +16,9 @@ namespace attnscope {
 //   causal-br        j <= i + S - L         (bottom-right aligned, decoding with a KV cache)
 //   window:W         |i - j| <= W
 //   causal-window:W  i - W <= j <= i
+//   sinks:K          with a window term: keys j < K stay visible through it (StreamingLLM
+//                    attention sinks): window:W | j < K, causal-window:W -> j <= i and
+//                    (i - j <= W or j < K)
 //   prefix:P         j < P or j <= i        (prefix-LM: bidirectional prefix, causal after)
 //   segments:n1,n2,.. query and key in the same document segment (block diagonal);
 //                    positions past n1+n2+... form one trailing segment
@@ -28,12 +31,14 @@ struct MaskSpec {
   int64_t prefix = -1;         // -1 = off
   std::vector<int64_t> segments;  // empty = off
   bool padding = false;
+  int64_t sinks = -1;          // -1 = off; needs window or causal_window
 
   // Throws InputError naming the bad term, e.g. "mask: unknown term 'casual'".
   static MaskSpec parse(const std::string& text);
   std::string toString() const;  // canonical text form, "none" when empty
   std::string shortName() const;  // for file names: "causal", "causal+window3", "nomask"
   bool any() const;
+  void checkSinks() const;  // InputError when sinks are set without a window term
   bool operator==(const MaskSpec& other) const;
 };
 

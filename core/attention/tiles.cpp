@@ -35,14 +35,18 @@ void scoreRows(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int64_
   }
   if (keys.begin >= keys.end) keys = {0, 0};
   const size_t bh = static_cast<size_t>(b * t.H + h);
-  gemm(true, rows, keys.end - keys.begin, d, &t.q.data[(bh * t.L + i0) * d], d, &t.k.data[(bh * S + keys.begin) * d],
+  const size_t kv = static_cast<size_t>(b * t.G + kvHeadOf(h, t.H, t.G));
+  gemm(true, rows, keys.end - keys.begin, d, &t.q.data[(bh * t.L + i0) * d], d, &t.k.data[(kv * S + keys.begin) * d],
        d, 0.0f, &block.scores[keys.begin], S);
   ScoreRule rule;
   rule.scale = t.scale;
   rule.fill = t.fill;
+  rule.softcap = t.softcap;
+  if (!t.alibi_slopes.empty()) rule.alibi_slope = t.alibi_slopes[h];
   for (int64_t r = 0; r < rows; ++r) {
     const RowSpan span = block.spans[r].begin == block.spans[r].end ? RowSpan{0, 0} : keys;
-    scoreRow(rule, &block.scores[r * S], &block.allowed[r * S], span, S, &block.scores[r * S], &block.probs[r * S]);
+    scoreRow(rule, i0 + r, &block.scores[r * S], &block.allowed[r * S], span, S, &block.scores[r * S],
+             &block.probs[r * S]);
   }
 }
 
@@ -72,9 +76,11 @@ TiledAttention prepareTiled(const AttentionInputs& in, const AttentionOptions& o
   checkMemory(estimateTiledBytes(z.B, z.L, z.S, z.D, z.Dq, z.Dk, z.Dv, z.H, 0, 0));
   const RunPlan plan = planRun(options, z);
   TiledAttention t;
-  t.B = z.B, t.L = z.L, t.S = z.S, t.D = z.D, t.H = z.H, t.d = z.d;
+  t.B = z.B, t.L = z.L, t.S = z.S, t.D = z.D, t.H = z.H, t.d = z.d, t.G = z.G;
   t.scale = plan.rule.scale;
   t.fill = options.fill;
+  t.softcap = plan.rule.softcap;
+  t.alibi_slopes = plan.alibi_slopes;
   t.mask = maskTerms(options.mask, z.B, z.L, z.S, in.valid_lens, in.key_padding, in.attn_mask);
   for (const MaskTerm& term : t.mask) t.mask_names.push_back(term.name);
   // [B, T, D] projections, split into heads [B, H, T, d] (one buffer reused for both).
@@ -82,10 +88,14 @@ TiledAttention prepareTiled(const AttentionInputs& in, const AttentionOptions& o
   linearInto(in.query.data.data(), z.B * z.L, in.w_q, in.b_q, proj.data.data());
   t.q = foldHeads(proj, z.H);
   t.q.shape = {z.B, z.H, z.L, z.d};
-  proj = Tensor({z.B, z.S, z.D});
+  proj = Tensor({z.B, z.S, z.G * z.d});
   linearInto(in.key.data.data(), z.B * z.S, in.w_k, in.b_k, proj.data.data());
-  t.k = foldHeads(proj, z.H);
-  t.k.shape = {z.B, z.H, z.S, z.d};
+  t.k = foldHeads(proj, z.G);
+  t.k.shape = {z.B, z.G, z.S, z.d};
+  if (options.rope) {
+    applyRope(t.q, options.rope_base, options.rope_style);
+    applyRope(t.k, options.rope_base, options.rope_style);
+  }
   return t;
 }
 

@@ -3,7 +3,8 @@
 // blocks through the same score pass as the full trace (each row's softmax normalisers,
 // its maximum and sum of exp, come out of that pass) and pooled into overview tiles
 // straight away. Exact per-cell tiles for any window are computed from Q and K on demand.
-// The tiled path runs the correct pipeline: no mistakes lab, no dropout.
+// The tiled path runs the correct pipeline: no mistakes lab, no dropout. Variants (GQA,
+// RoPE, ALiBi, soft-capping, sinks) run as in the full trace, through the same score pass.
 #pragma once
 
 #include <cstdint>
@@ -16,11 +17,13 @@
 namespace attnscope {
 
 struct TiledAttention {
-  int64_t B = 0, L = 0, S = 0, D = 0, H = 0, d = 0;
+  int64_t B = 0, L = 0, S = 0, D = 0, H = 0, d = 0, G = 0;
   float scale = 1.0f;
   MaskFill fill = MaskFill::NegInf;
-  Tensor q;  // [B, H, L, d]
-  Tensor k;  // [B, H, S, d]
+  float softcap = 0.0f;              // > 0: soft-capping on
+  std::vector<double> alibi_slopes;  // [H] or empty: ALiBi off
+  Tensor q;  // [B, H, L, d] (RoPE applied when on)
+  Tensor k;  // [B, G, S, d] (RoPE applied when on); query head h reads K/V head kvHeadOf(h, H, G)
   std::vector<MaskTerm> mask;  // row predicates: no [B, L, S] either
   std::vector<std::string> mask_names;  // one per term, as the full trace's components
 };

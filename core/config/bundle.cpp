@@ -129,6 +129,7 @@ Bundle loadBundle(const std::string& dir, int64_t default_model_dim, uint64_t se
       if (!first_present) first_present = w;
     }
   const bool has_meta_d = bundle.meta.contains("d_model");
+  int64_t kv_rows = 0;  // rows of w_k and w_v: D, or G*d for grouped-query attention
   if (present > 0) {
     for (const char* w : weight_names)
       if (!fileExists(file(w)))
@@ -139,15 +140,21 @@ Bundle loadBundle(const std::string& dir, int64_t default_model_dim, uint64_t se
       fail(name("w_q.npy"), "expected [D, Dq] with Dq=" + std::to_string(Dq) + " like query.npy, got " +
                                 shapeToString(in.w_q.shape));
     const int64_t D = in.w_q.shape[0];
-    auto check_weight = [&](Tensor& w, const char* file_name, int64_t cols, const std::string& expected) {
+    // K/V projections may be [G*d, Dk] (grouped-query attention): any row count up to D
+    // here, the same for w_k and w_v; the core checks it against H (a multiple of d).
+    in.w_k = readNpyFloat(name("w_k.npy"));
+    if (in.w_k.shape.size() != 2 || in.w_k.shape[1] != Dk || in.w_k.shape[0] < 1 || in.w_k.shape[0] > D)
+      fail(name("w_k.npy"), "expected [D, Dk] = " + shapeToString({D, Dk}) + ", got " + shapeToString(in.w_k.shape) +
+                                " (or [G*d, Dk] for grouped-query attention)");
+    kv_rows = in.w_k.shape[0];
+    auto check_weight = [&](Tensor& w, const char* file_name, int64_t rows, int64_t cols, const std::string& expected) {
       w = readNpyFloat(name(file_name));
-      if (w.shape != Shape{D, cols})
-        fail(name(file_name), "expected " + expected + " = " + shapeToString({D, cols}) + ", got " +
+      if (w.shape != Shape{rows, cols})
+        fail(name(file_name), "expected " + expected + " = " + shapeToString({rows, cols}) + ", got " +
                                   shapeToString(w.shape));
     };
-    check_weight(in.w_k, "w_k.npy", Dk, "[D, Dk]");
-    check_weight(in.w_v, "w_v.npy", Dv, "[D, Dv]");
-    check_weight(in.w_o, "w_o.npy", D, "[D, D]");
+    check_weight(in.w_v, "w_v.npy", kv_rows, Dv, kv_rows == D ? "[D, Dv]" : "[G*d, Dv] like w_k.npy");
+    check_weight(in.w_o, "w_o.npy", D, D, "[D, D]");
     if (has_meta_d && bundle.meta["d_model"].get<int64_t>() != D)
       fail(name("bundle.json"), "\"d_model\" " + std::to_string(bundle.meta["d_model"].get<int64_t>()) +
                                     " does not match w_q.npy " + shapeToString(in.w_q.shape));
@@ -156,7 +163,7 @@ Bundle loadBundle(const std::string& dir, int64_t default_model_dim, uint64_t se
   const int64_t D = bundle.has_weights ? in.w_q.shape[0]
                                        : (has_meta_d ? bundle.meta["d_model"].get<int64_t>() : default_model_dim);
 
-  // biases: each optional, [D]
+  // biases: each optional, [D] ([G*d] like w_k for b_k and b_v)
   const char* bias_names[] = {"b_q.npy", "b_k.npy", "b_v.npy", "b_o.npy"};
   Tensor* biases[] = {&in.b_q, &in.b_k, &in.b_v, &in.b_o};
   for (int i = 0; i < 4; ++i) {
@@ -164,8 +171,11 @@ Bundle loadBundle(const std::string& dir, int64_t default_model_dim, uint64_t se
     if (!bundle.has_weights)
       fail(name(bias_names[i]), "a bias needs the weights w_q/w_k/w_v/w_o.npy in the bundle too");
     *biases[i] = readNpyFloat(name(bias_names[i]));
-    if (biases[i]->shape != Shape{D})
-      fail(name(bias_names[i]), "expected [D] = " + shapeToString({D}) + ", got " + shapeToString(biases[i]->shape));
+    const bool kv = i == 1 || i == 2;
+    const int64_t rows = kv ? kv_rows : D;
+    if (biases[i]->shape != Shape{rows})
+      fail(name(bias_names[i]), std::string("expected ") + (kv && rows != D ? "[G*d] like w_k.npy" : "[D]") + " = " +
+                                    shapeToString({rows}) + ", got " + shapeToString(biases[i]->shape));
   }
   if (!bundle.has_weights) seedDefaultWeights(in, D, Dq, Dk, Dv, /*bias=*/false, seed);
 

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "config/text_input.h"
+
 namespace attnscope {
 
 std::vector<int64_t> resolveValidLens(const std::vector<int64_t>& requested, const std::vector<int64_t>& natural,
@@ -12,15 +14,30 @@ std::vector<int64_t> resolveValidLens(const std::vector<int64_t>& requested, con
   return lens;
 }
 
-AttentionInputs buildInputs(const Settings& s) {
-  if (s.heads < 1) throw InputError("heads must be >= 1, got H=" + std::to_string(s.heads));
-  if (s.head_dim < 1) throw InputError("head size must be >= 1, got d=" + std::to_string(s.head_dim));
+namespace {
+
+AttentionInputs sourceInputs(const Settings& s) {
   switch (s.source) {
     case InputSource::Bundle: return bundleInputs(s).inputs;
     case InputSource::Synthetic: return syntheticInputs(s);
     case InputSource::Text: break;
   }
   return textInputs(s);
+}
+
+}  // namespace
+
+AttentionInputs buildInputs(const Settings& s) {
+  if (s.heads < 1) throw InputError("heads must be >= 1, got H=" + std::to_string(s.heads));
+  if (s.head_dim < 1) throw InputError("head size must be >= 1, got d=" + std::to_string(s.head_dim));
+  AttentionInputs in = sourceInputs(s);
+  groupKeyValueHeads(s, in);
+  return in;
+}
+
+void groupKeyValueHeads(const Settings& s, AttentionInputs& in) {
+  if (s.kv_heads > 0 && s.kv_heads != s.heads && in.w_k.dim(0) == in.w_q.dim(0))
+    poolKeyValueHeads(in, s.heads, s.kv_heads);
 }
 
 }  // namespace attnscope

@@ -25,6 +25,11 @@ AttentionInputs syntheticInputs(const Settings& settings);
 // them; seeded weights of D = settings.modelDim() (or bundle.json "d_model") when absent.
 Bundle bundleInputs(const Settings& settings);
 
+// kv_heads G on multi-head weights (seeded, or a bundle's [D, Dk]): K/V heads pooled per
+// group (poolKeyValueHeads). Weights that are already [G*d, Dk] say G themselves (the core
+// checks that they agree). InputError when G does not divide H.
+void groupKeyValueHeads(const Settings& settings, AttentionInputs& inputs);
+
 // Valid lengths [B]: `requested` (the settings') wins where given, clamped to [0, S];
 // the other items keep `natural`.
 std::vector<int64_t> resolveValidLens(const std::vector<int64_t>& requested, const std::vector<int64_t>& natural,

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +19,57 @@ constexpr int64_t kMaxHeads = 1 << 20;
 std::string maskProblem(const InputError& e) {
   const std::string why = e.what();
   return why.rfind("mask: ", 0) == 0 ? why.substr(6) : why;
+}
+
+// The variant keys, spelled as the CLI flags: "kv_heads": G, "rope": true or BASE,
+// "rope_style": "half" | "interleaved", "alibi": true, "softcap": C, "sinks": K.
+// bad(key, why) throws.
+void applyVariantKeys(const nlohmann::json& meta, const std::function<void(const char*, const std::string&)>& bad,
+                      Settings& s) {
+  auto get = [&](const char* key) -> const nlohmann::json* {
+    const auto it = meta.find(key);
+    return it == meta.end() || it->is_null() ? nullptr : &*it;
+  };
+  if (const auto* v = get("kv_heads")) {
+    if (!v->is_number_integer() || v->get<int64_t>() < 1 || v->get<int64_t>() > kMaxHeads)
+      bad("kv_heads", "must be an integer in 1.." + std::to_string(kMaxHeads));
+    s.kv_heads = v->get<int64_t>();
+  }
+  if (const auto* v = get("rope")) {
+    if (v->is_boolean()) {
+      s.rope = v->get<bool>();
+    } else if (v->is_number() && std::isfinite(v->get<double>()) && v->get<double>() > 1.0) {
+      s.rope = true;
+      s.rope_base = v->get<float>();
+    } else {
+      bad("rope", "must be true, false or a base > 1 such as 10000");
+    }
+  }
+  if (const auto* v = get("rope_style")) {
+    if (!v->is_string()) bad("rope_style", "must be \"half\" or \"interleaved\"");
+    try {
+      s.rope_style = ropeStyleFromName(v->get<std::string>());
+    } catch (const InputError& e) {
+      bad("rope_style", std::string("is invalid: ") + e.what());
+    }
+  }
+  if (const auto* v = get("alibi")) {
+    if (!v->is_boolean()) bad("alibi", "must be true or false");
+    s.alibi = v->get<bool>();
+  }
+  if (const auto* v = get("softcap")) {
+    if (!v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() <= 0) bad("softcap", "must be a number > 0");
+    s.softcap = v->get<float>();
+  }
+  if (const auto* v = get("sinks")) {
+    if (!v->is_number_integer() || v->get<int64_t>() < 0) bad("sinks", "must be an integer >= 0");
+    s.mask.sinks = v->get<int64_t>();
+    try {
+      s.mask.checkSinks();
+    } catch (const InputError& e) {
+      bad("sinks", "is invalid: " + maskProblem(e));
+    }
+  }
 }
 
 }  // namespace
@@ -67,6 +119,7 @@ void applyBundleRunKeys(const nlohmann::json& meta, const std::string& json_path
     if (!meta["seed"].is_number_unsigned()) bad("seed", "must be a non-negative integer");
     s.seed = meta["seed"].get<uint64_t>();
   }
+  applyVariantKeys(meta, bad, s);
 }
 
 Settings bundleDefaults() {
@@ -92,6 +145,7 @@ Run configureRun(const Settings& settings) {
                                                 "not inputs to compute; open it with attnscope or attnscope export");
       Bundle bundle = bundleInputs(settings);
       run.inputs = std::move(bundle.inputs);
+      groupKeyValueHeads(settings, run.inputs);  // as buildInputs does
       run.source = "bundle " + settings.bundle_path;
       if (!bundle.has_weights)
         run.notes.push_back("no w_q/w_k/w_v/w_o.npy: seeded default weights (seed " + std::to_string(settings.seed) +

@@ -31,7 +31,9 @@ Settings bundleDefaults();
 // base with source = Bundle, bundle_path = dir and DIR/bundle.json's run keys on top:
 //   heads (integer >= 1), mask (mask text), scale ("none", "default" = 1/sqrt(d), or a
 //   positive factor), fill ("inf" / "1e9", or the number -1e9), dropout (p in [0, 1), train
-//   when > 0), seed (integer >= 0). Other keys (d_model, notes, model, layer_names) are read
+//   when > 0), seed (integer >= 0), and the variants: kv_heads (G >= 1), rope (true, false or
+//   a base > 1), rope_style ("half" / "interleaved"), alibi (true / false), softcap (C > 0),
+//   sinks (K >= 0, with a window term in the mask). Other keys (d_model, notes, model, layer_names) are read
 //   where they apply. InputError naming bundle.json and the key for a wrong value. An
 //   attention bundle (config/attention_bundle.h) has nothing to run: its run keys are ignored.
 Settings settingsForBundle(Settings base, const std::string& dir);

@@ -98,6 +98,12 @@ AttentionOptions attentionOptions(const Settings& settings, int64_t model_dim) {
   o.train = settings.train;
   o.seed = settings.seed;
   o.mistake = settings.mistake;
+  o.kv_heads = settings.kv_heads;
+  o.rope = settings.rope;
+  o.rope_base = settings.rope_base;
+  o.rope_style = settings.rope_style;
+  o.alibi = settings.alibi;
+  if (settings.softcap > 0.0f) o.softcap = settings.softcap;
   switch (settings.scale) {
     case ScaleChoice::InvSqrtD: o.scale_mode = ScaleMode::InvSqrtD; break;
     case ScaleChoice::None: o.scale_mode = ScaleMode::None; break;

@@ -73,6 +73,14 @@ struct Settings {
   bool train = false;
   Mistake mistake = Mistake::None;                // mistakes lab (JSON "mistake": mistakeName)
 
+  // variants (attention/variants.h); attention sinks are the mask term sinks:K
+  int64_t kv_heads = 0;                           // G K/V heads (GQA, 1 = MQA); 0 = G = heads
+  bool rope = false;                              // rotary position embeddings on q and k
+  float rope_base = 10000.0f;
+  RopeStyle rope_style = RopeStyle::RotateHalf;   // JSON "half" / "interleaved"
+  bool alibi = false;
+  float softcap = 0.0f;                           // > 0: cap * tanh(s / cap); 0 = off (JSON null)
+
   // view preferences (which map is focused is a ViewFocus, not a setting)
   Colormap prob_colormap = Colormap::Viridis;
   bool log_scale = false;

@@ -92,6 +92,18 @@ class Reader {
       out = list;
     });
   }
+  // A name looked up by from_name (which throws InputError for an unknown name).
+  template <typename T, typename FromName>
+  void named(const char* key, T& out, FromName from_name, const char* what) const {
+    with(key, [&](const json& v) {
+      if (!v.is_string()) fail(key, std::string("must be ") + what);
+      try {
+        out = from_name(v.get<std::string>());
+      } catch (const InputError& e) {
+        fail(key, std::string("is invalid: ") + e.what());
+      }
+    });
+  }
   [[noreturn]] static void fail(const char* key, const std::string& what) {
     throw InputError(std::string("settings: '") + key + "' " + what);
   }
@@ -129,6 +141,12 @@ json settingsToJson(const Settings& s, const ViewFocus& focus) {
       {"dropout", s.dropout},
       {"train", s.train},
       {"mistake", mistakeName(s.mistake)},
+      {"kv_heads", s.kv_heads},
+      {"rope", s.rope},
+      {"rope_base", s.rope_base},
+      {"rope_style", ropeStyleName(s.rope_style)},
+      {"alibi", s.alibi},
+      {"softcap", s.softcap > 0.0f ? json(s.softcap) : json(nullptr)},
       {"batch_item", focus.batch_item},
       {"focused_layer", focus.layer},
       {"focused_head", focus.head},
@@ -185,22 +203,14 @@ Settings settingsFromJson(const json& j, std::vector<std::string>* problems) {
   r.number("temperature", s.temperature, [](float t) { return t > 0.0f; }, "> 0");
   r.number("dropout", s.dropout, [](float p) { return p >= 0.0f && p < 1.0f; }, "in [0, 1)");
   r.boolean("train", s.train);
-  r.with("mistake", [&](const json& v) {
-    if (!v.is_string()) Reader::fail("mistake", "must be a mistake name such as \"floor-div-scale\"");
-    try {
-      s.mistake = mistakeFromName(v.get<std::string>());
-    } catch (const InputError& e) {
-      Reader::fail("mistake", std::string("is invalid: ") + e.what());
-    }
-  });
-  r.with("prob_colormap", [&](const json& v) {
-    if (!v.is_string()) Reader::fail("prob_colormap", "must be a colormap name");
-    try {
-      s.prob_colormap = colormapFromName(v.get<std::string>());
-    } catch (const InputError& e) {
-      Reader::fail("prob_colormap", std::string("is invalid: ") + e.what());
-    }
-  });
+  r.named("mistake", s.mistake, mistakeFromName, "a mistake name such as \"floor-div-scale\"");
+  r.integer("kv_heads", s.kv_heads, 0, 4096);
+  r.boolean("rope", s.rope);
+  r.number("rope_base", s.rope_base, [](float base) { return base > 1.0f; }, "> 1");
+  r.named("rope_style", s.rope_style, ropeStyleFromName, "\"half\" or \"interleaved\"");
+  r.boolean("alibi", s.alibi);
+  r.number("softcap", s.softcap, [](float cap) { return cap >= 0.0f; }, "> 0 (or null for off)");
+  r.named("prob_colormap", s.prob_colormap, colormapFromName, "a colormap name");
   r.boolean("log_scale", s.log_scale);
   r.boolean("folded_layout", s.folded_layout);
   r.string("export_dir", s.export_dir);

@@ -166,4 +166,31 @@ void seedDefaultWeights(AttentionInputs& inputs, int64_t D, int64_t Dq, int64_t 
   }
 }
 
+void poolKeyValueHeads(AttentionInputs& inputs, int64_t heads, int64_t kv_heads) {
+  if (kv_heads < 1 || heads < 1 || heads % kv_heads != 0) {
+    throw InputError("kv_heads G=" + std::to_string(kv_heads) + " does not divide H=" + std::to_string(heads) +
+                     " (each K/V head serves H/G query heads)");
+  }
+  if (inputs.w_k.shape.size() != 2 || inputs.w_k.dim(0) % heads != 0) {
+    throw InputError("kv_heads: w_k " + shapeToString(inputs.w_k.shape) + " is not [H*d, Dk] with H=" +
+                     std::to_string(heads));
+  }
+  const int64_t d = inputs.w_k.dim(0) / heads, group = heads / kv_heads;
+  // rows [H*d, cols] -> [G*d, cols]: row g*d + c is the mean of rows (g*group + m)*d + c.
+  auto pool = [&](Tensor& t) {
+    if (t.empty()) return;
+    const int64_t cols = t.shape.size() == 2 ? t.dim(1) : 1;
+    Tensor pooled(t.shape.size() == 2 ? Shape{kv_heads * d, cols} : Shape{kv_heads * d});
+    for (int64_t g = 0; g < kv_heads; ++g)
+      for (int64_t c = 0; c < d; ++c)
+        for (int64_t x = 0; x < cols; ++x) {
+          double sum = 0.0;
+          for (int64_t m = 0; m < group; ++m) sum += t.data[((g * group + m) * d + c) * cols + x];
+          pooled.data[(g * d + c) * cols + x] = static_cast<float>(sum / static_cast<double>(group));
+        }
+    t = std::move(pooled);
+  };
+  for (Tensor* t : {&inputs.w_k, &inputs.w_v, &inputs.b_k, &inputs.b_v}) pool(*t);
+}
+
 }  // namespace attnscope

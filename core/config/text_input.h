@@ -30,4 +30,9 @@ std::vector<float> tokenEmbedding(const std::string& token, int64_t d_model, uin
 void seedDefaultWeights(AttentionInputs& inputs, int64_t D, int64_t Dq, int64_t Dk, int64_t Dv,
                         bool bias, uint64_t seed);
 
+// Grouped-query attention from multi-head weights, as the GQA paper converts checkpoints:
+// w_k/w_v [H*d, Din] -> [G*d, Din] (and b_k/b_v), each K/V head the mean of its group's
+// H/G heads. Throws InputError when G does not divide H (or w_k is not [H*d, Din]).
+void poolKeyValueHeads(AttentionInputs& inputs, int64_t heads, int64_t kv_heads);
+
 }  // namespace attnscope

@@ -122,16 +122,23 @@ def spec_mask(spec, B, L, S, valid_lens=None, key_padding=None):
     allowed = np.ones((B, L, S), dtype=bool)
     if spec in (None, "", "none"):
         return allowed
+    # sinks:K (StreamingLLM) keeps keys j < K visible through the window terms.
+    sink = np.zeros((1, S), dtype=bool)
+    for term in spec.split("+"):
+        if term.startswith("sinks:"):
+            sink = (j < int(term.partition(":")[2]))
     for term in spec.split("+"):
         name, _, arg = term.partition(":")
+        if name == "sinks":
+            continue
         if name == "causal":
             allowed &= (j <= i)[None]
         elif name == "causal-br":
             allowed &= (j <= i + S - L)[None]
         elif name == "window":
-            allowed &= (np.abs(i - j) <= int(arg))[None]
+            allowed &= ((np.abs(i - j) <= int(arg)) | sink)[None]
         elif name == "causal-window":
-            allowed &= ((j <= i) & (j >= i - int(arg)))[None]
+            allowed &= ((j <= i) & ((j >= i - int(arg)) | sink))[None]
         elif name == "prefix":
             allowed &= ((j < int(arg)) | (j <= i))[None]
         elif name == "segments":

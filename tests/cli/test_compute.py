@@ -189,7 +189,7 @@ def run_case(test, spec):
     shapes = got["shapes"]
     test.assertEqual(shapes["sizes"], {"B": B, "L": L, "S": S, "D": D, "H": heads, "d": d,
                                        "Dq": query.shape[2], "Dk": key.shape[2],
-                                       "Dv": ref._inputs(case)[2].shape[2]})
+                                       "Dv": ref._inputs(case)[2].shape[2], "G": heads})
     test.assertAlmostEqual(shapes["scale"], (1 / np.sqrt(d)) if scale is None else scale, places=6)
 
     fully = expect["fully_masked"]

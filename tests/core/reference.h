@@ -14,7 +14,7 @@
 namespace attnscope::testing {
 
 struct Reference {
-  int64_t B = 0, L = 0, S = 0, D = 0, H = 0, d = 0;
+  int64_t B = 0, L = 0, S = 0, D = 0, H = 0, d = 0, G = 0;
   std::vector<uint8_t> allowed;      // [B, L, S]
   std::vector<uint8_t> fully_masked; // [B, L]
   std::vector<double> q_proj;        // [B, L, D]
@@ -39,8 +39,9 @@ inline bool referenceAllowed(const MaskSpec& m, const AttentionInputs& in, int64
                              int64_t j, int64_t L, int64_t S) {
   if (m.causal && j > i) return false;
   if (m.causal_bottom_right && j > i + S - L) return false;
-  if (m.window >= 0 && std::llabs(i - j) > m.window) return false;
-  if (m.causal_window >= 0 && (j > i || j < i - m.causal_window)) return false;
+  const bool sink = m.sinks >= 0 && j < m.sinks;  // StreamingLLM: always visible through a window
+  if (m.window >= 0 && std::llabs(i - j) > m.window && !sink) return false;
+  if (m.causal_window >= 0 && (j > i || (j < i - m.causal_window && !sink))) return false;
   if (m.prefix >= 0 && !(j < m.prefix || j <= i)) return false;
   if (!m.segments.empty() && referenceSegment(m.segments, i) != referenceSegment(m.segments, j)) return false;
   if (m.padding && !in.valid_lens.empty() && j >= in.valid_lens[b]) return false;
@@ -67,16 +68,50 @@ inline std::vector<double> referenceProject(const Tensor& x, const Tensor& w, co
   return y;
 }
 
+// ALiBi slopes as Press et al.'s get_slopes(n): for a power of two, start = 2^(-8/n) and
+// slope_h = start^(h+1); otherwise the closest power's slopes, then every other slope of
+// twice that power.
+inline std::vector<double> referenceAlibiSlopes(int64_t n) {
+  int64_t p = 1;
+  while (p * 2 <= n) p *= 2;
+  std::vector<double> slopes;
+  for (int64_t h = 0; h < p; ++h) slopes.push_back(std::pow(2.0, -8.0 * double(h + 1) / double(p)));
+  for (int64_t h = 0; int64_t(slopes.size()) < n; h += 2) slopes.push_back(std::pow(2.0, -8.0 * double(h + 1) / double(2 * p)));
+  return slopes;
+}
+
+// RoPE on one head vector x[0..d) at position pos, in double. Rotate-half pairs feature c
+// with c + d/2; interleaved pairs 2c with 2c + 1; pair c turns by pos * base^(-2c/d).
+inline void referenceRope(double* x, int64_t d, int64_t pos, double base, RopeStyle style) {
+  for (int64_t c = 0; c < d / 2; ++c) {
+    const double theta = double(pos) * std::pow(base, -2.0 * double(c) / double(d));
+    const int64_t a = style == RopeStyle::RotateHalf ? c : 2 * c;
+    const int64_t b = style == RopeStyle::RotateHalf ? c + d / 2 : 2 * c + 1;
+    const double xa = x[a], xb = x[b];
+    x[a] = xa * std::cos(theta) - xb * std::sin(theta);
+    x[b] = xb * std::cos(theta) + xa * std::sin(theta);
+  }
+}
+
 inline Reference referenceAttention(const AttentionInputs& in, const AttentionOptions& o,
                                     const std::vector<float>* probs_override = nullptr) {
   Reference r;
   const int64_t B = in.query.shape[0], L = in.query.shape[1], S = in.key.shape[1];
   const int64_t D = in.w_q.shape[0], H = o.heads, d = D / H;
-  r.B = B, r.L = L, r.S = S, r.D = D, r.H = H, r.d = d;
+  const int64_t G = in.w_k.shape[0] / d, GD = G * d;  // K/V heads: w_k is [G*d, Dk]
+  r.B = B, r.L = L, r.S = S, r.D = D, r.H = H, r.d = d, r.G = G;
 
   r.q_proj = referenceProject(in.query, in.w_q, in.b_q);
-  const std::vector<double> kp = referenceProject(in.key, in.w_k, in.b_k);
+  std::vector<double> kp = referenceProject(in.key, in.w_k, in.b_k);  // [B, S, G*d]
   const std::vector<double> vp = referenceProject(in.value, in.w_v, in.b_v);
+  std::vector<double> qr = r.q_proj;  // q and k after RoPE (when on)
+  if (o.rope) {
+    for (int64_t n = 0; n < B * L; ++n)
+      for (int64_t h = 0; h < H; ++h) referenceRope(&qr[n * D + h * d], d, n % L, o.rope_base, o.rope_style);
+    for (int64_t n = 0; n < B * S; ++n)
+      for (int64_t g = 0; g < G; ++g) referenceRope(&kp[n * GD + g * d], d, n % S, o.rope_base, o.rope_style);
+  }
+  const std::vector<double> slopes = o.alibi ? referenceAlibiSlopes(H) : std::vector<double>(H, 0.0);
 
   double scale = 1.0;
   if (o.scale_mode == ScaleMode::InvSqrtD) scale = 1.0 / std::sqrt(double(d));
@@ -101,10 +136,14 @@ inline Reference referenceAttention(const AttentionInputs& in, const AttentionOp
       for (int64_t i = 0; i < L; ++i) {
         double* srow = &r.scores[((b * H + h) * L + i) * S];
         double* prow = &r.probs[((b * H + h) * L + i) * S];
+        const int64_t g = h / (H / G);  // the K/V head shared by this query head's group
         for (int64_t j = 0; j < S; ++j) {
           double dot = 0.0;
-          for (int64_t c = 0; c < d; ++c) dot += r.q_proj[(b * L + i) * D + h * d + c] * kp[(b * S + j) * D + h * d + c];
-          srow[j] = r.allowed[(b * L + i) * S + j] ? dot * scale : fill;
+          for (int64_t c = 0; c < d; ++c) dot += qr[(b * L + i) * D + h * d + c] * kp[(b * S + j) * GD + g * d + c];
+          double s = dot * scale;
+          if (o.softcap) s = double(*o.softcap) * std::tanh(s / double(*o.softcap));
+          s -= slopes[h] * double(std::llabs(i - j));
+          srow[j] = r.allowed[(b * L + i) * S + j] ? s : fill;
         }
         if (r.fully_masked[b * L + i] && o.fill == MaskFill::NegInf) {
           for (int64_t j = 0; j < S; ++j) prow[j] = 0.0;  // defined as 0 (PyTorch: NaN)
@@ -118,7 +157,7 @@ inline Reference referenceAttention(const AttentionInputs& in, const AttentionOp
         const float* pover = probs_override ? &(*probs_override)[((b * H + h) * L + i) * S] : nullptr;
         for (int64_t c = 0; c < d; ++c) {
           double acc = 0.0;
-          for (int64_t j = 0; j < S; ++j) acc += (pover ? pover[j] : prow[j]) * vp[(b * S + j) * D + h * d + c];
+          for (int64_t j = 0; j < S; ++j) acc += (pover ? pover[j] : prow[j]) * vp[(b * S + j) * GD + g * d + c];
           r.context[(b * L + i) * D + h * d + c] = acc;
         }
       }
@@ -177,6 +216,19 @@ inline AttentionInputs randomInputs(const InputSizes& n, std::mt19937& rng, bool
     in.b_o = randomNormal({n.D}, rng, bias_sd);
   }
   return in;
+}
+
+// Grouped-query inputs from MHA ones: w_k/w_v keep their first G*d rows, b_k/b_v too.
+inline void keepKeyValueRows(AttentionInputs& in, int64_t rows) {
+  for (Tensor* w : {&in.w_k, &in.w_v}) {
+    w->data.resize(rows * w->shape[1]);
+    w->shape[0] = rows;
+  }
+  for (Tensor* b : {&in.b_k, &in.b_v}) {
+    if (b->empty()) continue;
+    b->data.resize(rows);
+    b->shape[0] = rows;
+  }
 }
 
 // Seeded boolean mask, each element true with probability p_true.

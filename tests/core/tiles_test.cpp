@@ -1,7 +1,7 @@
 // Tiled long maps against the full trace (test-backend-ops style table): for every mask
 // kind and both fills, the tiled overview equals maxPool2d / maxAbsPool2d of the full
 // trace's maps and exact tiles equal the full maps' cells, all within 1e-6; masked scores
-// equal the fill exactly. Also: the workspace (buffer reuse, incremental projections) and
+// equal the fill exactly. Variants (GQA, RoPE, ALiBi, soft-capping, sinks) too. Also: the workspace (buffer reuse, incremental projections) and
 // the trace without raw scores give the same numbers as a fresh runAttention.
 #include <gtest/gtest.h>
 
@@ -27,6 +27,10 @@ struct TileCase {
   std::vector<int64_t> valid_lens = {};
   bool key_padding = false;
   bool attn_mask = false;
+  int64_t G = 0;  // > 0: K/V heads (w_k, w_v cut to [G*d, D])
+  bool rope = false;
+  bool alibi = false;
+  float softcap = 0.0f;
 };
 
 std::ostream& operator<<(std::ostream& os, const TileCase& c) { return os << c.name; }
@@ -56,6 +60,9 @@ const TileCase kTileCases[] = {
     {"attn_mask_1e9",                   2, 25, 33, 8, 2, false, "none",                  k1e9, 5, 11, {}, false, true},
     {"causal_padding_window_inf",       2, 90, 90, 16, 4, true, "causal+padding+window:20", kInf, 30, 30, {90, 41}},
     {"causal_padding_window_1e9",       2, 90, 90, 16, 4, true, "causal+padding+window:20", k1e9, 30, 30, {90, 41}},
+    {"gqa_rope_alibi_softcap_sinks",    1, 70, 70, 16, 4, true, "causal-window:9+sinks:2", kInf, 14, 14, {}, false, false, 2, true, true, 3.0f},
+    {"gqa_cross_rope_softcap_sinks_1e9", 2, 30, 45, 24, 6, false, "window:4+sinks:3",     k1e9, 6, 9, {}, false, false, 3, true, false, 2.0f},
+    {"mqa_alibi_padding",               2, 40, 40, 16, 4, true, "causal+padding",        kInf, 8, 8, {40, 13}, false, false, 1, false, true},
 };
 
 AttentionInputs makeInputs(const TileCase& c) {
@@ -64,6 +71,7 @@ AttentionInputs makeInputs(const TileCase& c) {
   in.valid_lens = c.valid_lens;
   if (c.key_padding) in.key_padding = testing::randomBools({c.B, c.S}, rng, 0.6);
   if (c.attn_mask) in.attn_mask = testing::randomBools({c.B, c.L, c.S}, rng, 0.5);
+  if (c.G > 0) testing::keepKeyValueRows(in, c.G * (c.D / c.H));
   return in;
 }
 
@@ -72,6 +80,9 @@ AttentionOptions makeOptions(const TileCase& c) {
   o.heads = c.H;
   o.mask = MaskSpec::parse(c.mask);
   o.fill = c.fill;
+  o.rope = c.rope;
+  o.alibi = c.alibi;
+  if (c.softcap > 0.0f) o.softcap = c.softcap;
   return o;
 }
 
