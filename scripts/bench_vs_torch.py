@@ -36,6 +36,13 @@ def parse_sizes(text):
     return sizes
 
 
+def loaded_blas():
+    """The BLAS libraries this process has mapped (torch's, through libblas.so.3)."""
+    with open("/proc/self/maps") as maps:
+        libs = {os.path.realpath(line.split()[-1]) for line in maps if "blas" in line.lower() and "/" in line}
+    return ", ".join(sorted(libs)) or "none found"
+
+
 def torch_median_ms(torch, L, S, D, H, B, mask, repeat):
     torch.manual_seed(0)
     mha = torch.nn.MultiheadAttention(D, H, batch_first=True).eval()
@@ -73,7 +80,7 @@ def main():
     except ImportError:
         raise SystemExit("bench_vs_torch.py: python3-torch is not installed (apt-get install python3-torch)")
     torch.set_num_threads(args.threads)
-    blas = torch.__config__.show()
+    torch.ones(64, 64) @ torch.ones(64, 64)  # loads the BLAS torch links (libblas.so.3)
 
     cmd = [args.bin, "bench", "--json", "--sizes", args.sizes, "--batch", str(args.batch), "--repeat",
            str(args.repeat), "--threads", str(args.threads), "--mask", args.mask, "--mode", "full"]
@@ -96,7 +103,7 @@ def main():
     print(f"attnscope vs torch {torch.__version__} nn.MultiheadAttention (need_weights, per-head), "
           f"B={args.batch}, mask {args.mask}, {args.threads} threads, median of {args.repeat}")
     print(f"OpenBLAS core (attnscope): {core}; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; "
-          f"torch BLAS: {'OpenBLAS' if 'OpenBLAS' in blas or 'BLAS_INFO=open' in blas else 'see torch.__config__.show()'}")
+          f"torch BLAS: {loaded_blas()}")
     print(f"{'L':>6} {'S':>6} {'D':>5} {'H':>3}  {'attnscope ms':>12} {'torch ms':>9} {'speedup':>8} "
           f"{'GFLOP/s':>8} {'of GEMM peak':>12}")
     for r in rows:

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "gui/app_options.h"
+#include "gui/frame_stats.h"
 #include "gui/app_state.h"
 #include "gui/app_window.h"
 #include "gui/compute_sync.h"
@@ -119,9 +120,10 @@ struct FramesMode {
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
 
-// True when this frame is the last one; sets exit_code on a timeout.
-bool framesDone(FramesMode& frames, const AppState& state, int& exit_code) {
-  const bool settled = state.compute.trace_generation > 0 && !state.compute.pending();
+// True when this frame is the last one; sets exit_code on a timeout. While the
+// --frame-stats drag moves a slider, every frame counts (a recompute is always pending).
+bool framesDone(FramesMode& frames, const AppState& state, bool scripted_drag, int& exit_code) {
+  const bool settled = scripted_drag || (state.compute.trace_generation > 0 && !state.compute.pending());
   if (settled) ++frames.with_result;
   if (frames.wanted <= 0) return false;
   if (std::chrono::steady_clock::now() - frames.started > kFramesModeTimeout) {
@@ -137,12 +139,16 @@ int runFrameLoop(GLFWwindow* window, const AppOptions& options, AppState& state,
   int exit_code = 0;
   FramesMode frames;
   frames.wanted = options.frames;
+  FrameStats stats;
+  int scripted_frame = 0;
   for (;;) {
     const bool waiting = state.compute.pending() || exportBusy(state.exports) || state.exports.toast.has_value();
     if (options.frames > 0) glfwPollEvents();
     else glfwWaitEventsTimeout(waiting ? 0.016 : 0.1);
 
     updateBeforeFrame(window, state);
+    const bool scripted_drag = options.frame_stats && state.compute.trace_generation > 0;
+    if (scripted_drag) scriptedSliderStep(state, scripted_frame++);
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
     ImGui::NewFrame();
@@ -160,12 +166,15 @@ int runFrameLoop(GLFWwindow* window, const AppOptions& options, AppState& state,
       }
     }
     const bool last_frame =
-        framesDone(frames, state, exit_code) || glfwWindowShouldClose(window) || state.ui.quit_requested || *state.ui.interrupted;
+        framesDone(frames, state, scripted_drag, exit_code) || glfwWindowShouldClose(window) || state.ui.quit_requested ||
+        *state.ui.interrupted;
     if (last_frame && !options.screenshot.empty() && !writeScreenshot(options.screenshot, fb_width, fb_height)) {
       std::fprintf(stderr, "attnscope: --screenshot %s: cannot write\n", options.screenshot.c_str());
       exit_code = 1;
     }
     glfwSwapBuffers(window);
+    if (options.frame_stats) recordFrame(stats, scripted_drag);
+    if (last_frame && options.frame_stats) std::printf("%s\n", frameStatsLine(stats).c_str());
 
     writeStateLogIfPending(state, fb_width, fb_height);
     saveWhenDue(state);

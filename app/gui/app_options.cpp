@@ -7,7 +7,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: attnscope [gui] [BUNDLE] [--settings FILE] [--frames N] [--screenshot PATH] "
-    "[--state-log PATH] [--size WxH] [--check-gl]";
+    "[--state-log PATH] [--size WxH] [--check-gl] [--frame-stats]";
 constexpr const char* kHelp =
     "attnscope: see multi-head attention live.\n"
     "\n"
@@ -25,6 +25,8 @@ constexpr const char* kHelp =
     "  --state-log PATH    append one JSON line per visible change (tests)\n"
     "  --size WxH          window size (default 1440x900)\n"
     "  --check-gl          exit 3 on any OpenGL error\n"
+    "  --frame-stats       drag the temperature slider every frame (script), print mean/p95/max\n"
+    "                      frame time and the first frame's time at exit\n"
     "\n"
     "In the app, F1 lists the keyboard shortcuts.";
 
@@ -65,6 +67,8 @@ std::string parseAppOptions(int argc, char** argv, AppOptions& options) {
       }
     } else if (arg == "--check-gl") {
       options.check_gl = true;
+    } else if (arg == "--frame-stats") {
+      options.frame_stats = true;
     } else if (arg == "--help" || arg == "-h") {
       options.help = true;
     } else if (!arg.empty() && arg[0] == '-') {

@@ -1,5 +1,5 @@
 // The app's command line: attnscope [gui] [BUNDLE] [--settings FILE] [--frames N]
-// [--screenshot PATH] [--state-log PATH] [--size WxH] [--check-gl].
+// [--screenshot PATH] [--state-log PATH] [--size WxH] [--check-gl] [--frame-stats].
 #pragma once
 
 #include <string>
@@ -15,6 +15,7 @@ struct AppOptions {
   int width = 1440, height = 900;
   bool size_given = false;  // --size: exactly that; else the default shrinks to the monitor's work area
   bool check_gl = false;
+  bool frame_stats = false;  // --frame-stats: scripted slider drag, frame times printed at exit
   bool help = false;
 };
 
