@@ -135,11 +135,13 @@ bool framesDone(FramesMode& frames, const AppState& state, bool scripted_drag, i
 }
 
 // Runs frames until the user quits (or --frames is done); returns the exit code.
-int runFrameLoop(GLFWwindow* window, const AppOptions& options, AppState& state, int& fb_width, int& fb_height) {
+int runFrameLoop(GLFWwindow* window, const AppOptions& options, AppState& state, int& fb_width, int& fb_height,
+                 std::chrono::steady_clock::time_point launched) {
   int exit_code = 0;
   FramesMode frames;
   frames.wanted = options.frames;
   FrameStats stats;
+  stats.started = launched;
   int scripted_frame = 0;
   for (;;) {
     const bool waiting = state.compute.pending() || exportBusy(state.exports) || state.exports.toast.has_value();
@@ -185,6 +187,7 @@ int runFrameLoop(GLFWwindow* window, const AppOptions& options, AppState& state,
 }  // namespace
 
 int runGui(int argc, char** argv) {
+  const auto launched = std::chrono::steady_clock::now();  // --frame-stats: time to the first frame
   AppOptions options;
   if (const std::string error = parseAppOptions(argc, argv, options); !error.empty()) {
     std::fprintf(stderr, "attnscope: %s\n%s\n", error.c_str(), appUsage());
@@ -219,7 +222,7 @@ int runGui(int argc, char** argv) {
   });
   state.compute.worker = std::make_unique<ComputeWorker>();
   int fb_width = 0, fb_height = 0;
-  const int exit_code = runFrameLoop(window, options, state, fb_width, fb_height);
+  const int exit_code = runFrameLoop(window, options, state, fb_width, fb_height, launched);
 
   setInterruptHandler(nullptr);
   closeStateLog(state, fb_width, fb_height);

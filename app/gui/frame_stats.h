@@ -12,7 +12,7 @@
 namespace attnscope {
 
 struct FrameStats {
-  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();  // process start
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();  // app start (runGui)
   std::chrono::steady_clock::time_point last_frame{};
   double first_frame_ms = -1.0;  // start -> first frame on screen
   std::vector<double> frame_ms;  // between consecutive frames, while the slider moves
