@@ -103,12 +103,13 @@ void prepareExportFolder(const std::string& dir) {
 }
 
 std::string exportBaseName(const std::string& what, const std::vector<int64_t>& layers, int64_t head,
-                           int64_t batch, const std::string& mask_short_name, int64_t L, int64_t S) {
+                           int64_t batch, const std::string& mask_short_name, int64_t L, int64_t S,
+                           const CellWindow& window) {
   std::string name = what;
   if (!layers.empty()) name += "_L" + joinIndices(layers);
   if (head >= 0) name += "_H" + std::to_string(head);
-  return name + "_b" + std::to_string(batch) + "_" + mask_short_name + "_L" + std::to_string(L) + "xS" +
-         std::to_string(S);
+  name += "_b" + std::to_string(batch) + "_" + mask_short_name + "_L" + std::to_string(L) + "xS" + std::to_string(S);
+  return window.whole() ? name : name + "_" + windowName(window);
 }
 
 std::string freeBaseName(const std::string& dir, const std::string& base,
@@ -164,8 +165,11 @@ std::vector<std::string> exportFigures(const Settings& settings, const ViewModel
     Figure figure = buildFigure(item.what, view, item.layers, batch, std::max<int64_t>(item.head, 0), colormap,
                                 settings.log_scale);
     figure.cell_px = cell_px;
+    // A zoomed window (the app's focus view) crops the single-map figures, not the grid.
+    const CellWindow window = item.what == "grid" ? CellWindow{} : clampWindow(request.window, view.L, view.S);
+    cropFigure(figure, window);
     FigureJob job;
-    job.base_name = exportBaseName(item.what, item.name_layers, item.head, batch, mask_name, view.L, view.S);
+    job.base_name = exportBaseName(item.what, item.name_layers, item.head, batch, mask_name, view.L, view.S, window);
     for (const std::string& format : request.formats) job.files.push_back(renderFile(format, figure));
     // The settings (and focused map) that reopen or re-export exactly this view.
     Settings reopen = settings;

@@ -216,6 +216,44 @@ Figure gridFigure(const ViewModel& view, const std::vector<int64_t>& layers, int
   return figure;
 }
 
+void cropFigure(Figure& figure, const CellWindow& window) {
+  if (window.whole()) return;
+  const CellWindow& w = window;
+  if (w.row0 < 0 || w.rows < 1 || w.row0 + w.rows > figure.rows || w.col0 < 0 || w.cols < 1 ||
+      w.col0 + w.cols > figure.cols)
+    throw InputError("export window rows [" + std::to_string(w.row0) + ", " + std::to_string(w.row0 + w.rows) +
+                     ") x keys [" + std::to_string(w.col0) + ", " + std::to_string(w.col0 + w.cols) +
+                     ") is outside the [" + std::to_string(figure.rows) + ", " + std::to_string(figure.cols) + "] map");
+  const auto [low, high] = colorRange(figure);  // the whole map's scale, as on screen
+  figure.low = low;
+  figure.high = high;
+  auto crop = [&](const auto& cells) {
+    std::decay_t<decltype(cells)> out;
+    if (cells.empty()) return out;
+    out.reserve(static_cast<size_t>(w.rows * w.cols));
+    for (int64_t r = w.row0; r < w.row0 + w.rows; ++r) {
+      const auto first = cells.begin() + r * figure.cols + w.col0;
+      out.insert(out.end(), first, first + w.cols);
+    }
+    return out;
+  };
+  for (FigurePanel& panel : figure.panels) {
+    panel.values = crop(panel.values);
+    panel.masked = crop(panel.masked);
+  }
+  auto slice = [](const std::vector<std::string>& labels, int64_t first, int64_t count) {
+    if (labels.empty()) return labels;
+    return std::vector<std::string>(labels.begin() + first, labels.begin() + first + count);
+  };
+  figure.row_labels = slice(figure.row_labels, w.row0, w.rows);
+  figure.col_labels = slice(figure.col_labels, w.col0, w.cols);
+  figure.subtitle += " \u00b7 zoomed: queries " + std::to_string(w.row0) + "-" + std::to_string(w.row0 + w.rows - 1) +
+                     " of " + std::to_string(figure.rows) + ", keys " + std::to_string(w.col0) + "-" +
+                     std::to_string(w.col0 + w.cols - 1) + " of " + std::to_string(figure.cols);
+  figure.rows = w.rows;
+  figure.cols = w.cols;
+}
+
 Tensor matrixTensor(const Figure& figure) {
   Tensor tensor(figure.panels.size() == 1
                     ? Shape{figure.rows, figure.cols}

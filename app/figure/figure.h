@@ -87,6 +87,11 @@ Figure maskFigure(const ViewModel& view, int64_t layer, int64_t b, Colormap map)
 Figure gridFigure(const ViewModel& view, const std::vector<int64_t>& layers, int64_t b, Colormap map,
                   bool log_scale = false);
 
+// Keeps rows/keys `window` of every panel (labels too); the colour range stays the whole
+// map's, so a zoomed export matches the zoomed screen. The subtitle names the window.
+// whole() leaves the figure as it is; InputError when the window is outside it.
+void cropFigure(Figure& figure, const CellWindow& window);
+
 // Renderers: the whole file in memory. PNG/PDF via Cairo, SVG by hand.
 std::string renderFigurePng(const Figure& figure);
 std::string renderFigurePdf(const Figure& figure);
@@ -126,6 +131,7 @@ struct ExportRequest {
   std::optional<Colormap> colormap;            // unset = settings.prob_colormap
   int64_t cell_px = -1;                        // -1 = settings.cell_px (0 = auto)
   std::string out_dir;                         // empty = settings.export_dir or defaultExportDir()
+  CellWindow window;                           // probs/scores/mask: only these rows and keys (app zoom)
 };
 
 std::vector<std::string> exportWhatNames();    // {"probs", "scores", "mask", "grid"}
@@ -137,9 +143,11 @@ std::string exportFolder(const Settings& settings);
 void prepareExportFolder(const std::string& dir);
 
 // "probs_L2_H3_b0_causal_L9xS9": the layers part "L2" (several: "L0,2"; none when empty),
-// the head part "H3" (none when head < 0: grid and mask, "grid_b0_causal_L9xS9").
+// the head part "H3" (none when head < 0: grid and mask, "grid_b0_causal_L9xS9"); a zoomed
+// window adds its name: "probs_L0_H3_b0_causal_L2048xS2048_rows100-227_keys50-177".
 std::string exportBaseName(const std::string& what, const std::vector<int64_t>& layers, int64_t head,
-                           int64_t batch, const std::string& mask_short_name, int64_t L, int64_t S);
+                           int64_t batch, const std::string& mask_short_name, int64_t L, int64_t S,
+                           const CellWindow& window = {});
 // The first of base, base_1, base_2, ... for which no base.<ext> exists in dir for any of
 // the extensions (so all formats of one figure share one name and nothing is overwritten).
 std::string freeBaseName(const std::string& dir, const std::string& base,

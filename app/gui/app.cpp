@@ -60,6 +60,8 @@ void updateBeforeFrame(GLFWwindow* window, AppState& state) {
   updateBusy(state);
   updateViewTextures(state.gpu.textures, state.compute.view.get(), state.view.focus.batch_item);
   updateViewTextures(state.gpu.correct_textures, state.compute.correct_view.get(), state.view.focus.batch_item);
+  updateZoomTextures(state.gpu.zoom, state.compute.view.get(), state.compute.correct_view.get(), state.view.focus,
+                     state.view.zoom);
   const std::string title = windowTitle(state);
   if (title != state.ui.window_title) {
     state.ui.window_title = title;
@@ -69,6 +71,7 @@ void updateBeforeFrame(GLFWwindow* window, AppState& state) {
 
 void drawPanels(AppState& state) {
   state.script.layout.clear();
+  state.script.focus_axis = {};
   handleShortcuts(state);
   drawControlPanel(state);
   drawHeadGridPanel(state);
@@ -89,6 +92,10 @@ void noteFrameChanges(AppState& state) {
   // A widget held by the mouse (slider drag): tests wait for its release before moving on.
   if (ImGui::IsAnyItemActive() != state.ui.item_active) {
     state.ui.item_active = ImGui::IsAnyItemActive();
+    markStateChanged(state);
+  }
+  if (state.script.state_log && state.script.focus_axis != state.script.focus_axis_logged) {
+    state.script.focus_axis_logged = state.script.focus_axis;
     markStateChanged(state);
   }
   // Auto-sized windows (toast, help) settle a frame after they change: log that too.

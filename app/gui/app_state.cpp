@@ -59,6 +59,14 @@ void setFocus(AppState& state, ViewFocus wanted) {
   saveLater(state);
 }
 
+void setZoom(AppState& state, CellWindow wanted) {
+  const ViewModel* v = shownView(state);
+  const CellWindow zoom = v ? clampWindow(wanted, v->L, v->S) : CellWindow{};
+  if (zoom == state.view.zoom) return;
+  state.view.zoom = zoom;
+  markStateChanged(state);
+}
+
 float focusedDiffMax(const AppState& state) {
   const Tensor& diff = state.compute.prob_diff_max;  // [B, H]
   if (diff.shape.size() != 2 || diff.empty()) return -1.0f;

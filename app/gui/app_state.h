@@ -99,8 +99,20 @@ struct PersistState {
   std::chrono::steady_clock::time_point changed_at;
 };
 
+// What the focus view drew last frame (state log): the window's first and last row and
+// column label drawn (indices into the tokens; -1 = none).
+struct FocusAxisDrawn {
+  int64_t first_row = -1, last_row = -1, first_col = -1, last_col = -1;
+  bool operator==(const FocusAxisDrawn& o) const {
+    return first_row == o.first_row && last_row == o.last_row && first_col == o.first_col && last_col == o.last_col;
+  }
+  bool operator!=(const FocusAxisDrawn& o) const { return !(*this == o); }
+};
+
 struct ScriptState {
   std::FILE* state_log = nullptr;
+  FocusAxisDrawn focus_axis;          // drawn this frame
+  FocusAxisDrawn focus_axis_logged;   // as in the last state-log line
   bool pending = false;                              // write one line after this frame
   std::string last_line;                             // last line written (avoid duplicates)
   std::map<std::string, ScreenRect> layout;          // widget rectangles of the last frame
@@ -136,6 +148,10 @@ void setFocus(AppState& state, ViewFocus wanted);
 std::string mistakeDiffSummary(const AppState& state);
 // The focused head's max |buggy - correct| probability; -1 when not available.
 float focusedDiffMax(const AppState& state);
+
+// The one way to change the focus view's zoom window: clamped to the shown result's
+// [L, S] (whole map before any result), logged, not saved.
+void setZoom(AppState& state, CellWindow wanted);
 
 // Records a widget rectangle (ImGui's last item) for the layout log.
 void recordLayout(AppState& state, const std::string& name);

@@ -24,6 +24,7 @@ void receiveResult(AppState& state) {
     c.compute_ms = result->milliseconds;
   }
   setFocus(state, state.view.focus);  // fewer heads or batch items than before: clamp
+  setZoom(state, state.view.zoom);    // a smaller map: the window moves inside it
   markStateChanged(state);
 }
 

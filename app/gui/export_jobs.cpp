@@ -58,6 +58,7 @@ ExportOutcome runJob(const ExportJob& job, const Settings& settings, ViewFocus f
       request.what = {job.kind};
       request.focus = focus;
       request.formats = settings.export_formats;
+      request.window = job.zoom;
       // The grid of several layers is the layer x head atlas; any other figure is the focused layer's.
       if (job.kind != "grid" || view->layers == 1) request.layers = {focus.layer};
       outcome.paths = exportFigures(settings, *view, request);
@@ -105,12 +106,15 @@ void startJob(AppState& state, ExportJob job) {
 bool exportBusy(const ExportState& exports) { return exports.running.valid() || !exports.queue.empty(); }
 
 void requestFigureExport(AppState& state, const std::string& what) {
-  state.exports.queue.push_back({what == "view" ? exportViewName(state.exports.selected) : what, std::nullopt});
+  const std::string kind = what == "view" ? exportViewName(state.exports.selected) : what;
+  // The focus view's maps export what is on screen: its zoomed window when zoomed.
+  const bool focus_map = kind == "probs" || kind == "scores";
+  state.exports.queue.push_back({kind, std::nullopt, focus_map ? state.view.zoom : CellWindow{}});
   markStateChanged(state);
 }
 
 void requestScreenshotExport(AppState& state, RgbImage window) {
-  state.exports.queue.push_back({"screenshot", std::move(window)});
+  state.exports.queue.push_back({"screenshot", std::move(window), {}});
   markStateChanged(state);
 }
 

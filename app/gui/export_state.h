@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "figure/figure.h"
+#include "view/zoom.h"
 
 namespace attnscope {
 
@@ -23,6 +24,7 @@ const char* exportViewName(ExportView view);  // "probs", "scores", "mask" (expo
 struct ExportJob {
   std::string kind;                // "probs", "scores", "mask", "grid" or "screenshot"
   std::optional<RgbImage> window;  // screenshot pixels [height, width]
+  CellWindow zoom;                 // probs/scores: the focus view's zoomed window (whole() = all)
 };
 
 struct ExportOutcome {

@@ -85,7 +85,29 @@ struct FocusMap {
 struct FocusGeometry {
   float row_label_w = 0, col_label_h = 0, bar_w = 0, map_w = 0, map_h = 0, line_h = 0;
   int64_t layer = 0, b = 0, h = 0;  // the map shown
+  CellWindow window;                // its visible rows and keys (resolved: never whole())
 };
+
+// Each wheel notch zooms by this factor around the pointer.
+constexpr double kZoomStep = 1.25;
+
+// The wheel over a map zooms around the pointer; a drag pans (whole cells, from where the
+// drag began). The maths is core/view/zoom's; setZoom clamps.
+void zoomAndPan(AppState& state, const HeatmapHit& hit, const FocusGeometry& g, int64_t L, int64_t S) {
+  const float wheel = ImGui::GetIO().MouseWheel;
+  if (hit.hovered && wheel != 0.0f) {
+    setZoom(state, zoomAround(state.view.zoom, L, S, hit.row_f, hit.col_f, std::pow(kZoomStep, wheel)));
+  }
+  if (!hit.active || !ImGui::IsMouseDragging(ImGuiMouseButton_Left)) return;
+  if (!state.view.pan_from) state.view.pan_from = state.view.zoom;
+  const ImVec2 drag = ImGui::GetMouseDragDelta(ImGuiMouseButton_Left);
+  const CellWindow from = resolveWindow(*state.view.pan_from, L, S);
+  const auto cells = [](float pixels, int64_t count, float extent) {
+    return static_cast<int64_t>(std::lround(pixels * static_cast<float>(count) / extent));
+  };
+  // Dragging the map right shows keys further left.
+  setZoom(state, panBy(*state.view.pan_from, L, S, -cells(drag.y, from.rows, g.map_h), -cells(drag.x, from.cols, g.map_w)));
+}
 
 // Draws `map` with its left edge (row labels included) at x0, title line at y0.
 void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float x0, float y0,
@@ -118,8 +140,10 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
   }
   const ImVec2 map_min(x0 + label_w, y0 + g.line_h);
   ImGui::SetCursorScreenPos(map_min);
-  map.view.rows = v.L;
-  map.view.cols = v.S;
+  map.view.rows = g.window.rows;
+  map.view.cols = g.window.cols;
+  map.view.row0 = g.window.row0;
+  map.view.col0 = g.window.col0;
   map.view.range = map.range;
   map.view.log_scale = map.log_scale;
   map.view.outlined = selected;
@@ -129,8 +153,13 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
     state.exports.selected = *map.export_view;
     markStateChanged(state);
   }
+  zoomAndPan(state, hit, g, v.L, v.S);
   const ImVec2 map_max(map_min.x + g.map_w, map_min.y + g.map_h);
-  drawAxisLabels(map.row_labels ? q_tokens : std::vector<std::string>{}, k_tokens, map_min, map_max);
+  const LabelSpan rows{map.row_labels ? &q_tokens : nullptr, g.window.row0, g.window.rows};
+  const LabelSpan cols{&k_tokens, g.window.col0, g.window.cols};
+  const AxisLabelsDrawn drawn = drawAxisLabels(rows, cols, map_min, map_max);
+  if (map.row_labels) state.script.focus_axis.first_row = drawn.first_row, state.script.focus_axis.last_row = drawn.last_row;
+  state.script.focus_axis.first_col = drawn.first_col, state.script.focus_axis.last_col = drawn.last_col;
   if (hit.hovered) {
     state.view.hover_next = {hit.row, hit.col};
     if (t) drawTraceCellTooltip(*t, g.b, g.h, hit.row, hit.col, q_tokens, k_tokens, map.tooltip_heading);
@@ -138,15 +167,33 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
   }
   // Fully masked query rows: a red mark right of the map.
   ImDrawList* list = ImGui::GetWindowDrawList();
-  const float cell_h = g.map_h / static_cast<float>(v.L);
-  for (int64_t i = 0; t && i < t->L; ++i) {
-    if (!t->fully_masked.data[g.b * t->L + i]) continue;
-    list->AddRectFilled(ImVec2(map_max.x + 3, map_min.y + cell_h * i),
-                        ImVec2(map_max.x + 8, map_min.y + cell_h * (i + 1)), IM_COL32(230, 60, 60, 255));
+  const float cell_h = g.map_h / static_cast<float>(g.window.rows);
+  for (int64_t r = 0; t && r < g.window.rows; ++r) {
+    if (!t->fully_masked.data[g.b * t->L + g.window.row0 + r]) continue;
+    list->AddRectFilled(ImVec2(map_max.x + 3, map_min.y + cell_h * r),
+                        ImVec2(map_max.x + 8, map_min.y + cell_h * (r + 1)), IM_COL32(230, 60, 60, 255));
   }
   if (map.color_bar) {
     ImGui::SetCursorScreenPos(ImVec2(map_max.x + 12, map_min.y));
     drawColorBar(state, map.view.colormap, map.range, map.log_scale, map.bar_format, ImVec2(g.bar_w - 12, g.map_h));
+  }
+}
+
+// Under the maps: the visible window and how the texture shows it, or how to zoom.
+void drawZoomLine(const CellWindow& w, bool zoomed, int64_t L, int64_t S) {
+  const int64_t texels_r = std::min(w.rows, kTextureMaxSide), texels_c = std::min(w.cols, kTextureMaxSide);
+  const bool pooled = texels_r < w.rows || texels_c < w.cols;
+  char pooling[96] = "";
+  if (pooled)
+    std::snprintf(pooling, sizeof pooling, "   shown %lldx%lld max-pooled from %lldx%lld", static_cast<long long>(texels_r),
+                  static_cast<long long>(texels_c), static_cast<long long>(w.rows), static_cast<long long>(w.cols));
+  if (zoomed) {
+    ImGui::TextDisabled("zoom: queries %lld-%lld of %lld, keys %lld-%lld of %lld%s   (wheel zooms, drag pans, 0 resets)",
+                        static_cast<long long>(w.row0), static_cast<long long>(w.row0 + w.rows - 1),
+                        static_cast<long long>(L), static_cast<long long>(w.col0),
+                        static_cast<long long>(w.col0 + w.cols - 1), static_cast<long long>(S), pooling);
+  } else {
+    ImGui::TextDisabled("whole map%s   (wheel over a map zooms around the pointer, drag pans, 0 resets)", pooling);
   }
 }
 
@@ -158,7 +205,9 @@ float mapExtraWidth(const FocusMap& map, const FocusGeometry& g) {
 }  // namespace
 
 void drawFocusPanel(AppState& state) {
-  if (beginPanelWindow(state, "Focus", Panel::Focus, ImGuiWindowFlags_NoScrollbar)) {
+  // The wheel zooms the maps, so it must not scroll the panel.
+  if (beginPanelWindow(state, "Focus", Panel::Focus, ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse)) {
+    if (!ImGui::IsMouseDown(ImGuiMouseButton_Left)) state.view.pan_from.reset();  // a drag ended
     const ViewTextures& tex = state.gpu.textures;
     const ViewTextures& correct_tex = state.gpu.correct_textures;
     const ViewModel* correct = correct_tex.probs.empty() ? nullptr : state.compute.correct_view.get();
@@ -178,6 +227,11 @@ void drawFocusPanel(AppState& state) {
     g.layer = state.view.focus.layer;
     g.b = v ? tex.batch_item : correct_tex.batch_item;
     g.h = state.view.focus.head;
+    g.window = resolveWindow(state.view.zoom, shown->L, shown->S);
+    // Zoomed: the window's own textures (exact cells up to kTextureMaxSide per side).
+    const ZoomTextures& zoom = state.gpu.zoom;
+    const bool zoomed = !state.view.zoom.whole() && (zoom.probs || zoom.correct_probs);
+    if (!zoomed) g.window = resolveWindow({}, shown->L, shown->S);
     const std::vector<std::string>& q_tokens = shown->query_tokens[g.b];
     const std::vector<std::string>& k_tokens = shown->key_tokens[g.b];
 
@@ -201,7 +255,7 @@ void drawFocusPanel(AppState& state) {
       scores.id = "##scores";
       scores.layout_name = "focus_scores";
       scores.source = v;
-      scores.view.texture = tex.scores[focused];
+      scores.view.texture = zoomed ? zoom.scores : tex.scores[focused];
       scores.view.colormap = Colormap::Diverging;
       scores.range = {-tex.score_abs_max[focused], tex.score_abs_max[focused]};
       scores.export_view = ExportView::Scores;
@@ -217,7 +271,7 @@ void drawFocusPanel(AppState& state) {
       probs.id = "##probs";
       probs.layout_name = "focus_probs";
       probs.source = v;
-      probs.view.texture = tex.probs[focused];
+      probs.view.texture = zoomed ? zoom.probs : tex.probs[focused];
       probs.view.colormap = s.prob_colormap;
       probs.range = {s.log_scale ? tex.prob_min_positive : 0.0f, tex.prob_max};
       probs.log_scale = s.log_scale;
@@ -229,7 +283,7 @@ void drawFocusPanel(AppState& state) {
       right.id = "##correct";
       right.layout_name = "focus_correct";
       right.source = correct;
-      right.view.texture = correct_tex.probs[correct_tex.index(0, g.h)];
+      right.view.texture = zoomed ? zoom.correct_probs : correct_tex.probs[correct_tex.index(0, g.h)];
       right.view.colormap = s.prob_colormap;
       right.range = {s.log_scale ? correct_tex.prob_min_positive : 0.0f, correct_tex.prob_max};
       right.log_scale = s.log_scale;
@@ -301,6 +355,8 @@ void drawFocusPanel(AppState& state) {
       ImGui::TextDisabled("rows: query tokens   columns: key tokens   grey hatched: masked (-inf, not a number)");
     }
     if (v) ImGui::TextDisabled("yellow outline: the map Ctrl+S exports (click a map to choose)");
+    drawZoomLine(g.window, zoomed, shown->L, shown->S);
+    recordLayout(state, "focus_zoom_line");
     const int64_t fully_masked = t && tex.hasMask() ? tex.fully_masked_rows[g.layer] : 0;
     if (fully_masked > 0) {
       ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.45f, 1.0f));

@@ -68,6 +68,15 @@ void releaseViewTextures(ViewTextures& textures) {
   textures = ViewTextures{};
 }
 
+void releaseZoomTextures(ZoomTextures& zoom) {
+  for (unsigned int* id : {&zoom.probs, &zoom.scores, &zoom.correct_probs}) {
+    if (*id) glDeleteTextures(1, id);
+    *id = 0;
+  }
+  zoom.source = zoom.correct_source = nullptr;
+  zoom.window = {};
+}
+
 // The mask of one layer for batch item b: the combined mask's texture and counts, and each
 // component of the layer's core trace (when it came from one).
 void uploadLayerMask(ViewTextures& tex, const ViewModel& view, int64_t layer, int64_t b) {
@@ -134,6 +143,7 @@ std::string createGlResources(GlResources& gl) {
 }
 
 void destroyGpuState(GpuState& gpu) {
+  releaseZoomTextures(gpu.zoom);
   releaseViewTextures(gpu.textures);
   releaseViewTextures(gpu.correct_textures);
   if (gpu.gl.heatmap_program) glDeleteProgram(gpu.gl.heatmap_program);
@@ -174,6 +184,34 @@ void updateViewTextures(ViewTextures& tex, const ViewModel* view, int64_t b) {
   const MapRange range = view->probsRangeOver(b);  // one colour scale for every tile
   tex.prob_max = range.max > 0.0f ? range.max : 1.0f;
   tex.prob_min_positive = std::isfinite(range.min_positive) ? range.min_positive : 1e-6f;
+}
+
+void updateZoomTextures(ZoomTextures& zoom, const ViewModel* view, const ViewModel* correct, ViewFocus focus,
+                        const CellWindow& window) {
+  if (window.whole() || (!view && !correct)) {
+    if (zoom.probs || zoom.correct_probs) releaseZoomTextures(zoom);
+    return;
+  }
+  if (zoom.source == view && zoom.correct_source == correct && zoom.focus == focus && zoom.window == window) return;
+  const int64_t rebuilds = zoom.rebuilds;
+  releaseZoomTextures(zoom);
+  zoom.rebuilds = rebuilds + 1;
+  zoom.source = view;
+  zoom.correct_source = correct;
+  zoom.focus = focus;
+  zoom.window = window;
+  // A view older than the focus (or with fewer layers) is clamped as updateViewTextures does.
+  auto upload = [&](const ViewModel& v, MapKind kind, int64_t layer) {
+    const int64_t l = std::clamp<int64_t>(layer, 0, v.layers - 1);
+    const int64_t b = std::clamp<int64_t>(focus.batch_item, 0, v.B - 1);
+    const int64_t h = std::clamp<int64_t>(focus.head, 0, v.H - 1);
+    return uploadMap(v.windowMap(kind, l, b, h, clampWindow(window, v.L, v.S)));
+  };
+  if (view) {
+    zoom.probs = upload(*view, MapKind::Probs, focus.layer);
+    if (view->hasScores()) zoom.scores = upload(*view, MapKind::Scores, focus.layer);
+  }
+  if (correct) zoom.correct_probs = upload(*correct, MapKind::Probs, 0);
 }
 
 }  // namespace attnscope

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "config/settings.h"
 #include "view/colormap.h"
 #include "view/view_model.h"
 
@@ -52,10 +53,23 @@ struct ViewTextures {
   bool hasMask() const { return !masks.empty(); }
 };
 
+// The focused maps' zoomed window (exact cells up to kTextureMaxSide per side, pooled
+// beyond): rebuilt when the window, the focused map or the result changes, never per frame.
+// Unused (0) while the focus view is not zoomed.
+struct ZoomTextures {
+  const ViewModel* source = nullptr;
+  const ViewModel* correct_source = nullptr;
+  ViewFocus focus;
+  CellWindow window;
+  unsigned int probs = 0, scores = 0, correct_probs = 0;  // R32F windows, as ViewTextures
+  int64_t rebuilds = 0;                                    // how often (state log)
+};
+
 struct GpuState {
   GlResources gl;
   ViewTextures textures;          // the latest result
   ViewTextures correct_textures;  // the mistakes lab's correct run
+  ZoomTextures zoom;              // the focus view's zoomed window
   std::deque<HeatmapDrawParams> draw_params;  // cleared after each rendered frame
 };
 
@@ -72,5 +86,11 @@ unsigned int uploadFloatTexture(const float* values, int64_t rows, int64_t cols)
 // Textures are never larger than kTextureMaxSide per side; callers keep mapping the
 // pointer to cells with the view's L and S, never the texture size.
 void updateViewTextures(ViewTextures& textures, const ViewModel* view, int64_t b);
+
+// (Re)builds the zoomed window of the focused (layer, head, batch item) of view and of
+// correct (the mistakes lab's run; may be null) when any of them changed; a whole()
+// window releases them.
+void updateZoomTextures(ZoomTextures& zoom, const ViewModel* view, const ViewModel* correct, ViewFocus focus,
+                        const CellWindow& window);
 
 }  // namespace attnscope

@@ -79,10 +79,11 @@ HeatmapHit drawHeatmap(AppState& state, const char* id, const HeatmapView& view,
 
   const float cell_w = size.x / static_cast<float>(view.cols);
   const float cell_h = size.y / static_cast<float>(view.rows);
-  if (view.crosshair && state.view.hover.valid() && state.view.hover.row < view.rows &&
-      state.view.hover.col < view.cols) {
-    const float x0 = min.x + cell_w * static_cast<float>(state.view.hover.col);
-    const float y0 = min.y + cell_h * static_cast<float>(state.view.hover.row);
+  const int64_t hover_row = state.view.hover.row - view.row0, hover_col = state.view.hover.col - view.col0;
+  if (view.crosshair && state.view.hover.valid() && hover_row >= 0 && hover_row < view.rows && hover_col >= 0 &&
+      hover_col < view.cols) {
+    const float x0 = min.x + cell_w * static_cast<float>(hover_col);
+    const float y0 = min.y + cell_h * static_cast<float>(hover_row);
     const ImU32 line = IM_COL32(255, 255, 255, 150);
     list->AddRect(ImVec2(min.x, y0), ImVec2(max.x, y0 + cell_h), line);
     list->AddRect(ImVec2(x0, min.y), ImVec2(x0 + cell_w, max.y), line);
@@ -96,10 +97,13 @@ HeatmapHit drawHeatmap(AppState& state, const char* id, const HeatmapView& view,
   if (ImGui::IsItemHovered()) {
     const ImVec2 mouse = ImGui::GetIO().MousePos;
     hit.hovered = true;
-    hit.col = std::clamp<int64_t>(static_cast<int64_t>((mouse.x - min.x) / cell_w), 0, view.cols - 1);
-    hit.row = std::clamp<int64_t>(static_cast<int64_t>((mouse.y - min.y) / cell_h), 0, view.rows - 1);
+    hit.col_f = static_cast<double>(view.col0) + std::clamp((mouse.x - min.x) / cell_w, 0.0f, static_cast<float>(view.cols));
+    hit.row_f = static_cast<double>(view.row0) + std::clamp((mouse.y - min.y) / cell_h, 0.0f, static_cast<float>(view.rows));
+    hit.col = view.col0 + std::clamp<int64_t>(static_cast<int64_t>((mouse.x - min.x) / cell_w), 0, view.cols - 1);
+    hit.row = view.row0 + std::clamp<int64_t>(static_cast<int64_t>((mouse.y - min.y) / cell_h), 0, view.rows - 1);
     hit.clicked = ImGui::IsItemClicked(ImGuiMouseButton_Left);
   }
+  hit.active = ImGui::IsItemActive();
   return hit;
 }
 
@@ -135,30 +139,35 @@ void drawColorBar(AppState& state, Colormap map, ValueRange range, bool log_scal
   }
 }
 
-void drawAxisLabels(const std::vector<std::string>& row_labels,
-                    const std::vector<std::string>& col_labels, ImVec2 min, ImVec2 max) {
+AxisLabelsDrawn drawAxisLabels(const LabelSpan& rows, const LabelSpan& cols, ImVec2 min, ImVec2 max) {
+  AxisLabelsDrawn drawn;
   ImDrawList* list = ImGui::GetWindowDrawList();
   const ImU32 color = ImGui::GetColorU32(ImGuiCol_Text);
   const float line_h = ImGui::GetTextLineHeight();
-  if (!row_labels.empty()) {
-    const float cell_h = (max.y - min.y) / static_cast<float>(row_labels.size());
-    const size_t step = static_cast<size_t>(std::ceil(line_h / std::max(cell_h, 1e-3f)));
-    for (size_t i = 0; i < row_labels.size(); i += step) {
-      const char* text = row_labels[i].c_str();
+  if (rows.labels && rows.count > 0) {
+    const float cell_h = (max.y - min.y) / static_cast<float>(rows.count);
+    const int64_t step = static_cast<int64_t>(std::ceil(line_h / std::max(cell_h, 1e-3f)));
+    for (int64_t i = 0; i < rows.count; i += step) {
+      const char* text = (*rows.labels)[static_cast<size_t>(rows.first + i)].c_str();
       const float w = ImGui::CalcTextSize(text).x;
       list->AddText(ImVec2(min.x - w - 4, min.y + cell_h * (static_cast<float>(i) + 0.5f) - line_h / 2),
                     color, text);
+      if (drawn.first_row < 0) drawn.first_row = rows.first + i;
+      drawn.last_row = rows.first + i;
     }
   }
-  if (!col_labels.empty()) {
-    const float cell_w = (max.x - min.x) / static_cast<float>(col_labels.size());
-    const size_t step = static_cast<size_t>(std::ceil(line_h / std::max(cell_w, 1e-3f)));
-    for (size_t j = 0; j < col_labels.size(); j += step) {
-      const char* text = col_labels[j].c_str();
+  if (cols.labels && cols.count > 0) {
+    const float cell_w = (max.x - min.x) / static_cast<float>(cols.count);
+    const int64_t step = static_cast<int64_t>(std::ceil(line_h / std::max(cell_w, 1e-3f)));
+    for (int64_t j = 0; j < cols.count; j += step) {
+      const char* text = (*cols.labels)[static_cast<size_t>(cols.first + j)].c_str();
       addVerticalText(list, ImVec2(min.x + cell_w * (static_cast<float>(j) + 0.5f) - line_h / 2, max.y + 4),
                       color, text);
+      if (drawn.first_col < 0) drawn.first_col = cols.first + j;
+      drawn.last_col = cols.first + j;
     }
   }
+  return drawn;
 }
 
 }  // namespace attnscope

@@ -20,7 +20,8 @@ struct ValueRange {
 
 struct HeatmapView {
   unsigned int texture = 0;        // R32F [rows, cols]; -inf = masked
-  int64_t rows = 0, cols = 0;
+  int64_t rows = 0, cols = 0;      // cells shown (a zoomed window's size)
+  int64_t row0 = 0, col0 = 0;      // map cell of the top-left shown cell (zoomed window)
   Colormap colormap = Colormap::Viridis;
   std::optional<ValueRange> range; // unset: [0, 1]; callers pass the trace's auto range
   bool log_scale = false;          // colour log10(v); range is then in value units
@@ -32,7 +33,9 @@ struct HeatmapView {
 struct HeatmapHit {
   bool hovered = false;
   bool clicked = false;
-  int64_t row = -1, col = -1;      // cell under the pointer when hovered
+  int64_t row = -1, col = -1;      // map cell under the pointer when hovered (row0/col0 added)
+  double row_f = 0, col_f = 0;     // the pointer in map cells, fractional (zoom anchor)
+  bool active = false;             // held by the mouse (a drag)
 };
 
 // Draws the heatmap filling `size` at the cursor (one item) and reports the hovered cell.
@@ -42,10 +45,19 @@ HeatmapHit drawHeatmap(AppState& state, const char* id, const HeatmapView& view,
 void drawColorBar(AppState& state, Colormap map, ValueRange range, bool log_scale,
                   const char* label_format, ImVec2 size);
 
+// Which labels of a token list an axis shows: [first, first + count). count 0 = none.
+struct LabelSpan {
+  const std::vector<std::string>* labels = nullptr;
+  int64_t first = 0, count = 0;
+};
+// The indices of the first and last label drawn on each axis (-1 = none drawn).
+struct AxisLabelsDrawn {
+  int64_t first_row = -1, last_row = -1, first_col = -1, last_col = -1;
+};
+
 // Token labels beside a heatmap at screen rectangle [min, max]: query labels left of the
 // rows (right-aligned), key labels under the columns (rotated 90 degrees); both thinned
 // to every k-th label when cells are smaller than a line of text.
-void drawAxisLabels(const std::vector<std::string>& row_labels,
-                    const std::vector<std::string>& col_labels, ImVec2 min, ImVec2 max);
+AxisLabelsDrawn drawAxisLabels(const LabelSpan& rows, const LabelSpan& cols, ImVec2 min, ImVec2 max);
 
 }  // namespace attnscope

@@ -23,7 +23,8 @@ void drawHelpOverlay(AppState& state) {
     const char* rows[][2] = {
         {"Left / Right", "focus the previous / next head"},
         {"Up / Down", "focus the head one grid row up / down"},
-        {"Ctrl+S", "export the selected heatmap (probabilities unless scores or mask was clicked)"},
+        {"Ctrl+S", "export the selected heatmap (probabilities unless scores or mask was clicked); "
+                   "zoomed: only the visible window, named in the file"},
         {"Ctrl+Shift+S", "export all heads as one grid figure with a shared colour bar"},
         {"Ctrl+Alt+S", "save a screenshot of the whole window"},
         {"Ctrl+O", "open a tensor bundle (directory of .npy files)"},
@@ -34,6 +35,9 @@ void drawHelpOverlay(AppState& state) {
         {"hover a heatmap cell", "tooltip with tokens, scores, mask and probability"},
         {"click a head tile", "focus that head"},
         {"click a score / probability / mask map", "select it for Ctrl+S (highlighted)"},
+        {"mouse wheel over a focus map", "zoom in / out around the pointer (axis labels and tooltip follow)"},
+        {"drag a focus map", "pan the zoomed window"},
+        {"0", "reset the zoom: the whole map again"},
     };
     if (ImGui::BeginTable("shortcuts", 2, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) {
       for (const auto& row : rows) {

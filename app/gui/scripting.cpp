@@ -72,6 +72,27 @@ void writeStateLog(AppState& state, int width, int height) {
   if (const float diff = focusedDiffMax(state); diff >= 0.0f) line["diff_max"] = diff;
   line["diff_summary"] = mistakeDiffSummary(state);
   line["hover"] = {state.view.hover.row, state.view.hover.col};
+  // The focused map's numbers at the hovered cell, from the view model the tooltip reads.
+  line["hover_prob"] = nullptr;
+  line["hover_score"] = nullptr;
+  const ViewFocus& f = state.view.focus;
+  if (const ViewModel* shown = shownView(state);
+      shown && state.view.hover.valid() && state.view.hover.row < shown->L && state.view.hover.col < shown->S &&
+      f.layer < shown->layers && tex.batch_item < shown->B && f.head < shown->H && tex.batch_item >= 0) {
+    const int64_t cell = state.view.hover.row * shown->S + state.view.hover.col;
+    line["hover_prob"] = shown->probs(f.layer, tex.batch_item, f.head)[cell];
+    if (const float* scores = shown->scores(f.layer, tex.batch_item, f.head)) {
+      if (shown->isAllowed(f.layer, tex.batch_item, state.view.hover.row, state.view.hover.col))
+        line["hover_score"] = scores[cell];
+    }
+  }
+  // The focus view's visible window [row0, rows, col0, cols] and the labels drawn on its axes.
+  const CellWindow zoom = v ? resolveWindow(state.view.zoom, v->L, v->S) : CellWindow{};
+  line["zoom_window"] = {zoom.row0, zoom.rows, zoom.col0, zoom.cols};
+  line["zoomed"] = !state.view.zoom.whole();
+  const FocusAxisDrawn& axis = state.script.focus_axis;
+  line["focus_axis"] = {{"rows", {axis.first_row, axis.last_row}}, {"cols", {axis.first_col, axis.last_col}}};
+  line["zoom_textures_built"] = state.gpu.zoom.rebuilds;
   line["window"] = {width, height};
   nlohmann::json rects = nlohmann::json::object();
   for (const auto& [name, r] : state.script.layout) rects[name] = {r.x, r.y, r.w, r.h};

@@ -52,6 +52,7 @@ void handleShortcuts(AppState& state) {
       else requestFigureExport(state, shift ? "grid" : "view");
     }
     if (!state.compute.view || popup_open || ctrl) continue;
+    if (press.key == GLFW_KEY_0 || press.key == GLFW_KEY_KP_0) setZoom(state, CellWindow{});  // whole map again
     setFocus(state, arrowTarget(state, press.key));
   }
 }

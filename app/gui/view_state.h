@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "config/settings.h"
+#include "view/zoom.h"
 
 namespace attnscope {
 
@@ -30,6 +32,10 @@ struct ViewState {
   HoverCell hover;        // drawn this frame (from the previous frame's pointer)
   HoverCell hover_next;   // collected while drawing this frame
   int grid_columns = 1;   // head grid layout, for Up/Down
+  // Focus view zoom: the visible window of every focus map (whole() = not zoomed). View
+  // state, never saved with the settings; changed only through setZoom (app_state.h).
+  CellWindow zoom;
+  std::optional<CellWindow> pan_from;  // the window when the current drag began
 };
 
 // The one clamp: each index into [0, limit - 1]; unchanged while the limits are unknown.

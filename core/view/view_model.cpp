@@ -229,6 +229,30 @@ PooledMap ViewModel::textureMap(MapKind kind, int64_t layer, int64_t b, int64_t 
   return {L, S, maskedValues(kind == MapKind::Probs ? probs(layer, b, h) : scores(layer, b, h), mask, cells)};
 }
 
+PooledMap ViewModel::windowMap(MapKind kind, int64_t layer, int64_t b, int64_t h, const CellWindow& window) const {
+  const CellWindow w = resolveWindow(window, L, S);
+  if (w.row0 < 0 || w.rows < 1 || w.row0 + w.rows > L || w.col0 < 0 || w.cols < 1 || w.col0 + w.cols > S)
+    throw InputError("window rows [" + std::to_string(w.row0) + ", " + std::to_string(w.row0 + w.rows) + ") x keys [" +
+                     std::to_string(w.col0) + ", " + std::to_string(w.col0 + w.cols) + ") is outside the [" +
+                     std::to_string(L) + ", " + std::to_string(S) + "] map");
+  mapIndex(layer, b, kind == MapKind::Mask ? 0 : h);
+  if (kind == MapKind::Scores && !hasScores()) throw std::logic_error("view model: no scores in this source");
+  const float* values = kind == MapKind::Probs ? probs(layer, b, h) : kind == MapKind::Scores ? scores(layer, b, h) : nullptr;
+  const uint8_t* mask = allowed(layer, b);
+  // [w.rows, w.cols]: the window's cells, masked -inf (the mask: 1 allowed).
+  std::vector<float> cells(static_cast<size_t>(w.rows * w.cols));
+  for (int64_t r = 0; r < w.rows; ++r) {
+    const size_t from = static_cast<size_t>((w.row0 + r) * S + w.col0);
+    float* out = &cells[static_cast<size_t>(r * w.cols)];
+    for (int64_t c = 0; c < w.cols; ++c) {
+      const bool ok = !mask || mask[from + c] != 0;
+      out[c] = !ok ? kMasked : values ? values[from + c] : 1.0f;
+    }
+  }
+  if (w.rows <= kTextureMaxSide && w.cols <= kTextureMaxSide) return {w.rows, w.cols, std::move(cells)};
+  return poolMap(cells, w.rows, w.cols, kind);
+}
+
 ViewModel viewFromTrace(std::shared_ptr<const AttentionTrace> trace) {
   if (!trace) throw InputError("view model: no trace");
   ViewModel view = viewFromTraces({trace}, {"layer 0"}, ViewSource::CoreTrace);

@@ -16,6 +16,7 @@
 
 #include "attention/attention.h"
 #include "tensor/tensor.h"
+#include "view/zoom.h"
 
 namespace attnscope {
 
@@ -97,6 +98,10 @@ struct ViewModel {
   // The texture values of one map (Mask ignores h): the pooled copy when the map is larger
   // than kTextureMaxSide, else the map itself with masked cells -inf.
   PooledMap textureMap(MapKind kind, int64_t layer, int64_t b, int64_t h) const;
+  // The texture values of a zoomed window of one map (resolveWindow'd against L, S): each
+  // cell exactly when the window fits kTextureMaxSide per side, else block-pooled by the
+  // same rule as textureMap. InputError when the window is outside the map.
+  PooledMap windowMap(MapKind kind, int64_t layer, int64_t b, int64_t h, const CellWindow& window) const;
 
   size_t mapIndex(int64_t layer, int64_t b, int64_t h) const;  // into [layers, B, H] vectors
 };
