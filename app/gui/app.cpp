@@ -58,6 +58,7 @@ void updateBeforeFrame(GLFWwindow* window, AppState& state) {
   receiveResult(state);
   updateExports(state);
   updateBusy(state);
+  advanceStepperPlay(state);
   updateViewTextures(state.gpu.textures, state.compute.view.get(), state.view.focus.batch_item);
   updateViewTextures(state.gpu.correct_textures, state.compute.correct_view.get(), state.view.focus.batch_item);
   updateZoomTextures(state.gpu.zoom, state.compute.view.get(), state.compute.correct_view.get(), state.view.focus,
@@ -78,6 +79,7 @@ void drawPanels(AppState& state) {
   drawFocusPanel(state);
   drawMaskPanel(state);
   drawPipelinePanel(state);
+  drawStepperPanel(state);
   drawStatusBar(state);
   drawHelpOverlay(state);
   drawOpenBundleModal(state);
@@ -151,7 +153,8 @@ int runFrameLoop(GLFWwindow* window, const AppOptions& options, AppState& state,
   stats.started = launched;
   int scripted_frame = 0;
   for (;;) {
-    const bool waiting = state.compute.pending() || exportBusy(state.exports) || state.exports.toast.has_value();
+    const bool waiting = state.compute.pending() || exportBusy(state.exports) || state.exports.toast.has_value() ||
+                         state.stepper.playing;
     if (options.frames > 0) glfwPollEvents();
     else glfwWaitEventsTimeout(waiting ? 0.016 : 0.1);
 

@@ -10,7 +10,8 @@ namespace attnscope {
 bool computeSettingsDiffer(const Settings& a, const Settings& b) {
   if (a.source != b.source || a.heads != b.heads || a.seed != b.seed || !(a.mask == b.mask) ||
       a.fill != b.fill || a.scale != b.scale || a.dropout != b.dropout || a.train != b.train ||
-      a.valid_lens != b.valid_lens || a.mistake != b.mistake) {
+      a.valid_lens != b.valid_lens || a.mistake != b.mistake || a.kv_heads != b.kv_heads || a.rope != b.rope ||
+      a.rope_base != b.rope_base || a.rope_style != b.rope_style || a.alibi != b.alibi || a.softcap != b.softcap) {
     return true;
   }
   if (a.scale == ScaleChoice::Temperature && a.temperature != b.temperature) return true;
@@ -90,6 +91,29 @@ std::string mistakeDiffSummary(const AppState& state) {
   std::snprintf(text, sizeof text, "max |\xCE\x94p| = %.3g over head %lld   (all heads: %.3g, head %lld)",
                 focused, static_cast<long long>(state.view.focus.head), row[worst], static_cast<long long>(worst));
   return text;
+}
+
+const std::vector<float>& ropeDecayCurve(RopeDecayCurve& curve, int64_t d, float base, RopeStyle style) {
+  if (curve.values.empty() || curve.d != d || curve.base != base || curve.style != style) {
+    curve.d = d, curve.base = base, curve.style = style;
+    curve.values = ropeScoreDecay(d, base, style, kRopeDecayDistance);
+  }
+  return curve.values;
+}
+
+void setStep(AppState& state, int64_t step) {
+  const int64_t steps = state.compute.decode ? state.compute.decode->L : 0;
+  step = std::clamp<int64_t>(step, 0, std::max<int64_t>(steps - 1, 0));
+  if (state.stepper.playing && step >= steps - 1) state.stepper.playing = false;  // the end
+  if (step == state.stepper.step) return;
+  state.stepper.step = step;
+  markStateChanged(state);
+}
+
+void toggleStepper(AppState& state) {
+  state.stepper.open = !state.stepper.open;
+  state.stepper.playing = false;
+  markStateChanged(state);
 }
 
 void saveLater(AppState& state) {

@@ -7,6 +7,7 @@
 //   gpu       GL objects and the textures of the latest result
 //   ui        overlays, dialogs, keys pressed since the last frame, one-line notices
 //   drafts    control-panel fields that may hold invalid input (never written to settings)
+//   stepper   the KV-cache stepper panel: open, the step shown, playing
 //   persist   where and when the settings are saved
 //   script    the state log and widget rectangles (tests, scripting)
 #pragma once
@@ -53,6 +54,11 @@ struct ComputeState {
   // or when the inputs themselves failed); shown even when the buggy run threw.
   std::shared_ptr<const ViewModel> correct_view;
   Tensor prob_diff_max;            // [B, H] max |buggy - correct| probability; empty = n/a
+  // KV-cache stepper: jobs decode too while the stepper is open (posted_decode).
+  bool posted_decode = false;
+  std::shared_ptr<const KvCacheRun> decode;  // null when not asked for or not decodable
+  std::vector<float> decode_row_diff;        // [L] max |decoded row - full row| per step
+  std::string decode_error;                  // why the settings cannot be decoded
 
   bool pending() const { return posted_generation > trace_generation; }
   // The core's trace behind the view (pipeline, mask components, tooltips); null for
@@ -62,6 +68,17 @@ struct ComputeState {
   // Maps computed elsewhere: no model to recompute (mask, scale, heads are fixed).
   bool imported() const { return view && view->source == ViewSource::Imported; }
 };
+
+// The Variants section's RoPE score-vs-distance curve, recomputed only when d, base or
+// style change (ropeDecayCurve), never per frame.
+struct RopeDecayCurve {
+  int64_t d = 0;
+  float base = 0.0f;
+  RopeStyle style = RopeStyle::RotateHalf;
+  std::vector<float> values;  // distances 0..kRopeDecayDistance
+};
+inline constexpr int64_t kRopeDecayDistance = 256;
+const std::vector<float>& ropeDecayCurve(RopeDecayCurve& curve, int64_t d, float base, RopeStyle style);
 
 struct UiState {
   struct KeyPress {
@@ -82,6 +99,7 @@ struct UiState {
   bool item_active = false;            // a widget is held (e.g. a slider being dragged)
   std::string notice;                  // one-line message, e.g. "settings.json ignored: ..."
   std::string window_title;
+  RopeDecayCurve rope_curve;
 };
 
 struct ControlDrafts {
@@ -90,6 +108,15 @@ struct ControlDrafts {
   std::string segments_input;
   std::string control_error;       // e.g. "D=100 is not divisible by H=3"
 };
+
+// The KV-cache stepper (F5). The step is clamped by setStep only.
+struct StepperState {
+  bool open = false;
+  int64_t step = 0;      // the token fed last: row `step` of the map is the new row
+  bool playing = false;  // advances one step every kStepperPlayInterval, stops at the end
+  std::chrono::steady_clock::time_point next_step_at;
+};
+inline constexpr auto kStepperPlayInterval = std::chrono::milliseconds(450);
 
 // Empty paths = do not persist (e.g. under --frames).
 struct PersistState {
@@ -127,6 +154,7 @@ struct AppState {
   GpuState gpu;
   UiState ui;
   ControlDrafts drafts;
+  StepperState stepper;
   PersistState persist;
   ScriptState script;
 };
@@ -142,6 +170,11 @@ const ViewModel* shownView(const AppState& state);
 FocusLimits focusLimits(const AppState& state);
 // The one way to move the focus: clamped to focusLimits, saved with the settings, logged.
 void setFocus(AppState& state, ViewFocus wanted);
+
+// The one way to move the stepper: clamped to [0, L - 1] of the decoding (0 without one).
+void setStep(AppState& state, int64_t step);
+// Opens or closes the stepper panel (F5); closing stops play.
+void toggleStepper(AppState& state);
 
 // The mistakes lab's one-line comparison for the focused head and batch item, e.g.
 // "max |Δp| = 0.43 over head 1 (all heads: 0.51, head 3)"; "" when no correct trace.

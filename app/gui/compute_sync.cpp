@@ -19,21 +19,30 @@ void receiveResult(AppState& state) {
   c.facts = result->facts;
   c.correct_view = result->correct_view;
   c.prob_diff_max = std::move(result->prob_diff_max);
+  c.decode = result->decode;
+  c.decode_row_diff = std::move(result->decode_row_diff);
+  c.decode_error = result->decode_error;
   if (result->view) {
     c.view = result->view;
     c.compute_ms = result->milliseconds;
   }
   setFocus(state, state.view.focus);  // fewer heads or batch items than before: clamp
   setZoom(state, state.view.zoom);    // a smaller map: the window moves inside it
+  setStep(state, state.stepper.step);  // a shorter sequence: clamp
   markStateChanged(state);
 }
 
 void postIfSettingsChanged(AppState& state) {
   ComputeState& c = state.compute;
   if (!state.drafts.control_error.empty()) return;
-  if (c.posted_generation != 0 && !computeSettingsDiffer(state.settings, c.posted_settings)) return;
+  // Opening the stepper asks for the decoding of the same settings.
+  const bool decode = state.stepper.open;
+  if (c.posted_generation != 0 && !computeSettingsDiffer(state.settings, c.posted_settings) &&
+      (!decode || c.posted_decode))
+    return;
   c.posted_settings = state.settings;
-  c.posted_generation = c.worker->post(state.settings);
+  c.posted_decode = decode;
+  c.posted_generation = c.worker->post(state.settings, decode);
   c.posted_at = std::chrono::steady_clock::now();
   markStateChanged(state);
 }

@@ -72,12 +72,13 @@ ComputeWorker::~ComputeWorker() {
   thread_.join();
 }
 
-uint64_t ComputeWorker::post(const Settings& settings) {
+uint64_t ComputeWorker::post(const Settings& settings, bool decode) {
   uint64_t generation;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     generation = ++latest_generation_;
     waiting_ = settings;
+    waiting_decode_ = decode;
     waiting_generation_ = generation;
   }
   wake_.notify_one();
@@ -100,11 +101,13 @@ void ComputeWorker::run() {
   for (;;) {
     Settings settings;
     uint64_t generation;
+    bool decode = false;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [this] { return stop_ || waiting_.has_value(); });
       if (stop_) return;
       settings = std::move(*waiting_);
+      decode = waiting_decode_;
       waiting_.reset();
       generation = waiting_generation_;
     }
@@ -133,6 +136,14 @@ void ComputeWorker::run() {
       describeFailure(settings, [&] {
         result.correct_view = std::make_shared<const ViewModel>(viewFromTrace(workspace_.run(run->inputs, options)));
         if (result.view) result.prob_diff_max = probDifferenceMax(*result.view->trace, *result.correct_view->trace);
+      });
+    }
+    // The KV-cache stepper: the same run decoded one token at a time.
+    if (decode && run && result.view && !superseded(generation)) {
+      result.decode_error = describeFailure(settings, [&] {
+        auto decoded = std::make_shared<const KvCacheRun>(decodeWithKvCache(run->inputs, run->options));
+        result.decode_row_diff = stepRowDifference(*decoded, *result.view->trace);
+        result.decode = std::move(decoded);
       });
     }
     result.milliseconds =

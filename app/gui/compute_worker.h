@@ -2,7 +2,8 @@
 // copies) on a worker thread so the UI never blocks on maths.
 // Only the newest job matters: a job posted while another runs replaces any waiting
 // one, and results of superseded generations are dropped. A job with a teaching mistake
-// also runs the correct pipeline on the same inputs, so the two can be compared.
+// also runs the correct pipeline on the same inputs, so the two can be compared. A job
+// for the KV-cache stepper also decodes the sequence token by token (decodeWithKvCache).
 #pragma once
 
 #include <condition_variable>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "attention/attention.h"
+#include "attention/kv_cache.h"
 #include "config/settings.h"
 #include "view/view_model.h"
 
@@ -39,6 +41,11 @@ struct ComputeResult {
   // [B, H]: max over cells of |buggy - correct| shown probabilities (after dropout when
   // applied); empty unless both runs succeeded with the same shapes.
   Tensor prob_diff_max;
+  // KV-cache stepper (posted with decode = true): the decoding, [L] max |decoded row - full
+  // row| per step, or why the settings cannot be decoded (e.g. a mask that is not causal).
+  std::shared_ptr<const KvCacheRun> decode;
+  std::vector<float> decode_row_diff;
+  std::string decode_error;
 };
 
 class ComputeWorker {
@@ -48,8 +55,9 @@ class ComputeWorker {
   ComputeWorker(const ComputeWorker&) = delete;
   ComputeWorker& operator=(const ComputeWorker&) = delete;
 
-  // Queues a job for these settings; returns its generation (1, 2, ...).
-  uint64_t post(const Settings& settings);
+  // Queues a job for these settings (decode: also run the KV-cache stepper); returns its
+  // generation (1, 2, ...).
+  uint64_t post(const Settings& settings, bool decode = false);
   // The result of the newest job, once, when it has finished; stale results never appear.
   std::optional<ComputeResult> poll();
 
@@ -60,6 +68,7 @@ class ComputeWorker {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::optional<Settings> waiting_;   // next job to run
+  bool waiting_decode_ = false;
   uint64_t waiting_generation_ = 0;
   uint64_t latest_generation_ = 0;    // newest posted
   std::optional<ComputeResult> done_;

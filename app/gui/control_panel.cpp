@@ -184,6 +184,13 @@ bool drawMaskSection(AppState& state, const KnownSizes& sizes) {
 
   changed |= optionalTermControls(state, "window W", "mask_window", m.window, 2, span);
   changed |= optionalTermControls(state, "causal window W", "mask_causal_window", m.causal_window, 2, span);
+  if (m.window >= 0 || m.causal_window >= 0) {
+    changed |= optionalTermControls(state, "sinks K", "mask_sinks", m.sinks, 1, span);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", variantInfo(Variant::Sinks).description);
+  } else if (m.sinks >= 0) {
+    m.sinks = -1;  // sinks only widen a window term
+    changed = true;
+  }
   changed |= optionalTermControls(state, "prefix-LM P", "mask_prefix", m.prefix, 3, span);
   bool segments = !m.segments.empty();
   if (segments && state.drafts.segments_input.empty()) {  // loaded from a settings file
@@ -261,6 +268,90 @@ bool drawScalingSection(AppState& state) {
   }
   changed |= ImGui::SliderFloat("dropout p", &s.dropout, 0.0f, 0.95f, "%.2f", kClamp);
   changed |= ImGui::Checkbox("train mode", &s.train);
+  return changed;
+}
+
+// The K/V head counts that divide H, for the kv heads slider.
+std::vector<int64_t> divisors(int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t g = 1; g <= n; ++g)
+    if (n % g == 0) out.push_back(g);
+  return out;
+}
+
+void variantTooltip(Variant variant) {
+  if (!ImGui::IsItemHovered()) return;
+  const VariantInfo& info = variantInfo(variant);
+  ImGui::SetTooltip("%s\n%s", info.description, info.reference);
+}
+
+// GQA/MQA, RoPE, ALiBi and soft-capping (sinks are a mask term, above).
+bool drawVariantsSection(AppState& state) {
+  Settings& s = state.settings;
+  bool changed = false;
+  // Folded until used, so the sections below keep their place.
+  ImGui::SetNextItemOpen(s.kv_heads > 0 || s.rope || s.alibi || s.softcap > 0.0f, ImGuiCond_Once);
+  const bool open = ImGui::CollapsingHeader("Variants: GQA, RoPE, ALiBi, soft-cap");
+  recordLayout(state, "variants_header");
+  if (s.kv_heads > 0 && s.heads % s.kv_heads != 0) {  // H changed under it: back to MHA
+    s.kv_heads = 0;
+    changed = true;
+  }
+  if (!open) return changed;
+  // kv heads: a divisor of H; 0 in the settings means G = H.
+  const std::vector<int64_t> choices = divisors(s.heads);
+  const int64_t G = s.kv_heads > 0 && s.heads % s.kv_heads == 0 ? s.kv_heads : s.heads;
+  int index = static_cast<int>(std::find(choices.begin(), choices.end(), G) - choices.begin());
+  char label[48];
+  std::snprintf(label, sizeof label, "%lld%s", static_cast<long long>(G),
+                G == 1 ? " (MQA)" : G == s.heads ? " (MHA)" : " (GQA)");
+  if (ImGui::SliderInt("K/V heads G", &index, 0, static_cast<int>(choices.size()) - 1, label, kClamp)) {
+    const int64_t chosen = choices[std::clamp<int>(index, 0, static_cast<int>(choices.size()) - 1)];
+    s.kv_heads = chosen == s.heads ? 0 : chosen;
+    changed = true;
+  }
+  recordLayout(state, "kv_heads_slider");
+  variantTooltip(Variant::GroupedQuery);
+
+  changed |= ImGui::Checkbox("RoPE", &s.rope);
+  recordLayout(state, "rope_checkbox");
+  variantTooltip(Variant::Rope);
+  if (s.rope) {
+    ImGui::SameLine();
+    const char* styles[] = {"rotate-half (LLaMA)", "interleaved (GPT-J)"};
+    ImGui::SetNextItemWidth(-1);
+    changed |= enumCombo("##rope_style", s.rope_style, styles);
+    changed |= ImGui::SliderFloat("RoPE base", &s.rope_base, 100.0f, 1000000.0f, "%.0f",
+                                  kClamp | ImGuiSliderFlags_Logarithmic);
+    // How the score between two fixed vectors decays with relative distance, for the head
+    // size of the latest result (a bundle's d comes from its weights), else the settings'.
+    const AttentionTrace* trace = state.compute.trace();
+    const int64_t head_dim = trace ? trace->d : s.head_dim;
+    const int64_t d = std::max<int64_t>(head_dim - head_dim % 2, 2);
+    const std::vector<float>& decay = ropeDecayCurve(state.ui.rope_curve, d, s.rope_base, s.rope_style);
+    ImGui::PlotLines("##rope_decay", decay.data(), static_cast<int>(decay.size()), 0,
+                     "RoPE score vs distance 0..256", -1.0f, 1.0f,
+                     ImVec2(ImGui::GetContentRegionAvail().x, ImGui::GetTextLineHeight() * 4.0f));
+    recordLayout(state, "rope_decay_plot");
+    if (ImGui::IsItemHovered()) {
+      ImGui::SetTooltip("<R_m u, R_0 u> / d for u = ones(d), d = %lld: the score of one fixed pair of vectors\n"
+                        "as their relative distance m grows (RoFormer, 3.4.3)", static_cast<long long>(d));
+    }
+  }
+  changed |= ImGui::Checkbox("ALiBi", &s.alibi);
+  recordLayout(state, "alibi_checkbox");
+  variantTooltip(Variant::Alibi);
+  sameLineIfFits(checkboxWidth("soft-cap") + 60.0f);
+  bool capped = s.softcap > 0.0f;
+  if (ImGui::Checkbox("soft-cap", &capped)) {
+    s.softcap = capped ? 5.0f : 0.0f;
+    changed = true;
+  }
+  recordLayout(state, "softcap_checkbox");
+  variantTooltip(Variant::SoftCap);
+  if (capped) {
+    changed |= ImGui::SliderFloat("cap", &s.softcap, 0.1f, 100.0f, "%.2f", kClamp | ImGuiSliderFlags_Logarithmic);
+  }
   return changed;
 }
 
@@ -386,6 +477,7 @@ void drawControlPanel(AppState& state) {
     changed |= drawModelSection(state);
     changed |= drawMaskSection(state, sizes);
     changed |= drawScalingSection(state);
+    changed |= drawVariantsSection(state);
     changed |= drawTeachingSection(state);
     if (imported) ImGui::EndDisabled();
     changed |= drawViewSection(state);

@@ -109,7 +109,12 @@ void drawHeadGrid(AppState& state, const ViewModel& view, const ValueRange& rang
     const ImVec2 pos(origin.x + col * (tile.w + kGap), origin.y + row * (tile.h + label_h + kGap));
     ImGui::SetCursorScreenPos(pos);
     ImGui::PushStyleColor(ImGuiCol_Text, h == state.view.focus.head ? kFocusedLabel : ImGui::GetStyle().Colors[ImGuiCol_Text]);
-    ImGui::Text("head %lld", static_cast<long long>(h));
+    const AttentionTrace* trace = state.compute.trace();
+    if (trace && trace->G != trace->H && trace->H == H) {  // grouped-query: the shared K/V head
+      ImGui::Text("head %lld  kv %lld", static_cast<long long>(h), static_cast<long long>(kvHeadOf(h, H, trace->G)));
+    } else {
+      ImGui::Text("head %lld", static_cast<long long>(h));
+    }
     ImGui::PopStyleColor();
     drawTile(state, view, 0, h, ImVec2(pos.x, pos.y + label_h), tile, range, "grid_tile_" + std::to_string(h));
   }

@@ -29,14 +29,18 @@ PanelRect panelRect(const AppState& state, Panel panel) {
   const float focus_h = focus_map + ImGui::GetFrameHeight() + (maps == 3 ? 8.0f : 7.0f) * line_h + 60.0f;
   const float grid_h = std::floor(std::clamp(body_h - focus_h, body_h * 0.30f, body_h * 0.50f));
   const float mask_h = std::floor(body_h * 0.36f);
+  const float stepper_h = state.stepper.open ? std::floor((body_h - mask_h) * 0.6f) : 0.0f;
   switch (panel) {
     case Panel::Controls: return {origin, ImVec2(left_w, body_h)};
     case Panel::HeadGrid: return {ImVec2(origin.x + left_w, origin.y), ImVec2(centre_w, grid_h)};
     case Panel::Focus:
       return {ImVec2(origin.x + left_w, origin.y + grid_h), ImVec2(centre_w, body_h - grid_h)};
     case Panel::Mask: return {ImVec2(origin.x + left_w + centre_w, origin.y), ImVec2(right_w, mask_h)};
+    case Panel::Stepper:
+      return {ImVec2(origin.x + left_w + centre_w, origin.y + mask_h), ImVec2(right_w, stepper_h)};
     case Panel::Pipeline:
-      return {ImVec2(origin.x + left_w + centre_w, origin.y + mask_h), ImVec2(right_w, body_h - mask_h)};
+      return {ImVec2(origin.x + left_w + centre_w, origin.y + mask_h + stepper_h),
+              ImVec2(right_w, body_h - mask_h - stepper_h)};
     case Panel::StatusBar: return {ImVec2(origin.x, origin.y + body_h), ImVec2(width, status_h)};
   }
   return {origin, viewport->WorkSize};

@@ -8,10 +8,11 @@
 
 namespace attnscope {
 
-enum class Panel { Controls, HeadGrid, Focus, Mask, Pipeline, StatusBar };
+enum class Panel { Controls, HeadGrid, Focus, Mask, Pipeline, Stepper, StatusBar };
 
 // Fixed layout filling the main viewport: controls left, head grid over the focus view
-// in the centre, mask over pipeline on the right, status line along the bottom.
+// in the centre, mask over pipeline on the right (the KV-cache stepper, when open, between
+// them), status line along the bottom.
 struct PanelRect {
   ImVec2 pos, size;
 };
@@ -27,6 +28,9 @@ void drawHeadGridPanel(AppState& state);
 void drawFocusPanel(AppState& state);
 void drawMaskPanel(AppState& state);
 void drawPipelinePanel(AppState& state);
+void drawStepperPanel(AppState& state);  // only while state.stepper.open
+// Play: advances the stepper when its interval has passed (before drawing each frame).
+void advanceStepperPlay(AppState& state);
 void drawStatusBar(AppState& state);
 void drawHelpOverlay(AppState& state);
 void drawOpenBundleModal(AppState& state);

@@ -45,11 +45,20 @@ Chain projectionChain(const AttentionTrace& t, bool folded, char x, const char* 
   const std::string p(1, x);
   Chain chain{x == 'q' ? "Q" : x == 'k' ? "K" : "V", {}};
   const char* names[] = {x == 'q' ? "query" : x == 'k' ? "key" : "value"};
+  // Grouped-query attention: K and V have G heads of their own until repeat_interleave.
+  const std::string heads = x != 'q' && t.G != t.H ? "G" : "H";
   chain.steps.push_back(fromStage(t, names[0], "", std::string("[B, ") + len + ", " + input_size + "]"));
-  chain.steps.push_back(fromStage(t, (p + "_proj").c_str(), p + "_proj", std::string("[B, ") + len + ", H*d]"));
+  chain.steps.push_back(fromStage(t, (p + "_proj").c_str(), p + "_proj", std::string("[B, ") + len + ", " + heads + "*d]"));
   if (!folded) {
-    chain.steps.push_back(fromStage(t, (p + "_view").c_str(), "view", std::string("[B, ") + len + ", H, d]"));
-    chain.steps.push_back(fromStage(t, (p + "_transpose").c_str(), "transpose(1,2)", std::string("[B, H, ") + len + ", d]"));
+    chain.steps.push_back(fromStage(t, (p + "_view").c_str(), "view", std::string("[B, ") + len + ", " + heads + ", d]"));
+    chain.steps.push_back(
+        fromStage(t, (p + "_transpose").c_str(), "transpose(1,2)", "[B, " + heads + ", " + len + ", d]"));
+    if (findStage(t, (p + "_rope").c_str()))
+      chain.steps.push_back(fromStage(t, (p + "_rope").c_str(), "RoPE", "[B, " + heads + ", " + len + ", d]"));
+    if (findStage(t, (p + "_repeat").c_str())) {
+      chain.steps.push_back(
+          fromStage(t, (p + "_repeat").c_str(), "repeat_interleave(H/G, dim=1)", std::string("[B, H, ") + len + ", d]"));
+    }
   } else {
     const int64_t T = x == 'q' ? t.L : t.S;
     chain.steps.push_back({"transpose_qkv", std::string("[B*H, ") + len + ", d]", {t.B * t.H, T, t.d},
@@ -69,6 +78,8 @@ std::vector<Chain> buildChains(const AttentionTrace& t, bool folded) {
   Chain output{"output", {}};
   if (!folded) {
     attention.steps.push_back(fromStage(t, "scores", "Q K^T * scale", "[B, H, L, S]"));
+    if (findStage(t, "softcap")) attention.steps.push_back(fromStage(t, "softcap", "soft-cap", "[B, H, L, S]"));
+    if (findStage(t, "alibi")) attention.steps.push_back(fromStage(t, "alibi", "+ ALiBi", "[B, H, L, S]"));
     attention.steps.push_back(fromStage(t, "masked_scores", "mask", "[B, H, L, S]"));
     attention.steps.push_back(fromStage(t, "probs", "softmax", "[B, H, L, S]"));
     attention.steps.push_back(fromStage(t, "dropout", "dropout", "[B, H, L, S]"));
@@ -158,11 +169,37 @@ void drawMistake(const AttentionTrace& t) {
   ImGui::PopStyleColor();
 }
 
+// The active variants, each with the PyTorch / Hugging Face line that performs it.
+void drawVariants(const AttentionTrace& t) {
+  sectionHeader("Variants");
+  for (Variant v : t.variants) {
+    const VariantInfo& info = variantInfo(v);
+    ImGui::Bullet();
+    if (v == Variant::GroupedQuery) {
+      ImGui::TextWrapped("%s: G=%lld K/V heads for H=%lld (%lld query heads per group)", info.name,
+                         static_cast<long long>(t.G), static_cast<long long>(t.H), static_cast<long long>(t.H / t.G));
+    } else {
+      ImGui::TextWrapped("%s", info.description);
+    }
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", info.reference);
+  }
+}
+
 void drawConstraints(AppState& state) {
   sectionHeader("Constraints");
   const InputFacts& f = state.compute.facts;
-  constraintLine("D_Q = D_K", f.known, f.D_q == f.D_k,
-                 f.known ? "(" + std::to_string(f.D_q) + ", " + std::to_string(f.D_k) + ")" : "");
+  if (f.known && f.D_k != f.D_q) {
+    // Grouped-query attention: K/V projections of G heads of size d = D_Q / H, G | H.
+    const int64_t H = f.H, d = H > 0 && f.D_q % H == 0 ? f.D_q / H : 0;
+    const int64_t G = d > 0 && f.D_k % d == 0 ? f.D_k / d : 0;
+    const bool ok = G > 0 && H % G == 0;
+    constraintLine("D_K = G*d, G | H", true, ok,
+                   "(D_K=" + std::to_string(f.D_k) + ", d=" + std::to_string(d) +
+                       (G > 0 ? ", G=" + std::to_string(G) + ", H=" + std::to_string(H) : ": not a multiple") + ")");
+  } else {
+    constraintLine("D_Q = D_K", f.known, f.D_q == f.D_k,
+                   f.known ? "(" + std::to_string(f.D_q) + ", " + std::to_string(f.D_k) + ")" : "");
+  }
   constraintLine("L_K = L_V", f.known, f.S_key == f.S_value,
                  f.known ? "(" + std::to_string(f.S_key) + ", " + std::to_string(f.S_value) + ")" : "");
   // A D the user typed in the control panel is checked before any job is posted.
@@ -188,6 +225,7 @@ void drawPipelinePanel(AppState& state) {
                           static_cast<long long>(t->L), static_cast<long long>(t->S), static_cast<long long>(t->D),
                           static_cast<long long>(t->H), static_cast<long long>(t->d));
       drawConstraints(state);
+      if (!t->variants.empty()) drawVariants(*t);
       if (t->mistake != Mistake::None) drawMistake(*t);
       sectionHeader("Stages");
       ImGui::TextDisabled("hover a shape for its PyTorch line");

@@ -59,6 +59,9 @@ void writeStateLog(AppState& state, int width, int height) {
   if (const AttentionTrace* t = c.trace()) {
     line["D"] = t->D;
     line["d"] = t->d;
+    line["G"] = t->G;
+    line["variants"] = nlohmann::json::array();
+    for (Variant variant : t->variants) line["variants"].push_back(variantInfo(variant).name);
     line["components"] = nlohmann::json::array();
     for (const MaskComponent& component : t->mask.components) line["components"].push_back(component.name);
   }
@@ -71,6 +74,23 @@ void writeStateLog(AppState& state, int width, int height) {
   line["diff_max"] = nullptr;  // focused head, batch item: max |buggy - correct| probability
   if (const float diff = focusedDiffMax(state); diff >= 0.0f) line["diff_max"] = diff;
   line["diff_summary"] = mistakeDiffSummary(state);
+  line["stepper"] = nullptr;
+  if (state.stepper.open) {
+    nlohmann::json stepper = {{"step", state.stepper.step}, {"playing", state.stepper.playing},
+                              {"error", c.decode_error}};
+    if (const KvCacheRun* run = c.decode.get()) {
+      const DecodeStep& step = run->steps[std::clamp<int64_t>(state.stepper.step, 0, run->L - 1)];
+      const int64_t entries = static_cast<int64_t>(step.cached.size());
+      stepper.update({{"L", run->L}, {"B", run->B}, {"d", run->d}, {"G", run->G}, {"sinks", run->sinks},
+                      {"window", run->window}, {"capacity", run->capacity}, {"entries", entries},
+                      {"entries_after", step.entries_after}, {"bytes_per_group", run->bytesPerGroup(entries)},
+                      {"bytes_per_layer", run->bytesPerLayer(entries)}, {"cached", step.cached},
+                      {"evicted", step.evicted}});
+      if (step.position < static_cast<int64_t>(c.decode_row_diff.size()))
+        stepper["row_diff"] = c.decode_row_diff[step.position];
+    }
+    line["stepper"] = stepper;
+  }
   line["hover"] = {state.view.hover.row, state.view.hover.col};
   // The focused map's numbers at the hovered cell, from the view model the tooltip reads.
   line["hover_prob"] = nullptr;

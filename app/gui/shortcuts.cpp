@@ -3,6 +3,7 @@
 #include <GLFW/glfw3.h>
 #include <imgui.h>
 
+#include <limits>
 #include <vector>
 
 #include "gui/export_jobs.h"
@@ -22,6 +23,25 @@ ViewFocus arrowTarget(const AppState& state, int key) {
   if (several_layers) focus.layer += step;
   else focus.head += step * state.view.grid_columns;
   return focus;
+}
+
+// The stepper's keys while it is open: . / , step forward / back, P plays or pauses,
+// Home / End go to the first / last step. True when the key was one of them.
+bool stepperKey(AppState& state, int key) {
+  StepperState& s = state.stepper;
+  switch (key) {
+    case GLFW_KEY_PERIOD: s.playing = false; setStep(state, s.step + 1); return true;
+    case GLFW_KEY_COMMA: s.playing = false; setStep(state, s.step - 1); return true;
+    case GLFW_KEY_HOME: s.playing = false; setStep(state, 0); return true;
+    case GLFW_KEY_END: s.playing = false; setStep(state, std::numeric_limits<int64_t>::max()); return true;
+    case GLFW_KEY_P:
+      s.playing = !s.playing && state.compute.decode;
+      if (s.playing && s.step + 1 >= state.compute.decode->L) setStep(state, 0);  // replay from the start
+      s.next_step_at = std::chrono::steady_clock::now() + kStepperPlayInterval;
+      markStateChanged(state);
+      return true;
+    default: return false;
+  }
 }
 
 }  // namespace
@@ -46,6 +66,8 @@ void handleShortcuts(AppState& state) {
       markStateChanged(state);
     }
     if (ctrl && press.key == GLFW_KEY_Q) ui.quit_requested = true;
+    if (press.key == GLFW_KEY_F5) toggleStepper(state);
+    if (state.stepper.open && !ctrl && !popup_open && stepperKey(state, press.key)) continue;
     if (ctrl && press.key == GLFW_KEY_O) ui.open_bundle_requested = true;
     if (ctrl && press.key == GLFW_KEY_S && !popup_open) {
       if (alt) state.exports.screenshot_requested = true;  // read after this frame is rendered

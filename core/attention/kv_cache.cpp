@@ -44,6 +44,9 @@ KvCacheRun decodeWithKvCache(const AttentionInputs& in, const AttentionOptions& 
     throw InputError("the KV-cache stepper decodes in eval mode; turn dropout off");
   }
   const int64_t B = n.B, L = n.L, D = n.D, H = n.H, G = n.G, d = n.d;
+  // Every step keeps its row [B, H, L] and its cached / evicted positions (up to L each).
+  const double steps = static_cast<double>(L);
+  checkMemory(static_cast<uint64_t>(steps * (4.0 * B * H * L + 16.0 * L + 4.0 * B * D) + 8.0 * steps * B * G * d));
   const RunPlan plan = planRun(options, n);
   // The mask decides which cached keys each row may use (padding, segments, ...); the
   // cache decides which keys exist at all.
