@@ -15,12 +15,20 @@ def overlaps(a, b):
 class StaleMaps(guitest.AppTestCase):
     SCRATCH = "gui-stale-"
 
-    def click(self, window, rect):
+    def click_until(self, window, log, rect, predicate):
+        """Clicks rect until the state log matches predicate (on a busy machine a frame can
+        miss a click: ImGui 1.86 needs the pointer seen over the button before the press)."""
         x, y, w, h = rect
-        self.x.xdotool("mousemove", "--window", window, int(x + 8), int(y + h / 2))
-        time.sleep(0.3)  # a frame sees the pointer over the button before the press (ImGui 1.86)
-        self.x.xdotool("click", "1")
-        self.x.xdotool("mousemove", "--window", window, 120, 6)  # no hover crosshair on the maps
+        for _ in range(6):
+            self.x.xdotool("mousemove", "--window", window, int(x + 8), int(y + h / 2))
+            time.sleep(0.3)
+            self.x.xdotool("click", "1")
+            self.x.xdotool("mousemove", "--window", window, 120, 6)  # no hover crosshair on the maps
+            try:
+                return guitest.wait_for_state(log, predicate, timeout=5)
+            except AssertionError:
+                pass
+        return guitest.wait_for_state(log, predicate, timeout=1)
 
     def test_failed_recompute_dims_the_maps_and_shows_the_error(self):
         app, log, window, state = self.start("stale", text="one two three four five six")
@@ -28,7 +36,7 @@ class StaleMaps(guitest.AppTestCase):
         rect = state["rects"]["focus_probs"]
         _, _, before = self.capture(window, "stale_before.png")
         # "bundle" with no folder chosen: the recompute fails, the old maps stay on screen.
-        self.click(window, state["rects"]["source_bundle"])
+        self.click_until(window, log, state["rects"]["source_bundle"], lambda s: s["source"] == "bundle")
         state = guitest.wait_for_state(log, lambda s: s["maps_stale"] and not s["pending"])
         self.assertIn("no bundle directory chosen", state["error"])
         _, _, after = self.capture(window, "stale_after.png")
@@ -46,10 +54,14 @@ class StaleMaps(guitest.AppTestCase):
                for xx in range(int(rect[0]) + 4, int(rect[0] + rect[2]) - 4)]
         self.assertTrue(any(r > 200 and g < 170 and b < 160 for r, g, b in top), "no error text on the map")
         # Back to a working input: the overlay goes and the maps are as bright as before.
-        self.click(window, state["rects"]["source_text"])
+        self.click_until(window, log, state["rects"]["source_text"], lambda s: s["source"] == "text")
         state = guitest.wait_for_state(log, lambda s: not s["maps_stale"] and not s["pending"] and s["error"] == "")
-        _, _, again = self.capture(window, "stale_gone.png")
         px, py = guitest.cell_pixel(rect, L, S, L - 1, S - 1)
+        for _ in range(20):  # the state line can come a frame before the screen shows it
+            _, _, again = self.capture(window, "stale_gone.png")
+            if again[py][px] == before[py][px]:
+                break
+            time.sleep(0.25)
         self.assertEqual(again[py][px], before[py][px])
 
 
