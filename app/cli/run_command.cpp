@@ -6,9 +6,7 @@
 #include "tensor/tensor.h"
 
 namespace attnscope {
-namespace {
 
-// One line: CLI11's messages can span lines.
 std::string oneLine(std::string text) {
   for (char& c : text) {
     if (c == '\n' || c == '\r') c = ' ';
@@ -16,8 +14,6 @@ std::string oneLine(std::string text) {
   while (!text.empty() && text.back() == ' ') text.pop_back();
   return text;
 }
-
-}  // namespace
 
 int runCommand(CLI::App& app, int argc, char** argv, const std::function<int()>& body,
                const std::string& other_prefix) {

@@ -16,6 +16,10 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Newlines become spaces (a message quoting the user's text stays one line); trailing
+// spaces go.
+std::string oneLine(std::string text);
+
 // Parses argv with app, then runs body and returns its exit code. Every failure is one
 // line on stderr, "<app name>: <problem>": exit 2 for bad flags or a UsageError, 1 for
 // an InputError, out of memory or any other exception (its message after other_prefix).

@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "cli/run_command.h"
+
 namespace attnscope {
 namespace {
 
@@ -43,7 +45,9 @@ bool parseInt(const char* text, int low, int high, int& out) {
 const char* appUsage() { return kUsage; }
 const char* appHelp() { return kHelp; }
 
-std::string parseAppOptions(int argc, char** argv, AppOptions& options) {
+namespace {
+
+std::string parseArgs(int argc, char** argv, AppOptions& options) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--settings" || arg == "--screenshot" || arg == "--state-log" || arg == "--frames" ||
@@ -80,6 +84,12 @@ std::string parseAppOptions(int argc, char** argv, AppOptions& options) {
     }
   }
   return "";
+}
+
+}  // namespace
+
+std::string parseAppOptions(int argc, char** argv, AppOptions& options) {
+  return oneLine(parseArgs(argc, argv, options));  // an argument may hold a newline
 }
 
 }  // namespace attnscope

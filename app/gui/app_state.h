@@ -67,6 +67,9 @@ struct ComputeState {
   const AttentionTrace* correctTrace() const { return correct_view ? correct_view->trace.get() : nullptr; }
   // Maps computed elsewhere: no model to recompute (mask, scale, heads are fixed).
   bool imported() const { return view && view->source == ViewSource::Imported; }
+  // The maps on screen are an older result: the latest recompute failed (error says why).
+  // Not in the mistakes lab's case of a buggy run that threw: its correct run is shown.
+  bool mapsStale() const { return !error.empty() && view && !correct_view; }
 };
 
 // The Variants section's RoPE score-vs-distance curve, recomputed only when d, base or

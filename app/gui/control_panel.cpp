@@ -91,6 +91,7 @@ bool drawInputSection(AppState& state, const KnownSizes& sizes) {
   recordLayout(state, "source_synthetic");
   ImGui::SameLine();
   changed |= ImGui::RadioButton("bundle", &source, static_cast<int>(InputSource::Bundle));
+  recordLayout(state, "source_bundle");
   s.source = static_cast<InputSource>(source);
 
   const float width = ImGui::GetContentRegionAvail().x;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 namespace attnscope {
 namespace {
@@ -56,6 +57,18 @@ void addVerticalText(ImDrawList* list, ImVec2 anchor, ImU32 color, const char* t
   }
 }
 
+// A failed recompute: the old map dimmed, with why it is out of date written across it
+// (wrapped and clipped to the map; tiles too small for text are only dimmed).
+void drawStaleOverlay(ImDrawList* list, ImVec2 min, ImVec2 max, const std::string& error) {
+  list->AddRectFilled(min, max, IM_COL32(16, 16, 20, 200));
+  constexpr float kPad = 6.0f;
+  if (max.x - min.x < 80.0f || max.y - min.y < 2 * ImGui::GetFontSize()) return;
+  const std::string text = "out of date: " + error;
+  const ImVec4 clip(min.x, min.y, max.x, max.y);
+  list->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(min.x + kPad, min.y + kPad), IM_COL32(255, 130, 120, 255),
+                text.c_str(), nullptr, max.x - min.x - 2 * kPad, &clip);
+}
+
 }  // namespace
 
 HeatmapHit drawHeatmap(AppState& state, const char* id, const HeatmapView& view, ImVec2 size) {
@@ -93,6 +106,7 @@ HeatmapHit drawHeatmap(AppState& state, const char* id, const HeatmapView& view,
   list->AddRect(ImVec2(min.x - 1, min.y - 1), ImVec2(max.x + 1, max.y + 1),
                 view.outlined ? IM_COL32(255, 200, 40, 255) : IM_COL32(90, 90, 100, 255), 0.0f,
                 0, view.outlined ? 3.0f : 1.0f);
+  if (state.compute.mapsStale()) drawStaleOverlay(list, min, max, state.compute.error);
 
   if (ImGui::IsItemHovered()) {
     const ImVec2 mouse = ImGui::GetIO().MousePos;

@@ -31,10 +31,16 @@ void drawMaskPanel(AppState& state) {
     const int64_t layer = state.view.focus.layer;
     const AttentionTrace* t = v->maps[layer].trace.get();  // components; null for imported maps
     const int64_t cells = v->L * v->S;
+    // The header wraps left of the Export button, which sits at the top right of it: a
+    // long mask string never runs under the button.
+    const float button_w = ImGui::CalcTextSize("Export").x + 2 * ImGui::GetStyle().FramePadding.x;
+    const float button_x = std::max(ImGui::GetCursorPosX() + 40.0f, ImGui::GetWindowContentRegionMax().x - button_w);
+    ImGui::PushTextWrapPos(button_x - ImGui::GetStyle().ItemSpacing.x);
     ImGui::Text("mask = %s   batch item %lld", state.settings.mask.toString().c_str(),
                 static_cast<long long>(tex.batch_item));
-    const float button_w = ImGui::CalcTextSize("Export").x + 2 * ImGui::GetStyle().FramePadding.x;
-    ImGui::SameLine(std::max(ImGui::GetCursorPosX(), ImGui::GetWindowContentRegionMax().x - button_w));
+    ImGui::PopTextWrapPos();
+    recordLayout(state, "mask_header");
+    ImGui::SameLine(button_x);
     if (ImGui::SmallButton("Export##mask")) {
       state.exports.selected = ExportView::Mask;
       requestFigureExport(state, "mask");

@@ -25,6 +25,7 @@ void writeStateLog(AppState& state, int width, int height) {
   line["pending"] = c.pending();
   line["error"] = c.error;
   line["notice"] = state.ui.notice;
+  line["maps_stale"] = c.mapsStale();
   line["source"] = inputSourceName(s.source);
   line["settings_heads"] = s.heads;
   line["mask"] = s.mask.toString();

@@ -47,7 +47,11 @@ void drawStatusBar(AppState& state) {
     } else {
       ImGui::Text("no result   |   memory %.0f MiB", residentMiB());
     }
-    if (v && !v->warnings.empty()) {
+    if (state.compute.mapsStale()) {  // the numbers above are the previous result's
+      ImGui::SameLine();
+      ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "   out of date: %s", state.compute.error.c_str());
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", state.compute.error.c_str());
+    } else if (v && !v->warnings.empty()) {
       ImGui::SameLine();
       ImGui::TextColored(ImVec4(1.0f, 0.62f, 0.18f, 1.0f), "   %s", v->warnings.front().c_str());
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", v->warnings.front().c_str());

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attention/attention.h"
 #include "config/text_input.h"
 #include "tensor/npy.h"
 
@@ -29,7 +30,7 @@ json readJsonFile(const std::string& path) {
   buffer << in.rdbuf();
   try {
     return json::parse(buffer.str());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e400
     std::string why = e.what();
     const size_t colon = why.find("]: ");  // drop nlohmann's "[json.exception.parse_error.101] "
     throw InputError(path + ": not valid JSON (" + (colon == std::string::npos ? why : why.substr(colon + 3)) + ")");
@@ -212,6 +213,11 @@ Model loadModel(const std::string& folder) {
     m.pos_emb = r.required("pos_emb", {T, D}, "learned positions [max_len, d_model]");
   } else {
     r.forbidden("pos_emb", "config.json says \"positional\": \"sinusoidal\" (remove it, or say \"learned\")");
+    try {  // the one table no file backs: refuse absurd max_len x d_model before allocating it
+      checkMemory(static_cast<uint64_t>(T) * static_cast<uint64_t>(D) * sizeof(float));
+    } catch (const InputError& e) {
+      throw InputError((fs::path(folder) / "config.json").string() + ": sinusoidal positions [max_len, d_model]: " + e.what());
+    }
     m.pos_emb = positionalEncoding(T, D);
   }
   for (int64_t i = 0; i < c.n_layers; ++i) {

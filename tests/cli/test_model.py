@@ -384,6 +384,29 @@ class BadInput(unittest.TestCase):
                     f.write(content)
                 self.check(needle)
 
+    def test_numbers_too_large_for_a_double_name_the_file(self):
+        # Regression (issue 12, found by fuzz_model): nlohmann's out_of_range for 1e400 escaped
+        # without the file's name.
+        for name, text in (("config.json", None), ("vocab.json", "[\"<unk>\", 1e400]"),
+                           ("training.json", "{\"caption\": -1e400}")):
+            with self.subTest(name=name):
+                path = os.path.join(self.folder, name)
+                original = None
+                if os.path.exists(path):
+                    with open(path) as f:
+                        original = f.read()
+                if text is None:
+                    text = original.replace("{", "{\"zzz\": 1e400, ", 1)
+                with open(path, "w") as f:
+                    f.write(text)
+                line = self.check("number overflow")
+                self.assertIn(name + ": not valid JSON", line)
+                if original is None:
+                    os.remove(path)
+                else:
+                    with open(path, "w") as f:
+                        f.write(original)
+
     def test_not_a_folder(self):
         self.check("not a model folder", folder=os.path.join(self.root, "nope"))
 

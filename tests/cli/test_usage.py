@@ -32,6 +32,20 @@ class Usage(unittest.TestCase):
         self.assertEqual(result.returncode, 2)
         self.assertIn("unknown option '--no-such-flag'", result.stderr.splitlines()[0])
 
+    def test_app_errors_stay_one_line_when_an_argument_holds_a_newline(self):
+        # Regression (issue 12, found by fuzz_cli): the app quoted the argument verbatim, so
+        # its error ran over two lines. The error is one line, then the usage line.
+        for args, needle in ((("one", "two\nthree"), "unexpected argument 'two three'"),
+                             (("--bad\nflag",), "unknown option '--bad flag'"),
+                             (("--size", "8x\n8"), "--size: expected WIDTHxHEIGHT")):
+            with self.subTest(args=args):
+                result = run(*args)
+                self.assertEqual(result.returncode, 2, result.stderr)
+                lines = result.stderr.splitlines()
+                self.assertEqual(len(lines), 2, result.stderr)
+                self.assertIn(needle, lines[0])
+                self.assertTrue(lines[1].startswith("usage: attnscope"), lines[1])
+
 
 if __name__ == "__main__":
     unittest.main()

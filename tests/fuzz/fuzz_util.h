@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 
 namespace attnscope::fuzz {
@@ -35,5 +37,34 @@ class Scratch {
  private:
   std::filesystem::path root_;
 };
+
+// A folder of files from one fuzzer input: "@@@ NAME\n<bytes>" sections, each starting at a
+// line "@@@ NAME". Each section whose NAME is a plain file name that `wanted` accepts is
+// written as DIR/NAME; the others are skipped.
+inline void writeSections(const std::string& input, const std::filesystem::path& dir,
+                          const std::function<bool(const std::string&)>& wanted) {
+  const std::string marker = "@@@ ";
+  size_t at = input.rfind(marker, 0) == 0 ? 0 : input.find("\n" + marker);
+  while (at != std::string::npos) {
+    const size_t name_start = at + (input[at] == '\n' ? 1 : 0) + marker.size();
+    const size_t name_end = input.find('\n', name_start);
+    if (name_end == std::string::npos) return;
+    const std::string name = input.substr(name_start, name_end - name_start);
+    const size_t next = input.find("\n" + marker, name_end);
+    const std::string body = input.substr(name_end + 1, next == std::string::npos ? std::string::npos : next - name_end - 1);
+    const bool plain = !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
+                       name.find('\0') == std::string::npos;
+    if (plain && wanted(name)) Scratch::write(dir / name, reinterpret_cast<const uint8_t*>(body.data()), body.size());
+    at = next;
+  }
+}
+
+// The InputError contract: the message names the file or folder it is about.
+inline void requireNamed(const std::string& message, const std::string& subject) {
+  if (message.find(subject) == std::string::npos) {
+    std::fprintf(stderr, "error without the file's name: %s\n", message.c_str());
+    std::abort();
+  }
+}
 
 }  // namespace attnscope::fuzz
