@@ -17,6 +17,7 @@
 
 #include "analysis/head_clusters.h"
 #include "analysis/head_metrics.h"
+#include "analysis/head_table.h"
 #include "analysis/rollout.h"
 #include "cli/commands.h"
 #include "cli/out_folder.h"
@@ -149,13 +150,6 @@ std::string formatMetric(double value) {
 
 std::string padLeft(const std::string& text, size_t width) {
   return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
-}
-
-// group[b][n]: cluster of head n = layer * H + head in batch item b.
-std::vector<HeadClusters> clustersPerItem(const MapStack& maps, double min_correlation) {
-  std::vector<HeadClusters> clusters;
-  for (int64_t b = 0; b < maps.B; ++b) clusters.push_back(clusterHeads(maps, b, min_correlation));
-  return clusters;
 }
 
 void printJson(const std::vector<HeadMetrics>& rows, const std::vector<size_t>& order, const MapStack& maps,

@@ -16,6 +16,7 @@
 #include "gui/frame_stats.h"
 #include "gui/app_state.h"
 #include "gui/app_window.h"
+#include "gui/compare_sync.h"
 #include "gui/compute_sync.h"
 #include "gui/export_jobs.h"
 #include "gui/gui.h"
@@ -63,6 +64,9 @@ void updateBeforeFrame(GLFWwindow* window, AppState& state) {
   updateViewTextures(state.gpu.correct_textures, state.compute.correct_view.get(), state.view.focus.batch_item);
   updateZoomTextures(state.gpu.zoom, state.compute.view.get(), state.compute.correct_view.get(), state.view.focus,
                      state.view.zoom);
+  updateHeadOrder(state);
+  updateComparison(state);
+  updateQueryFocus(state);
   const std::string title = windowTitle(state);
   if (title != state.ui.window_title) {
     state.ui.window_title = title;
@@ -75,6 +79,7 @@ void drawPanels(AppState& state) {
   state.script.focus_axis = {};
   handleShortcuts(state);
   drawControlPanel(state);
+  drawMetricsPanel(state);   // before the grid: a sort or row click shows in the grid this frame
   drawHeadGridPanel(state);
   drawFocusPanel(state);
   drawMaskPanel(state);

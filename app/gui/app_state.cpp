@@ -47,6 +47,25 @@ const ViewModel* shownView(const AppState& state) {
   return crashed_with_mistake ? c.correct_view.get() : c.view.get();
 }
 
+const HeadTable* shownHeadTable(const AppState& state) {
+  const HeadTable* table = state.compute.head_table.get();
+  const ViewModel* view = shownView(state);
+  const bool matches = table && view && table->source == view && table->layers == view->layers &&
+                       table->H == view->H && table->B == view->B;
+  return matches ? table : nullptr;
+}
+
+void updateHeadOrder(AppState& state) {
+  HeadTableView& t = state.view.table;
+  const HeadTable* table = shownHeadTable(state);
+  const int64_t b = state.view.focus.batch_item;
+  const uint64_t generation = state.compute.trace_generation;
+  if (generation == t.order_generation && b == t.order_batch && t.sort == t.order_sort) return;
+  t.order = table && b < table->B ? headOrder(*table, b, t.sort) : std::vector<int64_t>{};
+  t.order_generation = generation, t.order_batch = b, t.order_sort = t.sort;
+  markStateChanged(state);
+}
+
 FocusLimits focusLimits(const AppState& state) {
   const ViewModel* v = shownView(state);
   if (!v) return {};

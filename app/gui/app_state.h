@@ -3,6 +3,8 @@
 //   settings  what the user sets (core Settings; saved as JSON)
 //   view      which map is focused (layer, head, batch item) and the hovered cell
 //   compute   the worker, the job posted last and the latest result
+//   compare   the compare view's A - B, cached for its picks
+//   query_focus  the query focus bars, cached for the chosen rows
 //   exports   the export queue, the running job, the toast
 //   gpu       GL objects and the textures of the latest result
 //   ui        overlays, dialogs, keys pressed since the last frame, one-line notices
@@ -21,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/compare.h"
 #include "attention/attention.h"
 #include "config/settings.h"
 #include "gui/compute_worker.h"
@@ -59,6 +62,7 @@ struct ComputeState {
   std::shared_ptr<const KvCacheRun> decode;  // null when not asked for or not decodable
   std::vector<float> decode_row_diff;        // [L] max |decoded row - full row| per step
   std::string decode_error;                  // why the settings cannot be decoded
+  std::shared_ptr<const HeadTable> head_table;  // metrics and groups of the shown view; may be stale or null
 
   bool pending() const { return posted_generation > trace_generation; }
   // The core's trace behind the view (pipeline, mask components, tooltips); null for
@@ -149,10 +153,31 @@ struct ScriptState {
   std::map<std::string, ScreenRect> layout_logged;   // as in the last state-log line
 };
 
+// The compare view's result: A - B of the picked maps, recomputed when the picks, the
+// batch item or the result change (updateComparison), never per frame.
+struct CompareState {
+  uint64_t generation = 0;  // result compared (0 = none yet)
+  int64_t batch_item = -1;
+  MapPick a, b;
+  std::string error;        // why there is no comparison ("" when there is one)
+  MapComparison comparison; // [L, S] A - B, symmetric range, largest differences
+};
+
+// Query focus's result: the chosen rows across every layer and head, recomputed when the
+// choice, the batch item or the result change (updateQueryFocus).
+struct QueryFocusState {
+  uint64_t generation = 0;   // result read (0 = none yet)
+  int64_t batch_item = -1;
+  QueryFocusView choice;     // what `bars` shows
+  Tensor bars;               // [layers, H, S]; empty when no query is chosen
+};
+
 struct AppState {
   Settings settings;
   ViewState view;
   ComputeState compute;
+  CompareState compare;
+  QueryFocusState query_focus;
   ExportState exports;
   GpuState gpu;
   UiState ui;
@@ -169,6 +194,11 @@ bool computeSettingsDiffer(const Settings& a, const Settings& b);
 // The view model the views show: the latest one, or the mistakes lab's correct run when
 // the buggy run crashed (then it is the only one to navigate). Null before any result.
 const ViewModel* shownView(const AppState& state);
+// The head table of the shown view; null while it is missing (or belongs to an older view).
+const HeadTable* shownHeadTable(const AppState& state);
+// Recomputes view.table.order when the table, batch item or sort changed (not per frame).
+void updateHeadOrder(AppState& state);
+
 // [layers, B, H] of the shown result.
 FocusLimits focusLimits(const AppState& state);
 // The one way to move the focus: clamped to focusLimits, saved with the settings, logged.

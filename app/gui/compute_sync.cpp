@@ -22,6 +22,7 @@ void receiveResult(AppState& state) {
   c.decode = result->decode;
   c.decode_row_diff = std::move(result->decode_row_diff);
   c.decode_error = result->decode_error;
+  if (result->view || result->correct_view) c.head_table = result->head_table;  // the shown view changed
   if (result->view) {
     c.view = result->view;
     c.compute_ms = result->milliseconds;

@@ -138,6 +138,11 @@ void ComputeWorker::run() {
         if (result.view) result.prob_diff_max = probDifferenceMax(*result.view->trace, *result.correct_view->trace);
       });
     }
+    // The head table of the shown view, measured with it (never on the UI thread).
+    if (const ViewModel* shown = result.view ? result.view.get() : result.correct_view.get();
+        shown && !superseded(generation)) {
+      describeFailure(settings, [&] { result.head_table = std::make_shared<const HeadTable>(headTableOf(*shown)); });
+    }
     // The KV-cache stepper: the same run decoded one token at a time.
     if (decode && run && result.view && !superseded(generation)) {
       result.decode_error = describeFailure(settings, [&] {

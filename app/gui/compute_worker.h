@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "analysis/head_table.h"
 #include "attention/attention.h"
 #include "attention/kv_cache.h"
 #include "config/settings.h"
@@ -46,6 +47,9 @@ struct ComputeResult {
   std::shared_ptr<const KvCacheRun> decode;
   std::vector<float> decode_row_diff;
   std::string decode_error;
+  // The head table (metrics, groups) of the view the app shows: view, or correct_view when
+  // the buggy run threw. Null when neither exists.
+  std::shared_ptr<const HeadTable> head_table;
 };
 
 class ComputeWorker {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gui/export_jobs.h"
@@ -17,12 +18,6 @@
 
 namespace attnscope {
 namespace {
-
-float widestLabel(const std::vector<std::string>& labels, float cap) {
-  float widest = 0.0f;
-  for (const std::string& label : labels) widest = std::max(widest, ImGui::CalcTextSize(label.c_str()).x);
-  return std::min(widest, cap);
-}
 
 // Core trace cells: raw and scaled score, mask, probability (and after dropout).
 void drawTraceCellTooltip(const AttentionTrace& t, int64_t b, int64_t h, int64_t i, int64_t j,
@@ -109,6 +104,26 @@ void zoomAndPan(AppState& state, const HeatmapHit& hit, const FocusGeometry& g, 
   setZoom(state, panBy(*state.view.pan_from, L, S, -cells(drag.y, from.rows, g.map_h), -cells(drag.x, from.cols, g.map_w)));
 }
 
+// Row labels are query tokens: a click shows that query's attention in every head (Query
+// focus tab), Ctrl+click adds it to the chosen queries. Only while rows are 6 px or more.
+void chooseQueryByLabel(AppState& state, ImVec2 top_left, float label_w, const FocusGeometry& g) {
+  const float cell_h = g.map_h / static_cast<float>(g.window.rows);
+  if (cell_h < 6.0f) return;
+  for (int64_t r = 0; r < g.window.rows; ++r) {
+    ImGui::SetCursorScreenPos(ImVec2(top_left.x, top_left.y + cell_h * static_cast<float>(r)));
+    ImGui::PushID(static_cast<int>(r));
+    const bool clicked = ImGui::InvisibleButton("##query_label", ImVec2(std::max(1.0f, label_w - 4), cell_h));
+    ImGui::PopID();
+    if (r == 0) recordLayout(state, "focus_query_label_0");
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("click: this query in every head (Query focus); Ctrl+click: add it");
+    if (!clicked) continue;
+    chooseQuery(state.view.query_focus, g.window.row0 + r, ImGui::GetIO().KeyCtrl);
+    state.view.tab = FocusTab::QueryFocus;
+    state.view.tab_requested = true;
+    markStateChanged(state);
+  }
+}
+
 // Draws `map` with its left edge (row labels included) at x0, title line at y0.
 void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float x0, float y0,
                   const std::vector<std::string>& q_tokens, const std::vector<std::string>& k_tokens) {
@@ -158,6 +173,7 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
   const LabelSpan rows{map.row_labels ? &q_tokens : nullptr, g.window.row0, g.window.rows};
   const LabelSpan cols{&k_tokens, g.window.col0, g.window.cols};
   const AxisLabelsDrawn drawn = drawAxisLabels(rows, cols, map_min, map_max);
+  if (map.row_labels) chooseQueryByLabel(state, ImVec2(x0, map_min.y), label_w, g);
   if (map.row_labels) state.script.focus_axis.first_row = drawn.first_row, state.script.focus_axis.last_row = drawn.last_row;
   state.script.focus_axis.first_col = drawn.first_col, state.script.focus_axis.last_col = drawn.last_col;
   if (hit.hovered) {
@@ -202,12 +218,9 @@ float mapExtraWidth(const FocusMap& map, const FocusGeometry& g) {
   return (map.row_labels ? g.row_label_w : 0.0f) + (map.color_bar ? g.bar_w : 0.0f);
 }
 
-}  // namespace
-
-void drawFocusPanel(AppState& state) {
-  // The wheel zooms the maps, so it must not scroll the panel.
-  if (beginPanelWindow(state, "Focus", Panel::Focus, ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse)) {
-    if (!ImGui::IsMouseDown(ImGuiMouseButton_Left)) state.view.pan_from.reset();  // a drag ended
+// The "Maps" tab: scores and probabilities of the focused map (and the correct run's).
+void drawFocusMaps(AppState& state) {
+  {
     const ViewTextures& tex = state.gpu.textures;
     const ViewTextures& correct_tex = state.gpu.correct_textures;
     const ViewModel* correct = correct_tex.probs.empty() ? nullptr : state.compute.correct_view.get();
@@ -217,7 +230,6 @@ void drawFocusPanel(AppState& state) {
     const ViewModel* shown = v ? v : correct;  // sizes and tokens
     if (!shown) {
       ImGui::TextDisabled("no attention computed yet");
-      ImGui::End();
       return;
     }
     // Both runs share their inputs, so only a mistake that changes the shapes could differ.
@@ -347,6 +359,18 @@ void drawFocusPanel(AppState& state) {
         ImGui::TextColored(ImVec4(1.0f, 0.62f, 0.18f, 1.0f), "%s", summary.c_str());
         recordLayout(state, "focus_diff_summary");
       }
+      if (v) {
+        // The mistakes lab's difference view: this head with and without the mistake.
+        ImGui::SameLine();
+        if (ImGui::SmallButton("difference view")) {
+          state.view.compare = {{g.layer, g.h, false}, {g.layer, g.h, true}, true};
+          state.view.tab = FocusTab::Compare;
+          state.view.tab_requested = true;
+          markStateChanged(state);
+        }
+        recordLayout(state, "focus_difference_view");
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("show with mistake - correct, cell by cell (Compare tab)");
+      }
     }
     const AttentionTrace* t = v ? v->maps[g.layer].trace.get() : nullptr;
     if (v && !v->hasMask()) {
@@ -365,6 +389,37 @@ void drawFocusPanel(AppState& state) {
                          static_cast<long long>(fully_masked), fully_masked == 1 ? "" : "s",
                          t->fill == MaskFill::NegInf ? "0" : "1/S (the -1e9 fill gives a uniform row)");
       ImGui::PopStyleColor();
+    }
+  }
+}
+
+}  // namespace
+
+void drawFocusPanel(AppState& state) {
+  // The wheel zooms the maps, so it must not scroll the panel.
+  if (beginPanelWindow(state, "Focus", Panel::Focus, ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse)) {
+    if (!ImGui::IsMouseDown(ImGuiMouseButton_Left)) state.view.pan_from.reset();  // a drag ended
+    if (ImGui::BeginTabBar("focus_tabs")) {
+      const std::pair<FocusTab, const char*> tabs[] = {
+          {FocusTab::Maps, "Maps"}, {FocusTab::Compare, "Compare A / B"}, {FocusTab::QueryFocus, "Query focus"}};
+      for (const auto& [tab, label] : tabs) {
+        const bool requested = state.view.tab_requested && state.view.tab == tab;
+        const bool open = ImGui::BeginTabItem(label, nullptr, requested ? ImGuiTabItemFlags_SetSelected : 0);
+        recordLayout(state, std::string("focus_tab_") + focusTabName(tab));
+        if (!open) continue;
+        if (state.view.tab != tab && !state.view.tab_requested) {
+          state.view.tab = tab;
+          markStateChanged(state);
+        }
+        ImGui::EndTabItem();
+      }
+      state.view.tab_requested = false;
+      ImGui::EndTabBar();
+    }
+    switch (state.view.tab) {
+      case FocusTab::Maps: drawFocusMaps(state); break;
+      case FocusTab::Compare: drawComparePanel(state); break;
+      case FocusTab::QueryFocus: drawQueryFocusPanel(state); break;
     }
   }
   ImGui::End();

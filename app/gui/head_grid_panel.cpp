@@ -1,13 +1,17 @@
 // Small multiples: every (layer, head) probability map of the batch item on one shared
 // colour scale. One layer: the head grid (heads wrap into as many rows as fill the panel).
 // Several layers: a layer x head grid, rows = layers, columns = heads, both labelled.
-// The focused map is outlined; click a tile (or use the arrow keys) to focus it.
+// The focused map is outlined; click a tile (or use the arrow keys) to focus it. A strip
+// under each tile shows its group (heads that attend alike, from the head metrics table);
+// with "order grid by table" the tiles wrap in the table's order, every layer's heads in
+// one sequence.
 #include <imgui.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "gui/export_jobs.h"
 #include "gui/heatmap_widget.h"
@@ -32,6 +36,15 @@ TileSize fitTile(float slot_w, float slot_h, float aspect) {
   return {std::max(8.0f, std::floor(w)), std::max(8.0f, std::floor(h))};
 }
 
+// Under the tile at pos: the group marker of (layer, head) when the head table is known.
+void drawGroupStrip(const AppState& state, int64_t layer, int64_t head, ImVec2 pos, TileSize size) {
+  const HeadTable* table = shownHeadTable(state);
+  if (!table) return;
+  const ImU32 color = groupColor(table->group(layer * table->H + head, state.view.focus.batch_item));
+  ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(pos.x, pos.y + size.h + 2), ImVec2(pos.x + size.w, pos.y + size.h + 6),
+                                            color);
+}
+
 // One tile: the map of (layer, head) at pos; click focuses it.
 void drawTile(AppState& state, const ViewModel& view, int64_t layer, int64_t head, ImVec2 pos, TileSize size,
               const ValueRange& range, const std::string& name) {
@@ -49,6 +62,7 @@ void drawTile(AppState& state, const ViewModel& view, int64_t layer, int64_t hea
   map.outlined = focused;
   const HeatmapHit hit = drawHeatmap(state, ("##" + name).c_str(), map, ImVec2(size.w, size.h));
   recordLayout(state, name);
+  drawGroupStrip(state, layer, head, pos, size);
   if (hit.hovered) {
     state.view.hover_next = {hit.row, hit.col};
     if (view.layers > 1) {
@@ -78,17 +92,35 @@ void drawGridSide(AppState& state, ImVec2 top_left, float bar_top, float tiles_h
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("export every map as one figure with a shared colour bar (Ctrl+Shift+S)");
 }
 
-// One layer: choose the column count that covers the most area with tiles, each labelled
-// "head h" above it.
-void drawHeadGrid(AppState& state, const ViewModel& view, const ValueRange& range, float aspect) {
-  const int64_t H = view.H;
+struct GridEntry {
+  int64_t layer = 0, head = 0;
+};
+
+// The tiles of the wrapping grid, in order: the table's order when the grid follows it,
+// else the heads of layer 0.
+std::vector<GridEntry> gridEntries(const AppState& state, const ViewModel& view) {
+  std::vector<GridEntry> entries;
+  const HeadTableView& table = state.view.table;
+  if (table.order_grid && shownHeadTable(state)) {
+    for (int64_t n : table.order) entries.push_back({n / view.H, n % view.H});
+  } else {
+    for (int64_t h = 0; h < view.H; ++h) entries.push_back({0, h});
+  }
+  return entries;
+}
+
+// Wrapping grid: choose the column count that covers the most area with tiles, each
+// labelled ("head h", or "L l H h" with several layers) above it.
+void drawHeadGrid(AppState& state, const ViewModel& view, const std::vector<GridEntry>& entries,
+                  const ValueRange& range, float aspect) {
+  const int64_t count = static_cast<int64_t>(entries.size());
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float label_h = ImGui::GetTextLineHeightWithSpacing();
   float best_area = 0.0f;
   TileSize tile;
   int best_cols = 1;
-  for (int cols = 1; cols <= H; ++cols) {
-    const int rows = static_cast<int>((H + cols - 1) / cols);
+  for (int cols = 1; cols <= count; ++cols) {
+    const int rows = static_cast<int>((count + cols - 1) / cols);
     const float slot_w = (avail.x - kBarWidth) / cols - kGap;
     const float slot_h = (avail.y - 4) / rows - label_h - kGap;
     const float h = std::min(slot_h, slot_w / aspect);
@@ -104,21 +136,26 @@ void drawHeadGrid(AppState& state, const ViewModel& view, const ValueRange& rang
   // Centre the tiles and colour bar when they leave width unused.
   const float spare = std::max(0.0f, avail.x - kBarWidth - best_cols * (tile.w + kGap));
   const ImVec2 origin(ImGui::GetCursorScreenPos().x + std::floor(spare / 2), ImGui::GetCursorScreenPos().y);
-  for (int64_t h = 0; h < H; ++h) {
-    const int col = static_cast<int>(h % best_cols), row = static_cast<int>(h / best_cols);
+  const ViewFocus& focus = state.view.focus;
+  const bool several_layers = view.layers > 1;
+  for (int64_t k = 0; k < count; ++k) {
+    const auto [layer, head] = entries[k];
+    const int col = static_cast<int>(k % best_cols), row = static_cast<int>(k / best_cols);
     const ImVec2 pos(origin.x + col * (tile.w + kGap), origin.y + row * (tile.h + label_h + kGap));
     ImGui::SetCursorScreenPos(pos);
-    ImGui::PushStyleColor(ImGuiCol_Text, h == state.view.focus.head ? kFocusedLabel : ImGui::GetStyle().Colors[ImGuiCol_Text]);
+    const bool focused = head == focus.head && layer == focus.layer;
     const AttentionTrace* trace = state.compute.trace();
-    if (trace && trace->G != trace->H && trace->H == H) {  // grouped-query: the shared K/V head
-      ImGui::Text("head %lld  kv %lld", static_cast<long long>(h), static_cast<long long>(kvHeadOf(h, H, trace->G)));
-    } else {
-      ImGui::Text("head %lld", static_cast<long long>(h));
+    std::string label = several_layers ? "L" + std::to_string(layer) + " H" + std::to_string(head)
+                                       : "head " + std::to_string(head);
+    if (trace && trace->G != trace->H && trace->H == view.H) {  // grouped-query: the shared K/V head
+      label += "  kv " + std::to_string(kvHeadOf(head, view.H, trace->G));
     }
-    ImGui::PopStyleColor();
-    drawTile(state, view, 0, h, ImVec2(pos.x, pos.y + label_h), tile, range, "grid_tile_" + std::to_string(h));
+    coloredLabel(focused, label.c_str());
+    const std::string name = several_layers ? "grid_tile_" + std::to_string(layer) + "_" + std::to_string(head)
+                                            : "grid_tile_" + std::to_string(head);
+    drawTile(state, view, layer, head, ImVec2(pos.x, pos.y + label_h), tile, range, name);
   }
-  const int rows = static_cast<int>((H + best_cols - 1) / best_cols);
+  const int rows = static_cast<int>((count + best_cols - 1) / best_cols);
   const ImVec2 side(origin.x + best_cols * (tile.w + kGap), origin.y);
   drawGridSide(state, side, origin.y + label_h, rows * (tile.h + label_h + kGap) - label_h - kGap, range);
 }
@@ -186,8 +223,8 @@ void drawHeadGridPanel(AppState& state) {
     }
     const ValueRange range{state.settings.log_scale ? tex.prob_min_positive : 0.0f, tex.prob_max};
     const float aspect = std::max(static_cast<float>(view->S) / static_cast<float>(view->L), 0.25f);
-    if (several_layers) drawLayerHeadGrid(state, *view, range, aspect);
-    else drawHeadGrid(state, *view, range, aspect);
+    if (several_layers && !state.view.table.order_grid) drawLayerHeadGrid(state, *view, range, aspect);
+    else drawHeadGrid(state, *view, gridEntries(state, *view), range, aspect);
   }
   ImGui::End();
 }

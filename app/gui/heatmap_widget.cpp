@@ -153,6 +153,12 @@ void drawColorBar(AppState& state, Colormap map, ValueRange range, bool log_scal
   }
 }
 
+float widestLabel(const std::vector<std::string>& labels, float cap) {
+  float widest = 0.0f;
+  for (const std::string& label : labels) widest = std::max(widest, ImGui::CalcTextSize(label.c_str()).x);
+  return std::min(widest, cap);
+}
+
 AxisLabelsDrawn drawAxisLabels(const LabelSpan& rows, const LabelSpan& cols, ImVec2 min, ImVec2 max) {
   AxisLabelsDrawn drawn;
   ImDrawList* list = ImGui::GetWindowDrawList();

@@ -55,6 +55,9 @@ struct AxisLabelsDrawn {
   int64_t first_row = -1, last_row = -1, first_col = -1, last_col = -1;
 };
 
+// Width of the widest label, at most cap (row labels of a heatmap).
+float widestLabel(const std::vector<std::string>& labels, float cap);
+
 // Token labels beside a heatmap at screen rectangle [min, max]: query labels left of the
 // rows (right-aligned), key labels under the columns (rotated 90 degrees); both thinned
 // to every k-th label when cells are smaller than a line of text.

@@ -4,6 +4,16 @@
 #include "gui/panels.h"
 
 namespace attnscope {
+namespace {
+
+// Head group markers, Tableau 10: distinct on the dark theme; groups beyond 10 reuse them.
+constexpr ImU32 kGroupColors[] = {
+    IM_COL32(78, 121, 167, 255), IM_COL32(242, 142, 43, 255), IM_COL32(225, 87, 89, 255),
+    IM_COL32(118, 183, 178, 255), IM_COL32(89, 161, 79, 255), IM_COL32(237, 201, 72, 255),
+    IM_COL32(176, 122, 161, 255), IM_COL32(255, 157, 167, 255), IM_COL32(156, 117, 95, 255),
+    IM_COL32(186, 176, 172, 255)};
+
+}  // namespace
 
 int focusMapCount(const AppState& state) {
   return state.compute.view && state.compute.correct_view && state.compute.error.empty() ? 3 : 2;
@@ -26,13 +36,18 @@ PanelRect panelRect(const AppState& state, Panel panel) {
   const float line_h = ImGui::GetTextLineHeightWithSpacing();
   const float focus_inner_w = centre_w - 2 * ImGui::GetStyle().WindowPadding.x - 12.0f * (maps - 1);
   const float focus_map = (focus_inner_w - 2 * (70.0f + 58.0f)) / maps;  // minus row labels and colour bars
-  const float focus_h = focus_map + ImGui::GetFrameHeight() + (maps == 3 ? 8.0f : 7.0f) * line_h + 60.0f;
+  const float tab_bar_h = ImGui::GetFrameHeightWithSpacing();  // Maps / Compare tabs
+  const float focus_h = focus_map + ImGui::GetFrameHeight() + (maps == 3 ? 8.0f : 7.0f) * line_h + 60.0f + tab_bar_h;
   const float grid_h = std::floor(std::clamp(body_h - focus_h, body_h * 0.30f, body_h * 0.50f));
   const float mask_h = std::floor(body_h * 0.36f);
   const float stepper_h = state.stepper.open ? std::floor((body_h - mask_h) * 0.6f) : 0.0f;
+  // The head metrics table takes the right part of the grid's band.
+  const float table_w = std::floor(std::clamp(centre_w * 0.42f, 280.0f, 520.0f));
   switch (panel) {
     case Panel::Controls: return {origin, ImVec2(left_w, body_h)};
-    case Panel::HeadGrid: return {ImVec2(origin.x + left_w, origin.y), ImVec2(centre_w, grid_h)};
+    case Panel::HeadGrid: return {ImVec2(origin.x + left_w, origin.y), ImVec2(centre_w - table_w, grid_h)};
+    case Panel::Metrics:
+      return {ImVec2(origin.x + left_w + centre_w - table_w, origin.y), ImVec2(table_w, grid_h)};
     case Panel::Focus:
       return {ImVec2(origin.x + left_w, origin.y + grid_h), ImVec2(centre_w, body_h - grid_h)};
     case Panel::Mask: return {ImVec2(origin.x + left_w + centre_w, origin.y), ImVec2(right_w, mask_h)};
@@ -53,6 +68,11 @@ bool beginPanelWindow(const AppState& state, const char* title, Panel panel, ImG
   return ImGui::Begin(title, nullptr,
                       ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse |
                           ImGuiWindowFlags_NoBringToFrontOnFocus | extra_flags);
+}
+
+ImU32 groupColor(int64_t group) {
+  constexpr int64_t count = sizeof kGroupColors / sizeof kGroupColors[0];
+  return kGroupColors[((group % count) + count) % count];
 }
 
 void sectionHeader(const char* text) {

@@ -8,11 +8,11 @@
 
 namespace attnscope {
 
-enum class Panel { Controls, HeadGrid, Focus, Mask, Pipeline, Stepper, StatusBar };
+enum class Panel { Controls, HeadGrid, Metrics, Focus, Mask, Pipeline, Stepper, StatusBar };
 
-// Fixed layout filling the main viewport: controls left, head grid over the focus view
-// in the centre, mask over pipeline on the right (the KV-cache stepper, when open, between
-// them), status line along the bottom.
+// Fixed layout filling the main viewport: controls left, head grid (with the head metrics
+// table right of it) over the focus view in the centre, mask over pipeline on the right
+// (the KV-cache stepper, when open, between them), status line along the bottom.
 struct PanelRect {
   ImVec2 pos, size;
 };
@@ -25,7 +25,11 @@ int focusMapCount(const AppState& state);
 
 void drawControlPanel(AppState& state);
 void drawHeadGridPanel(AppState& state);
+void drawMetricsPanel(AppState& state);
 void drawFocusPanel(AppState& state);
+// Tabs of the focus panel, drawn inside its window.
+void drawComparePanel(AppState& state);
+void drawQueryFocusPanel(AppState& state);
 void drawMaskPanel(AppState& state);
 void drawPipelinePanel(AppState& state);
 void drawStepperPanel(AppState& state);  // only while state.stepper.open
@@ -42,6 +46,8 @@ void sectionHeader(const char* text);
 void errorText(const std::string& message);
 void warningText(const std::string& message);
 void drawSpinner(float radius);
+// Marker colour of head group g (groups of similar heads), shared by the table and the grid.
+ImU32 groupColor(int64_t group);
 // SameLine() when an item `width` pixels wide still fits on the current line.
 void sameLineIfFits(float width);
 

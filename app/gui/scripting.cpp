@@ -71,6 +71,47 @@ void writeStateLog(AppState& state, int width, int height) {
     line["allowed_cells"] = tex.allowed_cells[layer];
     line["fully_masked_rows"] = tex.fully_masked_rows[layer];
   }
+  line["head_table"] = nullptr;  // the metrics table of the focused batch item, in table order
+  if (const HeadTable* table = shownHeadTable(state)) {
+    const HeadTableView& t = state.view.table;
+    nlohmann::json order = nlohmann::json::array(), groups = nlohmann::json::array();
+    for (int64_t n : t.order) {
+      order.push_back({n / table->H, n % table->H});
+      groups.push_back(table->group(n, state.view.focus.batch_item));
+    }
+    line["head_table"] = {{"sort_column", headColumnName(t.sort.column)}, {"descending", t.sort.descending},
+                          {"order_grid", t.order_grid}, {"order", order}, {"groups", groups}};
+  }
+  line["focus_tab"] = focusTabName(state.view.tab);
+  line["compare"] = nullptr;  // the compare view's picks and A - B, while its tab is open
+  if (state.view.tab == FocusTab::Compare && state.compare.generation > 0) {
+    const CompareState& cmp = state.compare;
+    const auto pick = [](const MapPick& p) {
+      return nlohmann::json{{"layer", p.layer}, {"head", p.head}, {"run", p.correct_run ? "correct" : "this"}};
+    };
+    nlohmann::json largest = nlohmann::json::array();
+    for (const MapCell& cell : cmp.comparison.largest) largest.push_back({cell.row, cell.col, cell.a, cell.b, cell.diff});
+    line["compare"] = {{"a", pick(cmp.a)}, {"b", pick(cmp.b)}, {"batch_item", cmp.batch_item}, {"error", cmp.error},
+                       {"abs_max", cmp.comparison.abs_max}, {"largest", largest}};
+  }
+  line["query_focus"] = nullptr;  // chosen queries; bars [layers][H][S] when small
+  if (state.view.tab == FocusTab::QueryFocus && state.query_focus.generation > 0) {
+    const QueryFocusState& q = state.query_focus;
+    nlohmann::json bars = nullptr;
+    if (!q.bars.empty() && q.bars.data.size() <= 4096) {
+      bars = nlohmann::json::array();
+      for (int64_t l = 0; l < q.bars.dim(0); ++l) {
+        nlohmann::json heads = nlohmann::json::array();
+        for (int64_t h = 0; h < q.bars.dim(1); ++h) {
+          const float* row = q.bars.data.data() + (l * q.bars.dim(1) + h) * q.bars.dim(2);
+          heads.push_back(std::vector<float>(row, row + q.bars.dim(2)));
+        }
+        bars.push_back(heads);
+      }
+    }
+    line["query_focus"] = {{"queries", q.choice.queries}, {"combine", q.choice.combine == RowCombine::Mean ? "mean" : "sum"},
+                           {"batch_item", q.batch_item}, {"bars", bars}};
+  }
   line["correct_trace"] = c.correct_view != nullptr;
   line["diff_max"] = nullptr;  // focused head, batch item: max |buggy - correct| probability
   if (const float diff = focusedDiffMax(state); diff >= 0.0f) line["diff_max"] = diff;

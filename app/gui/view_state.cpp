@@ -12,4 +12,21 @@ ViewFocus clampFocus(ViewFocus focus, const FocusLimits& limits) {
   return focus;
 }
 
+void chooseQuery(QueryFocusView& view, int64_t query, bool add) {
+  std::vector<int64_t>& q = view.queries;
+  const auto found = std::lower_bound(q.begin(), q.end(), query);
+  if (!add) q = {query};
+  else if (found != q.end() && *found == query) q.erase(found);
+  else q.insert(found, query);
+}
+
+const char* focusTabName(FocusTab tab) {
+  switch (tab) {
+    case FocusTab::Maps: return "maps";
+    case FocusTab::Compare: return "compare";
+    case FocusTab::QueryFocus: return "query_focus";
+  }
+  return "maps";
+}
+
 }  // namespace attnscope

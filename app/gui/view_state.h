@@ -6,7 +6,10 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
+#include "analysis/compare.h"
+#include "analysis/head_table.h"
 #include "config/settings.h"
 #include "view/zoom.h"
 
@@ -27,6 +30,45 @@ struct FocusLimits {
   int64_t layers = 1, batch = 1, heads = 1;
 };
 
+// The head metrics table: how it is sorted, whether the grid follows it, and the order
+// (recomputed by updateHeadOrder when the table, batch item or sort change).
+struct HeadTableView {
+  HeadSort sort;                // set by clicking a column header
+  bool order_grid = false;      // "order grid by table"
+  std::vector<int64_t> order;   // heads n = layer * H + head of the focused batch item, table order
+  uint64_t order_generation = 0;  // what order was computed for (result, batch item, sort)
+  int64_t order_batch = -1;
+  HeadSort order_sort;
+};
+
+// What the focus panel shows: the focused maps, the compare view or query focus.
+enum class FocusTab { Maps, Compare, QueryFocus };
+const char* focusTabName(FocusTab tab);  // "maps", "compare", "query_focus" (state log)
+
+// One map of the compare view: (layer, head) of the focused batch item, from this run or
+// from the mistakes lab's correct run (the same inputs without the mistake).
+struct MapPick {
+  int64_t layer = 0, head = 0;
+  bool correct_run = false;
+  bool operator==(const MapPick& o) const { return layer == o.layer && head == o.head && correct_run == o.correct_run; }
+  bool operator!=(const MapPick& o) const { return !(*this == o); }
+};
+
+// The compare view's choice: A and B (A - B is shown); set to defaults on first opening.
+struct CompareView {
+  MapPick a, b;
+  bool chosen = false;  // false: defaults (focus vs next head, or buggy vs correct run)
+};
+
+// Query focus: chosen query rows of the focused batch item, shown across every layer and
+// head as bars over the keys, summed or averaged.
+struct QueryFocusView {
+  std::vector<int64_t> queries;         // sorted, unique; empty = none chosen
+  RowCombine combine = RowCombine::Mean;
+};
+// Click a query token: choose only it; Ctrl+click: add it to (or take it out of) the choice.
+void chooseQuery(QueryFocusView& view, int64_t query, bool add);
+
 struct ViewState {
   ViewFocus focus;        // (layer, head, batch item); within the shown result's limits
   HoverCell hover;        // drawn this frame (from the previous frame's pointer)
@@ -36,6 +78,11 @@ struct ViewState {
   // state, never saved with the settings; changed only through setZoom (app_state.h).
   CellWindow zoom;
   std::optional<CellWindow> pan_from;  // the window when the current drag began
+  HeadTableView table;
+  FocusTab tab = FocusTab::Maps;
+  bool tab_requested = false;  // select `tab` in the tab bar next frame (shortcut, label click)
+  CompareView compare;
+  QueryFocusView query_focus;
 };
 
 // The one clamp: each index into [0, limit - 1]; unchanged while the limits are unknown.

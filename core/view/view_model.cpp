@@ -253,6 +253,12 @@ PooledMap ViewModel::windowMap(MapKind kind, int64_t layer, int64_t b, int64_t h
   return poolMap(cells, w.rows, w.cols, kind);
 }
 
+PooledMap textureOfMap(const float* values, const uint8_t* allowed, int64_t rows, int64_t cols, MapKind kind) {
+  std::vector<float> masked = maskedValues(values, allowed, rows * cols);
+  if (rows <= kTextureMaxSide && cols <= kTextureMaxSide) return {rows, cols, std::move(masked)};
+  return poolMap(masked, rows, cols, kind);
+}
+
 ViewModel viewFromTrace(std::shared_ptr<const AttentionTrace> trace) {
   if (!trace) throw InputError("view model: no trace");
   ViewModel view = viewFromTraces({trace}, {"layer 0"}, ViewSource::CoreTrace);

@@ -57,6 +57,11 @@ struct PooledMap {
   std::vector<float> values;
 };
 
+// Any [rows, cols] map as a texture shows it (what textureMap does for the view's own
+// maps): cells where allowed ([rows, cols], or null = all) is 0 become -inf, then maps
+// larger than kTextureMaxSide are pooled (largest |v| for Scores, i.e. diverging maps).
+PooledMap textureOfMap(const float* values, const uint8_t* allowed, int64_t rows, int64_t cols, MapKind kind);
+
 // Largest texture side: every pooled block gets a pixel on the default window's focus
 // heatmap (293 px); bigger maps are pooled so that isolated peaks stay visible.
 inline constexpr int64_t kTextureMaxSide = 256;

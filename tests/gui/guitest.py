@@ -131,6 +131,17 @@ class AppTestCase(unittest.TestCase):
     def capture(self, window, name):
         return read_png(self.screenshot(window, name))
 
+    def click(self, window, rect, dx=None):
+        """Clicks rect [x, y, w, h] (at dx from its left edge, else its centre). The pointer rests
+        over it and the button stays down for a few frames: ImGui 1.86 loses a press and release
+        that reach it in the same frame."""
+        x, y, w, h = rect
+        self.x.xdotool("mousemove", "--window", window, int(x + (w / 2 if dx is None else dx)), int(y + h / 2))
+        time.sleep(0.2)
+        self.x.xdotool("mousedown", 1)
+        time.sleep(0.15)
+        self.x.xdotool("mouseup", 1)
+
     def press(self, window, keys):
         self.x.xdotool("key", "--window", window, keys)
 

@@ -1,0 +1,116 @@
+#include "gui/compare_sync.h"
+
+#include <glad/gl.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "gui/gl_resources.h"
+
+namespace attnscope {
+namespace {
+
+// The mistakes lab's correct run when it has this run's sizes.
+const ViewModel* comparableCorrectView(const AppState& state) {
+  const ViewModel* shown = shownView(state);
+  const ViewModel* correct = state.compute.correct_view.get();
+  if (!shown || !correct || correct == shown) return nullptr;
+  const bool same = correct->layers == shown->layers && correct->B == shown->B && correct->H == shown->H &&
+                    correct->L == shown->L && correct->S == shown->S;
+  return same ? correct : nullptr;
+}
+
+MapPick clampPick(MapPick pick, const ViewModel& view) {
+  pick.layer = std::clamp<int64_t>(pick.layer, 0, view.layers - 1);
+  pick.head = std::clamp<int64_t>(pick.head, 0, view.H - 1);
+  return pick;
+}
+
+// Defaults: the mistakes lab compares the focused head with and without the mistake;
+// otherwise the focused head with the next one (or the next layer's, with one head).
+void choosePicks(AppState& state, const ViewModel& view) {
+  CompareView& c = state.view.compare;
+  const ViewFocus& f = state.view.focus;
+  if (!c.chosen) {
+    c.a = {f.layer, f.head, false};
+    if (comparableCorrectView(state)) c.b = {f.layer, f.head, true};
+    else if (view.H > 1) c.b = {f.layer, (f.head + 1) % view.H, false};
+    else c.b = {(f.layer + 1) % view.layers, f.head, false};
+  }
+  c.a = clampPick(c.a, view);
+  c.b = clampPick(c.b, view);
+}
+
+void replaceTexture(unsigned int& texture, const PooledMap* map) {
+  if (texture) glDeleteTextures(1, &texture);
+  texture = map ? uploadFloatTexture(map->values.data(), map->rows, map->cols) : 0;
+}
+
+}  // namespace
+
+const ViewModel* pickedView(const AppState& state, const MapPick& pick) {
+  return pick.correct_run ? comparableCorrectView(state) : shownView(state);
+}
+
+unsigned int pickedTexture(const AppState& state, const MapPick& pick) {
+  const ViewTextures& tex = pick.correct_run ? state.gpu.correct_textures : state.gpu.textures;
+  if (!pickedView(state, pick) || tex.source != pickedView(state, pick)) return 0;
+  const size_t index = tex.index(pick.layer, pick.head);
+  return index < tex.probs.size() ? tex.probs[index] : 0;
+}
+
+void updateComparison(AppState& state) {
+  const ViewModel* view = shownView(state);
+  if (state.view.tab != FocusTab::Compare || !view) return;
+  choosePicks(state, *view);
+  CompareState& c = state.compare;
+  const CompareView& picks = state.view.compare;
+  const int64_t b = std::clamp<int64_t>(state.view.focus.batch_item, 0, view->B - 1);
+  const uint64_t generation = state.compute.trace_generation;
+  if (c.generation == generation && c.batch_item == b && c.a == picks.a && c.b == picks.b) return;
+  c.generation = generation, c.batch_item = b, c.a = picks.a, c.b = picks.b;
+  c.error.clear();
+  c.comparison = MapComparison{};
+  markStateChanged(state);
+  const ViewModel* va = pickedView(state, picks.a);
+  const ViewModel* vb = pickedView(state, picks.b);
+  if (!va || !vb) {
+    c.error = "no correct run to compare with: choose a teaching mistake in the mistakes lab";
+    replaceTexture(state.gpu.compare_diff, nullptr);
+    return;
+  }
+  const float* a = va->probs(picks.a.layer, b, picks.a.head);  // [L, S]
+  const float* bb = vb->probs(picks.b.layer, b, picks.b.head);
+  c.comparison = compareMaps(a, bb, view->L, view->S);
+  // Cells masked in both maps are drawn masked (hatched); in either one they are compared.
+  const uint8_t* mask_a = va->allowed(picks.a.layer, b);
+  const uint8_t* mask_b = vb->allowed(picks.b.layer, b);
+  std::vector<uint8_t> shown_cells;
+  if (mask_a && mask_b) {
+    shown_cells.resize(static_cast<size_t>(view->L * view->S));
+    for (size_t cell = 0; cell < shown_cells.size(); ++cell) shown_cells[cell] = mask_a[cell] || mask_b[cell];
+  }
+  const PooledMap texture = textureOfMap(c.comparison.difference.data.data(), shown_cells.empty() ? nullptr : shown_cells.data(),
+                                         view->L, view->S, MapKind::Scores);
+  replaceTexture(state.gpu.compare_diff, &texture);
+}
+
+void updateQueryFocus(AppState& state) {
+  const ViewModel* view = shownView(state);
+  if (state.view.tab != FocusTab::QueryFocus || !view) return;
+  std::vector<int64_t>& queries = state.view.query_focus.queries;
+  queries.erase(std::remove_if(queries.begin(), queries.end(), [&](int64_t i) { return i >= view->L; }), queries.end());
+  QueryFocusState& q = state.query_focus;
+  const int64_t b = std::clamp<int64_t>(state.view.focus.batch_item, 0, view->B - 1);
+  const uint64_t generation = state.compute.trace_generation;
+  const QueryFocusView& choice = state.view.query_focus;
+  if (q.generation == generation && q.batch_item == b && q.choice.queries == choice.queries &&
+      q.choice.combine == choice.combine) {
+    return;
+  }
+  q.generation = generation, q.batch_item = b, q.choice = choice;
+  q.bars = choice.queries.empty() ? Tensor() : queryFocus(mapStackOf(*view), b, choice.queries, choice.combine);
+  markStateChanged(state);
+}
+
+}  // namespace attnscope
