@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The core, figure and CLI tests again under AddressSanitizer + UBSan (build-asan, see
+# scripts/asan-build.sh): any sanitizer report or leak stops the test that hit it
+# (halt_on_error). The GUI tests run in the release build only (scripts/run-tests.sh):
+# llvmpipe under ASan is too slow for CI's budget.
+# Usage: scripts/run-sanitized-tests.sh [extra ctest arguments]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/asan-build.sh
+export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0
+cd build-asan && ctest --output-on-failure -j"$(nproc)" -E '^gui_' "$@"
