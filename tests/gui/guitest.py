@@ -176,6 +176,18 @@ def wait_for_state(path, predicate, timeout=20):
     raise AssertionError("state never matched; last line: %s" % (json.dumps(lines[-1]) if lines else "none"))
 
 
+def wait_for_new_state(path, seen, predicate, timeout=20):
+    """The first state line after the first `seen` lines that matches predicate: lines written
+    before an action must not answer for it (wait_for_state also looks at those)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for state in read_state_log(path)[seen:]:
+            if predicate(state):
+                return state
+        time.sleep(0.1)
+    raise AssertionError("no state line after line %d matched" % seen)
+
+
 def read_png(path):
     """Minimal PNG decoder (8-bit RGB/RGBA, non-interlaced): returns (width, height, rows of RGB tuples)."""
     with open(path, "rb") as f:

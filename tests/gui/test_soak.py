@@ -154,10 +154,11 @@ class Soak(guitest.AppTestCase):
 
     def choose_source(self, name):
         """Clicks the source's radio button until the app shows it (a busy frame can miss one)."""
+        seen = len(guitest.read_state_log(self.log))
         for _ in range(10):
             self.click_rect("source_" + name)
             try:
-                guitest.wait_for_state(self.log, lambda s: s["source"] == name, timeout=5)
+                guitest.wait_for_new_state(self.log, seen, lambda s: s["source"] == name, timeout=5)
                 return
             except AssertionError:
                 pass
@@ -166,10 +167,11 @@ class Soak(guitest.AppTestCase):
     def reference_rss(self, app):
         """RSS on the reference input: the 500-token text at 16 heads, recomputed and drawn."""
         self.choose_source("text")
+        seen = len(guitest.read_state_log(self.log))
         self.act_type(TEXTS[2])
         self.drag_to_extremes("heads_slider", (0.8, 1.5))
-        guitest.wait_for_state(self.log, lambda s: s["source"] == "text" and s["settings_heads"] == 16 and
-                               s.get("L") == 500 and not s["pending"], timeout=120)
+        guitest.wait_for_new_state(self.log, seen, lambda s: s["source"] == "text" and s["settings_heads"] == 16 and
+                                   s.get("L") == 500 and not s["pending"], timeout=120)
         time.sleep(2)  # textures uploaded, exports finished
         return rss_mib(app.pid)
 

@@ -19,16 +19,17 @@ class StaleMaps(guitest.AppTestCase):
         """Clicks rect until the state log matches predicate (on a busy machine a frame can
         miss a click: ImGui 1.86 needs the pointer seen over the button before the press)."""
         x, y, w, h = rect
+        seen = len(guitest.read_state_log(log))
         for _ in range(6):
             self.x.xdotool("mousemove", "--window", window, int(x + 8), int(y + h / 2))
             time.sleep(0.3)
             self.x.xdotool("click", "1")
             self.x.xdotool("mousemove", "--window", window, 120, 6)  # no hover crosshair on the maps
             try:
-                return guitest.wait_for_state(log, predicate, timeout=5)
+                return guitest.wait_for_new_state(log, seen, predicate, timeout=5)
             except AssertionError:
                 pass
-        return guitest.wait_for_state(log, predicate, timeout=1)
+        return guitest.wait_for_new_state(log, seen, predicate, timeout=1)
 
     def test_failed_recompute_dims_the_maps_and_shows_the_error(self):
         app, log, window, state = self.start("stale", text="one two three four five six")
@@ -36,8 +37,9 @@ class StaleMaps(guitest.AppTestCase):
         rect = state["rects"]["focus_probs"]
         _, _, before = self.capture(window, "stale_before.png")
         # "bundle" with no folder chosen: the recompute fails, the old maps stay on screen.
+        seen = len(guitest.read_state_log(log))
         self.click_until(window, log, state["rects"]["source_bundle"], lambda s: s["source"] == "bundle")
-        state = guitest.wait_for_state(log, lambda s: s["maps_stale"] and not s["pending"])
+        state = guitest.wait_for_new_state(log, seen, lambda s: s["maps_stale"] and not s["pending"])
         self.assertIn("no bundle directory chosen", state["error"])
         _, _, after = self.capture(window, "stale_after.png")
         L, S = state["L"], state["S"]
@@ -54,8 +56,9 @@ class StaleMaps(guitest.AppTestCase):
                for xx in range(int(rect[0]) + 4, int(rect[0] + rect[2]) - 4)]
         self.assertTrue(any(r > 200 and g < 170 and b < 160 for r, g, b in top), "no error text on the map")
         # Back to a working input: the overlay goes and the maps are as bright as before.
+        seen = len(guitest.read_state_log(log))
         self.click_until(window, log, state["rects"]["source_text"], lambda s: s["source"] == "text")
-        state = guitest.wait_for_state(log, lambda s: not s["maps_stale"] and not s["pending"] and s["error"] == "")
+        state = guitest.wait_for_new_state(log, seen, lambda s: not s["maps_stale"] and not s["pending"] and s["error"] == "")
         px, py = guitest.cell_pixel(rect, L, S, L - 1, S - 1)
         for _ in range(20):  # the state line can come a frame before the screen shows it
             _, _, again = self.capture(window, "stale_gone.png")
