@@ -299,8 +299,12 @@ void drawFocusPanel(AppState& state) {
     }
 
     g.line_h = ImGui::GetTextLineHeightWithSpacing();
-    g.row_label_w = widestLabel(q_tokens, 90.0f) + 8.0f;
-    g.col_label_h = widestLabel(k_tokens, 80.0f) + 8.0f;
+    LabelWidths& widths = state.ui.label_widths;
+    if (widths.view != shown || widths.batch_item != g.b) {
+      widths = {shown, g.b, widestLabel(q_tokens, 90.0f), widestLabel(k_tokens, 80.0f)};
+    }
+    g.row_label_w = widths.query + 8.0f;
+    g.col_label_h = widths.key + 8.0f;
     g.bar_w = 58.0f;
     const float gap = 12.0f;
     const ImVec2 avail = ImGui::GetContentRegionAvail();
