@@ -23,16 +23,13 @@ struct RowBlock {
   std::vector<float> pooled_max, pooled_min, pooled_prob;  // overview: [cols] accumulators
 };
 
-// Rows [i0, i1) of map (b, h) into block.scores / block.probs, through the same GEMM and score
-// pass as the full trace (keys no row of the block may attend skipped). Keys [0, width) are
-// written, width = the first of `ends` (ascending) at or past the last attended key; whole
-// rows (width S) when ends is null.
-void scoreRows(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int64_t i1, RowBlock& block,
-               const std::vector<int64_t>* ends = nullptr) {
-  const int64_t rows = i1 - i0, S = t.S, d = t.d;
+// The mask of rows [i0, i1) of batch item b (the same for every head): block.allowed, spans,
+// keys and width. Keys [0, width) will be scored, width = the first of `ends` (ascending) at
+// or past the last attended key; whole rows (width S) when ends is null.
+void maskRows(const TiledAttention& t, int64_t b, int64_t i0, int64_t i1, RowBlock& block,
+              const std::vector<int64_t>* ends = nullptr) {
+  const int64_t rows = i1 - i0, S = t.S;
   block.allowed.resize(rows * S);
-  block.scores.resize(rows * S);
-  block.probs.resize(rows * S);
   for (int64_t i = i0; i < i1; ++i) maskRow(t.mask, b, i, S, &block.allowed[(i - i0) * S], block.scratch);
   block.spans = rowSpans(block.allowed.data(), rows, S);
   RowSpan keys{S, 0};
@@ -45,6 +42,15 @@ void scoreRows(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int64_
   block.keys = keys;
   block.width = S;
   if (ends) block.width = keys.end == 0 ? 0 : *std::lower_bound(ends->begin(), ends->end(), keys.end);
+}
+
+// Rows [i0, i1) of map (b, h), masked by maskRows, into block.scores / block.probs through the
+// same GEMM and score pass as the full trace (keys no row of the block may attend skipped).
+void scoreRows(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int64_t i1, RowBlock& block) {
+  const int64_t rows = i1 - i0, S = t.S, d = t.d;
+  const RowSpan keys = block.keys;
+  block.scores.resize(rows * S);
+  block.probs.resize(rows * S);
   const size_t bh = static_cast<size_t>(b * t.H + h);
   const size_t kv = static_cast<size_t>(b * t.G + kvHeadOf(h, t.H, t.G));
   gemm(true, rows, keys.end - keys.begin, d, &t.q.data[(bh * t.L + i0) * d], d, &t.k.data[(kv * S + keys.begin) * d],
@@ -183,8 +189,9 @@ std::optional<Overview> computeOverview(const TiledAttention& t, int64_t rows, i
   o.probs = Tensor({t.B, t.H, rows, cols});
   o.scores = Tensor({t.B, t.H, rows, cols});
   o.fully_masked = BoolTensor({t.B, t.L});
-  // Work items: one output row (a block of input rows) of one map.
-  const int64_t items = t.B * t.H * rows;
+  // Work items: one output row (a block of input rows) of batch item b, every head (the mask
+  // rows are the same for all heads: computed once).
+  const int64_t items = t.B * rows;
   std::vector<int64_t> col_starts(static_cast<size_t>(cols + 1));  // view/downsample.h's block rule
   for (int64_t c = 0; c <= cols; ++c) col_starts[c] = c * t.S / cols;
   const std::vector<int64_t> col_ends(col_starts.begin() + 1, col_starts.end());
@@ -196,15 +203,16 @@ std::optional<Overview> computeOverview(const TiledAttention& t, int64_t rows, i
 #pragma omp for schedule(dynamic)
     for (int64_t item = 0; item < items; ++item) {
       if (cancelled.load(std::memory_order_relaxed)) continue;
-      const int64_t r = item % rows, bh = item / rows, b = bh / t.H, h = bh % t.H;
+      const int64_t r = item % rows, b = item / rows;
       const int64_t i0 = r * t.L / rows, i1 = (r + 1) * t.L / rows;  // view/downsample.h's block rule
-      scoreRows(t, b, h, i0, i1, block, &col_ends);
-      const size_t out = (static_cast<size_t>(bh) * rows + r) * cols;
-      poolRows(t, block, i1 - i0, col_starts, &o.probs.data[out], &o.scores.data[out]);
-      if (h == 0) {
-        for (int64_t i = i0; i < i1; ++i) {
-          o.fully_masked.data[b * t.L + i] = block.spans[i - i0].begin == block.spans[i - i0].end;
-        }
+      maskRows(t, b, i0, i1, block, &col_ends);
+      for (int64_t i = i0; i < i1; ++i) {
+        o.fully_masked.data[b * t.L + i] = block.spans[i - i0].begin == block.spans[i - i0].end;
+      }
+      for (int64_t h = 0; h < t.H; ++h) {
+        scoreRows(t, b, h, i0, i1, block);
+        const size_t out = (static_cast<size_t>(b * t.H + h) * rows + r) * cols;
+        poolRows(t, block, i1 - i0, col_starts, &o.probs.data[out], &o.scores.data[out]);
       }
       const int64_t finished = ++done;
       if (progress) {
@@ -237,6 +245,7 @@ Tile computeTile(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int6
 #pragma omp for schedule(dynamic)
     for (int64_t r0 = 0; r0 < rows; r0 += kRows) {
       const int64_t r1 = std::min(rows, r0 + kRows);
+      maskRows(t, b, i0 + r0, i0 + r1, block);
       scoreRows(t, b, h, i0 + r0, i0 + r1, block);
       for (int64_t r = r0; r < r1; ++r) {
         const size_t from = static_cast<size_t>(r - r0) * t.S + j0;
