@@ -53,6 +53,8 @@ struct ComputeState {
   std::string error;               // InputError of the latest job ("" = ok)
   InputFacts facts;                // sizes of the latest job's inputs
   double compute_ms = 0.0;
+  int64_t runs = 0;                // attention runs the worker has done (incremental checks)
+  bool projections_reused = false; // the latest job reused the previous projections
   // Mistakes lab: the latest job's settings run without the mistake (null when no mistake
   // or when the inputs themselves failed); shown even when the buggy run threw.
   std::shared_ptr<const ViewModel> correct_view;
@@ -87,6 +89,14 @@ struct RopeDecayCurve {
 inline constexpr int64_t kRopeDecayDistance = 256;
 const std::vector<float>& ropeDecayCurve(RopeDecayCurve& curve, int64_t d, float base, RopeStyle style);
 
+// Widest token label of the shown result's batch item, measured once per result (not per
+// frame: at L = 2048 that is thousands of text measurements).
+struct LabelWidths {
+  const void* view = nullptr;  // the ViewModel measured
+  int64_t batch_item = -1;
+  float query = 0.0f, key = 0.0f;
+};
+
 struct UiState {
   struct KeyPress {
     int key = 0;   // GLFW_KEY_*
@@ -107,6 +117,7 @@ struct UiState {
   std::string notice;                  // one-line message, e.g. "settings.json ignored: ..."
   std::string window_title;
   RopeDecayCurve rope_curve;
+  LabelWidths label_widths;            // focus view axis labels
 };
 
 struct ControlDrafts {

@@ -17,6 +17,8 @@ void receiveResult(AppState& state) {
   c.trace_generation = result->generation;
   c.error = result->error;
   c.facts = result->facts;
+  c.runs = result->runs;
+  c.projections_reused = result->projections_reused;
   c.correct_view = result->correct_view;
   c.prob_diff_max = std::move(result->prob_diff_max);
   c.decode = result->decode;

@@ -127,6 +127,8 @@ void ComputeWorker::run() {
       run->options.keep_raw_scores = false;  // the tooltip derives them (rawScore)
       result.facts = readFacts(run->inputs, settings.heads);
       result.view = std::make_shared<const ViewModel>(viewFromTrace(workspace_.run(run->inputs, run->options)));
+      ++runs_;
+      result.projections_reused = workspace_.projectionsReused();
     });
     // The correct run for the mistakes lab, unless the inputs themselves failed or a
     // newer job already supersedes this one. Its own failure only loses the comparison.
@@ -135,6 +137,7 @@ void ComputeWorker::run() {
       options.mistake = Mistake::None;
       describeFailure(settings, [&] {
         result.correct_view = std::make_shared<const ViewModel>(viewFromTrace(workspace_.run(run->inputs, options)));
+        ++runs_;
         if (result.view) result.prob_diff_max = probDifferenceMax(*result.view->trace, *result.correct_view->trace);
       });
     }
@@ -151,6 +154,7 @@ void ComputeWorker::run() {
         result.decode = std::move(decoded);
       });
     }
+    result.runs = runs_;
     result.milliseconds =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 

@@ -36,6 +36,11 @@ struct ComputeResult {
   std::shared_ptr<const ViewModel> view;        // what the views show (ranges, pooled copies); null on error
   std::string error;                            // InputError message, "" on success
   double milliseconds = 0.0;                    // configureRun + runAttention wall time
+  // Incremental recomputes (state log, tests): attention runs this worker has done so far,
+  // and whether this job reused the previous job's projections (only mask, fill or scale
+  // changed). Focus, zoom and view-only settings never post a job, so never run anything.
+  int64_t runs = 0;
+  bool projections_reused = false;
   // Mistakes lab (settings.mistake != None): the same inputs run without the mistake.
   // Present even when the buggy run threw (e.g. kv-reshape-with-L with S != L).
   std::shared_ptr<const ViewModel> correct_view;
@@ -77,6 +82,7 @@ class ComputeWorker {
   uint64_t latest_generation_ = 0;    // newest posted
   std::optional<ComputeResult> done_;
   AttentionWorkspace workspace_;      // worker thread only: buffers and projections reused
+  int64_t runs_ = 0;                  // worker thread only: workspace_.run calls
   bool stop_ = false;
   std::thread thread_;                // last member: starts after the others exist
 };

@@ -204,10 +204,12 @@ void drawZoomLine(const CellWindow& w, bool zoomed, int64_t L, int64_t S) {
     std::snprintf(pooling, sizeof pooling, "   shown %lldx%lld max-pooled from %lldx%lld", static_cast<long long>(texels_r),
                   static_cast<long long>(texels_c), static_cast<long long>(w.rows), static_cast<long long>(w.cols));
   if (zoomed) {
-    ImGui::TextDisabled("zoom: queries %lld-%lld of %lld, keys %lld-%lld of %lld%s   (wheel zooms, drag pans, 0 resets)",
+    // The how-to hint only while the line has room for it (F1 lists it too).
+    ImGui::TextDisabled("zoom: queries %lld-%lld of %lld, keys %lld-%lld of %lld%s%s",
                         static_cast<long long>(w.row0), static_cast<long long>(w.row0 + w.rows - 1),
                         static_cast<long long>(L), static_cast<long long>(w.col0),
-                        static_cast<long long>(w.col0 + w.cols - 1), static_cast<long long>(S), pooling);
+                        static_cast<long long>(w.col0 + w.cols - 1), static_cast<long long>(S), pooling,
+                        pooled ? "" : "   (wheel zooms, drag pans, 0 resets)");
   } else {
     ImGui::TextDisabled("whole map%s   (wheel over a map zooms around the pointer, drag pans, 0 resets)", pooling);
   }
@@ -311,8 +313,12 @@ void drawFocusMaps(AppState& state) {
     }
 
     g.line_h = ImGui::GetTextLineHeightWithSpacing();
-    g.row_label_w = widestLabel(q_tokens, 90.0f) + 8.0f;
-    g.col_label_h = widestLabel(k_tokens, 80.0f) + 8.0f;
+    LabelWidths& widths = state.ui.label_widths;
+    if (widths.view != shown || widths.batch_item != g.b) {
+      widths = {shown, g.b, widestLabel(q_tokens, 90.0f), widestLabel(k_tokens, 80.0f)};
+    }
+    g.row_label_w = widths.query + 8.0f;
+    g.col_label_h = widths.key + 8.0f;
     g.bar_w = 58.0f;
     const float gap = 12.0f;
     const ImVec2 avail = ImGui::GetContentRegionAvail();

@@ -4,11 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <vector>
 
 #include "view/colormap.h"
-#include "view/downsample.h"
 
 namespace attnscope {
 namespace {
@@ -44,17 +42,6 @@ GLuint createNearestTexture() {
 // values: [rows, cols] row-major, masked -inf, already at most kTextureMaxSide per side.
 unsigned int uploadMap(const PooledMap& map) { return uploadFloatTexture(map.values.data(), map.rows, map.cols); }
 
-// A mask component of the core's trace ([L, S] allowed flags of batch item b): 1 allowed,
-// -inf blocked, max-pooled like the view model's combined mask.
-unsigned int uploadComponent(const uint8_t* allowed, int64_t L, int64_t S) {
-  std::vector<float> values(static_cast<size_t>(L * S));
-  for (int64_t c = 0; c < L * S; ++c) values[c] = allowed[c] ? 1.0f : -std::numeric_limits<float>::infinity();
-  const int64_t rows = std::min(L, kTextureMaxSide), cols = std::min(S, kTextureMaxSide);
-  if (rows == L && cols == S) return uploadFloatTexture(values.data(), L, S);
-  const Tensor pooled = maxPool2d(values.data(), L, S, rows, cols);  // [rows, cols]
-  return uploadFloatTexture(pooled.data.data(), rows, cols);
-}
-
 void deleteTextures(std::vector<unsigned int>& ids) {
   if (!ids.empty()) glDeleteTextures(static_cast<GLsizei>(ids.size()), ids.data());
   ids.clear();
@@ -78,28 +65,19 @@ void releaseZoomTextures(ZoomTextures& zoom) {
 }
 
 // The mask of one layer for batch item b: the combined mask's texture and counts, and each
-// component of the layer's core trace (when it came from one).
+// component of the layer's core trace (when it came from one), all prepared by the view
+// model off the UI thread.
 void uploadLayerMask(ViewTextures& tex, const ViewModel& view, int64_t layer, int64_t b) {
-  const int64_t L = view.L, S = view.S;
+  const size_t at = static_cast<size_t>(layer * view.B + b);  // [layers, B]
   tex.masks.push_back(uploadMap(view.textureMap(MapKind::Mask, layer, b, 0)));
-  const uint8_t* allowed = view.allowed(layer, b);  // [L, S]
-  int64_t count = 0;
-  for (int64_t c = 0; c < L * S; ++c) count += allowed[c];
-  tex.allowed_cells.push_back(count);
+  tex.allowed_cells.push_back(view.allowed_counts.at(at));
+  tex.fully_masked_rows.push_back(view.fully_masked_counts.at(at));
   std::vector<unsigned int>& ids = tex.components.emplace_back();
   std::vector<int64_t>& counts = tex.component_allowed.emplace_back();
-  int64_t fully_masked = 0;
-  if (const AttentionTrace* trace = view.maps[layer].trace.get()) {
-    for (int64_t i = 0; i < L; ++i) fully_masked += trace->fully_masked.data[b * L + i];  // [B, L]
-    for (const MaskComponent& component : trace->mask.components) {
-      const uint8_t* part = component.allowed.data.data() + b * L * S;  // [L, S]
-      ids.push_back(uploadComponent(part, L, S));
-      int64_t n = 0;
-      for (int64_t c = 0; c < L * S; ++c) n += part[c];
-      counts.push_back(n);
-    }
+  for (const ComponentMap& component : view.component_maps.at(at)) {
+    ids.push_back(uploadMap(component.map));
+    counts.push_back(component.allowed_cells);
   }
-  tex.fully_masked_rows.push_back(fully_masked);
 }
 
 }  // namespace

@@ -37,6 +37,8 @@ void writeStateLog(AppState& state, int width, int height) {
   line["folded_layout"] = s.folded_layout;
   line["mistake"] = mistakeName(s.mistake);
   line["busy"] = c.busy;
+  line["compute_runs"] = c.runs;
+  line["projections_reused"] = c.projections_reused;
   line["item_active"] = state.ui.item_active;
   line["help_open"] = state.ui.show_help;
   line["modal_open"] = state.ui.bundle_modal_open;

@@ -4,27 +4,32 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <limits>
 
 #include "attention/kernel.h"
-#include "view/downsample.h"
 
 namespace attnscope {
 namespace {
 
-// One thread's buffers for a block of query rows: mask, scores and probabilities [rows, S].
+// One thread's buffers for a block of query rows: mask, scores and probabilities [rows, S]
+// (leading dimension S; only keys [0, width) are written).
 struct RowBlock {
   std::vector<uint8_t> allowed, scratch;
   std::vector<RowSpan> spans;
   std::vector<float> scores, probs;
+  RowSpan keys;       // keys some row of the block may attend ({0, 0}: none)
+  int64_t width = 0;  // scores / probs hold keys [0, width); every key past keys.end is masked
+  std::vector<float> pooled_max, pooled_min, pooled_prob;  // overview: [cols] accumulators
 };
 
-// Rows [i0, i1) of map (b, h) into block.scores / block.probs [i1 - i0, S], through the
-// same GEMM and score pass as the full trace (keys no row of the block may attend skipped).
-void scoreRows(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int64_t i1, RowBlock& block) {
-  const int64_t rows = i1 - i0, S = t.S, d = t.d;
+// The mask of rows [i0, i1) of batch item b (the same for every head): block.allowed, spans,
+// keys and width. Keys [0, width) will be scored, width = the first of `ends` (ascending) at
+// or past the last attended key; whole rows (width S) when ends is null.
+void maskRows(const TiledAttention& t, int64_t b, int64_t i0, int64_t i1, RowBlock& block,
+              const std::vector<int64_t>* ends = nullptr) {
+  const int64_t rows = i1 - i0, S = t.S;
   block.allowed.resize(rows * S);
-  block.scores.resize(rows * S);
-  block.probs.resize(rows * S);
   for (int64_t i = i0; i < i1; ++i) maskRow(t.mask, b, i, S, &block.allowed[(i - i0) * S], block.scratch);
   block.spans = rowSpans(block.allowed.data(), rows, S);
   RowSpan keys{S, 0};
@@ -34,6 +39,18 @@ void scoreRows(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int64_
     keys.end = std::max(keys.end, span.end);
   }
   if (keys.begin >= keys.end) keys = {0, 0};
+  block.keys = keys;
+  block.width = S;
+  if (ends) block.width = keys.end == 0 ? 0 : *std::lower_bound(ends->begin(), ends->end(), keys.end);
+}
+
+// Rows [i0, i1) of map (b, h), masked by maskRows, into block.scores / block.probs through the
+// same GEMM and score pass as the full trace (keys no row of the block may attend skipped).
+void scoreRows(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int64_t i1, RowBlock& block) {
+  const int64_t rows = i1 - i0, S = t.S, d = t.d;
+  const RowSpan keys = block.keys;
+  block.scores.resize(rows * S);
+  block.probs.resize(rows * S);
   const size_t bh = static_cast<size_t>(b * t.H + h);
   const size_t kv = static_cast<size_t>(b * t.G + kvHeadOf(h, t.H, t.G));
   gemm(true, rows, keys.end - keys.begin, d, &t.q.data[(bh * t.L + i0) * d], d, &t.k.data[(kv * S + keys.begin) * d],
@@ -43,11 +60,71 @@ void scoreRows(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int64_
   rule.fill = t.fill;
   rule.softcap = t.softcap;
   if (!t.alibi_slopes.empty()) rule.alibi_slope = t.alibi_slopes[h];
+  const float empty_row_prob = t.fill == MaskFill::NegInf ? 0.0f : 1.0f / static_cast<float>(S);
   for (int64_t r = 0; r < rows; ++r) {
-    const RowSpan span = block.spans[r].begin == block.spans[r].end ? RowSpan{0, 0} : keys;
-    scoreRow(rule, i0 + r, &block.scores[r * S], &block.allowed[r * S], span, S, &block.scores[r * S],
-             &block.probs[r * S]);
+    const bool empty = block.spans[r].begin == block.spans[r].end;
+    float* scores = &block.scores[r * S];
+    float* probs = &block.probs[r * S];
+    scoreRow(rule, i0 + r, scores, &block.allowed[r * S], empty ? RowSpan{0, 0} : keys, block.width, scores, probs);
+    // A fully masked row's probabilities are 0 (-inf fill) or 1/S (-1e9), whatever the width.
+    if (empty) std::fill(probs, probs + block.width, empty_row_prob);
   }
+}
+
+// One overview row from a scored block: output cell c is the block of keys [starts[c],
+// starts[c + 1]) over every row of the block, pooled as maxPool2d (probabilities) and
+// maxAbsPool2d (scores) pool the full maps. Key blocks past block.width are masked in every
+// row: their score is the fill, their probability 0 (or 1/S from a fully masked -1e9 row).
+void poolRows(const TiledAttention& t, RowBlock& block, int64_t rows, const std::vector<int64_t>& starts,
+              float* out_probs, float* out_scores) {
+  const int64_t cols = static_cast<int64_t>(starts.size()) - 1, S = t.S;
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  block.pooled_max.assign(cols, -kInf);
+  block.pooled_min.assign(cols, kInf);
+  block.pooled_prob.assign(cols, -kInf);
+  int64_t computed = 0;  // key blocks with values: those starting before width
+  while (computed < cols && starts[computed] < block.width) ++computed;
+  bool empty_row = false;
+  for (int64_t r = 0; r < rows; ++r) {
+    empty_row = empty_row || block.spans[r].begin == block.spans[r].end;
+    const float* scores = &block.scores[r * S];
+    const float* probs = &block.probs[r * S];
+    for (int64_t c = 0; c < computed; ++c) {
+      float hi = block.pooled_max[c], lo = block.pooled_min[c], p = block.pooled_prob[c];
+      for (int64_t j = starts[c]; j < starts[c + 1]; ++j) {
+        const float v = scores[j];
+        hi = v > hi ? v : hi;
+        lo = (v < lo && v != -kInf) ? v : lo;  // -inf is masked, not an extreme
+        p = probs[j] > p ? probs[j] : p;
+      }
+      block.pooled_max[c] = hi, block.pooled_min[c] = lo, block.pooled_prob[c] = p;
+    }
+  }
+  for (int64_t c = 0; c < computed; ++c) {
+    const float hi = block.pooled_max[c], lo = block.pooled_min[c];
+    out_probs[c] = block.pooled_prob[c];
+    if (hi == -kInf) {
+      out_scores[c] = -kInf;  // every cell masked
+    } else if (std::fabs(hi) != std::fabs(lo) || hi == lo) {
+      out_scores[c] = std::fabs(lo) > std::fabs(hi) ? lo : hi;
+    } else {
+      // +a and -a both present: the first in row-major order wins, as in maxAbsPool2d.
+      const float a = std::fabs(hi);
+      bool found = false;
+      for (int64_t r = 0; r < rows && !found; ++r) {
+        const float* scores = &block.scores[r * S];
+        for (int64_t j = starts[c]; j < starts[c + 1] && !found; ++j) {
+          found = std::fabs(scores[j]) == a;
+          if (found) out_scores[c] = scores[j];
+        }
+      }
+    }
+  }
+  const float masked_prob = empty_row && t.fill == MaskFill::NegBillion ? 1.0f / static_cast<float>(S) : 0.0f;
+  ScoreRule rule;
+  rule.fill = t.fill;
+  std::fill(out_probs + computed, out_probs + cols, masked_prob);
+  std::fill(out_scores + computed, out_scores + cols, rule.fillValue());
 }
 
 }  // namespace
@@ -112,8 +189,12 @@ std::optional<Overview> computeOverview(const TiledAttention& t, int64_t rows, i
   o.probs = Tensor({t.B, t.H, rows, cols});
   o.scores = Tensor({t.B, t.H, rows, cols});
   o.fully_masked = BoolTensor({t.B, t.L});
-  // Work items: one output row (a block of input rows) of one map.
-  const int64_t items = t.B * t.H * rows;
+  // Work items: one output row (a block of input rows) of batch item b, every head (the mask
+  // rows are the same for all heads: computed once).
+  const int64_t items = t.B * rows;
+  std::vector<int64_t> col_starts(static_cast<size_t>(cols + 1));  // view/downsample.h's block rule
+  for (int64_t c = 0; c <= cols; ++c) col_starts[c] = c * t.S / cols;
+  const std::vector<int64_t> col_ends(col_starts.begin() + 1, col_starts.end());
   std::atomic<int64_t> done{0};
   std::atomic<bool> cancelled{false};
 #pragma omp parallel
@@ -122,18 +203,16 @@ std::optional<Overview> computeOverview(const TiledAttention& t, int64_t rows, i
 #pragma omp for schedule(dynamic)
     for (int64_t item = 0; item < items; ++item) {
       if (cancelled.load(std::memory_order_relaxed)) continue;
-      const int64_t r = item % rows, bh = item / rows, b = bh / t.H, h = bh % t.H;
+      const int64_t r = item % rows, b = item / rows;
       const int64_t i0 = r * t.L / rows, i1 = (r + 1) * t.L / rows;  // view/downsample.h's block rule
-      scoreRows(t, b, h, i0, i1, block);
-      const size_t out = (static_cast<size_t>(bh) * rows + r) * cols;
-      const Tensor probs = maxPool2d(block.probs.data(), i1 - i0, t.S, 1, cols);
-      const Tensor scores = maxAbsPool2d(block.scores.data(), i1 - i0, t.S, 1, cols);
-      std::copy(probs.data.begin(), probs.data.end(), &o.probs.data[out]);
-      std::copy(scores.data.begin(), scores.data.end(), &o.scores.data[out]);
-      if (h == 0) {
-        for (int64_t i = i0; i < i1; ++i) {
-          o.fully_masked.data[b * t.L + i] = block.spans[i - i0].begin == block.spans[i - i0].end;
-        }
+      maskRows(t, b, i0, i1, block, &col_ends);
+      for (int64_t i = i0; i < i1; ++i) {
+        o.fully_masked.data[b * t.L + i] = block.spans[i - i0].begin == block.spans[i - i0].end;
+      }
+      for (int64_t h = 0; h < t.H; ++h) {
+        scoreRows(t, b, h, i0, i1, block);
+        const size_t out = (static_cast<size_t>(b * t.H + h) * rows + r) * cols;
+        poolRows(t, block, i1 - i0, col_starts, &o.probs.data[out], &o.scores.data[out]);
       }
       const int64_t finished = ++done;
       if (progress) {
@@ -166,6 +245,7 @@ Tile computeTile(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int6
 #pragma omp for schedule(dynamic)
     for (int64_t r0 = 0; r0 < rows; r0 += kRows) {
       const int64_t r1 = std::min(rows, r0 + kRows);
+      maskRows(t, b, i0 + r0, i0 + r1, block);
       scoreRows(t, b, h, i0 + r0, i0 + r1, block);
       for (int64_t r = r0; r < r1; ++r) {
         const size_t from = static_cast<size_t>(r - r0) * t.S + j0;

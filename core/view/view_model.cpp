@@ -79,6 +79,36 @@ PooledMap poolMap(const std::vector<float>& values, int64_t rows, int64_t cols, 
   return {out_rows, out_cols, pooled.data};
 }
 
+// [L, S] allowed flags as a texture shows them: pooled when larger than kTextureMaxSide.
+PooledMap maskTexture(const uint8_t* allowed, int64_t L, int64_t S) {
+  std::vector<float> values = maskValues(allowed, L * S);
+  if (L <= kTextureMaxSide && S <= kTextureMaxSide) return {L, S, std::move(values)};
+  return poolMap(values, L, S, MapKind::Mask);
+}
+
+// Counts and component textures of layer l's mask for batch item b (the UI only uploads them).
+void summarizeMask(ViewModel& view, int64_t l, int64_t b, const uint8_t* allowed) {
+  const int64_t L = view.L, S = view.S;
+  int64_t count = 0;
+  for (int64_t c = 0; c < L * S; ++c) count += allowed[c] != 0;
+  view.allowed_counts.push_back(count);
+  int64_t fully_masked = 0;
+  std::vector<ComponentMap>& parts = view.component_maps.emplace_back();
+  if (const AttentionTrace* trace = view.maps[l].trace.get()) {
+    if (trace->fully_masked.shape == Shape{view.B, L})
+      for (int64_t i = 0; i < L; ++i) fully_masked += trace->fully_masked.data[b * L + i] != 0;  // [B, L]
+    for (const MaskComponent& component : trace->mask.components) {
+      ComponentMap& map = parts.emplace_back();
+      map.name = component.name;
+      if (component.allowed.shape != Shape{view.B, L, S}) continue;  // hand-made traces: name only
+      const uint8_t* part = component.allowed.data.data() + b * L * S;  // [L, S]
+      map.map = maskTexture(part, L, S);
+      for (int64_t c = 0; c < L * S; ++c) map.allowed_cells += part[c] != 0;
+    }
+  }
+  view.fully_masked_counts.push_back(fully_masked);
+}
+
 // Ranges and (for large maps) pooled copies of every map: [layers, B, H].
 void summarize(ViewModel& view) {
   const int64_t cells = view.L * view.S;
@@ -97,6 +127,7 @@ void summarize(ViewModel& view) {
               poolMap(maskedValues(view.scores(l, b, h), allowed, cells), view.L, view.S, MapKind::Scores));
       }
       if (pool) view.pooled_mask.push_back(poolMap(maskValues(allowed, cells), view.L, view.S, MapKind::Mask));
+      if (allowed) summarizeMask(view, l, b, allowed);
     }
   }
 }

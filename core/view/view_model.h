@@ -66,6 +66,14 @@ PooledMap textureOfMap(const float* values, const uint8_t* allowed, int64_t rows
 // heatmap (293 px); bigger maps are pooled so that isolated peaks stay visible.
 inline constexpr int64_t kTextureMaxSide = 256;
 
+// One part of a layer's mask (a core trace's mask component, e.g. "causal") as a texture
+// shows it: 1 allowed, -inf blocked, pooled like the combined mask.
+struct ComponentMap {
+  std::string name;
+  PooledMap map;
+  int64_t allowed_cells = 0;
+};
+
 struct ViewModel {
   ViewSource source = ViewSource::CoreTrace;
   int64_t layers = 0, B = 0, H = 0, L = 0, S = 0;
@@ -78,6 +86,10 @@ struct ViewModel {
   std::vector<PooledMap> pooled_probs;                 // [layers, B, H]
   std::vector<PooledMap> pooled_scores;                // [layers, B, H]
   std::vector<PooledMap> pooled_mask;                  // [layers, B]
+  // Mask statistics, counted off the UI thread (empty without a mask):
+  std::vector<int64_t> allowed_counts;                 // [layers, B] cells the combined mask allows
+  std::vector<int64_t> fully_masked_counts;            // [layers, B] query rows with no allowed key
+  std::vector<std::vector<ComponentMap>> component_maps;  // [layers, B][component] (core traces)
   std::vector<std::string> warnings;                   // one line each, e.g. rows not summing to 1
   std::string model;                                   // imported: bundle.json "model"; else ""
   std::string notes;                                   // imported: bundle.json "notes"; else ""

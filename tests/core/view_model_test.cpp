@@ -186,6 +186,53 @@ TEST(ViewModelTest, LargeMapsKeepPooledCopiesWithTheirPeaks) {
   }
 }
 
+// The mask numbers the mask panel shows are counted when the view model is built (off the UI
+// thread): allowed cells and fully masked rows per [layer, b], and each component's texture.
+TEST(ViewModelTest, MaskCountsAndComponentTexturesPerBatchItem) {
+  struct Case { int64_t B, L, S; };
+  for (const Case c : {Case{2, 5, 7}, Case{1, 300, 260}, Case{3, 1, 4}}) {
+    auto trace = handMadeTrace(c.B, 1, c.L, c.S, 11);
+    // Two components: keys j < S / 2, and rows i != 0 (row 0 then has no allowed key).
+    trace->mask.components.clear();
+    MaskComponent left{"left", BoolTensor({c.B, c.L, c.S})}, rows{"rows", BoolTensor({c.B, c.L, c.S})};
+    trace->fully_masked = BoolTensor({c.B, c.L});
+    for (int64_t b = 0; b < c.B; ++b)
+      for (int64_t i = 0; i < c.L; ++i) {
+        bool any = false;
+        for (int64_t j = 0; j < c.S; ++j) {
+          const size_t at = static_cast<size_t>((b * c.L + i) * c.S + j);
+          left.allowed.data[at] = j < c.S / 2;
+          rows.allowed.data[at] = i != 0;
+          trace->mask.allowed.data[at] = left.allowed.data[at] && rows.allowed.data[at];
+          any = any || trace->mask.allowed.data[at];
+        }
+        trace->fully_masked.data[b * c.L + i] = !any;
+      }
+    trace->mask.components = {left, rows};
+    const ViewModel view = viewFromTrace(trace);
+    ASSERT_EQ(view.allowed_counts.size(), static_cast<size_t>(c.B));
+    ASSERT_EQ(view.component_maps.size(), static_cast<size_t>(c.B));
+    for (int64_t b = 0; b < c.B; ++b) {
+      EXPECT_EQ(view.allowed_counts[b], (c.L - 1) * (c.S / 2));
+      EXPECT_EQ(view.fully_masked_counts[b], c.S / 2 > 0 ? 1 : c.L);
+      const std::vector<ComponentMap>& parts = view.component_maps[b];
+      ASSERT_EQ(parts.size(), 2u);
+      EXPECT_EQ(parts[0].name, "left");
+      EXPECT_EQ(parts[0].allowed_cells, c.L * (c.S / 2));
+      EXPECT_EQ(parts[1].allowed_cells, (c.L - 1) * c.S);
+      // Texture: 1 allowed, -inf blocked; block max when pooled (a block with any allowed cell is 1).
+      const PooledMap& map = parts[1].map;
+      ASSERT_EQ(map.rows, std::min(c.L, kTextureMaxSide));
+      ASSERT_EQ(map.cols, std::min(c.S, kTextureMaxSide));
+      for (int64_t r = 0; r < map.rows; ++r) {
+        const int64_t first_row = r * c.L / map.rows, end_row = (r + 1) * c.L / map.rows;
+        const bool any_allowed = end_row - first_row > 1 || first_row != 0;
+        for (int64_t k = 0; k < map.cols; ++k) EXPECT_EQ(map.values[r * map.cols + k], any_allowed ? 1.0f : -kInf);
+      }
+    }
+  }
+}
+
 TEST(ViewModelTest, SeveralTracesBecomeLayers) {
   std::vector<std::shared_ptr<const AttentionTrace>> traces;
   for (int l = 0; l < 3; ++l) traces.push_back(handMadeTrace(2, 2, 3, 4, 100 + l));
