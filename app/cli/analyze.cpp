@@ -80,11 +80,8 @@ Analyzed analyzeAttentionBundle(const std::string& dir) {
 }
 
 bool anyRunOption(const RunFlags& r) {
-  const VariantFlags& v = r.variants;
-  const bool variant = v.kv_heads || (v.rope_option && v.rope_option->count() > 0) || v.rope_style || v.alibi ||
-                       v.softcap || v.sinks;
   return r.demo || r.heads || r.mask || r.fill || r.scale || r.dropout || r.seed || r.valid_lens || r.mistake ||
-         variant;
+         anyVariantFlag(r.variants);
 }
 
 // A trained model folder on a text: one layer per block, causal, B = 1.

@@ -39,6 +39,19 @@ struct LayerMaps {
   std::string mask_name;         // "causal+window:3", "none"; "" = unknown (imported)
 };
 
+// A trained model's guess for the token after one query position (softmax of its logits
+// row, computed in core when the run is made).
+struct TokenGuess {
+  std::string label;  // one printable line ("\\n")
+  double prob = 0.0;
+};
+struct NextTokenPredictions {
+  std::vector<TokenGuess> top;  // best first (k = 5, or V when smaller)
+  std::string actual;           // the character at position + 1 as a label; "" at the last position
+  double actual_prob = 0.0;     // the model's probability for it (0 at the last position)
+  bool actual_is_top = false;   // the top guess is the actual next character
+};
+
 // Ranges of one [L, S] map over its allowed cells with finite values.
 struct MapRange {
   float min = 0.0f, max = 0.0f;   // 0, 0 when no cell counts
@@ -79,8 +92,13 @@ struct ViewModel {
   std::vector<PooledMap> pooled_scores;                // [layers, B, H]
   std::vector<PooledMap> pooled_mask;                  // [layers, B]
   std::vector<std::string> warnings;                   // one line each, e.g. rows not summing to 1
-  std::string model;                                   // imported: bundle.json "model"; else ""
-  std::string notes;                                   // imported: bundle.json "notes"; else ""
+  std::string model;                                   // imported: bundle.json "model"; model run: its name
+  std::string notes;                                   // imported: bundle.json "notes"; model run: the caption
+  // Model runs (config/model_source.h) only; empty otherwise:
+  std::vector<NextTokenPredictions> predictions;       // [L] the guess after each query position
+  std::vector<std::string> notable_heads;              // "L1H3 induction 0.58", from training.json
+  int64_t unknown_tokens = 0;                          // characters outside the vocabulary (unk id)
+  int64_t context = 0;                                 // the model's max_len (tokens)
   // The core's trace (CoreTrace: the one layer's) for the pipeline panel; null otherwise.
   std::shared_ptr<const AttentionTrace> trace;
 
