@@ -41,6 +41,7 @@ void writeStateLog(AppState& state, int width, int height) {
   line["item_active"] = state.ui.item_active;
   line["help_open"] = state.ui.show_help;
   line["modal_open"] = state.ui.bundle_modal_open;
+  line["open_error"] = state.ui.bundle_error;  // the open dialog's message
   line["selected_view"] = exportViewName(e.selected);
   line["export_dir"] = exportFolder(s);
   line["exporting"] = exportBusy(e);

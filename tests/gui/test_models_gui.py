@@ -23,6 +23,23 @@ def tiles(state):
     return sorted(k for k in state["rects"] if k.startswith("grid_tile_"))
 
 
+def wait_after(log, count, predicate, timeout=20):
+    """Like guitest.wait_for_state, over the lines after the first `count` only: a state
+    from before an action cannot satisfy the wait for its effect."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for state in reversed(g.read_state_log(log)[count:]):
+            if predicate(state):
+                return state
+        time.sleep(0.1)
+    lines = g.read_state_log(log)
+    raise AssertionError("state never matched after line %d; last line: %s" % (count, lines[-1] if lines else "none"))
+
+
+def line_count(log):
+    return len(g.read_state_log(log))
+
+
 def bar_pixels(rows, rect):
     return sum(p in BAR_COLOURS for p in g.inner_pixels(rows, rect, inset=0))
 
@@ -47,6 +64,19 @@ class ModelsGuiTest(g.AppTestCase):
         x, y, w, h = rect
         self.x.xdotool("mousemove", "--window", window, int(x + (w / 2 if dx is None else dx)), int(y + h / 2))
         self.x.xdotool("click", 1)
+
+    def pick_model(self, window, log, state, item):
+        """Opens the Models combo and clicks `item` (a layout name); returns the state after
+        the popup closed."""
+        self.x.xdotool("mousemove", "--window", window, 120, 6)
+        n = line_count(log)
+        self.click(window, state["rects"]["models_combo"], dx=20)
+        wait_after(log, n, lambda s: item in s["rects"])
+        time.sleep(0.5)  # the popup is placed a frame after it appears
+        state = g.read_state_log(log)[-1]
+        n = line_count(log)
+        self.click(window, state["rects"][item])
+        return wait_after(log, n, lambda s: "models_item_sandbox" not in s["rects"])
 
     def test_first_start_typing_predictions_and_switching(self):
         app, log, window, state = self.start_plain("first")
@@ -77,18 +107,19 @@ class ModelsGuiTest(g.AppTestCase):
         # Type at the end of the text: every layer reruns with 6 more tokens.
         # A click below the last line puts the cursor after the final newline.
         x, y, w, h = state["rects"]["text_box"]
+        n = line_count(log)
         self.x.xdotool("mousemove", "--window", window, int(x + w / 2), int(y + h - 6))
         self.x.xdotool("click", 1)
-        self.x.xdotool("key", "ctrl+End")
         self.x.xdotool("type", "--delay", "60", "area(w")
         typed = SNIPPET + "area(w"
-        state = g.wait_for_state(log, lambda s: model_settled(s) and s["model_text"] == typed and s["L"] == len(typed)
-                                 and len(s["query_tokens"]) == len(typed), timeout=30)
+        state = wait_after(log, n, lambda s: model_settled(s) and s["model_text"] == typed and s["L"] == len(typed)
+                           and len(s["query_tokens"]) == len(typed), timeout=30)
         self.assertEqual(state["query_tokens"][-6:], ["a", "r", "e", "a", "(", "w"])
         # Park the pointer on the title bar (no hover), then compare the grid's pixels.
+        n = line_count(log)
         self.x.xdotool("mousemove", "--window", window, 120, 6)
-        state = g.wait_for_state(log, lambda s: model_settled(s) and s["hover"] == [-1, -1]
-                                 and s["predictions"]["position"] == len(typed) - 1)
+        state = wait_after(log, n - 1, lambda s: model_settled(s) and s["hover"] == [-1, -1]
+                           and s["predictions"]["position"] == len(typed) - 1 and s["model_text"] == typed)
         after = self.capture(window, "after.png")[2]
         changed = 0
         for name in tiles(state):
@@ -103,8 +134,9 @@ class ModelsGuiTest(g.AppTestCase):
         x, y, w, h = state["rects"]["focus_probs"]
         L = state["L"]
         row = 5  # "area" -> the query at position 5 ('r'), next is 'e'
+        n = line_count(log)
         self.x.xdotool("mousemove", "--window", window, int(x + 2), int(y + (row + 0.5) * h / L))
-        state = g.wait_for_state(log, lambda s: s["predictions"] and s["predictions"]["why"] == "hovered")
+        state = wait_after(log, n, lambda s: s["predictions"] and s["predictions"]["why"] == "hovered")
         p = state["predictions"]
         self.assertEqual(p["position"], state["hover"][0])
         self.assertEqual(p["actual"], SNIPPET[p["position"] + 1].replace("\n", "\\n"))
@@ -112,24 +144,15 @@ class ModelsGuiTest(g.AppTestCase):
         self.x.xdotool("mousemove", "--window", window, 120, 6)
 
         # Models: the sandbox (one layer, every control) and back.
-        state = g.wait_for_state(log, lambda s: s["hover"] == [-1, -1])
-        self.click(window, state["rects"]["models_combo"], dx=20)
-        state = g.wait_for_state(log, lambda s: "models_item_sandbox" in s["rects"])
-        time.sleep(0.5)  # the popup is placed a frame after it appears
-        state = g.read_state_log(log)[-1]
-        self.click(window, state["rects"]["models_item_sandbox"])
-        state = g.wait_for_state(log, lambda s: s["source"] == "text" and g.settled(s) and s["layers"] == 1
-                                 and s["predictions"] is None and "prediction_row_0" not in s["rects"])
+        state = wait_after(log, n, lambda s: s["hover"] == [-1, -1])
+        state = self.pick_model(window, log, state, "models_item_sandbox")
+        state = wait_after(log, line_count(log) - 1, lambda s: s["source"] == "text" and g.settled(s) and s["layers"] == 1
+                           and s["predictions"] is None and "prediction_row_0" not in s["rects"])
         self.assertEqual(state["heads"], 4)
         self.assertNotIn("imported_reason", state["rects"])  # every sandbox control is on
-        self.x.xdotool("mousemove", "--window", window, 120, 6)
-        self.click(window, state["rects"]["models_combo"], dx=20)
-        state = g.wait_for_state(log, lambda s: "models_item_python-code" in s["rects"])
-        time.sleep(0.5)
-        state = g.read_state_log(log)[-1]
-        self.click(window, state["rects"]["models_item_python-code"])
-        state = g.wait_for_state(log, lambda s: model_settled(s) and s["source"] == "model" and s["layers"] == 2
-                                 and "prediction_row_4" in s["rects"])
+        state = self.pick_model(window, log, state, "models_item_python-code")
+        state = wait_after(log, line_count(log) - 1, lambda s: model_settled(s) and s["source"] == "model"
+                           and s["layers"] == 2 and "prediction_row_4" in s["rects"])
         self.assertEqual(state["model_text"], typed, "the typed text survives the round trip")
         self.assertIn("imported_reason", state["rects"])  # sandbox controls greyed out, with the reason
 
@@ -149,6 +172,29 @@ class ModelsGuiTest(g.AppTestCase):
         self.assertEqual(state["model_text"], "3111445858=8585441113.")  # its sample, not the code snippet
         self.assertEqual((state["layers"], state["heads"], state["L"]), (1, 2, 22))
         self.assertEqual(len(tiles(state)), 2)
+
+    def test_ctrl_o_opens_a_model_folder_from_the_sandbox(self):
+        folder = os.path.join(REPO, "assets", "models", "reverse-digits")
+        _, log, window, state = self.start("open", source="text", heads=2, head_dim=8)
+        n = line_count(log)
+        self.press(window, "ctrl+o")
+        wait_after(log, n, lambda s: s["modal_open"] and s["item_active"])  # the path box has the keyboard
+        self.x.xdotool("type", "--delay", "20", folder)
+        time.sleep(0.3)
+        self.screenshot(window, "open_dialog.png")
+        n = line_count(log)
+        # Held for a few frames: ImGui 1.86 misses a key pressed and released within one frame.
+        self.x.xdotool("keydown", "Return")
+        time.sleep(0.2)
+        self.x.xdotool("keyup", "Return")
+        state = wait_after(log, n, lambda s: s["open_error"] or not s["modal_open"] and model_settled(s)
+                           and s["source"] == "model", timeout=30)
+        self.assertEqual(state["open_error"], "")
+        self.assertEqual((state["model"], state["model_name"], state["layers"], state["heads"]),
+                         (folder, "reverse-digits", 1, 2))
+        self.assertEqual(state["model_text"], "3111445858=8585441113.")
+        p = state["predictions"]
+        self.assertEqual((p["position"], p["actual"], len(p["top"])), (21, "", 5))
 
     def test_unknown_characters_and_too_long_text(self):
         _, log, _, state = self.start("unknown", ready=model_settled, source="model", model="python-code",
