@@ -78,7 +78,14 @@ class ModelsGuiTest(g.AppTestCase):
         self.click(window, state["rects"][item])
         return wait_after(log, n, lambda s: "models_item_sandbox" not in s["rects"])
 
+    def fresh_config(self):
+        """An empty config folder for this test: the other tests save settings too."""
+        old = self.x.env["XDG_CONFIG_HOME"]
+        self.x.env["XDG_CONFIG_HOME"] = g.scratch_dir("models-config-")
+        self.addCleanup(self.x.env.__setitem__, "XDG_CONFIG_HOME", old)
+
     def test_first_start_typing_predictions_and_switching(self):
+        self.fresh_config()
         app, log, window, state = self.start_plain("first")
         self.assertEqual((state["source"], state["model"], state["model_name"]), ("model", "python-code", "python-code"))
         self.assertEqual(state["model_text"], SNIPPET)
