@@ -146,7 +146,7 @@ bool drawModelInput(AppState& state) {
   }
   if (model_view && !v->notable_heads.empty()) {
     std::string heads;
-    for (const std::string& h : v->notable_heads) heads += (heads.empty() ? "" : ", ") + h;
+    for (const HeadNote& h : v->notable_heads) heads += (heads.empty() ? "" : ", ") + h.text();
     ImGui::TextWrapped("notable heads: %s", heads.c_str());
   }
   sectionHeader("Text");

@@ -1,7 +1,6 @@
 #include "config/model_source.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
@@ -124,9 +123,7 @@ ViewModel viewFromModelRun(const Model& model, const ModelRun& run) {
   for (const NotableHead& h : model.notable_heads) {
     std::string pattern = h.pattern;
     std::replace(pattern.begin(), pattern.end(), '_', ' ');
-    char score[32];
-    std::snprintf(score, sizeof score, "%.2f", h.score);
-    view.notable_heads.push_back("L" + std::to_string(h.layer) + "H" + std::to_string(h.head) + " " + pattern + " " + score);
+    view.notable_heads.push_back({h.layer, h.head, pattern, h.score});
   }
   const int64_t L = static_cast<int64_t>(run.tokens.ids.size());
   view.predictions.resize(L);

@@ -52,6 +52,14 @@ struct NextTokenPredictions {
   bool actual_is_top = false;   // the top guess is the actual next character
 };
 
+// A head that a trained model's training.json names as the best for one pattern.
+struct HeadNote {
+  int64_t layer = 0, head = 0;
+  std::string pattern;  // "previous token", "induction", ... (underscores as spaces)
+  double score = 0.0;   // the pattern score training.json reports
+  std::string text() const;  // "L1H3 induction 0.58"
+};
+
 // Ranges of one [L, S] map over its allowed cells with finite values.
 struct MapRange {
   float min = 0.0f, max = 0.0f;   // 0, 0 when no cell counts
@@ -96,7 +104,7 @@ struct ViewModel {
   std::string notes;                                   // imported: bundle.json "notes"; model run: the caption
   // Model runs (config/model_source.h) only; empty otherwise:
   std::vector<NextTokenPredictions> predictions;       // [L] the guess after each query position
-  std::vector<std::string> notable_heads;              // "L1H3 induction 0.58", from training.json
+  std::vector<HeadNote> notable_heads;                 // from training.json, best score first
   int64_t unknown_tokens = 0;                          // characters outside the vocabulary (unk id)
   int64_t context = 0;                                 // the model's max_len (tokens)
   // The core's trace (CoreTrace: the one layer's) for the pipeline panel; null otherwise.

@@ -190,7 +190,10 @@ TEST_F(ModelFolder, TrainingLogGivesCaptionAndNotableHeads) {
   ModelRunner runner(model);
   const ViewModel view = viewFromModelRun(*model, runner.run("abc"));
   EXPECT_EQ(view.notes, "Trained on abc.");
-  EXPECT_EQ(view.notable_heads, (std::vector<std::string>{"L1H0 induction 0.90", "L0H1 previous token 0.61"}));
+  ASSERT_EQ(view.notable_heads.size(), 2u);
+  EXPECT_EQ(view.notable_heads[0].text(), "L1H0 induction 0.90");
+  EXPECT_EQ(view.notable_heads[1].text(), "L0H1 previous token 0.61");
+  EXPECT_EQ((std::vector<int64_t>{view.notable_heads[1].layer, view.notable_heads[1].head}), (std::vector<int64_t>{0, 1}));
 }
 
 // Settings with source Model go through buildView like every other source.

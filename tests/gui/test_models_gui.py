@@ -95,6 +95,8 @@ class ModelsGuiTest(g.AppTestCase):
         self.assertIn("Python standard library", state["caption"])
         self.assertIn("model_caption", state["rects"])
         self.assertEqual(len(tiles(state)), 8)  # 2 layers x 4 heads
+        # training.json's clear heads are labelled on their tiles: previous token L0H1, induction L1H3.
+        self.assertEqual(sorted(k for k in state["rects"] if k.startswith("grid_note_")), ["grid_note_0_1", "grid_note_1_3"])
 
         # Predictions: 5 rows for the last position, drawn as bars.
         state = g.wait_for_state(log, lambda s: model_settled(s) and "prediction_row_4" in s["rects"])
@@ -105,6 +107,8 @@ class ModelsGuiTest(g.AppTestCase):
         self.assertEqual(probs, sorted(probs, reverse=True))
         self.assertTrue(0 < sum(probs) <= 1.0 + 1e-9)
         before = self.capture(window, "before.png")[2]
+        for note in ("grid_note_0_1", "grid_note_1_3"):  # white text on a dark label
+            self.assertGreater(sum(p == (255, 255, 255) for p in g.inner_pixels(before, state["rects"][note], inset=1)), 20)
         for r in range(5):
             rect = state["rects"]["prediction_row_%d" % r]
             self.assertGreater(bar_pixels(before, rect), 2 * 6, "row %d has no bar" % r)  # at least the 2 px stub
