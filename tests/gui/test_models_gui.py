@@ -152,7 +152,12 @@ class ModelsGuiTest(g.AppTestCase):
         self.assertEqual(p["position"], state["hover"][0])
         self.assertEqual(p["actual"], SNIPPET[p["position"] + 1].replace("\n", "\\n"))
         self.assertEqual(p["actual_is_top"], p["top"][0]["label"] == p["actual"])
+        # A click keeps that query after the pointer leaves the map.
+        self.x.xdotool("click", 1)
+        n = line_count(log)
         self.x.xdotool("mousemove", "--window", window, 120, 6)
+        state = wait_after(log, n, lambda s: s["hover"] == [-1, -1] and s["predictions"]["why"] == "clicked")
+        self.assertEqual(state["predictions"]["position"], p["position"])
 
         # Models: the sandbox (one layer, every control) and back.
         state = wait_after(log, n, lambda s: s["hover"] == [-1, -1])
