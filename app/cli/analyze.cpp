@@ -88,8 +88,9 @@ bool anyRunOption(const RunFlags& r) {
 // A trained model folder on a text: one layer per block, causal, B = 1; the same settings
 // (source model) and view as the app and `export MODEL --text` build.
 Analyzed analyzeModelRun(const std::string& folder, const std::string& text) {
+  const Settings defaults;
   Analyzed a;
-  a.view = buildView(settingsForModel(Settings{}, folder, text));
+  a.view = buildView(settingsForModel(defaults, folder, text));
   a.source = "model " + a.view->model + " (" + folder + ") on " + std::to_string(a.view->L) + " tokens";
   if (a.view->unknown_tokens > 0)
     a.notes.push_back(std::to_string(a.view->unknown_tokens) + " characters outside the vocabulary map to the unknown id");
