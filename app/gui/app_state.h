@@ -105,11 +105,11 @@ struct UiState {
   // Set from the signal watcher thread (SIGINT/SIGTERM): quit like Ctrl+Q, saving settings.
   std::shared_ptr<std::atomic<bool>> interrupted = std::make_shared<std::atomic<bool>>(false);
   bool item_active = false;            // a widget is held (e.g. a slider being dragged)
+  std::vector<ShippedModel> shipped_models;  // assets/models, listed once at start
+  std::vector<std::string> opened_models;    // model folders opened this session (Models choice)
   std::string notice;                  // one-line message, e.g. "settings.json ignored: ..."
   std::string window_title;
   RopeDecayCurve rope_curve;
-  std::vector<ShippedModel> shipped_models;  // assets/models, listed once at start
-  std::vector<std::string> opened_models;    // model folders opened this session (Models choice)
 };
 
 struct ControlDrafts {

@@ -79,10 +79,10 @@ class ComputeWorker {
   bool waiting_decode_ = false;
   uint64_t waiting_generation_ = 0;
   uint64_t latest_generation_ = 0;    // newest posted
-  std::optional<ComputeResult> done_;
-  AttentionWorkspace workspace_;      // worker thread only: buffers and projections reused
   std::unique_ptr<ModelRunner> model_runner_;  // worker thread only: the model last run
   std::string model_folder_;                   // ... and its folder
+  std::optional<ComputeResult> done_;
+  AttentionWorkspace workspace_;      // worker thread only: buffers and projections reused
   bool stop_ = false;
   std::thread thread_;                // last member: starts after the others exist
 };
