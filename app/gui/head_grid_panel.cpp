@@ -58,9 +58,13 @@ std::string clearPatterns(const ViewModel& view, int64_t layer, int64_t head) {
 }
 
 // The pattern label in a tile's top-right corner (the masked half of a causal map).
-void drawTileNote(AppState& state, const std::string& note, ImVec2 pos, TileSize size, const std::string& name) {
+// Cut to "induc.." when the tile is narrower than the name; nothing when not even that fits.
+void drawTileNote(AppState& state, std::string note, ImVec2 pos, TileSize size, const std::string& name) {
+  const std::string full = note;
+  while (note.size() > 2 && ImGui::CalcTextSize(note.c_str()).x + 8 > size.w)
+    note = full.substr(0, note.size() - (note == full ? 1 : 3)) + "..";
   const ImVec2 text = ImGui::CalcTextSize(note.c_str());
-  if (text.x + 8 > size.w || text.y + 6 > size.h) return;  // no room on a small tile
+  if (text.x + 8 > size.w || text.y + 6 > size.h) return;  // no room on a tiny tile
   const ImVec2 min(pos.x + size.w - text.x - 6, pos.y + 3), max(pos.x + size.w - 2, pos.y + text.y + 5);
   ImDrawList* list = ImGui::GetWindowDrawList();
   list->AddRectFilled(min, max, IM_COL32(20, 21, 26, 220), 3.0f);
