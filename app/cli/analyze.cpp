@@ -24,7 +24,8 @@
 #include "cli/run_command.h"
 #include "cli/run_options.h"
 #include "config/attention_bundle.h"
-#include "model/transformer.h"
+#include "config/model_source.h"
+#include "config/run.h"
 #include "tensor/npy.h"
 #include "view/view_model.h"
 
@@ -80,27 +81,19 @@ Analyzed analyzeAttentionBundle(const std::string& dir) {
 }
 
 bool anyRunOption(const RunFlags& r) {
-  const VariantFlags& v = r.variants;
-  const bool variant = v.kv_heads || (v.rope_option && v.rope_option->count() > 0) || v.rope_style || v.alibi ||
-                       v.softcap || v.sinks;
   return r.demo || r.heads || r.mask || r.fill || r.scale || r.dropout || r.seed || r.valid_lens || r.mistake ||
-         variant;
+         anyVariantFlag(r.variants);
 }
 
-// A trained model folder on a text: one layer per block, causal, B = 1.
+// A trained model folder on a text: one layer per block, causal, B = 1; the same settings
+// (source model) and view as the app and `export MODEL --text` build.
 Analyzed analyzeModelRun(const std::string& folder, const std::string& text) {
-  const auto model = std::make_shared<const Model>(loadModel(folder));
-  ModelRunner runner(model);
-  const ModelRun& run = runner.run(text);
-  std::vector<std::shared_ptr<const AttentionTrace>> traces;
-  for (const AttentionTrace& t : run.layers) traces.push_back(std::make_shared<const AttentionTrace>(t));
-  ViewModel view = viewFromTraces(traces);
-  view.query_tokens.assign(1, run.tokens.label);
+  const Settings defaults;
   Analyzed a;
-  a.view = std::make_shared<const ViewModel>(std::move(view));
-  a.source = "model " + model->config.name + " (" + folder + ") on " + std::to_string(run.tokens.ids.size()) + " tokens";
-  if (const int64_t unknown = run.tokens.unknownCount())
-    a.notes.push_back(std::to_string(unknown) + " characters outside the vocabulary map to the unknown id");
+  a.view = buildView(settingsForModel(defaults, folder, text));
+  a.source = "model " + a.view->model + " (" + folder + ") on " + std::to_string(a.view->L) + " tokens";
+  if (a.view->unknown_tokens > 0)
+    a.notes.push_back(std::to_string(a.view->unknown_tokens) + " characters outside the vocabulary map to the unknown id");
   a.mask = "causal";
   return a;
 }

@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/run_command.h"
 #include "cli/run_options.h"
+#include "config/model_source.h"
 #include "config/run.h"
 #include "figure/figure.h"
 
@@ -33,6 +34,7 @@ struct ExportFlags {
   std::optional<std::string> mask;
   std::optional<int64_t> heads_count;
   VariantFlags variants;
+  ModelTextFlags model_text;  // with a MODEL folder
 };
 
 std::vector<std::string> splitList(const std::string& flag, const std::string& text) {
@@ -96,6 +98,8 @@ Settings settingsFromFlags(const ExportFlags& flags, ViewFocus& focus) {
   Settings settings;
   if (!flags.settings_file.empty()) {
     settings = loadSettingsFile(flags.settings_file, &focus);
+  } else if (isModelFolder(flags.bundle)) {
+    settings = settingsForModel(settings, flags.bundle, readModelText(flags.model_text));
   } else if (!flags.bundle.empty()) {
     settings = settingsForBundle(bundleDefaults(), flags.bundle);
   }
@@ -117,6 +121,11 @@ int exportCommand(const ExportFlags& flags) {
     throw UsageError(sources == 0 ? "give --demo, a BUNDLE folder or --settings FILE"
                                   : "give only one of --demo, BUNDLE and --settings FILE");
   }
+  const bool model = isModelFolder(flags.bundle);
+  if (model && !flags.model_text.given()) throw UsageError(flags.bundle + " is a model folder: give --text TEXT or --text-file FILE");
+  if (!model && flags.model_text.given()) throw UsageError("--text/--text-file: only with a MODEL folder (config.json)");
+  if (model && (flags.mask || flags.heads_count || anyVariantFlag(flags.variants)))
+    throw UsageError("--mask/--heads-count/variant flags: a trained model fixes its heads, its (causal) mask and its attention");
   ExportRequest request;
   request.what = splitList("--what", flags.what);
   checkChoices("--what", request.what, exportWhatNames());
@@ -175,7 +184,7 @@ int runExportCommand(int argc, char** argv) {
   ExportFlags flags;
   app.add_option("BUNDLE", flags.bundle,
                  "bundle folder: attentions.npy/.npz [layers,B,H,L,S] (maps computed elsewhere) or "
-                 "query.npy [B,L,Dq], ... (computed here)");
+                 "query.npy [B,L,Dq], ... (computed here); or a MODEL folder (config.json) with --text");
   app.add_flag("--demo", flags.demo, "use the built-in text demo");
   app.add_option("--settings", flags.settings_file, "settings JSON (as saved beside every export or by the app)");
   app.add_option("--out", flags.out, "export folder (created if missing; default: the settings' export folder "
@@ -191,6 +200,7 @@ int runExportCommand(int argc, char** argv) {
   app.add_option("--mask", flags.mask, "mask: none, or terms joined by '+' (causal, window:W, ...)");
   app.add_option("--heads-count", flags.heads_count, "number of heads H of the model");
   addVariantFlags(app, flags.variants);
+  addModelTextOptions(app, flags.model_text);
 
   return runCommand(app, argc, argv, [&] { return exportCommand(flags); });
 }

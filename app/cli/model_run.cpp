@@ -2,20 +2,16 @@
 // model folder (attnscope-model/1) on a text and writes every layer's attention, the
 // logits and the tokens; prints the top-5 next-token predictions after the last token.
 // Same output rules as `compute`: checked before the run, staged, then renamed into place.
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <memory>
-#include <optional>
-#include <sstream>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
 #include "cli/out_folder.h"
 #include "cli/run_command.h"
+#include "cli/run_options.h"
 #include "model/transformer.h"
 #include "tensor/npy.h"
 
@@ -24,18 +20,9 @@ namespace {
 
 struct ModelRunFlags {
   std::string model;
-  std::optional<std::string> text;
-  std::optional<std::string> text_file;
+  ModelTextFlags text;
   std::string out;
 };
-
-std::string readTextFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot read the text file (" + std::strerror(errno) + ")");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
 
 // attentions [N, 1, H, L, L]: every layer's probabilities, stacked.
 Tensor stackAttentions(const ModelRun& run) {
@@ -82,7 +69,7 @@ void printSummary(const Model& model, const ModelRun& run, const std::string& ou
 }
 
 int modelRun(const ModelRunFlags& flags) {
-  const std::string text = flags.text ? *flags.text : readTextFile(*flags.text_file);
+  const std::string text = readModelText(flags.text);
   auto model = std::make_shared<const Model>(loadModel(flags.model));
   checkOutDir(flags.out);
   ModelRunner runner(model);
@@ -105,9 +92,7 @@ int runModelCommand(int argc, char** argv) {
                                             "logits.npy [L, V] and tokens.txt, prints the top-5 next tokens");
   ModelRunFlags flags;
   run->add_option("MODEL", flags.model, "model folder: config.json, vocab.json, one .npy per tensor")->required();
-  auto* text = run->add_option("--text", flags.text, "the input text (one token per character, or per byte)");
-  auto* file = run->add_option("--text-file", flags.text_file, "read the input text from a file (taken as is)");
-  text->excludes(file);
+  addModelTextOptions(*run, flags.text);
   run->add_option("--out", flags.out, "output folder (created if missing)")->required();
   run->footer(
       "Text longer than the model's context (max_len) is refused; characters outside the vocabulary\n"
@@ -115,7 +100,7 @@ int runModelCommand(int argc, char** argv) {
       "line on stderr naming the file), 2 usage error.\n"
       "Example: attnscope model run assets/models/python-code --text 'def f(x):' --out result");
   return runCommand(app, argc, argv, [&] {
-    if (!flags.text && !flags.text_file) throw UsageError("run: give --text TEXT or --text-file FILE");
+    if (!flags.text.given()) throw UsageError("run: give --text TEXT or --text-file FILE");
     return modelRun(flags);
   });
 }

@@ -1,15 +1,19 @@
 #include "cli/run_options.h"
 
 #include <cmath>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/run_command.h"
 #include "config/bundle.h"
+#include "config/model_source.h"
 #include "config/run.h"
 #include "config/settings.h"
 
@@ -53,6 +57,9 @@ MaskSpec parseMaskFlag(const std::string& text) {
 // Flags > bundle.json > defaults (H = 1 for a bundle, the demo's settings for --demo): the
 // same settings `attnscope export` and the app build, turned into a run by configureRun().
 Settings settingsFromFlags(const RunFlags& flags) {
+  if (!flags.demo && isModelFolder(flags.bundle))
+    throw InputError(flags.bundle + " is a model folder (config.json), not a bundle: run it with attnscope model run "
+                                    "MODEL --text TEXT (or export/analyze MODEL --text TEXT)");
   Settings s = flags.demo ? Settings{} : settingsForBundle(bundleDefaults(), flags.bundle);
   if (flags.heads) s.heads = *flags.heads;
   if (flags.mask) s.mask = parseMaskFlag(*flags.mask);
@@ -86,6 +93,10 @@ double ropeBase(const VariantFlags& flags) {
 }
 
 }  // namespace
+
+bool anyVariantFlag(const VariantFlags& flags) {
+  return flags.kv_heads || ropeGiven(flags) || flags.rope_style || flags.alibi || flags.softcap || flags.sinks;
+}
 
 void addVariantFlags(CLI::App& app, VariantFlags& flags) {
   app.add_option("--kv-heads", flags.kv_heads,
@@ -151,6 +162,21 @@ std::string formatNumber(double value) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", value);
   return buf;
+}
+
+void addModelTextOptions(CLI::App& app, ModelTextFlags& flags) {
+  auto* text = app.add_option("--text", flags.text, "the input text (one token per character, or per byte)");
+  auto* file = app.add_option("--text-file", flags.text_file, "read the input text from a file (taken as is)");
+  text->excludes(file);
+}
+
+std::string readModelText(const ModelTextFlags& flags) {
+  if (flags.text) return *flags.text;
+  std::ifstream in(*flags.text_file, std::ios::binary);
+  if (!in) throw InputError(*flags.text_file + ": cannot read the text file (" + std::strerror(errno) + ")");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
 }
 
 void addRunOptions(CLI::App& app, RunFlags& flags) {

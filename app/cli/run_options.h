@@ -36,6 +36,8 @@ void checkVariantFlags(const VariantFlags& flags, const std::optional<std::strin
 // Flags given override what the settings hold (from bundle.json or a settings file);
 // InputError when --sinks meets a mask without a window term.
 void applyVariantFlags(const VariantFlags& flags, Settings& settings);
+// True when any variant flag was given (after parsing).
+bool anyVariantFlag(const VariantFlags& flags);
 
 struct RunFlags {
   std::string bundle;
@@ -70,5 +72,16 @@ struct ConfiguredRun {
 ConfiguredRun configureRunFromFlags(const RunFlags& flags);
 
 std::string formatNumber(double value);  // "%g"
+
+// The text a trained MODEL runs on (`model run`, `export MODEL`): --text TEXT or
+// --text-file FILE (taken as is), one of them.
+struct ModelTextFlags {
+  std::optional<std::string> text;
+  std::optional<std::string> text_file;
+  bool given() const { return text || text_file; }
+};
+void addModelTextOptions(CLI::App& app, ModelTextFlags& flags);
+// The text; InputError naming the file when it cannot be read.
+std::string readModelText(const ModelTextFlags& flags);
 
 }  // namespace attnscope

@@ -137,7 +137,10 @@ std::vector<std::string> exportFigures(const Settings& settings, const ViewModel
   const int64_t cell_px = request.cell_px >= 0 ? request.cell_px : settings.cell_px;
   if (cell_px < 0) throw InputError("export: cell size must be >= 0 px (0 = auto), got " + std::to_string(cell_px));
   const std::string dir = request.out_dir.empty() ? exportFolder(settings) : request.out_dir;
-  const std::string mask_name = view.source == ViewSource::Imported ? "imported" : settings.mask.shortName();
+  // A trained model's mask is its own (causal), not the sandbox's setting.
+  const std::string mask_name = view.source == ViewSource::Imported   ? "imported"
+                                : view.source == ViewSource::ModelRun ? MaskSpec::parse(view.maps[0].mask_name).shortName()
+                                                                      : settings.mask.shortName();
 
   // One figure per (layer, head) for probs/scores; one mask (of the first layer); one atlas.
   struct Item {

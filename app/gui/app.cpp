@@ -38,6 +38,8 @@ std::string windowTitle(const AppState& state) {
     subject = "bundle " + std::filesystem::path(s.bundle_path).filename().string();
   } else if (s.source == InputSource::Synthetic) {
     subject = "synthetic";
+  } else if (s.source == InputSource::Model) {
+    subject = "model " + std::filesystem::path(s.model).filename().string();
   } else {
     subject = s.text.substr(0, s.text.find('\n'));
     if (subject.size() > 28) {
@@ -82,6 +84,7 @@ void drawPanels(AppState& state) {
   drawMetricsPanel(state);   // before the grid: a sort or row click shows in the grid this frame
   drawHeadGridPanel(state);
   drawFocusPanel(state);
+  drawPredictionsPanel(state);
   drawMaskPanel(state);
   drawPipelinePanel(state);
   drawStepperPanel(state);
@@ -223,6 +226,9 @@ int runGui(int argc, char** argv) {
     return 2;
   }
   state.ui.window_title = windowTitle(state);
+  state.ui.shipped_models = shippedModels();
+  if (state.settings.source == InputSource::Model && state.settings.model.find('/') != std::string::npos)
+    state.ui.opened_models.push_back(state.settings.model);
   std::string error;
   GLFWwindow* window = openAppWindow(options, state, error);
   if (!window) {

@@ -8,12 +8,14 @@ namespace attnscope {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: attnscope [gui] [BUNDLE] [--settings FILE] [--frames N] [--screenshot PATH] "
+    "usage: attnscope [gui] [BUNDLE | MODEL] [--settings FILE] [--frames N] [--screenshot PATH] "
     "[--state-log PATH] [--size WxH] [--check-gl] [--frame-stats]";
 constexpr const char* kHelp =
     "attnscope: see multi-head attention live.\n"
     "\n"
-    "  attnscope [gui] [BUNDLE] [flags]   open the desktop app (demo sentence, or a bundle folder)\n"
+    "  attnscope [gui] [BUNDLE] [flags]   open the desktop app (the python-code model at first, then the\n"
+    "                                     saved settings; or a bundle folder)\n"
+    "  attnscope [gui] MODEL [flags]      open the app on a trained model folder (config.json)\n"
     "  attnscope compute --help           compute every stage to .npy files (no display)\n"
     "  attnscope export --help            write PNG/SVG/PDF/NPY/CSV figures (no display)\n"
     "  attnscope bench --help             time a recompute against this machine's GEMM peak\n"

@@ -1,4 +1,4 @@
-// The app's command line: attnscope [gui] [BUNDLE] [--settings FILE] [--frames N]
+// The app's command line: attnscope [gui] [BUNDLE | MODEL] [--settings FILE] [--frames N]
 // [--screenshot PATH] [--state-log PATH] [--size WxH] [--check-gl] [--frame-stats].
 #pragma once
 
@@ -7,7 +7,7 @@
 namespace attnscope {
 
 struct AppOptions {
-  std::string bundle;
+  std::string bundle;  // a bundle or a model folder (config.json)
   std::string settings_file;
   std::string screenshot;
   std::string state_log;

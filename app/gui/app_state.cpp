@@ -28,6 +28,8 @@ bool computeSettingsDiffer(const Settings& a, const Settings& b) {
     case InputSource::Bundle:
       // Bundles without weights get seeded ones of size H * d.
       return a.bundle_path != b.bundle_path || a.head_dim != b.head_dim;
+    case InputSource::Model:
+      return a.model != b.model || a.model_text != b.model_text;
   }
   return false;
 }
@@ -39,6 +41,15 @@ const char* exportViewName(ExportView view) {
     case ExportView::Mask: return "mask";
   }
   return "probs";
+}
+
+PredictionPosition predictionPosition(const AppState& state) {
+  const ViewModel* v = state.compute.view.get();
+  if (!v || v->predictions.empty() || !state.compute.error.empty()) return {};
+  const int64_t L = static_cast<int64_t>(v->predictions.size());
+  if (state.view.hover.row >= 0 && state.view.hover.row < L) return {state.view.hover.row, "hovered"};
+  if (state.view.selected_query >= 0 && state.view.selected_query < L) return {state.view.selected_query, "clicked"};
+  return {L - 1, "last position"};
 }
 
 const ViewModel* shownView(const AppState& state) {

@@ -25,6 +25,7 @@
 
 #include "analysis/compare.h"
 #include "attention/attention.h"
+#include "config/model_source.h"
 #include "config/settings.h"
 #include "gui/compute_worker.h"
 #include "gui/export_state.h"
@@ -114,6 +115,8 @@ struct UiState {
   // Set from the signal watcher thread (SIGINT/SIGTERM): quit like Ctrl+Q, saving settings.
   std::shared_ptr<std::atomic<bool>> interrupted = std::make_shared<std::atomic<bool>>(false);
   bool item_active = false;            // a widget is held (e.g. a slider being dragged)
+  std::vector<ShippedModel> shipped_models;  // assets/models, listed once at start
+  std::vector<std::string> opened_models;    // model folders opened this session (Models choice)
   std::string notice;                  // one-line message, e.g. "settings.json ignored: ..."
   std::string window_title;
   RopeDecayCurve rope_curve;
@@ -219,6 +222,13 @@ void setFocus(AppState& state, ViewFocus wanted);
 void setStep(AppState& state, int64_t step);
 // Opens or closes the stepper panel (F5); closing stops play.
 void toggleStepper(AppState& state);
+// Model runs: the query position the predictions panel shows (the hovered row, else the
+// clicked one, else the last) and why; -1 when the shown result has no predictions.
+struct PredictionPosition {
+  int64_t position = -1;
+  const char* why = "";  // "hovered", "clicked", "last position"
+};
+PredictionPosition predictionPosition(const AppState& state);
 
 // The mistakes lab's one-line comparison for the focused head and batch item, e.g.
 // "max |Δp| = 0.43 over head 1 (all heads: 0.51, head 3)"; "" when no correct trace.

@@ -37,7 +37,8 @@ void receiveResult(AppState& state) {
 
 void postIfSettingsChanged(AppState& state) {
   ComputeState& c = state.compute;
-  if (!state.drafts.control_error.empty()) return;
+  // A typed D the heads do not divide blocks sandbox runs only (a trained model ignores it).
+  if (!state.drafts.control_error.empty() && state.settings.source != InputSource::Model) return;
   // Opening the stepper asks for the decoding of the same settings.
   const bool decode = state.stepper.open;
   if (c.posted_generation != 0 && !computeSettingsDiffer(state.settings, c.posted_settings) &&

@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "config/attention_bundle.h"
+#include "config/model_source.h"
 #include "config/run.h"
 
 namespace attnscope {
@@ -90,6 +91,23 @@ bool ComputeWorker::superseded(uint64_t generation) {
   return generation != latest_generation_;
 }
 
+std::shared_ptr<const ViewModel> ComputeWorker::runModel(const Settings& settings, InputFacts& facts) {
+  const std::string folder = modelFolder(settings);
+  if (!model_runner_ || folder != model_folder_) {
+    model_runner_.reset();
+    model_runner_ = std::make_unique<ModelRunner>(std::make_shared<const Model>(loadModel(folder)));
+    model_folder_ = folder;
+  }
+  auto view = std::make_shared<const ViewModel>(viewFromModelRun(model_runner_->model(), model_runner_->run(settings.model_text)));
+  const ModelConfig& c = model_runner_->model().config;
+  facts.known = true;
+  facts.B = 1;
+  facts.L = facts.S_key = facts.S_value = view->L;
+  facts.H = c.n_heads;
+  facts.D_q = facts.D_k = c.d_model;
+  return view;
+}
+
 std::optional<ComputeResult> ComputeWorker::poll() {
   std::lock_guard<std::mutex> lock(mutex_);
   std::optional<ComputeResult> result;
@@ -121,6 +139,10 @@ void ComputeWorker::run() {
       if (settings.source == InputSource::Bundle && !settings.bundle_path.empty() &&
           bundleKind(settings.bundle_path) == BundleKind::Attentions) {
         result.view = std::make_shared<const ViewModel>(viewFromImported(loadAttentionBundle(settings.bundle_path)));
+        return;
+      }
+      if (settings.source == InputSource::Model) {
+        result.view = runModel(settings, result.facts);
         return;
       }
       run = configureRun(settings);  // the one way settings become a run (as compute/export)

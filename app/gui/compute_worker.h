@@ -1,4 +1,4 @@
-// Runs configureRun + runAttention and builds the view model (ranges, pooled texture
+// Runs configureRun + runAttention (or a trained model, config/model_source.h) and builds the view model (ranges, pooled texture
 // copies) on a worker thread so the UI never blocks on maths.
 // Only the newest job matters: a job posted while another runs replaces any waiting
 // one, and results of superseded generations are dropped. A job with a teaching mistake
@@ -18,6 +18,7 @@
 #include "attention/attention.h"
 #include "attention/kv_cache.h"
 #include "config/settings.h"
+#include "model/transformer.h"
 #include "view/view_model.h"
 
 namespace attnscope {
@@ -73,6 +74,9 @@ class ComputeWorker {
  private:
   void run();
   bool superseded(uint64_t generation);  // a newer job has been posted
+  // A trained model's run on the settings' text: the model is loaded once per folder and
+  // its runner keeps its buffers from one keystroke to the next.
+  std::shared_ptr<const ViewModel> runModel(const Settings& settings, InputFacts& facts);
 
   std::mutex mutex_;
   std::condition_variable wake_;
@@ -80,6 +84,8 @@ class ComputeWorker {
   bool waiting_decode_ = false;
   uint64_t waiting_generation_ = 0;
   uint64_t latest_generation_ = 0;    // newest posted
+  std::unique_ptr<ModelRunner> model_runner_;  // worker thread only: the model last run
+  std::string model_folder_;                   // ... and its folder
   std::optional<ComputeResult> done_;
   AttentionWorkspace workspace_;      // worker thread only: buffers and projections reused
   int64_t runs_ = 0;                  // worker thread only: workspace_.run calls

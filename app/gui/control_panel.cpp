@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 #include <string>
 
@@ -79,8 +80,91 @@ float checkboxWidth(const char* label) {
   return ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize(label).x;
 }
 
+constexpr const char* kSandboxLabel = "random-weights sandbox";
+
+// The Models choice's label for what the settings run.
+std::string modelChoiceLabel(const Settings& s) {
+  if (s.source != InputSource::Model) return kSandboxLabel;
+  if (s.model.find('/') == std::string::npos) return s.model;
+  return "folder: " + std::filesystem::path(s.model).filename().string();
+}
+
+void pickModel(AppState& state, const std::string& model) {
+  Settings& s = state.settings;
+  s.source = InputSource::Model;
+  s.model = model;
+  s.model_text = textForModel(s.model_text, std::filesystem::path(model).filename().string());
+  state.view.selected_query = -1;
+  setFocus(state, ViewFocus{});
+}
+
+// Models: the shipped models, the random-weights sandbox (every control) and model folders
+// opened this session; Ctrl+O opens another.
+bool drawModelsSection(AppState& state) {
+  Settings& s = state.settings;
+  const Settings before = s;
+  sectionHeader("Models");
+  ImGui::SetNextItemWidth(-1);
+  if (ImGui::BeginCombo("##models", modelChoiceLabel(s).c_str())) {
+    for (const ShippedModel& m : state.ui.shipped_models) {
+      const bool picked = ImGui::Selectable(m.name.c_str(), s.source == InputSource::Model && s.model == m.name);
+      recordLayout(state, "models_item_" + m.name);
+      if (picked) pickModel(state, m.name);
+    }
+    for (const std::string& folder : state.ui.opened_models) {
+      const std::string label = "folder: " + std::filesystem::path(folder).filename().string();
+      if (ImGui::Selectable(label.c_str(), s.source == InputSource::Model && s.model == folder)) pickModel(state, folder);
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", folder.c_str());
+    }
+    const bool sandbox = ImGui::Selectable(kSandboxLabel, s.source != InputSource::Model);
+    recordLayout(state, "models_item_sandbox");
+    if (sandbox && s.source == InputSource::Model) {
+      s.source = InputSource::Text;
+      setFocus(state, ViewFocus{});
+    }
+    if (ImGui::Selectable("Open model folder... (Ctrl+O)")) state.ui.open_bundle_requested = true;
+    ImGui::EndCombo();
+  }
+  recordLayout(state, "models_combo");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("a trained model (assets/models, or a folder you open), or random weights with every control");
+  if (state.ui.shipped_models.empty()) ImGui::TextDisabled("no shipped models found (assets/models)");
+  return computeSettingsDiffer(before, s);
+}
+
+// A trained model's input: the text it reads, with its caption and notable heads.
+bool drawModelInput(AppState& state) {
+  Settings& s = state.settings;
+  const float width = ImGui::GetContentRegionAvail().x;
+  const ViewModel* v = state.compute.view.get();
+  const bool model_view = v && v->source == ViewSource::ModelRun;
+  if (model_view && !v->notes.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+    ImGui::TextWrapped("%s", v->notes.c_str());
+    ImGui::PopStyleColor();
+    recordLayout(state, "model_caption");
+  }
+  if (model_view && !v->notable_heads.empty()) {
+    std::string heads;
+    for (const HeadNote& h : v->notable_heads) heads += (heads.empty() ? "" : ", ") + h.text();
+    ImGui::TextWrapped("notable heads: %s", heads.c_str());
+  }
+  sectionHeader("Text");
+  const bool changed =
+      ImGui::InputTextMultiline("##model_text", &s.model_text, ImVec2(width, ImGui::GetTextLineHeight() * 6.5f));
+  recordLayout(state, "text_box");
+  if (model_view) {
+    ImGui::TextDisabled("%lld of %lld characters (context)", static_cast<long long>(v->L),
+                        static_cast<long long>(v->context));
+    if (v->unknown_tokens > 0)
+      warningText(std::to_string(v->unknown_tokens) + " character(s) outside the vocabulary: shown as \"(unk)\"");
+  }
+  return changed;
+}
+
 bool drawInputSection(AppState& state, const KnownSizes& sizes) {
   Settings& s = state.settings;
+  if (s.source == InputSource::Model) return drawModelInput(state);
   bool changed = false;
   sectionHeader("Input");
   int source = static_cast<int>(s.source);
@@ -127,6 +211,8 @@ bool drawInputSection(AppState& state, const KnownSizes& sizes) {
                             static_cast<long long>(v->layers), v->layers == 1 ? "" : "s", static_cast<long long>(v->H));
       }
       if (ImGui::Button("Open bundle... (Ctrl+O)")) state.ui.open_bundle_requested = true;
+      break;
+    case InputSource::Model:  // drawModelInput
       break;
   }
 
@@ -466,21 +552,32 @@ void drawControlPanel(AppState& state) {
     ImGui::PushItemWidth(-ImGui::GetContentRegionAvail().x * 0.42f);
     if (!state.compute.error.empty()) errorText(state.compute.error);
     const KnownSizes sizes = knownSizes(state);
-    bool changed = drawInputSection(state, sizes);
-    // Imported maps were computed elsewhere: what would recompute them is greyed out.
+    bool changed = drawModelsSection(state);
+    changed |= drawInputSection(state, sizes);
+    // Imported maps were computed elsewhere, a trained model fixes its own heads, causal
+    // mask and scale: what would change them is greyed out, with the reason.
     const bool imported = state.compute.imported() && state.settings.source == InputSource::Bundle;
-    if (imported) {
+    const bool trained = state.settings.source == InputSource::Model;
+    const char* reason = trained ? "a trained model fixes its heads, sizes, causal mask and scaling: pick the "
+                                   "random-weights sandbox under Models to change them"
+                                 : "imported attention maps: model, mask, scaling and mistakes need the model, so they are off";
+    if (imported || trained) {
       ImGui::Spacing();
-      warningText("imported attention maps: model, mask, scaling and mistakes need the model, so they are off");
+      warningText(reason);
       recordLayout(state, "imported_reason");
+      ImGui::BeginDisabled();
+      ImGui::BeginGroup();
     }
-    if (imported) ImGui::BeginDisabled();
     changed |= drawModelSection(state);
     changed |= drawMaskSection(state, sizes);
     changed |= drawScalingSection(state);
     changed |= drawVariantsSection(state);
     changed |= drawTeachingSection(state);
-    if (imported) ImGui::EndDisabled();
+    if (imported || trained) {
+      ImGui::EndGroup();
+      ImGui::EndDisabled();
+      if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("%s", reason);
+    }
     changed |= drawViewSection(state);
     changed |= drawExportSection(state, sizes);
     ImGui::PopItemWidth();

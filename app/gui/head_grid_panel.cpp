@@ -23,6 +23,9 @@ namespace {
 constexpr float kBarWidth = 70.0f, kGap = 10.0f;
 constexpr float kMaxStretch = 1.4f;  // tiles may widen by this much to use spare width
 const ImVec4 kFocusedLabel(1.0f, 0.8f, 0.2f, 1.0f);
+// A trained model's head is labelled with its pattern when training.json scores it at
+// least this high (python-code's weak patterns score 0.15-0.26, its clear heads 0.58+).
+constexpr double kClearPatternScore = 0.3;
 
 struct TileSize {
   float w = 8.0f, h = 8.0f;
@@ -45,6 +48,31 @@ void drawGroupStrip(const AppState& state, int64_t layer, int64_t head, ImVec2 p
                                             color);
 }
 
+// The clear patterns training.json names for (layer, head), e.g. "induction"; "" for none.
+std::string clearPatterns(const ViewModel& view, int64_t layer, int64_t head) {
+  std::string text;
+  for (const HeadNote& note : view.notable_heads)
+    if (note.layer == layer && note.head == head && note.score >= kClearPatternScore)
+      text += (text.empty() ? "" : ", ") + note.pattern;
+  return text;
+}
+
+// The pattern label in a tile's top-right corner (the masked half of a causal map).
+// Cut to "induc.." when the tile is narrower than the name; nothing when not even that fits.
+void drawTileNote(AppState& state, std::string note, ImVec2 pos, TileSize size, const std::string& name) {
+  const std::string full = note;
+  while (note.size() > 2 && ImGui::CalcTextSize(note.c_str()).x + 8 > size.w)
+    note = full.substr(0, note.size() - (note == full ? 1 : 3)) + "..";
+  const ImVec2 text = ImGui::CalcTextSize(note.c_str());
+  if (text.x + 8 > size.w || text.y + 6 > size.h) return;  // no room on a tiny tile
+  const ImVec2 min(pos.x + size.w - text.x - 6, pos.y + 3), max(pos.x + size.w - 2, pos.y + text.y + 5);
+  ImDrawList* list = ImGui::GetWindowDrawList();
+  list->AddRectFilled(min, max, IM_COL32(20, 21, 26, 220), 3.0f);
+  list->AddText(ImVec2(min.x + 2, min.y + 1), IM_COL32(255, 255, 255, 255), note.c_str());
+  recordLayoutRect(state, "grid_note" + name.substr(std::string("grid_tile").size()), min.x, min.y, max.x - min.x,
+                   max.y - min.y);
+}
+
 // One tile: the map of (layer, head) at pos; click focuses it.
 void drawTile(AppState& state, const ViewModel& view, int64_t layer, int64_t head, ImVec2 pos, TileSize size,
               const ValueRange& range, const std::string& name) {
@@ -63,12 +91,16 @@ void drawTile(AppState& state, const ViewModel& view, int64_t layer, int64_t hea
   const HeatmapHit hit = drawHeatmap(state, ("##" + name).c_str(), map, ImVec2(size.w, size.h));
   recordLayout(state, name);
   drawGroupStrip(state, layer, head, pos, size);
+  const std::string note = clearPatterns(view, layer, head);
+  if (!note.empty()) drawTileNote(state, note, pos, size, name);
   if (hit.hovered) {
     state.view.hover_next = {hit.row, hit.col};
+    const std::string about = note.empty() ? "" : " (" + note + " head)";
     if (view.layers > 1) {
-      ImGui::SetTooltip("%s, head %lld: click to focus", view.maps[layer].name.c_str(), static_cast<long long>(head));
+      ImGui::SetTooltip("%s, head %lld%s: click to focus", view.maps[layer].name.c_str(), static_cast<long long>(head),
+                        about.c_str());
     } else {
-      ImGui::SetTooltip("head %lld: click to focus", static_cast<long long>(head));
+      ImGui::SetTooltip("head %lld%s: click to focus", static_cast<long long>(head), about.c_str());
     }
   }
   if (hit.clicked && !focused) setFocus(state, ViewFocus{layer, head, focus.batch_item});

@@ -1,12 +1,15 @@
-// F1: every keyboard shortcut; Ctrl+O: the open-bundle dialog.
+// F1: every keyboard shortcut; Ctrl+O: the dialog that opens a bundle or a model folder.
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "config/attention_bundle.h"
 #include "config/bundle.h"
+#include "config/model_source.h"
 #include "config/run.h"
+#include "model/model.h"
 #include "gui/panels.h"
 
 namespace attnscope {
@@ -27,7 +30,7 @@ void drawHelpOverlay(AppState& state) {
                    "zoomed: only the visible window, named in the file"},
         {"Ctrl+Shift+S", "export all heads as one grid figure with a shared colour bar"},
         {"Ctrl+Alt+S", "save a screenshot of the whole window"},
-        {"Ctrl+O", "open a tensor bundle (directory of .npy files)"},
+        {"Ctrl+O", "open a bundle (directory of .npy files) or a model folder (config.json)"},
         {"F1", "show / hide this help"},
         {"F5", "show / hide the KV-cache stepper (decoding one token at a time)"},
         {", / .", "stepper: one step back / forward"},
@@ -65,9 +68,27 @@ void drawHelpOverlay(AppState& state) {
   ImGui::End();
 }
 
+namespace {
+
+// The dialog's title; "###" keeps the popup's id when the title text changes.
+constexpr const char* kOpenTitle = "Open bundle or model folder###Open bundle";
+
+// A model folder from the dialog: checked (InputError naming the file), then the run's
+// source and one of the Models choice's entries.
+void openModelFolder(AppState& state, const std::string& folder) {
+  loadModel(folder);
+  state.settings = settingsForModel(state.settings, folder);
+  std::vector<std::string>& opened = state.ui.opened_models;
+  if (std::find(opened.begin(), opened.end(), state.settings.model) == opened.end())
+    opened.push_back(state.settings.model);
+  state.view.selected_query = -1;
+}
+
+}  // namespace
+
 void drawOpenBundleModal(AppState& state) {
   if (state.ui.open_bundle_requested) {
-    ImGui::OpenPopup("Open bundle");
+    ImGui::OpenPopup(kOpenTitle);
     state.ui.open_bundle_requested = false;
     state.ui.bundle_error.clear();
     if (state.ui.bundle_path_input.empty()) state.ui.bundle_path_input = state.settings.bundle_path;
@@ -78,10 +99,11 @@ void drawOpenBundleModal(AppState& state) {
                           ImGuiCond_Always, ImVec2(0.5f, 0.5f));
   ImGui::SetNextWindowSize(ImVec2(560, 0));
   state.ui.bundle_modal_open = false;
-  if (ImGui::BeginPopupModal("Open bundle", nullptr, ImGuiWindowFlags_NoResize)) {
+  if (ImGui::BeginPopupModal(kOpenTitle, nullptr, ImGuiWindowFlags_NoResize)) {
     state.ui.bundle_modal_open = true;
     ImGui::TextWrapped("A bundle is a directory with query.npy (and optionally key.npy, value.npy, "
-                       "w_q.npy ... w_o.npy, masks, tokens, bundle.json).");
+                       "w_q.npy ... w_o.npy, masks, tokens, bundle.json) or attentions.npy. A model folder "
+                       "(attnscope-model/1: config.json, vocab.json, one .npy per tensor) opens as a trained model.");
     if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
     ImGui::SetNextItemWidth(-1);
     const bool submitted = ImGui::InputTextWithHint("##bundle_path", "/path/to/bundle", &state.ui.bundle_path_input,
@@ -92,11 +114,15 @@ void drawOpenBundleModal(AppState& state) {
         if (!std::filesystem::is_directory(state.ui.bundle_path_input)) {
           throw InputError("bundle: " + state.ui.bundle_path_input + " is not a directory");
         }
-        // bundle.json's heads, mask, scale, fill, dropout and seed, as compute and export read them.
-        Settings opened = settingsForBundle(state.settings, state.ui.bundle_path_input);
-        if (bundleKind(opened.bundle_path) == BundleKind::Tensors)
-          loadBundle(opened.bundle_path, opened.modelDim(), opened.seed);
-        state.settings = opened;
+        if (isModelFolder(state.ui.bundle_path_input)) {
+          openModelFolder(state, state.ui.bundle_path_input);
+        } else {
+          // bundle.json's heads, mask, scale, fill, dropout and seed, as compute and export read them.
+          Settings opened = settingsForBundle(state.settings, state.ui.bundle_path_input);
+          if (bundleKind(opened.bundle_path) == BundleKind::Tensors)
+            loadBundle(opened.bundle_path, opened.modelDim(), opened.seed);
+          state.settings = opened;
+        }
         setFocus(state, ViewFocus{});  // a new bundle starts at its first map
         settingsEdited(state);
         ImGui::CloseCurrentPopup();

@@ -19,6 +19,10 @@ int focusMapCount(const AppState& state) {
   return state.compute.view && state.compute.correct_view && state.compute.error.empty() ? 3 : 2;
 }
 
+bool showsPredictions(const AppState& state) {
+  return state.settings.source == InputSource::Model && state.compute.view && !state.compute.view->predictions.empty();
+}
+
 PanelRect panelRect(const AppState& state, Panel panel) {
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   const ImVec2 origin = viewport->WorkPos;
@@ -39,8 +43,11 @@ PanelRect panelRect(const AppState& state, Panel panel) {
   const float tab_bar_h = ImGui::GetFrameHeightWithSpacing();  // Maps / Compare tabs
   const float focus_h = focus_map + ImGui::GetFrameHeight() + (maps == 3 ? 8.0f : 7.0f) * line_h + 60.0f + tab_bar_h;
   const float grid_h = std::floor(std::clamp(body_h - focus_h, body_h * 0.30f, body_h * 0.50f));
-  const float mask_h = std::floor(body_h * 0.36f);
-  const float stepper_h = state.stepper.open ? std::floor((body_h - mask_h) * 0.6f) : 0.0f;
+  // A trained model's predictions take the top of the right column.
+  const float predictions_h = showsPredictions(state) ? std::floor(body_h * 0.30f) : 0.0f;
+  const float mask_h = std::floor(body_h * (predictions_h > 0 ? 0.30f : 0.36f));
+  const float stepper_h = state.stepper.open ? std::floor((body_h - predictions_h - mask_h) * 0.6f) : 0.0f;
+  const float right_x = origin.x + left_w + centre_w;
   // The head metrics table takes the right part of the grid's band.
   const float table_w = std::floor(std::clamp(centre_w * 0.42f, 280.0f, 520.0f));
   switch (panel) {
@@ -50,12 +57,12 @@ PanelRect panelRect(const AppState& state, Panel panel) {
       return {ImVec2(origin.x + left_w + centre_w - table_w, origin.y), ImVec2(table_w, grid_h)};
     case Panel::Focus:
       return {ImVec2(origin.x + left_w, origin.y + grid_h), ImVec2(centre_w, body_h - grid_h)};
-    case Panel::Mask: return {ImVec2(origin.x + left_w + centre_w, origin.y), ImVec2(right_w, mask_h)};
-    case Panel::Stepper:
-      return {ImVec2(origin.x + left_w + centre_w, origin.y + mask_h), ImVec2(right_w, stepper_h)};
+    case Panel::Predictions: return {ImVec2(right_x, origin.y), ImVec2(right_w, predictions_h)};
+    case Panel::Mask: return {ImVec2(right_x, origin.y + predictions_h), ImVec2(right_w, mask_h)};
+    case Panel::Stepper: return {ImVec2(right_x, origin.y + predictions_h + mask_h), ImVec2(right_w, stepper_h)};
     case Panel::Pipeline:
-      return {ImVec2(origin.x + left_w + centre_w, origin.y + mask_h + stepper_h),
-              ImVec2(right_w, body_h - mask_h - stepper_h)};
+      return {ImVec2(right_x, origin.y + predictions_h + mask_h + stepper_h),
+              ImVec2(right_w, body_h - predictions_h - mask_h - stepper_h)};
     case Panel::StatusBar: return {ImVec2(origin.x, origin.y + body_h), ImVec2(width, status_h)};
   }
   return {origin, viewport->WorkSize};

@@ -36,7 +36,9 @@ void drawMaskPanel(AppState& state) {
     const float button_w = ImGui::CalcTextSize("Export").x + 2 * ImGui::GetStyle().FramePadding.x;
     const float button_x = std::max(ImGui::GetCursorPosX() + 40.0f, ImGui::GetWindowContentRegionMax().x - button_w);
     ImGui::PushTextWrapPos(button_x - ImGui::GetStyle().ItemSpacing.x);
-    ImGui::Text("mask = %s   batch item %lld", state.settings.mask.toString().c_str(),
+    // The layer's own mask (a trained model's is causal whatever the sandbox's setting).
+    const std::string& mask_name = v->maps[layer].mask_name;
+    ImGui::Text("mask = %s   batch item %lld", (mask_name.empty() ? state.settings.mask.toString() : mask_name).c_str(),
                 static_cast<long long>(tex.batch_item));
     ImGui::PopTextWrapPos();
     recordLayout(state, "mask_header");

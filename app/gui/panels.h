@@ -8,11 +8,12 @@
 
 namespace attnscope {
 
-enum class Panel { Controls, HeadGrid, Metrics, Focus, Mask, Pipeline, Stepper, StatusBar };
+enum class Panel { Controls, HeadGrid, Metrics, Focus, Predictions, Mask, Pipeline, Stepper, StatusBar };
 
 // Fixed layout filling the main viewport: controls left, head grid (with the head metrics
 // table right of it) over the focus view in the centre, mask over pipeline on the right
-// (the KV-cache stepper, when open, between them), status line along the bottom.
+// (a trained model's predictions above them; the KV-cache stepper, when open, between
+// them), status line along the bottom.
 struct PanelRect {
   ImVec2 pos, size;
 };
@@ -22,6 +23,8 @@ bool beginPanelWindow(const AppState& state, const char* title, Panel panel, ImG
 // Heatmaps side by side in the focus view: 3 when a teaching mistake's buggy and correct
 // probabilities are both shown (beside the scores), else 2.
 int focusMapCount(const AppState& state);
+// The latest result is a trained model's run (predictions panel shown).
+bool showsPredictions(const AppState& state);
 
 void drawControlPanel(AppState& state);
 void drawHeadGridPanel(AppState& state);
@@ -30,6 +33,7 @@ void drawFocusPanel(AppState& state);
 // Tabs of the focus panel, drawn inside its window.
 void drawComparePanel(AppState& state);
 void drawQueryFocusPanel(AppState& state);
+void drawPredictionsPanel(AppState& state);  // trained models only
 void drawMaskPanel(AppState& state);
 void drawPipelinePanel(AppState& state);
 void drawStepperPanel(AppState& state);  // only while state.stepper.open

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "config/model_source.h"
 #include "config/run.h"
 
 namespace attnscope {
@@ -41,14 +42,19 @@ std::string loadStartupSettings(const AppOptions& options, AppState& state) {
     } catch (const InputError& e) {
       return e.what();
     }
-  } else if (!saved.empty()) {
+  } else if (!saved.empty() && std::filesystem::exists(saved)) {
     // A bad file is moved aside (never overwritten); its valid keys are kept.
     RecoveredSettings recovered = recoverSettingsFile(saved);
     state.settings = std::move(recovered.settings);
     state.view.focus = recovered.focus;
     state.ui.notice = recovered.notice;
+  } else {
+    state.settings.source = InputSource::Model;  // a first start opens on the code model
   }
-  if (!options.bundle.empty()) {
+  if (isModelFolder(options.bundle)) {
+    // attnscope MODEL: the model on the saved text (or the model's own sample text).
+    state.settings = settingsForModel(state.settings, options.bundle);
+  } else if (!options.bundle.empty()) {
     try {
       // bundle.json's run keys, exactly as `attnscope compute/export BUNDLE` read them.
       state.settings = settingsForBundle(state.settings, options.bundle);

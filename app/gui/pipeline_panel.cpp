@@ -3,6 +3,7 @@
 // three shape constraints (red when violated).
 #include <imgui.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -220,7 +221,16 @@ void drawPipelinePanel(AppState& state) {
       settingsEdited(state);
     }
     recordLayout(state, "folded_toggle");
-    if (const AttentionTrace* t = state.compute.trace()) {
+    // A trained model's run: the focused layer's attention (every layer has its trace).
+    const ViewModel* model_run = state.compute.view && state.compute.view->source == ViewSource::ModelRun &&
+                                         state.compute.error.empty()
+                                     ? state.compute.view.get()
+                                     : nullptr;
+    const AttentionTrace* layer_trace =
+        model_run ? model_run->maps[std::min<int64_t>(state.view.focus.layer, model_run->layers - 1)].trace.get() : nullptr;
+    if (model_run) ImGui::TextDisabled("%s, layer %lld: its attention", model_run->model.c_str(),
+                                       static_cast<long long>(state.view.focus.layer));
+    if (const AttentionTrace* t = layer_trace ? layer_trace : state.compute.trace()) {
       ImGui::TextDisabled("B=%lld L=%lld S=%lld D=%lld H=%lld d=%lld", static_cast<long long>(t->B),
                           static_cast<long long>(t->L), static_cast<long long>(t->S), static_cast<long long>(t->D),
                           static_cast<long long>(t->H), static_cast<long long>(t->d));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gui/export_jobs.h"
+#include "gui/panels.h"
 #include "tensor/npy.h"
 
 namespace attnscope {
@@ -42,6 +43,7 @@ void writeStateLog(AppState& state, int width, int height) {
   line["item_active"] = state.ui.item_active;
   line["help_open"] = state.ui.show_help;
   line["modal_open"] = state.ui.bundle_modal_open;
+  line["open_error"] = state.ui.bundle_error;  // the open dialog's message
   line["selected_view"] = exportViewName(e.selected);
   line["export_dir"] = exportFolder(s);
   line["exporting"] = exportBusy(e);
@@ -58,6 +60,26 @@ void writeStateLog(AppState& state, int width, int height) {
     line["L"] = v->L;
     line["S"] = v->S;
     line["warnings"] = v->warnings;
+  }
+  if (s.source == InputSource::Model) {
+    line["model"] = s.model;
+    line["model_text"] = s.model_text;
+  }
+  line["models_listed"] = nlohmann::json::array();
+  for (const ShippedModel& m : state.ui.shipped_models) line["models_listed"].push_back(m.name);
+  line["predictions"] = nullptr;  // the predictions panel: position, the 5 guesses, the actual next
+  if (const PredictionPosition at = predictionPosition(state); at.position >= 0 && showsPredictions(state)) {
+    const NextTokenPredictions& p = v->predictions[at.position];
+    nlohmann::json top = nlohmann::json::array();
+    for (const TokenGuess& guess : p.top) top.push_back({{"label", guess.label}, {"prob", guess.prob}});
+    line["predictions"] = {{"position", at.position}, {"why", at.why}, {"top", top}, {"actual", p.actual},
+                           {"actual_prob", p.actual_prob}, {"actual_is_top", p.actual_is_top}};
+  }
+  if (v && v->source == ViewSource::ModelRun) {
+    line["query_tokens"] = v->query_tokens[0];
+    line["model_name"] = v->model;
+    line["caption"] = v->notes;
+    line["unknown_tokens"] = v->unknown_tokens;
   }
   if (const AttentionTrace* t = c.trace()) {
     line["D"] = t->D;

@@ -40,6 +40,10 @@ void drawStatusBar(AppState& state) {
                   static_cast<long long>(t->B), static_cast<long long>(t->L), static_cast<long long>(t->S),
                   static_cast<long long>(t->D), static_cast<long long>(t->H), static_cast<long long>(t->d),
                   state.compute.compute_ms, residentMiB());
+    } else if (v && v->source == ViewSource::ModelRun) {
+      ImGui::Text("model %s: layers=%lld  H=%lld  L=%lld (context %lld)   |   run %.1f ms   |   memory %.0f MiB",
+                  v->model.c_str(), static_cast<long long>(v->layers), static_cast<long long>(v->H),
+                  static_cast<long long>(v->L), static_cast<long long>(v->context), state.compute.compute_ms, residentMiB());
     } else if (v) {
       ImGui::Text("imported: layers=%lld  B=%lld  H=%lld  L=%lld  S=%lld   |   load %.1f ms   |   memory %.0f MiB",
                   static_cast<long long>(v->layers), static_cast<long long>(v->B), static_cast<long long>(v->H),

@@ -83,6 +83,9 @@ struct ViewState {
   bool tab_requested = false;  // select `tab` in the tab bar next frame (shortcut, label click)
   CompareView compare;
   QueryFocusView query_focus;
+  // Model runs: the query position whose next-token predictions are shown when no map is
+  // hovered (clicked in a map); -1 = the last position. Clamped where it is read.
+  int64_t selected_query = -1;
 };
 
 // The one clamp: each index into [0, limit - 1]; unchanged while the limits are unknown.

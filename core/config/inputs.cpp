@@ -21,6 +21,8 @@ AttentionInputs sourceInputs(const Settings& s) {
     case InputSource::Bundle: return bundleInputs(s).inputs;
     case InputSource::Synthetic: return syntheticInputs(s);
     case InputSource::Text: break;
+    case InputSource::Model:
+      throw InputError("model " + s.model + ": a trained model brings its own inputs (see config/model_source.h)");
   }
   return textInputs(s);
 }

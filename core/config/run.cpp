@@ -9,6 +9,7 @@
 #include "config/attention_bundle.h"
 #include "config/bundle.h"
 #include "config/inputs.h"
+#include "config/model_source.h"
 
 namespace attnscope {
 namespace {
@@ -163,6 +164,9 @@ Run configureRun(const Settings& settings) {
       run.inputs = buildInputs(settings);
       run.source = "built-in demo (\"" + settings.text + "\")";
       break;
+    case InputSource::Model:
+      throw InputError(modelFolder(settings) + ": a trained model runs whole (buildView, attnscope model run), "
+                                               "not as one attention layer");
   }
   // Bundles bring their own D (rows of w_q); the temperature scale needs the real one.
   run.options = attentionOptions(settings, run.inputs.w_q.dim(0));
@@ -173,6 +177,10 @@ std::shared_ptr<const ViewModel> buildView(const Settings& settings) {
   if (settings.source == InputSource::Bundle && !settings.bundle_path.empty() &&
       bundleKind(settings.bundle_path) == BundleKind::Attentions)
     return std::make_shared<const ViewModel>(viewFromImported(loadAttentionBundle(settings.bundle_path)));
+  if (settings.source == InputSource::Model) {
+    ModelRunner runner(std::make_shared<const Model>(loadModel(modelFolder(settings))));
+    return std::make_shared<const ViewModel>(viewFromModelRun(runner.model(), runner.run(settings.model_text)));
+  }
   const Run run = configureRun(settings);
   return std::make_shared<const ViewModel>(
       viewFromTrace(std::make_shared<const AttentionTrace>(runAttention(run.inputs, run.options))));

@@ -42,10 +42,12 @@ void applyBundleRunKeys(const nlohmann::json& meta, const std::string& json_path
 
 // Inputs for the settings' source and the options for them (temperature scale with the
 // real D of a bundle). Throws InputError for bad settings or inputs, for sizes whose
-// trace would not fit in memory (with the estimate), and for an attention bundle.
+// trace would not fit in memory (with the estimate), for an attention bundle and for a
+// trained model (source Model: it runs whole, see buildView).
 Run configureRun(const Settings& settings);
 
-// What the settings show: an attention bundle's imported maps, else the core trace of
+// What the settings show: an attention bundle's imported maps, a trained model's run on
+// model_text (every layer, predictions; config/model_source.h), else the core trace of
 // configureRun(settings) + runAttention (one layer). Throws InputError.
 std::shared_ptr<const ViewModel> buildView(const Settings& settings);
 

@@ -16,6 +16,7 @@ constexpr SourceRow kSources[] = {
     {InputSource::Text, "text"},
     {InputSource::Synthetic, "synthetic"},
     {InputSource::Bundle, "bundle"},
+    {InputSource::Model, "model"},
 };
 
 struct ScaleRow {

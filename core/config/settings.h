@@ -18,6 +18,7 @@ enum class InputSource {
   Text,       // tokens from text (lines = batch items), seeded embeddings + positional encoding
   Synthetic,  // seeded random inputs of any L, S, B (large sizes)
   Bundle,     // a tensor bundle directory of .npy files
+  Model,      // a trained model folder (attnscope-model/1) run on model_text
 };
 
 enum class ScaleChoice {
@@ -28,7 +29,7 @@ enum class ScaleChoice {
 };
 
 // Name tables, the one place each name lives (settings JSON, CLI flags, bundle.json, combos).
-const char* inputSourceName(InputSource source);  // "text", "synthetic", "bundle"
+const char* inputSourceName(InputSource source);  // "text", "synthetic", "bundle", "model"
 std::optional<InputSource> inputSourceFromName(const std::string& name);
 std::vector<ScaleChoice> allScaleChoices();        // in enum order
 const char* scaleChoiceName(ScaleChoice choice);   // "inv_sqrt_d", "none", "temperature", "factor"
@@ -44,6 +45,11 @@ struct ScaleSetting {
 std::optional<ScaleSetting> scaleFromText(const std::string& text);
 std::optional<ScaleSetting> scaleFromFactor(double factor);
 
+// The app's first text for the default model (python-code): repeated names and brackets
+// bring out its previous-token, bracket and induction heads.
+inline constexpr const char* kDefaultModelText =
+    "def area(width, height):\n    return width * height\n\nprint(area(3, 4), area(width, height))\n";
+
 struct Settings {
   // input
   InputSource source = InputSource::Text;
@@ -55,6 +61,10 @@ struct Settings {
   int64_t batch = 1;                              // synthetic mode batch size
   std::vector<int64_t> valid_lens;                // per batch item; empty = full length
   std::string bundle_path;
+  // trained model (source Model): a shipped model's name (assets/models/NAME) or a folder
+  // path (any value with a '/'), run on model_text. See config/model_source.h.
+  std::string model = "python-code";
+  std::string model_text = kDefaultModelText;
 
   // model
   int64_t heads = 4;

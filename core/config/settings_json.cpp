@@ -128,6 +128,8 @@ json settingsToJson(const Settings& s, const ViewFocus& focus) {
       {"batch", s.batch},
       {"valid_lens", s.valid_lens},
       {"bundle_path", s.bundle_path},
+      {"model", s.model},
+      {"model_text", s.model_text},
       {"heads", s.heads},
       {"head_dim", s.head_dim},
       {"positional_encoding", s.positional_encoding},
@@ -165,7 +167,7 @@ Settings settingsFromJson(const json& j, std::vector<std::string>* problems) {
   const Reader r(j, problems);
   r.with("source", [&](const json& v) {
     const std::optional<InputSource> source = v.is_string() ? inputSourceFromName(v.get<std::string>()) : std::nullopt;
-    if (!source) Reader::fail("source", "must be \"text\", \"synthetic\" or \"bundle\"");
+    if (!source) Reader::fail("source", "must be \"text\", \"synthetic\", \"bundle\" or \"model\"");
     s.source = *source;
   });
   r.string("text", s.text);
@@ -176,6 +178,9 @@ Settings settingsFromJson(const json& j, std::vector<std::string>* problems) {
   r.integer("batch", s.batch, 1, 4096);
   r.integerList("valid_lens", s.valid_lens);
   r.string("bundle_path", s.bundle_path);
+  r.string("model", s.model);
+  if (s.model.empty()) Reader::fail("model", "must name a shipped model or a model folder");
+  r.string("model_text", s.model_text);
   r.integer("heads", s.heads, 1, 4096);
   r.integer("head_dim", s.head_dim, 1, 65536);
   r.boolean("positional_encoding", s.positional_encoding);

@@ -1,5 +1,6 @@
 #include "model/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -181,12 +182,24 @@ class TensorReader {
   std::string folder_;
 };
 
-std::string readCaption(const std::string& folder, const std::string& fallback) {
+// training.json's caption (else the config's description) and its notable heads; entries
+// that are not well-formed are skipped (the log is documentation, not part of the format).
+void readTrainingLog(const std::string& folder, const std::string& fallback, Model& m) {
+  m.caption = fallback;
   const std::string path = (fs::path(folder) / "training.json").string();
-  if (!fs::exists(path)) return fallback;
+  if (!fs::exists(path)) return;
   const json j = readJsonFile(path);
-  if (j.is_object() && j.contains("caption") && j["caption"].is_string()) return j["caption"].get<std::string>();
-  return fallback;
+  if (!j.is_object()) return;
+  if (j.contains("caption") && j["caption"].is_string()) m.caption = j["caption"].get<std::string>();
+  if (!j.contains("notable_heads") || !j["notable_heads"].is_object()) return;
+  for (const auto& [pattern, h] : j["notable_heads"].items()) {
+    if (!h.is_object() || !h.contains("layer") || !h["layer"].is_number_integer() || !h.contains("head") ||
+        !h["head"].is_number_integer() || !h.contains("score") || !h["score"].is_number())
+      continue;
+    m.notable_heads.push_back({pattern, h["layer"].get<int64_t>(), h["head"].get<int64_t>(), h["score"].get<double>()});
+  }
+  std::stable_sort(m.notable_heads.begin(), m.notable_heads.end(),
+                   [](const NotableHead& a, const NotableHead& b) { return a.score > b.score; });
 }
 
 }  // namespace
@@ -256,7 +269,7 @@ Model loadModel(const std::string& folder) {
   } else {
     m.lm_head = r.required("lm_head", {V, D}, "unembedding [vocab_size, d_model]; or set tied_embeddings");
   }
-  m.caption = readCaption(folder, c.description);
+  readTrainingLog(folder, c.description, m);
   return m;
 }
 

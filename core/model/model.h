@@ -48,6 +48,13 @@ struct BlockWeights {
   Tensor w_out, b_out;           // [D, M], [D]
 };
 
+// A head training.json's "notable_heads" names: the best head for one pattern score.
+struct NotableHead {
+  std::string pattern;  // "previous_token", "induction", ...
+  int64_t layer = 0, head = 0;
+  double score = 0.0;
+};
+
 struct Model {
   std::string folder;
   ModelConfig config;
@@ -59,6 +66,7 @@ struct Model {
   Tensor ln_f_weight, ln_f_bias;     // [D]
   Tensor lm_head;   // [V, D] (tok_emb's copy when tied_embeddings)
   std::string caption;  // training.json "caption", else config "description"
+  std::vector<NotableHead> notable_heads;  // training.json "notable_heads", best score first; may be empty
 };
 
 // Reads and validates a model folder. Every problem is an InputError naming the file:

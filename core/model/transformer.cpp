@@ -54,21 +54,27 @@ std::string contextOverflowMessage(const Model& model, int64_t tokens) {
          "'s context is " + std::to_string(model.config.max_len) + " (max_len in " + model.folder + "/config.json)";
 }
 
-std::vector<Prediction> topPredictions(const Model& model, const Tensor& logits, int64_t position, int64_t k) {
+std::vector<double> nextTokenProbs(const Tensor& logits, int64_t position) {
   const int64_t V = logits.dim(1);
   const float* row = &logits.data.at(position * V);
   const double top = *std::max_element(row, row + V);
   std::vector<double> p(V);
   double sum = 0.0;
   for (int64_t v = 0; v < V; ++v) sum += p[v] = std::exp(row[v] - top);
+  for (double& x : p) x /= sum;
+  return p;
+}
+
+std::vector<Prediction> topPredictions(const Model& model, const Tensor& logits, int64_t position, int64_t k) {
+  const std::vector<double> p = nextTokenProbs(logits, position);
+  const int64_t V = static_cast<int64_t>(p.size());
   std::vector<int64_t> order(V);
   std::iota(order.begin(), order.end(), 0);
   k = std::min(k, V);
   std::partial_sort(order.begin(), order.begin() + k, order.end(),
                     [&](int64_t a, int64_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
   std::vector<Prediction> out;
-  for (int64_t i = 0; i < k; ++i)
-    out.push_back({order[i], tokenLabel(model, order[i]), p[order[i]] / sum});
+  for (int64_t i = 0; i < k; ++i) out.push_back({order[i], tokenLabel(model, order[i]), p[order[i]]});
   return out;
 }
 

@@ -27,6 +27,9 @@ struct Prediction {
   double prob = 0.0;
 };
 
+// [V] next-token probabilities after `position`: softmax of logits[position], in double.
+std::vector<double> nextTokenProbs(const Tensor& logits, int64_t position);
+
 // The k most likely next tokens after `position` (softmax of logits[position]), best first.
 std::vector<Prediction> topPredictions(const Model& model, const Tensor& logits, int64_t position, int64_t k);
 

@@ -180,6 +180,12 @@ std::vector<std::vector<std::string>> expandLabels(const std::vector<std::vector
 
 }  // namespace
 
+std::string HeadNote::text() const {
+  char value[32];
+  std::snprintf(value, sizeof value, "%.2f", score);
+  return "L" + std::to_string(layer) + "H" + std::to_string(head) + " " + pattern + " " + value;
+}
+
 const char* viewSourceName(ViewSource source) {
   switch (source) {
     case ViewSource::CoreTrace: return "core trace";

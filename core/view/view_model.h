@@ -39,6 +39,27 @@ struct LayerMaps {
   std::string mask_name;         // "causal+window:3", "none"; "" = unknown (imported)
 };
 
+// A trained model's guess for the token after one query position (softmax of its logits
+// row, computed in core when the run is made).
+struct TokenGuess {
+  std::string label;  // one printable line ("\\n")
+  double prob = 0.0;
+};
+struct NextTokenPredictions {
+  std::vector<TokenGuess> top;  // best first (k = 5, or V when smaller)
+  std::string actual;           // the character at position + 1 as a label; "" at the last position
+  double actual_prob = 0.0;     // the model's probability for it (0 at the last position)
+  bool actual_is_top = false;   // the top guess is the actual next character
+};
+
+// A head that a trained model's training.json names as the best for one pattern.
+struct HeadNote {
+  int64_t layer = 0, head = 0;
+  std::string pattern;  // "previous token", "induction", ... (underscores as spaces)
+  double score = 0.0;   // the pattern score training.json reports
+  std::string text() const;  // "L1H3 induction 0.58"
+};
+
 // Ranges of one [L, S] map over its allowed cells with finite values.
 struct MapRange {
   float min = 0.0f, max = 0.0f;   // 0, 0 when no cell counts
@@ -91,8 +112,13 @@ struct ViewModel {
   std::vector<int64_t> fully_masked_counts;            // [layers, B] query rows with no allowed key
   std::vector<std::vector<ComponentMap>> component_maps;  // [layers, B][component] (core traces)
   std::vector<std::string> warnings;                   // one line each, e.g. rows not summing to 1
-  std::string model;                                   // imported: bundle.json "model"; else ""
-  std::string notes;                                   // imported: bundle.json "notes"; else ""
+  std::string model;                                   // imported: bundle.json "model"; model run: its name
+  std::string notes;                                   // imported: bundle.json "notes"; model run: the caption
+  // Model runs (config/model_source.h) only; empty otherwise:
+  std::vector<NextTokenPredictions> predictions;       // [L] the guess after each query position
+  std::vector<HeadNote> notable_heads;                 // from training.json, best score first
+  int64_t unknown_tokens = 0;                          // characters outside the vocabulary (unk id)
+  int64_t context = 0;                                 // the model's max_len (tokens)
   // The core's trace (CoreTrace: the one layer's) for the pipeline panel; null otherwise.
   std::shared_ptr<const AttentionTrace> trace;
 

@@ -3,6 +3,7 @@
 // tokenization (UTF-8 characters, unknown ids, bytes), and next-token predictions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/model_source.h"
+#include "config/run.h"
 #include "model/transformer.h"
 #include "tensor/npy.h"
 
@@ -123,6 +126,117 @@ TEST_F(ModelFolder, TooLongAndEmptyTextsAreInputErrors) {
   EXPECT_THROW(runner.run(std::string(13, 'a')), InputError);
   EXPECT_THROW(runner.run(""), InputError);
   EXPECT_NO_THROW(runner.run(std::string(12, 'a')));
+}
+
+// The app's and export's view of a model run: every layer, labels with unknown characters
+// marked, and the top-5 guess after every position with the actual next character's
+// probability, all against a float64 softmax of the logits computed here.
+TEST_F(ModelFolder, ViewOfAModelRunHasPredictionsForEveryPosition) {
+  auto model = std::make_shared<const Model>(loadModel(write()));
+  ModelRunner runner(model);
+  const std::string text = "ab?ca";
+  const ModelRun& run = runner.run(text);
+  const ViewModel view = viewFromModelRun(*model, run);
+  EXPECT_EQ(view.source, ViewSource::ModelRun);
+  EXPECT_EQ(view.layers, 2);
+  EXPECT_EQ(view.H, 2);
+  EXPECT_EQ(view.L, 5);
+  EXPECT_EQ(view.model, "tiny");
+  EXPECT_EQ(view.notes, "test");  // no training.json: the config's description
+  EXPECT_EQ(view.unknown_tokens, 1);
+  EXPECT_EQ(view.query_tokens[0], (std::vector<std::string>{"a", "b", "? (unk)", "c", "a"}));
+  ASSERT_EQ(view.predictions.size(), 5u);
+  const int64_t V = 6;
+  const std::vector<std::string> vocab = {"<unk>", "a", "b", "c", "é", "\\n"};
+  for (int64_t t = 0; t < 5; ++t) {
+    const float* row = &run.logits.data[t * V];
+    double max_logit = -1e30, sum = 0.0;
+    for (int64_t v = 0; v < V; ++v) max_logit = std::max<double>(max_logit, row[v]);
+    std::vector<double> p(V);
+    for (int64_t v = 0; v < V; ++v) sum += p[v] = std::exp(double(row[v]) - max_logit);
+    for (double& x : p) x /= sum;
+    const NextTokenPredictions& got = view.predictions[t];
+    ASSERT_EQ(got.top.size(), 5u);
+    int64_t best = 0;
+    for (int64_t v = 1; v < V; ++v)
+      if (p[v] > p[best]) best = v;
+    EXPECT_EQ(got.top[0].label, vocab[best]) << t;
+    for (size_t i = 0; i < got.top.size(); ++i) {
+      const auto id = std::find(vocab.begin(), vocab.end(), got.top[i].label) - vocab.begin();
+      EXPECT_NEAR(got.top[i].prob, p[id], 1e-9) << t;
+      if (i > 0) {
+        EXPECT_GE(got.top[i - 1].prob, got.top[i].prob);
+      }
+    }
+    if (t == 4) {
+      EXPECT_EQ(got.actual, "");
+      EXPECT_FALSE(got.actual_is_top);
+      continue;
+    }
+    const int64_t next = run.tokens.ids[t + 1];
+    EXPECT_EQ(got.actual, std::string(1, text[t + 1]));
+    EXPECT_NEAR(got.actual_prob, p[next], 1e-9);
+    EXPECT_EQ(got.actual_is_top, t + 1 != 2 && next == best) << t;  // an unknown character is never "right"
+  }
+}
+
+TEST_F(ModelFolder, TrainingLogGivesCaptionAndNotableHeads) {
+  const std::string dir = write();
+  std::ofstream(fs::path(dir) / "training.json") << R"({"caption": "Trained on abc.",
+      "notable_heads": {"previous_token": {"layer": 0, "head": 1, "score": 0.612},
+                        "induction": {"layer": 1, "head": 0, "score": 0.9},
+                        "broken": {"layer": "x"}}})";
+  auto model = std::make_shared<const Model>(loadModel(dir));
+  ModelRunner runner(model);
+  const ViewModel view = viewFromModelRun(*model, runner.run("abc"));
+  EXPECT_EQ(view.notes, "Trained on abc.");
+  ASSERT_EQ(view.notable_heads.size(), 2u);
+  EXPECT_EQ(view.notable_heads[0].text(), "L1H0 induction 0.90");
+  EXPECT_EQ(view.notable_heads[1].text(), "L0H1 previous token 0.61");
+  EXPECT_EQ((std::vector<int64_t>{view.notable_heads[1].layer, view.notable_heads[1].head}), (std::vector<int64_t>{0, 1}));
+}
+
+// Settings with source Model go through buildView like every other source.
+TEST_F(ModelFolder, SettingsForModelBuildTheSameView) {
+  const std::string dir = write();
+  const Settings base;
+  const Settings s = settingsForModel(base, dir + "/", "abca");
+  EXPECT_EQ(s.source, InputSource::Model);
+  EXPECT_EQ(s.model, fs::absolute(dir).lexically_normal().string());
+  EXPECT_EQ(modelFolder(s), s.model);
+  EXPECT_TRUE(isModelFolder(dir));
+  EXPECT_FALSE(isModelFolder((fs::path(dir) / "config.json").string()));
+  const auto view = buildView(s);
+  auto model = std::make_shared<const Model>(loadModel(dir));
+  ModelRunner runner(model);
+  const ModelRun& run = runner.run("abca");
+  ASSERT_EQ(view->layers, 2);
+  for (int64_t layer = 0; layer < 2; ++layer)
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t n = 0; n < 16; ++n)
+        EXPECT_EQ(view->probs(layer, 0, h)[n], run.layers[layer].probs.data[h * 16 + n]);
+  EXPECT_THROW(configureRun(s), InputError);  // a model runs whole, not as one attention layer
+  Settings too_long = s;
+  too_long.model_text = std::string(13, 'a');
+  EXPECT_THROW(buildView(too_long), InputError);
+}
+
+// Switching models keeps what the user typed; untouched sample texts follow the model.
+TEST(ModelSource, TextForModel) {
+  EXPECT_EQ(textForModel(kDefaultModelText, "reverse-digits"), sampleText("reverse-digits"));
+  EXPECT_EQ(textForModel(sampleText("reverse-digits"), "python-code"), kDefaultModelText);
+  EXPECT_EQ(textForModel("my own text", "reverse-digits"), "my own text");
+  EXPECT_EQ(textForModel("", "python-code"), kDefaultModelText);
+  EXPECT_EQ(textForModel(kDefaultModelText, "some-folder"), kDefaultModelText);  // no sample: kept
+  Settings missing;
+  missing.source = InputSource::Model;
+  missing.model = "no-such-shipped-model";
+  EXPECT_THROW(modelFolder(missing), InputError);
+  Settings typed;
+  typed.model_text = "my own text";
+  EXPECT_EQ(settingsForModel(typed, "/m/reverse-digits/").model_text, "my own text");
+  EXPECT_EQ(settingsForModel(Settings(), "/m/reverse-digits/").model_text, sampleText("reverse-digits"));
+  EXPECT_EQ(settingsForModel(Settings(), "/m/reverse-digits/").model, "/m/reverse-digits");
 }
 
 }  // namespace

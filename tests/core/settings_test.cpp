@@ -88,6 +88,24 @@ TEST(SettingsJson, ViewFocusRoundTripsBesideTheSettings) {
   EXPECT_THROW(viewFocusFromJson(json{{"focused_layer", "x"}}), InputError);
 }
 
+// A trained model: its name (or folder) and its own text, beside the sandbox's text.
+TEST(SettingsJson, ModelSourceRoundTrips) {
+  Settings s;
+  s.source = InputSource::Model;
+  s.model = "/models/mine";
+  s.model_text = "x = (1,\n 2)";
+  const json j = settingsToJson(s);
+  EXPECT_EQ(j["source"], "model");
+  EXPECT_EQ(j["model"], "/models/mine");
+  const Settings back = settingsFromJson(j);
+  EXPECT_EQ(back.source, InputSource::Model);
+  EXPECT_EQ(back.model, s.model);
+  EXPECT_EQ(back.model_text, s.model_text);
+  EXPECT_EQ(back.text, Settings().text);
+  EXPECT_EQ(Settings().model, "python-code");
+  EXPECT_EQ(Settings().model_text, kDefaultModelText);
+}
+
 TEST(SettingsJson, MissingAndUnknownKeys) {
   const Settings s = settingsFromJson(json{{"heads", 2}, {"unknown_key", "ignored"}});
   EXPECT_EQ(s.heads, 2);
@@ -108,7 +126,9 @@ TEST(SettingsJson, WrongTypesAndValuesNameTheKey) {
       {{{"head_dim", 2.5}}, "settings: 'head_dim' must be an integer"},
       {{{"bias", 1}}, "settings: 'bias' must be true or false"},
       {{{"text", 5}}, "settings: 'text' must be a string"},
-      {{{"source", "camera"}}, "settings: 'source' must be \"text\", \"synthetic\" or \"bundle\""},
+      {{{"source", "camera"}}, "settings: 'source' must be \"text\", \"synthetic\", \"bundle\" or \"model\""},
+      {{{"model", ""}}, "settings: 'model' must name a shipped model or a model folder"},
+      {{{"model_text", 3}}, "settings: 'model_text' must be a string"},
       {{{"mask", "casual"}}, "settings: 'mask' is invalid: mask: unknown term 'casual'"},
       {{{"mask", 3}}, "settings: 'mask' must be a mask string"},
       {{{"fill", "zero"}}, "settings: 'fill' must be \"inf\" or \"1e9\""},

@@ -22,7 +22,10 @@ class RenderTest(g.AppTestCase):
         return g.read_png(shot), states[-1]
 
     def test_demo_starts_and_draws_every_head(self):
-        (width, height, rows), state = self.run_app("demo")
+        # The random-weights sandbox's demo sentence (a first start opens on a trained model:
+        # test_models_gui.py).
+        settings = g.write_settings(self.dir, "demo.json", source="text")
+        (width, height, rows), state = self.run_app("demo", "--settings", settings)
         self.assertEqual((width, height), (1440, 900))
         self.assertEqual(state["error"], "")
         self.assertEqual((state["heads"], state["L"], state["S"]), (4, 10, 10))

@@ -1,0 +1,52 @@
+// Trained models as an input source (Settings::source == InputSource::Model): where the
+// shipped models are, which folder the settings' `model` names, and the view model of a
+// model run (every layer's maps, next-token predictions, the caption of training.json).
+// The app's worker, `attnscope export MODEL --text` and `attnscope MODEL` all go through here.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/settings.h"
+#include "model/transformer.h"
+#include "view/view_model.h"
+
+namespace attnscope {
+
+// The assets folder: $ATTNSCOPE_ASSETS when set, else the first of EXE_DIR/assets,
+// EXE_DIR/../assets, EXE_DIR/../share/attnscope/assets and the source tree's assets/ that
+// has a models/ folder; "" when none has.
+std::string assetsDir();
+
+// The models shipped in ASSETS/models (folders with a config.json), sorted by name.
+struct ShippedModel {
+  std::string name;    // the folder's name, e.g. "python-code"
+  std::string folder;  // its path
+};
+std::vector<ShippedModel> shippedModels();
+
+// A text that shows what a shipped model does (the default text when it is picked);
+// "" for models without one.
+std::string sampleText(const std::string& model_name);
+// The text to show when switching to model_name: its sample when the current text is empty
+// or another model's untouched sample, else the user's text (never lost).
+std::string textForModel(const std::string& current, const std::string& model_name);
+
+// True when dir holds a config.json (a model folder, not a tensor or attention bundle).
+bool isModelFolder(const std::string& dir);
+
+// The folder settings.model names: a path when it has a '/', else ASSETS/models/NAME.
+// InputError when a shipped model is missing, saying where it was looked for.
+std::string modelFolder(const Settings& settings);
+
+// base with source = Model, model = folder (made absolute) and model_text = text.
+Settings settingsForModel(Settings base, const std::string& folder, const std::string& text);
+// The same on base's own text, or the model's sample (textForModel): opening a folder in the app.
+Settings settingsForModel(Settings base, const std::string& folder);
+
+// The view of one model run: one layer per block (probabilities, scores, causal mask),
+// query/key labels with unknown characters marked "(unk)", the top-5 predictions after
+// every position, the model's name, caption and notable heads.
+ViewModel viewFromModelRun(const Model& model, const ModelRun& run);
+
+}  // namespace attnscope
