@@ -169,8 +169,19 @@ class Soak(guitest.AppTestCase):
         self.choose_source("text")
         seen = len(guitest.read_state_log(self.log))
         self.act_type(TEXTS[2])
-        self.drag_to_extremes("heads_slider", (0.8, 1.5))
-        guitest.wait_for_new_state(self.log, seen, lambda s: s["source"] == "text" and s["settings_heads"] == 16 and
+        guitest.wait_for_new_state(self.log, seen, lambda s: s.get("L") == 500 and not s["pending"], timeout=120)
+        # The text box has grown and the app was busy: drag until the heads reach 16 (a busy
+        # frame can miss the press, as in choose_source).
+        before_drags = len(guitest.read_state_log(self.log))
+        for _ in range(10):
+            seen = len(guitest.read_state_log(self.log))
+            self.drag_to_extremes("heads_slider", (0.8, 1.5))
+            try:
+                guitest.wait_for_new_state(self.log, seen, lambda s: s["settings_heads"] == 16, timeout=5)
+                break
+            except AssertionError:
+                pass
+        guitest.wait_for_new_state(self.log, before_drags, lambda s: s["source"] == "text" and s["settings_heads"] == 16 and
                                    s.get("L") == 500 and not s["pending"], timeout=120)
         time.sleep(2)  # textures uploaded, exports finished
         return rss_mib(app.pid)
