@@ -120,7 +120,7 @@ struct UiState {
   std::string notice;                  // one-line message, e.g. "settings.json ignored: ..."
   std::string window_title;
   RopeDecayCurve rope_curve;
-  LabelWidths label_widths;            // focus view axis labels
+  LabelWidths label_widths;            // focus and compare views' axis labels
 };
 
 struct ControlDrafts {

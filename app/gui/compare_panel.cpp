@@ -149,7 +149,8 @@ void drawComparePanel(AppState& state) {
   const std::vector<std::string>& q_tokens = view->query_tokens[b];
   const std::vector<std::string>& k_tokens = view->key_tokens[b];
   const float line_h = ImGui::GetTextLineHeightWithSpacing();
-  const float row_label_w = widestLabel(q_tokens, 90.0f) + 8.0f, col_label_h = widestLabel(k_tokens, 80.0f) + 8.0f;
+  const LabelWidths& widths = tokenLabelWidths(state.ui.label_widths, *view, b);
+  const float row_label_w = widths.query + 8.0f, col_label_h = widths.key + 8.0f;
   const float bar_w = 58.0f, gap = 12.0f;
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float list_h = 7 * ImGui::GetFrameHeight();  // header + 6 rows, the rest scrolls

@@ -317,10 +317,7 @@ void drawFocusMaps(AppState& state) {
     }
 
     g.line_h = ImGui::GetTextLineHeightWithSpacing();
-    LabelWidths& widths = state.ui.label_widths;
-    if (widths.view != shown || widths.batch_item != g.b) {
-      widths = {shown, g.b, widestLabel(q_tokens, 90.0f), widestLabel(k_tokens, 80.0f)};
-    }
+    const LabelWidths& widths = tokenLabelWidths(state.ui.label_widths, *shown, g.b);
     g.row_label_w = widths.query + 8.0f;
     g.col_label_h = widths.key + 8.0f;
     g.bar_w = 58.0f;

@@ -159,6 +159,14 @@ float widestLabel(const std::vector<std::string>& labels, float cap) {
   return std::min(widest, cap);
 }
 
+const LabelWidths& tokenLabelWidths(LabelWidths& cache, const ViewModel& view, int64_t batch_item) {
+  if (cache.view != &view || cache.batch_item != batch_item) {
+    const size_t b = static_cast<size_t>(batch_item);
+    cache = {&view, batch_item, widestLabel(view.query_tokens[b], 90.0f), widestLabel(view.key_tokens[b], 80.0f)};
+  }
+  return cache;
+}
+
 AxisLabelsDrawn drawAxisLabels(const LabelSpan& rows, const LabelSpan& cols, ImVec2 min, ImVec2 max) {
   AxisLabelsDrawn drawn;
   ImDrawList* list = ImGui::GetWindowDrawList();

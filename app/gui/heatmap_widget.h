@@ -57,6 +57,9 @@ struct AxisLabelsDrawn {
 
 // Width of the widest label, at most cap (row labels of a heatmap).
 float widestLabel(const std::vector<std::string>& labels, float cap);
+// The widest query and key labels of one batch item of a view, measured once per result and
+// batch item (not per frame), shared by every view that draws token axes.
+const LabelWidths& tokenLabelWidths(LabelWidths& cache, const ViewModel& view, int64_t batch_item);
 
 // Token labels beside a heatmap at screen rectangle [min, max]: query labels left of the
 // rows (right-aligned), key labels under the columns (rotated 90 degrees); both thinned
