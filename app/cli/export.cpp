@@ -189,7 +189,7 @@ int runExportCommand(int argc, char** argv) {
   app.add_option("--settings", flags.settings_file, "settings JSON (as saved beside every export or by the app)");
   app.add_option("--out", flags.out, "export folder (created if missing; default: the settings' export folder "
                                      "or ~/Pictures/attnscope)");
-  app.add_option("--what", flags.what, "figures, comma-separated: probs, scores, mask, grid (default probs)");
+  app.add_option("--what", flags.what, "figures, comma-separated: probs, scores, mask, rollout, flow, grid (default probs); rollout and flow: one map per layer, sources with several layers of self-attention");
   app.add_option("--layers", flags.layers, "layers to export: all (default), or indices such as 0,2; the grid "
                                            "figure is the atlas of these layers");
   app.add_option("--heads", flags.heads, "heads to export for probs/scores: all, or indices such as 0,3 (default: the settings' focused head, 0)");

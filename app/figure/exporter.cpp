@@ -6,10 +6,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "figure.h"
+#include "analysis/layer_maps.h"
 #include "tensor/npy.h"
 
 namespace attnscope {
@@ -47,9 +49,12 @@ void checkNames(const std::vector<std::string>& given, const std::vector<std::st
   }
 }
 
-// One figure: probs/scores of (layers[0], head), the mask of layers[0], or the atlas of layers.
+// One figure: probs/scores of (layers[0], head), the mask, rollout or flow of layers[0], or
+// the atlas of layers.
 Figure buildFigure(const std::string& what, const ViewModel& view, const std::vector<int64_t>& layers,
                    int64_t batch, int64_t head, Colormap map, bool log_scale) {
+  const std::optional<MapKind> kind = mapKindFromName(what);
+  if (kind && mapKindInfo(*kind).across_layers) return acrossLayersFigure(view, *kind, layers[0], batch, map);
   if (what == "probs") return probsFigure(view, layers[0], batch, head, map, log_scale);
   if (what == "scores") return scoresFigure(view, layers[0], batch, head);
   if (what == "mask") return maskFigure(view, layers[0], batch, map);
@@ -82,7 +87,12 @@ OutputFile renderFile(const std::string& format, const Figure& figure) {
 
 }  // namespace
 
-std::vector<std::string> exportWhatNames() { return {"probs", "scores", "mask", "grid"}; }
+std::vector<std::string> exportWhatNames() {
+  std::vector<std::string> names;
+  for (const MapKindInfo& info : mapKinds()) names.push_back(info.name);
+  names.push_back("grid");
+  return names;
+}
 
 
 std::string defaultExportDir() {
@@ -124,9 +134,21 @@ std::string freeBaseName(const std::string& dir, const std::string& base,
   }
 }
 
-std::vector<std::string> exportFigures(const Settings& settings, const ViewModel& view,
+std::vector<std::string> exportFigures(const Settings& settings, const ViewModel& shown_view,
                                        const ExportRequest& request) {
   checkNames(request.what, exportWhatNames(), "figure");
+  // Rollout and flow asked of a view without them (the CLI; the app builds them first):
+  // built here, on a copy.
+  std::optional<ViewModel> extended;
+  for (const std::string& what : request.what) {
+    const std::optional<MapKind> kind = mapKindFromName(what);
+    if (!kind || !mapKindInfo(*kind).across_layers || shown_view.acrossLayers(*kind)) continue;
+    if (!extended) extended = shown_view;
+    const std::string why = acrossLayersUnavailable(*extended);
+    if (!why.empty()) throw InputError(what + ": " + why);
+    addAcrossLayerMaps(*extended, *kind);
+  }
+  const ViewModel& view = extended ? *extended : shown_view;
   checkNames(request.formats, exportFormatNames(), "format");
   const int64_t batch = request.batch >= 0 ? request.batch : request.focus.batch_item;
   const std::vector<int64_t> heads =
@@ -142,7 +164,8 @@ std::vector<std::string> exportFigures(const Settings& settings, const ViewModel
                                 : view.source == ViewSource::ModelRun ? MaskSpec::parse(view.maps[0].mask_name).shortName()
                                                                       : settings.mask.shortName();
 
-  // One figure per (layer, head) for probs/scores; one mask (of the first layer); one atlas.
+  // One figure per (layer, head) for probs/scores; one per layer for rollout/flow; one mask
+  // (of the first layer); one atlas.
   struct Item {
     std::string what;
     std::vector<int64_t> layers;  // figure layers
@@ -156,6 +179,8 @@ std::vector<std::string> exportFigures(const Settings& settings, const ViewModel
         for (int64_t head : heads) items.push_back({what, {layer}, {layer}, head});
     } else if (what == "mask") {
       items.push_back({what, {layers[0]}, {}, -1});
+    } else if (what != "grid") {  // rollout, flow
+      for (int64_t layer : layers) items.push_back({what, {layer}, {layer}, -1});
     } else {
       items.push_back({what, layers, all_layers ? std::vector<int64_t>{} : layers, -1});
     }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <stdexcept>
 
 namespace attnscope {
 namespace {
@@ -176,6 +177,23 @@ Figure scoresFigure(const ViewModel& view, int64_t layer, int64_t b, int64_t h) 
   figure.colormap = Colormap::Diverging;
   figure.panels.push_back(mapPanel(view, view.scores(layer, b, h), layer, b));
   setAutoRange(figure, RangeKind::Score);
+  return figure;
+}
+
+Figure acrossLayersFigure(const ViewModel& view, MapKind kind, int64_t layer, int64_t b, Colormap map) {
+  checkLayerBatchHead(view, layer, b, 0);
+  const AcrossLayerMaps* maps = view.acrossLayers(kind);
+  if (!maps) throw std::logic_error(std::string(mapKindName(kind)) + " figure: its maps are not built");
+  Figure figure = baseFigure(view, layer, b);
+  figure.title = "Attention " + acrossLayersTitle(kind, view.maps[layer].name);
+  figure.value_label = mapKindInfo(kind).value_label;
+  figure.row_axis = "output position";
+  figure.col_axis = "input token";
+  figure.colormap = map;
+  FigurePanel panel;
+  panel.values.assign(maps->map(layer, b), maps->map(layer, b) + view.L * view.L);
+  figure.panels.push_back(std::move(panel));
+  setAutoRange(figure, RangeKind::Probability);
   return figure;
 }
 

@@ -38,6 +38,8 @@ struct Figure {
   std::string title;                      // first title line, e.g. "Attention probabilities, head 3"
   std::string subtitle;                   // second line: "batch item 0 | mask causal | L 9 x S 9"
   std::string value_label;                // colour bar caption: "probability", "score", ...
+  std::string row_axis = "query";         // axis names; rollout and flow: "output position"
+  std::string col_axis = "key";           // ... and "input token"
   Colormap colormap = Colormap::Viridis;
   std::optional<float> low, high;         // colour range; unset = min/max of unmasked finite values
   std::vector<std::pair<float, std::string>> ticks;  // colour bar ticks; empty = round values
@@ -75,6 +77,7 @@ Rgb cellColor(const Figure& figure, const FigurePanel& panel, int64_t row, int64
 //           (InputError for sources without scores, e.g. imported maps)
 //   mask    1 = may attend (top colour), blocked cells masked style; range [0, 1]
 //           (InputError for sources without a mask)
+//   rollout, flow  (acrossLayersFigure) the map after a layer of the given kind
 //   grid    the layer x head atlas of the given layers: rows = layers, columns = heads,
 //           tiles "L2 H3", one shared probability range and colour bar; with one layer
 //           today's head grid (tiles "head k", ceil(sqrt(H)) per row)
@@ -84,6 +87,9 @@ Figure probsFigure(const ViewModel& view, int64_t layer, int64_t b, int64_t h, C
                    bool log_scale = false);
 Figure scoresFigure(const ViewModel& view, int64_t layer, int64_t b, int64_t h);
 Figure maskFigure(const ViewModel& view, int64_t layer, int64_t b, Colormap map);
+// Rollout or flow after `layer` (view.acrossLayers(kind) must be built: analysis/layer_maps),
+// rows = output positions, columns = input tokens, range [0, max] of the map.
+Figure acrossLayersFigure(const ViewModel& view, MapKind kind, int64_t layer, int64_t b, Colormap map);
 Figure gridFigure(const ViewModel& view, const std::vector<int64_t>& layers, int64_t b, Colormap map,
                   bool log_scale = false);
 
@@ -122,7 +128,7 @@ Tensor matrixTensor(const Figure& figure);
 // --- exporting ------------------------------------------------------------------------
 
 struct ExportRequest {
-  std::vector<std::string> what = {"probs"};   // probs, scores, mask, grid
+  std::vector<std::string> what = {"probs"};   // probs, scores, mask, rollout, flow, grid
   ViewFocus focus;                             // the map shown (head and batch defaults)
   std::vector<int64_t> layers;                 // empty = every layer (probs/scores per layer; grid atlas rows)
   std::vector<int64_t> heads;                  // empty = focus.head
@@ -134,7 +140,7 @@ struct ExportRequest {
   CellWindow window;                           // probs/scores/mask: only these rows and keys (app zoom)
 };
 
-std::vector<std::string> exportWhatNames();    // {"probs", "scores", "mask", "grid"}
+std::vector<std::string> exportWhatNames();    // {"probs", "scores", "mask", "rollout", "flow", "grid"}
 std::string defaultExportDir();  // $HOME/Pictures/attnscope
 // The folder exports go to: settings.export_dir, or defaultExportDir() when empty.
 std::string exportFolder(const Settings& settings);

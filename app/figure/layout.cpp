@@ -244,7 +244,7 @@ Layout layoutFigure(const Figure& figure) {
   const double grid_centre_x = matrix_x + grid_w / 2;
   const double title_w = std::max(measure.width(figure.title, kTitleSize, true),
                                   measure.width(figure.subtitle, kSubtitleSize));
-  const double key_axis_w = measure.width("key", kAxisSize);
+  const double key_axis_w = measure.width(figure.col_axis, kAxisSize);
   // Shift right when the centred title (or key axis name) would run past the left margin.
   const double shift = std::ceil(std::max(0.0, kMargin - (grid_centre_x - std::max(title_w, key_axis_w) / 2)));
   matrix_x += shift;
@@ -310,11 +310,11 @@ Layout layoutFigure(const Figure& figure) {
   y -= kTileGapY;
 
   // Axis names: "query" rotated left of the labels, "key" under the last key labels.
-  layout.texts.push_back({"query", kMargin + shift + kAxisSize * 0.8, (grid_top + grid_bottom) / 2, kAxisSize,
-                          false, true, Anchor::Middle, kSubtleText, fontFor("query")});
+  layout.texts.push_back({figure.row_axis, kMargin + shift + kAxisSize * 0.8, (grid_top + grid_bottom) / 2, kAxisSize,
+                          false, true, Anchor::Middle, kSubtleText, fontFor(figure.row_axis)});
   const double key_baseline = y + kGap + kAxisSize;
-  layout.texts.push_back({"key", centre_x, key_baseline, kAxisSize, false, false, Anchor::Middle, kSubtleText,
-                          fontFor("key")});
+  layout.texts.push_back({figure.col_axis, centre_x, key_baseline, kAxisSize, false, false, Anchor::Middle,
+                          kSubtleText, fontFor(figure.col_axis)});
   const double bottom = key_baseline + kAxisSize * 0.3 + kMargin;
 
   // Colour bar: pixel rows from the bottom (entry 0, the range low) to the top (entry 255,

@@ -19,6 +19,7 @@
 #include "gui/compare_sync.h"
 #include "gui/compute_sync.h"
 #include "gui/export_jobs.h"
+#include "gui/layer_maps_sync.h"
 #include "gui/gui.h"
 #include "gui/panels.h"
 #include "gui/persistence.h"
@@ -59,6 +60,7 @@ std::string windowTitle(const AppState& state) {
 // Before drawing: results, exports, spinner, textures and title follow the latest state.
 void updateBeforeFrame(GLFWwindow* window, AppState& state) {
   receiveResult(state);
+  updateLayerMaps(state);
   updateExports(state);
   updateBusy(state);
   advanceStepperPlay(state);
@@ -249,6 +251,7 @@ int runGui(int argc, char** argv) {
   closeStateLog(state, fb_width, fb_height);
   if (state.persist.dirty) saveSettingsNow(state);  // unchanged settings: the file is not rewritten
   finishExports(state.exports);
+  finishLayerMaps(state);
   state.compute.worker.reset();
   closeAppWindow(window, state);
   return exit_code;

@@ -34,15 +34,6 @@ bool computeSettingsDiffer(const Settings& a, const Settings& b) {
   return false;
 }
 
-const char* exportViewName(ExportView view) {
-  switch (view) {
-    case ExportView::Probs: return "probs";
-    case ExportView::Scores: return "scores";
-    case ExportView::Mask: return "mask";
-  }
-  return "probs";
-}
-
 PredictionPosition predictionPosition(const AppState& state) {
   const ViewModel* v = state.compute.view.get();
   if (!v || v->predictions.empty() || !state.compute.error.empty()) return {};

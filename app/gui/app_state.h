@@ -5,6 +5,7 @@
 //   compute   the worker, the job posted last and the latest result
 //   compare   the compare view's A - B, cached for its picks
 //   query_focus  the query focus bars, cached for the chosen rows
+//   layer_maps  rollout / flow being built for the shown view
 //   exports   the export queue, the running job, the toast
 //   gpu       GL objects and the textures of the latest result
 //   ui        overlays, dialogs, keys pressed since the last frame, one-line notices
@@ -18,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -186,12 +188,24 @@ struct QueryFocusState {
   Tensor bars;               // [layers, H, S]; empty when no query is chosen
 };
 
+// Rollout or flow of the shown view (analysis/layer_maps), built when chosen, off the UI
+// thread, into a copy of the view model that then replaces the shown one (updateLayerMaps).
+struct LayerMapsState {
+  std::future<std::shared_ptr<const ViewModel>> running;  // valid() while one builds
+  MapKind kind = MapKind::Rollout;    // what it builds or failed to build
+  const ViewModel* source = nullptr;  // the view it extends (identity only)
+  std::shared_ptr<std::atomic<double>> progress = std::make_shared<std::atomic<double>>(0.0);  // [0, 1]
+  std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
+  std::string error;  // why building kind for source failed or stopped ("" = none); not retried
+};
+
 struct AppState {
   Settings settings;
   ViewState view;
   ComputeState compute;
   CompareState compare;
   QueryFocusState query_focus;
+  LayerMapsState layer_maps;
   ExportState exports;
   GpuState gpu;
   UiState ui;

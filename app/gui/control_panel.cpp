@@ -532,7 +532,7 @@ bool drawExportSection(AppState& state, const KnownSizes& sizes) {
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tip);
     return pressed;
   };
-  if (button(std::string("Export ") + exportViewName(state.exports.selected),
+  if (button(std::string("Export ") + mapKindName(state.exports.selected),
              "Ctrl+S: the selected heatmap (click a map to select it)", "export_view_button", true)) {
     requestFigureExport(state, "view");
   }

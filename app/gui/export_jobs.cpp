@@ -106,7 +106,7 @@ void startJob(AppState& state, ExportJob job) {
 bool exportBusy(const ExportState& exports) { return exports.running.valid() || !exports.queue.empty(); }
 
 void requestFigureExport(AppState& state, const std::string& what) {
-  const std::string kind = what == "view" ? exportViewName(state.exports.selected) : what;
+  const std::string kind = what == "view" ? mapKindName(state.exports.selected) : what;
   // The focus view's maps export what is on screen: its zoomed window when zoomed.
   const bool focus_map = kind == "probs" || kind == "scores";
   state.exports.queue.push_back({kind, std::nullopt, focus_map ? state.view.zoom : CellWindow{}});

@@ -11,13 +11,11 @@
 #include <vector>
 
 #include "figure/figure.h"
+#include "view/map_kinds.h"
 #include "view/zoom.h"
 
 namespace attnscope {
 
-// The heatmap Ctrl+S exports: the one the user last clicked (probabilities by default).
-enum class ExportView { Probs, Scores, Mask };
-const char* exportViewName(ExportView view);  // "probs", "scores", "mask" (exportFigures names)
 
 // One export the user asked for: a figure of the selected view, the head grid, or the
 // window as it was on screen (pixels read right after that frame was rendered).
@@ -41,7 +39,9 @@ struct Toast {
 };
 
 struct ExportState {
-  ExportView selected = ExportView::Probs;  // Ctrl+S exports this heatmap
+  // The map kind chosen (focus view's chooser, a click on a map, the mask panel): the focus
+  // view and grid show it, Ctrl+S exports it. Probabilities by default.
+  MapKind selected = MapKind::Probs;
   std::deque<ExportJob> queue;              // waiting (figures wait for a current trace)
   std::future<ExportOutcome> running;       // valid() while one runs
   std::string running_kind;

@@ -70,7 +70,7 @@ struct FocusMap {
   HeatmapView view;
   ValueRange range;
   bool log_scale = false;
-  std::optional<ExportView> export_view;  // set: Export button, click selects it for Ctrl+S
+  std::optional<MapKind> export_view;  // set: Export button, click selects it for Ctrl+S
   const char* tooltip_heading = nullptr;
   bool row_labels = true;            // false when the map left of it shows the same rows
   bool color_bar = true;             // false when the map right of it shows the same scale
@@ -135,14 +135,14 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
   ImGui::SetCursorScreenPos(ImVec2(x0 + label_w, y0));
   if (map.export_view) {
     // Title line: a small Export button, then the title (yellow when Ctrl+S exports this map).
-    const ExportView view = *map.export_view;
+    const MapKind view = *map.export_view;
     ImGui::PushID(map.id);
     if (ImGui::SmallButton("Export")) {
       state.exports.selected = view;
-      requestFigureExport(state, exportViewName(view));
+      requestFigureExport(state, mapKindName(view));
     }
     ImGui::PopID();
-    recordLayout(state, std::string("export_") + exportViewName(view) + "_button");
+    recordLayout(state, std::string("export_") + mapKindName(view) + "_button");
     if (ImGui::IsItemHovered()) {
       ImGui::SetTooltip("export this heatmap as a figure (formats and folder under Export in the control panel)");
     }
@@ -224,8 +224,14 @@ float mapExtraWidth(const FocusMap& map, const FocusGeometry& g) {
   return (map.row_labels ? g.row_label_w : 0.0f) + (map.color_bar ? g.bar_w : 0.0f);
 }
 
-// The "Maps" tab: scores and probabilities of the focused map (and the correct run's).
+// The "Maps" tab: scores and probabilities of the focused map (and the correct run's), or
+// the chosen across-layer map (rollout, flow).
 void drawFocusMaps(AppState& state) {
+  drawMapKindChooser(state);
+  if (mapKindInfo(state.exports.selected).across_layers) {
+    drawLayerMapsView(state);
+    return;
+  }
   {
     const ViewTextures& tex = state.gpu.textures;
     const ViewTextures& correct_tex = state.gpu.correct_textures;
@@ -276,7 +282,7 @@ void drawFocusMaps(AppState& state) {
       scores.view.texture = zoomed ? zoom.scores : tex.scores[focused];
       scores.view.colormap = Colormap::Diverging;
       scores.range = {-tex.score_abs_max[focused], tex.score_abs_max[focused]};
-      scores.export_view = ExportView::Scores;
+      scores.export_view = MapKind::Scores;
       scores.bar_format = "%+.3g";
     }
     if (v) {
@@ -293,7 +299,7 @@ void drawFocusMaps(AppState& state) {
       probs.view.colormap = s.prob_colormap;
       probs.range = {s.log_scale ? tex.prob_min_positive : 0.0f, tex.prob_max};
       probs.log_scale = s.log_scale;
-      probs.export_view = ExportView::Probs;
+      probs.export_view = MapKind::Probs;
     }
     if (correct) {
       FocusMap& right = maps.emplace_back();

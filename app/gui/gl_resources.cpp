@@ -52,6 +52,7 @@ void releaseViewTextures(ViewTextures& textures) {
   deleteTextures(textures.scores);
   deleteTextures(textures.masks);
   for (std::vector<unsigned int>& ids : textures.components) deleteTextures(ids);
+  for (ViewTextures::AcrossLayers& maps : textures.across) deleteTextures(maps.maps);
   textures = ViewTextures{};
 }
 
@@ -137,6 +138,12 @@ unsigned int uploadFloatTexture(const float* values, int64_t rows, int64_t cols)
   return id;
 }
 
+const ViewTextures::AcrossLayers* ViewTextures::acrossLayers(MapKind kind) const {
+  for (const AcrossLayers& maps : across)
+    if (maps.kind == kind) return &maps;
+  return nullptr;
+}
+
 void updateViewTextures(ViewTextures& tex, const ViewModel* view, int64_t b) {
   if (!view) {
     if (tex.source) releaseViewTextures(tex);
@@ -159,6 +166,16 @@ void updateViewTextures(ViewTextures& tex, const ViewModel* view, int64_t b) {
       tex.score_abs_max.push_back(abs_max > 0.0f ? abs_max : 1.0f);
     }
     if (view->hasMask()) uploadLayerMask(tex, *view, l, b);
+  }
+  for (const auto& built : view->across_layers) {
+    ViewTextures::AcrossLayers& across = tex.across.emplace_back();
+    across.kind = built->kind;
+    across.max_all = 0.0f;
+    for (int64_t l = 0; l < view->layers; ++l) {
+      across.maps.push_back(uploadMap(view->textureMap(built->kind, l, b, 0)));
+      across.max.push_back(built->ranges[static_cast<size_t>(l * view->B + b)].max);
+      across.max_all = std::max(across.max_all, across.max.back());
+    }
   }
   const MapRange range = view->probsRangeOver(b);  // one colour scale for every tile
   tex.prob_max = range.max > 0.0f ? range.max : 1.0f;

@@ -49,8 +49,19 @@ struct ViewTextures {
   std::vector<std::vector<unsigned int>> components;       // [layers][component], same encoding
   std::vector<std::vector<int64_t>> component_allowed;     // [layers][component]
 
+  // Rollout and flow, once the view has them: one R32F map per layer, and the largest
+  // value over every layer (the grid's shared scale).
+  struct AcrossLayers {
+    MapKind kind = MapKind::Rollout;
+    std::vector<unsigned int> maps;  // [layers]
+    std::vector<float> max;          // [layers] largest value of each map
+    float max_all = 1.0f;
+  };
+  std::vector<AcrossLayers> across;  // one per kind the view has built
+
   size_t index(int64_t layer, int64_t h) const { return static_cast<size_t>(layer * heads + h); }
   bool hasMask() const { return !masks.empty(); }
+  const AcrossLayers* acrossLayers(MapKind kind) const;  // null when not built
 };
 
 // The focused maps' zoomed window (exact cells up to kTextureMaxSide per side, pooled

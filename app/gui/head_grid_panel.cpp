@@ -141,39 +141,59 @@ std::vector<GridEntry> gridEntries(const AppState& state, const ViewModel& view)
   return entries;
 }
 
+// A wrapping grid of `count` labelled tiles: the column count that covers the most area,
+// the tile size, and the top-left corner that centres tiles and colour bar in the panel.
+struct WrapLayout {
+  int cols = 1;
+  TileSize tile;
+  ImVec2 origin;
+  float label_h = 0.0f;
+  ImVec2 tilePos(int64_t k) const {
+    const int col = static_cast<int>(k % cols), row = static_cast<int>(k / cols);
+    return ImVec2(origin.x + col * (tile.w + kGap), origin.y + row * (tile.h + label_h + kGap));
+  }
+  int rows(int64_t count) const { return static_cast<int>((count + cols - 1) / cols); }
+};
+
+WrapLayout wrapLayout(int64_t count, float aspect) {
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  WrapLayout layout;
+  layout.label_h = ImGui::GetTextLineHeightWithSpacing();
+  float best_area = 0.0f;
+  for (int cols = 1; cols <= count; ++cols) {
+    const int rows = static_cast<int>((count + cols - 1) / cols);
+    const float slot_w = (avail.x - kBarWidth) / cols - kGap;
+    const float slot_h = (avail.y - 4) / rows - layout.label_h - kGap;
+    const float h = std::min(slot_h, slot_w / aspect);
+    const float w = std::min(slot_w, h * aspect * kMaxStretch);
+    if (h > 0 && w * h > best_area) {
+      best_area = w * h;
+      layout.cols = cols;
+      layout.tile = fitTile(slot_w, slot_h, aspect);
+    }
+  }
+  // Centre the tiles and colour bar when they leave width unused.
+  const float spare = std::max(0.0f, avail.x - kBarWidth - layout.cols * (layout.tile.w + kGap));
+  layout.origin = ImVec2(ImGui::GetCursorScreenPos().x + std::floor(spare / 2), ImGui::GetCursorScreenPos().y);
+  return layout;
+}
+
 // Wrapping grid: choose the column count that covers the most area with tiles, each
 // labelled ("head h", or "L l H h" with several layers) above it.
 void drawHeadGrid(AppState& state, const ViewModel& view, const std::vector<GridEntry>& entries,
                   const ValueRange& range, float aspect) {
   const int64_t count = static_cast<int64_t>(entries.size());
-  const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const float label_h = ImGui::GetTextLineHeightWithSpacing();
-  float best_area = 0.0f;
-  TileSize tile;
-  int best_cols = 1;
-  for (int cols = 1; cols <= count; ++cols) {
-    const int rows = static_cast<int>((count + cols - 1) / cols);
-    const float slot_w = (avail.x - kBarWidth) / cols - kGap;
-    const float slot_h = (avail.y - 4) / rows - label_h - kGap;
-    const float h = std::min(slot_h, slot_w / aspect);
-    const float w = std::min(slot_w, h * aspect * kMaxStretch);
-    if (h > 0 && w * h > best_area) {
-      best_area = w * h;
-      best_cols = cols;
-      tile = fitTile(slot_w, slot_h, aspect);
-    }
-  }
+  const WrapLayout layout = wrapLayout(count, aspect);
+  const int best_cols = layout.cols;
+  const TileSize tile = layout.tile;
+  const float label_h = layout.label_h;
+  const ImVec2 origin = layout.origin;
   state.view.grid_columns = best_cols;
-
-  // Centre the tiles and colour bar when they leave width unused.
-  const float spare = std::max(0.0f, avail.x - kBarWidth - best_cols * (tile.w + kGap));
-  const ImVec2 origin(ImGui::GetCursorScreenPos().x + std::floor(spare / 2), ImGui::GetCursorScreenPos().y);
   const ViewFocus& focus = state.view.focus;
   const bool several_layers = view.layers > 1;
   for (int64_t k = 0; k < count; ++k) {
     const auto [layer, head] = entries[k];
-    const int col = static_cast<int>(k % best_cols), row = static_cast<int>(k / best_cols);
-    const ImVec2 pos(origin.x + col * (tile.w + kGap), origin.y + row * (tile.h + label_h + kGap));
+    const ImVec2 pos = layout.tilePos(k);
     ImGui::SetCursorScreenPos(pos);
     const bool focused = head == focus.head && layer == focus.layer;
     const AttentionTrace* trace = state.compute.trace();
@@ -187,9 +207,43 @@ void drawHeadGrid(AppState& state, const ViewModel& view, const std::vector<Grid
                                             : "grid_tile_" + std::to_string(head);
     drawTile(state, view, layer, head, ImVec2(pos.x, pos.y + label_h), tile, range, name);
   }
-  const int rows = static_cast<int>((count + best_cols - 1) / best_cols);
+  const int rows = layout.rows(count);
   const ImVec2 side(origin.x + best_cols * (tile.w + kGap), origin.y);
   drawGridSide(state, side, origin.y + label_h, rows * (tile.h + label_h + kGap) - label_h - kGap, range);
+}
+
+// Rollout or flow chosen: one tile per layer, the map after it (output positions x input
+// tokens), on one colour scale; a click focuses that layer.
+void drawLayerMapsGrid(AppState& state, const ViewModel& view, const ViewTextures::AcrossLayers& maps) {
+  const MapKindInfo& info = mapKindInfo(maps.kind);
+  const WrapLayout layout = wrapLayout(view.layers, 1.0f);
+  state.view.grid_columns = layout.cols;
+  const ValueRange range{0.0f, maps.max_all > 0.0f ? maps.max_all : 1.0f};
+  for (int64_t l = 0; l < view.layers; ++l) {
+    const ImVec2 pos = layout.tilePos(l);
+    const bool focused = l == state.view.focus.layer;
+    ImGui::SetCursorScreenPos(pos);
+    coloredLabel(focused, (std::string(info.label) + " after " + view.maps[l].name).c_str());
+    ImGui::SetCursorScreenPos(ImVec2(pos.x, pos.y + layout.label_h));
+    HeatmapView map;
+    map.texture = maps.maps[static_cast<size_t>(l)];
+    map.rows = map.cols = view.L;
+    map.colormap = state.settings.prob_colormap;
+    map.range = range;
+    map.outlined = focused;
+    const std::string name = std::string("grid_") + info.name + "_" + std::to_string(l);
+    const HeatmapHit hit = drawHeatmap(state, ("##" + name).c_str(), map, ImVec2(layout.tile.w, layout.tile.h));
+    recordLayout(state, name);
+    if (hit.hovered) {
+      state.view.hover_next = {hit.row, hit.col};
+      ImGui::SetTooltip("%s: click to focus", acrossLayersTitle(maps.kind, view.maps[l].name).c_str());
+    }
+    if (hit.clicked && !focused) setFocus(state, ViewFocus{l, state.view.focus.head, state.view.focus.batch_item});
+  }
+  const float tiles_h = layout.rows(view.layers) * (layout.tile.h + layout.label_h + kGap) - layout.label_h - kGap;
+  ImGui::SetCursorScreenPos(ImVec2(layout.origin.x + layout.cols * (layout.tile.w + kGap) + 4, layout.origin.y + layout.label_h));
+  drawColorBar(state, state.settings.prob_colormap, range, false, "%.2g",
+               ImVec2(kBarWidth - 8, std::max(40.0f, std::min(tiles_h, 480.0f))));
 }
 
 // Several layers: rows = layers (named on the left), columns = heads (numbered on top).
@@ -250,6 +304,13 @@ void drawHeadGridPanel(AppState& state) {
     const ViewTextures& tex = state.gpu.textures;
     if (!view || tex.probs.empty()) {
       ImGui::TextDisabled("no attention computed yet");
+      ImGui::End();
+      return;
+    }
+    // Rollout or flow chosen and built: the grid shows it, one tile per layer.
+    const ViewTextures::AcrossLayers* across = tex.source == view ? tex.acrossLayers(state.exports.selected) : nullptr;
+    if (across) {
+      drawLayerMapsGrid(state, *view, *across);
       ImGui::End();
       return;
     }

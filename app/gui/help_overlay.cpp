@@ -26,7 +26,7 @@ void drawHelpOverlay(AppState& state) {
     const char* rows[][2] = {
         {"Left / Right", "focus the previous / next head"},
         {"Up / Down", "focus the head one grid row up / down"},
-        {"Ctrl+S", "export the selected heatmap (probabilities unless scores or mask was clicked); "
+        {"Ctrl+S", "export the selected heatmap (the map kind chosen over the focus view, or the map clicked); "
                    "zoomed: only the visible window, named in the file"},
         {"Ctrl+Shift+S", "export all heads as one grid figure with a shared colour bar"},
         {"Ctrl+Alt+S", "save a screenshot of the whole window"},
@@ -46,6 +46,7 @@ void drawHelpOverlay(AppState& state) {
         {"click a query token (row label)", "its attention in every head (Query focus tab)"},
         {"Ctrl+click a query token", "add it to (or remove it from) the chosen queries"},
         {"click a score / probability / mask map", "select it for Ctrl+S (highlighted)"},
+        {"map: rollout / flow (focus view)", "attention rollout / flow after each layer (sources with several layers)"},
         {"mouse wheel over a focus map", "zoom in / out around the pointer (axis labels and tooltip follow)"},
         {"drag a focus map", "pan the zoomed window"},
         {"0", "reset the zoom: the whole map again"},

@@ -44,7 +44,7 @@ void drawMaskPanel(AppState& state) {
     recordLayout(state, "mask_header");
     ImGui::SameLine(button_x);
     if (ImGui::SmallButton("Export##mask")) {
-      state.exports.selected = ExportView::Mask;
+      state.exports.selected = MapKind::Mask;
       requestFigureExport(state, "mask");
     }
     recordLayout(state, "export_mask_button");
@@ -75,13 +75,13 @@ void drawMaskPanel(AppState& state) {
     view.cols = v->S;
     view.colormap = state.settings.prob_colormap;
     view.range = ValueRange{0.0f, 1.6f};  // allowed (1) in a calm mid-map colour
-    view.outlined = state.exports.selected == ExportView::Mask;  // Ctrl+S exports the mask
+    view.outlined = state.exports.selected == MapKind::Mask;  // Ctrl+S exports the mask
     ImGui::SetCursorScreenPos(ImVec2(origin.x + 2, origin.y + 2));
     const HeatmapHit hit = drawHeatmap(state, "##mask", view, ImVec2(big_w, big_h));
     recordLayout(state, "mask_combined");
     view.outlined = false;
-    if (hit.clicked && state.exports.selected != ExportView::Mask) {
-      state.exports.selected = ExportView::Mask;
+    if (hit.clicked && state.exports.selected != MapKind::Mask) {
+      state.exports.selected = MapKind::Mask;
       markStateChanged(state);
     }
     if (hit.hovered) {

@@ -33,6 +33,9 @@ void drawFocusPanel(AppState& state);
 // Tabs of the focus panel, drawn inside its window.
 void drawComparePanel(AppState& state);
 void drawQueryFocusPanel(AppState& state);
+// The Maps tab: which map kind is shown (a registry row each), and the rollout / flow view.
+void drawMapKindChooser(AppState& state);
+void drawLayerMapsView(AppState& state);
 void drawPredictionsPanel(AppState& state);  // trained models only
 void drawMaskPanel(AppState& state);
 void drawPipelinePanel(AppState& state);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gui/export_jobs.h"
+#include "gui/layer_maps_sync.h"
 #include "gui/panels.h"
 #include "tensor/npy.h"
 
@@ -44,7 +45,18 @@ void writeStateLog(AppState& state, int width, int height) {
   line["help_open"] = state.ui.show_help;
   line["modal_open"] = state.ui.bundle_modal_open;
   line["open_error"] = state.ui.bundle_error;  // the open dialog's message
-  line["selected_view"] = exportViewName(e.selected);
+  line["selected_view"] = mapKindName(e.selected);
+  // Rollout and flow: built kinds of the shown view, a build in flight, why a kind is greyed out.
+  nlohmann::json built = nlohmann::json::array(), unavailable = nlohmann::json::object();
+  if (v)
+    for (const auto& maps : v->across_layers) built.push_back(mapKindName(maps->kind));
+  for (const MapKindInfo& info : mapKinds())
+    if (const std::string why = layerMapsUnavailable(state, info.kind); !why.empty()) unavailable[info.name] = why;
+  const LayerMapsState& lm = state.layer_maps;
+  line["layer_maps"] = {{"built", built},
+                        {"building", lm.running.valid() ? nlohmann::json(mapKindName(lm.kind)) : nlohmann::json(nullptr)},
+                        {"error", lm.error},
+                        {"unavailable", unavailable}};
   line["export_dir"] = exportFolder(s);
   line["exporting"] = exportBusy(e);
   line["export_count"] = e.count;

@@ -12,23 +12,6 @@ namespace {
 
 constexpr float kMasked = -std::numeric_limits<float>::infinity();
 
-// Range of one [L, S] map over the allowed cells (allowed null = all) with finite values.
-MapRange mapRange(const float* values, const uint8_t* allowed, int64_t cells) {
-  MapRange range;
-  float low = INFINITY, high = -INFINITY;
-  for (int64_t c = 0; c < cells; ++c) {
-    const float v = values[c];
-    if ((allowed && !allowed[c]) || !std::isfinite(v)) continue;
-    ++range.allowed_cells;
-    low = std::min(low, v);
-    high = std::max(high, v);
-    range.abs_max = std::max(range.abs_max, std::fabs(v));
-    if (v > 0.0f) range.min_positive = std::min(range.min_positive, v);
-  }
-  if (range.allowed_cells > 0) range.min = low, range.max = high;
-  return range;
-}
-
 // [L][S] labels of batch item b: the per-item rows when given, else the shared row.
 std::vector<std::string> labelsOf(const std::vector<std::vector<std::string>>& per_item,
                                   const std::vector<std::string>& shared, size_t b) {
@@ -180,6 +163,22 @@ std::vector<std::vector<std::string>> expandLabels(const std::vector<std::vector
 
 }  // namespace
 
+MapRange mapRange(const float* values, const uint8_t* allowed, int64_t cells) {
+  MapRange range;
+  float low = INFINITY, high = -INFINITY;
+  for (int64_t c = 0; c < cells; ++c) {
+    const float v = values[c];
+    if ((allowed && !allowed[c]) || !std::isfinite(v)) continue;
+    ++range.allowed_cells;
+    low = std::min(low, v);
+    high = std::max(high, v);
+    range.abs_max = std::max(range.abs_max, std::fabs(v));
+    if (v > 0.0f) range.min_positive = std::min(range.min_positive, v);
+  }
+  if (range.allowed_cells > 0) range.min = low, range.max = high;
+  return range;
+}
+
 std::string HeadNote::text() const {
   char value[32];
   std::snprintf(value, sizeof value, "%.2f", score);
@@ -252,7 +251,26 @@ MapRange ViewModel::probsRangeOver(int64_t b, const std::vector<int64_t>& chosen
   return total;
 }
 
+const float* AcrossLayerMaps::map(int64_t layer, int64_t b) const {
+  const int64_t layers = values.shape.at(0), B = values.shape.at(1), L = values.shape.at(2);
+  if (layer < 0 || layer >= layers || b < 0 || b >= B) throw std::out_of_range("across-layer map index out of range");
+  return values.data.data() + (layer * B + b) * L * L;
+}
+
+const AcrossLayerMaps* ViewModel::acrossLayers(MapKind kind) const {
+  for (const auto& maps : across_layers)
+    if (maps->kind == kind) return maps.get();
+  return nullptr;
+}
+
 PooledMap ViewModel::textureMap(MapKind kind, int64_t layer, int64_t b, int64_t h) const {
+  if (mapKindInfo(kind).across_layers) {
+    const AcrossLayerMaps* maps = acrossLayers(kind);
+    if (!maps) throw std::logic_error(std::string("view model: no ") + mapKindName(kind) + " maps built");
+    const float* values = maps->map(layer, b);
+    if (!maps->pooled.empty()) return maps->pooled[static_cast<size_t>(layer * B + b)];
+    return {L, L, std::vector<float>(values, values + L * L)};
+  }
   const size_t index = mapIndex(layer, b, kind == MapKind::Mask ? 0 : h);
   if (kind == MapKind::Scores && !hasScores()) throw std::logic_error("view model: no scores in this source");
   if (pooled()) {

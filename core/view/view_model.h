@@ -16,6 +16,7 @@
 
 #include "attention/attention.h"
 #include "tensor/tensor.h"
+#include "view/map_kinds.h"
 #include "view/zoom.h"
 
 namespace attnscope {
@@ -67,8 +68,8 @@ struct MapRange {
   float abs_max = 0.0f;           // largest |v|
   int64_t allowed_cells = 0;      // cells that counted (allowed; finite values)
 };
-
-enum class MapKind { Probs, Scores, Mask };
+// Range of one map of `cells` values over the allowed cells (allowed null = all).
+MapRange mapRange(const float* values, const uint8_t* allowed, int64_t cells);
 
 // A map as a texture shows it: [rows, cols] row-major, masked cells -inf, block-pooled
 // (core/view/downsample) to at most kTextureMaxSide per side: max for probabilities and the
@@ -93,6 +94,16 @@ struct ComponentMap {
   std::string name;
   PooledMap map;
   int64_t allowed_cells = 0;
+};
+
+// Attention rollout or flow (analysis/layer_maps.h): for every (layer, batch item), how much
+// each output position after that layer draws from each input token. Built on request.
+struct AcrossLayerMaps {
+  MapKind kind = MapKind::Rollout;
+  Tensor values;                  // [layers, B, L, L] rows sum to 1
+  std::vector<MapRange> ranges;   // [layers, B]
+  std::vector<PooledMap> pooled;  // [layers, B]; only when L > kTextureMaxSide (else empty)
+  const float* map(int64_t layer, int64_t b) const;  // [L, L] (checked)
 };
 
 struct ViewModel {
@@ -121,6 +132,8 @@ struct ViewModel {
   int64_t context = 0;                                 // the model's max_len (tokens)
   // The core's trace (CoreTrace: the one layer's) for the pipeline panel; null otherwise.
   std::shared_ptr<const AttentionTrace> trace;
+  // Rollout and flow once built (analysis/layer_maps.h: addAcrossLayerMaps); empty before.
+  std::vector<std::shared_ptr<const AcrossLayerMaps>> across_layers;
 
   bool hasScores() const { return !maps.empty() && maps[0].scores != nullptr; }
   bool hasMask() const { return !maps.empty() && maps[0].allowed != nullptr; }
@@ -138,7 +151,11 @@ struct ViewModel {
   // the shared colour scale of a head grid or layer x head atlas.
   MapRange probsRangeOver(int64_t b, const std::vector<int64_t>& layers = {}) const;
 
-  // The texture values of one map (Mask ignores h): the pooled copy when the map is larger
+  // The built rollout or flow maps; null when not built (yet).
+  const AcrossLayerMaps* acrossLayers(MapKind kind) const;
+
+  // The texture values of one map (Mask, Rollout and Flow ignore h; the latter two need
+  // their maps built, else std::logic_error): the pooled copy when the map is larger
   // than kTextureMaxSide, else the map itself with masked cells -inf.
   PooledMap textureMap(MapKind kind, int64_t layer, int64_t b, int64_t h) const;
   // The texture values of a zoomed window of one map (resolveWindow'd against L, S): each

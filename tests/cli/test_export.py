@@ -252,7 +252,7 @@ class ExportTest(unittest.TestCase):
         tmp = ref.case_dir("export", "bad_flags")
         out = os.path.join(tmp, "out")
         self.assert_fails(2, r"--colormap: .*'rainbow'.*viridis", "--demo", "--colormap", "rainbow", "--out", out, out=out)
-        self.assert_fails(2, r"--what: unknown value 'attention' \(use probs, scores, mask or grid\)",
+        self.assert_fails(2, r"--what: unknown value 'attention' \(use probs, scores, mask, rollout, flow or grid\)",
                           "--demo", "--what", "probs,attention", "--out", out, out=out)
         self.assert_fails(2, r"--format: unknown value 'jpg'", "--demo", "--format", "jpg", "--out", out, out=out)
         self.assert_fails(1, r"--heads: head 7 is out of range \(the model has 4 heads: 0-3\)",

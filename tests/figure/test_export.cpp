@@ -183,7 +183,7 @@ TEST(FigureExport, BadRequestsAreInputErrorsBeforeAnyFile) {
   };
   ExportRequest request;
   request.what = {"probs", "attention"};
-  expectError(request, "export: unknown figure 'attention' (use probs, scores, mask or grid)");
+  expectError(request, "export: unknown figure 'attention' (use probs, scores, mask, rollout, flow or grid)");
   request = {};
   request.formats = {"png", "jpg"};
   expectError(request, "export: unknown format 'jpg' (use png, svg, pdf, npy or csv)");

@@ -229,6 +229,19 @@ def read_png(path):
     return width, height, rows
 
 
+def colour_table(name):
+    """The 256 RGB colours of a colour table in core/view/colormap_tables.inc ("kViridisTable", ...)."""
+    import re
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "core", "view",
+                           "colormap_tables.inc")) as f:
+        text = f.read()
+    body = text[text.index(name):]
+    body = body[:body.index("}};")]
+    colours = [tuple(int(v) for v in m) for m in re.findall(r"\{(\d+),(\d+),(\d+)\}", body)]
+    assert len(colours) == 256, len(colours)
+    return colours
+
+
 def cell_pixel(rect, rows, cols, i, j):
     """Pixel at the centre of cell (i, j) of a heatmap drawn in rect [x, y, w, h]."""
     x, y, w, h = rect

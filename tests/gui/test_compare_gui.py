@@ -7,24 +7,15 @@
   hatched, and some allowed cells are not zero."""
 import os
 import time
-import re
 import unittest
 
 import numpy as np
 
 import guitest as g
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-
 
 def diverging_zero_colour():
-    with open(os.path.join(ROOT, "core", "view", "colormap_tables.inc")) as f:
-        text = f.read()
-    body = text[text.index("kDivergingTable"):]
-    body = body[:body.index("}};")]
-    colours = [tuple(int(v) for v in m) for m in re.findall(r"\{(\d+),(\d+),(\d+)\}", body)]
-    assert len(colours) == 256, len(colours)
-    return colours[128]  # t = 0.5: index floor(0.5 * 255 + 0.5), as the shader rounds
+    return g.colour_table("kDivergingTable")[128]  # t = 0.5: index floor(0.5 * 255 + 0.5), as the shader rounds
 
 
 def write_bundle(folder, layers=2, heads=3, L=7, seed=5):
