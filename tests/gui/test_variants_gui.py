@@ -142,6 +142,13 @@ class StepperGuiTest(g.AppTestCase):
         self.assertIn("decodes causally", state["stepper"]["error"])
         self.assertEqual(state["error"], "")  # the maps themselves are fine
 
+    def test_model_run_says_why(self):
+        _, log, window, _ = self.start("model", source="model", model="python-code", model_text="def f(x):")
+        self.press(window, "F5")
+        state = g.wait_for_state(log, lambda s: s.get("stepper") and s["stepper"]["error"] != "")
+        self.assertIn("a model run is not decoded step by step", state["stepper"]["error"])
+        self.assertEqual(state["error"], "")
+
 
 if __name__ == "__main__":
     unittest.main()
