@@ -46,6 +46,11 @@ class VariantsGuiTest(g.AppTestCase):
         self.assertIn("variants_header", state["rects"])
         self.assertNotIn("kv_heads_slider", state["rects"])
 
+    def test_kv_heads_that_no_longer_divide_heads_snap_to_the_nearest_divisor_below(self):
+        # G = 4 does not divide H = 6 (H changed under it): G becomes 3, not back to MHA.
+        _, log, _, state = self.start("snap", heads=6, head_dim=8, kv_heads=4)
+        self.assertEqual((state["error"], state["G"]), ("", 3))
+
     def test_bad_variant_settings_show_one_line_error(self):
         _, log, _, state = self.start("oddrope", ready=lambda s: s["error"] != "" or s["generation"] > 0,
                                       heads=2, head_dim=7, rope=True)
