@@ -177,6 +177,24 @@ def make_optimizer(model, lr):
 # Per-head scores, each a mean attention probability over the query positions where the
 # pattern is defined (training.json "pattern_definitions" says the same in words).
 
+def train_step(model, opt, ids, step, args, mask=None):
+    """One optimiser step on next-token prediction over ids [B, W]: the loss on every position,
+    or only where mask [B, W-1] is True. Returns the loss (nats)."""
+    for g in opt.param_groups:
+        g["lr"] = cosine_lr(step, args.steps, args.lr, 100)
+    logits, _ = model(ids[:, :-1])
+    targets = ids[:, 1:]
+    if mask is None:
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+    else:
+        loss = F.cross_entropy(logits[mask], targets[mask])
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    return loss
+
+
 def scan_python(text):
     """Per position: (opener of the string it is inside or -1, innermost open bracket or -1).
 
@@ -496,15 +514,7 @@ def train_code(args):
                 at = int(rng.integers(0, W - 2 * r + 1))
                 x[b, at:at + r] = s
                 x[b, at + r:at + 2 * r] = s
-        ids = torch.from_numpy(x)
-        for g in opt.param_groups:
-            g["lr"] = cosine_lr(step, args.steps, args.lr, 100)
-        logits, _ = model(ids[:, :-1])
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        loss = train_step(model, opt, torch.from_numpy(x), step, args)
         if step % 50 == 0:
             log(f"step {step} loss {loss.item() / LN2:.3f} bpc  {time.time() - start:.0f} s")
         if (step + 1) % args.eval_every == 0 or step + 1 == args.steps:
@@ -627,15 +637,7 @@ def train_reverse(args):
     history = []
     for step in range(args.steps):
         ids, mask = reverse_batch(rng, args.batch, stoi, width)
-        ids, mask = torch.from_numpy(ids), torch.from_numpy(mask)
-        for g in opt.param_groups:
-            g["lr"] = cosine_lr(step, args.steps, args.lr, 100)
-        logits, _ = model(ids[:, :-1])
-        loss = F.cross_entropy(logits[mask], ids[:, 1:][mask])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        loss = train_step(model, opt, torch.from_numpy(ids), step, args, torch.from_numpy(mask))
         if step % 100 == 0:
             log(f"step {step} loss {loss.item() / LN2:.4f} bits  {time.time() - start:.0f} s")
         if (step + 1) % args.eval_every == 0 or step + 1 == args.steps:

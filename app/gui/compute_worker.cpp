@@ -168,7 +168,12 @@ void ComputeWorker::run() {
         shown && !superseded(generation)) {
       describeFailure(settings, [&] { result.head_table = std::make_shared<const HeadTable>(headTableOf(*shown)); });
     }
-    // The KV-cache stepper: the same run decoded one token at a time.
+    // The KV-cache stepper: the same run decoded one token at a time. A model run's layers
+    // feed each other through the model's own runtime, which has no cache to step through.
+    if (decode && settings.source == InputSource::Model && result.view) {
+      result.decode_error = "the stepper decodes the attention core's run (text, synthetic or bundle source); "
+                            "a model run is not decoded step by step";
+    }
     if (decode && run && result.view && !superseded(generation)) {
       result.decode_error = describeFailure(settings, [&] {
         auto decoded = std::make_shared<const KvCacheRun>(decodeWithKvCache(run->inputs, run->options));

@@ -380,13 +380,14 @@ bool drawVariantsSection(AppState& state) {
   ImGui::SetNextItemOpen(s.kv_heads > 0 || s.rope || s.alibi || s.softcap > 0.0f, ImGuiCond_Once);
   const bool open = ImGui::CollapsingHeader("Variants: GQA, RoPE, ALiBi, soft-cap");
   recordLayout(state, "variants_header");
-  if (s.kv_heads > 0 && s.heads % s.kv_heads != 0) {  // H changed under it: back to MHA
-    s.kv_heads = 0;
+  // kv heads: a divisor of H; 0 in the settings means G = H.
+  const std::vector<int64_t> choices = divisors(s.heads);
+  if (s.kv_heads > 0 && s.heads % s.kv_heads != 0) {  // H changed under it: the nearest G below
+    const int64_t below = *(std::upper_bound(choices.begin(), choices.end(), s.kv_heads) - 1);
+    s.kv_heads = below == s.heads ? 0 : below;
     changed = true;
   }
   if (!open) return changed;
-  // kv heads: a divisor of H; 0 in the settings means G = H.
-  const std::vector<int64_t> choices = divisors(s.heads);
   const int64_t G = s.kv_heads > 0 && s.heads % s.kv_heads == 0 ? s.kv_heads : s.heads;
   int index = static_cast<int>(std::find(choices.begin(), choices.end(), G) - choices.begin());
   char label[48];

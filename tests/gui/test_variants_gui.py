@@ -46,6 +46,11 @@ class VariantsGuiTest(g.AppTestCase):
         self.assertIn("variants_header", state["rects"])
         self.assertNotIn("kv_heads_slider", state["rects"])
 
+    def test_kv_heads_that_no_longer_divide_heads_snap_to_the_nearest_divisor_below(self):
+        # G = 4 does not divide H = 6 (H changed under it): G becomes 3, not back to MHA.
+        _, log, _, state = self.start("snap", heads=6, head_dim=8, kv_heads=4)
+        self.assertEqual((state["error"], state["G"]), ("", 3))
+
     def test_bad_variant_settings_show_one_line_error(self):
         _, log, _, state = self.start("oddrope", ready=lambda s: s["error"] != "" or s["generation"] > 0,
                                       heads=2, head_dim=7, rope=True)
@@ -141,6 +146,13 @@ class StepperGuiTest(g.AppTestCase):
         state = g.wait_for_state(log, lambda s: s.get("stepper") and s["stepper"]["error"] != "")
         self.assertIn("decodes causally", state["stepper"]["error"])
         self.assertEqual(state["error"], "")  # the maps themselves are fine
+
+    def test_model_run_says_why(self):
+        _, log, window, _ = self.start("model", source="model", model="python-code", model_text="def f(x):")
+        self.press(window, "F5")
+        state = g.wait_for_state(log, lambda s: s.get("stepper") and s["stepper"]["error"] != "")
+        self.assertIn("a model run is not decoded step by step", state["stepper"]["error"])
+        self.assertEqual(state["error"], "")
 
 
 if __name__ == "__main__":
