@@ -1,12 +1,9 @@
 #include "cli/run_options.h"
 
 #include <cmath>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +13,7 @@
 #include "config/model_source.h"
 #include "config/run.h"
 #include "config/settings.h"
+#include "tensor/text_file.h"
 
 namespace attnscope {
 namespace {
@@ -172,11 +170,8 @@ void addModelTextOptions(CLI::App& app, ModelTextFlags& flags) {
 
 std::string readModelText(const ModelTextFlags& flags) {
   if (flags.text) return *flags.text;
-  std::ifstream in(*flags.text_file, std::ios::binary);
-  if (!in) throw InputError(*flags.text_file + ": cannot read the text file (" + std::strerror(errno) + ")");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  // A model's context is at most 65536 characters: 16 MiB is far more than any run takes.
+  return readSmallFile(*flags.text_file, 16u << 20, "a text for a model");
 }
 
 void addRunOptions(CLI::App& app, RunFlags& flags) {

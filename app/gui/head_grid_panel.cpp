@@ -60,9 +60,8 @@ std::string clearPatterns(const ViewModel& view, int64_t layer, int64_t head) {
 // The pattern label in a tile's top-right corner (the masked half of a causal map).
 // Cut to "induc.." when the tile is narrower than the name; nothing when not even that fits.
 void drawTileNote(AppState& state, std::string note, ImVec2 pos, TileSize size, const std::string& name) {
-  const std::string full = note;
-  while (note.size() > 2 && ImGui::CalcTextSize(note.c_str()).x + 8 > size.w)
-    note = full.substr(0, note.size() - (note == full ? 1 : 3)) + "..";
+  note = fitText(note, size.w - 8);
+  if (note == "..") return;  // not even one character fits
   const ImVec2 text = ImGui::CalcTextSize(note.c_str());
   if (text.x + 8 > size.w || text.y + 6 > size.h) return;  // no room on a tiny tile
   const ImVec2 min(pos.x + size.w - text.x - 6, pos.y + 3), max(pos.x + size.w - 2, pos.y + text.y + 5);
@@ -112,16 +111,19 @@ void coloredLabel(bool focused, const char* text) {
   ImGui::PopStyleColor();
 }
 
-// The colour bar and the Export button right of the tiles.
+// The Export button and, below it, the colour bar right of the tiles.
 void drawGridSide(AppState& state, ImVec2 top_left, float bar_top, float tiles_h, const ValueRange& range) {
-  ImGui::SetCursorScreenPos(ImVec2(top_left.x + 4, bar_top));
-  const float bar_h = std::max(40.0f, std::min(tiles_h, 480.0f));
-  drawColorBar(state, state.settings.prob_colormap, range, state.settings.log_scale, "%.2g",
-               ImVec2(kBarWidth - 8, bar_h));
   ImGui::SetCursorScreenPos(ImVec2(top_left.x + 4, top_left.y));
   if (ImGui::SmallButton("Export##grid")) requestFigureExport(state, "grid");
   recordLayout(state, "export_grid_small");
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("export every map as one figure with a shared colour bar (Ctrl+Shift+S)");
+  // The top tick label is centred on the bar's top edge: start half a line below the button.
+  const float top = std::max(bar_top, ImGui::GetItemRectMax().y + ImGui::GetTextLineHeight() / 2 + 2);
+  const float bar_h = std::max(40.0f, std::min(tiles_h - (top - bar_top), 480.0f));
+  ImGui::SetCursorScreenPos(ImVec2(top_left.x + 4, top));
+  drawColorBar(state, state.settings.prob_colormap, range, state.settings.log_scale, "%.2g",
+               ImVec2(kBarWidth - 8, bar_h));
+  recordLayout(state, "grid_colorbar");
 }
 
 struct GridEntry {

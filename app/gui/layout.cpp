@@ -106,6 +106,16 @@ void sameLineIfFits(float width) {
   if (ImGui::GetContentRegionAvail().x < width) ImGui::NewLine();
 }
 
+std::string fitText(const std::string& text, float width) {
+  if (ImGui::CalcTextSize(text.c_str()).x <= width) return text;
+  std::string cut = text;
+  while (!cut.empty() && ImGui::CalcTextSize((cut + "..").c_str()).x > width) {
+    cut.pop_back();
+    while (!cut.empty() && (static_cast<unsigned char>(cut.back()) & 0xC0) == 0x80) cut.pop_back();  // continuation bytes
+  }
+  return cut + "..";
+}
+
 void drawSpinner(float radius) {
   const ImVec2 pos = ImGui::GetCursorScreenPos();
   ImGui::Dummy(ImVec2(radius * 2, radius * 2));

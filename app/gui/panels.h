@@ -57,5 +57,8 @@ void drawSpinner(float radius);
 ImU32 groupColor(int64_t group);
 // SameLine() when an item `width` pixels wide still fits on the current line.
 void sameLineIfFits(float width);
+// `text` cut to whole UTF-8 characters + ".." so that it is at most `width` pixels wide
+// (just ".." when not even one character fits).
+std::string fitText(const std::string& text, float width);
 
 }  // namespace attnscope

@@ -48,9 +48,20 @@ void drawQueryButtons(AppState& state, const std::vector<std::string>& tokens) {
   }
 }
 
+// A chart's title, the longest that fits its width: "layer 2, head 11", "L2 H11", "H11", or
+// nothing (the chart's tooltip still names the head): titles never run into the next chart.
+std::string chartTitle(const std::string& layer_name, int64_t layer, int64_t head, bool layered, float width) {
+  const std::string h = std::to_string(head), l = std::to_string(layer);
+  const std::string candidates[] = {(layered ? layer_name + ", " : std::string()) + "head " + h,
+                                    (layered ? "L" + l + " " : std::string()) + "H" + h, "H" + h};
+  for (const std::string& title : candidates)
+    if (ImGui::CalcTextSize(title.c_str()).x <= width) return title;
+  return "";
+}
+
 // One (layer, head) chart: bars over the keys on [0, top], hover names the key.
 void drawChart(AppState& state, const float* bars, int64_t S, const std::vector<std::string>& keys, float top,
-               ImVec2 pos, ImVec2 size, const std::string& name) {
+               ImVec2 pos, ImVec2 size, const std::string& name, const std::string& head_name) {
   ImDrawList* list = ImGui::GetWindowDrawList();
   list->AddRectFilled(pos, ImVec2(pos.x + size.x, pos.y + size.y), kChartBackground);
   const float bar_w = size.x / static_cast<float>(S);
@@ -65,7 +76,7 @@ void drawChart(AppState& state, const float* bars, int64_t S, const std::vector<
   recordLayout(state, name);
   if (ImGui::IsItemHovered()) {
     const int64_t j = std::clamp<int64_t>(static_cast<int64_t>((ImGui::GetIO().MousePos.x - pos.x) / bar_w), 0, S - 1);
-    ImGui::SetTooltip("key %s (j = %lld): %.4f", keys[j].c_str(), static_cast<long long>(j), bars[j]);
+    ImGui::SetTooltip("%s\nkey %s (j = %lld): %.4f", head_name.c_str(), keys[j].c_str(), static_cast<long long>(j), bars[j]);
   }
 }
 
@@ -126,11 +137,16 @@ void drawQueryFocusPanel(AppState& state) {
                        origin.y + static_cast<float>(l) * (chart_h + line_h + gap));
       ImGui::SetCursorScreenPos(pos);
       const bool focused = l == state.view.focus.layer && h == state.view.focus.head;
-      const std::string title = (layers > 1 ? view->maps[l].name + ", " : "") + "head " + std::to_string(h);
-      if (focused) ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.2f, 1.0f), "%s", title.c_str());
-      else ImGui::TextUnformatted(title.c_str());
+      const std::string suffix = std::to_string(l) + "_" + std::to_string(h);
+      const std::string title = chartTitle(view->maps[l].name, l, h, layers > 1, chart_w);
+      if (!title.empty()) {
+        if (focused) ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.2f, 1.0f), "%s", title.c_str());
+        else ImGui::TextUnformatted(title.c_str());
+        recordLayout(state, "query_title_" + suffix);
+      }
       drawChart(state, bars + (l * H + h) * S, S, view->key_tokens[b], top, ImVec2(pos.x, pos.y + line_h),
-                ImVec2(chart_w, chart_h), "query_chart_" + std::to_string(l) + "_" + std::to_string(h));
+                ImVec2(chart_w, chart_h), "query_chart_" + suffix,
+                chartTitle(view->maps[l].name, l, h, layers > 1, 1e9f));
     }
   ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + static_cast<float>(layers) * (chart_h + line_h + gap)));
   ImGui::Dummy(ImVec2(1, 1));

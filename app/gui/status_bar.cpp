@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <string>
 
 #include "gui/panels.h"
 
@@ -51,17 +52,24 @@ void drawStatusBar(AppState& state) {
     } else {
       ImGui::Text("no result   |   memory %.0f MiB", residentMiB());
     }
+    // A long error or warning is cut short of the hint at the right (the tooltip holds all of it).
+    const char* const hint = "F1: shortcuts";
+    const float hint_x = ImGui::GetWindowWidth() - ImGui::GetStyle().WindowPadding.x - ImGui::CalcTextSize(hint).x;
+    const auto drawNote = [&](const ImVec4& color, const std::string& text) {
+      ImGui::SameLine(0.0f, 3 * ImGui::CalcTextSize(" ").x);
+      const float room = hint_x - ImGui::GetStyle().ItemSpacing.x - ImGui::GetCursorPosX();
+      ImGui::TextColored(color, "%s", fitText(text, room).c_str());
+      recordLayout(state, "status_note");
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", text.c_str());
+    };
     if (state.compute.mapsStale()) {  // the numbers above are the previous result's
-      ImGui::SameLine();
-      ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "   out of date: %s", state.compute.error.c_str());
-      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", state.compute.error.c_str());
+      drawNote(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "out of date: " + state.compute.error);
     } else if (v && !v->warnings.empty()) {
-      ImGui::SameLine();
-      ImGui::TextColored(ImVec4(1.0f, 0.62f, 0.18f, 1.0f), "   %s", v->warnings.front().c_str());
-      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", v->warnings.front().c_str());
+      drawNote(ImVec4(1.0f, 0.62f, 0.18f, 1.0f), v->warnings.front());
     }
-    ImGui::SameLine(ImGui::GetWindowWidth() - 150);
-    ImGui::TextDisabled("F1: shortcuts");
+    ImGui::SameLine(hint_x);
+    ImGui::TextDisabled("%s", hint);
+    recordLayout(state, "status_hint");
   }
   ImGui::End();
 }

@@ -6,7 +6,10 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
+
+#include <sys/resource.h>
 
 #include "attention/kernel.h"
 
@@ -395,21 +398,42 @@ uint64_t estimateTraceBytes(int64_t B, int64_t L, int64_t S, int64_t D, int64_t 
   return total >= 1.8e19 ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(total);
 }
 
-void checkMemory(uint64_t bytes_needed) {
-  std::ifstream meminfo("/proc/meminfo");
+namespace {
+
+// "Key:   12345 kB" from a /proc file, in bytes; nullopt when the key is not there.
+std::optional<uint64_t> procKiB(const char* file, const char* key) {
+  std::ifstream in(file);
+  const std::string prefix = std::string(key) + ":";
   std::string line;
-  while (std::getline(meminfo, line)) {
-    unsigned long long kib = 0;  // "MemAvailable:   12345678 kB"
-    if (std::sscanf(line.c_str(), "MemAvailable: %llu kB", &kib) == 1) {
-      const uint64_t available = static_cast<uint64_t>(kib) * 1024;
-      if (bytes_needed > available) {
-        throw InputError("attention for these sizes needs " + formatGiB(bytes_needed) +
-                         " GiB but only " + formatGiB(available) + " GiB is available");
-      }
-      return;
-    }
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    unsigned long long kib = 0;
+    if (std::sscanf(line.c_str() + prefix.size(), "%llu", &kib) == 1) return static_cast<uint64_t>(kib) * 1024;
   }
-  // No /proc/meminfo (not Linux): nothing to compare against, let the allocation decide.
+  return std::nullopt;
+}
+
+// What this process may still allocate: MemAvailable, or less under a `ulimit -v`
+// (RLIMIT_AS minus the address space in use); nullopt when neither is known.
+std::optional<uint64_t> availableMemory() {
+  std::optional<uint64_t> available = procKiB("/proc/meminfo", "MemAvailable");
+  rlimit limit{};
+  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {  // `ulimit -v`
+    const uint64_t used = procKiB("/proc/self/status", "VmSize").value_or(0);
+    const uint64_t left = limit.rlim_cur > used ? limit.rlim_cur - used : 0;
+    available = std::min(available.value_or(left), left);
+  }
+  return available;
+}
+
+}  // namespace
+
+void checkMemory(uint64_t bytes_needed) {
+  // Not Linux (no /proc/meminfo) and no limit: nothing to compare against, the allocation decides.
+  const std::optional<uint64_t> available = availableMemory();
+  if (available && bytes_needed > *available)
+    throw InputError("attention for these sizes needs " + formatGiB(bytes_needed) + " GiB but only " +
+                     formatGiB(*available) + " GiB is available");
 }
 
 // ---- validation: one line naming the tensor ----

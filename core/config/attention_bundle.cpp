@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "config/bundle.h"
 #include "tensor/npy.h"
 #include "tensor/npz.h"
+#include "tensor/text_file.h"
 
 namespace attnscope {
 namespace {
@@ -22,14 +22,7 @@ bool present(const fs::path& path) {
 
 // One label per line (a final newline ends the last label, it does not add one).
 std::vector<std::string> readLabelFile(const fs::path& path, int64_t expected, const std::string& what) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path.string() + ": cannot open");
-  std::vector<std::string> labels;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    labels.push_back(line);
-  }
+  const std::vector<std::string> labels = readLines(path.string(), kMaxLabelBytes, "a token list");
   if (static_cast<int64_t>(labels.size()) != expected)
     throw InputError(path.string() + ": " + std::to_string(labels.size()) + " labels but " + what + " " +
                      std::to_string(expected));

@@ -3,10 +3,9 @@
 #include "config/bundle.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "tensor/npy.h"
+#include "tensor/text_file.h"
 #include "config/text_input.h"
 
 namespace attnscope {
@@ -35,14 +34,7 @@ Tensor readSequence(const fs::path& path, const char* expected) {
 }
 
 std::vector<std::string> readLabels(const fs::path& path, int64_t expected_count, const char* what) {
-  std::ifstream in(path);
-  if (!in) fail(path.string(), "cannot open");
-  std::vector<std::string> labels;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    labels.push_back(line);
-  }
+  std::vector<std::string> labels = readLines(path.string(), kMaxLabelBytes, "a token list");
   // A trailing empty line is the final newline of the last label, not a label.
   while (!labels.empty() && labels.back().empty() && static_cast<int64_t>(labels.size()) > expected_count)
     labels.pop_back();
@@ -57,13 +49,10 @@ std::vector<std::string> readLabels(const fs::path& path, int64_t expected_count
 nlohmann::json readBundleMeta(const std::string& dir) {
   const fs::path path = fs::path(dir) / "bundle.json";
   if (!fileExists(path)) return nlohmann::json::object();
-  std::ifstream in(path);
-  if (!in) fail(path.string(), "cannot open");
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::string text = readSmallFile(path.string(), 16u << 20, "a bundle.json");
   nlohmann::json meta;
   try {
-    meta = nlohmann::json::parse(text.str());
+    meta = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     std::string why = e.what();
     // nlohmann messages start with "[json.exception.parse_error.101] "; keep the human part.

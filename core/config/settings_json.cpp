@@ -14,6 +14,7 @@
 
 #include "config/settings.h"
 #include "tensor/npy.h"
+#include "tensor/text_file.h"
 
 namespace attnscope {
 namespace {
@@ -249,17 +250,11 @@ namespace {
 // The file's text; InputError naming it when it cannot be read. A settings file is a few
 // KiB: stop early on anything huge or endless (/dev/zero).
 std::string readSettingsText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("settings file " + path + ": cannot open (" + std::strerror(errno) + ")");
-  constexpr size_t kMaxBytes = 16u << 20;
-  std::string text;
-  char chunk[1 << 16];
-  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
-    text.append(chunk, static_cast<size_t>(in.gcount()));
-    if (text.size() > kMaxBytes) throw InputError("settings file " + path + ": larger than 16 MiB, not a settings file");
+  try {
+    return readSmallFile(path, 16u << 20, "a settings file");
+  } catch (const InputError& e) {
+    throw InputError(std::string("settings file ") + e.what());
   }
-  if (in.bad()) throw InputError("settings file " + path + ": cannot read (" + std::strerror(errno) + ")");
-  return text;
 }
 
 json parseSettingsText(const std::string& path, const std::string& text) {

@@ -4,14 +4,13 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "attention/attention.h"
 #include "config/text_input.h"
 #include "tensor/npy.h"
+#include "tensor/text_file.h"
 
 namespace attnscope {
 namespace {
@@ -23,14 +22,14 @@ using nlohmann::json;
 constexpr int64_t kMaxDim = 1 << 16;
 constexpr int64_t kMaxLayers = 1024;
 constexpr int64_t kMaxVocab = 1 << 24;
+constexpr size_t kMaxJsonBytes = size_t{64} << 20;   // config.json, vocab.json, training.json
 
 json readJsonFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": missing (a model folder needs config.json, vocab.json and the tensors)");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw InputError(path + ": missing (a model folder needs config.json, vocab.json and the tensors)");
+  const std::string text = readSmallFile(path, kMaxJsonBytes, "a model's JSON file");
   try {
-    return json::parse(buffer.str());
+    return json::parse(text);
   } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e400
     std::string why = e.what();
     const size_t colon = why.find("]: ");  // drop nlohmann's "[json.exception.parse_error.101] "

@@ -240,6 +240,20 @@ class BadInput(unittest.TestCase):
                 self.write(bundle, "bundle.json", text.encode())
                 self.check(root, [bundle], 1, "bundle.json", needle)
 
+    def test_endless_text_files(self):
+        # Regression (issue 12): a tokens.txt or bundle.json that never ends (a link to
+        # /dev/zero) was read until memory ran out.
+        for name, needle in (("tokens.txt", "larger than 64 MiB, not a token list"),
+                             ("bundle.json", "larger than 16 MiB, not a bundle.json")):
+            with self.subTest(name=name):
+                root = ref.case_dir("compute_errors", "endless_" + name)
+                bundle = good_bundle(root)
+                path = os.path.join(bundle, name)
+                if os.path.lexists(path):
+                    os.remove(path)
+                os.symlink("/dev/zero", path)
+                self.check(root, [bundle], 1, path + ": " + needle)
+
     def test_padding_without_lengths(self):
         root = ref.case_dir("compute_errors", "padding_no_lens")
         bundle = good_bundle(root)

@@ -183,6 +183,15 @@ class ImportErrorTest(unittest.TestCase):
                         f.write(tokens)
                 self.assert_refused(name, bundle, needles, *flags)
 
+    def test_endless_token_file(self):
+        # Regression (issue 12): a key_tokens.txt that never ends (a link to /dev/zero) was read
+        # until memory ran out.
+        bundle = write_attention_bundle(os.path.join(ref.case_dir("import_errors", "endless"), "bundle"),
+                                        random_maps(6).astype(np.float32))
+        os.remove(os.path.join(bundle, "key_tokens.txt"))
+        os.symlink("/dev/zero", os.path.join(bundle, "key_tokens.txt"))
+        self.assert_refused("endless", bundle, ["key_tokens.txt: larger than 64 MiB, not a token list"])
+
     def test_broken_archives(self):
         maps = random_maps(6).astype(np.float32)
         for name in ("truncated", "corrupt_compressed", "corrupt_stored", "no_attentions", "not_zip"):

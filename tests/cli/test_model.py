@@ -6,6 +6,8 @@ Tolerances: logits 1e-3, every layer's attention probabilities 1e-5 (absolute).
 """
 import json
 import os
+import re
+import resource
 import shutil
 import unittest
 
@@ -410,6 +412,52 @@ class BadInput(unittest.TestCase):
     def test_not_a_folder(self):
         self.check("not a model folder", folder=os.path.join(self.root, "nope"))
 
+    def test_endless_files_and_folders_are_refused(self):
+        # Regression (issue 12): --text-file /dev/zero was read until memory ran out, a folder
+        # was read as an empty text, and a model JSON file that never ends (a link to /dev/zero)
+        # was read whole.
+        self.check("/dev/zero: larger than 16 MiB, not a text for a model", extra=("--text-file", "/dev/zero"))
+        self.check(self.root + ": cannot read (Is a directory)", extra=("--text-file", self.root))
+        for name in ("config.json", "vocab.json", "training.json"):
+            with self.subTest(name=name):
+                path = os.path.join(self.folder, name)
+                kept = path + ".kept"
+                if os.path.exists(path):
+                    os.rename(path, kept)
+                os.symlink("/dev/zero", path)
+                self.check(name + ": larger than 64 MiB, not a model's JSON file")
+                os.remove(path)
+                if os.path.exists(kept):
+                    os.rename(kept, path)
+
+    @unittest.skipIf(os.environ.get("ATTNSCOPE_SANITIZED") == "1",
+                     "AddressSanitizer reserves terabytes of address space: no ulimit -v under it")
+    def test_sinusoidal_table_beyond_memory_is_refused_with_the_estimate(self):
+        # The largest table config.json allows: max_len x d_model = 65536 x 65536 float32 =
+        # 16 GiB, which no file backs. Under a 4 GiB address-space limit (ulimit -v) it must be
+        # refused with the estimate before anything is allocated, on any machine.
+        path = os.path.join(self.folder, "config.json")
+        with open(path) as f:
+            cfg = json.load(f)
+        cfg.update(d_model=65536, max_len=65536, positional="sinusoidal")
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+        os.remove(os.path.join(self.folder, "pos_emb.npy"))
+        np.save(os.path.join(self.folder, "tok_emb.npy"), np.zeros((cfg["vocab_size"], 65536), np.float32))
+        limit = 4 << 30
+        result = ref.subprocess.run(
+            [ref.BIN, "model", "run", self.folder, "--text", "abc", "--out", self.out], capture_output=True,
+            text=True, timeout=60, preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
+        self.assertEqual(result.returncode, 1, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, result.stderr)
+        self.assertIn("config.json: sinusoidal positions [max_len, d_model]: ", lines[0])
+        match = re.search(r"needs ([0-9.]+) GiB but only ([0-9.]+) GiB is available", lines[0])
+        self.assertIsNotNone(match, lines[0])
+        self.assertAlmostEqual(float(match.group(1)), 16.0, places=3)
+        self.assertLess(float(match.group(2)), 4.0)  # what the limit leaves, not the machine's memory
+        self.assertFalse(os.path.exists(self.out))
+
     def test_usage_errors(self):
         for extra, needle in ((("--text", "a", "--text-file", "x"), "excludes"),
                               ((), "give --text TEXT or --text-file FILE")):
@@ -421,7 +469,7 @@ class BadInput(unittest.TestCase):
                 self.assertFalse(os.path.exists(self.out))
 
     def test_missing_text_file(self):
-        self.check("nope.txt: cannot read the text file", extra=("--text-file", os.path.join(self.root, "nope.txt")))
+        self.check("nope.txt: cannot open (No such file or directory)", extra=("--text-file", os.path.join(self.root, "nope.txt")))
 
     def test_existing_outputs_are_replaced_atomically(self):
         os.makedirs(self.out)

@@ -160,7 +160,7 @@ class ExportModelErrors(unittest.TestCase):
         self.check(1, "blocks.0.attn.w_v.npy: missing", self.folder, "--text", "abc")
 
     def test_missing_text_file(self):
-        self.check(1, "nope.txt: cannot read the text file", self.folder, "--text-file", os.path.join(self.root, "nope.txt"))
+        self.check(1, "nope.txt: cannot open (No such file or directory)", self.folder, "--text-file", os.path.join(self.root, "nope.txt"))
 
     def test_unknown_shipped_model(self):
         settings = os.path.join(self.root, "s.json")

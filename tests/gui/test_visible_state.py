@@ -1,8 +1,14 @@
 """Visible state (issue 12): a failed recompute marks the maps on screen as out of date (a
-dimmed overlay with the error written on the maps themselves, and in the status bar), and a
-long mask string wraps beside the mask panel's Export button instead of running under it."""
+dimmed overlay with the error written on the maps themselves, and in the status bar), and
+headers never overlap: a long mask string wraps beside the mask panel's Export button, a long
+error in the status bar stops short of its F1 hint, the query-focus chart titles of a 12 x 12
+attention bundle shorten instead of running into each other, and the grid's Export button
+stays clear of the colour bar's top label."""
+import os
 import time
 import unittest
+
+import numpy as np
 
 import guitest
 
@@ -82,6 +88,73 @@ class PanelHeaders(guitest.AppTestCase):
         # The button sits at the top right of the header, level with its first line.
         self.assertLess(abs(button[1] - header[1]), 6)
         self.assertGreater(button[0], header[0] + header[2])
+
+
+class LongContent(guitest.AppTestCase):
+    SCRATCH = "gui-long-content-"
+
+    def test_long_error_in_the_status_bar_stops_before_the_hint(self):
+        folder = "/nonexistent/" + "a_long_folder_name_" * 12
+        app, log, window, state = self.start("long_error", text="one two three four", bundle_path=folder)
+        seen = len(guitest.read_state_log(log))
+        for _ in range(6):  # a busy frame can miss a click
+            self.click(window, state["rects"]["source_bundle"], dx=8)
+            try:
+                state = guitest.wait_for_new_state(log, seen, lambda s: s["maps_stale"] and not s["pending"], timeout=5)
+                break
+            except AssertionError:
+                pass
+        self.assertTrue(state["maps_stale"], state["error"])
+        self.assertIn("no such bundle directory", state["error"])
+        self.x.xdotool("mousemove", "--window", window, 120, 6)
+        state = guitest.wait_for_state(log, lambda s: "status_note" in s["rects"])
+        self.screenshot(window, "long_error.png")
+        note, hint = state["rects"]["status_note"], state["rects"]["status_hint"]
+        self.assertFalse(overlaps(note, hint), (note, hint))
+        self.assertLess(note[0] + note[2], hint[0])
+        self.assertGreater(note[2], 200, "the error should fill the room left of the hint")
+        self.assertLessEqual(hint[0] + hint[2], state["window"][0])
+
+    def test_query_focus_titles_and_grid_colour_bar_never_overlap(self):
+        layers, heads, L = 12, 12, 9
+        bundle = os.path.join(self.dir, "maps")
+        os.makedirs(bundle)
+        x = np.random.default_rng(4).normal(size=(layers, 1, heads, L, L))
+        p = np.exp(x - x.max(-1, keepdims=True))
+        np.save(os.path.join(bundle, "attentions.npy"), (p / p.sum(-1, keepdims=True)).astype(np.float32))
+        app, log, window, state = self.start("many_heads", bundle)
+        # The grid: the colour bar's top tick label (centred on the bar's top edge) stays
+        # clear of the Export button above it.
+        button, bar = state["rects"]["export_grid_small"], state["rects"]["grid_colorbar"]
+        self.assertGreaterEqual(bar[1] - (button[1] + button[3]), 7, (button, bar))
+        # Query focus on query 5: 144 charts, each with a title that fits its chart.
+        x0, y0, w, h = state["rects"]["focus_query_label_0"]
+        last = f"query_chart_{layers - 1}_{heads - 1}"
+        for _ in range(6):
+            self.click(window, [x0, y0 + 5 * h, w, h])
+            try:
+                state = guitest.wait_for_state(log, lambda s: s["focus_tab"] == "query_focus" and last in s["rects"],
+                                               timeout=8)
+                break
+            except AssertionError:
+                pass
+        self.x.xdotool("mousemove", "--window", window, 120, 6)
+        self.screenshot(window, "many_heads.png")
+        rects = state["rects"]
+        for l in range(layers):
+            titles = []
+            for hh in range(heads):
+                chart = rects[f"query_chart_{l}_{hh}"]
+                title = rects.get(f"query_title_{l}_{hh}")
+                if title is None:
+                    continue
+                self.assertGreaterEqual(title[0], chart[0] - 1, (l, hh, title, chart))
+                self.assertLessEqual(title[0] + title[2], chart[0] + chart[2] + 1, (l, hh, title, chart))
+                self.assertLessEqual(title[1] + title[3], chart[1] + 1, (l, hh, title, chart))
+                titles.append(title)
+            self.assertEqual(len(titles), heads, f"layer {l}: short titles fit these charts")
+            for a, b in zip(titles, titles[1:]):
+                self.assertFalse(overlaps(a, b), (l, a, b))
 
 
 if __name__ == "__main__":
