@@ -144,6 +144,7 @@ inline constexpr auto kStepperPlayInterval = std::chrono::milliseconds(450);
 // Empty paths = do not persist (e.g. under --frames).
 struct PersistState {
   std::string settings_save_path;
+  std::string view_save_path;  // view.json: the head table's sort, order grid, compare picks
   std::string ini_path;
   bool dirty = false;
   std::chrono::steady_clock::time_point changed_at;
@@ -226,6 +227,9 @@ const ViewModel* shownView(const AppState& state);
 const HeadTable* shownHeadTable(const AppState& state);
 // Recomputes view.table.order when the table, batch item or sort changed (not per frame).
 void updateHeadOrder(AppState& state);
+// The head grid wraps in the table's order ("order grid by table", a table shown, and the
+// attention maps chosen rather than rollout / flow): arrow keys then follow that order.
+bool gridFollowsTable(const AppState& state);
 
 // [layers, B, H] of the shown result.
 FocusLimits focusLimits(const AppState& state);

@@ -132,7 +132,7 @@ void drawComparePanel(AppState& state) {
   recordLayout(state, "compare_swap");
   if (changed) {
     picks.chosen = true;
-    markStateChanged(state);
+    saveLater(state);
   }
   const CompareState& c = state.compare;
   if (!c.error.empty()) {

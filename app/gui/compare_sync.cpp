@@ -26,11 +26,14 @@ MapPick clampPick(MapPick pick, const ViewModel& view) {
   return pick;
 }
 
-// Defaults: the mistakes lab compares the focused head with and without the mistake;
+// Defaults (until the user picks): the mistakes lab compares the focused head with and without the mistake;
 // otherwise the focused head with the next one (or the next layer's, with one head).
 void choosePicks(AppState& state, const ViewModel& view) {
   CompareView& c = state.view.compare;
   const ViewFocus& f = state.view.focus;
+  // Picks of the correct run (restored from view.json, or kept after the mistake was
+  // switched off) without one: back to the defaults.
+  if ((c.a.correct_run || c.b.correct_run) && !comparableCorrectView(state)) c.chosen = false;
   if (!c.chosen) {
     c.a = {f.layer, f.head, false};
     if (comparableCorrectView(state)) c.b = {f.layer, f.head, true};

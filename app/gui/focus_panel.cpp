@@ -379,7 +379,7 @@ void drawFocusMaps(AppState& state) {
           state.view.compare = {{g.layer, g.h, false}, {g.layer, g.h, true}, true};
           state.view.tab = FocusTab::Compare;
           state.view.tab_requested = true;
-          markStateChanged(state);
+          saveLater(state);
         }
         recordLayout(state, "focus_difference_view");
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("show with mistake - correct, cell by cell (Compare tab)");

@@ -107,6 +107,7 @@ void writeStateLog(AppState& state, int width, int height) {
     line["allowed_cells"] = tex.allowed_cells[layer];
     line["fully_masked_rows"] = tex.fully_masked_rows[layer];
   }
+  line["grid_columns"] = state.view.grid_columns;
   line["head_table"] = nullptr;  // the metrics table of the focused batch item, in table order
   if (const HeadTable* table = shownHeadTable(state)) {
     const HeadTableView& t = state.view.table;

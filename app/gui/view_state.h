@@ -33,7 +33,8 @@ struct FocusLimits {
 // The head metrics table: how it is sorted, whether the grid follows it, and the order
 // (recomputed by updateHeadOrder when the table, batch item or sort change).
 struct HeadTableView {
-  HeadSort sort;                // set by clicking a column header
+  HeadSort sort;                // set by clicking a column header (or restored from view.json)
+  bool sort_to_table = false;   // restored: hand `sort` to the ImGui table on its next draw
   bool order_grid = false;      // "order grid by table"
   std::vector<int64_t> order;   // heads n = layer * H + head of the focused batch item, table order
   uint64_t order_generation = 0;  // what order was computed for (result, batch item, sort)
