@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gui/compare_sync.h"
+#include "gui/export_jobs.h"
 #include "gui/heatmap_widget.h"
 #include "gui/panels.h"
 
@@ -61,12 +62,6 @@ bool drawPickControls(AppState& state, const char* name, MapPick& pick, const Vi
   return changed;
 }
 
-std::string pickName(const ViewModel& view, const MapPick& pick) {
-  std::string name = view.layers > 1 ? view.maps[pick.layer].name + ", " : "";
-  name += "head " + std::to_string(pick.head);
-  if (pick.correct_run) name += " (correct run)";
-  return name;
-}
 
 void drawCellTooltip(const AppState& state, const ViewModel& view, int64_t b, int64_t i, int64_t j) {
   const CompareState& c = state.compare;
@@ -213,6 +208,10 @@ void drawComparePanel(AppState& state) {
     x += label_w + map_w + (shown.color_bar ? bar_w : 0.0f) + gap;
   }
   ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + line_h + map_h + col_label_h + 4));
+  if (ImGui::SmallButton("Export A - B")) requestDifferenceExport(state);
+  recordLayout(state, "compare_export");
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("write A - B as PNG and .npy [L, S], with a JSON naming A and B");
+  ImGui::SameLine();
   if (!c.comparison.largest.empty()) {
     const MapCell& top = c.comparison.largest.front();
     ImGui::Text("max |A - B| = %.4g at (%lld, %lld)   colour range +-%.3g; largest differences:",

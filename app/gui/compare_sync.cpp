@@ -51,6 +51,13 @@ void replaceTexture(unsigned int& texture, const PooledMap* map) {
 
 }  // namespace
 
+std::string pickName(const ViewModel& view, const MapPick& pick) {
+  std::string name = view.layers > 1 ? view.maps[pick.layer].name + ", " : "";
+  name += "head " + std::to_string(pick.head);
+  if (pick.correct_run) name += " (correct run)";
+  return name;
+}
+
 const ViewModel* pickedView(const AppState& state, const MapPick& pick) {
   return pick.correct_run ? comparableCorrectView(state) : shownView(state);
 }

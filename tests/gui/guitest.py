@@ -142,6 +142,20 @@ class AppTestCase(unittest.TestCase):
         time.sleep(0.15)
         self.x.xdotool("mouseup", 1)
 
+    def click_until(self, window, log, rect, predicate, dx=None, tries=6):
+        """Clicks rect until a state line written after the first click matches predicate (a
+        busy frame can miss a click); the pointer then rests on the Controls title bar, away
+        from tooltips and crosshairs. Returns that state line."""
+        seen = len(read_state_log(log))
+        for _ in range(tries):
+            self.click(window, rect, dx)
+            self.x.xdotool("mousemove", "--window", window, 120, 6)
+            try:
+                return wait_for_new_state(log, seen, predicate, timeout=5)
+            except AssertionError:
+                pass
+        return wait_for_new_state(log, seen, predicate, timeout=1)
+
     def press(self, window, keys):
         self.x.xdotool("key", "--window", window, keys)
 

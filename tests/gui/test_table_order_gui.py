@@ -28,18 +28,6 @@ def write_bundle(folder, layers=2, L=8, seed=4):
 class TableOrderGuiTest(g.AppTestCase):
     SCRATCH = "table-order-gui-"
 
-    def click_until(self, window, log, rect, predicate, dx=None):
-        """Clicks rect until a new state line matches predicate (a busy frame can miss a click)."""
-        seen = len(g.read_state_log(log))
-        for _ in range(6):
-            self.click(window, rect, dx)
-            self.x.xdotool("mousemove", "--window", window, 120, 6)  # keyboard focus: the Controls title bar
-            try:
-                return g.wait_for_new_state(log, seen, predicate, timeout=5)
-            except AssertionError:
-                pass
-        return g.wait_for_new_state(log, seen, predicate, timeout=1)
-
     def key_until(self, window, log, key, predicate):
         seen = len(g.read_state_log(log))
         for _ in range(3):
