@@ -172,7 +172,22 @@ struct ScriptState {
 
 // The compare view's result: A - B of the picked maps, recomputed when the picks, the
 // batch item or the result change (updateComparison), never per frame.
+// The shown settings under another mistake, for a pick's `with` (the same head under two
+// settings): run by a second ComputeWorker through the same configure function, off the UI
+// thread; posted when the settings or the mistake change.
+struct SettingsVariantRun {
+  std::unique_ptr<ComputeWorker> worker;   // started on first use
+  Settings posted;                         // the variant's settings, as posted
+  uint64_t posted_generation = 0;          // 0 = nothing posted
+  uint64_t generation = 0;                 // of `view` / `error`
+  std::shared_ptr<const ViewModel> view;   // null until it arrives or when it failed
+  std::string error;
+  bool pending() const { return posted_generation > generation; }
+};
+
 struct CompareState {
+  SettingsVariantRun variant;
+  uint64_t variant_generation = 0;  // the variant result compared
   uint64_t generation = 0;  // result compared (0 = none yet)
   int64_t batch_item = -1;
   MapPick a, b;

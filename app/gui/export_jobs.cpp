@@ -151,11 +151,10 @@ void requestDifferenceExport(AppState& state) {
   if (mask_a && mask_b)
     for (int64_t cell = 0; cell < L * S; ++cell) panel.masked.push_back(!mask_a[cell] && !mask_b[cell]);
   figure.panels.push_back(std::move(panel));
-  const auto pickJson = [](const MapPick& p) {
-    return nlohmann::json{{"layer", p.layer}, {"head", p.head}, {"run", p.correct_run ? "correct" : "this"}};
-  };
+  // L0H1, L0H1c (the correct run), L0H1+no-scaling (a settings variant).
   const auto pickPart = [](const MapPick& p) {
-    return "L" + std::to_string(p.layer) + "H" + std::to_string(p.head) + (p.correct_run ? "c" : "");
+    return "L" + std::to_string(p.layer) + "H" + std::to_string(p.head) + (p.correct_run ? "c" : "") +
+           (p.with != Mistake::None ? std::string("+") + mistakeName(p.with) : "");
   };
   ExportJob job;
   job.kind = "difference";

@@ -8,6 +8,7 @@
 
 #include "config/model_source.h"
 #include "config/run.h"
+#include "gui/compare_sync.h"
 #include "tensor/npy.h"
 
 namespace attnscope {
@@ -24,11 +25,8 @@ std::string configDir() {
   return "";
 }
 
-nlohmann::json pickJson(const MapPick& pick) {
-  return {{"layer", pick.layer}, {"head", pick.head}, {"run", pick.correct_run ? "correct" : "this"}};
-}
-
-// A pick from {"layer": 0, "head": 1, "run": "this" | "correct"}; false when malformed.
+// A pick from {"layer": 0, "head": 1, "run": "this" | "correct" | "with:<mistake>"}; false
+// when malformed.
 bool readPick(const nlohmann::json& j, MapPick& pick) {
   if (!j.is_object()) return false;
   const auto layer = j.find("layer"), head = j.find("head"), run = j.find("run");
@@ -36,9 +34,17 @@ bool readPick(const nlohmann::json& j, MapPick& pick) {
       !head->is_number_integer() || !run->is_string())
     return false;
   const std::string run_name = *run;
-  if (*layer < 0 || *head < 0 || (run_name != "this" && run_name != "correct")) return false;
-  pick = {layer->get<int64_t>(), head->get<int64_t>(), run_name == "correct"};
-  return true;
+  if (*layer < 0 || *head < 0) return false;
+  pick = {layer->get<int64_t>(), head->get<int64_t>(), run_name == "correct", Mistake::None};
+  if (run_name.rfind("with:", 0) == 0) {
+    try {
+      pick.with = mistakeFromName(run_name.substr(5));
+    } catch (const InputError&) {
+      return false;
+    }
+    return pick.with != Mistake::None;
+  }
+  return run_name == "this" || run_name == "correct";
 }
 
 // view.json at start: applied, or (unreadable, not JSON) moved aside as view.json.bad with a notice.

@@ -95,11 +95,7 @@ class TableOrderGuiTest(g.AppTestCase):
         # Compare: B := layer 1 through its combo (A stays the focused head).
         state = self.click_until(window, log, state["rects"]["focus_tab_compare"],
                                  lambda s: s["focus_tab"] == "compare" and s["compare"] and "compare_b_layer" in s["rects"])
-        picked = self.click_until(window, log, state["rects"]["compare_b_layer"],
-                                  lambda s: "compare_b_layer_item_1" in s["rects"])
-        time.sleep(0.3)  # a popup is placed one frame after it appears: use its settled rects
-        state = g.read_state_log(log)[-1]
-        state = self.click_until(window, log, state["rects"]["compare_b_layer_item_1"],
+        state = self.choose_item(window, log, "compare_b_layer", "compare_b_layer_item_1",
                                  lambda s: s["compare"] and s["compare"]["b"]["layer"] == 1)
         picks = (state["compare"]["a"], state["compare"]["b"])
         self.stop(app)  # SIGTERM: saved on the way out
