@@ -115,6 +115,36 @@ class TableOrderGuiTest(g.AppTestCase):
         self.assertEqual((state["compare"]["a"], state["compare"]["b"]), picks)
         self.screenshot(window, "restored.png")
 
+    def test_bad_view_files_start_on_defaults(self):
+        config = os.path.join(self.x.env["XDG_CONFIG_HOME"], "attnscope")
+        view_file = os.path.join(config, "view.json")
+        bundle = os.path.join(self.dir, "bad")
+        write_bundle(bundle)
+        cases = [
+            ("not_json", "{ not json", True),
+            ("bad_keys", json.dumps({"table": {"sort_column": "no_such_metric", "descending": "yes", "order_grid": 3},
+                                     "compare": {"a": {"layer": -1, "head": 0, "run": "this"},
+                                                 "b": {"layer": 0, "head": 1, "run": "with:bogus"}}}), False),
+        ]
+        for name, text, moved in cases:
+            with self.subTest(name):
+                os.makedirs(config, exist_ok=True)
+                with open(view_file, "w") as f:
+                    f.write(text)
+                app, log, window, state = self.start(name, bundle,
+                                                     ready=lambda s: g.settled(s) and s["head_table"] is not None)
+                self.assertEqual((state["head_table"]["sort_column"], state["head_table"]["descending"],
+                                  state["head_table"]["order_grid"]), ("head", False, False))
+                self.assertEqual(os.path.exists(view_file + ".bad"), moved)
+                if moved:
+                    self.assertIn("view.json is not a JSON object", state["notice"])
+                    os.remove(view_file + ".bad")
+                state = self.click_until(window, log, state["rects"]["focus_tab_compare"],
+                                         lambda s: s["focus_tab"] == "compare" and s["compare"])
+                self.assertEqual((state["compare"]["a"]["run"], state["compare"]["b"]["run"]), ("this", "this"))
+                self.assertEqual(state["compare"]["b"]["head"], 1, "the default B: the next head")
+                self.stop(app)
+
 
 if __name__ == "__main__":
     unittest.main()
