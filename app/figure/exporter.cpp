@@ -134,6 +134,41 @@ std::string freeBaseName(const std::string& dir, const std::string& base,
   }
 }
 
+namespace {
+
+// Writes every job's files under free names in dir (created when missing), all or nothing:
+// an export that fails half-way (disk full) takes its files back. Returns the paths.
+std::vector<std::string> writeJobs(const std::string& dir, std::vector<FigureJob> jobs) {
+  prepareExportFolder(dir);
+  std::vector<std::string> written;
+  try {
+    for (FigureJob& job : jobs) {
+      std::vector<std::string> extensions;
+      for (const OutputFile& file : job.files) extensions.push_back(file.extension);
+      const std::string name = freeBaseName(dir, job.base_name, extensions);
+      for (const OutputFile& file : job.files) {
+        const std::string path = (fs::path(dir) / (name + "." + file.extension)).string();
+        if (file.extension == "npy") {
+          writeNpy(path, file.matrix);
+        } else {
+          writeFileAtomic(path, file.bytes);
+        }
+        written.push_back(path);
+      }
+    }
+  } catch (...) {
+    // All or nothing: an export that fails half-way (disk full) takes its files back.
+    for (const std::string& path : written) {
+      std::error_code ignored;
+      fs::remove(path, ignored);
+    }
+    throw;
+  }
+  return written;
+}
+
+}  // namespace
+
 std::vector<std::string> exportFigures(const Settings& settings, const ViewModel& shown_view,
                                        const ExportRequest& request) {
   checkNames(request.what, exportWhatNames(), "figure");
@@ -212,32 +247,18 @@ std::vector<std::string> exportFigures(const Settings& settings, const ViewModel
     jobs.push_back(std::move(job));
   }
 
-  prepareExportFolder(dir);
-  std::vector<std::string> written;
-  try {
-    for (FigureJob& job : jobs) {
-      std::vector<std::string> extensions;
-      for (const OutputFile& file : job.files) extensions.push_back(file.extension);
-      const std::string name = freeBaseName(dir, job.base_name, extensions);
-      for (const OutputFile& file : job.files) {
-        const std::string path = (fs::path(dir) / (name + "." + file.extension)).string();
-        if (file.extension == "npy") {
-          writeNpy(path, file.matrix);
-        } else {
-          writeFileAtomic(path, file.bytes);
-        }
-        written.push_back(path);
-      }
-    }
-  } catch (...) {
-    // All or nothing: an export that fails half-way (disk full) takes its files back.
-    for (const std::string& path : written) {
-      std::error_code ignored;
-      fs::remove(path, ignored);
-    }
-    throw;
-  }
-  return written;
+  return writeJobs(dir, jobs);
+}
+
+std::vector<std::string> exportFigureFiles(const Figure& figure, const std::string& base_name,
+                                           const std::vector<std::string>& formats, const std::string& json_text,
+                                           const std::string& dir) {
+  checkNames(formats, exportFormatNames(), "format");
+  FigureJob job;
+  job.base_name = base_name;
+  for (const std::string& format : formats) job.files.push_back(renderFile(format, figure));
+  job.files.push_back({"json", json_text, {}});
+  return writeJobs(dir, {job});
 }
 
 }  // namespace attnscope

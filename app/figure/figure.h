@@ -140,6 +140,12 @@ struct ExportRequest {
   CellWindow window;                           // probs/scores/mask: only these rows and keys (app zoom)
 };
 
+// Any figure (the app's A - B map) as files named base_name (made free like every export)
+// in each format, then json_text beside them as base_name.json; all or nothing.
+std::vector<std::string> exportFigureFiles(const Figure& figure, const std::string& base_name,
+                                           const std::vector<std::string>& formats, const std::string& json_text,
+                                           const std::string& dir);
+
 std::vector<std::string> exportWhatNames();    // {"probs", "scores", "mask", "rollout", "flow", "grid"}
 std::string defaultExportDir();  // $HOME/Pictures/attnscope
 // The folder exports go to: settings.export_dir, or defaultExportDir() when empty.

@@ -66,6 +66,7 @@ void updateBeforeFrame(GLFWwindow* window, AppState& state) {
   advanceStepperPlay(state);
   updateViewTextures(state.gpu.textures, state.compute.view.get(), state.view.focus.batch_item);
   updateViewTextures(state.gpu.correct_textures, state.compute.correct_view.get(), state.view.focus.batch_item);
+  updateViewTextures(state.gpu.variant_textures, state.compare.variant.view.get(), state.view.focus.batch_item);
   updateZoomTextures(state.gpu.zoom, state.compute.view.get(), state.compute.correct_view.get(), state.view.focus,
                      state.view.zoom);
   updateHeadOrder(state);

@@ -68,6 +68,11 @@ void updateHeadOrder(AppState& state) {
   markStateChanged(state);
 }
 
+bool gridFollowsTable(const AppState& state) {
+  return state.view.table.order_grid && shownHeadTable(state) && !state.view.table.order.empty() &&
+         !mapKindInfo(state.exports.selected).across_layers;
+}
+
 FocusLimits focusLimits(const AppState& state) {
   const ViewModel* v = shownView(state);
   if (!v) return {};

@@ -144,6 +144,7 @@ inline constexpr auto kStepperPlayInterval = std::chrono::milliseconds(450);
 // Empty paths = do not persist (e.g. under --frames).
 struct PersistState {
   std::string settings_save_path;
+  std::string view_save_path;  // view.json: the head table's sort, order grid, compare picks
   std::string ini_path;
   bool dirty = false;
   std::chrono::steady_clock::time_point changed_at;
@@ -171,7 +172,22 @@ struct ScriptState {
 
 // The compare view's result: A - B of the picked maps, recomputed when the picks, the
 // batch item or the result change (updateComparison), never per frame.
+// The shown settings under another mistake, for a pick's `with` (the same head under two
+// settings): run by a second ComputeWorker through the same configure function, off the UI
+// thread; posted when the settings or the mistake change.
+struct SettingsVariantRun {
+  std::unique_ptr<ComputeWorker> worker;   // started on first use
+  Settings posted;                         // the variant's settings, as posted
+  uint64_t posted_generation = 0;          // 0 = nothing posted
+  uint64_t generation = 0;                 // of `view` / `error`
+  std::shared_ptr<const ViewModel> view;   // null until it arrives or when it failed
+  std::string error;
+  bool pending() const { return posted_generation > generation; }
+};
+
 struct CompareState {
+  SettingsVariantRun variant;
+  uint64_t variant_generation = 0;  // the variant result compared
   uint64_t generation = 0;  // result compared (0 = none yet)
   int64_t batch_item = -1;
   MapPick a, b;
@@ -226,6 +242,9 @@ const ViewModel* shownView(const AppState& state);
 const HeadTable* shownHeadTable(const AppState& state);
 // Recomputes view.table.order when the table, batch item or sort changed (not per frame).
 void updateHeadOrder(AppState& state);
+// The head grid wraps in the table's order ("order grid by table", a table shown, and the
+// attention maps chosen rather than rollout / flow): arrow keys then follow that order.
+bool gridFollowsTable(const AppState& state);
 
 // [layers, B, H] of the shown result.
 FocusLimits focusLimits(const AppState& state);

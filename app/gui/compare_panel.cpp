@@ -1,6 +1,6 @@
 // The compare view (the focus panel's "Compare" tab): any two probability maps A and B of
 // the focused batch item (layer, head, and with a teaching mistake: this run or the correct
-// run) side by side on one colour scale, then A - B on the diverging map with a symmetric
+// run; B also the same settings with another mistake, e.g. no scaling) side by side on one colour scale, then A - B on the diverging map with a symmetric
 // range, and the cells that differ most. The numbers come from CompareState (compareMaps,
 // recomputed when the picks change); this panel only draws and edits the picks.
 #include <imgui.h>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gui/compare_sync.h"
+#include "gui/export_jobs.h"
 #include "gui/heatmap_widget.h"
 #include "gui/panels.h"
 
@@ -37,16 +38,44 @@ bool pickCombo(AppState& state, const std::string& id, const std::vector<std::st
   return changed;
 }
 
+// The runs a pick can read: this run, the mistakes lab's correct run (with a mistake), and
+// for B the same settings with any other mistake ("with no-scaling": a second run).
+struct RunChoice {
+  std::string label;
+  bool correct_run;
+  Mistake with;
+};
+std::vector<RunChoice> runChoices(const AppState& state, bool has_correct, bool variants) {
+  std::vector<RunChoice> runs = {{"this run", false, Mistake::None}};
+  if (has_correct) runs.push_back({"correct run", true, Mistake::None});
+  if (variants)
+    for (Mistake m : allMistakes())
+      if (m != Mistake::None && m != state.settings.mistake) runs.push_back({std::string("with ") + mistakeName(m), false, m});
+  return runs;
+}
+
 // "A: [run] [layer] [head]" on one line.
 bool drawPickControls(AppState& state, const char* name, MapPick& pick, const ViewModel& view, bool has_correct) {
   bool changed = false;
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted(name);
   const std::string prefix = std::string("compare_") + (name[0] == 'A' ? "a" : "b");
-  if (has_correct) {
-    int64_t run = pick.correct_run ? 1 : 0;
+  const std::vector<RunChoice> runs = runChoices(state, has_correct, name[0] == 'B' && settingsVariantsPossible(state));
+  if (runs.size() > 1) {
+    std::vector<std::string> labels;
+    int64_t run = 0;
+    for (size_t k = 0; k < runs.size(); ++k) {
+      labels.push_back(runs[k].label);
+      if (runs[k].correct_run == pick.correct_run && runs[k].with == pick.with) run = static_cast<int64_t>(k);
+    }
     ImGui::SameLine();
-    if (pickCombo(state, prefix + "_run", {"this run", "correct run"}, run, 110)) pick.correct_run = run == 1, changed = true;
+    if (pickCombo(state, prefix + "_run", labels, run, runs.size() > 2 ? 150 : 110)) {
+      pick.correct_run = runs[static_cast<size_t>(run)].correct_run;
+      pick.with = runs[static_cast<size_t>(run)].with;
+      changed = true;
+    }
+    if (ImGui::IsItemHovered() && name[0] == 'B')
+      ImGui::SetTooltip("B from this run, or the same settings with a mistake from the mistakes lab (a second run)");
   }
   if (view.layers > 1) {
     std::vector<std::string> layers;
@@ -61,12 +90,6 @@ bool drawPickControls(AppState& state, const char* name, MapPick& pick, const Vi
   return changed;
 }
 
-std::string pickName(const ViewModel& view, const MapPick& pick) {
-  std::string name = view.layers > 1 ? view.maps[pick.layer].name + ", " : "";
-  name += "head " + std::to_string(pick.head);
-  if (pick.correct_run) name += " (correct run)";
-  return name;
-}
 
 void drawCellTooltip(const AppState& state, const ViewModel& view, int64_t b, int64_t i, int64_t j) {
   const CompareState& c = state.compare;
@@ -123,7 +146,7 @@ void drawComparePanel(AppState& state) {
     return;
   }
   CompareView& picks = state.view.compare;
-  const bool has_correct = pickedView(state, MapPick{0, 0, true}) != nullptr;
+  const bool has_correct = pickedView(state, MapPick{0, 0, true, Mistake::None}) != nullptr;
   bool changed = drawPickControls(state, "A", picks.a, *view, has_correct);
   ImGui::SameLine(0, 24);
   changed |= drawPickControls(state, "B", picks.b, *view, has_correct);
@@ -132,7 +155,7 @@ void drawComparePanel(AppState& state) {
   recordLayout(state, "compare_swap");
   if (changed) {
     picks.chosen = true;
-    markStateChanged(state);
+    saveLater(state);
   }
   const CompareState& c = state.compare;
   if (!c.error.empty()) {
@@ -213,6 +236,10 @@ void drawComparePanel(AppState& state) {
     x += label_w + map_w + (shown.color_bar ? bar_w : 0.0f) + gap;
   }
   ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + line_h + map_h + col_label_h + 4));
+  if (ImGui::SmallButton("Export A - B")) requestDifferenceExport(state);
+  recordLayout(state, "compare_export");
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("write A - B as PNG and .npy [L, S], with a JSON naming A and B");
+  ImGui::SameLine();
   if (!c.comparison.largest.empty()) {
     const MapCell& top = c.comparison.largest.front();
     ImGui::Text("max |A - B| = %.4g at (%lld, %lld)   colour range +-%.3g; largest differences:",

@@ -3,6 +3,9 @@
 #include <glad/gl.h>
 
 #include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "gui/gl_resources.h"
@@ -20,17 +23,60 @@ const ViewModel* comparableCorrectView(const AppState& state) {
   return same ? correct : nullptr;
 }
 
+// The settings B's `with` asks for: the shown settings under that mistake instead.
+Settings variantSettings(const AppState& state, Mistake with) {
+  Settings settings = state.settings;
+  settings.mistake = with;
+  return settings;
+}
+
+// Takes the variant worker's result; posts B's variant when its settings changed.
+void updateVariantRun(AppState& state) {
+  SettingsVariantRun& v = state.compare.variant;
+  if (v.worker) {
+    if (std::optional<ComputeResult> result = v.worker->poll()) {
+      v.generation = result->generation;
+      v.view = result->view;
+      v.error = result->error;
+      markStateChanged(state);
+    }
+  }
+  const Mistake with = state.view.compare.b.with;
+  if (with == Mistake::None || !settingsVariantsPossible(state) || state.view.tab != FocusTab::Compare) return;
+  const Settings wanted = variantSettings(state, with);
+  if (v.posted_generation != 0 && !computeSettingsDiffer(wanted, v.posted)) return;
+  if (!v.worker) v.worker = std::make_unique<ComputeWorker>();
+  v.posted = wanted;
+  v.posted_generation = v.worker->post(wanted);
+  markStateChanged(state);
+}
+
+// Why a pick has no view model ("" when it has one).
+std::string missingPickReason(const AppState& state, const MapPick& pick) {
+  if (pick.with == Mistake::None)
+    return "no correct run to compare with: choose a teaching mistake in the mistakes lab";
+  const SettingsVariantRun& v = state.compare.variant;
+  const std::string name = std::string("B with ") + mistakeName(pick.with);
+  if (v.pending()) return "computing " + name + " ...";
+  if (!v.error.empty()) return name + " does not compute: " + v.error;
+  return name + ": its maps have other sizes than this run's";
+}
+
 MapPick clampPick(MapPick pick, const ViewModel& view) {
   pick.layer = std::clamp<int64_t>(pick.layer, 0, view.layers - 1);
   pick.head = std::clamp<int64_t>(pick.head, 0, view.H - 1);
   return pick;
 }
 
-// Defaults: the mistakes lab compares the focused head with and without the mistake;
+// Defaults (until the user picks): the mistakes lab compares the focused head with and without the mistake;
 // otherwise the focused head with the next one (or the next layer's, with one head).
 void choosePicks(AppState& state, const ViewModel& view) {
   CompareView& c = state.view.compare;
   const ViewFocus& f = state.view.focus;
+  // Picks of the correct run (restored from view.json, or kept after the mistake was
+  // switched off) without one, or of a settings variant where none can run: the defaults.
+  if ((c.a.correct_run || c.b.correct_run) && !comparableCorrectView(state)) c.chosen = false;
+  if ((c.a.with != Mistake::None || c.b.with != Mistake::None) && !settingsVariantsPossible(state)) c.chosen = false;
   if (!c.chosen) {
     c.a = {f.layer, f.head, false};
     if (comparableCorrectView(state)) c.b = {f.layer, f.head, true};
@@ -48,18 +94,50 @@ void replaceTexture(unsigned int& texture, const PooledMap* map) {
 
 }  // namespace
 
+std::string pickName(const ViewModel& view, const MapPick& pick) {
+  std::string name = view.layers > 1 ? view.maps[pick.layer].name + ", " : "";
+  name += "head " + std::to_string(pick.head);
+  if (pick.correct_run) name += " (correct run)";
+  if (pick.with != Mistake::None) name += std::string(" (with ") + mistakeName(pick.with) + ")";
+  return name;
+}
+
+bool settingsVariantsPossible(const AppState& state) {
+  return state.settings.source != InputSource::Model && !state.compute.imported() && shownView(state) &&
+         shownView(state)->source == ViewSource::CoreTrace;
+}
+
 const ViewModel* pickedView(const AppState& state, const MapPick& pick) {
-  return pick.correct_run ? comparableCorrectView(state) : shownView(state);
+  if (pick.with == Mistake::None) return pick.correct_run ? comparableCorrectView(state) : shownView(state);
+  const SettingsVariantRun& v = state.compare.variant;
+  const ViewModel* shown = shownView(state);
+  const ViewModel* variant = v.view.get();
+  if (!shown || !variant || v.pending() || v.posted.mistake != pick.with ||
+      computeSettingsDiffer(v.posted, variantSettings(state, pick.with)))
+    return nullptr;
+  const bool same = variant->layers == shown->layers && variant->B == shown->B && variant->H == shown->H &&
+                    variant->L == shown->L && variant->S == shown->S;
+  return same ? variant : nullptr;
+}
+
+nlohmann::json pickJson(const MapPick& pick) {
+  const std::string run = pick.with != Mistake::None ? std::string("with:") + mistakeName(pick.with)
+                          : pick.correct_run         ? "correct"
+                                                     : "this";
+  return {{"layer", pick.layer}, {"head", pick.head}, {"run", run}};
 }
 
 unsigned int pickedTexture(const AppState& state, const MapPick& pick) {
-  const ViewTextures& tex = pick.correct_run ? state.gpu.correct_textures : state.gpu.textures;
+  const ViewTextures& tex = pick.with != Mistake::None ? state.gpu.variant_textures
+                            : pick.correct_run         ? state.gpu.correct_textures
+                                                       : state.gpu.textures;
   if (!pickedView(state, pick) || tex.source != pickedView(state, pick)) return 0;
   const size_t index = tex.index(pick.layer, pick.head);
   return index < tex.probs.size() ? tex.probs[index] : 0;
 }
 
 void updateComparison(AppState& state) {
+  updateVariantRun(state);
   const ViewModel* view = shownView(state);
   if (state.view.tab != FocusTab::Compare || !view) return;
   choosePicks(state, *view);
@@ -67,15 +145,18 @@ void updateComparison(AppState& state) {
   const CompareView& picks = state.view.compare;
   const int64_t b = std::clamp<int64_t>(state.view.focus.batch_item, 0, view->B - 1);
   const uint64_t generation = state.compute.trace_generation;
-  if (c.generation == generation && c.batch_item == b && c.a == picks.a && c.b == picks.b) return;
+  if (c.generation == generation && c.batch_item == b && c.a == picks.a && c.b == picks.b &&
+      c.variant_generation == c.variant.generation)
+    return;
   c.generation = generation, c.batch_item = b, c.a = picks.a, c.b = picks.b;
+  c.variant_generation = c.variant.generation;
   c.error.clear();
   c.comparison = MapComparison{};
   markStateChanged(state);
   const ViewModel* va = pickedView(state, picks.a);
   const ViewModel* vb = pickedView(state, picks.b);
   if (!va || !vb) {
-    c.error = "no correct run to compare with: choose a teaching mistake in the mistakes lab";
+    c.error = missingPickReason(state, va ? picks.b : picks.a);
     replaceTexture(state.gpu.compare_diff, nullptr);
     return;
   }

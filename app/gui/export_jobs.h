@@ -14,6 +14,10 @@ namespace attnscope {
 // Figures start once the trace is current (no recompute pending), so the settings JSON
 // written beside them describes exactly the pixels.
 void requestFigureExport(AppState& state, const std::string& what);
+// Queues the compare view's A - B as PNG + .npy [L, S] float32 + a JSON naming A and B,
+// and query focus's bars as one JSON (README: "Compare and query focus exports").
+void requestDifferenceExport(AppState& state);
+void requestQueryFocusExport(AppState& state);
 // Queues the window pixels read after the last rendered frame ([height, width], top row first).
 void requestScreenshotExport(AppState& state, RgbImage window);
 

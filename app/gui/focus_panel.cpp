@@ -376,10 +376,10 @@ void drawFocusMaps(AppState& state) {
         // The mistakes lab's difference view: this head with and without the mistake.
         ImGui::SameLine();
         if (ImGui::SmallButton("difference view")) {
-          state.view.compare = {{g.layer, g.h, false}, {g.layer, g.h, true}, true};
+          state.view.compare = {{g.layer, g.h, false, Mistake::None}, {g.layer, g.h, true, Mistake::None}, true};
           state.view.tab = FocusTab::Compare;
           state.view.tab_requested = true;
-          markStateChanged(state);
+          saveLater(state);
         }
         recordLayout(state, "focus_difference_view");
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("show with mistake - correct, cell by cell (Compare tab)");

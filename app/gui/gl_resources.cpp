@@ -125,6 +125,7 @@ void destroyGpuState(GpuState& gpu) {
   releaseZoomTextures(gpu.zoom);
   releaseViewTextures(gpu.textures);
   releaseViewTextures(gpu.correct_textures);
+  releaseViewTextures(gpu.variant_textures);
   if (gpu.compare_diff) glDeleteTextures(1, &gpu.compare_diff);
   if (gpu.gl.heatmap_program) glDeleteProgram(gpu.gl.heatmap_program);
   glDeleteTextures(kColormapCount, gpu.gl.colormap_luts);

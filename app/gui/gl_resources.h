@@ -80,6 +80,7 @@ struct GpuState {
   GlResources gl;
   ViewTextures textures;          // the latest result
   ViewTextures correct_textures;  // the mistakes lab's correct run
+  ViewTextures variant_textures;  // the compare view's settings variant (a pick's `with`)
   ZoomTextures zoom;              // the focus view's zoomed window
   unsigned int compare_diff = 0;  // the compare view's A - B (R32F, pooled when large; 0 = none)
   std::deque<HeatmapDrawParams> draw_params;  // cleared after each rendered frame

@@ -135,7 +135,7 @@ struct GridEntry {
 std::vector<GridEntry> gridEntries(const AppState& state, const ViewModel& view) {
   std::vector<GridEntry> entries;
   const HeadTableView& table = state.view.table;
-  if (table.order_grid && shownHeadTable(state)) {
+  if (gridFollowsTable(state)) {
     for (int64_t n : table.order) entries.push_back({n / view.H, n % view.H});
   } else {
     for (int64_t h = 0; h < view.H; ++h) entries.push_back({0, h});

@@ -4,6 +4,7 @@
 // head; "order grid by table" lays the grid's tiles out in the table's order. The numbers
 // come from the HeadTable the worker built with the view model; this panel only draws.
 #include <imgui.h>
+#include <imgui_internal.h>  // TableSetColumnSortDirection: a sort restored from view.json
 
 #include <cmath>
 #include <cstdio>
@@ -42,6 +43,7 @@ void readSortSpecs(AppState& state) {
   const HeadSort sort{specs->Specs[0].ColumnIndex, specs->Specs[0].SortDirection == ImGuiSortDirection_Descending};
   if (sort == state.view.table.sort) return;
   state.view.table.sort = sort;
+  saveLater(state);
   updateHeadOrder(state);  // this frame already draws (and logs) the new order
 }
 
@@ -67,7 +69,7 @@ void drawMetricsPanel(AppState& state) {
       return;
     }
     const int64_t b = state.view.focus.batch_item;
-    if (ImGui::Checkbox("order grid by table", &view.order_grid)) markStateChanged(state);
+    if (ImGui::Checkbox("order grid by table", &view.order_grid)) saveLater(state);
     recordLayout(state, "metrics_order_grid");
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("lay out the head grid's tiles in this table's order");
     ImGui::SameLine();
@@ -76,7 +78,8 @@ void drawMetricsPanel(AppState& state) {
 
     const std::vector<ColumnInfo> columns = tableColumns();
     const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
-                                  ImGuiTableFlags_ScrollX | ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingFixedFit;
+                                  ImGuiTableFlags_ScrollX | ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingFixedFit |
+                                  ImGuiTableFlags_NoSavedSettings;  // the sort lives in view.json
     if (ImGui::BeginTable("metrics", static_cast<int>(columns.size()), flags)) {
       ImGui::TableSetupScrollFreeze(1, 1);
       for (size_t c = 0; c < columns.size(); ++c) {
@@ -85,6 +88,11 @@ void drawMetricsPanel(AppState& state) {
         // Metrics sort largest first on the first click: the heads that stand out.
         if (static_cast<int>(c) >= kFirstMetricColumn) column_flags |= ImGuiTableColumnFlags_PreferSortDescending;
         ImGui::TableSetupColumn(columns[c].heading.c_str(), column_flags);
+      }
+      if (view.sort_to_table) {  // restored from view.json: the table shows it sorted so
+        ImGui::TableSetColumnSortDirection(view.sort.column, view.sort.descending ? ImGuiSortDirection_Descending
+                                                                                   : ImGuiSortDirection_Ascending, false);
+        view.sort_to_table = false;
       }
       readSortSpecs(state);
       ImGui::TableNextRow(ImGuiTableRowFlags_Headers);

@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "gui/app_options.h"
 #include "gui/app_state.h"
 
@@ -14,6 +16,13 @@ namespace attnscope {
 // then BUNDLE. Returns "" or the one-line error of a bad --settings file (exit 1); a bad
 // saved file only leaves a notice.
 std::string loadStartupSettings(const AppOptions& options, AppState& state);
+
+// What of the view state outlives a run (view.json beside settings.json): the head table's
+// sort column and direction, "order grid by table", and the compare view's picks once the
+// user chose them. What is missing or malformed keeps its default; picks are clamped where
+// they are used.
+nlohmann::json persistentViewJson(const ViewState& view);
+void applyPersistentView(const nlohmann::json& j, ViewState& view);
 
 // Saves when the last change is a second old (once per frame).
 void saveWhenDue(AppState& state);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "gui/export_jobs.h"
 #include "gui/panels.h"
 
 namespace attnscope {
@@ -116,6 +117,10 @@ void drawQueryFocusPanel(AppState& state) {
     return;
   }
   const int64_t chosen = static_cast<int64_t>(q.choice.queries.size());
+  ImGui::SameLine();
+  if (ImGui::SmallButton("Export JSON")) requestQueryFocusExport(state);
+  recordLayout(state, "query_export");
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("write these bars [layers][heads][keys] with the queries and tokens as JSON");
   ImGui::SameLine();
   ImGui::Text("  %s of %lld quer%s over the keys, every layer and head (bars 0 to %lld)",
               q.choice.combine == RowCombine::Mean ? "mean" : "sum", static_cast<long long>(chosen),

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "gui/compare_sync.h"
 #include "gui/export_jobs.h"
 #include "gui/layer_maps_sync.h"
 #include "gui/panels.h"
@@ -107,6 +108,7 @@ void writeStateLog(AppState& state, int width, int height) {
     line["allowed_cells"] = tex.allowed_cells[layer];
     line["fully_masked_rows"] = tex.fully_masked_rows[layer];
   }
+  line["grid_columns"] = state.view.grid_columns;
   line["head_table"] = nullptr;  // the metrics table of the focused batch item, in table order
   if (const HeadTable* table = shownHeadTable(state)) {
     const HeadTableView& t = state.view.table;
@@ -122,12 +124,12 @@ void writeStateLog(AppState& state, int width, int height) {
   line["compare"] = nullptr;  // the compare view's picks and A - B, while its tab is open
   if (state.view.tab == FocusTab::Compare && state.compare.generation > 0) {
     const CompareState& cmp = state.compare;
-    const auto pick = [](const MapPick& p) {
-      return nlohmann::json{{"layer", p.layer}, {"head", p.head}, {"run", p.correct_run ? "correct" : "this"}};
-    };
     nlohmann::json largest = nlohmann::json::array();
     for (const MapCell& cell : cmp.comparison.largest) largest.push_back({cell.row, cell.col, cell.a, cell.b, cell.diff});
-    line["compare"] = {{"a", pick(cmp.a)}, {"b", pick(cmp.b)}, {"batch_item", cmp.batch_item}, {"error", cmp.error},
+    const SettingsVariantRun& variant = cmp.variant;
+    line["compare_variant"] = {{"mistake", mistakeName(variant.posted.mistake)}, {"posted", variant.posted_generation},
+                               {"pending", variant.pending()}, {"error", variant.error}};
+    line["compare"] = {{"a", pickJson(cmp.a)}, {"b", pickJson(cmp.b)}, {"batch_item", cmp.batch_item}, {"error", cmp.error},
                        {"abs_max", cmp.comparison.abs_max}, {"largest", largest}};
   }
   line["query_focus"] = nullptr;  // chosen queries; bars [layers][H][S] when small

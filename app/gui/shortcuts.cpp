@@ -3,6 +3,7 @@
 #include <GLFW/glfw3.h>
 #include <imgui.h>
 
+#include <algorithm>
 #include <limits>
 #include <vector>
 
@@ -11,10 +12,29 @@
 namespace attnscope {
 namespace {
 
+// The grid ordered by the head table: Left/Right step to the previous / next head in the
+// table's order, Up/Down one grid row (grid_columns heads) back / on; stops at the ends.
+ViewFocus tableOrderTarget(const AppState& state, int key) {
+  const std::vector<int64_t>& order = state.view.table.order;
+  ViewFocus focus = state.view.focus;
+  const int64_t H = focusLimits(state).heads;
+  const auto at = std::find(order.begin(), order.end(), focus.layer * H + focus.head);
+  if (at == order.end()) return focus;
+  const int64_t step = key == GLFW_KEY_LEFT ? -1 : key == GLFW_KEY_RIGHT ? 1
+                       : key == GLFW_KEY_UP ? -state.view.grid_columns : key == GLFW_KEY_DOWN ? state.view.grid_columns : 0;
+  const int64_t k = (at - order.begin()) + step;
+  if (step == 0 || k < 0 || k >= static_cast<int64_t>(order.size())) return focus;
+  focus.layer = order[k] / H;
+  focus.head = order[k] % H;
+  return focus;
+}
+
 // Arrow keys move across the grid: one layer, Left/Right step through the heads and
 // Up/Down move one grid row; several layers, Left/Right move across heads and Up/Down
-// across layers. setFocus clamps at the edges.
+// across layers; the grid ordered by the table, through the table's order. setFocus
+// clamps at the edges.
 ViewFocus arrowTarget(const AppState& state, int key) {
+  if (gridFollowsTable(state)) return tableOrderTarget(state, key);
   const bool several_layers = focusLimits(state).layers > 1;
   ViewFocus focus = state.view.focus;
   if (key == GLFW_KEY_LEFT) focus.head -= 1;

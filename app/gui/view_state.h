@@ -33,7 +33,8 @@ struct FocusLimits {
 // The head metrics table: how it is sorted, whether the grid follows it, and the order
 // (recomputed by updateHeadOrder when the table, batch item or sort change).
 struct HeadTableView {
-  HeadSort sort;                // set by clicking a column header
+  HeadSort sort;                // set by clicking a column header (or restored from view.json)
+  bool sort_to_table = false;   // restored: hand `sort` to the ImGui table on its next draw
   bool order_grid = false;      // "order grid by table"
   std::vector<int64_t> order;   // heads n = layer * H + head of the focused batch item, table order
   uint64_t order_generation = 0;  // what order was computed for (result, batch item, sort)
@@ -45,12 +46,16 @@ struct HeadTableView {
 enum class FocusTab { Maps, Compare, QueryFocus };
 const char* focusTabName(FocusTab tab);  // "maps", "compare", "query_focus" (state log)
 
-// One map of the compare view: (layer, head) of the focused batch item, from this run or
-// from the mistakes lab's correct run (the same inputs without the mistake).
+// One map of the compare view: (layer, head) of the focused batch item, from this run, from
+// the mistakes lab's correct run (the same inputs without the mistake), or from this run's
+// settings under another mistake (`with`, e.g. NoScaling: a second run, compare_sync.h).
 struct MapPick {
   int64_t layer = 0, head = 0;
   bool correct_run = false;
-  bool operator==(const MapPick& o) const { return layer == o.layer && head == o.head && correct_run == o.correct_run; }
+  Mistake with = Mistake::None;  // != None: the settings with this mistake instead (not with correct_run)
+  bool operator==(const MapPick& o) const {
+    return layer == o.layer && head == o.head && correct_run == o.correct_run && with == o.with;
+  }
   bool operator!=(const MapPick& o) const { return !(*this == o); }
 };
 

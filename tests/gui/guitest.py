@@ -142,6 +142,35 @@ class AppTestCase(unittest.TestCase):
         time.sleep(0.15)
         self.x.xdotool("mouseup", 1)
 
+    def click_until(self, window, log, rect, predicate, dx=None, tries=6):
+        """Clicks rect until a state line written after the first click matches predicate (a
+        busy frame can miss a click); the pointer then rests on the Controls title bar, away
+        from tooltips and crosshairs. Returns that state line."""
+        seen = len(read_state_log(log))
+        for _ in range(tries):
+            self.click(window, rect, dx)
+            self.x.xdotool("mousemove", "--window", window, 120, 6)
+            try:
+                return wait_for_new_state(log, seen, predicate, timeout=5)
+            except AssertionError:
+                pass
+        return wait_for_new_state(log, seen, predicate, timeout=1)
+
+    def choose_item(self, window, log, combo, item, predicate):
+        """Opens combo and clicks its item until predicate holds (a popup is placed one frame
+        after it opens, and a busy frame can miss either click)."""
+        for _ in range(4):
+            self.click_until(window, log, read_state_log(log)[-1]["rects"][combo], lambda s: item in s["rects"])
+            time.sleep(0.4)
+            seen = len(read_state_log(log))
+            self.click(window, read_state_log(log)[-1]["rects"][item])
+            self.x.xdotool("mousemove", "--window", window, 120, 6)
+            try:
+                return wait_for_new_state(log, seen, predicate, timeout=5)
+            except AssertionError:
+                self.press(window, "Escape")  # a popup left open
+        return wait_for_state(log, predicate, timeout=1)
+
     def press(self, window, keys):
         self.x.xdotool("key", "--window", window, keys)
 

@@ -38,21 +38,6 @@ def write_bundle(folder, layers=3, heads=3, L=7, seed=21):
 class LayerMapsGuiTest(g.AppTestCase):
     SCRATCH = "layer-maps-gui-"
 
-    def click_until(self, window, log, rect, predicate):
-        """Clicks rect until a new state line matches predicate (a busy frame can miss a click)."""
-        x, y, w, h = rect
-        seen = len(g.read_state_log(log))
-        for _ in range(6):
-            self.x.xdotool("mousemove", "--window", window, int(x + min(8, w / 2)), int(y + h / 2))
-            time.sleep(0.3)
-            self.x.xdotool("click", "1")
-            self.x.xdotool("mousemove", "--window", window, 120, 6)  # no tooltip or crosshair on the maps
-            try:
-                return g.wait_for_new_state(log, seen, predicate, timeout=5)
-            except AssertionError:
-                pass
-        return g.wait_for_new_state(log, seen, predicate, timeout=1)
-
     def choose(self, window, log, state, kind):
         self.click_until(window, log, state["rects"]["map_kind_" + kind], lambda s: s["selected_view"] == kind)
         return g.wait_for_state(log, lambda s: kind in s["layer_maps"]["built"] and s["selected_view"] == kind and
