@@ -52,13 +52,14 @@ Tensor pool2d(const char* name, const MaskedMap& map, int64_t out_rows, int64_t 
   return out;
 }
 
-bool keepLarger(float candidate, float best) { return candidate > best; }
+// Lambdas, not functions: pool2d is instantiated for each, so the test inlines.
+const auto keepLarger = [](float candidate, float best) { return candidate > best; };
 
 // A masked current value loses to any unmasked candidate, even one of |v| == 0.
-bool keepLargerAbs(float candidate, float best) {
+const auto keepLargerAbs = [](float candidate, float best) {
   if (candidate == kMasked) return false;
   return best == kMasked || std::fabs(candidate) > std::fabs(best);
-}
+};
 
 }  // namespace
 

@@ -188,22 +188,6 @@ std::vector<std::vector<std::string>> expandLabels(const std::vector<std::vector
 
 }  // namespace
 
-MapRange mapRange(const float* values, const uint8_t* allowed, int64_t cells) {
-  MapRange range;
-  float low = INFINITY, high = -INFINITY;
-  for (int64_t c = 0; c < cells; ++c) {
-    const float v = values[c];
-    if ((allowed && !allowed[c]) || !std::isfinite(v)) continue;
-    ++range.allowed_cells;
-    low = std::min(low, v);
-    high = std::max(high, v);
-    range.abs_max = std::max(range.abs_max, std::fabs(v));
-    if (v > 0.0f) range.min_positive = std::min(range.min_positive, v);
-  }
-  if (range.allowed_cells > 0) range.min = low, range.max = high;
-  return range;
-}
-
 std::string HeadNote::text() const {
   char value[32];
   std::snprintf(value, sizeof value, "%.2f", score);
