@@ -1,5 +1,7 @@
 // attnscope: one executable. `compute`, `export`, `bench`, `analyze` and `model` run headless; anything else opens
 // the desktop app (`attnscope [gui] [BUNDLE] [flags]`).
+#include <malloc.h>
+
 #include <cstring>
 #include <iostream>
 
@@ -8,6 +10,13 @@
 #include "tensor/interrupt.h"
 
 int main(int argc, char** argv) {
+  // Temporaries up to 32 MiB (a tile's row blocks: 2 x 8 MiB per thread at S = 32768) come
+  // from the heap and up to 64 MiB of freed heap stays mapped: first-touching fresh pages
+  // costs 5-10 ms per MiB on these virtual machines (repeated exact 256x256 tiles took 230-425
+  // ms instead of 40-75 ms under load), far more than the maths. Larger buffers (a trace's
+  // maps) are still mapped on their own and returned when freed.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
   // Before any thread starts: SIGINT/SIGTERM remove half-written outputs (or save, in the app).
   attnscope::startInterruptWatcher();
   if (argc >= 2) {

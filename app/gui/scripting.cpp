@@ -42,6 +42,7 @@ void writeStateLog(AppState& state, int width, int height) {
   line["busy"] = c.busy;
   line["compute_runs"] = c.runs;
   line["projections_reused"] = c.projections_reused;
+  line["compute_ms"] = c.compute_ms;
   line["item_active"] = state.ui.item_active;
   line["help_open"] = state.ui.show_help;
   line["modal_open"] = state.ui.bundle_modal_open;

@@ -25,8 +25,13 @@ HeadMetrics metricsOfMap(const float* map, int64_t L, int64_t S, const uint8_t* 
   for (int64_t i = 0; i < L; ++i) {
     const float* row = map + i * S;  // [S]
     if (!rowCounts(row, S, fully_masked, i)) continue;
+    // Only keys [first, last] can hold probability: zeros add nothing to any sum (a causal
+    // row i has S - 1 - i of them), so skipping them leaves every number as it was.
+    int64_t first = 0, last = S - 1;
+    while (row[first] == 0.0f) ++first;  // the row holds a nonzero (rowCounts)
+    while (row[last] == 0.0f) --last;
     double entropy = 0, max_p = 0, distance = 0;
-    for (int64_t j = 0; j < S; ++j) {
+    for (int64_t j = first; j <= last; ++j) {
       const double p = row[j];
       if (p > 0) entropy -= p * std::log2(p);
       max_p = std::max(max_p, p);

@@ -25,4 +25,16 @@ Tensor maxPool2d(const float* values, int64_t rows, int64_t cols, int64_t out_ro
 Tensor maxAbsPool2d(const float* values, int64_t rows, int64_t cols, int64_t out_rows,
                     int64_t out_cols);
 
+// A map as a texture reads it, without a masked copy: [rows, cols] cells at row stride ld
+// (a window of a larger map), read as -inf where allowed (same stride; null = every cell
+// allowed) is 0, and as 1 everywhere else when values is null (a mask's own texture).
+struct MaskedMap {
+  const float* values = nullptr;
+  const uint8_t* allowed = nullptr;
+  int64_t rows = 0, cols = 0, ld = 0;
+};
+// maxPool2d / maxAbsPool2d of the cells as read: the same numbers as pooling the masked copy.
+Tensor maxPool2d(const MaskedMap& map, int64_t out_rows, int64_t out_cols);
+Tensor maxAbsPool2d(const MaskedMap& map, int64_t out_rows, int64_t out_cols);
+
 }  // namespace attnscope

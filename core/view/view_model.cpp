@@ -55,28 +55,32 @@ std::vector<float> maskValues(const uint8_t* allowed, int64_t cells) {
   return out;
 }
 
-PooledMap poolMap(const std::vector<float>& values, int64_t rows, int64_t cols, MapKind kind) {
-  const int64_t out_rows = std::min(rows, kTextureMaxSide), out_cols = std::min(cols, kTextureMaxSide);
-  const Tensor pooled = kind == MapKind::Scores ? maxAbsPool2d(values.data(), rows, cols, out_rows, out_cols)
-                                                : maxPool2d(values.data(), rows, cols, out_rows, out_cols);
-  return {out_rows, out_cols, pooled.data};
+// The texture of a map larger than kTextureMaxSide: pooled straight from the map and its
+// mask (no masked copy: at L = S = 4096 that would be 64 MB of fresh memory per map).
+PooledMap poolMap(const MaskedMap& map, MapKind kind) {
+  const int64_t out_rows = std::min(map.rows, kTextureMaxSide), out_cols = std::min(map.cols, kTextureMaxSide);
+  Tensor pooled = kind == MapKind::Scores ? maxAbsPool2d(map, out_rows, out_cols) : maxPool2d(map, out_rows, out_cols);
+  return {out_rows, out_cols, std::move(pooled.data)};
 }
 
 // [L, S] allowed flags as a texture shows them: pooled when larger than kTextureMaxSide.
 PooledMap maskTexture(const uint8_t* allowed, int64_t L, int64_t S) {
-  std::vector<float> values = maskValues(allowed, L * S);
-  if (L <= kTextureMaxSide && S <= kTextureMaxSide) return {L, S, std::move(values)};
-  return poolMap(values, L, S, MapKind::Mask);
+  if (L <= kTextureMaxSide && S <= kTextureMaxSide) return {L, S, maskValues(allowed, L * S)};
+  return poolMap(MaskedMap{nullptr, allowed, L, S, S}, MapKind::Mask);
+}
+
+int64_t countAllowed(const uint8_t* allowed, int64_t cells) {
+  int64_t count = 0;
+  for (int64_t c = 0; c < cells; ++c) count += allowed[c] != 0;
+  return count;
 }
 
 // Counts and component textures of layer l's mask for batch item b (the UI only uploads them).
-void summarizeMask(ViewModel& view, int64_t l, int64_t b, const uint8_t* allowed) {
+void summarizeMask(const ViewModel& view, int64_t l, int64_t b, const uint8_t* allowed, int64_t& allowed_count,
+                   int64_t& fully_masked, std::vector<ComponentMap>& parts) {
   const int64_t L = view.L, S = view.S;
-  int64_t count = 0;
-  for (int64_t c = 0; c < L * S; ++c) count += allowed[c] != 0;
-  view.allowed_counts.push_back(count);
-  int64_t fully_masked = 0;
-  std::vector<ComponentMap>& parts = view.component_maps.emplace_back();
+  allowed_count = countAllowed(allowed, L * S);
+  fully_masked = 0;
   if (const AttentionTrace* trace = view.maps[l].trace.get()) {
     if (trace->fully_masked.shape == Shape{view.B, L})
       for (int64_t i = 0; i < L; ++i) fully_masked += trace->fully_masked.data[b * L + i] != 0;  // [B, L]
@@ -86,32 +90,53 @@ void summarizeMask(ViewModel& view, int64_t l, int64_t b, const uint8_t* allowed
       if (component.allowed.shape != Shape{view.B, L, S}) continue;  // hand-made traces: name only
       const uint8_t* part = component.allowed.data.data() + b * L * S;  // [L, S]
       map.map = maskTexture(part, L, S);
-      for (int64_t c = 0; c < L * S; ++c) map.allowed_cells += part[c] != 0;
+      map.allowed_cells = countAllowed(part, L * S);
     }
   }
-  view.fully_masked_counts.push_back(fully_masked);
 }
 
-// Ranges and (for large maps) pooled copies of every map: [layers, B, H].
+// Ranges and (for large maps) pooled textures of every map, [layers, B, H], and the mask
+// summaries, [layers, B]: each map is read in place, maps in parallel.
 void summarize(ViewModel& view) {
   const int64_t cells = view.L * view.S;
-  const bool pool = view.pooled();
-  for (int64_t l = 0; l < view.layers; ++l) {
-    for (int64_t b = 0; b < view.B; ++b) {
+  const bool pool = view.pooled(), scores = view.hasScores();
+  bool mask = false;  // any layer's
+  for (const LayerMaps& layer : view.maps) mask = mask || layer.allowed != nullptr;
+  const int64_t maps = view.layers * view.B * view.H, items = view.layers * view.B;
+  view.probs_ranges.assign(static_cast<size_t>(maps), MapRange{});
+  if (scores) view.scores_ranges.assign(static_cast<size_t>(maps), MapRange{});
+  if (pool) {
+    view.pooled_probs.assign(static_cast<size_t>(maps), PooledMap{});
+    if (scores) view.pooled_scores.assign(static_cast<size_t>(maps), PooledMap{});
+    view.pooled_mask.assign(static_cast<size_t>(items), PooledMap{});
+  }
+  if (mask) {
+    view.allowed_counts.assign(static_cast<size_t>(items), 0);
+    view.fully_masked_counts.assign(static_cast<size_t>(items), 0);
+    view.component_maps.assign(static_cast<size_t>(items), {});
+  }
+  // One work item per map (kind, layer, b, h), then one per mask of (layer, b).
+  const int64_t kinds = scores ? 2 : 1;
+  const int64_t work = maps * kinds + items;
+#pragma omp parallel for schedule(dynamic)
+  for (int64_t n = 0; n < work; ++n) {
+    if (n < maps * kinds) {
+      const int64_t m = n % maps, l = m / (view.B * view.H), b = m / view.H % view.B, h = m % view.H;
+      const MapKind kind = n < maps ? MapKind::Probs : MapKind::Scores;
+      const float* values = kind == MapKind::Probs ? view.probs(l, b, h) : view.scores(l, b, h);
       const uint8_t* allowed = view.allowed(l, b);
-      for (int64_t h = 0; h < view.H; ++h) {
-        view.probs_ranges.push_back(mapRange(view.probs(l, b, h), allowed, cells));
-        if (view.hasScores()) view.scores_ranges.push_back(mapRange(view.scores(l, b, h), allowed, cells));
-        if (!pool) continue;
-        view.pooled_probs.push_back(
-            poolMap(maskedValues(view.probs(l, b, h), allowed, cells), view.L, view.S, MapKind::Probs));
-        if (view.hasScores())
-          view.pooled_scores.push_back(
-              poolMap(maskedValues(view.scores(l, b, h), allowed, cells), view.L, view.S, MapKind::Scores));
-      }
-      if (pool) view.pooled_mask.push_back(poolMap(maskValues(allowed, cells), view.L, view.S, MapKind::Mask));
-      if (allowed) summarizeMask(view, l, b, allowed);
+      (kind == MapKind::Probs ? view.probs_ranges : view.scores_ranges)[m] = mapRange(values, allowed, cells);
+      if (pool)
+        (kind == MapKind::Probs ? view.pooled_probs : view.pooled_scores)[m] =
+            poolMap(MaskedMap{values, allowed, view.L, view.S, view.S}, kind);
+      continue;
     }
+    const int64_t item = n - maps * kinds, l = item / view.B, b = item % view.B;
+    const uint8_t* allowed = view.allowed(l, b);
+    if (pool) view.pooled_mask[item] = poolMap(MaskedMap{nullptr, allowed, view.L, view.S, view.S}, MapKind::Mask);
+    if (allowed)
+      summarizeMask(view, l, b, allowed, view.allowed_counts[item], view.fully_masked_counts[item],
+                    view.component_maps[item]);
   }
 }
 
@@ -162,22 +187,6 @@ std::vector<std::vector<std::string>> expandLabels(const std::vector<std::vector
 }
 
 }  // namespace
-
-MapRange mapRange(const float* values, const uint8_t* allowed, int64_t cells) {
-  MapRange range;
-  float low = INFINITY, high = -INFINITY;
-  for (int64_t c = 0; c < cells; ++c) {
-    const float v = values[c];
-    if ((allowed && !allowed[c]) || !std::isfinite(v)) continue;
-    ++range.allowed_cells;
-    low = std::min(low, v);
-    high = std::max(high, v);
-    range.abs_max = std::max(range.abs_max, std::fabs(v));
-    if (v > 0.0f) range.min_positive = std::min(range.min_positive, v);
-  }
-  if (range.allowed_cells > 0) range.min = low, range.max = high;
-  return range;
-}
 
 std::string HeadNote::text() const {
   char value[32];
@@ -294,6 +303,9 @@ PooledMap ViewModel::windowMap(MapKind kind, int64_t layer, int64_t b, int64_t h
   if (kind == MapKind::Scores && !hasScores()) throw std::logic_error("view model: no scores in this source");
   const float* values = kind == MapKind::Probs ? probs(layer, b, h) : kind == MapKind::Scores ? scores(layer, b, h) : nullptr;
   const uint8_t* mask = allowed(layer, b);
+  const int64_t first = w.row0 * S + w.col0;
+  if (w.rows > kTextureMaxSide || w.cols > kTextureMaxSide)
+    return poolMap(MaskedMap{values ? values + first : nullptr, mask ? mask + first : nullptr, w.rows, w.cols, S}, kind);
   // [w.rows, w.cols]: the window's cells, masked -inf (the mask: 1 allowed).
   std::vector<float> cells(static_cast<size_t>(w.rows * w.cols));
   for (int64_t r = 0; r < w.rows; ++r) {
@@ -304,14 +316,12 @@ PooledMap ViewModel::windowMap(MapKind kind, int64_t layer, int64_t b, int64_t h
       out[c] = !ok ? kMasked : values ? values[from + c] : 1.0f;
     }
   }
-  if (w.rows <= kTextureMaxSide && w.cols <= kTextureMaxSide) return {w.rows, w.cols, std::move(cells)};
-  return poolMap(cells, w.rows, w.cols, kind);
+  return {w.rows, w.cols, std::move(cells)};
 }
 
 PooledMap textureOfMap(const float* values, const uint8_t* allowed, int64_t rows, int64_t cols, MapKind kind) {
-  std::vector<float> masked = maskedValues(values, allowed, rows * cols);
-  if (rows <= kTextureMaxSide && cols <= kTextureMaxSide) return {rows, cols, std::move(masked)};
-  return poolMap(masked, rows, cols, kind);
+  if (rows <= kTextureMaxSide && cols <= kTextureMaxSide) return {rows, cols, maskedValues(values, allowed, rows * cols)};
+  return poolMap(MaskedMap{values, allowed, rows, cols, cols}, kind);
 }
 
 ViewModel viewFromTrace(std::shared_ptr<const AttentionTrace> trace) {

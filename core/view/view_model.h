@@ -68,7 +68,8 @@ struct MapRange {
   float abs_max = 0.0f;           // largest |v|
   int64_t allowed_cells = 0;      // cells that counted (allowed; finite values)
 };
-// Range of one map of `cells` values over the allowed cells (allowed null = all).
+// values: [cells]; allowed: [cells], 1 = counts, or null = every cell (view/map_range.cpp,
+// vectorised).
 MapRange mapRange(const float* values, const uint8_t* allowed, int64_t cells);
 
 // A map as a texture shows it: [rows, cols] row-major, masked cells -inf, block-pooled

@@ -108,6 +108,53 @@ TEST(Downsample, MatchesFloat64BruteForceOverSizes) {
   }
 }
 
+// A MaskedMap (a window of a larger map at its row stride, read through a mask, or a mask
+// on its own) pools to the same numbers as its masked copy, checked by the brute force.
+TEST(Downsample, MaskedMapsPoolLikeTheirMaskedCopy) {
+  struct WindowCase {
+    int64_t rows, cols, row0, col0, out_rows, out_cols;  // the window of a [rows + 5, cols + 7] map
+  };
+  const WindowCase cases[] = {{300, 280, 3, 6, 256, 256}, {12, 9, 0, 0, 5, 4}, {1, 40, 2, 1, 1, 7},
+                              {513, 3, 4, 7, 256, 3},    {40, 40, 5, 7, 40, 40}};
+  std::mt19937 rng(17);
+  for (const WindowCase& c : cases) {
+    const int64_t ld = c.cols + 7, full_rows = c.rows + 5;
+    const std::vector<float> values = randomMap(full_rows, ld, 0.0, rng);
+    std::vector<uint8_t> allowed(values.size());
+    std::bernoulli_distribution allow(0.6);
+    for (uint8_t& a : allowed) a = allow(rng);
+    const size_t first = static_cast<size_t>(c.row0 * ld + c.col0);
+    for (const bool with_values : {true, false}) {
+      // The copy the texture used to make: the window's cells, -inf where masked (1 for a mask).
+      std::vector<float> copy;
+      for (int64_t i = 0; i < c.rows; ++i)
+        for (int64_t j = 0; j < c.cols; ++j) {
+          const size_t k = first + static_cast<size_t>(i * ld + j);
+          copy.push_back(!allowed[k] ? -kInf : with_values ? values[k] : 1.0f);
+        }
+      const ReferencePools ref = referencePools(copy, c.rows, c.cols, c.out_rows, c.out_cols);
+      const MaskedMap map{with_values ? values.data() + first : nullptr, allowed.data() + first, c.rows, c.cols, ld};
+      const Tensor max = maxPool2d(map, c.out_rows, c.out_cols);
+      const Tensor max_abs = maxAbsPool2d(map, c.out_rows, c.out_cols);
+      const std::string name = "window of " + caseName({c.rows, c.cols, c.out_rows, c.out_cols}) +
+                               (with_values ? "" : " (mask only)");
+      ASSERT_EQ(max.shape, (Shape{c.out_rows, c.out_cols})) << name;
+      for (size_t o = 0; o < ref.max.size(); ++o) {
+        ASSERT_EQ(static_cast<double>(max.data[o]), ref.max[o]) << name << " max at " << o;
+        ASSERT_EQ(static_cast<double>(max_abs.data[o]), ref.max_abs[o]) << name << " max-abs at " << o;
+      }
+    }
+    // No mask: the plain pools of the window.
+    const MaskedMap unmasked{values.data() + first, nullptr, c.rows, c.cols, ld};
+    std::vector<float> window;
+    for (int64_t i = 0; i < c.rows; ++i)
+      window.insert(window.end(), values.begin() + static_cast<std::ptrdiff_t>(first + i * ld),
+                    values.begin() + static_cast<std::ptrdiff_t>(first + i * ld + c.cols));
+    EXPECT_EQ(maxPool2d(unmasked, c.out_rows, c.out_cols).data,
+              maxPool2d(window.data(), c.rows, c.cols, c.out_rows, c.out_cols).data);
+  }
+}
+
 TEST(Downsample, SameSizeIsTheIdentity) {
   std::mt19937 rng(5);
   const std::vector<float> values = randomMap(13, 29, 0.25, rng);

@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <ostream>
 #include <random>
+#include <utility>
 
 #include "attention/attention.h"
 #include "attention/tiles.h"
@@ -187,6 +189,45 @@ TEST_P(TileCaseTest, WorkspaceWithoutRawScoresMatchesRunAttention) {
           const float want = fresh.raw_scores.data[((b * c.H + c.H - 1) * c.L + i) * c.S + j];
           ASSERT_NEAR(rawScore(*t, b, c.H - 1, i, j), want, 1e-5 * std::max(1.0f, std::fabs(want)));
         }
+  }
+}
+
+// Incremental recomputes: the workspace reruns on the previous run's projections when only
+// the mask, fill or scale (a temperature is a custom 1 / (T sqrt(d))) changed. Each step
+// must give runAttention's numbers for the same options bit for bit, not within a tolerance.
+TEST_P(TileCaseTest, IncrementalStepsEqualFromScratchRunsExactly) {
+  const TileCase& c = GetParam();
+  const AttentionInputs in = makeInputs(c);
+  AttentionOptions o = makeOptions(c);
+  o.mask = MaskSpec::parse("none");  // before: no mask, -inf fill, 1 / sqrt(d)
+  o.fill = MaskFill::NegInf;
+  o.keep_raw_scores = false;  // as the app runs
+  AttentionWorkspace workspace;
+  std::shared_ptr<const AttentionTrace> held = workspace.run(in, o);  // as the screen holds it
+  const float temperature_scale = static_cast<float>(1.0 / (0.6 * std::sqrt(static_cast<double>(c.D / c.H))));
+  const std::vector<std::pair<std::string, std::function<void(AttentionOptions&)>>> steps = {
+      {"the mask", [&](AttentionOptions& x) { x.mask = MaskSpec::parse(c.mask); }},
+      {"the other fill", [&](AttentionOptions& x) { x.fill = c.fill == kInf ? k1e9 : kInf; }},
+      {"temperature 0.6", [&](AttentionOptions& x) { x.scale_mode = ScaleMode::Custom, x.custom_scale = temperature_scale; }},
+      {"no scaling", [](AttentionOptions& x) { x.scale_mode = ScaleMode::None; }},
+      {"the case's fill", [&](AttentionOptions& x) { x.fill = c.fill; }},
+  };
+  for (const auto& [what, change] : steps) {
+    change(o);
+    const std::shared_ptr<const AttentionTrace> next = workspace.run(in, o);
+    EXPECT_TRUE(workspace.projectionsReused()) << what;
+    EXPECT_NE(next.get(), held.get()) << what << ": the held trace must not be overwritten";
+    const AttentionTrace fresh = runAttention(in, o);
+    EXPECT_EQ(next->mask.allowed.data, fresh.mask.allowed.data) << what;
+    EXPECT_EQ(next->fully_masked.data, fresh.fully_masked.data) << what;
+    EXPECT_EQ(next->scale, fresh.scale) << what;
+    EXPECT_EQ(next->q.data, fresh.q.data) << what;
+    EXPECT_EQ(next->k.data, fresh.k.data) << what;
+    EXPECT_EQ(next->scores.data, fresh.scores.data) << what;  // masked: the fill, -inf == -inf
+    EXPECT_EQ(next->probs.data, fresh.probs.data) << what;
+    EXPECT_EQ(next->context.data, fresh.context.data) << what;
+    EXPECT_EQ(next->output.data, fresh.output.data) << what;
+    held = next;
   }
 }
 

@@ -141,6 +141,42 @@ INSTANTIATE_TEST_SUITE_P(Shapes, ViewFromTraceTest,
                          ::testing::Values(TraceCase{1, 1, 1, 1, false}, TraceCase{2, 3, 4, 5, false},
                                            TraceCase{3, 2, 7, 3, true}, TraceCase{1, 4, 9, 9, true}));
 
+// mapRange (vectorised, any lane count) against a scalar float64 scan, over lengths that
+// leave every tail size, with NaN, +-inf, -1e9 fills, zeros and masks.
+TEST(ViewModelTest, MapRangeMatchesAScalarScan) {
+  std::mt19937 rng(23);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::uniform_int_distribution<int> pick(0, 9);
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(), kInf, -kInf, -1e9f, 0.0f, -0.0f};
+  for (const int64_t cells : {0, 1, 3, 7, 8, 15, 16, 17, 31, 33, 64, 100, 1000, 4099}) {
+    for (const bool masked : {false, true}) {
+      std::vector<float> values(static_cast<size_t>(cells));
+      std::vector<uint8_t> allowed(static_cast<size_t>(cells));
+      for (int64_t c = 0; c < cells; ++c) {
+        const int k = pick(rng);
+        values[c] = k < 6 ? normal(rng) : specials[pick(rng) % 6];
+        allowed[c] = pick(rng) < 7;
+      }
+      double low = INFINITY, high = -INFINITY, abs_max = 0, min_positive = INFINITY;
+      int64_t count = 0;
+      for (int64_t c = 0; c < cells; ++c) {
+        const double v = values[c];
+        if ((masked && !allowed[c]) || !std::isfinite(v)) continue;
+        ++count;
+        low = std::min(low, v), high = std::max(high, v), abs_max = std::max(abs_max, std::fabs(v));
+        if (v > 0) min_positive = std::min(min_positive, v);
+      }
+      const MapRange r = mapRange(values.data(), masked ? allowed.data() : nullptr, cells);
+      const std::string name = std::to_string(cells) + (masked ? " cells, masked" : " cells");
+      EXPECT_EQ(r.allowed_cells, count) << name;
+      EXPECT_EQ(r.min, count ? static_cast<float>(low) : 0.0f) << name;
+      EXPECT_EQ(r.max, count ? static_cast<float>(high) : 0.0f) << name;
+      EXPECT_EQ(r.abs_max, static_cast<float>(abs_max)) << name;
+      EXPECT_EQ(r.min_positive, static_cast<float>(min_positive)) << name;
+    }
+  }
+}
+
 TEST(ViewModelTest, PerItemTokensAndSharedLifetime) {
   auto trace = handMadeTrace(2, 1, 2, 2, 3);
   trace->batch_query_tokens = {{"a", "b"}, {"c", "<pad>"}};
