@@ -27,7 +27,7 @@ for target in "${targets[@]}"; do
   echo "fuzz: $target for ${seconds} s"
   if build-asan/tests/fuzz/"$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
        -artifact_prefix=build-asan/fuzz-artifacts/"$target"- -print_final_stats=1 \
-       "$corpus" tests/fuzz/corpus/"$target" >"$log" 2>&1; then
+       "$corpus" tests/fuzz/corpus/"$target" </dev/null >"$log" 2>&1; then
     grep -E "^stat::number_of_executed_units|^Done" "$log" | tr '\n' ' '; echo
   else
     echo "fuzz: $target FAILED; the end of $log:" >&2

@@ -148,11 +148,14 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
     }
     ImGui::SameLine();
   }
+  // The title is cut to the map's width: it never runs into the next map's title.
+  const std::string title = fitText(map.title, x0 + label_w + g.map_w - ImGui::GetCursorScreenPos().x);
   if (selected) {
-    ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.2f, 1.0f), "%s", map.title);
+    ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.2f, 1.0f), "%s", title.c_str());
   } else {
-    ImGui::TextUnformatted(map.title);
+    ImGui::TextUnformatted(title.c_str());
   }
+  recordLayout(state, std::string(map.layout_name) + "_title");
   const ImVec2 map_min(x0 + label_w, y0 + g.line_h);
   ImGui::SetCursorScreenPos(map_min);
   map.view.rows = g.window.rows;

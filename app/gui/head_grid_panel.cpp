@@ -193,20 +193,26 @@ void drawHeadGrid(AppState& state, const ViewModel& view, const std::vector<Grid
   state.view.grid_columns = best_cols;
   const ViewFocus& focus = state.view.focus;
   const bool several_layers = view.layers > 1;
+  const AttentionTrace* trace = state.compute.trace();
+  const bool grouped = trace && trace->G != trace->H && trace->H == view.H;  // label the shared K/V head
+  const auto labels = [&](int64_t layer, int64_t head) {  // longest first
+    const std::string h = std::to_string(head);
+    const std::string base = several_layers ? "L" + std::to_string(layer) + " H" + h : "head " + h;
+    if (!grouped) return std::vector<std::string>{base};
+    const std::string kv = std::to_string(kvHeadOf(head, view.H, trace->G));
+    return std::vector<std::string>{base + "  kv " + kv, base + " kv" + kv, "H" + h + " kv" + kv};
+  };
+  // One form for every tile, the longest the widest label fits: never into the next label.
+  const size_t form = firstFitting(labels(view.layers - 1, view.H - 1), tile.w);
   for (int64_t k = 0; k < count; ++k) {
     const auto [layer, head] = entries[k];
     const ImVec2 pos = layout.tilePos(k);
     ImGui::SetCursorScreenPos(pos);
     const bool focused = head == focus.head && layer == focus.layer;
-    const AttentionTrace* trace = state.compute.trace();
-    std::string label = several_layers ? "L" + std::to_string(layer) + " H" + std::to_string(head)
-                                       : "head " + std::to_string(head);
-    if (trace && trace->G != trace->H && trace->H == view.H) {  // grouped-query: the shared K/V head
-      label += "  kv " + std::to_string(kvHeadOf(head, view.H, trace->G));
-    }
-    coloredLabel(focused, label.c_str());
     const std::string name = several_layers ? "grid_tile_" + std::to_string(layer) + "_" + std::to_string(head)
                                             : "grid_tile_" + std::to_string(head);
+    coloredLabel(focused, fitText(labels(layer, head)[form], tile.w).c_str());
+    recordLayout(state, "grid_label_" + name.substr(std::string("grid_tile_").size()));
     drawTile(state, view, layer, head, ImVec2(pos.x, pos.y + label_h), tile, range, name);
   }
   const int rows = layout.rows(count);
@@ -278,8 +284,7 @@ void drawLayerHeadGrid(AppState& state, const ViewModel& view, const ValueRange&
   for (int64_t l = 0; l < layers; ++l) {
     const float y = origin.y + label_h + l * (tile.h + kGap);
     // Row label, right-aligned and centred on the row; long names are cut with "...".
-    std::string name = view.maps[l].name;
-    while (name.size() > 4 && ImGui::CalcTextSize(name.c_str()).x > row_label_w - 8) name = name.substr(0, name.size() - 4) + "...";
+    const std::string name = fitText(view.maps[l].name, row_label_w - 8);
     const float text_w = ImGui::CalcTextSize(name.c_str()).x;
     ImGui::SetCursorScreenPos(ImVec2(origin.x + row_label_w - 8 - text_w, y + (tile.h - ImGui::GetTextLineHeight()) / 2));
     coloredLabel(l == focus.layer, name.c_str());

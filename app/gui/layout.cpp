@@ -116,6 +116,12 @@ std::string fitText(const std::string& text, float width) {
   return cut + "..";
 }
 
+size_t firstFitting(const std::vector<std::string>& candidates, float width) {
+  for (size_t i = 0; i < candidates.size(); ++i)
+    if (ImGui::CalcTextSize(candidates[i].c_str()).x <= width) return i;
+  return candidates.size() - 1;
+}
+
 void drawSpinner(float radius) {
   const ImVec2 pos = ImGui::GetCursorScreenPos();
   ImGui::Dummy(ImVec2(radius * 2, radius * 2));

@@ -60,5 +60,8 @@ void sameLineIfFits(float width);
 // `text` cut to whole UTF-8 characters + ".." so that it is at most `width` pixels wide
 // (just ".." when not even one character fits).
 std::string fitText(const std::string& text, float width);
+// Index of the first of `candidates` (longest first) that fits in `width` pixels, else the
+// last. Labels in a row pick their form from the widest one, so that they all look alike.
+size_t firstFitting(const std::vector<std::string>& candidates, float width);
 
 }  // namespace attnscope

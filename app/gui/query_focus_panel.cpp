@@ -49,15 +49,11 @@ void drawQueryButtons(AppState& state, const std::vector<std::string>& tokens) {
   }
 }
 
-// A chart's title, the longest that fits its width: "layer 2, head 11", "L2 H11", "H11", or
-// nothing (the chart's tooltip still names the head): titles never run into the next chart.
-std::string chartTitle(const std::string& layer_name, int64_t layer, int64_t head, bool layered, float width) {
+// A chart's title in its forms, longest first: "layer 2, head 11", "L2 H11", "H11".
+std::vector<std::string> chartTitles(const std::string& layer_name, int64_t layer, int64_t head, bool layered) {
   const std::string h = std::to_string(head), l = std::to_string(layer);
-  const std::string candidates[] = {(layered ? layer_name + ", " : std::string()) + "head " + h,
-                                    (layered ? "L" + l + " " : std::string()) + "H" + h, "H" + h};
-  for (const std::string& title : candidates)
-    if (ImGui::CalcTextSize(title.c_str()).x <= width) return title;
-  return "";
+  return {(layered ? layer_name + ", " : std::string()) + "head " + h, (layered ? "L" + l + " " : std::string()) + "H" + h,
+          "H" + h};
 }
 
 // One (layer, head) chart: bars over the keys on [0, top], hover names the key.
@@ -136,6 +132,10 @@ void drawQueryFocusPanel(AppState& state) {
   const float chart_h = std::max(16.0f, std::floor((avail.y - 4) / static_cast<float>(layers) - line_h - gap));
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   const float* bars = q.bars.data.data();  // [layers, H, S]
+  // One title form for every chart, the longest the widest title fits: titles never run into
+  // the next chart (the chart's tooltip names the head in full).
+  const size_t title_form =
+      firstFitting(chartTitles(view->maps[layers - 1].name, layers - 1, H - 1, layers > 1), chart_w);
   for (int64_t l = 0; l < layers; ++l)
     for (int64_t h = 0; h < H; ++h) {
       const ImVec2 pos(origin.x + static_cast<float>(h) * (chart_w + gap),
@@ -143,15 +143,14 @@ void drawQueryFocusPanel(AppState& state) {
       ImGui::SetCursorScreenPos(pos);
       const bool focused = l == state.view.focus.layer && h == state.view.focus.head;
       const std::string suffix = std::to_string(l) + "_" + std::to_string(h);
-      const std::string title = chartTitle(view->maps[l].name, l, h, layers > 1, chart_w);
-      if (!title.empty()) {
-        if (focused) ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.2f, 1.0f), "%s", title.c_str());
-        else ImGui::TextUnformatted(title.c_str());
-        recordLayout(state, "query_title_" + suffix);
-      }
+      const std::string title =
+          fitText(chartTitles(view->maps[l].name, l, h, layers > 1)[title_form], chart_w);
+      if (focused) ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.2f, 1.0f), "%s", title.c_str());
+      else ImGui::TextUnformatted(title.c_str());
+      recordLayout(state, "query_title_" + suffix);
+      const std::string head_name = (layers > 1 ? view->maps[l].name + ", " : "") + "head " + std::to_string(h);
       drawChart(state, bars + (l * H + h) * S, S, view->key_tokens[b], top, ImVec2(pos.x, pos.y + line_h),
-                ImVec2(chart_w, chart_h), "query_chart_" + suffix,
-                chartTitle(view->maps[l].name, l, h, layers > 1, 1e9f));
+                ImVec2(chart_w, chart_h), "query_chart_" + suffix, head_name);
     }
   ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + static_cast<float>(layers) * (chart_h + line_h + gap)));
   ImGui::Dummy(ImVec2(1, 1));

@@ -2,8 +2,9 @@
 dimmed overlay with the error written on the maps themselves, and in the status bar), and
 headers never overlap: a long mask string wraps beside the mask panel's Export button, a long
 error in the status bar stops short of its F1 hint, the query-focus chart titles of a 12 x 12
-attention bundle shorten instead of running into each other, and the grid's Export button
-stays clear of the colour bar's top label."""
+attention bundle shorten instead of running into each other, the grid's Export button stays
+clear of the colour bar's top label, and in a 1280x800 window the focus map titles of the
+mistakes lab and the grouped-query grid labels ("head 1  kv 0") stay over their own map."""
 import os
 import time
 import unittest
@@ -155,6 +156,26 @@ class LongContent(guitest.AppTestCase):
             self.assertEqual(len(titles), heads, f"layer {l}: short titles fit these charts")
             for a, b in zip(titles, titles[1:]):
                 self.assertFalse(overlaps(a, b), (l, a, b))
+
+    def test_focus_titles_and_grid_labels_fit_a_small_window(self):
+        # 16 heads in 4 K/V groups, the mistakes lab with dropout: three maps side by side
+        # ("with mistake (dropout)" beside "correct (no mistake)") in a 1280x800 window.
+        app, log, window, state = self.start("small_window", "--size", "1280x800", text=" ".join(["word"] * 11),
+                                             heads=16, head_dim=8, kv_heads=4, mistake="no-scale", dropout=0.2,
+                                             train=True, mask="causal")
+        self.screenshot(window, "small_window.png")
+        rects = state["rects"]
+        self.assertEqual(state["window"], [1280, 800])
+        for name in ("focus_scores", "focus_probs", "focus_correct"):
+            title, heatmap = rects[name + "_title"], rects[name]
+            self.assertGreaterEqual(title[0], heatmap[0] - 1, (name, title, heatmap))
+            self.assertLessEqual(title[0] + title[2], heatmap[0] + heatmap[2] + 1, (name, title, heatmap))
+        self.assertFalse(overlaps(rects["focus_probs_title"], rects["focus_correct_title"]))
+        for h in range(16):
+            label, tile = rects[f"grid_label_{h}"], rects[f"grid_tile_{h}"]
+            self.assertLessEqual(label[0] + label[2], tile[0] + tile[2] + 1, (h, label, tile))
+            if h % 4 != 3:  # the next tile in the row
+                self.assertFalse(overlaps(label, rects[f"grid_label_{h + 1}"]), h)
 
 
 if __name__ == "__main__":
