@@ -99,6 +99,31 @@ class LayerMapsGuiTest(g.AppTestCase):
         npy = self.export_npy(window, log, "flow", "flow_L2_b0_imported_L7xS7")
         np.testing.assert_allclose(npy, want_flow[2, 0], atol=1e-5)
 
+    def test_flow_shows_progress_and_cancels(self):
+        # 4 layers at L = 64: flow takes tens of seconds on two cores (README), long enough to cancel.
+        bundle = os.path.join(self.dir, "long")
+        x = np.random.default_rng(8).normal(size=(4, 1, 2, 64, 64)) * 2
+        p = np.exp(x - x.max(-1, keepdims=True))
+        os.makedirs(bundle)
+        np.save(os.path.join(bundle, "attentions.npy"), (p / p.sum(-1, keepdims=True)).astype(np.float32))
+        _, log, window, state = self.start("cancel", bundle)
+        state = self.click_until(window, log, state["rects"]["map_kind_flow"], lambda s: s["selected_view"] == "flow")
+        state = g.wait_for_state(log, lambda s: s["layer_maps"]["building"] == "flow" and "layer_maps_cancel" in s["rects"])
+        self.screenshot(window, "flow_progress.png")
+        state = self.click_until(window, log, state["rects"]["layer_maps_cancel"],
+                                 lambda s: s["layer_maps"]["building"] is None and s["layer_maps"]["error"] == "flow cancelled"
+                                 and "layer_maps_retry" in s["rects"])
+        self.assertEqual(state["layer_maps"]["built"], [])
+        self.screenshot(window, "flow_cancelled.png")
+        # Not restarted on its own; Build again does, and rollout (cheap) still builds meanwhile.
+        time.sleep(1.0)
+        self.assertIsNone(g.read_state_log(log)[-1]["layer_maps"]["building"])
+        self.click_until(window, log, state["rects"]["layer_maps_retry"], lambda s: s["layer_maps"]["building"] == "flow")
+        state = self.click_until(window, log, g.read_state_log(log)[-1]["rects"]["map_kind_rollout"],
+                                 lambda s: s["selected_view"] == "rollout")
+        g.wait_for_state(log, lambda s: s["layer_maps"]["built"] == ["rollout"] and s["layer_maps"]["building"] is None,
+                         timeout=60)
+
     def test_single_layer_source_greys_them_out(self):
         _, log, window, state = self.start("one", heads=2, head_dim=8, mask="causal")
         reason = "rollout and flow combine several layers; this source has 1 layer"
