@@ -4,7 +4,8 @@ tiled path, so small maps run fast here. Checked on the real app under Xvfb:
 - the overview of every head is named on screen ("overview: 256x256 max-pooled from ..."),
   and its value at a hovered block is the block maximum of `attnscope compute`'s probs;
 - zooming computes the window's exact cells off the UI thread: the tooltip's numbers (state
-  log hover_exact) equal compute's .npy for that cell, masked cells included;
+  log hover_exact) equal compute's .npy for that cell, masked cells included, and Ctrl+S
+  exports the window's exact cells (.npy equal to compute's window);
 - a long overview shows a progress bar over the previous result; Cancel (and Escape) stop
   it, the previous maps stay (marked out of date) and Recompute starts it again."""
 import os
@@ -54,7 +55,8 @@ class LongMapsTest(g.AppTestCase):
         self.scores = np.load(os.path.join(out, "scores.npy"))  # [B, H, L, S]
 
     def test_overview_then_zoom_gives_exact_values(self):
-        _, log, window, state = self.start("tiled", self.bundle,
+        folder = os.path.join(self.dir, "exports")
+        _, log, window, state = self.start("tiled", self.bundle, export_dir=folder, export_formats=["png", "npy"],
                                            ready=lambda s: g.settled(s) and s.get("tiled") is not None)
         self.assertEqual(state["error"], "")
         tiled = state["tiled"]
@@ -110,6 +112,19 @@ class LongMapsTest(g.AppTestCase):
             kinds.add(exact["allowed"])
             self.screenshot(window, "long_1_zoom_tooltip_%s.png" % ("allowed" if exact["allowed"] else "masked"))
         self.assertEqual(kinds, {True, False})
+
+        # Ctrl+S exports the zoomed window's exact cells, named after it: compute's window.
+        self.x.xdotool("mousemove", "--window", window, 120, 6)
+        self.press(window, "ctrl+s")
+        state = g.wait_for_state(log, lambda s: s["export_count"] >= 1, timeout=60)
+        self.assertEqual(state["last_export"]["error"], "")
+        r0, nr, c0, nc = win
+        name = "probs_L0_H%d_b0_causal_L%dxS%d_rows%d-%d_keys%d-%d" % (head, N, N, r0, r0 + nr - 1, c0, c0 + nc - 1)
+        paths = state["last_export"]["paths"]
+        self.assertEqual([os.path.basename(p) for p in paths], [name + ".png", name + ".npy", name + ".json"])
+        np.testing.assert_allclose(np.load(paths[1]), self.probs[0, head, r0:r0 + nr, c0:c0 + nc], rtol=0, atol=1e-6)
+        width, height, _ = g.read_png(paths[0])
+        self.assertGreaterEqual(min(width, height), 300)  # a figure of the window, not an empty file
 
         # 0 resets to the overview.
         self.x.xdotool("mousemove", "--window", window, 120, 6)
