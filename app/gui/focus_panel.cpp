@@ -358,6 +358,11 @@ void drawFocusMaps(AppState& state) {
                   static_cast<long long>(g.h), static_cast<long long>(shown->H), static_cast<long long>(g.b),
                   static_cast<long long>(shown->mapL()), static_cast<long long>(shown->mapS()));
     }
+    if (tiled) {  // how the maps show a source too large to hold, where it is always seen
+      ImGui::SameLine();
+      ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.3f, 1.0f), "   tiled: %s", tiledPoolingNote(state, *v, g.window, zoomed).c_str());
+      recordLayout(state, "focus_tiled_note");
+    }
 
     // The maps, left to right: scores, probabilities (with the mistake), correct probabilities.
     std::vector<FocusMap> maps;
