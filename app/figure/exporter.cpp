@@ -225,14 +225,22 @@ std::vector<std::string> exportFigures(const Settings& settings, const ViewModel
   // anything is written.
   std::vector<FigureJob> jobs;
   for (const Item& item : items) {
-    Figure figure = buildFigure(item.what, view, item.layers, batch, std::max<int64_t>(item.head, 0), colormap,
-                                settings.log_scale);
+    // A tiled source's zoomed window is computed exactly (its maps here are the overview);
+    // any other zoomed window (the app's focus view) crops the single-map figures, not the grid.
+    const bool tiled_window = view.tiled && (item.what == "probs" || item.what == "scores") && !request.window.whole();
+    const CellWindow window = item.what == "grid" ? CellWindow{}
+                              : clampWindow(request.window, view.mapL(), view.mapS());
+    Figure figure = tiled_window ? tiledWindowFigure(item.what, view, batch, std::max<int64_t>(item.head, 0), window,
+                                                     colormap, settings.log_scale)
+                                 : buildFigure(item.what, view, item.layers, batch, std::max<int64_t>(item.head, 0),
+                                               colormap, settings.log_scale);
     figure.cell_px = cell_px;
-    // A zoomed window (the app's focus view) crops the single-map figures, not the grid.
-    const CellWindow window = item.what == "grid" ? CellWindow{} : clampWindow(request.window, view.L, view.S);
-    cropFigure(figure, window);
+    if (!tiled_window) cropFigure(figure, view.tiled ? CellWindow{} : window);
     FigureJob job;
-    job.base_name = exportBaseName(item.what, item.name_layers, item.head, batch, mask_name, view.L, view.S, window);
+    job.base_name = exportBaseName(item.what, item.name_layers, item.head, batch, mask_name, view.mapL(), view.mapS(),
+                                   tiled_window || !view.tiled ? window : CellWindow{});
+    // A tiled source's whole map is its overview: named so.
+    if (view.tiled && !tiled_window) job.base_name += "_overview" + std::to_string(view.L) + "x" + std::to_string(view.S);
     for (const std::string& format : request.formats) job.files.push_back(renderFile(format, figure));
     // The settings (and focused map) that reopen or re-export exactly this view.
     Settings reopen = settings;

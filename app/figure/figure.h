@@ -93,6 +93,14 @@ Figure acrossLayersFigure(const ViewModel& view, MapKind kind, int64_t layer, in
 Figure gridFigure(const ViewModel& view, const std::vector<int64_t>& layers, int64_t b, Colormap map,
                   bool log_scale = false);
 
+// A tiled source's window (view.tiled; window in real cells, not whole()): its exact
+// probabilities or scores ("probs" / "scores"), computed from Q and K (computeTile), with the
+// whole map's colour scale as on screen; the subtitle names the window. InputError when the
+// window has more than kMaxTiledExportCells cells (zoom in further) or lies outside the map.
+inline constexpr int64_t kMaxTiledExportCells = int64_t{4096} * 4096;
+Figure tiledWindowFigure(const std::string& what, const ViewModel& view, int64_t b, int64_t h, const CellWindow& window,
+                         Colormap map, bool log_scale = false);
+
 // Keeps rows/keys `window` of every panel (labels too); the colour range stays the whole
 // map's, so a zoomed export matches the zoomed screen. The subtitle names the window.
 // whole() leaves the figure as it is; InputError when the window is outside it.

@@ -67,8 +67,9 @@ void updateBeforeFrame(GLFWwindow* window, AppState& state) {
   updateViewTextures(state.gpu.textures, state.compute.view.get(), state.view.focus.batch_item);
   updateViewTextures(state.gpu.correct_textures, state.compute.correct_view.get(), state.view.focus.batch_item);
   updateViewTextures(state.gpu.variant_textures, state.compare.variant.view.get(), state.view.focus.batch_item);
+  updateZoomTile(state);
   updateZoomTextures(state.gpu.zoom, state.compute.view.get(), state.compute.correct_view.get(), state.view.focus,
-                     state.view.zoom);
+                     state.view.zoom, state.zoom_tile.ready());
   updateHeadOrder(state);
   updateComparison(state);
   updateQueryFocus(state);
@@ -82,6 +83,7 @@ void updateBeforeFrame(GLFWwindow* window, AppState& state) {
 void drawPanels(AppState& state) {
   state.script.layout.clear();
   state.script.focus_axis = {};
+  state.script.focus_note.clear();
   handleShortcuts(state);
   drawControlPanel(state);
   drawMetricsPanel(state);   // before the grid: a sort or row click shows in the grid this frame
@@ -107,6 +109,10 @@ void noteFrameChanges(AppState& state) {
     state.ui.item_active = ImGui::IsAnyItemActive();
     markStateChanged(state);
   }
+  if (state.script.state_log && state.script.focus_note != state.script.focus_note_logged) {
+    state.script.focus_note_logged = state.script.focus_note;
+    markStateChanged(state);
+  }
   if (state.script.state_log && state.script.focus_axis != state.script.focus_axis_logged) {
     state.script.focus_axis_logged = state.script.focus_axis;
     markStateChanged(state);
@@ -116,8 +122,11 @@ void noteFrameChanges(AppState& state) {
     state.script.layout_logged = state.script.layout;
     markStateChanged(state);
   }
+  if (state.view.map_hover_next != state.view.map_hover) markStateChanged(state);
   state.view.hover = state.view.hover_next;
   state.view.hover_next = HoverCell{};
+  state.view.map_hover = state.view.map_hover_next;
+  state.view.map_hover_next = HoverCell{};
 }
 
 // Renders ImGui's draw data into the back buffer; a requested screenshot reads it back.
@@ -164,7 +173,7 @@ int runFrameLoop(GLFWwindow* window, const AppOptions& options, AppState& state,
   stats.started = launched;
   int scripted_frame = 0;
   for (;;) {
-    const bool waiting = state.compute.pending() || exportBusy(state.exports) || state.exports.toast.has_value() ||
+    const bool waiting = state.compute.pending() || state.zoom_tile.pending() || exportBusy(state.exports) || state.exports.toast.has_value() ||
                          state.stepper.playing;
     if (options.frames > 0) glfwPollEvents();
     else glfwWaitEventsTimeout(waiting ? 0.016 : 0.1);
@@ -245,6 +254,7 @@ int runGui(int argc, char** argv) {
     glfwPostEmptyEvent();
   });
   state.compute.worker = std::make_unique<ComputeWorker>();
+  state.zoom_tile.worker = std::make_unique<TileWorker>();
   int fb_width = 0, fb_height = 0;
   const int exit_code = runFrameLoop(window, options, state, fb_width, fb_height, launched);
 
@@ -254,6 +264,7 @@ int runGui(int argc, char** argv) {
   finishExports(state.exports);
   finishLayerMaps(state);
   state.compute.worker.reset();
+  state.zoom_tile.worker.reset();
   closeAppWindow(window, state);
   return exit_code;
 }

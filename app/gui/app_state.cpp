@@ -88,7 +88,7 @@ void setFocus(AppState& state, ViewFocus wanted) {
 
 void setZoom(AppState& state, CellWindow wanted) {
   const ViewModel* v = shownView(state);
-  const CellWindow zoom = v ? clampWindow(wanted, v->L, v->S) : CellWindow{};
+  const CellWindow zoom = v ? clampWindow(wanted, v->mapL(), v->mapS()) : CellWindow{};
   if (zoom == state.view.zoom) return;
   state.view.zoom = zoom;
   markStateChanged(state);

@@ -32,6 +32,7 @@
 #include "gui/compute_worker.h"
 #include "gui/export_state.h"
 #include "gui/gl_resources.h"
+#include "gui/tile_worker.h"
 #include "gui/view_state.h"
 
 namespace attnscope {
@@ -50,6 +51,8 @@ struct ComputeState {
   uint64_t posted_generation = 0;  // 0 = nothing posted yet
   std::chrono::steady_clock::time_point posted_at;
   bool busy = false;               // a recompute has run > ~100 ms: spinner shown
+  double progress = -1.0;          // a tiled overview in progress: fraction done (whole percents); < 0 otherwise
+  bool cancelled = false;          // the latest job was cancelled: the maps shown are older
   // the latest result
   std::shared_ptr<const ViewModel> view;  // latest successful result: what every view reads
   uint64_t trace_generation = 0;
@@ -78,7 +81,17 @@ struct ComputeState {
   bool imported() const { return view && view->source == ViewSource::Imported; }
   // The maps on screen are an older result: the latest recompute failed (error says why).
   // Not in the mistakes lab's case of a buggy run that threw: its correct run is shown.
-  bool mapsStale() const { return !error.empty() && view && !correct_view; }
+  bool mapsStale() const { return (!error.empty() || cancelled) && view && !correct_view; }
+};
+
+// The zoomed focus view of a tiled source: the window asked for last and the newest tile.
+struct ZoomTileState {
+  std::unique_ptr<TileWorker> worker;
+  TileRequest posted;                      // maps null: nothing asked for
+  std::shared_ptr<const WindowTile> tile;  // the newest result (may be an older request's)
+  bool pending() const { return posted.maps && (!tile || tile->request != posted); }
+  // The tile of the window asked for last; null while it computes or when it failed.
+  const WindowTile* ready() const { return posted.maps && !pending() && tile->error.empty() ? tile.get() : nullptr; }
 };
 
 // The Variants section's RoPE score-vs-distance curve, recomputed only when d, base or
@@ -164,6 +177,8 @@ struct ScriptState {
   std::FILE* state_log = nullptr;
   FocusAxisDrawn focus_axis;          // drawn this frame
   FocusAxisDrawn focus_axis_logged;   // as in the last state-log line
+  std::string focus_note;             // a tiled source: the focus view's pooling note drawn this frame
+  std::string focus_note_logged;      // as in the last state-log line
   bool pending = false;                              // write one line after this frame
   std::string last_line;                             // last line written (avoid duplicates)
   std::map<std::string, ScreenRect> layout;          // widget rectangles of the last frame
@@ -219,6 +234,7 @@ struct AppState {
   Settings settings;
   ViewState view;
   ComputeState compute;
+  ZoomTileState zoom_tile;
   CompareState compare;
   QueryFocusState query_focus;
   LayerMapsState layer_maps;

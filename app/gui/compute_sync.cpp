@@ -1,6 +1,8 @@
 #include "gui/compute_sync.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <utility>
 
 namespace attnscope {
@@ -16,7 +18,8 @@ void receiveResult(AppState& state) {
   if (!result) return;
   c.trace_generation = result->generation;
   c.error = result->error;
-  c.facts = result->facts;
+  c.cancelled = result->cancelled;
+  if (!result->cancelled) c.facts = result->facts;  // a cancelled job's sizes were never shown
   c.runs = result->runs;
   c.projections_reused = result->projections_reused;
   c.correct_view = result->correct_view;
@@ -44,19 +47,60 @@ void postIfSettingsChanged(AppState& state) {
   if (c.posted_generation != 0 && !computeSettingsDiffer(state.settings, c.posted_settings) &&
       (!decode || c.posted_decode))
     return;
+  recomputeNow(state);
+}
+
+void recomputeNow(AppState& state) {
+  ComputeState& c = state.compute;
+  const bool decode = state.stepper.open;
   c.posted_settings = state.settings;
   c.posted_decode = decode;
   c.posted_generation = c.worker->post(state.settings, decode);
   c.posted_at = std::chrono::steady_clock::now();
+  c.cancelled = false;  // the maps shown stay, marked in progress instead
+  markStateChanged(state);
+}
+
+void cancelCompute(AppState& state) {
+  if (state.compute.progress < 0.0) return;  // nothing cancellable runs
+  state.compute.worker->cancel();
   markStateChanged(state);
 }
 
 void updateBusy(AppState& state) {
   ComputeState& c = state.compute;
+  const double fraction = c.pending() ? c.worker->progress() : -1.0;
+  const double progress = fraction < 0.0 ? -1.0 : std::floor(fraction * 100.0) / 100.0;
+  if (progress != c.progress) {
+    c.progress = progress;
+    markStateChanged(state);
+  }
   const bool busy = c.pending() && std::chrono::steady_clock::now() - c.posted_at > kSpinnerDelay;
   if (busy == c.busy) return;
   c.busy = busy;
   markStateChanged(state);
+}
+
+void updateZoomTile(AppState& state) {
+  ZoomTileState& z = state.zoom_tile;
+  const ViewModel* v = state.compute.view.get();
+  TileRequest want;
+  if (v && v->tiled && !state.view.zoom.whole()) {
+    want.maps = v->tiled;
+    want.b = std::clamp<int64_t>(state.view.focus.batch_item, 0, v->B - 1);
+    want.h = std::clamp<int64_t>(state.view.focus.head, 0, v->H - 1);
+    want.window = resolveWindow(state.view.zoom, v->mapL(), v->mapS());
+  }
+  if (want != z.posted) {
+    z.posted = want;
+    if (want.maps) z.worker->post(want);
+    else z.tile.reset();  // not zoomed (or no tiled source): nothing to keep alive
+    markStateChanged(state);
+  }
+  if (std::shared_ptr<const WindowTile> tile = z.worker->poll()) {
+    if (z.posted.maps) z.tile = std::move(tile);
+    markStateChanged(state);
+  }
 }
 
 }  // namespace attnscope

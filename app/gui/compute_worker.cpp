@@ -74,6 +74,7 @@ ComputeWorker::~ComputeWorker() {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
   }
+  cancelled_generation_ = UINT64_MAX;  // a tiled overview in progress stops at its next row block
   wake_.notify_all();
   thread_.join();
 }
@@ -89,6 +90,11 @@ uint64_t ComputeWorker::post(const Settings& settings, bool decode) {
   }
   wake_.notify_one();
   return generation;
+}
+
+void ComputeWorker::cancel() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cancelled_generation_ = latest_generation_;
 }
 
 bool ComputeWorker::superseded(uint64_t generation) {
@@ -110,6 +116,18 @@ std::shared_ptr<const ViewModel> ComputeWorker::runModel(const Settings& setting
   facts.L = facts.S_key = facts.S_value = view->L;
   facts.H = c.n_heads;
   facts.D_q = facts.D_k = c.d_model;
+  return view;
+}
+
+std::shared_ptr<const ViewModel> ComputeWorker::runTiled(Run& run, uint64_t generation) {
+  workspace_ = AttentionWorkspace();  // the full path's buffers would count against the tiles' memory
+  progress_ = 0.0;
+  std::shared_ptr<const ViewModel> view = buildTiledView(run, [&](double fraction) {
+    progress_ = fraction;
+    const uint64_t cancelled = cancelled_generation_;
+    return cancelled != generation && cancelled != UINT64_MAX && !superseded(generation);
+  });
+  progress_ = -1.0;
   return view;
 }
 
@@ -155,6 +173,13 @@ void ComputeWorker::run() {
         return;
       }
       run = configureRun(settings);  // the one way settings become a run (as compute/export)
+      if (run->tiled) {
+        result.facts = readFacts(run->inputs, settings.heads);
+        result.tiled = true;
+        result.view = runTiled(*run, generation);
+        result.cancelled = !result.view;
+        return;
+      }
       run->options.keep_raw_scores = false;  // the tooltip derives them (rawScore)
       result.facts = readFacts(run->inputs, settings.heads);
       result.view = std::make_shared<const ViewModel>(viewFromTrace(workspace_.run(run->inputs, run->options)));
@@ -163,7 +188,7 @@ void ComputeWorker::run() {
     });
     // The correct run for the mistakes lab, unless the inputs themselves failed or a
     // newer job already supersedes this one. Its own failure only loses the comparison.
-    if (run && run->options.mistake != Mistake::None && !superseded(generation)) {
+    if (run && !run->tiled && run->options.mistake != Mistake::None && !superseded(generation)) {
       AttentionOptions options = run->options;
       options.mistake = Mistake::None;
       describeFailure(settings, [&] {
@@ -173,8 +198,9 @@ void ComputeWorker::run() {
       });
     }
     // The head table of the shown view, measured with it (never on the UI thread).
+    // Not for an overview: its cells are block maxima, not distributions to measure.
     if (const ViewModel* shown = result.view ? result.view.get() : result.correct_view.get();
-        shown && !superseded(generation)) {
+        shown && !shown->tiled && !superseded(generation)) {
       describeFailure(settings, [&] { result.head_table = std::make_shared<const HeadTable>(headTableOf(*shown)); });
     }
     // The KV-cache stepper: the same run decoded one token at a time. A model run's layers
@@ -183,13 +209,14 @@ void ComputeWorker::run() {
       result.decode_error = "the stepper decodes the attention core's run (text, synthetic or bundle source); "
                             "a model run is not decoded step by step";
     }
-    if (decode && run && result.view && !superseded(generation)) {
+    if (decode && run && !run->tiled && result.view && !superseded(generation)) {
       result.decode_error = describeFailure(settings, [&] {
         auto decoded = std::make_shared<const KvCacheRun>(decodeWithKvCache(run->inputs, run->options));
         result.decode_row_diff = stepRowDifference(*decoded, *result.view->trace);
         result.decode = std::move(decoded);
       });
     }
+    progress_ = -1.0;  // also when the tiled run threw
     result.runs = runs_;
     result.milliseconds =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

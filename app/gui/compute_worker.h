@@ -4,8 +4,11 @@
 // one, and results of superseded generations are dropped. A job with a teaching mistake
 // also runs the correct pipeline on the same inputs, so the two can be compared. A job
 // for the KV-cache stepper also decodes the sequence token by token (decodeWithKvCache).
+// Maps too large for the full path (Run::tiled) are computed in tiles: the overview of every
+// head, with progress and cancel; the view model then holds the overview (ViewSource::Tiled).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -17,6 +20,7 @@
 #include "analysis/head_table.h"
 #include "attention/attention.h"
 #include "attention/kv_cache.h"
+#include "config/run.h"
 #include "config/settings.h"
 #include "model/transformer.h"
 #include "view/view_model.h"
@@ -36,6 +40,8 @@ struct ComputeResult {
   uint64_t generation = 0;
   std::shared_ptr<const ViewModel> view;        // what the views show (ranges, pooled copies); null on error
   std::string error;                            // InputError message, "" on success
+  bool cancelled = false;                       // a tiled overview was cancelled: no view, no error
+  bool tiled = false;                           // the maps were computed in tiles
   double milliseconds = 0.0;                    // configureRun + runAttention wall time
   // Incremental recomputes (state log, tests): attention runs this worker has done so far,
   // and whether this job reused the previous job's projections (only mask, fill or scale
@@ -70,6 +76,11 @@ class ComputeWorker {
   uint64_t post(const Settings& settings, bool decode = false);
   // The result of the newest job, once, when it has finished; stale results never appear.
   std::optional<ComputeResult> poll();
+  // While a tiled overview computes: the fraction done in [0, 1] (< 0 otherwise).
+  double progress() const { return progress_.load(); }
+  // Stops the newest job if it is a tiled overview (at its next row block, or as soon as it
+  // starts); its result says cancelled.
+  void cancel();
 
  private:
   void run();
@@ -77,6 +88,9 @@ class ComputeWorker {
   // A trained model's run on the settings' text: the model is loaded once per folder and
   // its runner keeps its buffers from one keystroke to the next.
   std::shared_ptr<const ViewModel> runModel(const Settings& settings, InputFacts& facts);
+  // The overview of every head of a tiled run (progress_, cancelled_generation_); null when cancelled or
+  // superseded.
+  std::shared_ptr<const ViewModel> runTiled(Run& run, uint64_t generation);
 
   std::mutex mutex_;
   std::condition_variable wake_;
@@ -90,6 +104,8 @@ class ComputeWorker {
   AttentionWorkspace workspace_;      // worker thread only: buffers and projections reused
   int64_t runs_ = 0;                  // worker thread only: workspace_.run calls
   bool stop_ = false;
+  std::atomic<double> progress_{-1.0};
+  std::atomic<uint64_t> cancelled_generation_{0};  // the job cancel() stops
   std::thread thread_;                // last member: starts after the others exist
 };
 

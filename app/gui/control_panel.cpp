@@ -16,6 +16,9 @@ namespace attnscope {
 namespace {
 
 constexpr ImGuiSliderFlags kClamp = ImGuiSliderFlags_AlwaysClamp;
+// Synthetic L and S: maps past the full path's memory are shown in tiles (Run::tiled), up to 32k
+// tokens as a long-context model has.
+constexpr int64_t kMaxSyntheticLength = 32768;
 
 bool sliderInt64(const char* label, int64_t* value, int64_t low, int64_t high,
                  ImGuiSliderFlags flags = kClamp) {
@@ -193,11 +196,11 @@ bool drawInputSection(AppState& state, const KnownSizes& sizes) {
       }
       break;
     case InputSource::Synthetic:
-      changed |= sliderInt64("L (queries)", &s.synthetic_L, 1, 4096, kClamp | ImGuiSliderFlags_Logarithmic);
+      changed |= sliderInt64("L (queries)", &s.synthetic_L, 1, kMaxSyntheticLength, kClamp | ImGuiSliderFlags_Logarithmic);
       recordLayout(state, "L_slider");
       changed |= ImGui::Checkbox("cross-attention (S != L)", &s.cross_attention);
       if (s.cross_attention) {
-        changed |= sliderInt64("S (keys)", &s.synthetic_S, 1, 4096, kClamp | ImGuiSliderFlags_Logarithmic);
+        changed |= sliderInt64("S (keys)", &s.synthetic_S, 1, kMaxSyntheticLength, kClamp | ImGuiSliderFlags_Logarithmic);
       } else if (s.synthetic_S != s.synthetic_L) {
         s.synthetic_S = s.synthetic_L;
         changed = true;

@@ -60,6 +60,46 @@ void drawImportedCellTooltip(const ViewModel& view, int64_t layer, int64_t b, in
   ImGui::EndTooltip();
 }
 
+// Tiled cells: the exact values when the zoomed window's tile has them, else the overview
+// block holding the cell (its largest probability and largest |score|).
+void drawTiledCellTooltip(const ViewModel& view, const WindowTile* tile, int64_t b, int64_t h, int64_t i, int64_t j) {
+  const TiledMaps& m = *view.tiled;
+  const TiledAttention& t = *m.attention;
+  ImGui::BeginTooltip();
+  ImGui::Text("query  %s  (i = %lld)", m.query_tokens[b][i].c_str(), static_cast<long long>(i));
+  ImGui::Text("key    %s  (j = %lld)", m.key_tokens[b][j].c_str(), static_cast<long long>(j));
+  ImGui::Separator();
+  float prob = 0.0f, score = 0.0f;
+  bool allowed = false;
+  if (tile && tile->exactCell(i, j, &prob, &score, &allowed)) {
+    if (allowed) ImGui::Text("scaled score (x%.4g) %.9g", t.scale, score);
+    else ImGui::Text("scaled score       %s (masked)", t.fill == MaskFill::NegInf ? "-inf" : "-1e9");
+    ImGui::Text("masked             %s", allowed ? "no" : "yes");
+    ImGui::Text("probability        %.9g", prob);
+    ImGui::TextDisabled("exact: computed from Q and K for this window");
+  } else {
+    const int64_t r = m.overviewRow(i), c = m.overviewCol(j);
+    const size_t cell = view.mapIndex(0, b, h) * static_cast<size_t>(view.L * view.S) + static_cast<size_t>(r * view.S + c);
+    ImGui::Text("overview block: queries %lld-%lld, keys %lld-%lld", static_cast<long long>(m.firstRow(r)),
+                static_cast<long long>(m.firstRow(r + 1) - 1), static_cast<long long>(m.firstCol(c)),
+                static_cast<long long>(m.firstCol(c + 1) - 1));
+    if (view.isAllowed(0, b, r, c)) {
+      ImGui::Text("largest probability  %.5g", view.maps[0].probs.get()[cell]);
+      ImGui::Text("largest |score|      %.5g", view.maps[0].scores.get()[cell]);
+    } else {
+      ImGui::TextUnformatted("every cell of the block is masked");
+    }
+    ImGui::TextDisabled("zoom in to %lldx%lld cells or fewer for exact values", static_cast<long long>(kTextureMaxSide),
+                        static_cast<long long>(kTextureMaxSide));
+  }
+  if (m.fully_masked.data[b * m.L + i]) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.45f, 1.0f));
+    ImGui::TextUnformatted("every key of this query is masked: PyTorch returns NaN here");
+    ImGui::PopStyleColor();
+  }
+  ImGui::EndTooltip();
+}
+
 // One heatmap of the focus view: its title line, the map, axis labels, tooltip,
 // fully-masked-row marks and (optionally) its colour bar.
 struct FocusMap {
@@ -75,6 +115,7 @@ struct FocusMap {
   bool row_labels = true;            // false when the map left of it shows the same rows
   bool color_bar = true;             // false when the map right of it shows the same scale
   const char* bar_format = "%.3g";
+  const WindowTile* tile = nullptr;  // a tiled source's zoomed window, when computed
 };
 
 struct FocusGeometry {
@@ -165,13 +206,14 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
   map.view.range = map.range;
   map.view.log_scale = map.log_scale;
   map.view.outlined = selected;
+  map.view.crosshair = !v.tiled;  // hover holds the overview block; this map shows real cells
   const HeatmapHit hit = drawHeatmap(state, map.id, map.view, ImVec2(g.map_w, g.map_h));
   recordLayout(state, map.layout_name);
   if (hit.clicked && map.export_view && !selected) {
     state.exports.selected = *map.export_view;
     markStateChanged(state);
   }
-  zoomAndPan(state, hit, g, v.L, v.S);
+  zoomAndPan(state, hit, g, v.mapL(), v.mapS());
   if (hit.clicked && !v.predictions.empty() && state.view.selected_query != hit.row) {
     state.view.selected_query = hit.row;  // the predictions panel keeps this query
     markStateChanged(state);
@@ -180,19 +222,24 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
   const LabelSpan rows{map.row_labels ? &q_tokens : nullptr, g.window.row0, g.window.rows};
   const LabelSpan cols{&k_tokens, g.window.col0, g.window.cols};
   const AxisLabelsDrawn drawn = drawAxisLabels(rows, cols, map_min, map_max);
-  if (map.row_labels) chooseQueryByLabel(state, ImVec2(x0, map_min.y), label_w, g);
+  if (map.row_labels && !v.tiled) chooseQueryByLabel(state, ImVec2(x0, map_min.y), label_w, g);
   if (map.row_labels) state.script.focus_axis.first_row = drawn.first_row, state.script.focus_axis.last_row = drawn.last_row;
   state.script.focus_axis.first_col = drawn.first_col, state.script.focus_axis.last_col = drawn.last_col;
-  if (hit.hovered) {
+  if (hit.hovered && v.tiled) {
+    state.view.hover_next = {v.tiled->overviewRow(hit.row), v.tiled->overviewCol(hit.col)};
+    state.view.map_hover_next = {hit.row, hit.col};
+    drawTiledCellTooltip(v, map.tile, g.b, g.h, hit.row, hit.col);
+  } else if (hit.hovered) {
     state.view.hover_next = {hit.row, hit.col};
     if (t) drawTraceCellTooltip(*t, g.b, g.h, hit.row, hit.col, q_tokens, k_tokens, map.tooltip_heading);
     else drawImportedCellTooltip(v, g.layer, g.b, g.h, hit.row, hit.col, q_tokens, k_tokens);
   }
-  // Fully masked query rows: a red mark right of the map.
+  // Fully masked query rows: a red mark right of the map ([B, L] of the real map).
   ImDrawList* list = ImGui::GetWindowDrawList();
   const float cell_h = g.map_h / static_cast<float>(g.window.rows);
-  for (int64_t r = 0; t && r < g.window.rows; ++r) {
-    if (!t->fully_masked.data[g.b * t->L + g.window.row0 + r]) continue;
+  const BoolTensor* fully_masked = t ? &t->fully_masked : v.tiled ? &v.tiled->fully_masked : nullptr;
+  for (int64_t r = 0; fully_masked && r < g.window.rows; ++r) {
+    if (!fully_masked->data[g.b * v.mapL() + g.window.row0 + r]) continue;
     list->AddRectFilled(ImVec2(map_max.x + 3, map_min.y + cell_h * r),
                         ImVec2(map_max.x + 8, map_min.y + cell_h * (r + 1)), IM_COL32(230, 60, 60, 255));
   }
@@ -202,12 +249,39 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
   }
 }
 
+// A tiled source: how the focus maps show it (the overview's pooling, or the zoomed window:
+// exact, pooled, or still computing). Also in the state log.
+std::string tiledPoolingNote(const AppState& state, const ViewModel& v, const CellWindow& w, bool zoomed) {
+  const TiledMaps& m = *v.tiled;
+  char text[200];
+  const ZoomTileState& z = state.zoom_tile;
+  if (!zoomed) {
+    std::snprintf(text, sizeof text, "overview: %lldx%lld max-pooled from %lldx%lld (every head, in tiles)",
+                  static_cast<long long>(m.rows), static_cast<long long>(m.cols), static_cast<long long>(m.L),
+                  static_cast<long long>(m.S));
+  } else if (const WindowTile* tile = z.ready()) {
+    if (tile->exact)
+      std::snprintf(text, sizeof text, "exact cells, computed for this window in %.0f ms", tile->milliseconds);
+    else
+      std::snprintf(text, sizeof text, "window: %lldx%lld max-pooled from %lldx%lld, computed in %.0f ms",
+                    static_cast<long long>(tile->rows), static_cast<long long>(tile->cols),
+                    static_cast<long long>(w.rows), static_cast<long long>(w.cols), tile->milliseconds);
+  } else if (z.tile && !z.pending() && !z.tile->error.empty()) {
+    std::snprintf(text, sizeof text, "this window failed: %s", z.tile->error.c_str());
+  } else {
+    std::snprintf(text, sizeof text, "computing this window (overview blocks meanwhile)");
+  }
+  return text;
+}
+
 // Under the maps: the visible window and how the texture shows it, or how to zoom.
-void drawZoomLine(const CellWindow& w, bool zoomed, int64_t L, int64_t S) {
+void drawZoomLine(const CellWindow& w, bool zoomed, int64_t L, int64_t S, const std::string& tiled_note) {
   const int64_t texels_r = std::min(w.rows, kTextureMaxSide), texels_c = std::min(w.cols, kTextureMaxSide);
   const bool pooled = texels_r < w.rows || texels_c < w.cols;
-  char pooling[96] = "";
-  if (pooled)
+  char pooling[220] = "";
+  if (!tiled_note.empty())
+    std::snprintf(pooling, sizeof pooling, "   %s", tiled_note.c_str());
+  else if (pooled)
     std::snprintf(pooling, sizeof pooling, "   shown %lldx%lld max-pooled from %lldx%lld", static_cast<long long>(texels_r),
                   static_cast<long long>(texels_c), static_cast<long long>(w.rows), static_cast<long long>(w.cols));
   if (zoomed) {
@@ -216,7 +290,9 @@ void drawZoomLine(const CellWindow& w, bool zoomed, int64_t L, int64_t S) {
                         static_cast<long long>(w.row0), static_cast<long long>(w.row0 + w.rows - 1),
                         static_cast<long long>(L), static_cast<long long>(w.col0),
                         static_cast<long long>(w.col0 + w.cols - 1), static_cast<long long>(S), pooling,
-                        pooled ? "" : "   (wheel zooms, drag pans, 0 resets)");
+                        pooled || !tiled_note.empty() ? "" : "   (wheel zooms, drag pans, 0 resets)");
+  } else if (!tiled_note.empty()) {
+    ImGui::TextDisabled("%s   (wheel zooms around the pointer, drag pans, 0 resets)", tiled_note.c_str());
   } else {
     ImGui::TextDisabled("whole map%s   (wheel over a map zooms around the pointer, drag pans, 0 resets)", pooling);
   }
@@ -254,23 +330,41 @@ void drawFocusMaps(AppState& state) {
     g.layer = state.view.focus.layer;
     g.b = v ? tex.batch_item : correct_tex.batch_item;
     g.h = state.view.focus.head;
-    g.window = resolveWindow(state.view.zoom, shown->L, shown->S);
-    // Zoomed: the window's own textures (exact cells up to kTextureMaxSide per side).
+    g.window = resolveWindow(state.view.zoom, shown->mapL(), shown->mapS());
+    // Zoomed: the window's own textures (exact cells up to kTextureMaxSide per side). A tiled
+    // source shows the overview's blocks of the window until the tile worker's window comes.
     const ZoomTextures& zoom = state.gpu.zoom;
-    const bool zoomed = !state.view.zoom.whole() && (zoom.probs || zoom.correct_probs);
-    if (!zoomed) g.window = resolveWindow({}, shown->L, shown->S);
-    const std::vector<std::string>& q_tokens = shown->query_tokens[g.b];
-    const std::vector<std::string>& k_tokens = shown->key_tokens[g.b];
+    const TiledMaps* tiled = v ? v->tiled.get() : nullptr;
+    const bool zoomed = !state.view.zoom.whole() && (tiled || zoom.probs || zoom.correct_probs);
+    if (!zoomed) g.window = resolveWindow({}, shown->mapL(), shown->mapS());
+    const bool tile_shown = tiled && zoomed && zoom.tile_maps == tiled && zoom.window == g.window &&
+                            zoom.focus.head == g.h && zoom.focus.batch_item == g.b && zoom.probs;
+    const WindowTile* tile = tile_shown ? state.zoom_tile.ready() : nullptr;
+    const std::vector<std::string>& q_tokens = tiled ? tiled->query_tokens[g.b] : shown->query_tokens[g.b];
+    const std::vector<std::string>& k_tokens = tiled ? tiled->key_tokens[g.b] : shown->key_tokens[g.b];
+    // The overview texture cropped to the window (nearest sampling keeps its blocks).
+    ImVec2 uv0(0, 0), uv1(1, 1);
+    if (tiled && !tile_shown) {
+      const float L = static_cast<float>(tiled->L), S = static_cast<float>(tiled->S);
+      uv0 = ImVec2(static_cast<float>(g.window.col0) / S, static_cast<float>(g.window.row0) / L);
+      uv1 = ImVec2(static_cast<float>(g.window.col0 + g.window.cols) / S, static_cast<float>(g.window.row0 + g.window.rows) / L);
+    }
+    const bool use_zoom_textures = tiled ? tile_shown : zoomed;
 
     if (shown->layers > 1) {
       ImGui::Text("%s (%lld of %lld)   head %lld of %lld   batch item %lld   L = %lld queries x S = %lld keys",
                   shown->maps[g.layer].name.c_str(), static_cast<long long>(g.layer), static_cast<long long>(shown->layers),
                   static_cast<long long>(g.h), static_cast<long long>(shown->H), static_cast<long long>(g.b),
-                  static_cast<long long>(shown->L), static_cast<long long>(shown->S));
+                  static_cast<long long>(shown->mapL()), static_cast<long long>(shown->mapS()));
     } else {
       ImGui::Text("head %lld of %lld   batch item %lld   L = %lld queries (rows) x S = %lld keys (columns)",
                   static_cast<long long>(g.h), static_cast<long long>(shown->H), static_cast<long long>(g.b),
-                  static_cast<long long>(shown->L), static_cast<long long>(shown->S));
+                  static_cast<long long>(shown->mapL()), static_cast<long long>(shown->mapS()));
+    }
+    if (tiled) {  // how the maps show a source too large to hold, where it is always seen
+      ImGui::SameLine();
+      ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.3f, 1.0f), "   tiled: %s", tiledPoolingNote(state, *v, g.window, zoomed).c_str());
+      recordLayout(state, "focus_tiled_note");
     }
 
     // The maps, left to right: scores, probabilities (with the mistake), correct probabilities.
@@ -282,7 +376,9 @@ void drawFocusMaps(AppState& state) {
       scores.id = "##scores";
       scores.layout_name = "focus_scores";
       scores.source = v;
-      scores.view.texture = zoomed ? zoom.scores : tex.scores[focused];
+      scores.view.texture = use_zoom_textures ? zoom.scores : tex.scores[focused];
+      scores.view.uv0 = uv0, scores.view.uv1 = uv1;
+      scores.tile = tile;
       scores.view.colormap = Colormap::Diverging;
       scores.range = {-tex.score_abs_max[focused], tex.score_abs_max[focused]};
       scores.export_view = MapKind::Scores;
@@ -298,7 +394,9 @@ void drawFocusMaps(AppState& state) {
       probs.id = "##probs";
       probs.layout_name = "focus_probs";
       probs.source = v;
-      probs.view.texture = zoomed ? zoom.probs : tex.probs[focused];
+      probs.view.texture = use_zoom_textures ? zoom.probs : tex.probs[focused];
+      probs.view.uv0 = uv0, probs.view.uv1 = uv1;
+      probs.tile = tile;
       probs.view.colormap = s.prob_colormap;
       probs.range = {s.log_scale ? tex.prob_min_positive : 0.0f, tex.prob_max};
       probs.log_scale = s.log_scale;
@@ -340,7 +438,7 @@ void drawFocusMaps(AppState& state) {
     if (maps.size() < 2) fixed_w += g.row_label_w + g.bar_w;
     const float max_w = (avail.x - fixed_w) / static_cast<float>(slots);
     const float max_h = avail.y - g.line_h * (correct ? 4.2f : 3.2f) - g.col_label_h;
-    const float aspect = static_cast<float>(shown->S) / static_cast<float>(shown->L);
+    const float aspect = static_cast<float>(shown->mapS()) / static_cast<float>(shown->mapL());
     g.map_h = std::min(max_h, max_w / aspect);
     g.map_w = g.map_h * aspect;
     g.map_h = std::max(16.0f, std::floor(g.map_h));
@@ -395,15 +493,16 @@ void drawFocusMaps(AppState& state) {
       ImGui::TextDisabled("rows: query tokens   columns: key tokens   grey hatched: masked (-inf, not a number)");
     }
     if (v) ImGui::TextDisabled("yellow outline: the map Ctrl+S exports (click a map to choose)");
-    drawZoomLine(g.window, zoomed, shown->L, shown->S);
+    state.script.focus_note = tiled ? tiledPoolingNote(state, *v, g.window, zoomed) : "";
+    drawZoomLine(g.window, zoomed, shown->mapL(), shown->mapS(), state.script.focus_note);
     recordLayout(state, "focus_zoom_line");
-    const int64_t fully_masked = t && tex.hasMask() ? tex.fully_masked_rows[g.layer] : 0;
+    const int64_t fully_masked = (t || tiled) && tex.hasMask() ? tex.fully_masked_rows[g.layer] : 0;
     if (fully_masked > 0) {
       ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.45f, 1.0f));
       ImGui::TextWrapped("%lld fully masked row%s (red marks): every key is masked, so PyTorch's softmax "
                          "returns NaN there; shown as masked with probability %s.",
                          static_cast<long long>(fully_masked), fully_masked == 1 ? "" : "s",
-                         t->fill == MaskFill::NegInf ? "0" : "1/S (the -1e9 fill gives a uniform row)");
+                         (t ? t->fill : tiled->attention->fill) == MaskFill::NegInf ? "0" : "1/S (the -1e9 fill gives a uniform row)");
       ImGui::PopStyleColor();
     }
   }

@@ -62,6 +62,7 @@ void releaseZoomTextures(ZoomTextures& zoom) {
     *id = 0;
   }
   zoom.source = zoom.correct_source = nullptr;
+  zoom.tile_maps = nullptr;
   zoom.window = {};
 }
 
@@ -184,9 +185,27 @@ void updateViewTextures(ViewTextures& tex, const ViewModel* view, int64_t b) {
 }
 
 void updateZoomTextures(ZoomTextures& zoom, const ViewModel* view, const ViewModel* correct, ViewFocus focus,
-                        const CellWindow& window) {
-  if (window.whole() || (!view && !correct)) {
+                        const CellWindow& window, const WindowTile* tile) {
+  if (window.whole() || (!view && !correct) || (view && view->tiled && !tile)) {
     if (zoom.probs || zoom.correct_probs) releaseZoomTextures(zoom);
+    return;
+  }
+  if (view && view->tiled) {
+    const TileRequest& r = tile->request;
+    if (zoom.source == view && zoom.tile_maps == r.maps.get() && zoom.focus.batch_item == r.b &&
+        zoom.focus.head == r.h && zoom.window == r.window)
+      return;  // the same window of the same maps: the same values
+    const int64_t rebuilds = zoom.rebuilds;
+    releaseZoomTextures(zoom);
+    zoom.rebuilds = rebuilds + 1;
+    zoom.source = view;
+    zoom.tile_maps = r.maps.get();
+    zoom.focus = ViewFocus{0, r.h, r.b};
+    zoom.window = r.window;
+    zoom.probs = uploadMap(textureOfMap(tile->probs.data.data(), tile->allowed.data.data(), tile->rows, tile->cols,
+                                        MapKind::Probs));
+    zoom.scores = uploadMap(textureOfMap(tile->scores.data.data(), tile->allowed.data.data(), tile->rows,
+                                         tile->cols, MapKind::Scores));
     return;
   }
   if (zoom.source == view && zoom.correct_source == correct && zoom.focus == focus && zoom.window == window) return;

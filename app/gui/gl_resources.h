@@ -9,6 +9,7 @@
 
 #include "config/settings.h"
 #include "view/colormap.h"
+#include "gui/tile_worker.h"
 #include "view/view_model.h"
 
 namespace attnscope {
@@ -69,6 +70,7 @@ struct ViewTextures {
 // Unused (0) while the focus view is not zoomed.
 struct ZoomTextures {
   const ViewModel* source = nullptr;
+  const TiledMaps* tile_maps = nullptr;  // a tiled source: window of (focus.batch_item, focus.head) of these maps
   const ViewModel* correct_source = nullptr;
   ViewFocus focus;
   CellWindow window;
@@ -102,8 +104,9 @@ void updateViewTextures(ViewTextures& textures, const ViewModel* view, int64_t b
 
 // (Re)builds the zoomed window of the focused (layer, head, batch item) of view and of
 // correct (the mistakes lab's run; may be null) when any of them changed; a whole()
-// window releases them.
+// window releases them. A tiled view's window is `tile` (computed by the tile worker;
+// null while it computes: no zoom textures).
 void updateZoomTextures(ZoomTextures& zoom, const ViewModel* view, const ViewModel* correct, ViewFocus focus,
-                        const CellWindow& window);
+                        const CellWindow& window, const WindowTile* tile);
 
 }  // namespace attnscope

@@ -69,6 +69,17 @@ void drawStaleOverlay(ImDrawList* list, ImVec2 min, ImVec2 max, const std::strin
                 text.c_str(), nullptr, max.x - min.x - 2 * kPad, &clip);
 }
 
+// A tiled overview in progress over the previous result: dimmed a little, with a note.
+void drawProgressOverlay(ImDrawList* list, ImVec2 min, ImVec2 max, double progress) {
+  list->AddRectFilled(min, max, IM_COL32(16, 16, 20, 110));
+  if (max.x - min.x < 120.0f || max.y - min.y < 2 * ImGui::GetFontSize()) return;
+  char text[96];
+  std::snprintf(text, sizeof text, "previous result; new overview %.0f%%", 100.0 * progress);
+  const ImVec4 clip(min.x, min.y, max.x, max.y);
+  list->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(min.x + 6, min.y + 6), IM_COL32(255, 210, 120, 255),
+                text, nullptr, max.x - min.x - 12, &clip);
+}
+
 }  // namespace
 
 HeatmapHit drawHeatmap(AppState& state, const char* id, const HeatmapView& view, ImVec2 size) {
@@ -87,7 +98,7 @@ HeatmapHit drawHeatmap(AppState& state, const char* id, const HeatmapView& view,
   params.range_low = view.log_scale ? log10Floor(range.low) : range.low;
   params.range_high = view.log_scale ? log10Floor(range.high) : range.high;
   list->AddCallback(bindHeatmapProgram, &params);
-  list->AddImage(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(view.texture)), min, max);
+  list->AddImage(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(view.texture)), min, max, view.uv0, view.uv1);
   list->AddCallback(ImDrawCallback_ResetRenderState, nullptr);
 
   const float cell_w = size.x / static_cast<float>(view.cols);
@@ -106,7 +117,11 @@ HeatmapHit drawHeatmap(AppState& state, const char* id, const HeatmapView& view,
   list->AddRect(ImVec2(min.x - 1, min.y - 1), ImVec2(max.x + 1, max.y + 1),
                 view.outlined ? IM_COL32(255, 200, 40, 255) : IM_COL32(90, 90, 100, 255), 0.0f,
                 0, view.outlined ? 3.0f : 1.0f);
-  if (state.compute.mapsStale()) drawStaleOverlay(list, min, max, state.compute.error);
+  if (state.compute.mapsStale()) {
+    drawStaleOverlay(list, min, max, state.compute.cancelled ? "overview cancelled (Recompute: status bar)" : state.compute.error);
+  } else if (state.compute.progress >= 0.0) {
+    drawProgressOverlay(list, min, max, state.compute.progress);
+  }
 
   if (ImGui::IsItemHovered()) {
     const ImVec2 mouse = ImGui::GetIO().MousePos;

@@ -22,6 +22,7 @@ struct HeatmapView {
   unsigned int texture = 0;        // R32F [rows, cols]; -inf = masked
   int64_t rows = 0, cols = 0;      // cells shown (a zoomed window's size)
   int64_t row0 = 0, col0 = 0;      // map cell of the top-left shown cell (zoomed window)
+  ImVec2 uv0{0, 0}, uv1{1, 1};     // the part of the texture shown (a tiled overview cropped to the window)
   Colormap colormap = Colormap::Viridis;
   std::optional<ValueRange> range; // unset: [0, 1]; callers pass the trace's auto range
   bool log_scale = false;          // colour log10(v); range is then in value units

@@ -50,8 +50,13 @@ void drawMaskPanel(AppState& state) {
     recordLayout(state, "export_mask_button");
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("export the combined mask as a figure");
     const int64_t allowed_cells = tex.allowed_cells[layer], fully_masked = tex.fully_masked_rows[layer];
-    ImGui::Text("allowed %lld / %lld cells (%.1f%%)", static_cast<long long>(allowed_cells),
-                static_cast<long long>(cells), 100.0 * static_cast<double>(allowed_cells) / cells);
+    if (v->tiled) {  // the overview's pooled mask: a block is allowed when one of its cells is
+      ImGui::Text("overview blocks allowed %lld / %lld", static_cast<long long>(allowed_cells), static_cast<long long>(cells));
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("a block of the overview is allowed when one of its cells is");
+    } else {
+      ImGui::Text("allowed %lld / %lld cells (%.1f%%)", static_cast<long long>(allowed_cells),
+                  static_cast<long long>(cells), 100.0 * static_cast<double>(allowed_cells) / cells);
+    }
     if (fully_masked > 0) {
       ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.45f, 1.0f));
       ImGui::Text("fully masked rows: %lld", static_cast<long long>(fully_masked));
@@ -115,7 +120,8 @@ void drawMaskPanel(AppState& state) {
       ImGui::SetCursorScreenPos(ImVec2(origin.x + big_w + 14, origin.y));
       ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
       ImGui::PushTextWrapPos(ImGui::GetWindowContentRegionMax().x);
-      ImGui::TextUnformatted("no mask terms: every query attends every key");
+      ImGui::TextUnformatted(v->tiled ? "tiled: the terms are not drawn one by one"
+                                      : "no mask terms: every query attends every key");
       ImGui::PopTextWrapPos();
       ImGui::PopStyleColor();
     }

@@ -64,7 +64,13 @@ void drawMetricsPanel(AppState& state) {
     const HeadTable* table = shownHeadTable(state);
     HeadTableView& view = state.view.table;
     if (!table || view.order.empty()) {
-      ImGui::TextDisabled(shownView(state) ? "measuring heads..." : "no attention computed yet");
+      const ViewModel* shown = shownView(state);
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+      ImGui::TextWrapped("%s", !shown ? "no attention computed yet"
+                               : shown->tiled ? "no head metrics for a tiled overview: its cells are block maxima, "
+                                                "not distributions (zoom the focus view for exact values)"
+                                              : "measuring heads...");
+      ImGui::PopStyleColor();
       ImGui::End();
       return;
     }

@@ -247,6 +247,13 @@ void drawPipelinePanel(AppState& state) {
       ImGui::TextWrapped("imported attention maps%s%s: computed elsewhere, so there are no stages to show.",
                          v->model.empty() ? "" : " from ", v->model.c_str());
       if (!v->notes.empty()) ImGui::TextWrapped("notes: %s", v->notes.c_str());
+    } else if (const ViewModel* v = state.compute.view && state.compute.view->tiled && state.compute.error.empty()
+                                        ? state.compute.view.get()
+                                        : nullptr) {
+      drawConstraints(state);
+      ImGui::TextWrapped("tiled: L=%lld x S=%lld is too large to hold every stage; only Q and K are kept. The maps "
+                         "are an overview of every head; zooming the focus view computes a window's exact cells.",
+                         static_cast<long long>(v->mapL()), static_cast<long long>(v->mapS()));
     } else {
       drawConstraints(state);
       ImGui::TextWrapped("no trace: fix the settings (see the message in the control panel)");

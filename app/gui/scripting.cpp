@@ -31,6 +31,7 @@ void writeStateLog(AppState& state, int width, int height) {
   line["maps_stale"] = c.mapsStale();
   line["source"] = inputSourceName(s.source);
   line["settings_heads"] = s.heads;
+  line["settings_L"] = s.synthetic_L;  // synthetic source
   line["mask"] = s.mask.toString();
   line["focused_layer"] = state.view.focus.layer;
   line["focused_head"] = state.view.focus.head;
@@ -40,6 +41,8 @@ void writeStateLog(AppState& state, int width, int height) {
   line["folded_layout"] = s.folded_layout;
   line["mistake"] = mistakeName(s.mistake);
   line["busy"] = c.busy;
+  line["progress"] = c.progress;    // a tiled overview in progress: fraction done; -1 otherwise
+  line["cancelled"] = c.cancelled;  // the latest job was cancelled (the maps are the previous result's)
   line["compute_runs"] = c.runs;
   line["projections_reused"] = c.projections_reused;
   line["compute_ms"] = c.compute_ms;
@@ -187,8 +190,32 @@ void writeStateLog(AppState& state, int width, int height) {
         line["hover_score"] = scores[cell];
     }
   }
+  // A tiled source: the real map, its overview, the zoomed window's tile and the exact values
+  // at the hovered real cell (when that tile has them).
+  line["tiled"] = nullptr;
+  if (v && v->tiled) {
+    const TiledMaps& m = *v->tiled;
+    line["tiled"] = {{"L", m.L}, {"S", m.S}, {"rows", m.rows}, {"cols", m.cols}, {"note", state.script.focus_note}};
+  }
+  line["zoom_tile"] = nullptr;
+  if (const std::shared_ptr<const WindowTile>& tile = state.zoom_tile.tile) {
+    const CellWindow& w = tile->request.window;
+    line["zoom_tile"] = {{"b", tile->request.b}, {"h", tile->request.h}, {"window", {w.row0, w.rows, w.col0, w.cols}},
+                         {"exact", tile->exact}, {"ms", tile->milliseconds}, {"error", tile->error},
+                         {"pending", state.zoom_tile.pending()}};
+  }
+  line["map_hover"] = {state.view.map_hover.row, state.view.map_hover.col};
+  line["hover_exact"] = nullptr;
+  float exact_prob = 0.0f, exact_score = 0.0f;
+  bool exact_allowed = false;
+  if (const WindowTile* tile = state.zoom_tile.ready();
+      tile && state.view.map_hover.valid() &&
+      tile->exactCell(state.view.map_hover.row, state.view.map_hover.col, &exact_prob, &exact_score, &exact_allowed)) {
+    line["hover_exact"] = {{"prob", exact_prob}, {"score", exact_allowed ? nlohmann::json(exact_score) : nlohmann::json()},
+                           {"allowed", exact_allowed}};
+  }
   // The focus view's visible window [row0, rows, col0, cols] and the labels drawn on its axes.
-  const CellWindow zoom = v ? resolveWindow(state.view.zoom, v->L, v->S) : CellWindow{};
+  const CellWindow zoom = v ? resolveWindow(state.view.zoom, v->mapL(), v->mapS()) : CellWindow{};
   line["zoom_window"] = {zoom.row0, zoom.rows, zoom.col0, zoom.cols};
   line["zoomed"] = !state.view.zoom.whole();
   const FocusAxisDrawn& axis = state.script.focus_axis;

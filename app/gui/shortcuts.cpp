@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "gui/compute_sync.h"
 #include "gui/export_jobs.h"
 
 namespace attnscope {
@@ -73,6 +74,7 @@ void handleShortcuts(AppState& state) {
   for (const UiState::KeyPress& press : presses) {
     if (press.key != GLFW_KEY_ESCAPE) continue;  // Escape closes overlays, even from a text box
     if (ui.show_help) ui.show_help = false;
+    else if (state.compute.progress >= 0.0 && !ui.bundle_modal_open) cancelCompute(state);  // a tiled overview
     else ui.close_modal_requested = true;
     markStateChanged(state);
   }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "gui/compute_sync.h"
 #include "gui/panels.h"
 
 namespace attnscope {
@@ -27,6 +28,17 @@ double residentMiB() {
 void drawStatusBar(AppState& state) {
   if (beginPanelWindow(state, "##status", Panel::StatusBar,
                        ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoScrollbar)) {
+    if (state.compute.progress >= 0.0) {  // a tiled overview: progress and Cancel (Escape)
+      char label[64];
+      std::snprintf(label, sizeof label, "overview of every head %.0f%%", 100.0 * state.compute.progress);
+      ImGui::ProgressBar(static_cast<float>(state.compute.progress), ImVec2(260, 0), label);
+      recordLayout(state, "overview_progress");
+      ImGui::SameLine();
+      if (ImGui::SmallButton("Cancel")) cancelCompute(state);
+      recordLayout(state, "overview_cancel");
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("stop computing the overview (Escape); the maps shown stay");
+      ImGui::SameLine();
+    }
     if (state.compute.busy) {  // a recompute has run for more than ~100 ms
       drawSpinner(ImGui::GetTextLineHeight() / 2 + 1);
       recordLayout(state, "spinner");
@@ -41,6 +53,11 @@ void drawStatusBar(AppState& state) {
                   static_cast<long long>(t->B), static_cast<long long>(t->L), static_cast<long long>(t->S),
                   static_cast<long long>(t->D), static_cast<long long>(t->H), static_cast<long long>(t->d),
                   state.compute.compute_ms, residentMiB());
+    } else if (v && v->tiled) {
+      ImGui::Text("tiled: B=%lld  L=%lld  S=%lld  H=%lld   |   overview %lldx%lld of every head %.1f s   |   memory %.0f MiB",
+                  static_cast<long long>(v->B), static_cast<long long>(v->tiled->L), static_cast<long long>(v->tiled->S),
+                  static_cast<long long>(v->H), static_cast<long long>(v->L), static_cast<long long>(v->S),
+                  state.compute.compute_ms / 1000.0, residentMiB());
     } else if (v && v->source == ViewSource::ModelRun) {
       ImGui::Text("model %s: layers=%lld  H=%lld  L=%lld (context %lld)   |   run %.1f ms   |   memory %.0f MiB",
                   v->model.c_str(), static_cast<long long>(v->layers), static_cast<long long>(v->H),
@@ -62,7 +79,14 @@ void drawStatusBar(AppState& state) {
       recordLayout(state, "status_note");
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", text.c_str());
     };
-    if (state.compute.mapsStale()) {  // the numbers above are the previous result's
+    if (state.compute.mapsStale() && state.compute.cancelled) {
+      ImGui::SameLine();
+      ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "   cancelled: the maps shown are the previous result's");
+      recordLayout(state, "cancelled_note");
+      ImGui::SameLine();
+      if (ImGui::SmallButton("Recompute")) recomputeNow(state);
+      recordLayout(state, "recompute_button");
+    } else if (state.compute.mapsStale()) {  // the numbers above are the previous result's
       drawNote(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "out of date: " + state.compute.error);
     } else if (v && !v->warnings.empty()) {
       drawNote(ImVec4(1.0f, 0.62f, 0.18f, 1.0f), v->warnings.front());

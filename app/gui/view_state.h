@@ -78,6 +78,9 @@ struct ViewState {
   ViewFocus focus;        // (layer, head, batch item); within the shown result's limits
   HoverCell hover;        // drawn this frame (from the previous frame's pointer)
   HoverCell hover_next;   // collected while drawing this frame
+  // A tiled source (its maps are an overview): the real cell under the pointer in the focus
+  // view, while hover holds the overview block that contains it.
+  HoverCell map_hover, map_hover_next;
   int grid_columns = 1;   // head grid layout, for Up/Down
   // Focus view zoom: the visible window of every focus map (whole() = not zoomed). View
   // state, never saved with the settings; changed only through setZoom (app_state.h).

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "attention/kernel.h"
@@ -72,13 +73,17 @@ void scoreRows(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int64_
 }
 
 // One overview row from a scored block: output cell c is the block of keys [starts[c],
-// starts[c + 1]) over every row of the block, pooled as maxPool2d (probabilities) and
-// maxAbsPool2d (scores) pool the full maps. Key blocks past block.width are masked in every
-// row: their score is the fill, their probability 0 (or 1/S from a fully masked -1e9 row).
+// starts[c + 1]) over every row of the block, pooled as maxPool2d pools the probabilities
+// and maxAbsPool2d the scores of the full maps with masked cells left out (as the app's
+// textures pool them: a masked cell is not a value): the fill only when every cell of the
+// block is masked. Key blocks past block.width are masked in every row: their score is the
+// fill, their probability 0 (or 1/S from a fully masked -1e9 row).
 void poolRows(const TiledAttention& t, RowBlock& block, int64_t rows, const std::vector<int64_t>& starts,
               float* out_probs, float* out_scores) {
   const int64_t cols = static_cast<int64_t>(starts.size()) - 1, S = t.S;
   constexpr float kInf = std::numeric_limits<float>::infinity();
+  // A -inf fill is skipped by value; a -1e9 fill looks like a score, so the mask decides.
+  const bool fill_is_finite = t.fill != MaskFill::NegInf;
   block.pooled_max.assign(cols, -kInf);
   block.pooled_min.assign(cols, kInf);
   block.pooled_prob.assign(cols, -kInf);
@@ -89,22 +94,34 @@ void poolRows(const TiledAttention& t, RowBlock& block, int64_t rows, const std:
     empty_row = empty_row || block.spans[r].begin == block.spans[r].end;
     const float* scores = &block.scores[r * S];
     const float* probs = &block.probs[r * S];
+    const uint8_t* allowed = &block.allowed[r * S];
     for (int64_t c = 0; c < computed; ++c) {
       float hi = block.pooled_max[c], lo = block.pooled_min[c], p = block.pooled_prob[c];
-      for (int64_t j = starts[c]; j < starts[c + 1]; ++j) {
-        const float v = scores[j];
-        hi = v > hi ? v : hi;
-        lo = (v < lo && v != -kInf) ? v : lo;  // -inf is masked, not an extreme
-        p = probs[j] > p ? probs[j] : p;
+      if (fill_is_finite) {
+        for (int64_t j = starts[c]; j < starts[c + 1]; ++j) {
+          p = probs[j] > p ? probs[j] : p;
+          if (!allowed[j]) continue;
+          hi = scores[j] > hi ? scores[j] : hi;
+          lo = scores[j] < lo ? scores[j] : lo;
+        }
+      } else {
+        for (int64_t j = starts[c]; j < starts[c + 1]; ++j) {
+          const float v = scores[j];
+          hi = v > hi ? v : hi;
+          lo = (v < lo && v != -kInf) ? v : lo;  // -inf is masked, not an extreme
+          p = probs[j] > p ? probs[j] : p;
+        }
       }
       block.pooled_max[c] = hi, block.pooled_min[c] = lo, block.pooled_prob[c] = p;
     }
   }
+  ScoreRule rule;
+  rule.fill = t.fill;
   for (int64_t c = 0; c < computed; ++c) {
     const float hi = block.pooled_max[c], lo = block.pooled_min[c];
     out_probs[c] = block.pooled_prob[c];
     if (hi == -kInf) {
-      out_scores[c] = -kInf;  // every cell masked
+      out_scores[c] = rule.fillValue();  // every cell masked
     } else if (std::fabs(hi) != std::fabs(lo) || hi == lo) {
       out_scores[c] = std::fabs(lo) > std::fabs(hi) ? lo : hi;
     } else {
@@ -113,18 +130,29 @@ void poolRows(const TiledAttention& t, RowBlock& block, int64_t rows, const std:
       bool found = false;
       for (int64_t r = 0; r < rows && !found; ++r) {
         const float* scores = &block.scores[r * S];
+        const uint8_t* allowed = &block.allowed[r * S];
         for (int64_t j = starts[c]; j < starts[c + 1] && !found; ++j) {
-          found = std::fabs(scores[j]) == a;
+          found = allowed[j] && std::fabs(scores[j]) == a;
           if (found) out_scores[c] = scores[j];
         }
       }
     }
   }
   const float masked_prob = empty_row && t.fill == MaskFill::NegBillion ? 1.0f / static_cast<float>(S) : 0.0f;
-  ScoreRule rule;
-  rule.fill = t.fill;
   std::fill(out_probs + computed, out_probs + cols, masked_prob);
   std::fill(out_scores + computed, out_scores + cols, rule.fillValue());
+}
+
+// InputError unless rows [i0, i0 + rows) x keys [j0, j0 + cols) of map (b, h) lie in the map.
+void checkTileWindow(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t j0,
+                     int64_t cols) {
+  if (b < 0 || b >= t.B || h < 0 || h >= t.H || i0 < 0 || rows < 1 || i0 + rows > t.L || j0 < 0 || cols < 1 ||
+      j0 + cols > t.S) {
+    throw InputError("tile rows [" + std::to_string(i0) + ", " + std::to_string(i0 + rows) + ") x keys [" +
+                     std::to_string(j0) + ", " + std::to_string(j0 + cols) + ") of map (b=" + std::to_string(b) +
+                     ", h=" + std::to_string(h) + ") is outside [B=" + std::to_string(t.B) + ", H=" +
+                     std::to_string(t.H) + ", L=" + std::to_string(t.L) + ", S=" + std::to_string(t.S) + "]");
+  }
 }
 
 }  // namespace
@@ -176,25 +204,49 @@ TiledAttention prepareTiled(const AttentionInputs& in, const AttentionOptions& o
   return t;
 }
 
-std::optional<Overview> computeOverview(const TiledAttention& t, int64_t rows, int64_t cols,
-                                        const std::function<bool(double)>& progress) {
-  if (rows < 1 || rows > t.L || cols < 1 || cols > t.S) {
-    throw InputError("overview of " + std::to_string(rows) + " x " + std::to_string(cols) + " cells for an [" +
-                     std::to_string(t.L) + ", " + std::to_string(t.S) + "] map: needs 1 <= rows <= L, 1 <= cols <= S");
+namespace {
+
+// Which maps and which part of them poolMaps pools: maps (b, h) for b in [b0, b1), h in
+// [h0, h1); rows [i0, i1) x keys [j0, j1) into rows x cols cells (view/downsample.h's block
+// rule, relative to the window).
+struct PoolRequest {
+  int64_t b0, b1, h0, h1, i0, i1, j0, j1, rows, cols;
+};
+
+// Whether block c of the pooled keys holds an allowed cell in some row of the block.
+void poolAllowed(const RowBlock& block, int64_t rows, int64_t S, const std::vector<int64_t>& starts,
+                 uint8_t* out) {
+  const int64_t cols = static_cast<int64_t>(starts.size()) - 1;
+  for (int64_t c = 0; c < cols; ++c) {
+    bool any = false;
+    // Keys past width are masked in every row; masks are 0 / 1 bytes.
+    const int64_t end = std::min(starts[c + 1], block.width);
+    for (int64_t r = 0; r < rows && !any && starts[c] < end; ++r) {
+      any = std::memchr(&block.allowed[r * S + starts[c]], 1, static_cast<size_t>(end - starts[c])) != nullptr;
+    }
+    out[c] = any;
   }
-  checkMemory(estimateTiledBytes(t.B, t.L, t.S, t.D, 0, 0, 0, t.H, rows, cols) -
-              estimateTiledBytes(t.B, t.L, t.S, t.D, 0, 0, 0, t.H, 0, 0));
+}
+
+std::optional<Overview> poolMaps(const TiledAttention& t, const PoolRequest& q,
+                                 const std::function<bool(double)>& progress) {
+  const int64_t nb = q.b1 - q.b0, nh = q.h1 - q.h0, rows = q.rows, cols = q.cols;
+  const int64_t in_rows = q.i1 - q.i0, in_cols = q.j1 - q.j0;
   Overview o;
   o.rows = rows, o.cols = cols;
-  o.probs = Tensor({t.B, t.H, rows, cols});
-  o.scores = Tensor({t.B, t.H, rows, cols});
-  o.fully_masked = BoolTensor({t.B, t.L});
+  o.probs = Tensor({nb, nh, rows, cols});
+  o.scores = Tensor({nb, nh, rows, cols});
+  o.allowed = BoolTensor({nb, rows, cols});
+  o.fully_masked = BoolTensor({nb, in_rows});
   // Work items: one output row (a block of input rows) of batch item b, every head (the mask
   // rows are the same for all heads: computed once).
-  const int64_t items = t.B * rows;
-  std::vector<int64_t> col_starts(static_cast<size_t>(cols + 1));  // view/downsample.h's block rule
-  for (int64_t c = 0; c <= cols; ++c) col_starts[c] = c * t.S / cols;
+  const int64_t items = nb * rows;
+  std::vector<int64_t> col_starts(static_cast<size_t>(cols + 1));
+  for (int64_t c = 0; c <= cols; ++c) col_starts[c] = q.j0 + c * in_cols / cols;
+  // Keys are scored up to the first pooled block end past the last attended key; a window
+  // that stops short of S scores whole rows (every key counts in the normalisers).
   const std::vector<int64_t> col_ends(col_starts.begin() + 1, col_starts.end());
+  const std::vector<int64_t>* ends = q.j1 == t.S ? &col_ends : nullptr;
   std::atomic<int64_t> done{0};
   std::atomic<bool> cancelled{false};
 #pragma omp parallel
@@ -203,15 +255,16 @@ std::optional<Overview> computeOverview(const TiledAttention& t, int64_t rows, i
 #pragma omp for schedule(dynamic)
     for (int64_t item = 0; item < items; ++item) {
       if (cancelled.load(std::memory_order_relaxed)) continue;
-      const int64_t r = item % rows, b = item / rows;
-      const int64_t i0 = r * t.L / rows, i1 = (r + 1) * t.L / rows;  // view/downsample.h's block rule
-      maskRows(t, b, i0, i1, block, &col_ends);
+      const int64_t r = item % rows, b = q.b0 + item / rows;
+      const int64_t i0 = q.i0 + r * in_rows / rows, i1 = q.i0 + (r + 1) * in_rows / rows;
+      maskRows(t, b, i0, i1, block, ends);
       for (int64_t i = i0; i < i1; ++i) {
-        o.fully_masked.data[b * t.L + i] = block.spans[i - i0].begin == block.spans[i - i0].end;
+        o.fully_masked.data[(b - q.b0) * in_rows + i - q.i0] = block.spans[i - i0].begin == block.spans[i - i0].end;
       }
-      for (int64_t h = 0; h < t.H; ++h) {
+      poolAllowed(block, i1 - i0, t.S, col_starts, &o.allowed.data[((b - q.b0) * rows + r) * cols]);
+      for (int64_t h = q.h0; h < q.h1; ++h) {
         scoreRows(t, b, h, i0, i1, block);
-        const size_t out = (static_cast<size_t>(b * t.H + h) * rows + r) * cols;
+        const size_t out = (static_cast<size_t>((b - q.b0) * nh + h - q.h0) * rows + r) * cols;
         poolRows(t, block, i1 - i0, col_starts, &o.probs.data[out], &o.scores.data[out]);
       }
       const int64_t finished = ++done;
@@ -225,18 +278,38 @@ std::optional<Overview> computeOverview(const TiledAttention& t, int64_t rows, i
   return o;
 }
 
-Tile computeTile(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
-  if (b < 0 || b >= t.B || h < 0 || h >= t.H || i0 < 0 || rows < 1 || i0 + rows > t.L || j0 < 0 || cols < 1 ||
-      j0 + cols > t.S) {
-    throw InputError("tile rows [" + std::to_string(i0) + ", " + std::to_string(i0 + rows) + ") x keys [" +
-                     std::to_string(j0) + ", " + std::to_string(j0 + cols) + ") of map (b=" + std::to_string(b) +
-                     ", h=" + std::to_string(h) + ") is outside [B=" + std::to_string(t.B) + ", H=" +
-                     std::to_string(t.H) + ", L=" + std::to_string(t.L) + ", S=" + std::to_string(t.S) + "]");
+}  // namespace
+
+std::optional<Overview> computeOverview(const TiledAttention& t, int64_t rows, int64_t cols,
+                                        const std::function<bool(double)>& progress) {
+  if (rows < 1 || rows > t.L || cols < 1 || cols > t.S) {
+    throw InputError("overview of " + std::to_string(rows) + " x " + std::to_string(cols) + " cells for an [" +
+                     std::to_string(t.L) + ", " + std::to_string(t.S) + "] map: needs 1 <= rows <= L, 1 <= cols <= S");
   }
+  checkMemory(estimateTiledBytes(t.B, t.L, t.S, t.D, 0, 0, 0, t.H, rows, cols) -
+              estimateTiledBytes(t.B, t.L, t.S, t.D, 0, 0, 0, t.H, 0, 0));
+  return poolMaps(t, {0, t.B, 0, t.H, 0, t.L, 0, t.S, rows, cols}, progress);
+}
+
+std::optional<Overview> computeWindow(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int64_t rows,
+                                      int64_t j0, int64_t cols, int64_t out_rows, int64_t out_cols,
+                                      const std::function<bool(double)>& progress) {
+  checkTileWindow(t, b, h, i0, rows, j0, cols);
+  if (out_rows < 1 || out_rows > rows || out_cols < 1 || out_cols > cols) {
+    throw InputError("window of " + std::to_string(rows) + " x " + std::to_string(cols) + " cells pooled to " +
+                     std::to_string(out_rows) + " x " + std::to_string(out_cols) +
+                     ": needs 1 <= out_rows <= rows, 1 <= out_cols <= cols");
+  }
+  return poolMaps(t, {b, b + 1, h, h + 1, i0, i0 + rows, j0, j0 + cols, out_rows, out_cols}, progress);
+}
+
+Tile computeTile(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
+  checkTileWindow(t, b, h, i0, rows, j0, cols);
   Tile tile;
   tile.b = b, tile.h = h, tile.i0 = i0, tile.j0 = j0, tile.rows = rows, tile.cols = cols;
   tile.scores = Tensor({rows, cols});
   tile.probs = Tensor({rows, cols});
+  tile.allowed = BoolTensor({rows, cols});
   // Whole rows: each row's normalisers need every key. Blocks of 64 rows keep it in cache.
   const int64_t kRows = 64;
 #pragma omp parallel
@@ -251,6 +324,7 @@ Tile computeTile(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int6
         const size_t from = static_cast<size_t>(r - r0) * t.S + j0;
         std::copy_n(&block.scores[from], cols, &tile.scores.data[r * cols]);
         std::copy_n(&block.probs[from], cols, &tile.probs.data[r * cols]);
+        std::copy_n(&block.allowed[from], cols, &tile.allowed.data[r * cols]);
       }
     }
   }

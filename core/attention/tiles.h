@@ -37,18 +37,30 @@ uint64_t estimateTiledBytes(int64_t B, int64_t L, int64_t S, int64_t D, int64_t 
 TiledAttention prepareTiled(const AttentionInputs& inputs, const AttentionOptions& options);
 
 // Pooled overview of every map. Output cell (r, c) covers the block rule of
-// view/downsample.h, so it equals maxPool2d (probs) and maxAbsPool2d (scores) of the full
-// map. rows <= L, cols <= S.
+// view/downsample.h, so it equals maxPool2d of the full probabilities and maxAbsPool2d of
+// the full scores with masked cells as -inf (what the app's textures pool: a masked cell is
+// not a value, whatever the fill), the fill where the whole block is masked. rows <= L,
+// cols <= S.
 struct Overview {
   int64_t rows = 0, cols = 0;
   Tensor probs;   // [B, H, rows, cols] block maximum of the probabilities
-  Tensor scores;  // [B, H, rows, cols] block value of largest |score| (masked: fill)
-  BoolTensor fully_masked;  // [B, L]
+  Tensor scores;  // [B, H, rows, cols] block value of largest |allowed score| (all masked: fill)
+  BoolTensor allowed;       // [B, rows, cols] some cell of the block may attend
+  BoolTensor fully_masked;  // [B, L] (a window's: [1, its rows])
 };
 // progress(fraction done) is called after every block of rows, from the computing
 // threads one at a time; returning false cancels, and the function then returns nullopt.
 std::optional<Overview> computeOverview(const TiledAttention& tiled, int64_t rows, int64_t cols,
                                         const std::function<bool(double)>& progress = {});
+
+// One map's window, pooled as the overview pools the whole map: rows [i0, i0 + rows) x keys
+// [j0, j0 + cols) of map (b, h) into out_rows x out_cols cells (the block rule relative to
+// the window), so it equals the pooled window of the full map. Every row is scored over all
+// its keys (the normalisers need them). Shapes as Overview with B = H = 1; nullopt when
+// progress cancels. InputError outside the map or for out sizes not in [1, rows] x [1, cols].
+std::optional<Overview> computeWindow(const TiledAttention& tiled, int64_t b, int64_t h, int64_t i0, int64_t rows,
+                                      int64_t j0, int64_t cols, int64_t out_rows, int64_t out_cols,
+                                      const std::function<bool(double)>& progress = {});
 
 // Exact values of rows [i0, i0 + rows) x keys [j0, j0 + cols) of map (b, h): the same
 // numbers as the full trace's scores and probs there. Throws InputError outside the map.
@@ -56,6 +68,7 @@ struct Tile {
   int64_t b = 0, h = 0, i0 = 0, j0 = 0, rows = 0, cols = 0;
   Tensor scores;  // [rows, cols]
   Tensor probs;   // [rows, cols]
+  BoolTensor allowed;  // [rows, cols] 1 = may attend
 };
 Tile computeTile(const TiledAttention& tiled, int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t j0,
                  int64_t cols);

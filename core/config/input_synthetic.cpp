@@ -1,6 +1,11 @@
 // Synthetic source: seeded random inputs of any size (large maps, benchmarks).
 #include "config/inputs.h"
 
+#include <algorithm>
+
+#include "attention/tiles.h"
+#include "view/view_model.h"
+
 #include "config/text_input.h"
 
 namespace attnscope {
@@ -21,7 +26,11 @@ AttentionInputs syntheticInputs(const Settings& s) {
                      " L=" + std::to_string(s.synthetic_L) + " S=" + std::to_string(s.synthetic_S));
   }
   const int64_t B = s.batch, L = s.synthetic_L, S = s.synthetic_S, D = s.modelDim();
-  checkMemory(estimateTraceBytes(B, L, S, D, D, D, D, s.heads));
+  // Sizes whose full trace does not fit are shown in tiles (Run::tiled); refused only when
+  // even the tiles do not fit.
+  checkMemory(std::min(estimateTraceBytes(B, L, S, D, D, D, D, s.heads),
+                       estimateTiledBytes(B, L, S, D, D, D, D, s.heads, std::min(L, kTextureMaxSide),
+                                          std::min(S, kTextureMaxSide))));
   AttentionInputs in;
   in.query = gaussian({B, L, D}, s.seed ^ 0x51ull);
   // Self-attention when the lengths match and cross-attention is off; otherwise one

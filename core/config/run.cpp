@@ -1,11 +1,14 @@
 #include "config/run.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 
 #include <nlohmann/json.hpp>
 
+#include "attention/tiles.h"
 #include "config/attention_bundle.h"
 #include "config/bundle.h"
 #include "config/inputs.h"
@@ -137,6 +140,13 @@ Settings settingsForBundle(Settings settings, const std::string& dir) {
   return settings;
 }
 
+uint64_t fullPathBudgetBytes() {
+  const char* text = std::getenv("ATTNSCOPE_FULL_PATH_BYTES");
+  char* end = nullptr;
+  const unsigned long long bytes = text ? std::strtoull(text, &end, 10) : 0;
+  return text && end != text && *end == '\0' ? bytes : uint64_t{2} << 30;
+}
+
 Run configureRun(const Settings& settings) {
   Run run;
   switch (settings.source) {
@@ -170,7 +180,35 @@ Run configureRun(const Settings& settings) {
   }
   // Bundles bring their own D (rows of w_q); the temperature scale needs the real one.
   run.options = attentionOptions(settings, run.inputs.w_q.dim(0));
+  const AttentionInputs& in = run.inputs;
+  if (in.query.shape.size() == 3 && in.key.shape.size() == 3 && in.value.shape.size() == 3 &&
+      in.w_q.shape.size() == 2 && run.options.mistake == Mistake::None && !(run.options.train && run.options.dropout > 0)) {
+    run.tiled = estimateTraceBytes(in.query.dim(0), in.query.dim(1), in.key.dim(1), in.w_q.dim(0), in.query.dim(2),
+                                   in.key.dim(2), in.value.dim(2), run.options.heads) > fullPathBudgetBytes();
+  }
   return run;
+}
+
+std::shared_ptr<const ViewModel> buildTiledView(Run& run, const std::function<bool(double)>& progress) {
+  const auto tiled = std::make_shared<const TiledAttention>(prepareTiled(run.inputs, run.options));
+  const int64_t B = tiled->B, L = tiled->L, S = tiled->S;
+  // [B][L] and [B][S] labels: per item when given, else shared, else the indices.
+  std::vector<std::vector<std::string>> q_tokens, k_tokens;
+  const AttentionInputs& in = run.inputs;
+  for (int64_t b = 0; b < B; ++b) {
+    q_tokens.push_back(static_cast<int64_t>(in.batch_query_tokens.size()) > b ? in.batch_query_tokens[b] : in.query_tokens);
+    k_tokens.push_back(static_cast<int64_t>(in.batch_key_tokens.size()) > b ? in.batch_key_tokens[b] : in.key_tokens);
+    q_tokens[b].resize(static_cast<size_t>(L));
+    k_tokens[b].resize(static_cast<size_t>(S));
+    for (int64_t i = 0; i < L; ++i) if (q_tokens[b][i].empty()) q_tokens[b][i] = std::to_string(i);
+    for (int64_t j = 0; j < S; ++j) if (k_tokens[b][j].empty()) k_tokens[b][j] = std::to_string(j);
+  }
+  run.inputs = AttentionInputs();  // Q and K are projected: the inputs would only take memory
+  std::optional<Overview> overview =
+      computeOverview(*tiled, std::min(L, kTextureMaxSide), std::min(S, kTextureMaxSide), progress);
+  if (!overview) return nullptr;
+  return std::make_shared<const ViewModel>(
+      viewFromOverview(tiled, std::move(*overview), std::move(q_tokens), std::move(k_tokens)));
 }
 
 std::shared_ptr<const ViewModel> buildView(const Settings& settings) {

@@ -4,6 +4,7 @@
 // when the bundle is opened: its values become the settings' (the user may change them after).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,7 +23,17 @@ struct Run {
   AttentionOptions options;        // heads, scale (with the real D), mask, fill, dropout, seed
   std::string source;              // "built-in demo ("The cat ...")", "bundle DIR", "synthetic B=1 L=12 S=12"
   std::vector<std::string> notes;  // e.g. "no w_q/w_k/w_v/w_o.npy: seeded default weights (seed 0, D=16)"
+  // The maps are too large for the app's full path (the trace would need more than
+  // fullPathBudgetBytes()): the app shows them in tiles (attention/tiles.h). Never set for
+  // a mistake or dropout, which need the full map. compute and export ignore it (the core
+  // refuses sizes whose trace does not fit in memory, with the estimate).
+  bool tiled = false;
 };
+
+// Bytes a full trace may take before the app switches to tiles: 2 GiB, or the value of the
+// environment variable ATTNSCOPE_FULL_PATH_BYTES (tests set it low to reach the tiled path
+// with small maps).
+uint64_t fullPathBudgetBytes();
 
 // What a bundle opened from the command line starts from: the default settings with H = 1
 // (any D is divisible by 1), before bundle.json and the flags.
@@ -45,6 +56,13 @@ void applyBundleRunKeys(const nlohmann::json& meta, const std::string& json_path
 // trace would not fit in memory (with the estimate), for an attention bundle and for a
 // trained model (source Model: it runs whole, see buildView).
 Run configureRun(const Settings& settings);
+
+// The view of a tiled run (Run::tiled): Q and K projected once (prepareTiled), then the
+// overview of every head pooled to at most kTextureMaxSide per side (computeOverview; the
+// app's focus view computes exact windows from it on demand). run.inputs are released once
+// projected. progress as computeOverview's: returning false cancels, and the result is
+// null. Throws InputError as prepareTiled does.
+std::shared_ptr<const ViewModel> buildTiledView(Run& run, const std::function<bool(double)>& progress = {});
 
 // What the settings show: an attention bundle's imported maps, a trained model's run on
 // model_text (every layer, predictions; config/model_source.h), else the core trace of

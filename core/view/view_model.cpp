@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 
@@ -199,6 +200,7 @@ const char* viewSourceName(ViewSource source) {
     case ViewSource::CoreTrace: return "core trace";
     case ViewSource::ModelRun: return "model run";
     case ViewSource::Imported: return "imported";
+    case ViewSource::Tiled: return "tiled";
   }
   return "core trace";
 }
@@ -388,6 +390,61 @@ ViewModel viewFromImported(ImportedMaps imported) {
   view.notes = std::move(imported.notes);
   summarize(view);
   warnNonDistributions(view, origin);
+  return view;
+}
+
+ViewModel viewFromOverview(std::shared_ptr<const TiledAttention> attention, Overview overview,
+                           std::vector<std::vector<std::string>> query_tokens,
+                           std::vector<std::vector<std::string>> key_tokens) {
+  if (!attention) throw InputError("view model: no tiled attention");
+  const TiledAttention& t = *attention;
+  if (overview.probs.shape != Shape{t.B, t.H, overview.rows, overview.cols} ||
+      static_cast<int64_t>(query_tokens.size()) != t.B || static_cast<int64_t>(key_tokens.size()) != t.B)
+    throw InputError("view model: overview " + shapeToString(overview.probs.shape) + " does not match B=" +
+                     std::to_string(t.B) + " H=" + std::to_string(t.H));
+  auto tiled = std::make_shared<TiledMaps>();
+  tiled->attention = attention;
+  tiled->L = t.L, tiled->S = t.S, tiled->rows = overview.rows, tiled->cols = overview.cols;
+  tiled->query_tokens = std::move(query_tokens);
+  tiled->key_tokens = std::move(key_tokens);
+  tiled->fully_masked = std::move(overview.fully_masked);
+  for (const std::string& name : t.mask_names) tiled->mask_name += (tiled->mask_name.empty() ? "" : "+") + name;
+  if (tiled->mask_name.empty()) tiled->mask_name = "none";
+
+  ViewModel view;
+  view.source = ViewSource::Tiled;
+  view.layers = 1, view.B = t.B, view.H = t.H, view.L = overview.rows, view.S = overview.cols;
+  const auto owner = std::make_shared<const Overview>(std::move(overview));
+  LayerMaps layer;
+  layer.name = "layer 0";
+  layer.probs = std::shared_ptr<const float>(owner, owner->probs.data.data());
+  layer.scores = std::shared_ptr<const float>(owner, owner->scores.data.data());
+  layer.allowed = std::shared_ptr<const uint8_t>(owner, owner->allowed.data.data());
+  layer.scale = t.scale;
+  layer.mask_name = tiled->mask_name;
+  view.maps.push_back(std::move(layer));
+  // Overview row r covers real rows [firstRow(r), firstRow(r + 1)): labelled "first-last".
+  const auto ranges = [](int64_t count, const std::function<int64_t(int64_t)>& first) {
+    std::vector<std::string> labels;
+    for (int64_t n = 0; n < count; ++n) {
+      const int64_t a = first(n), b = first(n + 1) - 1;
+      labels.push_back(a == b ? std::to_string(a) : std::to_string(a) + "-" + std::to_string(b));
+    }
+    return labels;
+  };
+  const TiledMaps& m = *tiled;
+  const std::vector<std::string> rows = ranges(m.rows, [&](int64_t r) { return m.firstRow(r); });
+  const std::vector<std::string> cols = ranges(m.cols, [&](int64_t c) { return m.firstCol(c); });
+  view.query_tokens.assign(static_cast<size_t>(t.B), rows);
+  view.key_tokens.assign(static_cast<size_t>(t.B), cols);
+  view.tiled = std::move(tiled);
+  summarize(view);
+  // Fully masked rows of the real map (summarize counts them from a trace, which tiles lack).
+  for (int64_t b = 0; b < view.B; ++b) {
+    int64_t count = 0;
+    for (int64_t i = 0; i < view.tiled->L; ++i) count += view.tiled->fully_masked.data[b * view.tiled->L + i] != 0;
+    view.fully_masked_counts[static_cast<size_t>(b)] = count;
+  }
   return view;
 }
 

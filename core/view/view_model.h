@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "attention/attention.h"
+#include "attention/tiles.h"
 #include "tensor/tensor.h"
 #include "view/map_kinds.h"
 #include "view/zoom.h"
@@ -25,8 +26,28 @@ enum class ViewSource {
   CoreTrace,  // one runAttention() trace: probabilities, scores, mask, pipeline stages
   ModelRun,   // a transformer run: one trace per layer
   Imported,   // maps computed elsewhere: probabilities only
+  Tiled,      // a map too large to hold (attention/tiles.h): its pooled overview, exact windows on demand
 };
-const char* viewSourceName(ViewSource source);  // "core trace", "model run", "imported"
+const char* viewSourceName(ViewSource source);  // "core trace", "model run", "imported", "tiled"
+
+// A tiled source behind a ViewModel: the view's maps are its overview ([B, H, rows, cols],
+// each cell a block of the real [L, S] map, view/downsample.h's block rule), and the
+// focus view's zoom computes exact or pooled windows of the real map from `attention`.
+struct TiledMaps {
+  std::shared_ptr<const TiledAttention> attention;
+  int64_t L = 0, S = 0;                                // the real map
+  int64_t rows = 0, cols = 0;                          // the overview
+  std::vector<std::vector<std::string>> query_tokens;  // [B][L]
+  std::vector<std::vector<std::string>> key_tokens;    // [B][S]
+  BoolTensor fully_masked;                             // [B, L]
+  std::string mask_name;
+  // The overview cell holding real query row i / key j, and the first real row / key of
+  // overview row r / column c (r = rows gives L).
+  int64_t overviewRow(int64_t i) const { return ((i + 1) * rows - 1) / L; }
+  int64_t overviewCol(int64_t j) const { return ((j + 1) * cols - 1) / S; }
+  int64_t firstRow(int64_t r) const { return r * L / rows; }
+  int64_t firstCol(int64_t c) const { return c * S / cols; }
+};
 
 // One layer. probs is always set; scores and allowed where the source has them.
 struct LayerMaps {
@@ -131,6 +152,8 @@ struct ViewModel {
   std::vector<HeadNote> notable_heads;                 // from training.json, best score first
   int64_t unknown_tokens = 0;                          // characters outside the vocabulary (unk id)
   int64_t context = 0;                                 // the model's max_len (tokens)
+  // Tiled: the real map behind the overview; null otherwise.
+  std::shared_ptr<const TiledMaps> tiled;
   // The core's trace (CoreTrace: the one layer's) for the pipeline panel; null otherwise.
   std::shared_ptr<const AttentionTrace> trace;
   // Rollout and flow once built (analysis/layer_maps.h: addAcrossLayerMaps); empty before.
@@ -139,6 +162,10 @@ struct ViewModel {
   bool hasScores() const { return !maps.empty() && maps[0].scores != nullptr; }
   bool hasMask() const { return !maps.empty() && maps[0].allowed != nullptr; }
   bool pooled() const { return L > kTextureMaxSide || S > kTextureMaxSide; }
+  // The real map's size: L and S, or a tiled source's (whose maps here are its overview).
+  // Zoom windows, axis labels and hovered cells of the focus view are in these units.
+  int64_t mapL() const { return tiled ? tiled->L : L; }
+  int64_t mapS() const { return tiled ? tiled->S : S; }
 
   // Slices; layer/b/h are checked (std::out_of_range). [L, S] row-major.
   const float* probs(int64_t layer, int64_t b, int64_t h) const;
@@ -176,6 +203,13 @@ ViewModel viewFromTrace(std::shared_ptr<const AttentionTrace> trace);
 ViewModel viewFromTraces(const std::vector<std::shared_ptr<const AttentionTrace>>& traces,
                          std::vector<std::string> layer_names = {},
                          ViewSource source = ViewSource::ModelRun);
+
+// From a tiled run's overview (probs, scores, pooled mask) of `attention`: one layer, L =
+// overview.rows and S = overview.cols, each overview row and column labelled with the real
+// range it covers ("128-255"); query_tokens [B][L] / key_tokens [B][S] label the real map.
+ViewModel viewFromOverview(std::shared_ptr<const TiledAttention> attention, Overview overview,
+                           std::vector<std::vector<std::string>> query_tokens,
+                           std::vector<std::vector<std::string>> key_tokens);
 
 // Maps computed elsewhere, already checked finite by the reader.
 struct ImportedMaps {

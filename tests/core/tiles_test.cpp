@@ -1,7 +1,7 @@
 // Tiled long maps against the full trace (test-backend-ops style table): for every mask
 // kind and both fills, the tiled overview equals maxPool2d / maxAbsPool2d of the full
-// trace's maps and exact tiles equal the full maps' cells, all within 1e-6; masked scores
-// equal the fill exactly. Variants (GQA, RoPE, ALiBi, soft-capping, sinks) too. Also: the workspace (buffer reuse, incremental projections) and
+// trace's maps (scores: over the allowed cells, as the app's textures pool them) and exact
+// tiles equal the full maps' cells, all within 1e-6; masked scores equal the fill exactly. Variants (GQA, RoPE, ALiBi, soft-capping, sinks) too. Also: the workspace (buffer reuse, incremental projections) and
 // the trace without raw scores give the same numbers as a fresh runAttention.
 #include <gtest/gtest.h>
 
@@ -90,6 +90,31 @@ AttentionOptions makeOptions(const TileCase& c) {
 
 class TileCaseTest : public ::testing::TestWithParam<TileCase> {};
 
+// maxAbsPool2d of scores [rows, cols] with the masked cells (allowed 0) as -inf; a block with
+// no allowed cell is the fill: what the overview holds.
+Tensor maxAbsPoolAllowed(std::vector<float> scores, const std::vector<float>& allowed, int64_t rows, int64_t cols,
+                         int64_t out_rows, int64_t out_cols, MaskFill fill) {
+  for (size_t n = 0; n < scores.size(); ++n)
+    if (allowed[n] == 0.0f) scores[n] = -INFINITY;
+  Tensor pooled = maxAbsPool2d(scores.data(), rows, cols, out_rows, out_cols);
+  for (float& v : pooled.data)
+    if (v == -INFINITY) v = fill == MaskFill::NegInf ? -INFINITY : -1e9f;
+  return pooled;
+}
+
+// [L, S] of batch item b's mask as 1 / 0.
+std::vector<float> allowedAsFloat(const AttentionTrace& full, int64_t b) {
+  const size_t cells = static_cast<size_t>(full.L * full.S);
+  return std::vector<float>(full.mask.allowed.data.begin() + b * cells, full.mask.allowed.data.begin() + (b + 1) * cells);
+}
+
+// Map bh = b * H + h of the full scores pooled as the overview pools them.
+Tensor pooledAllowedScores(const AttentionTrace& full, int64_t bh, int64_t rows, int64_t cols) {
+  const size_t cells = static_cast<size_t>(full.L * full.S);
+  const std::vector<float> scores(full.scores.data.begin() + bh * cells, full.scores.data.begin() + (bh + 1) * cells);
+  return maxAbsPoolAllowed(scores, allowedAsFloat(full, bh / full.H), full.L, full.S, rows, cols, full.fill);
+}
+
 TEST_P(TileCaseTest, OverviewEqualsPooledFullMaps) {
   const TileCase& c = GetParam();
   const AttentionInputs in = makeInputs(c);
@@ -111,7 +136,7 @@ TEST_P(TileCaseTest, OverviewEqualsPooledFullMaps) {
   const size_t map = static_cast<size_t>(c.L) * c.S, pooled = static_cast<size_t>(c.rows) * c.cols;
   for (int64_t bh = 0; bh < c.B * c.H; ++bh) {
     const Tensor probs = maxPool2d(&full.probs.data[bh * map], c.L, c.S, c.rows, c.cols);
-    const Tensor scores = maxAbsPool2d(&full.scores.data[bh * map], c.L, c.S, c.rows, c.cols);
+    const Tensor scores = pooledAllowedScores(full, bh, c.rows, c.cols);
     for (size_t n = 0; n < pooled; ++n) {
       ASSERT_NEAR(overview->probs.data[bh * pooled + n], probs.data[n], 1e-6) << "map " << bh << " cell " << n;
       const float want = scores.data[n], got = overview->scores.data[bh * pooled + n];
@@ -122,6 +147,65 @@ TEST_P(TileCaseTest, OverviewEqualsPooledFullMaps) {
       }
     }
   }
+}
+
+// [rows, cols] window of one [L, S] map, row-major.
+std::vector<float> cropMap(const float* map, int64_t S, int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
+  std::vector<float> out;
+  for (int64_t r = 0; r < rows; ++r) out.insert(out.end(), map + (i0 + r) * S + j0, map + (i0 + r) * S + j0 + cols);
+  return out;
+}
+
+// A pooled window of one map equals the pooled window of the full map (what the app's zoomed
+// focus view shows of a tiled source); the overview's pooled mask equals the pooled full mask.
+TEST_P(TileCaseTest, WindowEqualsPooledFullWindow) {
+  const TileCase& c = GetParam();
+  const AttentionInputs in = makeInputs(c);
+  const AttentionOptions options = makeOptions(c);
+  const AttentionTrace full = runAttention(in, options);
+  const TiledAttention tiled = prepareTiled(in, options);
+  const std::optional<Overview> overview = computeOverview(tiled, c.rows, c.cols);
+  ASSERT_TRUE(overview.has_value());
+  for (int64_t b = 0; b < c.B; ++b) {
+    std::vector<float> mask(static_cast<size_t>(c.L * c.S));
+    for (size_t n = 0; n < mask.size(); ++n) mask[n] = full.mask.allowed.data[b * c.L * c.S + n] ? 1.0f : -INFINITY;
+    const Tensor pooled = maxPool2d(mask.data(), c.L, c.S, c.rows, c.cols);
+    for (int64_t n = 0; n < c.rows * c.cols; ++n)
+      ASSERT_EQ(overview->allowed.data[b * c.rows * c.cols + n] != 0, pooled.data[n] == 1.0f) << "block " << n;
+  }
+  //                  i0          rows              j0          cols              out_rows out_cols
+  const int64_t windows[][6] = {{0, c.L, 0, c.S, std::max<int64_t>(1, c.L / 3), std::max<int64_t>(1, c.S / 2)},
+                                {c.L / 4, c.L / 2, c.S / 3, c.S - c.S / 3, std::max<int64_t>(1, c.L / 5), 3},
+                                {c.L / 2, c.L - c.L / 2, 1, c.S / 2, 2, std::max<int64_t>(1, c.S / 4)},
+                                {1, 5, c.S - 7, 7, 5, 7}};
+  const size_t map = static_cast<size_t>(c.L) * c.S;
+  for (int64_t b = 0; b < c.B; ++b)
+    for (int64_t h = 0; h < c.H; ++h)
+      for (const auto& w : windows) {
+        const std::optional<Overview> got = computeWindow(tiled, b, h, w[0], w[1], w[2], w[3], w[4], w[5]);
+        ASSERT_TRUE(got.has_value());
+        ASSERT_EQ(got->probs.shape, (Shape{1, 1, w[4], w[5]}));
+        const size_t first = static_cast<size_t>(b * c.H + h) * map;
+        const std::vector<float> probs = cropMap(&full.probs.data[first], c.S, w[0], w[1], w[2], w[3]);
+        const std::vector<float> scores = cropMap(&full.scores.data[first], c.S, w[0], w[1], w[2], w[3]);
+        const Tensor want_probs = maxPool2d(probs.data(), w[1], w[3], w[4], w[5]);
+        const std::vector<float> allowed = cropMap(allowedAsFloat(full, b).data(), c.S, w[0], w[1], w[2], w[3]);
+        const Tensor want_scores = maxAbsPoolAllowed(scores, allowed, w[1], w[3], w[4], w[5], full.fill);
+        for (int64_t n = 0; n < w[4] * w[5]; ++n) {
+          ASSERT_NEAR(got->probs.data[n], want_probs.data[n], 1e-6) << "map " << b << "," << h << " cell " << n;
+          const float want = want_scores.data[n], value = got->scores.data[n];
+          if (std::isinf(want) || want == -1e9f) {
+            ASSERT_EQ(value, want) << "masked block " << n;
+          } else {
+            ASSERT_NEAR(value, want, 1e-6 * std::max(1.0f, std::fabs(want))) << "map " << b << "," << h << " cell " << n;
+          }
+        }
+        for (int64_t r = 0; r < w[1]; ++r)
+          ASSERT_EQ(got->fully_masked.data[r], full.fully_masked.data[b * c.L + w[0] + r]);
+      }
+  EXPECT_THROW(computeWindow(tiled, 0, 0, 0, c.L, 0, c.S, c.L + 1, 1), InputError);
+  EXPECT_THROW(computeWindow(tiled, 0, c.H, 0, 1, 0, 1, 1, 1), InputError);
+  EXPECT_THROW(computeWindow(tiled, 0, 0, c.L - 1, 2, 0, 1, 1, 1), InputError);
 }
 
 TEST_P(TileCaseTest, ExactTilesEqualFullMaps) {
@@ -146,6 +230,7 @@ TEST_P(TileCaseTest, ExactTilesEqualFullMaps) {
               ASSERT_NEAR(got, want, 1e-6 * std::max(1.0f, std::fabs(want))) << "score " << cell;
             }
             ASSERT_NEAR(tile.probs.data[r * w[3] + col], full.probs.data[cell], 1e-6) << "prob " << cell;
+            ASSERT_EQ(tile.allowed.data[r * w[3] + col], full.mask.allowed.data[(b * c.L + w[0] + r) * c.S + w[2] + col]);
             if (full.probs.data[cell] == 0.0f) {
               ASSERT_EQ(tile.probs.data[r * w[3] + col], 0.0f);
             }

@@ -171,6 +171,14 @@ class AppTestCase(unittest.TestCase):
                 self.press(window, "Escape")  # a popup left open
         return wait_for_state(log, predicate, timeout=1)
 
+    def move_to_cell(self, window, rect, win, i, j):
+        """Pointer to the centre of map cell (i, j) of a heatmap in rect showing window win
+        [row0, rows, col0, cols]; returns the pixel."""
+        row0, rows, col0, cols = win
+        x, y = cell_pixel(rect, rows, cols, i - row0, j - col0)
+        self.x.xdotool("mousemove", "--window", window, x, y)
+        return x, y
+
     def press(self, window, keys):
         self.x.xdotool("key", "--window", window, keys)
 

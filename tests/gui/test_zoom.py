@@ -51,13 +51,6 @@ class ZoomTest(g.AppTestCase):
         self.probs = np.load(os.path.join(out, "probs.npy"))    # [B, H, L, S]
         self.scores = np.load(os.path.join(out, "scores.npy"))  # [B, H, L, S]
 
-    def move_to_cell(self, window, rect, win, i, j):
-        """Pointer to the centre of map cell (i, j), inside the visible window win."""
-        row0, rows, col0, cols = win
-        x, y = g.cell_pixel(rect, rows, cols, i - row0, j - col0)
-        self.x.xdotool("mousemove", "--window", window, x, y)
-        return x, y
-
     def test_wheel_drag_reset_tooltip_and_export(self):
         folder = os.path.join(self.dir, "exports")
         _, log, window, state = self.start("zoom", self.bundle, export_dir=folder, export_formats=["png", "npy"],

@@ -1,0 +1,69 @@
+// The zoomed focus view of a tiled source (ViewSource::Tiled): the visible window of the real
+// map, computed from Q and K on a worker thread so the UI never waits on it. A window that
+// fits kTextureMaxSide per side gets its exact cells (computeTile); a larger one is pooled
+// to that size by the overview's rule (computeWindow). Only the newest request matters: a
+// request posted while another computes replaces any waiting one, and a pooled window in
+// progress stops early when superseded.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "view/view_model.h"
+
+namespace attnscope {
+
+struct TileRequest {
+  std::shared_ptr<const TiledMaps> maps;  // keeps the source alive while it computes
+  int64_t b = 0, h = 0;
+  CellWindow window;                      // resolved against the real map (never whole())
+  bool operator==(const TileRequest& o) const { return maps == o.maps && b == o.b && h == o.h && window == o.window; }
+  bool operator!=(const TileRequest& o) const { return !(*this == o); }
+};
+
+struct WindowTile {
+  TileRequest request;
+  bool exact = false;         // one texture cell per map cell
+  int64_t rows = 0, cols = 0; // texture cells
+  Tensor probs, scores;       // [rows, cols]: exact values, or block maxima (largest |score|)
+  BoolTensor allowed;         // [rows, cols]: the cell (some cell of the block) may attend
+  double milliseconds = 0.0;  // compute time
+  std::string error;          // "" on success (then the tensors are set)
+  // Exact values at real cell (i, j) when this tile has them; false otherwise.
+  bool exactCell(int64_t i, int64_t j, float* prob, float* score, bool* allowed_cell) const;
+};
+
+// The tile of one request (run on the worker thread); keep_going() false stops a pooled
+// window early (error "superseded").
+WindowTile computeWindowTile(const TileRequest& request, const std::function<bool()>& keep_going = {});
+
+class TileWorker {
+ public:
+  TileWorker();
+  ~TileWorker();
+  TileWorker(const TileWorker&) = delete;
+  TileWorker& operator=(const TileWorker&) = delete;
+
+  void post(TileRequest request);
+  // The newest finished tile, once; tiles of superseded requests never appear.
+  std::shared_ptr<const WindowTile> poll();
+
+ private:
+  void run();
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::optional<TileRequest> waiting_;
+  uint64_t posted_ = 0;  // requests posted so far
+  std::shared_ptr<const WindowTile> done_;
+  bool stop_ = false;
+  std::thread thread_;  // last member: starts after the others exist
+};
+
+}  // namespace attnscope
