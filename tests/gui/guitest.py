@@ -182,6 +182,21 @@ class AppTestCase(unittest.TestCase):
     def press(self, window, keys):
         self.x.xdotool("key", "--window", window, keys)
 
+    def export_zoomed_window(self, window, log, head, size, win):
+        """Ctrl+S on a zoomed focus view of map (layer 0, head, batch item 0) of a causal
+        size x size map showing window win [row0, rows, col0, cols]: checks that the export
+        is named after the window (png, npy, json) and returns its paths."""
+        self.x.xdotool("mousemove", "--window", window, 120, 6)
+        self.press(window, "ctrl+s")
+        state = wait_for_state(log, lambda s: s["export_count"] >= 1, timeout=60)
+        self.assertEqual(state["last_export"]["error"], "")
+        r0, nr, c0, nc = win
+        name = "probs_L0_H%d_b0_causal_L%dxS%d_rows%d-%d_keys%d-%d" % (head, size, size, r0, r0 + nr - 1, c0,
+                                                                      c0 + nc - 1)
+        paths = state["last_export"]["paths"]
+        self.assertEqual([os.path.basename(p) for p in paths], [name + ".png", name + ".npy", name + ".json"])
+        return paths
+
 
 def write_settings(folder, name, **fields):
     path = os.path.join(folder, name)
