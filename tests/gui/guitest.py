@@ -106,7 +106,7 @@ class AppTestCase(unittest.TestCase):
         path = write_settings(self.dir, name + ".json", **settings)
         app = self.x.start("--settings", path, "--state-log", log, *flags)
         self.addCleanup(self.stop, app)
-        state = wait_for_state(log, ready)
+        state = wait_for_state(log, ready, timeout=60)  # a first result on a busy machine
         window = self.find_window()
         # Keyboard focus follows the pointer: park it on the Controls title bar (no tooltip there).
         self.x.xdotool("mousemove", "--window", window, 120, 6)
