@@ -122,11 +122,14 @@ std::shared_ptr<const ViewModel> ComputeWorker::runModel(const Settings& setting
 std::shared_ptr<const ViewModel> ComputeWorker::runTiled(Run& run, uint64_t generation) {
   workspace_ = AttentionWorkspace();  // the full path's buffers would count against the tiles' memory
   progress_ = 0.0;
-  std::shared_ptr<const ViewModel> view = buildTiledView(run, [&](double fraction) {
-    progress_ = fraction;
-    const uint64_t cancelled = cancelled_generation_;
-    return cancelled != generation && cancelled != UINT64_MAX && !superseded(generation);
-  });
+  std::shared_ptr<const ViewModel> view = buildTiledView(
+      run,
+      [&](double fraction) {
+        progress_ = fraction;
+        const uint64_t cancelled = cancelled_generation_;
+        return cancelled != generation && cancelled != UINT64_MAX && !superseded(generation);
+      },
+      &tiled_workspace_);
   progress_ = -1.0;
   return view;
 }
@@ -178,8 +181,10 @@ void ComputeWorker::run() {
         result.tiled = true;
         result.view = runTiled(*run, generation);
         result.cancelled = !result.view;
+        result.projections_reused = tiled_workspace_.projectionsReused();
         return;
       }
+      tiled_workspace_ = TiledWorkspace();   // its Q and K would count against the full path's memory
       run->options.keep_raw_scores = false;  // the tooltip derives them (rawScore)
       result.facts = readFacts(run->inputs, settings.heads);
       result.view = std::make_shared<const ViewModel>(viewFromTrace(workspace_.run(run->inputs, run->options)));

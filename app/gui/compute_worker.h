@@ -102,6 +102,7 @@ class ComputeWorker {
   std::string model_folder_;                   // ... and its folder
   std::optional<ComputeResult> done_;
   AttentionWorkspace workspace_;      // worker thread only: buffers and projections reused
+  TiledWorkspace tiled_workspace_;    // worker thread only: a tiled run's Q and K reused
   int64_t runs_ = 0;                  // worker thread only: workspace_.run calls
   bool stop_ = false;
   std::atomic<double> progress_{-1.0};

@@ -96,7 +96,7 @@ int64_t kvHeadCount(const AttentionInputs& in, const AttentionOptions& options, 
 // Gives `t` this shape, keeping its buffer when the size matches: a recompute of the same
 // sizes writes into memory that is already mapped (no zero fill, no page faults).
 void reshapeReusing(Tensor& t, Shape shape) {
-  t.data.resize(static_cast<size_t>(numel(shape)));
+  resizePrefaulted(t.data, static_cast<size_t>(numel(shape)));
   t.shape = std::move(shape);
 }
 

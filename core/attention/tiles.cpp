@@ -1,6 +1,7 @@
 #include "attention/tiles.h"
 
 #include <omp.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <atomic>
@@ -54,7 +55,7 @@ void scoreRows(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int64_
   block.probs.resize(rows * S);
   const size_t bh = static_cast<size_t>(b * t.H + h);
   const size_t kv = static_cast<size_t>(b * t.G + kvHeadOf(h, t.H, t.G));
-  gemm(true, rows, keys.end - keys.begin, d, &t.q.data[(bh * t.L + i0) * d], d, &t.k.data[(kv * S + keys.begin) * d],
+  gemm(true, rows, keys.end - keys.begin, d, &t.q->data[(bh * t.L + i0) * d], d, &t.k->data[(kv * S + keys.begin) * d],
        d, 0.0f, &block.scores[keys.begin], S);
   ScoreRule rule;
   rule.scale = t.scale;
@@ -169,8 +170,11 @@ uint64_t estimateTiledBytes(int64_t B, int64_t L, int64_t S, int64_t D, int64_t 
   return bytes >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(bytes);
 }
 
-TiledAttention prepareTiled(const AttentionInputs& in, const AttentionOptions& options) {
-  const RunSizes z = validateInputs(in, options);
+namespace {
+
+// Everything but Q and K: validation, the score rule and the mask's row predicates.
+TiledAttention tiledWithoutProjections(const AttentionInputs& in, const AttentionOptions& options, RunSizes& z) {
+  z = validateInputs(in, options);
   if (options.mistake != Mistake::None) {
     throw InputError(std::string("mistake '") + mistakeName(options.mistake) +
                      "' needs the full map; the tiled long-map path runs the correct pipeline");
@@ -188,19 +192,68 @@ TiledAttention prepareTiled(const AttentionInputs& in, const AttentionOptions& o
   t.alibi_slopes = plan.alibi_slopes;
   t.mask = maskTerms(options.mask, z.B, z.L, z.S, in.valid_lens, in.key_padding, in.attn_mask);
   for (const MaskTerm& term : t.mask) t.mask_names.push_back(term.name);
-  // [B, T, D] projections, split into heads [B, H, T, d] (one buffer reused for both).
+  return t;
+}
+
+// [B, T, D] projections, split into heads [B, H, T, d] (RoPE applied when on).
+void project(const AttentionInputs& in, const AttentionOptions& options, const RunSizes& z, TiledAttention& t) {
   Tensor proj({z.B, z.L, z.D});
   linearInto(in.query.data.data(), z.B * z.L, in.w_q, in.b_q, proj.data.data());
-  t.q = foldHeads(proj, z.H);
-  t.q.shape = {z.B, z.H, z.L, z.d};
+  Tensor q = foldHeads(proj, z.H);
+  q.shape = {z.B, z.H, z.L, z.d};
   proj = Tensor({z.B, z.S, z.G * z.d});
   linearInto(in.key.data.data(), z.B * z.S, in.w_k, in.b_k, proj.data.data());
-  t.k = foldHeads(proj, z.G);
-  t.k.shape = {z.B, z.G, z.S, z.d};
+  Tensor k = foldHeads(proj, z.G);
+  k.shape = {z.B, z.G, z.S, z.d};
   if (options.rope) {
-    applyRope(t.q, options.rope_base, options.rope_style);
-    applyRope(t.k, options.rope_base, options.rope_style);
+    applyRope(q, options.rope_base, options.rope_style);
+    applyRope(k, options.rope_base, options.rope_style);
   }
+  t.q = std::make_shared<const Tensor>(std::move(q));
+  t.k = std::make_shared<const Tensor>(std::move(k));
+}
+
+// What Q and K are made of: the tensors' shapes and values and the options that shape them.
+XXH128_hash_t projectionFingerprint(const AttentionInputs& in, const AttentionOptions& options) {
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_128bits_reset(state);
+  for (const Tensor* t : {&in.query, &in.key, &in.w_q, &in.w_k, &in.b_q, &in.b_k}) {
+    const uint64_t rank = t->shape.size();
+    XXH3_128bits_update(state, &rank, sizeof rank);
+    XXH3_128bits_update(state, t->shape.data(), t->shape.size() * sizeof(int64_t));
+    XXH3_128bits_update(state, t->data.data(), t->data.size() * sizeof(float));
+  }
+  const int64_t shape_options[] = {options.heads, options.kv_heads, options.rope ? 1 : 0,
+                                   static_cast<int64_t>(options.rope_style)};
+  XXH3_128bits_update(state, shape_options, sizeof shape_options);
+  XXH3_128bits_update(state, &options.rope_base, sizeof options.rope_base);
+  const XXH128_hash_t hash = XXH3_128bits_digest(state);
+  XXH3_freeState(state);
+  return hash;
+}
+
+}  // namespace
+
+TiledAttention prepareTiled(const AttentionInputs& in, const AttentionOptions& options) {
+  RunSizes z{};
+  TiledAttention t = tiledWithoutProjections(in, options, z);
+  project(in, options, z, t);
+  return t;
+}
+
+TiledAttention TiledWorkspace::prepare(const AttentionInputs& in, const AttentionOptions& options) {
+  RunSizes z{};
+  TiledAttention t = tiledWithoutProjections(in, options, z);
+  const XXH128_hash_t hash = projectionFingerprint(in, options);
+  projections_reused_ = q_ && k_ && fingerprint_[0] == hash.low64 && fingerprint_[1] == hash.high64;
+  if (projections_reused_) {
+    t.q = q_, t.k = k_;
+    return t;
+  }
+  q_.reset(), k_.reset();  // a failure below leaves nothing to reuse
+  project(in, options, z, t);
+  q_ = t.q, k_ = t.k;
+  fingerprint_[0] = hash.low64, fingerprint_[1] = hash.high64;
   return t;
 }
 

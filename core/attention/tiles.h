@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -22,8 +23,9 @@ struct TiledAttention {
   MaskFill fill = MaskFill::NegInf;
   float softcap = 0.0f;              // > 0: soft-capping on
   std::vector<double> alibi_slopes;  // [H] or empty: ALiBi off
-  Tensor q;  // [B, H, L, d] (RoPE applied when on)
-  Tensor k;  // [B, G, S, d] (RoPE applied when on); query head h reads K/V head kvHeadOf(h, H, G)
+  // Shared: a run that changes only the mask or the score rule keeps them (TiledWorkspace).
+  std::shared_ptr<const Tensor> q;  // [B, H, L, d] (RoPE applied when on)
+  std::shared_ptr<const Tensor> k;  // [B, G, S, d] (RoPE applied when on); query head h reads K/V head kvHeadOf(h, H, G)
   std::vector<MaskTerm> mask;  // row predicates: no [B, L, S] either
   std::vector<std::string> mask_names;  // one per term, as the full trace's components
 };
@@ -35,6 +37,22 @@ uint64_t estimateTiledBytes(int64_t B, int64_t L, int64_t S, int64_t D, int64_t 
 // Validates as runAttention does, then projects Q and K. InputError for a mistake or
 // dropout (they need the full map), or when even the tiles do not fit in memory.
 TiledAttention prepareTiled(const AttentionInputs& inputs, const AttentionOptions& options);
+
+// prepareTiled for a worker that runs one input after another: when the inputs and every
+// option that shapes Q and K (H, G, RoPE) are those of the last call, Q and K are taken over
+// instead of projected again, so a mask, fill, scale, temperature, soft-cap or ALiBi change
+// only re-scores. The inputs are recognised by a 128-bit XXH3 fingerprint of query, key,
+// w_q, w_k, b_q and b_k (not kept: at L = 32768 they are hundreds of MiB).
+class TiledWorkspace {
+ public:
+  TiledAttention prepare(const AttentionInputs& inputs, const AttentionOptions& options);
+  bool projectionsReused() const { return projections_reused_; }  // by the last prepare()
+
+ private:
+  uint64_t fingerprint_[2] = {0, 0};
+  std::shared_ptr<const Tensor> q_, k_;  // of the last prepare(); null before or after a failure
+  bool projections_reused_ = false;
+};
 
 // Pooled overview of every map. Output cell (r, c) covers the block rule of
 // view/downsample.h, so it equals maxPool2d of the full probabilities and maxAbsPool2d of

@@ -189,8 +189,10 @@ Run configureRun(const Settings& settings) {
   return run;
 }
 
-std::shared_ptr<const ViewModel> buildTiledView(Run& run, const std::function<bool(double)>& progress) {
-  const auto tiled = std::make_shared<const TiledAttention>(prepareTiled(run.inputs, run.options));
+std::shared_ptr<const ViewModel> buildTiledView(Run& run, const std::function<bool(double)>& progress,
+                                                TiledWorkspace* workspace) {
+  const auto tiled = std::make_shared<const TiledAttention>(workspace ? workspace->prepare(run.inputs, run.options)
+                                                                      : prepareTiled(run.inputs, run.options));
   const int64_t B = tiled->B, L = tiled->L, S = tiled->S;
   // [B][L] and [B][S] labels: per item when given, else shared, else the indices.
   std::vector<std::vector<std::string>> q_tokens, k_tokens;

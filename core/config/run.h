@@ -57,12 +57,14 @@ void applyBundleRunKeys(const nlohmann::json& meta, const std::string& json_path
 // trained model (source Model: it runs whole, see buildView).
 Run configureRun(const Settings& settings);
 
-// The view of a tiled run (Run::tiled): Q and K projected once (prepareTiled), then the
-// overview of every head pooled to at most kTextureMaxSide per side (computeOverview; the
-// app's focus view computes exact windows from it on demand). run.inputs are released once
-// projected. progress as computeOverview's: returning false cancels, and the result is
-// null. Throws InputError as prepareTiled does.
-std::shared_ptr<const ViewModel> buildTiledView(Run& run, const std::function<bool(double)>& progress = {});
+// The view of a tiled run (Run::tiled): Q and K projected once (prepareTiled, or taken over
+// from the workspace's last run when given and its inputs are the same), then the overview
+// of every head pooled to at most kTextureMaxSide per side (computeOverview; the app's focus
+// view computes exact windows from it on demand). run.inputs are released once projected.
+// progress as computeOverview's: returning false cancels, and the result is null. Throws
+// InputError as prepareTiled does.
+std::shared_ptr<const ViewModel> buildTiledView(Run& run, const std::function<bool(double)>& progress = {},
+                                                TiledWorkspace* workspace = nullptr);
 
 // What the settings show: an attention bundle's imported maps, a trained model's run on
 // model_text (every layer, predictions; config/model_source.h), else the core trace of

@@ -1,6 +1,28 @@
 #include "tensor/tensor.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+
+// Linux 5.14; older kernels answer EINVAL and the pages fault in one by one as before.
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
 namespace attnscope {
+
+void resizePrefaulted(std::vector<float>& data, size_t n, float fill) {
+  constexpr size_t kPrefaultBytes = size_t{16} << 20;
+  if (n > data.capacity() && n * sizeof(float) >= kPrefaultBytes) {
+    data.reserve(n);
+    const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const uintptr_t begin = (reinterpret_cast<uintptr_t>(data.data()) + page - 1) & ~(page - 1);
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(data.data() + n)) & ~(page - 1);
+    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
+  }
+  data.resize(n, fill);
+}
 
 int64_t numel(const Shape& shape) {
   int64_t n = 1;

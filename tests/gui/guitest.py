@@ -106,7 +106,7 @@ class AppTestCase(unittest.TestCase):
         path = write_settings(self.dir, name + ".json", **settings)
         app = self.x.start("--settings", path, "--state-log", log, *flags)
         self.addCleanup(self.stop, app)
-        state = wait_for_state(log, ready)
+        state = wait_for_state(log, ready, timeout=60)  # a first result on a busy machine
         window = self.find_window()
         # Keyboard focus follows the pointer: park it on the Controls title bar (no tooltip there).
         self.x.xdotool("mousemove", "--window", window, 120, 6)
@@ -181,6 +181,21 @@ class AppTestCase(unittest.TestCase):
 
     def press(self, window, keys):
         self.x.xdotool("key", "--window", window, keys)
+
+    def export_zoomed_window(self, window, log, head, size, win):
+        """Ctrl+S on a zoomed focus view of map (layer 0, head, batch item 0) of a causal
+        size x size map showing window win [row0, rows, col0, cols]: checks that the export
+        is named after the window (png, npy, json) and returns its paths."""
+        self.x.xdotool("mousemove", "--window", window, 120, 6)
+        self.press(window, "ctrl+s")
+        state = wait_for_state(log, lambda s: s["export_count"] >= 1, timeout=60)
+        self.assertEqual(state["last_export"]["error"], "")
+        r0, nr, c0, nc = win
+        name = "probs_L0_H%d_b0_causal_L%dxS%d_rows%d-%d_keys%d-%d" % (head, size, size, r0, r0 + nr - 1, c0,
+                                                                      c0 + nc - 1)
+        paths = state["last_export"]["paths"]
+        self.assertEqual([os.path.basename(p) for p in paths], [name + ".png", name + ".npy", name + ".json"])
+        return paths
 
 
 def write_settings(folder, name, **fields):

@@ -114,14 +114,8 @@ class LongMapsTest(g.AppTestCase):
         self.assertEqual(kinds, {True, False})
 
         # Ctrl+S exports the zoomed window's exact cells, named after it: compute's window.
-        self.x.xdotool("mousemove", "--window", window, 120, 6)
-        self.press(window, "ctrl+s")
-        state = g.wait_for_state(log, lambda s: s["export_count"] >= 1, timeout=60)
-        self.assertEqual(state["last_export"]["error"], "")
+        paths = self.export_zoomed_window(window, log, head, N, win)
         r0, nr, c0, nc = win
-        name = "probs_L0_H%d_b0_causal_L%dxS%d_rows%d-%d_keys%d-%d" % (head, N, N, r0, r0 + nr - 1, c0, c0 + nc - 1)
-        paths = state["last_export"]["paths"]
-        self.assertEqual([os.path.basename(p) for p in paths], [name + ".png", name + ".npy", name + ".json"])
         np.testing.assert_allclose(np.load(paths[1]), self.probs[0, head, r0:r0 + nr, c0:c0 + nc], rtol=0, atol=1e-6)
         width, height, _ = g.read_png(paths[0])
         self.assertGreaterEqual(min(width, height), 300)  # a figure of the window, not an empty file

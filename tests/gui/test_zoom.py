@@ -118,14 +118,8 @@ class ZoomTest(g.AppTestCase):
         self.screenshot(window, "zoom_2_tooltip.png")
 
         # Ctrl+S exports the zoomed window, named after it; its matrix is compute's window.
-        self.x.xdotool("mousemove", "--window", window, 120, 6)
-        self.press(window, "ctrl+s")
-        state = g.wait_for_state(log, lambda s: s["export_count"] >= 1, timeout=60)
-        self.assertEqual(state["last_export"]["error"], "")
+        paths = self.export_zoomed_window(window, log, head, N, win)
         r0, nr, c0, nc = win
-        name = "probs_L0_H%d_b0_causal_L%dxS%d_rows%d-%d_keys%d-%d" % (head, N, N, r0, r0 + nr - 1, c0, c0 + nc - 1)
-        paths = state["last_export"]["paths"]
-        self.assertEqual([os.path.basename(p) for p in paths], [name + ".png", name + ".npy", name + ".json"])
         exported = np.load(paths[1])
         np.testing.assert_allclose(exported, self.probs[0, head, r0:r0 + nr, c0:c0 + nc], rtol=0, atol=1e-6)
 
