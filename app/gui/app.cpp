@@ -64,12 +64,15 @@ void updateBeforeFrame(GLFWwindow* window, AppState& state) {
   updateExports(state);
   updateBusy(state);
   advanceStepperPlay(state);
-  updateViewTextures(state.gpu.textures, state.compute.view.get(), state.view.focus.batch_item);
-  updateViewTextures(state.gpu.correct_textures, state.compute.correct_view.get(), state.view.focus.batch_item);
-  updateViewTextures(state.gpu.variant_textures, state.compare.variant.view.get(), state.view.focus.batch_item);
+  GpuState& gpu = state.gpu;
+  const int64_t b = state.view.focus.batch_item;
+  bool textures_changed = updateViewTextures(gpu.textures, state.compute.view.get(), b);
+  textures_changed |= updateViewTextures(gpu.correct_textures, state.compute.correct_view.get(), b);
+  textures_changed |= updateViewTextures(gpu.variant_textures, state.compare.variant.view.get(), b);
   updateZoomTile(state);
-  updateZoomTextures(state.gpu.zoom, state.compute.view.get(), state.compute.correct_view.get(), state.view.focus,
-                     state.view.zoom, state.zoom_tile.ready());
+  textures_changed |= updateZoomTextures(gpu.zoom, state.compute.view.get(), state.compute.correct_view.get(),
+                                         state.view.focus, state.view.zoom, state.zoom_tile.ready());
+  if (textures_changed) ++gpu.texture_generation;
   updateHeadOrder(state);
   updateComparison(state);
   updateQueryFocus(state);
@@ -129,13 +132,13 @@ void noteFrameChanges(AppState& state) {
   state.view.map_hover_next = HoverCell{};
 }
 
-// Renders ImGui's draw data into the back buffer; a requested screenshot reads it back.
+// Renders ImGui's draw data into the back buffer (on a software renderer only what changed:
+// gui/redraw.h); a requested screenshot reads it back.
 void renderFrame(AppState& state, int width, int height) {
-  glViewport(0, 0, width, height);
-  glClearColor(0.07f, 0.07f, 0.08f, 1.0f);
-  glClear(GL_COLOR_BUFFER_BIT);
-  ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
-  state.gpu.draw_params.clear();
+  constexpr float kBackground[3] = {0.07f, 0.07f, 0.08f};
+  GpuState& gpu = state.gpu;
+  renderDrawData(gpu.redraw, ImGui::GetDrawData(), gpu.texture_generation, width, height, kBackground);
+  gpu.draw_params.clear();
   if (state.exports.screenshot_requested) {
     state.exports.screenshot_requested = false;
     requestScreenshotExport(state, readWindowPixels(width, height));
@@ -204,7 +207,7 @@ int runFrameLoop(GLFWwindow* window, const AppOptions& options, AppState& state,
       std::fprintf(stderr, "attnscope: --screenshot %s: cannot write\n", options.screenshot.c_str());
       exit_code = 1;
     }
-    glfwSwapBuffers(window);
+    presentFrame(state.gpu.redraw, window);
     if (options.frame_stats) recordFrame(stats, scripted_drag);
     if (last_frame && options.frame_stats) std::printf("%s\n", frameStatsLine(stats).c_str());
 

@@ -9,7 +9,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: attnscope [gui] [BUNDLE | MODEL] [--settings FILE] [--frames N] [--screenshot PATH] "
-    "[--state-log PATH] [--size WxH] [--check-gl] [--frame-stats]";
+    "[--state-log PATH] [--size WxH] [--check-gl] [--frame-stats] [--full-redraw]";
 constexpr const char* kHelp =
     "attnscope: see multi-head attention live.\n"
     "\n"
@@ -31,6 +31,7 @@ constexpr const char* kHelp =
     "  --check-gl          exit 3 on any OpenGL error\n"
     "  --frame-stats       drag the temperature slider every frame (script), print mean/p95/max\n"
     "                      frame time and the first frame's time at exit\n"
+    "  --full-redraw       draw the whole window every frame (default: only what changed)\n"
     "\n"
     "In the app, F1 lists the keyboard shortcuts.";
 
@@ -75,6 +76,8 @@ std::string parseArgs(int argc, char** argv, AppOptions& options) {
       options.check_gl = true;
     } else if (arg == "--frame-stats") {
       options.frame_stats = true;
+    } else if (arg == "--full-redraw") {
+      options.full_redraw = true;
     } else if (arg == "--help" || arg == "-h") {
       options.help = true;
     } else if (!arg.empty() && arg[0] == '-') {

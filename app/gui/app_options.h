@@ -1,5 +1,5 @@
 // The app's command line: attnscope [gui] [BUNDLE | MODEL] [--settings FILE] [--frames N]
-// [--screenshot PATH] [--state-log PATH] [--size WxH] [--check-gl] [--frame-stats].
+// [--screenshot PATH] [--state-log PATH] [--size WxH] [--check-gl] [--frame-stats] [--full-redraw].
 #pragma once
 
 #include <string>
@@ -16,6 +16,7 @@ struct AppOptions {
   bool size_given = false;  // --size: exactly that; else the default shrinks to the monitor's work area
   bool check_gl = false;
   bool frame_stats = false;  // --frame-stats: scripted slider drag, frame times printed at exit
+  bool full_redraw = false;  // --full-redraw: draw the whole window every frame (gui/redraw.h)
   bool help = false;
 };
 

@@ -54,6 +54,10 @@ void onKey(GLFWwindow* window, int key, int, int action, int mods) {
   if (action != GLFW_RELEASE) state->ui.key_presses.push_back({key, mods});
 }
 
+// The X server lost some of the window's pixels (an overlapping window moved away): a partial
+// redraw's next frame shows all of the back buffer again.
+void onRefresh(GLFWwindow* window) { static_cast<AppState*>(glfwGetWindowUserPointer(window))->gpu.redraw.exposed = true; }
+
 // The default size shrinks to the primary monitor's work area (a 1280x800 screen, panels);
 // a window manager's title bar is left room for.
 void fitWorkArea(int& width, int& height) {
@@ -109,6 +113,7 @@ GLFWwindow* openAppWindow(const AppOptions& options, AppState& state, std::strin
   applyStyle();
   glfwSetWindowUserPointer(window, &state);
   glfwSetKeyCallback(window, onKey);  // before ImGui's init, which chains to it
+  glfwSetWindowRefreshCallback(window, onRefresh);
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   ImGui_ImplOpenGL3_Init("#version 330 core");
   error = createGlResources(state.gpu.gl);
@@ -116,6 +121,7 @@ GLFWwindow* openAppWindow(const AppOptions& options, AppState& state, std::strin
     closeAppWindow(window, state);
     return nullptr;
   }
+  choosePartialRedraw(state.gpu.redraw, options.full_redraw);
   return window;
 }
 

@@ -87,9 +87,10 @@ void choosePicks(AppState& state, const ViewModel& view) {
   c.b = clampPick(c.b, view);
 }
 
-void replaceTexture(unsigned int& texture, const PooledMap* map) {
-  if (texture) glDeleteTextures(1, &texture);
-  texture = map ? uploadFloatTexture(map->values.data(), map->rows, map->cols) : 0;
+void replaceDiffTexture(GpuState& gpu, const PooledMap* map) {
+  if (gpu.compare_diff) glDeleteTextures(1, &gpu.compare_diff);
+  gpu.compare_diff = map ? uploadFloatTexture(map->values.data(), map->rows, map->cols) : 0;
+  ++gpu.texture_generation;
 }
 
 }  // namespace
@@ -157,7 +158,7 @@ void updateComparison(AppState& state) {
   const ViewModel* vb = pickedView(state, picks.b);
   if (!va || !vb) {
     c.error = missingPickReason(state, va ? picks.b : picks.a);
-    replaceTexture(state.gpu.compare_diff, nullptr);
+    replaceDiffTexture(state.gpu, nullptr);
     return;
   }
   const float* a = va->probs(picks.a.layer, b, picks.a.head);  // [L, S]
@@ -173,7 +174,7 @@ void updateComparison(AppState& state) {
   }
   const PooledMap texture = textureOfMap(c.comparison.difference.data.data(), shown_cells.empty() ? nullptr : shown_cells.data(),
                                          view->L, view->S, MapKind::Scores);
-  replaceTexture(state.gpu.compare_diff, &texture);
+  replaceDiffTexture(state.gpu, &texture);
 }
 
 void updateQueryFocus(AppState& state) {

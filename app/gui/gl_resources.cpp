@@ -146,13 +146,14 @@ const ViewTextures::AcrossLayers* ViewTextures::acrossLayers(MapKind kind) const
   return nullptr;
 }
 
-void updateViewTextures(ViewTextures& tex, const ViewModel* view, int64_t b) {
+bool updateViewTextures(ViewTextures& tex, const ViewModel* view, int64_t b) {
   if (!view) {
-    if (tex.source) releaseViewTextures(tex);
-    return;
+    if (!tex.source) return false;
+    releaseViewTextures(tex);
+    return true;
   }
   b = std::clamp<int64_t>(b, 0, view->B - 1);  // an older view than the focus follows
-  if (tex.source == view && tex.batch_item == b) return;
+  if (tex.source == view && tex.batch_item == b) return false;
   releaseViewTextures(tex);
   tex.source = view;
   tex.batch_item = b;
@@ -182,19 +183,21 @@ void updateViewTextures(ViewTextures& tex, const ViewModel* view, int64_t b) {
   const MapRange range = view->probsRangeOver(b);  // one colour scale for every tile
   tex.prob_max = range.max > 0.0f ? range.max : 1.0f;
   tex.prob_min_positive = std::isfinite(range.min_positive) ? range.min_positive : 1e-6f;
+  return true;
 }
 
-void updateZoomTextures(ZoomTextures& zoom, const ViewModel* view, const ViewModel* correct, ViewFocus focus,
+bool updateZoomTextures(ZoomTextures& zoom, const ViewModel* view, const ViewModel* correct, ViewFocus focus,
                         const CellWindow& window, const WindowTile* tile) {
   if (window.whole() || (!view && !correct) || (view && view->tiled && !tile)) {
-    if (zoom.probs || zoom.correct_probs) releaseZoomTextures(zoom);
-    return;
+    if (!zoom.probs && !zoom.scores && !zoom.correct_probs) return false;
+    releaseZoomTextures(zoom);
+    return true;
   }
   if (view && view->tiled) {
     const TileRequest& r = tile->request;
     if (zoom.source == view && zoom.tile_maps == r.maps.get() && zoom.focus.batch_item == r.b &&
         zoom.focus.head == r.h && zoom.window == r.window)
-      return;  // the same window of the same maps: the same values
+      return false;  // the same window of the same maps: the same values
     const int64_t rebuilds = zoom.rebuilds;
     releaseZoomTextures(zoom);
     zoom.rebuilds = rebuilds + 1;
@@ -206,9 +209,10 @@ void updateZoomTextures(ZoomTextures& zoom, const ViewModel* view, const ViewMod
                                         MapKind::Probs));
     zoom.scores = uploadMap(textureOfMap(tile->scores.data.data(), tile->allowed.data.data(), tile->rows,
                                          tile->cols, MapKind::Scores));
-    return;
+    return true;
   }
-  if (zoom.source == view && zoom.correct_source == correct && zoom.focus == focus && zoom.window == window) return;
+  if (zoom.source == view && zoom.correct_source == correct && zoom.focus == focus && zoom.window == window)
+    return false;
   const int64_t rebuilds = zoom.rebuilds;
   releaseZoomTextures(zoom);
   zoom.rebuilds = rebuilds + 1;
@@ -228,6 +232,7 @@ void updateZoomTextures(ZoomTextures& zoom, const ViewModel* view, const ViewMod
     if (view->hasScores()) zoom.scores = upload(*view, MapKind::Scores, focus.layer);
   }
   if (correct) zoom.correct_probs = upload(*correct, MapKind::Probs, 0);
+  return true;
 }
 
 }  // namespace attnscope

@@ -9,6 +9,7 @@
 
 #include "config/settings.h"
 #include "view/colormap.h"
+#include "gui/redraw.h"
 #include "gui/tile_worker.h"
 #include "view/view_model.h"
 
@@ -86,6 +87,10 @@ struct GpuState {
   ZoomTextures zoom;              // the focus view's zoomed window
   unsigned int compare_diff = 0;  // the compare view's A - B (R32F, pooled when large; 0 = none)
   std::deque<HeatmapDrawParams> draw_params;  // cleared after each rendered frame
+  // Bumped whenever textures are made or deleted: GL reuses ids, so the redraw cache cannot
+  // tell a new texture by its id and redraws the whole window.
+  uint64_t texture_generation = 0;
+  RedrawCache redraw;
 };
 
 // Compiles the embedded heatmap shaders and builds one 256x1 LUT per Colormap.
@@ -97,16 +102,17 @@ void destroyGpuState(GpuState& gpu);
 // R32F texture [rows, cols] from row-major floats, nearest filtering, clamped edges.
 unsigned int uploadFloatTexture(const float* values, int64_t rows, int64_t cols);
 
-// (Re)builds textures from view for batch item b when either changed (null view: released).
+// (Re)builds textures from view for batch item b when either changed (null view: released);
+// true when it did.
 // Textures are never larger than kTextureMaxSide per side; callers keep mapping the
 // pointer to cells with the view's L and S, never the texture size.
-void updateViewTextures(ViewTextures& textures, const ViewModel* view, int64_t b);
+bool updateViewTextures(ViewTextures& textures, const ViewModel* view, int64_t b);
 
 // (Re)builds the zoomed window of the focused (layer, head, batch item) of view and of
 // correct (the mistakes lab's run; may be null) when any of them changed; a whole()
 // window releases them. A tiled view's window is `tile` (computed by the tile worker;
-// null while it computes: no zoom textures).
-void updateZoomTextures(ZoomTextures& zoom, const ViewModel* view, const ViewModel* correct, ViewFocus focus,
+// null while it computes: no zoom textures). True when they were rebuilt or released.
+bool updateZoomTextures(ZoomTextures& zoom, const ViewModel* view, const ViewModel* correct, ViewFocus focus,
                         const CellWindow& window, const WindowTile* tile);
 
 }  // namespace attnscope

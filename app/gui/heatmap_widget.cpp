@@ -8,9 +8,7 @@
 #include <string>
 
 namespace attnscope {
-namespace {
 
-// Runs inside ImGui's renderer: switch to the heatmap program for the next image.
 void bindHeatmapProgram(const ImDrawList*, const ImDrawCmd* cmd) {
   const auto* params = static_cast<const HeatmapDrawParams*>(cmd->UserCallbackData);
   const GlResources& gl = *params->gl;
@@ -40,6 +38,8 @@ void bindHeatmapProgram(const ImDrawList*, const ImDrawCmd* cmd) {
   glBindTexture(GL_TEXTURE_2D, params->lut);
   glActiveTexture(GL_TEXTURE0);  // ImGui binds the values texture here for the image
 }
+
+namespace {
 
 float log10Floor(float v) { return std::log10(std::max(v, 1e-30f)); }
 

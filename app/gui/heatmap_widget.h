@@ -31,6 +31,10 @@ struct HeatmapView {
   bool crosshair = true;           // draw state.hover
 };
 
+// Runs inside ImGui's renderer: switches to the heatmap program for the next image. Its
+// data is a HeatmapDrawParams (the redraw cache compares them between frames).
+void bindHeatmapProgram(const ImDrawList* list, const ImDrawCmd* cmd);
+
 struct HeatmapHit {
   bool hovered = false;
   bool clicked = false;

@@ -221,6 +221,7 @@ void writeStateLog(AppState& state, int width, int height) {
   const FocusAxisDrawn& axis = state.script.focus_axis;
   line["focus_axis"] = {{"rows", {axis.first_row, axis.last_row}}, {"cols", {axis.first_col, axis.last_col}}};
   line["zoom_textures_built"] = state.gpu.zoom.rebuilds;
+  line["partial_redraws"] = state.gpu.redraw.partial_frames;  // frames drawn on the kept pixels
   line["window"] = {width, height};
   nlohmann::json rects = nlohmann::json::object();
   for (const auto& [name, r] : state.script.layout) rects[name] = {r.x, r.y, r.w, r.h};
