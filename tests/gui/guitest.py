@@ -198,6 +198,12 @@ class AppTestCase(unittest.TestCase):
         return paths
 
 
+def overview_block(count, n, cells):
+    """Real indices [a, b) that overview cell n of cells covers on an axis of count (the block
+    rule of core/view/downsample.h)."""
+    return n * count // cells, (n + 1) * count // cells
+
+
 def write_settings(folder, name, **fields):
     path = os.path.join(folder, name)
     with open(path, "w") as f:

@@ -30,11 +30,6 @@ def wait_after(log, seen, predicate, timeout=30):
     return g.wait_for_new_state(log, seen, predicate, timeout=timeout)
 
 
-def block(count, n, cells):
-    """Real indices [a, b) of overview cell n (view/downsample.h's block rule)."""
-    return n * count // cells, (n + 1) * count // cells
-
-
 class LongMapsTest(g.AppTestCase):
     SCRATCH = "long-maps-"
 
@@ -73,8 +68,8 @@ class LongMapsTest(g.AppTestCase):
         state = wait_after(log, seen, lambda s: s["map_hover"][0] >= 0)
         i, j = state["map_hover"]
         r, c = state["hover"]
-        r0, r1 = block(N, r, 256)
-        c0, c1 = block(N, c, 256)
+        r0, r1 = g.overview_block(N, r, 256)
+        c0, c1 = g.overview_block(N, c, 256)
         self.assertTrue(r0 <= i < r1 and c0 <= j < c1, (i, j, r, c))
         self.assertAlmostEqual(state["hover_prob"], float(self.probs[0, head, r0:r1, c0:c1].max()), delta=1e-6)
         self.assertIsNone(state["hover_exact"])  # not zoomed: no exact tile

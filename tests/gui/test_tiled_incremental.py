@@ -18,11 +18,6 @@ import reference as ref  # noqa: E402
 N = 300  # more than the overview's 256 rows: the overview pools
 
 
-def block(count, n, cells):
-    """Real indices [a, b) of overview cell n (view/downsample.h's block rule)."""
-    return n * count // cells, (n + 1) * count // cells
-
-
 class TiledIncrementalTest(g.AppTestCase):
     SCRATCH = "tiled-incremental-"
 
@@ -39,8 +34,8 @@ class TiledIncrementalTest(g.AppTestCase):
         return np.load(os.path.join(out, "probs.npy"))  # [B, H, L, S]
 
     def hovered_block_max(self, state, probs):
-        r0, r1 = block(N, state["hover"][0], 256)
-        c0, c1 = block(N, state["hover"][1], 256)
+        r0, r1 = g.overview_block(N, state["hover"][0], 256)
+        c0, c1 = g.overview_block(N, state["hover"][1], 256)
         return float(probs[0, state["focused_head"], r0:r1, c0:c1].max())
 
     def test_a_mask_change_rescores_the_previous_projections(self):
