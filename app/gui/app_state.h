@@ -61,6 +61,7 @@ struct ComputeState {
   double compute_ms = 0.0;
   int64_t runs = 0;                // attention runs the worker has done (incremental checks)
   bool projections_reused = false; // the latest job reused the previous projections
+  bool raw_scores_reused = false;  // ... and took every raw score Q K^T from the cache
   // Mistakes lab: the latest job's settings run without the mistake (null when no mistake
   // or when the inputs themselves failed); shown even when the buggy run threw.
   std::shared_ptr<const ViewModel> correct_view;

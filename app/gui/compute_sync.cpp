@@ -22,6 +22,7 @@ void receiveResult(AppState& state) {
   if (!result->cancelled) c.facts = result->facts;  // a cancelled job's sizes were never shown
   c.runs = result->runs;
   c.projections_reused = result->projections_reused;
+  c.raw_scores_reused = result->raw_scores_reused;
   c.correct_view = result->correct_view;
   c.prob_diff_max = std::move(result->prob_diff_max);
   c.decode = result->decode;

@@ -48,6 +48,15 @@ Tensor probDifferenceMax(const AttentionTrace& buggy, const AttentionTrace& corr
   return result;
 }
 
+// What the workspace's raw score cache may take: the full path's budget less the trace's
+// estimate, so that the trace and the cache together stay within it.
+uint64_t rawCacheBytes(const AttentionInputs& in, const AttentionOptions& options) {
+  if (!readFacts(in, options.heads).known) return 0;  // shapes the run will refuse
+  const uint64_t trace = estimateTraceBytes(in.query.dim(0), in.query.dim(1), in.key.dim(1), in.w_q.dim(0),
+                                            in.query.dim(2), in.key.dim(2), in.value.dim(2), options.heads);
+  return trace < fullPathBudgetBytes() ? fullPathBudgetBytes() - trace : 0;
+}
+
 // Runs `work`; returns "" or the one-line message for what it threw. Out of memory names
 // the bundle the sizes came from.
 template <typename Work>
@@ -187,9 +196,11 @@ void ComputeWorker::run() {
       tiled_workspace_ = TiledWorkspace();   // its Q and K would count against the full path's memory
       run->options.keep_raw_scores = false;  // the tooltip derives them (rawScore)
       result.facts = readFacts(run->inputs, settings.heads);
-      result.view = std::make_shared<const ViewModel>(viewFromTrace(workspace_.run(run->inputs, run->options)));
+      result.view = std::make_shared<const ViewModel>(
+          viewFromTrace(workspace_.run(run->inputs, run->options, true, rawCacheBytes(run->inputs, run->options))));
       ++runs_;
       result.projections_reused = workspace_.projectionsReused();
+      result.raw_scores_reused = workspace_.rawScoresReused();
     });
     // The correct run for the mistakes lab, unless the inputs themselves failed or a
     // newer job already supersedes this one. Its own failure only loses the comparison.
@@ -197,7 +208,8 @@ void ComputeWorker::run() {
       AttentionOptions options = run->options;
       options.mistake = Mistake::None;
       describeFailure(settings, [&] {
-        result.correct_view = std::make_shared<const ViewModel>(viewFromTrace(workspace_.run(run->inputs, options)));
+        result.correct_view = std::make_shared<const ViewModel>(
+            viewFromTrace(workspace_.run(run->inputs, options, true, rawCacheBytes(run->inputs, options))));
         ++runs_;
         if (result.view) result.prob_diff_max = probDifferenceMax(*result.view->trace, *result.correct_view->trace);
       });

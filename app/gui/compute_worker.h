@@ -44,10 +44,12 @@ struct ComputeResult {
   bool tiled = false;                           // the maps were computed in tiles
   double milliseconds = 0.0;                    // configureRun + runAttention wall time
   // Incremental recomputes (state log, tests): attention runs this worker has done so far,
-  // and whether this job reused the previous job's projections (only mask, fill or scale
-  // changed). Focus, zoom and view-only settings never post a job, so never run anything.
+  // whether this job reused the previous job's projections (only mask, fill, scale or the
+  // score transforms changed) and took every raw score Q K^T from the workspace's cache.
+  // Focus, zoom and view-only settings never post a job, so never run anything.
   int64_t runs = 0;
   bool projections_reused = false;
+  bool raw_scores_reused = false;
   // Mistakes lab (settings.mistake != None): the same inputs run without the mistake.
   // Present even when the buggy run threw (e.g. kv-reshape-with-L with S != L).
   std::shared_ptr<const ViewModel> correct_view;

@@ -45,6 +45,7 @@ void writeStateLog(AppState& state, int width, int height) {
   line["cancelled"] = c.cancelled;  // the latest job was cancelled (the maps are the previous result's)
   line["compute_runs"] = c.runs;
   line["projections_reused"] = c.projections_reused;
+  line["raw_scores_reused"] = c.raw_scores_reused;
   line["compute_ms"] = c.compute_ms;
   line["item_active"] = state.ui.item_active;
   line["help_open"] = state.ui.show_help;

@@ -539,8 +539,10 @@ namespace {
 
 // ---- kernel: projections, per-head maps, context, output into the trace's buffers ----
 // `reuse_projections`: q_proj .. v already hold these inputs' projections (incremental).
-void runKernel(AttentionTrace& t, const AttentionInputs& in, const AttentionOptions& options, const RunPlan& plan,
-               bool reuse_projections) {
+// `cache` (null = none): raw scores of earlier runs, still valid when the projections are
+// reused and the maps have the same shape and head split; emptied otherwise.
+RawScoreBlocks runKernel(AttentionTrace& t, const AttentionInputs& in, const AttentionOptions& options,
+                         const RunPlan& plan, bool reuse_projections, RawScoreCache* cache) {
   const int64_t B = t.B, L = t.L, S = t.S, D = t.D, H = t.H, d = t.d, G = t.G;
   if (!reuse_projections) {
     // One GEMM over all B*T rows each; shared-linear makes k, v (and o below) reuse q's layer.
@@ -572,6 +574,18 @@ void runKernel(AttentionTrace& t, const AttentionInputs& in, const AttentionOpti
   reshapeReusing(t.probs, maps_shape);
   if (t.dropout_applied) reshapeReusing(t.probs_dropped, maps_shape); else t.probs_dropped = Tensor();
   reshapeReusing(t.context_heads, {B, H, L, d});
+  const int64_t blocks = rowBlocks(L);
+  if (cache && !(reuse_projections && cache->shape == maps_shape && cache->split_heads == plan.split_heads)) {
+    const size_t size = static_cast<size_t>(numel(maps_shape));
+    if (cache->size != size) {
+      cache->raw.reset();  // the old buffer goes before the new one comes
+      cache->raw.reset(new float[size]);  // not zero-filled: only the keys a block holds are read
+      cache->size = size;
+    }
+    cache->spans.assign(static_cast<size_t>(B * H * blocks), RowSpan{});
+    cache->shape = maps_shape;
+    cache->split_heads = plan.split_heads;
+  }
   t.fully_masked = BoolTensor({B, L});
   // The mask is the same for every head: row spans and fully masked rows once per item.
   std::vector<std::vector<RowSpan>> spans(B);
@@ -580,6 +594,7 @@ void runKernel(AttentionTrace& t, const AttentionInputs& in, const AttentionOpti
     for (int64_t i = 0; i < L; ++i) t.fully_masked.data[b * L + i] = spans[b][i].begin == spans[b][i].end;
   }
   const DropoutRule dropout{options.dropout, options.seed};
+  std::vector<RawScoreBlocks> counts(static_cast<size_t>(B * H));  // [B, H]: each map's own, no sharing between threads
   auto slot = [&](int64_t b, size_t map_offset, const float* q, const float* k, const float* v, int64_t c, float* ctx,
                   int64_t ld_ctx) {
     HeadSlot s;
@@ -587,6 +602,10 @@ void runKernel(AttentionTrace& t, const AttentionInputs& in, const AttentionOpti
     s.allowed = &t.mask.allowed.data[b * L * S];
     s.spans = spans[b].data();
     s.raw = t.raw_scores.empty() ? nullptr : &t.raw_scores.data[map_offset];
+    if (cache && !s.raw) {
+      s.cache = &cache->raw[map_offset];
+      s.cached = &cache->spans[map_offset / static_cast<size_t>(L * S) * blocks];
+    }
     s.scores = &t.scores.data[map_offset];
     s.probs = &t.probs.data[map_offset];
     s.dropped = t.dropout_applied ? &t.probs_dropped.data[map_offset] : nullptr;
@@ -602,9 +621,9 @@ void runKernel(AttentionTrace& t, const AttentionInputs& in, const AttentionOpti
     const size_t map_size = static_cast<size_t>(L) * S;
     for (int64_t b = 0; b < B; ++b) {
       const size_t first = static_cast<size_t>(b) * H * map_size;
-      attendHead(slot(b, first, &t.q_proj.data[b * L * D], &t.k_proj.data[b * S * D], &t.v_proj.data[b * S * D], D,
-                      &t.context.data[b * L * D], D),
-                 L, S, plan.rule, dropout);
+      counts[b * H] = attendHead(slot(b, first, &t.q_proj.data[b * L * D], &t.k_proj.data[b * S * D],
+                                      &t.v_proj.data[b * S * D], D, &t.context.data[b * L * D], D),
+                                 L, S, plan.rule, dropout);
       for (Tensor* maps : {&t.raw_scores, &t.scores, &t.probs, &t.probs_dropped}) {
         if (maps->empty()) continue;  // raw scores not kept, or no dropout
         for (int64_t h = 1; h < H; ++h) {
@@ -623,9 +642,9 @@ void runKernel(AttentionTrace& t, const AttentionInputs& in, const AttentionOpti
     for (int64_t bh = 0; bh < BH; ++bh) {
       const int64_t b = bh / H, h = bh % H;
       const int64_t kv = b * G + kvHeadOf(h, H, G);  // the [B, G, S, d] slot this head reads
-      attendHead(slot(b, static_cast<size_t>(bh) * L * S, &t.q.data[bh * L * d], &t.k.data[kv * S * d],
-                      &t.v.data[kv * S * d], d, &t.context_heads.data[bh * L * d], d),
-                 L, S, plan.ruleForHead(h), dropout);
+      counts[bh] = attendHead(slot(b, static_cast<size_t>(bh) * L * S, &t.q.data[bh * L * d], &t.k.data[kv * S * d],
+                                   &t.v.data[kv * S * d], d, &t.context_heads.data[bh * L * d], d),
+                              L, S, plan.ruleForHead(h), dropout);
     }
     if (plan.merge_transposed) {
       mergeHeadsInto(t.context_heads, B, H, L, d, t.context);
@@ -639,11 +658,18 @@ void runKernel(AttentionTrace& t, const AttentionInputs& in, const AttentionOpti
   reshapeReusing(t.output, {B, L, D});
   linearInto(t.context.data.data(), B * L, plan.shared_projection ? in.w_q : in.w_o,
              plan.shared_projection ? in.b_q : in.b_o, t.output.data.data());
+  RawScoreBlocks total;
+  for (const RawScoreBlocks& c : counts) {
+    total.cached += c.cached;
+    total.extended += c.extended;
+    total.computed += c.computed;
+  }
+  return total;
 }
 
 // Fills `t` (whose buffers are reused) for these inputs.
-void computeTrace(AttentionTrace& t, const AttentionInputs& in, const AttentionOptions& options,
-                  bool reuse_projections) {
+RawScoreBlocks computeTrace(AttentionTrace& t, const AttentionInputs& in, const AttentionOptions& options,
+                            bool reuse_projections, RawScoreCache* cache) {
   const RunSizes z = validateInputs(in, options);
   const RunPlan plan = planRun(options, z);
   const int64_t B = z.B, L = z.L, S = z.S, H = z.H;
@@ -662,7 +688,7 @@ void computeTrace(AttentionTrace& t, const AttentionInputs& in, const AttentionO
   t.query = in.query;
   t.key = in.key;
   t.value = in.value;
-  runKernel(t, in, options, plan, reuse_projections);
+  const RawScoreBlocks blocks = runKernel(t, in, options, plan, reuse_projections, cache);
 
   t.query_tokens = in.query_tokens.empty() ? indexLabels(L) : in.query_tokens;
   t.key_tokens = in.key_tokens.empty() ? indexLabels(S) : in.key_tokens;
@@ -671,6 +697,7 @@ void computeTrace(AttentionTrace& t, const AttentionInputs& in, const AttentionO
   t.stages = buildStages(t, options);
   markMistakeStages(t.stages, t);
   t.mistake_note = mistakeNote(t, in, t.mistake_note);
+  return blocks;
 }
 
 bool sameTensor(const Tensor& a, const Tensor& b) { return a.shape == b.shape && a.data == b.data; }
@@ -679,7 +706,7 @@ bool sameTensor(const Tensor& a, const Tensor& b) { return a.shape == b.shape &&
 
 AttentionTrace runAttention(const AttentionInputs& in, const AttentionOptions& options) {
   AttentionTrace t;
-  computeTrace(t, in, options, false);
+  computeTrace(t, in, options, false, nullptr);
   return t;
 }
 
@@ -696,8 +723,16 @@ float rawScore(const AttentionTrace& t, int64_t b, int64_t h, int64_t i, int64_t
   return static_cast<float>(sum);
 }
 
+AttentionWorkspace::AttentionWorkspace() = default;
+AttentionWorkspace::~AttentionWorkspace() = default;
+AttentionWorkspace::AttentionWorkspace(AttentionWorkspace&&) noexcept = default;
+AttentionWorkspace& AttentionWorkspace::operator=(AttentionWorkspace&&) noexcept = default;
+
+uint64_t AttentionWorkspace::rawCacheBytes() const { return raw_cache_ ? raw_cache_->size * sizeof(float) : 0; }
+
 std::shared_ptr<const AttentionTrace> AttentionWorkspace::run(const AttentionInputs& in,
-                                                              const AttentionOptions& options, bool incremental) {
+                                                              const AttentionOptions& options, bool incremental,
+                                                              uint64_t raw_cache_bytes) {
   // Projections depend on the inputs, the weights and which layers the mistake shares.
   const bool shared = options.mistake == Mistake::SharedProjection;
   // RoPE rotates q and k, and kv_heads decides their split: both part of the projections.
@@ -739,8 +774,18 @@ std::shared_ptr<const AttentionTrace> AttentionWorkspace::run(const AttentionInp
   } else if (same_projections) {
     reuse = true;  // overwriting the last trace itself: its projections are already there
   }
+  // The raw score cache, when it fits the caller's cap; a run without it drops it (it
+  // would be stale after this run's projections). Raw scores kept in the trace need none.
+  const auto dim = [](const Tensor& t, size_t axis) { return t.shape.size() == 3 ? static_cast<double>(t.dim(axis)) : 0.0; };
+  const double maps_bytes = 4.0 * dim(in.query, 0) * static_cast<double>(options.heads) * dim(in.query, 1) * dim(in.key, 1);
+  if (!incremental || options.keep_raw_scores || maps_bytes > static_cast<double>(raw_cache_bytes)) {
+    raw_cache_.reset();
+  } else if (!raw_cache_) {
+    raw_cache_ = std::make_unique<RawScoreCache>();
+  }
   last_.reset();  // a failed run below leaves nothing to reuse
-  computeTrace(*target, in, options, reuse);
+  raw_blocks_ = RawScoreBlocks();  // a failed run counts nothing
+  raw_blocks_ = computeTrace(*target, in, options, reuse, raw_cache_.get());
   last_ = target;
   last_shared_projection_ = shared;
   last_options_ = options;

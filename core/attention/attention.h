@@ -158,16 +158,41 @@ AttentionTrace runAttention(const AttentionInputs& inputs, const AttentionOption
 // derived from q and k.
 float rawScore(const AttentionTrace& trace, int64_t b, int64_t h, int64_t i, int64_t j);
 
+// How a run got Q K^T, counted in 64-row blocks of every [L, S] map it computed (a block
+// whose rows are all fully masked needs no keys and is not counted).
+struct RawScoreBlocks {
+  int64_t cached = 0;    // every key the block needs was in the raw score cache: no GEMM
+  int64_t extended = 0;  // the mask allows keys the cache lacks: a GEMM over those keys only
+  int64_t computed = 0;  // nothing usable cached (or no cache): a GEMM over the block's keys
+};
+
+struct RawScoreCache;  // attention/kernel.h
+
 // Runs attention into reused buffers: a trace that nobody else holds any more is
 // overwritten, so a recompute of the same sizes writes into memory that is already mapped
-// (no zero fill, no page faults). When only the mask, fill, scale or dropout changed, the
-// projections of the previous run are reused (unless `incremental` is false, as when
-// timing a full recompute). One workspace per worker thread.
+// (no zero fill, no page faults). When only the mask, fill, scale, score transforms (ALiBi,
+// soft-cap, the floor-div and no-scale mistakes) or dropout changed, the projections of the
+// previous run are reused (unless `incremental` is false, as when timing a full recompute).
+// With raw_cache_bytes >= B*H*L*S*4 (and keep_raw_scores off) the workspace also keeps the
+// raw scores Q K^T it computed, per 64-row block with the keys each block holds: a run on
+// reused projections scores a block from them when its keys lie inside, and computes only
+// the missing keys when the mask allows more. Anything else (other projections, no head
+// split toggled, a run without the cache) drops them. One workspace per worker thread.
 class AttentionWorkspace {
  public:
+  AttentionWorkspace();
+  ~AttentionWorkspace();
+  AttentionWorkspace(AttentionWorkspace&&) noexcept;
+  AttentionWorkspace& operator=(AttentionWorkspace&&) noexcept;
+
   std::shared_ptr<const AttentionTrace> run(const AttentionInputs& inputs, const AttentionOptions& options,
-                                            bool incremental = true);
-  bool projectionsReused() const { return projections_reused_; }  // by the last run()
+                                            bool incremental = true, uint64_t raw_cache_bytes = 0);
+  // By the last run():
+  bool projectionsReused() const { return projections_reused_; }
+  // Every block's raw scores came from the cache (no Q K^T GEMM ran).
+  bool rawScoresReused() const { return raw_blocks_.cached > 0 && raw_blocks_.extended == 0 && raw_blocks_.computed == 0; }
+  const RawScoreBlocks& rawScoreBlocks() const { return raw_blocks_; }
+  uint64_t rawCacheBytes() const;  // held now (0: none)
 
  private:
   std::vector<std::shared_ptr<AttentionTrace>> traces_;  // made here; reusable when use_count() == 1
@@ -175,7 +200,9 @@ class AttentionWorkspace {
   bool last_shared_projection_ = false;
   std::array<Tensor, 6> weights_;                        // w_q, w_k, w_v, b_q, b_k, b_v of last_
   AttentionOptions last_options_;                        // of last_: RoPE and G shape q, k
+  std::unique_ptr<RawScoreCache> raw_cache_;             // Q K^T of last_'s projections; null = none
   bool projections_reused_ = false;
+  RawScoreBlocks raw_blocks_;
 };
 
 // Seed 004's folded-heads layout: transpose_qkv [B, T, H*d] -> [B*H, T, d] and

@@ -11,8 +11,6 @@
 namespace attnscope {
 namespace {
 
-constexpr int64_t kRowBlock = 64;  // query rows per block: [64, S] scores stay in L2
-
 // torch.floor_divide / Python // for floats (fmod based, as ATen's div_floor_floating and
 // NumPy's npy_divmod do), so the quantised scores match PyTorch value for value.
 float floorDivide(float a, float b) {
@@ -107,9 +105,11 @@ bool dropoutKeeps(uint64_t seed, uint64_t n, float p) {
   return u >= static_cast<double>(p);
 }
 
-void attendHead(const HeadSlot& slot, int64_t L, int64_t S, const ScoreRule& rule, const DropoutRule& dropout) {
+RawScoreBlocks attendHead(const HeadSlot& slot, int64_t L, int64_t S, const ScoreRule& rule,
+                          const DropoutRule& dropout) {
   const int64_t c = slot.c;
   const bool uniform_fully_masked = rule.fill == MaskFill::NegBillion;
+  RawScoreBlocks counts;
   for (int64_t i0 = 0; i0 < L; i0 += kRowBlock) {
     const int64_t rows = std::min(kRowBlock, L - i0);
     // Keys any row of this block may attend; a fully masked row with the -1e9 fill
@@ -126,11 +126,35 @@ void attendHead(const HeadSlot& slot, int64_t L, int64_t S, const ScoreRule& rul
       block.end = std::max(block.end, span.end);
     }
     if (block.begin >= block.end) block = {0, 0};
-    // Raw scores, when kept, cover every cell (masked ones too); otherwise only the block's keys.
-    float* raw = slot.raw ? slot.raw : slot.scores;
-    const RowSpan computed = slot.raw ? RowSpan{0, S} : block;
-    gemm(true, rows, computed.end - computed.begin, c, slot.q + i0 * c, c, slot.k + computed.begin * c, c, 0.0f,
-         raw + i0 * S + computed.begin, S);
+    // Raw scores, when kept, cover every cell (masked ones too); otherwise only the block's
+    // keys, in the cache when there is one (only the keys it lacks) or in place in scores.
+    // Q K^T runs one key tile at a time on a fixed grid: OpenBLAS's value for a cell depends
+    // on the columns its call covers, so cells from the cache, from an extension and from a
+    // fresh run agree bit for bit only when every call covers the same tile.
+    float* raw = slot.raw ? slot.raw : slot.cache ? slot.cache : slot.scores;
+    auto qk = [&](RowSpan keys) {  // raw [rows, keys] = q k^T; keys on the tile grid
+      for (int64_t j0 = keys.begin; j0 < keys.end; j0 += kKeyTile)
+        gemm(true, rows, std::min(kKeyTile, S - j0), c, slot.q + i0 * c, c, slot.k + j0 * c, c, 0.0f,
+             raw + i0 * S + j0, S);
+    };
+    const RowSpan tiles = slot.raw ? RowSpan{0, S}
+                                   : RowSpan{block.begin / kKeyTile * kKeyTile,
+                                             std::min(S, (block.end + kKeyTile - 1) / kKeyTile * kKeyTile)};
+    if (tiles.begin < tiles.end) {
+      RowSpan* held = slot.cache ? &slot.cached[i0 / kRowBlock] : nullptr;
+      if (held && held->begin <= tiles.begin && tiles.end <= held->end) {
+        ++counts.cached;
+      } else if (held && held->begin < held->end && tiles.begin <= held->end && held->begin <= tiles.end) {
+        qk({tiles.begin, std::max(tiles.begin, held->begin)});  // the tiles before and after the held ones
+        qk({std::min(held->end, tiles.end), tiles.end});
+        *held = {std::min(held->begin, tiles.begin), std::max(held->end, tiles.end)};
+        ++counts.extended;
+      } else {
+        qk(tiles);
+        if (held) *held = tiles;
+        ++counts.computed;
+      }
+    }
     for (int64_t i = i0; i < i0 + rows; ++i) {
       const RowSpan span = slot.spans[i].begin == slot.spans[i].end ? RowSpan{0, 0} : block;
       scoreRow(rule, i, raw + i * S, slot.allowed + i * S, span, S, slot.scores + i * S, slot.probs + i * S);
@@ -148,6 +172,7 @@ void attendHead(const HeadSlot& slot, int64_t L, int64_t S, const ScoreRule& rul
     gemm(false, rows, c, keys.end - keys.begin, weights + i0 * S + keys.begin, S, slot.v + keys.begin * c, c,
          0.0f, slot.ctx + i0 * slot.ld_ctx, slot.ld_ctx);
   }
+  return counts;
 }
 
 }  // namespace attnscope

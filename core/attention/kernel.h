@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "attention/attention.h"
@@ -75,10 +76,25 @@ RowSoftmax scoreRow(const ScoreRule& rule, int64_t i, const float* raw, const ui
 // not depend on which thread computes which head.
 bool dropoutKeeps(uint64_t seed, uint64_t n, float p);
 
+constexpr int64_t kRowBlock = 64;  // query rows per block: [64, S] scores stay in L2
+inline int64_t rowBlocks(int64_t L) { return (L + kRowBlock - 1) / kRowBlock; }
+constexpr int64_t kKeyTile = 64;   // keys per Q K^T call: the grid every run computes on
+
+// Q K^T (before scaling) of earlier runs on the same q and k, kept by AttentionWorkspace:
+// laid out like the maps, with the keys each row block holds (only those are ever written).
+struct RawScoreCache {
+  std::unique_ptr<float[]> raw;  // [B, H, L, S]; never zero-filled: only held keys are read
+  size_t size = 0;               // floats in raw
+  std::vector<RowSpan> spans;    // [B, H, rowBlocks(L)]: keys of each block in raw, whole key tiles; {0, 0} = none
+  Shape shape;                   // [B, H, L, S] it holds
+  bool split_heads = true;       // false: the no-head-split mistake's full-D map (head 0 slots)
+};
+
 // One [L, S] attention map and its context rows. q [L, c], k [S, c], v [S, c] with leading
 // dimension c; ctx [L, c] with leading dimension ld_ctx. raw and dropped may be null (not
 // kept / no dropout). spans: [L] from rowSpans. With raw null, the GEMM only covers the
-// keys some row of a block may attend (causal maps skip the masked half).
+// keys some row of a block may attend (causal maps skip the masked half). With a cache,
+// Q K^T comes from it where it holds the block's keys, and the GEMM writes into it.
 struct HeadSlot {
   const float* q = nullptr;
   const float* k = nullptr;
@@ -87,6 +103,8 @@ struct HeadSlot {
   const uint8_t* allowed = nullptr;  // [L, S]
   const RowSpan* spans = nullptr;    // [L]
   float* raw = nullptr;              // [L, S] or null
+  float* cache = nullptr;            // [L, S] of a RawScoreCache (raw null), or null
+  RowSpan* cached = nullptr;         // [rowBlocks(L)]: keys each block holds in cache
   float* scores = nullptr;           // [L, S]
   float* probs = nullptr;            // [L, S]
   float* dropped = nullptr;          // [L, S] or null
@@ -98,7 +116,9 @@ struct DropoutRule {
   float p = 0.0f;
   uint64_t seed = 0;
 };
-// rule: this head's (RunPlan::ruleForHead). Query row i is at position i.
-void attendHead(const HeadSlot& slot, int64_t L, int64_t S, const ScoreRule& rule, const DropoutRule& dropout);
+// rule: this head's (RunPlan::ruleForHead). Query row i is at position i. Returns how its
+// blocks got Q K^T.
+RawScoreBlocks attendHead(const HeadSlot& slot, int64_t L, int64_t S, const ScoreRule& rule,
+                          const DropoutRule& dropout);
 
 }  // namespace attnscope

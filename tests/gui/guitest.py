@@ -181,6 +181,9 @@ class AppTestCase(unittest.TestCase):
 
     def press(self, window, keys):
         self.x.xdotool("key", "--window", window, keys)
+        # xdotool gives up between key-down and key-up when the window closes on the key-down
+        # (Ctrl+Q): the server then holds the keys and auto-repeats them into the next app.
+        self.x.xdotool("keyup", keys)
 
     def export_zoomed_window(self, window, log, head, size, win):
         """Ctrl+S on a zoomed focus view of map (layer 0, head, batch item 0) of a causal

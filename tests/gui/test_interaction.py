@@ -44,10 +44,10 @@ class InteractionTest(g.AppTestCase):
         self.assertEqual(state["allowed_cells"], L * (L + 1) // 2)
 
         # Arrow keys move the focused head (keyboard focus follows the pointer).
-        self.x.xdotool("key", "--window", window, "Right")
+        self.press(window, "Right")
         g.wait_for_state(log, lambda s: s["focused_head"] == 1)
 
-        self.x.xdotool("key", "--window", window, "ctrl+q")
+        self.press(window, "ctrl+q")
         _, stderr = app.communicate(timeout=20)
         self.assertEqual(app.returncode, 0, stderr)
 

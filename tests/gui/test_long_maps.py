@@ -148,7 +148,7 @@ class LongMapsTest(g.AppTestCase):
         self.x.xdotool("mouseup", 1)
         self.x.xdotool("keyup", "ctrl")
         time.sleep(0.3)
-        self.x.xdotool("key", "--window", window, "ctrl+a")
+        self.press(window, "ctrl+a")
         self.x.xdotool("type", "--delay", 120, "--window", window, text)
         time.sleep(0.2)
         self.x.xdotool("keydown", "Return")  # held over frames: ImGui 1.86 loses a press and release in one

@@ -18,7 +18,7 @@ class OverlayTest(g.AppTestCase):
         self.assertFalse(state["help_open"])
         self.assertFalse(state["modal_open"])
 
-        self.x.xdotool("key", "--window", window, "F1")
+        self.press(window, "F1")
         # Auto-sized window: its first frame is tiny; wait for the settled rectangle (slow machines).
         state = g.wait_for_state(log, lambda s: s["help_open"] and s["rects"].get("help_overlay", [0] * 4)[2] > 300)
         rect = state["rects"]["help_overlay"]
@@ -29,11 +29,11 @@ class OverlayTest(g.AppTestCase):
         # Shortcut names are drawn in yellow (1.0, 0.8, 0.3) over the dark overlay.
         yellow = sum(1 for p in pixels if p[0] > 200 and 150 < p[1] < 230 and p[2] < 110)
         self.assertGreater(yellow, 300, "no shortcut text in the help overlay")
-        self.x.xdotool("key", "--window", window, "Escape")
+        self.press(window, "Escape")
         state = g.wait_for_state(log, lambda s: not s["help_open"])
         self.assertNotIn("help_overlay", state["rects"])
 
-        self.x.xdotool("key", "--window", window, "ctrl+o")
+        self.press(window, "ctrl+o")
         state = g.wait_for_state(log, lambda s: s["modal_open"] and s["rects"].get("bundle_modal", [0] * 4)[3] > 60)
         time.sleep(0.3)  # the frame with that rectangle on screen
         rect = state["rects"]["bundle_modal"]
@@ -42,7 +42,7 @@ class OverlayTest(g.AppTestCase):
         text = sum(1 for p in pixels if min(p) > 180)
         self.assertGreater(text, 200, "no text in the open-bundle dialog")
         # The bundle path box has keyboard focus; Escape still closes the dialog.
-        self.x.xdotool("key", "--window", window, "Escape")
+        self.press(window, "Escape")
         state = g.wait_for_state(log, lambda s: not s["modal_open"])
         self.assertNotIn("bundle_modal", state["rects"])
         self.assertEqual(state["source"], "text")  # cancelled: nothing changed
@@ -56,7 +56,7 @@ class OverlayTest(g.AppTestCase):
         self.assertEqual(state["generation"], 0)
         shot = self.screenshot(window, "spinner.png")  # decoded later: F1 goes in while the job runs
         # The UI is not blocked by the computation: F1 opens the help while it runs.
-        self.x.xdotool("key", "--window", window, "F1")
+        self.press(window, "F1")
         state = g.wait_for_state(log, lambda s: s["help_open"], timeout=10)
         self.assertTrue(state["pending"] and state["busy"], "F1 was answered only after the computation")
         _, _, rows = g.read_png(shot)
