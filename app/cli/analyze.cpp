@@ -56,7 +56,19 @@ struct Analyzed {
 };
 
 Analyzed analyzeCoreRun(const RunFlags& flags) {
-  const ConfiguredRun run = configureRunFromFlags(flags);
+  ConfiguredRun run = configureRunFromFlags(flags);
+  if (run.tiled) {  // as the app: maps past the full path's budget are measured in tiles
+    Analyzed a;
+    a.source = run.source;
+    a.notes = run.notes;
+    a.mask = run.options.mask.toString();
+    a.notes.push_back("measured in tiles: the full maps would take more than the full path's " +
+                      formatNumber(static_cast<double>(fullPathBudgetBytes()) / (1 << 20)) +
+                      " MiB (the same numbers, computed row block by row block)");
+    Run tiled{std::move(run.inputs), run.options, run.source, run.notes, true};
+    a.view = buildTiledView(tiled, {});
+    return a;
+  }
   const auto trace = std::make_shared<const AttentionTrace>(runAttention(run.inputs, run.options));
   Analyzed a;
   a.view = std::make_shared<const ViewModel>(viewFromTrace(trace));
@@ -145,7 +157,7 @@ std::string padLeft(const std::string& text, size_t width) {
   return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
 }
 
-void printJson(const std::vector<HeadMetrics>& rows, const std::vector<size_t>& order, const MapStack& maps,
+void printJson(const std::vector<HeadMetrics>& rows, const std::vector<size_t>& order, const ViewModel& view,
                const std::vector<HeadClusters>& clusters) {
   nlohmann::ordered_json array = nlohmann::ordered_json::array();
   for (size_t k : order) {
@@ -155,17 +167,17 @@ void printJson(const std::vector<HeadMetrics>& rows, const std::vector<size_t>& 
       const double value = m.*info.field;
       object[info.name] = std::isnan(value) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(value);
     }
-    object["cluster"] = clusters[m.batch].group[m.layer * maps.H + m.head];
+    object["cluster"] = clusters[m.batch].group[m.layer * view.H + m.head];
     array.push_back(object);
   }
   std::cout << array.dump(2) << "\n";
 }
 
 void printTable(const Analyzed& source, const std::vector<HeadMetrics>& rows, const std::vector<size_t>& order,
-                const MapStack& maps, const std::vector<HeadClusters>& clusters, double min_correlation) {
+                const ViewModel& view, const std::vector<HeadClusters>& clusters, double min_correlation) {
   std::cout << "attnscope analyze: " << source.source << "\n";
-  std::cout << "  sizes   layers=" << maps.layers << " B=" << maps.B << " H=" << maps.H << " L=" << maps.L
-            << " S=" << maps.S << "   mask " << source.mask << "\n";
+  std::cout << "  sizes   layers=" << view.layers << " B=" << view.B << " H=" << view.H << " L=" << view.mapL()
+            << " S=" << view.mapS() << "   mask " << source.mask << "\n";
   if (!source.mistake_line.empty()) std::cout << "  mistake " << source.mistake_line << "\n";
   for (const std::string& n : source.notes) std::cout << "  note: " << n << "\n";
   std::cout << "  means over the query rows that are not fully masked; '-' = no row to average"
@@ -179,7 +191,7 @@ void printTable(const Analyzed& source, const std::vector<HeadMetrics>& rows, co
     const HeadMetrics& m = rows[k];
     std::vector<std::string> line = {std::to_string(m.layer), std::to_string(m.head), std::to_string(m.batch)};
     for (const MetricInfo& info : headMetricInfos()) line.push_back(formatMetric(m.*info.field));
-    line.push_back(std::to_string(clusters[m.batch].group[m.layer * maps.H + m.head]));
+    line.push_back(std::to_string(clusters[m.batch].group[m.layer * view.H + m.head]));
     cells.push_back(line);
   }
   std::vector<size_t> widths(headings.size());
@@ -196,22 +208,23 @@ void printTable(const Analyzed& source, const std::vector<HeadMetrics>& rows, co
 
   std::cout << "\nGroups: heads whose maps correlate (Pearson, average linkage) at r >= "
             << formatNumber(min_correlation) << "\n";
-  for (int64_t b = 0; b < maps.B; ++b) {
+  for (int64_t b = 0; b < view.B; ++b) {
     const HeadClusters& c = clusters[b];
     std::cout << "  batch " << b << ": " << c.count << (c.count == 1 ? " group" : " groups") << "\n";
     for (int64_t g = 0; g < c.count; ++g) {
       std::cout << "    group " << g << ":";
       for (int64_t n : c.order)
-        if (c.group[n] == g) std::cout << " L" << n / maps.H << "H" << n % maps.H;
+        if (c.group[n] == g) std::cout << " L" << n / view.H << "H" << n % view.H;
       std::cout << "\n";
     }
   }
   std::cout << "\nInduction: ";
   bool any = false;
-  for (int64_t b = 0; b < maps.B; ++b) {
-    const std::vector<std::string>* tokens = maps.tokensOf(b);
-    if (!tokens || maps.L != maps.S) continue;
-    const RepeatedSegment s = findRepeatedSegment(*tokens);
+  // The real map's query tokens (a tiled view's own labels name overview blocks).
+  const std::vector<std::vector<std::string>>& tokens = view.tiled ? view.tiled->query_tokens : view.query_tokens;
+  for (int64_t b = 0; b < view.B; ++b) {
+    if (view.mapL() != view.mapS()) continue;
+    const RepeatedSegment s = findRepeatedSegment(tokens[b]);
     if (!s.found()) continue;
     std::cout << (any ? "; " : "") << "batch " << b << " repeats tokens " << s.first << ".." << s.first + s.length - 1
               << " at " << s.second << ".." << s.second + s.length - 1;
@@ -251,18 +264,22 @@ void writeAcrossLayers(const AnalyzeFlags& flags, const MapStack& maps) {
 
 int analyze(const AnalyzeFlags& flags) {
   const Analyzed source = analyzeSource(flags);
-  const MapStack maps = mapStackOf(*source.view);
-  const std::vector<HeadMetrics> rows = headMetrics(maps);
-  const std::vector<HeadClusters> clusters = clustersPerItem(maps, flags.min_correlation);
+  const ViewModel& view = *source.view;
+  if ((flags.rollout || flags.flow) && view.tiled)
+    throw InputError("--rollout / --flow need the full maps; this run is measured in tiles (L=" +
+                     std::to_string(view.mapL()) + ", S=" + std::to_string(view.mapS()) + ", H=" + std::to_string(view.H) + ")");
+  const HeadTable table = headTableOf(view, flags.min_correlation);
+  const std::vector<HeadMetrics>& rows = table.metrics;
+  const std::vector<HeadClusters>& clusters = table.clusters;
   std::vector<size_t> order(rows.size());
   for (size_t k = 0; k < order.size(); ++k) order[k] = k;
   if (flags.sort) {
     const SortChoice sort = parseSort(*flags.sort);
     order = orderBy(rows, *sort.metric, sort.descending);
   }
-  if (flags.rollout || flags.flow) writeAcrossLayers(flags, maps);
-  if (flags.json) printJson(rows, order, maps, clusters);
-  else printTable(source, rows, order, maps, clusters, flags.min_correlation);
+  if (flags.rollout || flags.flow) writeAcrossLayers(flags, mapStackOf(view));
+  if (flags.json) printJson(rows, order, view, clusters);
+  else printTable(source, rows, order, view, clusters, flags.min_correlation);
   return 0;
 }
 

@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "analysis/head_table.h"
 #include "attention/attention.h"
 #include "attention/kernel.h"
 #include "attention/tiles.h"
@@ -154,10 +155,11 @@ nlohmann::ordered_json benchTiled(const BenchSize& s, const BenchFlags& flags, i
   std::vector<double> overview_ms, tile_ms;
   const int64_t rows = std::min(s.L, kOverviewCells), cols = std::min(s.S, kOverviewCells);
   for (int rep = 0; rep < repeat; ++rep) {
-    // The recompute: projections of Q and K, then every head's overview.
+    // The recompute: projections of Q and K, then every head's overview with the head
+    // table's measures, as the app computes it.
     const auto start = std::chrono::steady_clock::now();
     const TiledAttention tiled = prepareTiled(in, options);
-    computeOverview(tiled, rows, cols);
+    computeOverview(tiled, rows, cols, {}, headTableMeasures(s.L, s.S, {}));
     overview_ms.push_back(1e3 * secondsSince(start));
     // One exact tile in the middle of the last head, as a zoomed view asks for.
     const int64_t tr = std::min(s.L, kTileSize), tc = std::min(s.S, kTileSize);

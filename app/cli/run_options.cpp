@@ -220,7 +220,7 @@ ConfiguredRun configureRunFromFlags(const RunFlags& flags) {
   Run configured = configureRun(settings);
   ConfiguredRun run{std::move(configured.inputs), configured.options,
                     flags.demo ? "built-in demo (\"" + settings.text + "\")" : configured.source,
-                    std::move(configured.notes)};
+                    std::move(configured.notes), configured.tiled};
   std::vector<std::string>& notes = run.notes;
   AttentionInputs& inputs = run.inputs;
   AttentionOptions& options = run.options;

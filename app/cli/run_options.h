@@ -65,6 +65,7 @@ struct ConfiguredRun {
   AttentionOptions options;
   std::string source;               // "bundle DIR" or "built-in demo (...)"
   std::vector<std::string> notes;   // one line each, for the summary
+  bool tiled = false;               // past the app's full-path budget (Run::tiled)
 };
 
 // Reads the bundle (or builds the demo), applies bundle.json then the flags, checks the

@@ -214,10 +214,10 @@ void ComputeWorker::run() {
         if (result.view) result.prob_diff_max = probDifferenceMax(*result.view->trace, *result.correct_view->trace);
       });
     }
-    // The head table of the shown view, measured with it (never on the UI thread).
-    // Not for an overview: its cells are block maxima, not distributions to measure.
+    // The head table of the shown view, measured with it (never on the UI thread). A tiled
+    // view's numbers were measured on the real maps in the overview's pass.
     if (const ViewModel* shown = result.view ? result.view.get() : result.correct_view.get();
-        shown && !shown->tiled && !superseded(generation)) {
+        shown && !superseded(generation)) {
       describeFailure(settings, [&] { result.head_table = std::make_shared<const HeadTable>(headTableOf(*shown)); });
     }
     // The KV-cache stepper: the same run decoded one token at a time. A model run's layers

@@ -30,7 +30,7 @@ void drawMaskPanel(AppState& state) {
     }
     const int64_t layer = state.view.focus.layer;
     const AttentionTrace* t = v->maps[layer].trace.get();  // components; null for imported maps
-    const int64_t cells = v->L * v->S;
+    const int64_t cells = v->mapL() * v->mapS();
     // The header wraps left of the Export button, which sits at the top right of it: a
     // long mask string never runs under the button.
     const float button_w = ImGui::CalcTextSize("Export").x + 2 * ImGui::GetStyle().FramePadding.x;
@@ -49,14 +49,13 @@ void drawMaskPanel(AppState& state) {
     }
     recordLayout(state, "export_mask_button");
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("export the combined mask as a figure");
+    // A tiled source's counts are the real map's (its drawn mask is the overview's blocks).
     const int64_t allowed_cells = tex.allowed_cells[layer], fully_masked = tex.fully_masked_rows[layer];
-    if (v->tiled) {  // the overview's pooled mask: a block is allowed when one of its cells is
-      ImGui::Text("overview blocks allowed %lld / %lld", static_cast<long long>(allowed_cells), static_cast<long long>(cells));
-      if (ImGui::IsItemHovered()) ImGui::SetTooltip("a block of the overview is allowed when one of its cells is");
-    } else {
-      ImGui::Text("allowed %lld / %lld cells (%.1f%%)", static_cast<long long>(allowed_cells),
-                  static_cast<long long>(cells), 100.0 * static_cast<double>(allowed_cells) / cells);
-    }
+    ImGui::Text("allowed %lld / %lld cells (%.1f%%)", static_cast<long long>(allowed_cells),
+                static_cast<long long>(cells), 100.0 * static_cast<double>(allowed_cells) / static_cast<double>(cells));
+    if (v->tiled && ImGui::IsItemHovered())
+      ImGui::SetTooltip("cells of the real %lld x %lld map; the picture pools it: a block is allowed when one of its cells is",
+                        static_cast<long long>(v->mapL()), static_cast<long long>(v->mapS()));
     if (fully_masked > 0) {
       ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.45f, 1.0f));
       ImGui::Text("fully masked rows: %lld", static_cast<long long>(fully_masked));

@@ -66,10 +66,7 @@ void drawMetricsPanel(AppState& state) {
     if (!table || view.order.empty()) {
       const ViewModel* shown = shownView(state);
       ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
-      ImGui::TextWrapped("%s", !shown ? "no attention computed yet"
-                               : shown->tiled ? "no head metrics for a tiled overview: its cells are block maxima, "
-                                                "not distributions (zoom the focus view for exact values)"
-                                              : "measuring heads...");
+      ImGui::TextWrapped("%s", !shown ? "no attention computed yet" : "measuring heads...");
       ImGui::PopStyleColor();
       ImGui::End();
       return;

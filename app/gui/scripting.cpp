@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -117,13 +118,18 @@ void writeStateLog(AppState& state, int width, int height) {
   line["head_table"] = nullptr;  // the metrics table of the focused batch item, in table order
   if (const HeadTable* table = shownHeadTable(state)) {
     const HeadTableView& t = state.view.table;
-    nlohmann::json order = nlohmann::json::array(), groups = nlohmann::json::array();
+    nlohmann::json order = nlohmann::json::array(), groups = nlohmann::json::array(), values = nlohmann::json::array();
     for (int64_t n : t.order) {
       order.push_back({n / table->H, n % table->H});
       groups.push_back(table->group(n, state.view.focus.batch_item));
+      const HeadMetrics& m = table->row(n / table->H, n % table->H, state.view.focus.batch_item);
+      nlohmann::json row = nlohmann::json::object();  // the numbers the table draws (null: "-")
+      for (const MetricInfo& info : headMetricInfos())
+        row[info.name] = std::isnan(m.*info.field) ? nlohmann::json() : nlohmann::json(m.*info.field);
+      values.push_back(row);
     }
     line["head_table"] = {{"sort_column", headColumnName(t.sort.column)}, {"descending", t.sort.descending},
-                          {"order_grid", t.order_grid}, {"order", order}, {"groups", groups}};
+                          {"order_grid", t.order_grid}, {"order", order}, {"groups", groups}, {"values", values}};
   }
   line["focus_tab"] = focusTabName(state.view.tab);
   line["compare"] = nullptr;  // the compare view's picks and A - B, while its tab is open

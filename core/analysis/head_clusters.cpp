@@ -60,6 +60,11 @@ HeadClusters clusterHeads(const MapStack& maps, int64_t batch, double min_correl
       appendPooled(maps.map(n / maps.H, b, n % maps.H), maps.L, maps.S, vectors[n]);
     }
   }
+  return clusterVectors(vectors, min_correlation);
+}
+
+HeadClusters clusterVectors(const std::vector<std::vector<double>>& vectors, double min_correlation) {
+  const int64_t N = static_cast<int64_t>(vectors.size());
   HeadClusters result;
   result.correlation.assign(static_cast<size_t>(N * N), 1.0);
 #pragma omp parallel for schedule(dynamic)

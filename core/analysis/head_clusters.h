@@ -28,5 +28,8 @@ double pearson(const std::vector<double>& a, const std::vector<double>& b);
 // concatenated), then merges the two groups with the highest mean pairwise correlation
 // while it is at least min_correlation. InputError for a batch item out of range.
 HeadClusters clusterHeads(const MapStack& maps, int64_t batch = -1, double min_correlation = 0.5);
+// The same grouping of N heads given as their pooled maps ([N] equally long vectors, e.g.
+// a tiled source's block means, measured without holding the maps).
+HeadClusters clusterVectors(const std::vector<std::vector<double>>& vectors, double min_correlation = 0.5);
 
 }  // namespace attnscope

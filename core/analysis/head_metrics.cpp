@@ -18,10 +18,9 @@ bool rowCounts(const float* row, int64_t S, const uint8_t* fully_masked, int64_t
   return false;
 }
 
-// One map [L, S]: every metric but induction.
-HeadMetrics metricsOfMap(const float* map, int64_t L, int64_t S, const uint8_t* fully_masked) {
-  HeadMetrics m;
-  int64_t prev_rows = 0;
+// One map [L, S]: the sums of every metric over its counted rows; induction_keys [L] or null.
+MetricSums sumsOfMap(const float* map, int64_t L, int64_t S, const uint8_t* fully_masked, const int64_t* induction_keys) {
+  MetricSums m;
   for (int64_t i = 0; i < L; ++i) {
     const float* row = map + i * S;  // [S]
     if (!rowCounts(row, S, fully_masked, i)) continue;
@@ -41,27 +40,9 @@ HeadMetrics metricsOfMap(const float* map, int64_t L, int64_t S, const uint8_t* 
     m.entropy_bits += entropy;
     m.max_prob += max_p;
     m.mean_distance += distance;
-    m.sink_mass += row[0];
-    if (i < S) m.diag_mass += row[i];
-    if (i >= 1) {
-      ++prev_rows;
-      if (i - 1 < S) m.prev_mass += row[i - 1];
-    }
     m.effective_keys += std::exp2(entropy);
+    m.addRowPicks(row, S, i, induction_keys ? induction_keys[i] : -1);
   }
-  if (m.rows == 0) {
-    m.entropy_bits = m.max_prob = m.mean_distance = m.sink_mass = m.diag_mass = m.prev_mass =
-        m.effective_keys = kNaN;
-    return m;
-  }
-  const double n = static_cast<double>(m.rows);
-  m.entropy_bits /= n;
-  m.max_prob /= n;
-  m.mean_distance /= n;
-  m.sink_mass /= n;
-  m.diag_mass /= n;
-  m.effective_keys /= n;
-  m.prev_mass = prev_rows > 0 ? m.prev_mass / static_cast<double>(prev_rows) : kNaN;
   return m;
 }
 
@@ -117,20 +98,39 @@ RepeatedSegment findRepeatedSegment(const std::vector<std::string>& tokens, int6
   return best;
 }
 
+std::vector<int64_t> inductionKeys(const RepeatedSegment& segment, int64_t L, int64_t S) {
+  std::vector<int64_t> keys(static_cast<size_t>(L), -1);
+  for (int64_t k = 0; k < segment.length; ++k) {
+    const int64_t i = segment.second + k, j = segment.first + k + 1;
+    if (i < L && j < S) keys[i] = j;
+  }
+  return keys;
+}
+
+HeadMetrics headMetricsOf(const MetricSums& sums) {
+  HeadMetrics m;
+  m.rows = sums.rows;
+  m.induction = sums.induction_rows > 0 ? sums.induction / static_cast<double>(sums.induction_rows) : kNaN;
+  if (sums.rows == 0) {
+    m.entropy_bits = m.max_prob = m.mean_distance = m.sink_mass = m.diag_mass = m.prev_mass = m.effective_keys = kNaN;
+    return m;
+  }
+  const double n = static_cast<double>(sums.rows);
+  m.entropy_bits = sums.entropy_bits / n;
+  m.max_prob = sums.max_prob / n;
+  m.mean_distance = sums.mean_distance / n;
+  m.sink_mass = sums.sink_mass / n;
+  m.diag_mass = sums.diag_mass / n;
+  m.effective_keys = sums.effective_keys / n;
+  m.prev_mass = sums.prev_rows > 0 ? sums.prev_mass / static_cast<double>(sums.prev_rows) : kNaN;
+  return m;
+}
+
 double inductionScore(const float* map, int64_t L, int64_t S, const RepeatedSegment& segment,
                       const uint8_t* fully_masked) {
   if (!segment.found()) return kNaN;
-  double sum = 0;
-  int64_t count = 0;
-  for (int64_t k = 0; k < segment.length; ++k) {
-    const int64_t i = segment.second + k, j = segment.first + k + 1;
-    if (i >= L || j >= S) continue;
-    const float* row = map + i * S;
-    if (!rowCounts(row, S, fully_masked, i)) continue;
-    sum += row[j];
-    ++count;
-  }
-  return count > 0 ? sum / static_cast<double>(count) : kNaN;
+  const std::vector<int64_t> keys = inductionKeys(segment, L, S);
+  return headMetricsOf(sumsOfMap(map, L, S, fully_masked, keys.data())).induction;
 }
 
 std::vector<size_t> orderBy(const std::vector<HeadMetrics>& rows, const MetricInfo& metric, bool descending) {
@@ -145,10 +145,12 @@ std::vector<size_t> orderBy(const std::vector<HeadMetrics>& rows, const MetricIn
 }
 
 std::vector<HeadMetrics> headMetrics(const MapStack& maps) {
-  std::vector<RepeatedSegment> segments(static_cast<size_t>(maps.B));
+  std::vector<std::vector<int64_t>> induction_keys(static_cast<size_t>(maps.B));  // [B][L] or empty
   for (int64_t b = 0; b < maps.B; ++b) {
     const std::vector<std::string>* tokens = maps.tokensOf(b);
-    if (tokens && maps.L == maps.S) segments[b] = findRepeatedSegment(*tokens);
+    if (!tokens || maps.L != maps.S) continue;
+    const RepeatedSegment segment = findRepeatedSegment(*tokens);
+    if (segment.found()) induction_keys[b] = inductionKeys(segment, maps.L, maps.S);
   }
   const int64_t count = maps.layers * maps.H * maps.B;
   std::vector<HeadMetrics> rows(static_cast<size_t>(count));
@@ -156,12 +158,11 @@ std::vector<HeadMetrics> headMetrics(const MapStack& maps) {
   for (int64_t n = 0; n < count; ++n) {
     const int64_t layer = n / (maps.H * maps.B), head = n / maps.B % maps.H, b = n % maps.B;
     const float* map = maps.map(layer, b, head);  // [L, S]
-    const uint8_t* masked = maps.maskedRows(b);  // [L] or nullptr
-    HeadMetrics m = metricsOfMap(map, maps.L, maps.S, masked);
+    const std::vector<int64_t>& keys = induction_keys[b];
+    HeadMetrics m = headMetricsOf(sumsOfMap(map, maps.L, maps.S, maps.maskedRows(b), keys.empty() ? nullptr : keys.data()));
     m.layer = layer;
     m.head = head;
     m.batch = b;
-    m.induction = inductionScore(map, maps.L, maps.S, segments[b], masked);
     rows[n] = m;
   }
   return rows;

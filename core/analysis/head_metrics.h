@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analysis/map_stack.h"
+#include "attention/tiles.h"
 
 namespace attnscope {
 
@@ -48,6 +49,13 @@ RepeatedSegment findRepeatedSegment(const std::vector<std::string>& tokens, int6
 // skipped. NaN when the segment is not found or no row counts.
 double inductionScore(const float* map, int64_t L, int64_t S, const RepeatedSegment& segment,
                       const uint8_t* fully_masked = nullptr);
+// [L]: the key whose probability query row i's induction score reads (first + k + 1 for
+// i = second + k), -1 for rows outside the second copy or keys past S.
+std::vector<int64_t> inductionKeys(const RepeatedSegment& segment, int64_t L, int64_t S);
+
+// Means of one map's sums (attention/tiles.h: the full maps and the tiled overview's pass
+// sum alike): NaN where no row counts (induction: no row with an induction key).
+HeadMetrics headMetricsOf(const MetricSums& sums);
 
 // Row indices ordered by one metric (largest first when descending); NaN rows go last,
 // ties keep the rows' order (layer, head, batch item).

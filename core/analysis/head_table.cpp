@@ -10,7 +10,40 @@ std::vector<HeadClusters> clustersPerItem(const MapStack& maps, double min_corre
   return clusters;
 }
 
+namespace {
+
+// A tiled source: its maps here are the overview (block maxima), so the numbers come from
+// what its pass measured of the real maps: the metric sums and the block means.
+HeadTable tiledHeadTable(const ViewModel& view, double min_correlation) {
+  const TiledMaps& m = *view.tiled;
+  if (m.metric_sums.size() != static_cast<size_t>(view.B * view.H) ||
+      m.block_means.size() != static_cast<size_t>(view.B * view.H * m.mean_rows * m.mean_cols))
+    throw InputError("head table: the tiled overview was computed without head metrics");
+  HeadTable table;
+  table.source = &view;
+  table.layers = 1, table.H = view.H, table.B = view.B;
+  for (int64_t h = 0; h < view.H; ++h)
+    for (int64_t b = 0; b < view.B; ++b) {
+      HeadMetrics row = headMetricsOf(m.metric_sums[b * view.H + h]);
+      row.layer = 0, row.head = h, row.batch = b;
+      table.metrics.push_back(row);
+    }
+  const size_t cells = static_cast<size_t>(m.mean_rows * m.mean_cols);
+  for (int64_t b = 0; b < view.B; ++b) {
+    std::vector<std::vector<double>> vectors;
+    for (int64_t h = 0; h < view.H; ++h) {
+      const auto first = m.block_means.begin() + static_cast<std::ptrdiff_t>((b * view.H + h) * cells);
+      vectors.emplace_back(first, first + static_cast<std::ptrdiff_t>(cells));
+    }
+    table.clusters.push_back(clusterVectors(vectors, min_correlation));
+  }
+  return table;
+}
+
+}  // namespace
+
 HeadTable headTableOf(const ViewModel& view, double min_correlation) {
+  if (view.tiled) return tiledHeadTable(view, min_correlation);
   const MapStack maps = mapStackOf(view);
   HeadTable table;
   table.source = &view;
@@ -18,6 +51,20 @@ HeadTable headTableOf(const ViewModel& view, double min_correlation) {
   table.metrics = headMetrics(maps);
   table.clusters = clustersPerItem(maps, min_correlation);
   return table;
+}
+
+OverviewMeasures headTableMeasures(int64_t L, int64_t S, const std::vector<std::vector<std::string>>& query_tokens) {
+  OverviewMeasures measures;
+  measures.metrics = true;
+  measures.mean_rows = std::min(L, kClusterPoolSide), measures.mean_cols = std::min(S, kClusterPoolSide);
+  const size_t B = query_tokens.size();
+  for (size_t b = 0; b < B && L == S; ++b) {
+    const RepeatedSegment segment = findRepeatedSegment(query_tokens[b]);
+    if (!segment.found()) continue;
+    measures.induction_keys.resize(B, std::vector<int64_t>(static_cast<size_t>(L), -1));
+    measures.induction_keys[b] = inductionKeys(segment, L, S);
+  }
+  return measures;
 }
 
 std::string headColumnName(int column) {

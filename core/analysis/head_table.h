@@ -29,7 +29,14 @@ struct HeadTable {
   int64_t group(int64_t n, int64_t b) const { return clusters[static_cast<size_t>(b)].group[static_cast<size_t>(n)]; }
 };
 
+// A tiled view's table comes from what its overview measured of the real maps
+// (TiledMaps::metric_sums, block_means; InputError when it measured nothing).
 HeadTable headTableOf(const ViewModel& view, double min_correlation = 0.5);
+
+// What a tiled overview measures for the head table, as headTableOf measures a full view:
+// every metric, block means of kClusterPoolSide for the groups, and the induction keys of
+// each batch item whose query tokens ([B][L]) hold a repeated segment (L == S only).
+OverviewMeasures headTableMeasures(int64_t L, int64_t S, const std::vector<std::vector<std::string>>& query_tokens);
 
 // Columns the table can be sorted by: the head itself (layer-major order), its group, or
 // metric k of headMetricInfos() (column kFirstMetricColumn + k).

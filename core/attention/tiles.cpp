@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "attention/kernel.h"
+#include "attention/row_stats.h"
 
 namespace attnscope {
 namespace {
@@ -19,6 +20,7 @@ namespace {
 struct RowBlock {
   std::vector<uint8_t> allowed, scratch;
   std::vector<RowSpan> spans;
+  std::vector<RowSoftmax> normalisers;  // [rows] each row's max and sum of exp
   std::vector<float> scores, probs;
   RowSpan keys;       // keys some row of the block may attend ({0, 0}: none)
   int64_t width = 0;  // scores / probs hold keys [0, width); every key past keys.end is masked
@@ -53,6 +55,7 @@ void scoreRows(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int64_
   const RowSpan keys = block.keys;
   block.scores.resize(rows * S);
   block.probs.resize(rows * S);
+  block.normalisers.resize(rows);
   const size_t bh = static_cast<size_t>(b * t.H + h);
   const size_t kv = static_cast<size_t>(b * t.G + kvHeadOf(h, t.H, t.G));
   gemm(true, rows, keys.end - keys.begin, d, &t.q->data[(bh * t.L + i0) * d], d, &t.k->data[(kv * S + keys.begin) * d],
@@ -67,7 +70,8 @@ void scoreRows(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int64_
     const bool empty = block.spans[r].begin == block.spans[r].end;
     float* scores = &block.scores[r * S];
     float* probs = &block.probs[r * S];
-    scoreRow(rule, i0 + r, scores, &block.allowed[r * S], empty ? RowSpan{0, 0} : keys, block.width, scores, probs);
+    block.normalisers[r] =
+        scoreRow(rule, i0 + r, scores, &block.allowed[r * S], empty ? RowSpan{0, 0} : keys, block.width, scores, probs);
     // A fully masked row's probabilities are 0 (-inf fill) or 1/S (-1e9), whatever the width.
     if (empty) std::fill(probs, probs + block.width, empty_row_prob);
   }
@@ -157,6 +161,28 @@ void checkTileWindow(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, 
 }
 
 }  // namespace
+
+MetricSums& MetricSums::operator+=(const MetricSums& o) {
+  rows += o.rows, prev_rows += o.prev_rows, induction_rows += o.induction_rows;
+  entropy_bits += o.entropy_bits, max_prob += o.max_prob, mean_distance += o.mean_distance;
+  sink_mass += o.sink_mass, diag_mass += o.diag_mass, prev_mass += o.prev_mass;
+  effective_keys += o.effective_keys, induction += o.induction;
+  return *this;
+}
+
+void MetricSums::addRowPicks(const float* probs, int64_t S, int64_t i, int64_t induction_key) {
+  const auto p = [&](int64_t j) { return j >= 0 && j < S ? static_cast<double>(probs[j]) : 0.0; };
+  sink_mass += p(0);
+  diag_mass += p(i);
+  if (i >= 1) {
+    ++prev_rows;
+    prev_mass += p(i - 1);
+  }
+  if (induction_key >= 0) {
+    ++induction_rows;
+    induction += p(induction_key);
+  }
+}
 
 uint64_t estimateTiledBytes(int64_t B, int64_t L, int64_t S, int64_t D, int64_t Dq, int64_t Dk, int64_t Dv,
                             int64_t H, int64_t overview_rows, int64_t overview_cols) {
@@ -264,7 +290,66 @@ namespace {
 // rule, relative to the window).
 struct PoolRequest {
   int64_t b0, b1, h0, h1, i0, i1, j0, j1, rows, cols;
+  const OverviewMeasures* measures = nullptr;  // the whole map only (computeOverview)
 };
+
+// Block r of `count` blocks over n holds indices [r * n / count, (r + 1) * n / count): the
+// block of index i (view/downsample.h's rule).
+int64_t blockOf(int64_t i, int64_t n, int64_t count) { return ((i + 1) * count - 1) / n; }
+
+// One work item's measures of the real map: its rows' metric sums per head, and per head
+// the probability sums of the mean blocks its rows fall in (mean rows first_mean_row.. ).
+struct ItemMeasures {
+  std::vector<MetricSums> sums;    // [heads]
+  int64_t first_mean_row = 0, mean_rows = 0;
+  std::vector<double> mean_sums;   // [heads, mean_rows, mean_cols]
+  int64_t allowed_cells = 0;
+};
+
+// Rows [0, rows) of a scored block, query rows i0.. of one map: metric sums (when `sums`)
+// and probability sums per key block of mean_starts (when `means`, [touched mean rows,
+// mean_cols], relative to first_mean_row; mean_row_of gives a row's).
+void measureRows(const TiledAttention& t, const RowBlock& block, int64_t i0, int64_t rows, const int64_t* induction_keys,
+                 MetricSums* sums, const std::vector<int64_t>& mean_starts, int64_t mean_rows, int64_t first_mean_row,
+                 double* means) {
+  const int64_t mean_cols = static_cast<int64_t>(mean_starts.size()) - 1;
+  const double empty_row_prob = t.fill == MaskFill::NegInf ? 0.0 : static_cast<double>(1.0f / static_cast<float>(t.S));
+  constexpr double kLn2 = 0.69314718055994530942;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t i = i0 + r;
+    const RowSpan span = block.spans[r];
+    double* mean_row = means ? means + (blockOf(i, t.L, mean_rows) - first_mean_row) * mean_cols : nullptr;
+    if (span.begin == span.end) {  // not in the metrics; its probabilities are 0 or 1/S everywhere
+      for (int64_t c = 0; mean_row && c < mean_cols; ++c)
+        mean_row[c] += empty_row_prob * static_cast<double>(mean_starts[c + 1] - mean_starts[c]);
+      continue;
+    }
+    const float* scores = &block.scores[r * t.S];
+    const float* probs = &block.probs[r * t.S];
+    const RowSoftmax& normalisers = block.normalisers[r];
+    RowMoments row;
+    if (mean_row) {  // the row's keys block by block, each block's mass kept
+      for (int64_t c = blockOf(span.begin, t.S, mean_cols); c < mean_cols && mean_starts[c] < span.end; ++c) {
+        const double before = row.mass;
+        addRowMoments(scores, probs, std::max(span.begin, mean_starts[c]), std::min(span.end, mean_starts[c + 1]),
+                      normalisers.max, i, row);
+        mean_row[c] += row.mass - before;
+      }
+    } else {
+      addRowMoments(scores, probs, span.begin, span.end, normalisers.max, i, row);
+    }
+    if (!sums) continue;
+    // p = exp(s - max) * c with c = 1 / sum, as the score pass rounds it: ln p = (s - max) + ln c.
+    const double inverse_sum = 1.0f / normalisers.sum;
+    const double entropy = -(row.weighted_logit + row.mass * std::log(inverse_sum)) / kLn2;
+    ++sums->rows;
+    sums->entropy_bits += entropy;
+    sums->effective_keys += std::exp2(entropy);
+    sums->max_prob += row.max_prob;
+    sums->mean_distance += row.distance;
+    sums->addRowPicks(probs, block.width, i, induction_keys ? induction_keys[i] : -1);
+  }
+}
 
 // Whether block c of the pooled keys holds an allowed cell in some row of the block.
 void poolAllowed(const RowBlock& block, int64_t rows, int64_t S, const std::vector<int64_t>& starts,
@@ -279,6 +364,36 @@ void poolAllowed(const RowBlock& block, int64_t rows, int64_t S, const std::vect
     }
     out[c] = any;
   }
+}
+
+// The items' measures of the whole map (q covers every map) summed in item order into o.
+void sumMeasures(const TiledAttention& t, const OverviewMeasures& m, const PoolRequest& q,
+                 const std::vector<ItemMeasures>& items, Overview& o) {
+  o.allowed_cells.assign(static_cast<size_t>(t.B), 0);
+  if (m.metrics) o.metric_sums.assign(static_cast<size_t>(t.B * t.H), MetricSums{});
+  o.mean_rows = m.mean_rows, o.mean_cols = m.mean_cols;
+  const int64_t mean_cells = m.mean_rows * m.mean_cols;
+  o.block_means.assign(static_cast<size_t>(t.B * t.H * mean_cells), 0.0);
+  for (size_t item = 0; item < items.size(); ++item) {
+    const ItemMeasures& measured = items[item];
+    const int64_t b = static_cast<int64_t>(item) / q.rows;
+    o.allowed_cells[b] += measured.allowed_cells;
+    for (int64_t h = 0; h < t.H; ++h) {
+      if (m.metrics) o.metric_sums[b * t.H + h] += measured.sums[h];
+      const int64_t touched = measured.mean_rows * m.mean_cols;
+      for (int64_t n = 0; n < touched; ++n)
+        o.block_means[(b * t.H + h) * mean_cells + measured.first_mean_row * m.mean_cols + n] +=
+            measured.mean_sums[h * touched + n];
+    }
+  }
+  // Sums into means: block (r, c) holds its rows' x keys' cells.
+  for (int64_t bh = 0; bh < t.B * t.H; ++bh)
+    for (int64_t r = 0; r < m.mean_rows; ++r)
+      for (int64_t c = 0; c < m.mean_cols; ++c) {
+        const int64_t cells = ((r + 1) * t.L / m.mean_rows - r * t.L / m.mean_rows) *
+                              ((c + 1) * t.S / m.mean_cols - c * t.S / m.mean_cols);
+        o.block_means[bh * mean_cells + r * m.mean_cols + c] /= static_cast<double>(cells);
+      }
 }
 
 std::optional<Overview> poolMaps(const TiledAttention& t, const PoolRequest& q,
@@ -300,6 +415,13 @@ std::optional<Overview> poolMaps(const TiledAttention& t, const PoolRequest& q,
   // that stops short of S scores whole rows (every key counts in the normalisers).
   const std::vector<int64_t> col_ends(col_starts.begin() + 1, col_starts.end());
   const std::vector<int64_t>* ends = q.j1 == t.S ? &col_ends : nullptr;
+  // Measures: per work item while the threads run, summed in item order afterwards (the
+  // same numbers whichever thread took which item).
+  const OverviewMeasures* m = q.measures;
+  std::vector<ItemMeasures> item_measures(m ? static_cast<size_t>(items) : 0);
+  std::vector<int64_t> mean_starts;
+  if (m && m->mean_rows > 0)
+    for (int64_t c = 0; c <= m->mean_cols; ++c) mean_starts.push_back(c * t.S / m->mean_cols);
   std::atomic<int64_t> done{0};
   std::atomic<bool> cancelled{false};
 #pragma omp parallel
@@ -315,10 +437,30 @@ std::optional<Overview> poolMaps(const TiledAttention& t, const PoolRequest& q,
         o.fully_masked.data[(b - q.b0) * in_rows + i - q.i0] = block.spans[i - i0].begin == block.spans[i - i0].end;
       }
       poolAllowed(block, i1 - i0, t.S, col_starts, &o.allowed.data[((b - q.b0) * rows + r) * cols]);
+      ItemMeasures* measured = m ? &item_measures[item] : nullptr;
+      if (measured) {
+        for (int64_t i = i0; i < i1; ++i) {
+          const RowSpan span = block.spans[i - i0];
+          const uint8_t* allowed = &block.allowed[(i - i0) * t.S];
+          for (int64_t j = span.begin; j < span.end; ++j) measured->allowed_cells += allowed[j];
+        }
+        if (m->metrics) measured->sums.assign(static_cast<size_t>(nh), MetricSums{});
+        if (m->mean_rows > 0) {
+          measured->first_mean_row = blockOf(i0, t.L, m->mean_rows);
+          measured->mean_rows = blockOf(i1 - 1, t.L, m->mean_rows) - measured->first_mean_row + 1;
+          measured->mean_sums.assign(static_cast<size_t>(nh * measured->mean_rows * m->mean_cols), 0.0);
+        }
+      }
+      const int64_t* induction_keys = m && !m->induction_keys.empty() ? m->induction_keys[b].data() : nullptr;
       for (int64_t h = q.h0; h < q.h1; ++h) {
         scoreRows(t, b, h, i0, i1, block);
         const size_t out = (static_cast<size_t>((b - q.b0) * nh + h - q.h0) * rows + r) * cols;
         poolRows(t, block, i1 - i0, col_starts, &o.probs.data[out], &o.scores.data[out]);
+        if (measured && (m->metrics || m->mean_rows > 0)) {
+          measureRows(t, block, i0, i1 - i0, induction_keys, m->metrics ? &measured->sums[h - q.h0] : nullptr,
+                      mean_starts, m->mean_rows, measured->first_mean_row,
+                      m->mean_rows > 0 ? &measured->mean_sums[(h - q.h0) * measured->mean_rows * m->mean_cols] : nullptr);
+        }
       }
       const int64_t finished = ++done;
       if (progress) {
@@ -328,20 +470,44 @@ std::optional<Overview> poolMaps(const TiledAttention& t, const PoolRequest& q,
     }
   }
   if (cancelled) return std::nullopt;
+  if (m) sumMeasures(t, *m, q, item_measures, o);
   return o;
 }
 
 }  // namespace
 
 std::optional<Overview> computeOverview(const TiledAttention& t, int64_t rows, int64_t cols,
-                                        const std::function<bool(double)>& progress) {
+                                        const std::function<bool(double)>& progress,
+                                        const OverviewMeasures& measures) {
   if (rows < 1 || rows > t.L || cols < 1 || cols > t.S) {
     throw InputError("overview of " + std::to_string(rows) + " x " + std::to_string(cols) + " cells for an [" +
                      std::to_string(t.L) + ", " + std::to_string(t.S) + "] map: needs 1 <= rows <= L, 1 <= cols <= S");
   }
+  const int64_t mean_rows = measures.mean_rows, mean_cols = measures.mean_cols;
+  if ((mean_rows > 0 || mean_cols > 0) && (mean_rows < 1 || mean_rows > t.L || mean_cols < 1 || mean_cols > t.S)) {
+    throw InputError("block means of " + std::to_string(mean_rows) + " x " + std::to_string(mean_cols) +
+                     " cells for an [" + std::to_string(t.L) + ", " + std::to_string(t.S) + "] map: needs 1 <= rows <= L, 1 <= cols <= S");
+  }
+  if (!measures.induction_keys.empty()) {
+    bool fits = static_cast<int64_t>(measures.induction_keys.size()) == t.B;
+    for (const std::vector<int64_t>& keys : measures.induction_keys) {
+      fits = fits && static_cast<int64_t>(keys.size()) == t.L;
+      for (size_t i = 0; fits && i < keys.size(); ++i) fits = keys[i] >= -1 && keys[i] < t.S;
+    }
+    if (!fits) throw InputError("induction keys: need [B=" + std::to_string(t.B) + "][L=" + std::to_string(t.L) +
+                                "] key indices in [-1, S=" + std::to_string(t.S) + ")");
+  }
+  // Measures per work item (a row of the overview): sums, and at most two rows of block means
+  // per head unless the means have more rows than the overview.
+  const double measure_bytes =
+      static_cast<double>(t.B) * t.H *
+      (static_cast<double>(rows) * (sizeof(MetricSums) + 8.0 * (mean_rows / rows + 2) * mean_cols) +
+       8.0 * mean_rows * mean_cols);
   checkMemory(estimateTiledBytes(t.B, t.L, t.S, t.D, 0, 0, 0, t.H, rows, cols) -
-              estimateTiledBytes(t.B, t.L, t.S, t.D, 0, 0, 0, t.H, 0, 0));
-  return poolMaps(t, {0, t.B, 0, t.H, 0, t.L, 0, t.S, rows, cols}, progress);
+              estimateTiledBytes(t.B, t.L, t.S, t.D, 0, 0, 0, t.H, 0, 0) + static_cast<uint64_t>(measure_bytes));
+  PoolRequest request{0, t.B, 0, t.H, 0, t.L, 0, t.S, rows, cols};
+  request.measures = &measures;
+  return poolMaps(t, request, progress);
 }
 
 std::optional<Overview> computeWindow(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int64_t rows,

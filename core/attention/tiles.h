@@ -54,6 +54,31 @@ class TiledWorkspace {
   bool projections_reused_ = false;
 };
 
+// The head metrics' sums over one map's query rows that are not fully masked, as
+// analysis/head_metrics.h defines them (headMetricsOf turns them into means). Every metric
+// is a per-row sum, so the overview measures each row while it streams it whole.
+struct MetricSums {
+  int64_t rows = 0;            // query rows summed (not fully masked)
+  int64_t prev_rows = 0;       // of them, rows i >= 1
+  int64_t induction_rows = 0;  // of them, rows with an induction key
+  double entropy_bits = 0, max_prob = 0, mean_distance = 0, sink_mass = 0, diag_mass = 0, prev_mass = 0,
+         effective_keys = 0, induction = 0;
+  MetricSums& operator+=(const MetricSums& o);
+  // One counted row i of probs [S] (zero outside [begin, end)): every sum but the entropy's,
+  // which needs the row's scores (entropy_bits and effective_keys are added by the caller).
+  void addRowPicks(const float* probs, int64_t S, int64_t i, int64_t induction_key);
+};
+
+// What computeOverview also measures in its pass over the real maps.
+struct OverviewMeasures {
+  bool metrics = false;  // Overview::metric_sums
+  // > 0: Overview::block_means, every map's probabilities as mean_rows x mean_cols block
+  // means (view/downsample.h's block rule; <= L, S), what the head clusters correlate.
+  int64_t mean_rows = 0, mean_cols = 0;
+  // [B][L] or empty: the key whose probability query row i's induction score reads, -1 none.
+  std::vector<std::vector<int64_t>> induction_keys;
+};
+
 // Pooled overview of every map. Output cell (r, c) covers the block rule of
 // view/downsample.h, so it equals maxPool2d of the full probabilities and maxAbsPool2d of
 // the full scores with masked cells as -inf (what the app's textures pool: a masked cell is
@@ -65,11 +90,17 @@ struct Overview {
   Tensor scores;  // [B, H, rows, cols] block value of largest |allowed score| (all masked: fill)
   BoolTensor allowed;       // [B, rows, cols] some cell of the block may attend
   BoolTensor fully_masked;  // [B, L] (a window's: [1, its rows])
+  std::vector<int64_t> allowed_cells;  // [B] cells of the real [L, S] map that may attend (computeOverview)
+  std::vector<MetricSums> metric_sums;  // [B, H] when measured (OverviewMeasures::metrics)
+  int64_t mean_rows = 0, mean_cols = 0;
+  std::vector<double> block_means;      // [B, H, mean_rows, mean_cols] when measured
 };
 // progress(fraction done) is called after every block of rows, from the computing
 // threads one at a time; returning false cancels, and the function then returns nullopt.
+// InputError for measures that do not fit the map.
 std::optional<Overview> computeOverview(const TiledAttention& tiled, int64_t rows, int64_t cols,
-                                        const std::function<bool(double)>& progress = {});
+                                        const std::function<bool(double)>& progress = {},
+                                        const OverviewMeasures& measures = {});
 
 // One map's window, pooled as the overview pools the whole map: rows [i0, i0 + rows) x keys
 // [j0, j0 + cols) of map (b, h) into out_rows x out_cols cells (the block rule relative to

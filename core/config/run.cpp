@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/head_table.h"
 #include "attention/tiles.h"
 #include "config/attention_bundle.h"
 #include "config/bundle.h"
@@ -206,8 +207,10 @@ std::shared_ptr<const ViewModel> buildTiledView(Run& run, const std::function<bo
     for (int64_t j = 0; j < S; ++j) if (k_tokens[b][j].empty()) k_tokens[b][j] = std::to_string(j);
   }
   run.inputs = AttentionInputs();  // Q and K are projected: the inputs would only take memory
+  // The head table's numbers, measured on the real maps in the same pass.
+  const OverviewMeasures measures = headTableMeasures(L, S, q_tokens);
   std::optional<Overview> overview =
-      computeOverview(*tiled, std::min(L, kTextureMaxSide), std::min(S, kTextureMaxSide), progress);
+      computeOverview(*tiled, std::min(L, kTextureMaxSide), std::min(S, kTextureMaxSide), progress, measures);
   if (!overview) return nullptr;
   return std::make_shared<const ViewModel>(
       viewFromOverview(tiled, std::move(*overview), std::move(q_tokens), std::move(k_tokens)));

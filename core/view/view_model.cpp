@@ -408,6 +408,10 @@ ViewModel viewFromOverview(std::shared_ptr<const TiledAttention> attention, Over
   tiled->query_tokens = std::move(query_tokens);
   tiled->key_tokens = std::move(key_tokens);
   tiled->fully_masked = std::move(overview.fully_masked);
+  tiled->metric_sums = std::move(overview.metric_sums);
+  tiled->mean_rows = overview.mean_rows, tiled->mean_cols = overview.mean_cols;
+  tiled->block_means = std::move(overview.block_means);
+  const std::vector<int64_t> allowed_cells = std::move(overview.allowed_cells);
   for (const std::string& name : t.mask_names) tiled->mask_name += (tiled->mask_name.empty() ? "" : "+") + name;
   if (tiled->mask_name.empty()) tiled->mask_name = "none";
 
@@ -439,11 +443,13 @@ ViewModel viewFromOverview(std::shared_ptr<const TiledAttention> attention, Over
   view.key_tokens.assign(static_cast<size_t>(t.B), cols);
   view.tiled = std::move(tiled);
   summarize(view);
-  // Fully masked rows of the real map (summarize counts them from a trace, which tiles lack).
+  // Fully masked rows of the real map (summarize counts them from a trace, which tiles lack)
+  // and its allowed cells when the overview counted them (summarize counted blocks).
   for (int64_t b = 0; b < view.B; ++b) {
     int64_t count = 0;
     for (int64_t i = 0; i < view.tiled->L; ++i) count += view.tiled->fully_masked.data[b * view.tiled->L + i] != 0;
     view.fully_masked_counts[static_cast<size_t>(b)] = count;
+    if (!allowed_cells.empty()) view.allowed_counts[static_cast<size_t>(b)] = allowed_cells[b];
   }
   return view;
 }

@@ -41,6 +41,11 @@ struct TiledMaps {
   std::vector<std::vector<std::string>> key_tokens;    // [B][S]
   BoolTensor fully_masked;                             // [B, L]
   std::string mask_name;
+  // Head analytics of the real maps, measured in the overview's pass (OverviewMeasures);
+  // empty when not measured. The view's allowed_counts are the real map's cells too.
+  std::vector<MetricSums> metric_sums;  // [B, H]
+  int64_t mean_rows = 0, mean_cols = 0;
+  std::vector<double> block_means;      // [B, H, mean_rows, mean_cols] block means of the probabilities
   // The overview cell holding real query row i / key j, and the first real row / key of
   // overview row r / column c (r = rows gives L).
   int64_t overviewRow(int64_t i) const { return ((i + 1) * rows - 1) / L; }
