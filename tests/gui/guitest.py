@@ -205,6 +205,16 @@ class AppTestCase(unittest.TestCase):
         return paths
 
 
+class TiledAppTestCase(AppTestCase):
+    """AppTestCase whose X server's apps send every run down the tiled path
+    (ATTNSCOPE_FULL_PATH_BYTES=1, README "Long maps")."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.x.env["ATTNSCOPE_FULL_PATH_BYTES"] = "1"
+
+
 def overview_block(count, n, cells):
     """Real indices [a, b) that overview cell n of cells covers on an axis of count (the block
     rule of core/view/downsample.h)."""

@@ -30,13 +30,8 @@ def wait_after(log, seen, predicate, timeout=30):
     return g.wait_for_new_state(log, seen, predicate, timeout=timeout)
 
 
-class LongMapsTest(g.AppTestCase):
+class LongMapsTest(g.TiledAppTestCase):
     SCRATCH = "long-maps-"
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.x.env["ATTNSCOPE_FULL_PATH_BYTES"] = "1"
 
     def setUp(self):
         self.bundle = os.path.join(self.dir, "bundle")

@@ -18,13 +18,8 @@ import reference as ref  # noqa: E402
 N = 300  # more than the overview's 256 rows: the overview pools
 
 
-class TiledIncrementalTest(g.AppTestCase):
+class TiledIncrementalTest(g.TiledAppTestCase):
     SCRATCH = "tiled-incremental-"
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.x.env["ATTNSCOPE_FULL_PATH_BYTES"] = "1"
 
     def compute(self, bundle, mask):
         out = os.path.join(self.dir, "computed-" + mask)

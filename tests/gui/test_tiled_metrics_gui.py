@@ -48,13 +48,8 @@ def expect_close(test, got, want, where):
         test.assertAlmostEqual(got, want, delta=1e-6 * max(1.0, abs(want)), msg=where)
 
 
-class TiledMetricsGuiTest(g.AppTestCase):
+class TiledMetricsGuiTest(g.TiledAppTestCase):
     SCRATCH = "tiled-metrics-"
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.x.env["ATTNSCOPE_FULL_PATH_BYTES"] = "1"
 
     def test_head_table_and_mask_counts_of_a_tiled_run(self):
         bundle = os.path.join(self.dir, "bundle")
