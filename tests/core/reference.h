@@ -239,6 +239,31 @@ inline BoolTensor randomBools(Shape shape, std::mt19937& rng, double p_true) {
   return t;
 }
 
+// Inputs and options of a table case that sweeps the mask kinds and variants (tiles_test,
+// tiled_metrics_test): any struct with the fields B, L, S, D, H, self, mask, fill,
+// valid_lens, key_padding, attn_mask, G (> 0: K/V heads), rope, alibi, softcap.
+template <typename Case>
+AttentionInputs maskedCaseInputs(const Case& c, std::mt19937& rng, double qk_gain) {
+  AttentionInputs in = randomInputs({c.B, c.L, c.S, c.D, c.D, c.D, c.D}, rng, c.self, 0.5, qk_gain);
+  in.valid_lens = c.valid_lens;
+  if (c.key_padding) in.key_padding = randomBools({c.B, c.S}, rng, 0.6);
+  if (c.attn_mask) in.attn_mask = randomBools({c.B, c.L, c.S}, rng, 0.5);
+  if (c.G > 0) keepKeyValueRows(in, c.G * (c.D / c.H));
+  return in;
+}
+
+template <typename Case>
+AttentionOptions maskedCaseOptions(const Case& c) {
+  AttentionOptions o;
+  o.heads = c.H;
+  o.mask = MaskSpec::parse(c.mask);
+  o.fill = c.fill;
+  o.rope = c.rope;
+  o.alibi = c.alibi;
+  if (c.softcap > 0.0f) o.softcap = c.softcap;
+  return o;
+}
+
 // Absolute tolerance for values near 1, relative for large ones.
 inline double tolerance(double reference, double tol = 1e-5) {
   return tol * std::max(1.0, std::fabs(reference));

@@ -74,25 +74,15 @@ const MetricsCase kCases[] = {
 Run makeRun(const MetricsCase& c) {
   std::mt19937 rng(4321);
   Run run;
-  run.inputs = testing::randomInputs({c.B, c.L, c.S, c.D, c.D, c.D, c.D}, rng, c.self, 0.5, c.qk_gain);
+  run.inputs = testing::maskedCaseInputs(c, rng, c.qk_gain);
   AttentionInputs& in = run.inputs;
-  in.valid_lens = c.valid_lens;
-  if (c.key_padding) in.key_padding = testing::randomBools({c.B, c.S}, rng, 0.6);
-  if (c.attn_mask) in.attn_mask = testing::randomBools({c.B, c.L, c.S}, rng, 0.5);
-  if (c.G > 0) testing::keepKeyValueRows(in, c.G * (c.D / c.H));
   if (c.repeat > 0) {  // "w7 w3 ..." with tokens [10, 10 + repeat) again at [L - repeat - 5, L - 5)
     std::uniform_int_distribution<int> word(0, 1000000);
     for (int64_t i = 0; i < c.L; ++i) in.query_tokens.push_back("w" + std::to_string(word(rng)));
     for (int64_t k = 0; k < c.repeat; ++k) in.query_tokens[c.L - c.repeat - 5 + k] = in.query_tokens[10 + k];
     in.key_tokens = in.query_tokens;
   }
-  AttentionOptions& o = run.options;
-  o.heads = c.H;
-  o.mask = MaskSpec::parse(c.mask);
-  o.fill = c.fill;
-  o.rope = c.rope;
-  o.alibi = c.alibi;
-  if (c.softcap > 0.0f) o.softcap = c.softcap;
+  run.options = testing::maskedCaseOptions(c);
   run.tiled = true;
   return run;
 }

@@ -69,24 +69,10 @@ const TileCase kTileCases[] = {
 
 AttentionInputs makeInputs(const TileCase& c) {
   std::mt19937 rng(1234);
-  AttentionInputs in = testing::randomInputs({c.B, c.L, c.S, c.D, c.D, c.D, c.D}, rng, c.self, 0.5, 3.0);
-  in.valid_lens = c.valid_lens;
-  if (c.key_padding) in.key_padding = testing::randomBools({c.B, c.S}, rng, 0.6);
-  if (c.attn_mask) in.attn_mask = testing::randomBools({c.B, c.L, c.S}, rng, 0.5);
-  if (c.G > 0) testing::keepKeyValueRows(in, c.G * (c.D / c.H));
-  return in;
+  return testing::maskedCaseInputs(c, rng, 3.0);
 }
 
-AttentionOptions makeOptions(const TileCase& c) {
-  AttentionOptions o;
-  o.heads = c.H;
-  o.mask = MaskSpec::parse(c.mask);
-  o.fill = c.fill;
-  o.rope = c.rope;
-  o.alibi = c.alibi;
-  if (c.softcap > 0.0f) o.softcap = c.softcap;
-  return o;
-}
+AttentionOptions makeOptions(const TileCase& c) { return testing::maskedCaseOptions(c); }
 
 class TileCaseTest : public ::testing::TestWithParam<TileCase> {};
 
