@@ -1,11 +1,40 @@
 #include "gui/jobs/compute_sync.h"
 
+#include "gui/shell/app_state.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <utility>
 
 namespace attnscope {
+
+bool computeSettingsDiffer(const Settings& a, const Settings& b) {
+  if (a.source != b.source || a.heads != b.heads || a.seed != b.seed || !(a.mask == b.mask) ||
+      a.fill != b.fill || a.scale != b.scale || a.dropout != b.dropout || a.train != b.train ||
+      a.valid_lens != b.valid_lens || a.mistake != b.mistake || a.kv_heads != b.kv_heads || a.rope != b.rope ||
+      a.rope_base != b.rope_base || a.rope_style != b.rope_style || a.alibi != b.alibi || a.softcap != b.softcap) {
+    return true;
+  }
+  if (a.scale == ScaleChoice::Temperature && a.temperature != b.temperature) return true;
+  if (a.scale == ScaleChoice::Factor && a.scale_factor != b.scale_factor) return true;
+  switch (a.source) {
+    case InputSource::Text:
+      return a.text != b.text || a.cross_attention != b.cross_attention ||
+             (a.cross_attention && a.key_text != b.key_text) || a.head_dim != b.head_dim ||
+             a.positional_encoding != b.positional_encoding || a.bias != b.bias;
+    case InputSource::Synthetic:
+      return a.synthetic_L != b.synthetic_L || a.synthetic_S != b.synthetic_S ||
+             a.cross_attention != b.cross_attention || a.batch != b.batch || a.head_dim != b.head_dim ||
+             a.bias != b.bias;
+    case InputSource::Bundle:
+      // Bundles without weights get seeded ones of size H * d.
+      return a.bundle_path != b.bundle_path || a.head_dim != b.head_dim;
+    case InputSource::Model:
+      return a.model != b.model || a.model_text != b.model_text;
+  }
+  return false;
+}
 namespace {
 
 constexpr auto kSpinnerDelay = std::chrono::milliseconds(100);
@@ -82,25 +111,36 @@ void updateBusy(AppState& state) {
   markStateChanged(state);
 }
 
-void updateZoomTile(AppState& state) {
-  ZoomTileState& z = state.zoom_tile;
-  const ViewModel* v = state.compute.view.get();
-  TileRequest want;
-  if (v && v->tiled && !state.view.zoom.whole()) {
-    want.maps = v->tiled;
-    want.b = std::clamp<int64_t>(state.view.focus.batch_item, 0, v->B - 1);
-    want.h = std::clamp<int64_t>(state.view.focus.head, 0, v->H - 1);
-    want.window = resolveWindow(state.view.zoom, v->mapL(), v->mapS());
+void computeToJson(const AppState& state, nlohmann::json& line) {
+  const ComputeState& c = state.compute;
+  line["generation"] = c.trace_generation;
+  line["pending"] = c.pending();
+  line["error"] = c.error;
+  line["maps_stale"] = c.mapsStale();
+  line["busy"] = c.busy;
+  line["progress"] = c.progress;    // a tiled overview in progress: fraction done; -1 otherwise
+  line["cancelled"] = c.cancelled;  // the latest job was cancelled (the maps are the previous result's)
+  line["compute_runs"] = c.runs;
+  line["projections_reused"] = c.projections_reused;
+  line["raw_scores_reused"] = c.raw_scores_reused;
+  line["compute_ms"] = c.compute_ms;
+  if (const ViewModel* v = c.view.get()) {
+    line["view_source"] = viewSourceName(v->source);
+    line["layers"] = v->layers;
+    line["heads"] = v->H;
+    line["B"] = v->B;
+    line["L"] = v->L;
+    line["S"] = v->S;
+    line["warnings"] = v->warnings;
   }
-  if (want != z.posted) {
-    z.posted = want;
-    if (want.maps) z.worker->post(want);
-    else z.tile.reset();  // not zoomed (or no tiled source): nothing to keep alive
-    markStateChanged(state);
-  }
-  if (std::shared_ptr<const WindowTile> tile = z.worker->poll()) {
-    if (z.posted.maps) z.tile = std::move(tile);
-    markStateChanged(state);
+  if (const AttentionTrace* t = c.trace()) {
+    line["D"] = t->D;
+    line["d"] = t->d;
+    line["G"] = t->G;
+    line["variants"] = nlohmann::json::array();
+    for (Variant variant : t->variants) line["variants"].push_back(variantInfo(variant).name);
+    line["components"] = nlohmann::json::array();
+    for (const MaskComponent& component : t->mask.components) line["components"].push_back(component.name);
   }
 }
 

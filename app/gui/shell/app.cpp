@@ -16,10 +16,10 @@
 #include "gui/shell/frame_stats.h"
 #include "gui/shell/app_state.h"
 #include "gui/shell/app_window.h"
-#include "gui/features/compare/compare_sync.h"
+#include "gui/features/compare/compare.h"
 #include "gui/jobs/compute_sync.h"
 #include "gui/features/exports/export_jobs.h"
-#include "gui/features/layer_maps/layer_maps_sync.h"
+#include "gui/features/layer_maps/layer_maps.h"
 #include "gui/gui.h"
 #include "gui/shell/panels.h"
 #include "gui/features/persistence/persistence.h"
@@ -98,7 +98,7 @@ void drawPanels(AppState& state) {
   drawStepperPanel(state);
   drawStatusBar(state);
   drawHelpOverlay(state);
-  drawOpenBundleModal(state);
+  drawOpenDialog(state);
   drawToast(state);
   drawNotice(state);
 }

@@ -15,14 +15,6 @@ constexpr ImU32 kGroupColors[] = {
 
 }  // namespace
 
-int focusMapCount(const AppState& state) {
-  return state.compute.view && state.compute.correct_view && state.compute.error.empty() ? 3 : 2;
-}
-
-bool showsPredictions(const AppState& state) {
-  return state.settings.source == InputSource::Model && state.compute.view && !state.compute.view->predictions.empty();
-}
-
 PanelRect panelRect(const AppState& state, Panel panel) {
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   const ImVec2 origin = viewport->WorkPos;

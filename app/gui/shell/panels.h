@@ -20,31 +20,9 @@ struct PanelRect {
 PanelRect panelRect(const AppState& state, Panel panel);
 // Begin() for a panel window at its fixed rectangle (End() as usual).
 bool beginPanelWindow(const AppState& state, const char* title, Panel panel, ImGuiWindowFlags extra_flags = 0);
-// Heatmaps side by side in the focus view: 3 when a teaching mistake's buggy and correct
-// probabilities are both shown (beside the scores), else 2.
-int focusMapCount(const AppState& state);
-// The latest result is a trained model's run (predictions panel shown).
-bool showsPredictions(const AppState& state);
 
-void drawControlPanel(AppState& state);
-void drawHeadGridPanel(AppState& state);
-void drawMetricsPanel(AppState& state);
-void drawFocusPanel(AppState& state);
-// Tabs of the focus panel, drawn inside its window.
-void drawComparePanel(AppState& state);
-void drawQueryFocusPanel(AppState& state);
-// The Maps tab: which map kind is shown (a registry row each), and the rollout / flow view.
-void drawMapKindChooser(AppState& state);
-void drawLayerMapsView(AppState& state);
-void drawPredictionsPanel(AppState& state);  // trained models only
-void drawMaskPanel(AppState& state);
-void drawPipelinePanel(AppState& state);
-void drawStepperPanel(AppState& state);  // only while state.stepper.open
-// Play: advances the stepper when its interval has passed (before drawing each frame).
-void advanceStepperPlay(AppState& state);
 void drawStatusBar(AppState& state);
 void drawHelpOverlay(AppState& state);
-void drawOpenBundleModal(AppState& state);
 void drawToast(AppState& state);
 void drawNotice(AppState& state);
 

@@ -74,8 +74,8 @@ void handleShortcuts(AppState& state) {
   for (const UiState::KeyPress& press : presses) {
     if (press.key != GLFW_KEY_ESCAPE) continue;  // Escape closes overlays, even from a text box
     if (ui.show_help) ui.show_help = false;
-    else if (state.compute.progress >= 0.0 && !ui.bundle_modal_open) cancelCompute(state);  // a tiled overview
-    else ui.close_modal_requested = true;
+    else if (state.compute.progress >= 0.0 && !state.open_dialog.modal_open) cancelCompute(state);  // a tiled overview
+    else state.open_dialog.close_requested = true;
     markStateChanged(state);
   }
   if (ImGui::GetIO().WantTextInput) return;  // typing in a text box
@@ -90,7 +90,7 @@ void handleShortcuts(AppState& state) {
     if (ctrl && press.key == GLFW_KEY_Q) ui.quit_requested = true;
     if (press.key == GLFW_KEY_F5) toggleStepper(state);
     if (state.stepper.open && !ctrl && !popup_open && stepperKey(state, press.key)) continue;
-    if (ctrl && press.key == GLFW_KEY_O) ui.open_bundle_requested = true;
+    if (ctrl && press.key == GLFW_KEY_O) state.open_dialog.requested = true;
     if (ctrl && press.key == GLFW_KEY_S && !popup_open) {
       if (alt) state.exports.screenshot_requested = true;  // read after this frame is rendered
       else requestFigureExport(state, shift ? "grid" : "view");

@@ -11,6 +11,7 @@
 #include "analysis/compare.h"
 #include "analysis/head_table.h"
 #include "config/settings.h"
+#include "view/map_kinds.h"
 #include "view/zoom.h"
 
 namespace attnscope {
@@ -48,7 +49,7 @@ const char* focusTabName(FocusTab tab);  // "maps", "compare", "query_focus" (st
 
 // One map of the compare view: (layer, head) of the focused batch item, from this run, from
 // the mistakes lab's correct run (the same inputs without the mistake), or from this run's
-// settings under another mistake (`with`, e.g. NoScaling: a second run, compare_sync.h).
+// settings under another mistake (`with`, e.g. NoScaling: a second run, features/compare/compare.h).
 struct MapPick {
   int64_t layer = 0, head = 0;
   bool correct_run = false;
@@ -76,6 +77,9 @@ void chooseQuery(QueryFocusView& view, int64_t query, bool add);
 
 struct ViewState {
   ViewFocus focus;        // (layer, head, batch item); within the shown result's limits
+  // The map kind chosen (focus view's chooser, a click on a map, the mask panel): the focus
+  // view and grid show it, Ctrl+S exports it. Probabilities by default.
+  MapKind map_kind = MapKind::Probs;
   HoverCell hover;        // drawn this frame (from the previous frame's pointer)
   HoverCell hover_next;   // collected while drawing this frame
   // A tiled source (its maps are an overview): the real cell under the pointer in the focus

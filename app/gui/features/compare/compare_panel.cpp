@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "gui/features/compare/compare_sync.h"
+#include "gui/features/compare/compare.h"
 #include "gui/features/exports/export_jobs.h"
 #include "gui/render/heatmap_widget.h"
 #include "gui/shell/panels.h"

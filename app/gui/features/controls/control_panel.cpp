@@ -125,7 +125,7 @@ bool drawModelsSection(AppState& state) {
       s.source = InputSource::Text;
       setFocus(state, ViewFocus{});
     }
-    if (ImGui::Selectable("Open model folder... (Ctrl+O)")) state.ui.open_bundle_requested = true;
+    if (ImGui::Selectable("Open model folder... (Ctrl+O)")) state.open_dialog.requested = true;
     ImGui::EndCombo();
   }
   recordLayout(state, "models_combo");
@@ -213,7 +213,7 @@ bool drawInputSection(AppState& state, const KnownSizes& sizes) {
         ImGui::TextDisabled("%s%s%lld layer%s x %lld heads", v->model.c_str(), v->model.empty() ? "" : ": ",
                             static_cast<long long>(v->layers), v->layers == 1 ? "" : "s", static_cast<long long>(v->H));
       }
-      if (ImGui::Button("Open bundle... (Ctrl+O)")) state.ui.open_bundle_requested = true;
+      if (ImGui::Button("Open bundle... (Ctrl+O)")) state.open_dialog.requested = true;
       break;
     case InputSource::Model:  // drawModelInput
       break;
@@ -536,7 +536,7 @@ bool drawExportSection(AppState& state, const KnownSizes& sizes) {
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tip);
     return pressed;
   };
-  if (button(std::string("Export ") + mapKindName(state.exports.selected),
+  if (button(std::string("Export ") + mapKindName(state.view.map_kind),
              "Ctrl+S: the selected heatmap (click a map to select it)", "export_view_button", true)) {
     requestFigureExport(state, "view");
   }

@@ -1,5 +1,7 @@
 #include "gui/features/exports/export_jobs.h"
 
+#include "gui/shell/app_state.h"
+
 #include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -8,7 +10,7 @@
 #include <utility>
 
 #include "figure/figure.h"
-#include "gui/features/compare/compare_sync.h"
+#include "gui/features/compare/compare.h"
 #include "tensor/npy.h"
 
 namespace attnscope {
@@ -115,7 +117,7 @@ void startJob(AppState& state, ExportJob job) {
 bool exportBusy(const ExportState& exports) { return exports.running.valid() || !exports.queue.empty(); }
 
 void requestFigureExport(AppState& state, const std::string& what) {
-  const std::string kind = what == "view" ? mapKindName(state.exports.selected) : what;
+  const std::string kind = what == "view" ? mapKindName(state.view.map_kind) : what;
   // The focus view's maps export what is on screen: its zoomed window when zoomed.
   const bool focus_map = kind == "probs" || kind == "scores";
   ExportJob job;
@@ -242,6 +244,17 @@ void updateExports(AppState& state) {
 
 void finishExports(ExportState& exports) {
   if (exports.running.valid()) exports.running.wait();
+}
+
+void exportsToJson(const AppState& state, nlohmann::json& line) {
+  const ExportState& e = state.exports;
+  line["export_dir"] = exportFolder(state.settings);
+  line["exporting"] = exportBusy(e);
+  line["export_count"] = e.count;
+  line["last_export"] = nullptr;
+  if (e.last) line["last_export"] = {{"kind", e.last->kind}, {"paths", e.last->paths}, {"error", e.last->error}};
+  line["toast"] = nullptr;
+  if (e.toast) line["toast"] = {{"text", e.toast->text}, {"error", e.toast->error}};
 }
 
 }  // namespace attnscope

@@ -1,4 +1,4 @@
-// Export state (issue 4): which heatmap Ctrl+S exports, the queue of jobs, the one running
+// Export state (issue 4): the queue of jobs, the one running
 // on its std::async thread, and the toast that reports it.
 #pragma once
 
@@ -44,9 +44,6 @@ struct Toast {
 };
 
 struct ExportState {
-  // The map kind chosen (focus view's chooser, a click on a map, the mask panel): the focus
-  // view and grid show it, Ctrl+S exports it. Probabilities by default.
-  MapKind selected = MapKind::Probs;
   std::deque<ExportJob> queue;              // waiting (figures wait for a current trace)
   std::future<ExportOutcome> running;       // valid() while one runs
   std::string running_kind;

@@ -172,14 +172,14 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
   // The core trace behind this layer (tooltip details, fully masked rows); null when imported.
   const AttentionTrace* t = v.maps[g.layer].trace.get();
   const float label_w = map.row_labels ? g.row_label_w : 0.0f;
-  const bool selected = map.export_view && state.exports.selected == *map.export_view;
+  const bool selected = map.export_view && state.view.map_kind == *map.export_view;
   ImGui::SetCursorScreenPos(ImVec2(x0 + label_w, y0));
   if (map.export_view) {
     // Title line: a small Export button, then the title (yellow when Ctrl+S exports this map).
     const MapKind view = *map.export_view;
     ImGui::PushID(map.id);
     if (ImGui::SmallButton("Export")) {
-      state.exports.selected = view;
+      state.view.map_kind = view;
       requestFigureExport(state, mapKindName(view));
     }
     ImGui::PopID();
@@ -210,7 +210,7 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
   const HeatmapHit hit = drawHeatmap(state, map.id, map.view, ImVec2(g.map_w, g.map_h));
   recordLayout(state, map.layout_name);
   if (hit.clicked && map.export_view && !selected) {
-    state.exports.selected = *map.export_view;
+    state.view.map_kind = *map.export_view;
     markStateChanged(state);
   }
   zoomAndPan(state, hit, g, v.mapL(), v.mapS());
@@ -307,7 +307,7 @@ float mapExtraWidth(const FocusMap& map, const FocusGeometry& g) {
 // the chosen across-layer map (rollout, flow).
 void drawFocusMaps(AppState& state) {
   drawMapKindChooser(state);
-  if (mapKindInfo(state.exports.selected).across_layers) {
+  if (mapKindInfo(state.view.map_kind).across_layers) {
     drawLayerMapsView(state);
     return;
   }

@@ -315,7 +315,7 @@ void drawHeadGridPanel(AppState& state) {
       return;
     }
     // Rollout or flow chosen and built: the grid shows it, one tile per layer.
-    const ViewTextures::AcrossLayers* across = tex.source == view ? tex.acrossLayers(state.exports.selected) : nullptr;
+    const ViewTextures::AcrossLayers* across = tex.source == view ? tex.acrossLayers(state.view.map_kind) : nullptr;
     if (across) {
       drawLayerMapsGrid(state, *view, *across);
       ImGui::End();
@@ -327,6 +327,10 @@ void drawHeadGridPanel(AppState& state) {
     else drawHeadGrid(state, *view, gridEntries(state, *view), range, aspect);
   }
   ImGui::End();
+}
+
+void headGridToJson(const AppState& state, nlohmann::json& line) {
+  line["grid_columns"] = state.view.grid_columns;
 }
 
 }  // namespace attnscope

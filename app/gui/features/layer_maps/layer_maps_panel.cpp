@@ -11,7 +11,7 @@
 
 #include "gui/features/exports/export_jobs.h"
 #include "gui/render/heatmap_widget.h"
-#include "gui/features/layer_maps/layer_maps_sync.h"
+#include "gui/features/layer_maps/layer_maps.h"
 #include "gui/shell/panels.h"
 
 namespace attnscope {
@@ -23,8 +23,8 @@ void drawMapKindChooser(AppState& state) {
     const std::string why = layerMapsUnavailable(state, info.kind);
     ImGui::SameLine();
     if (!why.empty()) ImGui::BeginDisabled();
-    if (ImGui::RadioButton(info.label, state.exports.selected == info.kind) && state.exports.selected != info.kind) {
-      state.exports.selected = info.kind;
+    if (ImGui::RadioButton(info.label, state.view.map_kind == info.kind) && state.view.map_kind != info.kind) {
+      state.view.map_kind = info.kind;
       markStateChanged(state);
     }
     if (!why.empty()) ImGui::EndDisabled();
@@ -62,7 +62,7 @@ void drawLayerMapsProgress(AppState& state, const MapKindInfo& info) {
 }  // namespace
 
 void drawLayerMapsView(AppState& state) {
-  const MapKind kind = state.exports.selected;
+  const MapKind kind = state.view.map_kind;
   const MapKindInfo& info = mapKindInfo(kind);
   const ViewModel* v = state.compute.view.get();
   const ViewTextures& tex = state.gpu.textures;

@@ -44,7 +44,7 @@ void drawMaskPanel(AppState& state) {
     recordLayout(state, "mask_header");
     ImGui::SameLine(button_x);
     if (ImGui::SmallButton("Export##mask")) {
-      state.exports.selected = MapKind::Mask;
+      state.view.map_kind = MapKind::Mask;
       requestFigureExport(state, "mask");
     }
     recordLayout(state, "export_mask_button");
@@ -79,13 +79,13 @@ void drawMaskPanel(AppState& state) {
     view.cols = v->S;
     view.colormap = state.settings.prob_colormap;
     view.range = ValueRange{0.0f, 1.6f};  // allowed (1) in a calm mid-map colour
-    view.outlined = state.exports.selected == MapKind::Mask;  // Ctrl+S exports the mask
+    view.outlined = state.view.map_kind == MapKind::Mask;  // Ctrl+S exports the mask
     ImGui::SetCursorScreenPos(ImVec2(origin.x + 2, origin.y + 2));
     const HeatmapHit hit = drawHeatmap(state, "##mask", view, ImVec2(big_w, big_h));
     recordLayout(state, "mask_combined");
     view.outlined = false;
-    if (hit.clicked && state.exports.selected != MapKind::Mask) {
-      state.exports.selected = MapKind::Mask;
+    if (hit.clicked && state.view.map_kind != MapKind::Mask) {
+      state.view.map_kind = MapKind::Mask;
       markStateChanged(state);
     }
     if (hit.hovered) {
@@ -126,6 +126,14 @@ void drawMaskPanel(AppState& state) {
     }
   }
   ImGui::End();
+}
+
+void maskToJson(const AppState& state, nlohmann::json& line) {
+  const ViewTextures& tex = state.gpu.textures;
+  if (!tex.hasMask()) return;
+  const size_t layer = static_cast<size_t>(std::min(state.view.focus.layer, tex.layers - 1));  // the focused layer's mask
+  line["allowed_cells"] = tex.allowed_cells[layer];
+  line["fully_masked_rows"] = tex.fully_masked_rows[layer];
 }
 
 }  // namespace attnscope

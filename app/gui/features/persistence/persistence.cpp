@@ -1,5 +1,7 @@
 #include "gui/features/persistence/persistence.h"
 
+#include "gui/shell/app_state.h"
+
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -8,7 +10,7 @@
 
 #include "config/model_source.h"
 #include "config/run.h"
-#include "gui/features/compare/compare_sync.h"
+#include "gui/features/compare/compare.h"
 #include "tensor/npy.h"
 
 namespace attnscope {

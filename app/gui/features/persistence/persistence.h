@@ -3,14 +3,26 @@
 // Scripted runs (--frames) never touch the user's config.
 #pragma once
 
+#include <chrono>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "gui/shell/app_options.h"
-#include "gui/shell/app_state.h"
+#include "gui/shell/view_state.h"
 
 namespace attnscope {
+
+struct AppState;
+
+// Empty paths = do not persist (e.g. under --frames).
+struct PersistState {
+  std::string settings_save_path;
+  std::string view_save_path;  // view.json: the head table's sort, order grid, compare picks
+  std::string ini_path;
+  bool dirty = false;
+  std::chrono::steady_clock::time_point changed_at;
+};
 
 // Fills state.settings and state.view.focus from --settings FILE, else the saved file,
 // then BUNDLE. Returns "" or the one-line error of a bad --settings file (exit 1); a bad

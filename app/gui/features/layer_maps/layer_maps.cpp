@@ -1,4 +1,6 @@
-#include "gui/features/layer_maps/layer_maps_sync.h"
+#include "gui/features/layer_maps/layer_maps.h"
+
+#include "gui/shell/app_state.h"
 
 #include <new>
 #include <utility>
@@ -45,7 +47,7 @@ void updateLayerMaps(AppState& state) {
   const ViewModel* view = state.compute.view.get();
   if (job.running.valid()) {
     // A newer result or another kind: the build is of no use any more.
-    if (view != job.source || state.exports.selected != job.kind) job.cancel->store(true);
+    if (view != job.source || state.view.map_kind != job.kind) job.cancel->store(true);
     if (job.running.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
     try {
       std::shared_ptr<const ViewModel> extended = job.running.get();
@@ -60,7 +62,7 @@ void updateLayerMaps(AppState& state) {
     markStateChanged(state);
     return;
   }
-  const MapKind kind = state.exports.selected;
+  const MapKind kind = state.view.map_kind;
   if (!view || !mapKindInfo(kind).across_layers || view->acrossLayers(kind)) return;
   if (!layerMapsUnavailable(state, kind).empty()) return;
   if (!job.error.empty() && job.source == view && job.kind == kind) return;  // failed: wait for a retry
@@ -86,6 +88,20 @@ void finishLayerMaps(AppState& state) {
   if (!state.layer_maps.running.valid()) return;
   state.layer_maps.cancel->store(true);
   state.layer_maps.running.wait();
+}
+
+void layerMapsToJson(const AppState& state, nlohmann::json& line) {
+  // Built kinds of the shown view, a build in flight, why a kind is greyed out.
+  nlohmann::json built = nlohmann::json::array(), unavailable = nlohmann::json::object();
+  if (const ViewModel* v = state.compute.view.get())
+    for (const auto& maps : v->across_layers) built.push_back(mapKindName(maps->kind));
+  for (const MapKindInfo& info : mapKinds())
+    if (const std::string why = layerMapsUnavailable(state, info.kind); !why.empty()) unavailable[info.name] = why;
+  const LayerMapsState& lm = state.layer_maps;
+  line["layer_maps"] = {{"built", built},
+                        {"building", lm.running.valid() ? nlohmann::json(mapKindName(lm.kind)) : nlohmann::json(nullptr)},
+                        {"error", lm.error},
+                        {"unavailable", unavailable}};
 }
 
 }  // namespace attnscope

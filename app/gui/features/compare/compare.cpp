@@ -1,4 +1,6 @@
-#include "gui/features/compare/compare_sync.h"
+#include "gui/features/compare/compare.h"
+
+#include "gui/shell/app_state.h"
 
 #include <glad/gl.h>
 
@@ -177,22 +179,17 @@ void updateComparison(AppState& state) {
   replaceDiffTexture(state.gpu, &texture);
 }
 
-void updateQueryFocus(AppState& state) {
-  const ViewModel* view = shownView(state);
-  if (state.view.tab != FocusTab::QueryFocus || !view) return;
-  std::vector<int64_t>& queries = state.view.query_focus.queries;
-  queries.erase(std::remove_if(queries.begin(), queries.end(), [&](int64_t i) { return i >= view->L; }), queries.end());
-  QueryFocusState& q = state.query_focus;
-  const int64_t b = std::clamp<int64_t>(state.view.focus.batch_item, 0, view->B - 1);
-  const uint64_t generation = state.compute.trace_generation;
-  const QueryFocusView& choice = state.view.query_focus;
-  if (q.generation == generation && q.batch_item == b && q.choice.queries == choice.queries &&
-      q.choice.combine == choice.combine) {
-    return;
-  }
-  q.generation = generation, q.batch_item = b, q.choice = choice;
-  q.bars = choice.queries.empty() ? Tensor() : queryFocus(mapStackOf(*view), b, choice.queries, choice.combine);
-  markStateChanged(state);
+void compareToJson(const AppState& state, nlohmann::json& line) {
+  line["compare"] = nullptr;  // the compare view's picks and A - B, while its tab is open
+  if (state.view.tab != FocusTab::Compare || state.compare.generation == 0) return;
+  const CompareState& cmp = state.compare;
+  nlohmann::json largest = nlohmann::json::array();
+  for (const MapCell& cell : cmp.comparison.largest) largest.push_back({cell.row, cell.col, cell.a, cell.b, cell.diff});
+  const SettingsVariantRun& variant = cmp.variant;
+  line["compare_variant"] = {{"mistake", mistakeName(variant.posted.mistake)}, {"posted", variant.posted_generation},
+                             {"pending", variant.pending()}, {"error", variant.error}};
+  line["compare"] = {{"a", pickJson(cmp.a)}, {"b", pickJson(cmp.b)}, {"batch_item", cmp.batch_item}, {"error", cmp.error},
+                     {"abs_max", cmp.comparison.abs_max}, {"largest", largest}};
 }
 
 }  // namespace attnscope
