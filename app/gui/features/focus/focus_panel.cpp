@@ -383,6 +383,19 @@ void drawFocusHeading(AppState& state, const FocusScene& scene) {
   }
 }
 
+// A map of this run (cropped to the window of a tiled overview, or its exact tile).
+FocusMap& addThisRunMap(std::vector<FocusMap>& maps, const FocusScene& scene, const char* layout_name,
+                        unsigned int texture) {
+  FocusMap& map = maps.emplace_back();
+  map.id = layout_name;
+  map.layout_name = layout_name;
+  map.source = scene.v;
+  map.view.texture = texture;
+  map.view.uv0 = scene.uv0, map.view.uv1 = scene.uv1;
+  map.tile = scene.tile;
+  return map;
+}
+
 // This run's scores and probabilities (the with-mistake map when a correct run is beside it).
 void addThisRunMaps(const AppState& state, const FocusScene& scene, std::vector<FocusMap>& maps) {
   const ViewModel* v = scene.v;
@@ -391,30 +404,18 @@ void addThisRunMaps(const AppState& state, const FocusScene& scene, std::vector<
   const ZoomTextures& zoom = state.gpu.zoom;
   const size_t focused = tex.index(scene.g.layer, scene.g.h);
   if (v->hasScores()) {
-    FocusMap& scores = maps.emplace_back();
+    FocusMap& scores = addThisRunMap(maps, scene, "focus_scores", scene.use_zoom_textures ? zoom.scores : tex.scores[focused]);
     scores.title = scene.correct ? "scores (scaled)" : "scores (scaled, before softmax)";  // 3 maps: less room
-    scores.id = "##scores";
-    scores.layout_name = "focus_scores";
-    scores.source = v;
-    scores.view.texture = scene.use_zoom_textures ? zoom.scores : tex.scores[focused];
-    scores.view.uv0 = scene.uv0, scores.view.uv1 = scene.uv1;
-    scores.tile = scene.tile;
     scores.view.colormap = Colormap::Diverging;
     scores.range = {-tex.score_abs_max[focused], tex.score_abs_max[focused]};
     scores.export_view = MapKind::Scores;
     scores.bar_format = "%+.3g";
   }
-  FocusMap& probs = maps.emplace_back();
+  FocusMap& probs = addThisRunMap(maps, scene, "focus_probs", scene.use_zoom_textures ? zoom.probs : tex.probs[focused]);
   const bool dropout = v->maps[scene.g.layer].dropout_applied;
   probs.title = scene.correct ? (dropout ? "with mistake (dropout)" : "with mistake")
                 : v->source == ViewSource::Imported ? "probabilities (imported)"
                 : (dropout ? "probabilities (after dropout)" : "probabilities (softmax over keys)");
-  probs.id = "##probs";
-  probs.layout_name = "focus_probs";
-  probs.source = v;
-  probs.view.texture = scene.use_zoom_textures ? zoom.probs : tex.probs[focused];
-  probs.view.uv0 = scene.uv0, probs.view.uv1 = scene.uv1;
-  probs.tile = scene.tile;
   probs.view.colormap = state.settings.prob_colormap;
   probs.range = {state.settings.log_scale ? tex.prob_min_positive : 0.0f, tex.prob_max};
   probs.log_scale = state.settings.log_scale;
@@ -427,8 +428,7 @@ void addCorrectRunMap(const AppState& state, const FocusScene& scene, std::vecto
   const ViewTextures& correct_tex = state.gpu.correct_textures;
   FocusMap& right = maps.emplace_back();
   right.title = "correct (no mistake)";
-  right.id = "##correct";
-  right.layout_name = "focus_correct";
+  right.id = right.layout_name = "focus_correct";
   right.source = scene.correct;
   right.view.texture = scene.zoomed ? state.gpu.zoom.correct_probs : correct_tex.probs[correct_tex.index(0, scene.g.h)];
   right.view.colormap = state.settings.prob_colormap;
