@@ -132,7 +132,7 @@ std::vector<Token> TokenizerImpl::encode(const std::string& input, bool add_spec
     Token token;
     token.id = id;
     token.special = id < static_cast<int64_t>(special.size()) && special[static_cast<size_t>(id)];
-    token.unknown = unk && id == *unk && !token.special;
+    token.unknown = unk && id == *unk;
     tokens.push_back(token);
   };
   std::vector<int64_t> ids;
