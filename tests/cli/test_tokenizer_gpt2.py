@@ -7,6 +7,7 @@ the same vocabulary written as a tokenizer.json.
 import json
 import os
 import shutil
+import subprocess
 import unittest
 
 import tokenizer_reference as ref
@@ -87,3 +88,47 @@ class Gpt2Tokenizer(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TokenizerFolderErrors(unittest.TestCase):
+    """Bad tokenizer folders: exit 1 and one line that names the file and the field."""
+
+    CASES = [
+        # name, files, the line's start
+        ("unknown-model-type", {"tokenizer.json": json.dumps({"model": {"type": "Unigram", "vocab": []}})},
+         'tokenizer.json: model.type "Unigram" is not supported (BPE, WordPiece)'),
+        ("malformed-json", {"tokenizer.json": '{"model": {"type": "BPE",'}, "tokenizer.json: not valid JSON ("),
+        ("missing-vocab", {"tokenizer.json": json.dumps({"model": {"type": "BPE", "merges": []}})},
+         "tokenizer.json: model.vocab is missing"),
+        ("invalid-regex", {"tokenizer.json": json.dumps({
+            "model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
+            "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "[a-"}, "behavior": "Isolated"}})},
+         "tokenizer.json: pre_tokenizer.pattern.Regex is not a valid regex: "),
+        ("bad-merges-txt", {"vocab.json": json.dumps({"a": 0}), "merges.txt": "#version: 0.2\na b\n"},
+         'merges.txt: merges[0] "b" is not in the vocabulary'),
+        ("bad-config", {"tokenizer.json": json.dumps({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}}),
+                        "tokenizer_config.json": "{"}, "tokenizer_config.json: not valid JSON ("),
+        ("empty-folder", {}, ": no tokenizer.json, nor GPT-2's vocab.json and merges.txt"),
+    ]
+
+    def test_each_case_is_one_line_naming_the_file(self):
+        root = os.path.join(ref.TMP, "tokenizer_errors")
+        shutil.rmtree(root, ignore_errors=True)
+        texts = os.path.join(root, "texts.json")
+        os.makedirs(root)
+        with open(texts, "w", encoding="utf-8") as f:
+            json.dump(["a"], f)
+        for name, files, start in self.CASES:
+            with self.subTest(case=name):
+                folder = os.path.join(root, name)
+                os.makedirs(folder)
+                for file, text in files.items():
+                    with open(os.path.join(folder, file), "w", encoding="utf-8") as f:
+                        f.write(text)
+                done = subprocess.run([ref.TOKENIZE_BIN, folder, texts], capture_output=True, text=True, timeout=60)
+                self.assertEqual(done.returncode, 1, done.stderr)
+                self.assertEqual(done.stdout, "")
+                lines = done.stderr.splitlines()
+                self.assertEqual(len(lines), 1, done.stderr)
+                self.assertTrue(lines[0].startswith(f"attnscope_tokenize: {folder}" + ("/" if files else "") + start),
+                                lines[0])

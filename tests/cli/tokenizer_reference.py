@@ -15,15 +15,17 @@ TOKENIZE_BIN = os.environ.get("ATTNSCOPE_TOKENIZE_BIN", "")
 
 
 def npm_package(name, version):
-    """The folder of npm package NAME@VERSION under BUILD/npm, installed on first use."""
-    folder = os.path.join(NPM_DIR, "node_modules", *name.split("/"))
+    """The folder of npm package NAME@VERSION, installed on first use into a prefix of its own
+    under BUILD/npm (npm prunes packages of one prefix that its manifest does not list)."""
+    prefix = os.path.join(NPM_DIR, f"{name}@{version}".replace("/", "+"))
+    folder = os.path.join(prefix, "node_modules", *name.split("/"))
     meta = os.path.join(folder, "package.json")
     if os.path.exists(meta):
         with open(meta, encoding="utf-8") as f:
             if json.load(f).get("version") == version:
                 return folder
-    os.makedirs(NPM_DIR, exist_ok=True)
-    done = subprocess.run(["npm", "install", "--prefix", NPM_DIR, "--no-audit", "--no-fund", "--no-save",
+    os.makedirs(prefix, exist_ok=True)
+    done = subprocess.run(["npm", "install", "--prefix", prefix, "--no-audit", "--no-fund", "--no-save",
                            f"{name}@{version}"], capture_output=True, text=True, timeout=300)
     if done.returncode != 0 or not os.path.exists(meta):
         raise AssertionError(f"npm could not install {name}@{version} (the reference this test needs): "
