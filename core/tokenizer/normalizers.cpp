@@ -117,9 +117,13 @@ Normalizer makeSequence(const Node& node) {
   if (!list.value.is_array()) list.fail("must be a list");
   std::vector<Normalizer> steps;
   for (size_t i = 0; i < list.value.size(); ++i) steps.push_back(makeFromRegistry(list.at(i), kNormalizers));
-  return [steps](const std::string& text) {
+  const std::string where = node.file + ": " + node.field;
+  return [steps, where](const std::string& text) {
     std::string out = text;
-    for (const auto& step : steps) out = step(out);
+    for (size_t i = 0; i < steps.size(); ++i) {
+      out = steps[i](out);
+      checkGrowth(text.size(), out.size(), where + ".normalizers[" + std::to_string(i) + "]");
+    }
     return out;
   };
 }

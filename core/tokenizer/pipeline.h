@@ -106,6 +106,11 @@ Stage makeFromRegistry(const Node& node, const Kind<Stage> (&registry)[N]) {
   return {};  // unreachable: type() refused every other name
 }
 
+// Normalizers and pre-tokenizers never grow a text much (NFKC: at most 18 characters for
+// one); a file whose steps do (ByteLevel after ByteLevel, Replace with a long content) is
+// refused at that step: "WHERE grows the text more than 64 times".
+void checkGrowth(size_t before, size_t after, const std::string& where);
+
 // A Split/Replace "pattern": {"String": s} or {"Regex": r}.
 class Regex;
 Regex patternOf(const Node& pattern);

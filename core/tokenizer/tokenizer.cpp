@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <unordered_set>
 
 #include "tensor/text_file.h"
 #include "tokenizer/added_tokens.h"
@@ -25,14 +26,19 @@ struct TokenizerImpl {
   tok::PostProcessor post_processor;
   std::vector<tok::AddedToken> added;
   tok::AddedMatcher raw_matcher, normalized_matcher;
-  std::vector<std::string> pieces;  // by id ("" for an unused id)
-  std::vector<char> special;        // by id: an added special token
+  std::unordered_map<int64_t, std::string> pieces;  // by id (ids may leave gaps)
+  std::unordered_set<int64_t> special;              // ids of added special tokens
+  int64_t size = 0;                                 // largest id + 1
   tok::PieceStyle style = tok::PieceStyle::Plain;
   std::optional<int64_t> bos, eos, pad, unk;
 
   std::vector<Token> encode(const std::string& text, bool add_special_tokens) const;
   std::vector<tok::Segment> findAddedTokens(const std::string& text) const;
   std::optional<int64_t> idOf(const std::string& piece) const;
+  std::string pieceOf(int64_t id) const {
+    const auto it = pieces.find(id);
+    return it == pieces.end() ? "" : it->second;
+  }
   void addToken(const tok::AddedToken& token);
   void finish();
 };
@@ -41,8 +47,6 @@ namespace {
 
 // tokenizer.json files run to tens of MiB (large vocabularies); /dev/zero does not fit.
 constexpr size_t kMaxTokenizerBytes = size_t{512} << 20;
-// Normalizers never grow a text much (NFKC at most 18 characters per character).
-constexpr size_t kMaxGrowth = 64;
 
 json parseJsonFile(const std::string& path) {
   const std::string text = readSmallFile(path, kMaxTokenizerBytes, "a tokenizer file");
@@ -94,15 +98,14 @@ void TokenizerImpl::addToken(const tok::AddedToken& token) {
 
 // Builds the matchers and the id tables once every added token is known.
 void TokenizerImpl::finish() {
-  int64_t size = 0;
-  for (const auto& [piece, id] : model->vocab()) size = std::max(size, id + 1);
-  for (const auto& token : added) size = std::max(size, token.id + 1);
-  pieces.assign(static_cast<size_t>(size), "");
-  special.assign(static_cast<size_t>(size), 0);
-  for (const auto& [piece, id] : model->vocab()) pieces[static_cast<size_t>(id)] = piece;
+  for (const auto& [piece, id] : model->vocab()) {
+    size = std::max(size, id + 1);
+    pieces[id] = piece;
+  }
   for (const auto& token : added) {
-    pieces[static_cast<size_t>(token.id)] = token.content;
-    special[static_cast<size_t>(token.id)] = token.special;
+    size = std::max(size, token.id + 1);
+    pieces[token.id] = token.content;
+    if (token.special) special.insert(token.id);
     if (!token.normalized) raw_matcher.add(token.content, token);
     else normalized_matcher.add(normalizer ? normalizer(token.content) : token.content, token);
   }
@@ -118,9 +121,7 @@ std::vector<tok::Segment> TokenizerImpl::findAddedTokens(const std::string& text
       continue;
     }
     if (normalizer) segment.text = normalizer(segment.text);
-    if (segment.text.size() > kMaxGrowth * text.size() + 4096) {
-      throw InputError(path + ": the normalizer grows the text more than " + std::to_string(kMaxGrowth) + " times");
-    }
+    tok::checkGrowth(text.size(), segment.text.size(), path + ": normalizer");
     for (tok::Segment& piece : normalized_matcher.split(segment)) out.push_back(std::move(piece));
   }
   return out;
@@ -131,7 +132,7 @@ std::vector<Token> TokenizerImpl::encode(const std::string& input, bool add_spec
   const auto push = [&](int64_t id) {
     Token token;
     token.id = id;
-    token.special = id < static_cast<int64_t>(special.size()) && special[static_cast<size_t>(id)];
+    token.special = special.count(id) > 0;
     token.unknown = unk && id == *unk;
     tokens.push_back(token);
   };
@@ -151,7 +152,7 @@ std::vector<Token> TokenizerImpl::encode(const std::string& input, bool add_spec
   }
   if (add_special_tokens && post_processor) tokens = post_processor(std::move(tokens));
   for (Token& token : tokens) {
-    if (token.piece.empty() && token.id < static_cast<int64_t>(pieces.size())) token.piece = pieces[static_cast<size_t>(token.id)];
+    if (token.piece.empty()) token.piece = pieceOf(token.id);
     token.label = token.special ? token.piece : tok::readableLabel(token.piece, style);
   }
   return tokens;
@@ -311,13 +312,11 @@ HfTokenizer HfTokenizer::fromJson(const std::string& json_text, const std::strin
 std::vector<Token> HfTokenizer::encode(const std::string& text, bool add_special_tokens) const {
   return impl_->encode(text, add_special_tokens);
 }
-int64_t HfTokenizer::vocabSize() const { return static_cast<int64_t>(impl_->pieces.size()); }
-std::string HfTokenizer::piece(int64_t id) const {
-  return id >= 0 && id < vocabSize() ? impl_->pieces[static_cast<size_t>(id)] : "";
-}
+int64_t HfTokenizer::vocabSize() const { return impl_->size; }
+std::string HfTokenizer::piece(int64_t id) const { return impl_->pieceOf(id); }
 std::string HfTokenizer::label(int64_t id) const {
-  if (id < 0 || id >= vocabSize()) return "";
-  return impl_->special[static_cast<size_t>(id)] ? piece(id) : tok::readableLabel(piece(id), impl_->style);
+  const std::string raw = impl_->pieceOf(id);
+  return raw.empty() || impl_->special.count(id) ? raw : tok::readableLabel(raw, impl_->style);
 }
 std::optional<int64_t> HfTokenizer::bosId() const { return impl_->bos; }
 std::optional<int64_t> HfTokenizer::eosId() const { return impl_->eos; }
