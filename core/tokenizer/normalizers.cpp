@@ -18,8 +18,13 @@ std::string filterMap(const std::string& text, Keep keep, Map map) {
   return out;
 }
 
+// Rust's char::to_lowercase: the simple mapping, except U+0130 (İ), whose full lowercase is
+// two characters, "i" and a combining dot above.
 std::string lowercase(const std::string& text) {
-  return filterMap(text, [](char32_t) { return true; }, toLower);
+  std::string out;
+  out.reserve(text.size());
+  for (const char32_t c : decodeUtf8(text)) out += c == 0x130 ? std::string("i\u0307") : encodeUtf8(toLower(c));
+  return out;
 }
 
 Normalizer normalForm(NormalForm form) {

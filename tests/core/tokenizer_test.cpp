@@ -270,7 +270,7 @@ TEST(TokenizerAddedTokens, NormalizedAndNot) {
 // --- Normalizers: NFKC, Replace (string and regex), Prepend, StripAccents, NFC.
 
 TEST(TokenizerNormalizers, Table) {
-  const json vocab = vocabOf({"fi1", "a_b", "_x", "e", "\u00e9", "ab"});
+  const json vocab = vocabOf({"fi1", "a_b", "_x", "e", "\u00e9", "ab", "i\u0307"});
   const json model = {{"type", "BPE"}, {"vocab", vocab}, {"merges", json::array()}, {"ignore_merges", true}};
   const std::tuple<const char*, json, std::string, Ids> cases[] = {
       {"NFKC: the ligature and the circled digit", {{"type", "NFKC"}}, "\ufb01\u2460", {0}},
@@ -279,6 +279,7 @@ TEST(TokenizerNormalizers, Table) {
       {"NFD + StripAccents", {{"type", "Sequence"}, {"normalizers", {{{"type", "NFD"}}, {{"type", "StripAccents"}}}}}, "\u00e9", {3}},
       {"NFC composes", {{"type", "NFC"}}, "e\u0301", {4}},
       {"NFKC + Lowercase of fullwidth", {{"type", "Sequence"}, {"normalizers", {{{"type", "NFKC"}}, {{"type", "Lowercase"}}}}}, "\uff21\uff22", {5}},
+      {"Lowercase: U+0130 is i and a combining dot", {{"type", "Lowercase"}}, "\u0130", {6}},
   };
   for (const auto& [what, normalizer, text, ids] : cases) EXPECT_EQ(encodeIds(tokenizerJson(model, normalizer), text), ids) << what;
 }
