@@ -118,10 +118,7 @@ const Kind<Normalizer> kNormalizers[] = {
 };
 
 Normalizer makeSequence(const Node& node) {
-  const Node list = node.at("normalizers");
-  if (!list.value.is_array()) list.fail("must be a list");
-  std::vector<Normalizer> steps;
-  for (size_t i = 0; i < list.value.size(); ++i) steps.push_back(makeFromRegistry(list.at(i), kNormalizers));
+  const auto steps = makeListFromRegistry(node.at("normalizers"), kNormalizers);
   const std::string where = node.file + ": " + node.field;
   return [steps, where](const std::string& text) {
     std::string out = text;

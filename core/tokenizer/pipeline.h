@@ -111,6 +111,15 @@ Stage makeFromRegistry(const Node& node, const Kind<Stage> (&registry)[N]) {
 // refused at that step: "WHERE grows the text more than 64 times".
 void checkGrowth(size_t before, size_t after, const std::string& where);
 
+// A Sequence's list of steps, each built by the registry.
+template <typename Stage, size_t N>
+std::vector<Stage> makeListFromRegistry(const Node& list, const Kind<Stage> (&registry)[N]) {
+  if (!list.value.is_array()) list.fail(list.value.is_null() ? "is missing" : "must be a list");
+  std::vector<Stage> steps;
+  for (size_t i = 0; i < list.value.size(); ++i) steps.push_back(makeFromRegistry(list.at(i), registry));
+  return steps;
+}
+
 // A Split/Replace "pattern": {"String": s} or {"Regex": r}.
 class Regex;
 Regex patternOf(const Node& pattern);

@@ -201,10 +201,7 @@ const Kind<PreTokenizer> kPreTokenizers[] = {
 };
 
 PreTokenizer makeSequence(const Node& node) {
-  const Node list = node.at("pretokenizers");
-  if (!list.value.is_array()) list.fail("must be a list");
-  std::vector<PreTokenizer> steps;
-  for (size_t i = 0; i < list.value.size(); ++i) steps.push_back(makeFromRegistry(list.at(i), kPreTokenizers));
+  const auto steps = makeListFromRegistry(node.at("pretokenizers"), kPreTokenizers);
   const std::string where = node.file + ": " + node.field;
   const auto bytes = [](const std::vector<Piece>& pieces) {
     size_t n = 0;
