@@ -59,12 +59,17 @@ json parseJsonFile(const std::string& path) {
   }
 }
 
+// A ByteLevel step in a pre-tokenizer or decoder, or in its Sequence (followed one level of
+// structure at a time, never into arbitrary nesting).
 bool mentionsByteLevel(const json& node) {
-  if (node.is_object()) {
-    if (node.contains("type") && node["type"] == "ByteLevel") return true;
-    return std::any_of(node.begin(), node.end(), mentionsByteLevel);
+  if (!node.is_object()) return false;
+  if (node.contains("type") && node["type"] == "ByteLevel") return true;
+  for (const char* list : {"pretokenizers", "decoders"}) {
+    if (node.contains(list) && node[list].is_array() && std::any_of(node[list].begin(), node[list].end(), mentionsByteLevel)) {
+      return true;
+    }
   }
-  return node.is_array() && std::any_of(node.begin(), node.end(), mentionsByteLevel);
+  return false;
 }
 
 tok::AddedToken addedTokenOf(const Node& node, int64_t id) {
