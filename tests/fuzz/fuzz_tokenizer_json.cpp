@@ -54,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     tokenizer.piece(-1);
     tokenizer.label(tokenizer.vocabSize());
     for (const std::string& sample : {text, std::string("Hello world! 你好 \xf0\x9f\x98\x80\n\t 123"),
-                                      std::string("\xff\xfe<s>[CLS] x", 14)}) {
+                                      std::string("\xff\xfe<s>[CLS] x")}) {
       exercise(tokenizer, sample, dir.string());
     }
   } catch (const attnscope::InputError& e) {
