@@ -25,6 +25,7 @@ struct TokenizerImpl {
   tok::PreTokenizer pre_tokenizer;  // empty: none
   tok::PostProcessor post_processor;
   std::vector<tok::AddedToken> added;
+  std::unordered_map<std::string, size_t> added_index;  // content -> its place in `added`
   tok::AddedMatcher raw_matcher, normalized_matcher;
   std::unordered_map<int64_t, std::string> pieces;  // by id (ids may leave gaps)
   std::unordered_set<int64_t> special;              // ids of added special tokens
@@ -87,18 +88,17 @@ tok::AddedToken addedTokenOf(const Node& node, int64_t id) {
 }  // namespace
 
 std::optional<int64_t> TokenizerImpl::idOf(const std::string& piece) const {
-  for (const auto& token : added) {
-    if (token.content == piece) return token.id;
-  }
+  const auto known = added_index.find(piece);
+  if (known != added_index.end()) return added[known->second].id;
   const auto it = model->vocab().find(piece);
   return it == model->vocab().end() ? std::nullopt : std::optional<int64_t>(it->second);
 }
 
 void TokenizerImpl::addToken(const tok::AddedToken& token) {
   if (token.content.empty()) return;
-  const auto same = std::find_if(added.begin(), added.end(), [&](const auto& t) { return t.content == token.content; });
-  if (same != added.end()) *same = token;
-  else added.push_back(token);
+  const auto [it, is_new] = added_index.emplace(token.content, added.size());
+  if (is_new) added.push_back(token);
+  else added[it->second] = token;
 }
 
 // Builds the matchers and the id tables once every added token is known.
@@ -114,6 +114,8 @@ void TokenizerImpl::finish() {
     if (!token.normalized) raw_matcher.add(token.content, token);
     else normalized_matcher.add(normalizer ? normalizer(token.content) : token.content, token);
   }
+  raw_matcher.index();
+  normalized_matcher.index();
   if (!unk) unk = model->unkId();
 }
 
@@ -181,9 +183,7 @@ int64_t nextId(const TokenizerImpl& impl) {
 }
 
 void addSpecial(TokenizerImpl& impl, const std::string& content) {
-  for (const auto& token : impl.added) {
-    if (token.content == content) return;
-  }
+  if (impl.added_index.count(content)) return;
   tok::AddedToken token;
   token.content = content;
   token.id = impl.idOf(content).value_or(nextId(impl));
