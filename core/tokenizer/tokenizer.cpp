@@ -158,10 +158,15 @@ std::vector<Token> TokenizerImpl::encode(const std::string& input, bool add_spec
     }
   }
   if (add_special_tokens && post_processor) tokens = post_processor(std::move(tokens));
+  std::vector<std::string> raw;
+  std::vector<bool> is_special;
   for (Token& token : tokens) {
     if (token.piece.empty()) token.piece = pieceOf(token.id);
-    token.label = token.special ? token.piece : tok::readableLabel(token.piece, style);
+    raw.push_back(token.piece);
+    is_special.push_back(token.special);
   }
+  const std::vector<std::string> labels = tok::readableLabels(raw, is_special, style);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i].label = labels[i];
   return tokens;
 }
 
