@@ -77,6 +77,29 @@ std::vector<int64_t> distinctOrAll(const std::vector<int64_t>& given, int64_t co
   return out;
 }
 
+// The HTML page's caption: the model (or the sandbox), where the maps came from, the text.
+void setHtmlCaption(HtmlRequest& html, const Settings& settings, const ViewModel& view) {
+  html.model = !view.model.empty()                      ? view.model
+               : settings.source == InputSource::Model ? settings.model
+                                                        : "attnscope sandbox (random weights)";
+  switch (settings.source) {
+    case InputSource::Model:
+      html.source = "model run";
+      html.text = settings.model_text;
+      break;
+    case InputSource::Text:
+      html.source = "text, " + std::string(viewSourceName(view.source));
+      html.text = settings.text + (settings.cross_attention ? "\nkeys: " + settings.key_text : "");
+      break;
+    case InputSource::Synthetic:
+      html.source = "synthetic input";
+      break;
+    case InputSource::Bundle:
+      html.source = (view.source == ViewSource::Imported ? "attention bundle " : "tensor bundle ") + settings.bundle_path;
+      break;
+  }
+}
+
 OutputFile renderFile(const std::string& format, const Figure& figure) {
   if (format == "png") return {format, renderFigurePng(figure), {}};
   if (format == "svg") return {format, renderFigureSvg(figure), {}};
@@ -169,6 +192,124 @@ std::vector<std::string> writeJobs(const std::string& dir, std::vector<FigureJob
 
 }  // namespace
 
+namespace {
+
+// A request resolved against the view: what every file of one export shares.
+struct ExportPlan {
+  int64_t batch = 0;
+  std::vector<int64_t> heads, layers;
+  bool all_layers = true;
+  Colormap colormap = Colormap::Viridis;
+  int64_t cell_px = 0;
+  std::string mask_name;                    // the mask part of file names
+  std::vector<std::string> figure_formats;  // the request's formats but "html" (one page of the whole view)
+  bool html = false;
+};
+
+ExportPlan planExport(const Settings& settings, const ViewModel& view, const ExportRequest& request) {
+  ExportPlan plan;
+  plan.batch = request.batch >= 0 ? request.batch : request.focus.batch_item;
+  plan.heads = distinctOrAll(request.heads.empty() ? std::vector<int64_t>{request.focus.head} : request.heads, view.H);
+  plan.layers = distinctOrAll(request.layers, view.layers);
+  plan.all_layers = static_cast<int64_t>(plan.layers.size()) == view.layers;
+  plan.colormap = request.colormap.value_or(settings.prob_colormap);
+  plan.cell_px = request.cell_px >= 0 ? request.cell_px : settings.cell_px;
+  if (plan.cell_px < 0) throw InputError("export: cell size must be >= 0 px (0 = auto), got " + std::to_string(plan.cell_px));
+  // A trained model's mask is its own (causal), not the sandbox's setting.
+  plan.mask_name = view.source == ViewSource::Imported   ? "imported"
+                   : view.source == ViewSource::ModelRun ? MaskSpec::parse(view.maps[0].mask_name).shortName()
+                                                         : settings.mask.shortName();
+  for (const std::string& format : request.formats)
+    if (format != "html") plan.figure_formats.push_back(format);
+  plan.html = plan.figure_formats.size() < request.formats.size();
+  return plan;
+}
+
+// One figure of an export.
+struct FigureItem {
+  std::string what;
+  std::vector<int64_t> layers;       // figure layers
+  std::vector<int64_t> name_layers;  // layers in the file name
+  int64_t head;                      // -1: none
+};
+
+// One figure per (layer, head) for probs/scores; one per layer for rollout/flow; one mask
+// (of the first layer); one atlas. None when only the HTML page is asked for.
+std::vector<FigureItem> figureItems(const ExportPlan& plan, const std::vector<std::string>& what_list) {
+  std::vector<FigureItem> items;
+  if (plan.figure_formats.empty()) return items;
+  for (const std::string& what : what_list) {
+    if (what == "probs" || what == "scores") {
+      for (int64_t layer : plan.layers)
+        for (int64_t head : plan.heads) items.push_back({what, {layer}, {layer}, head});
+    } else if (what == "mask") {
+      items.push_back({what, {plan.layers[0]}, {}, -1});
+    } else if (what != "grid") {  // rollout, flow
+      for (int64_t layer : plan.layers) items.push_back({what, {layer}, {layer}, -1});
+    } else {
+      items.push_back({what, plan.layers, plan.all_layers ? std::vector<int64_t>{} : plan.layers, -1});
+    }
+  }
+  return items;
+}
+
+// The settings (and focused map) that reopen or re-export exactly one file's view.
+OutputFile reopenFile(const Settings& settings, const ExportRequest& request, const ExportPlan& plan, int64_t layer,
+                      int64_t head) {
+  Settings reopen = settings;
+  reopen.prob_colormap = plan.colormap;
+  reopen.cell_px = plan.cell_px;
+  reopen.export_formats = request.formats;
+  ViewFocus focus = request.focus;
+  focus.batch_item = plan.batch;
+  focus.layer = layer;
+  if (head >= 0) focus.head = head;
+  return OutputFile{"json", settingsToJson(reopen, focus).dump(2) + "\n", {}};
+}
+
+FigureJob figureJob(const Settings& settings, const ViewModel& view, const ExportRequest& request,
+                    const ExportPlan& plan, const FigureItem& item) {
+  // A tiled source's zoomed window is computed exactly (its maps here are the overview);
+  // any other zoomed window (the app's focus view) crops the single-map figures, not the grid.
+  const bool tiled_window = view.tiled && (item.what == "probs" || item.what == "scores") && !request.window.whole();
+  const CellWindow window = item.what == "grid" ? CellWindow{} : clampWindow(request.window, view.mapL(), view.mapS());
+  const int64_t head = std::max<int64_t>(item.head, 0);
+  Figure figure = tiled_window
+                      ? tiledWindowFigure(item.what, view, plan.batch, head, window, plan.colormap, settings.log_scale)
+                      : buildFigure(item.what, view, item.layers, plan.batch, head, plan.colormap, settings.log_scale);
+  figure.cell_px = plan.cell_px;
+  if (!tiled_window) cropFigure(figure, view.tiled ? CellWindow{} : window);
+  FigureJob job;
+  job.base_name = exportBaseName(item.what, item.name_layers, item.head, plan.batch, plan.mask_name, view.mapL(),
+                                 view.mapS(), tiled_window || !view.tiled ? window : CellWindow{});
+  // A tiled source's whole map is its overview: named so.
+  if (view.tiled && !tiled_window) job.base_name += "_overview" + std::to_string(view.L) + "x" + std::to_string(view.S);
+  for (const std::string& format : plan.figure_formats) job.files.push_back(renderFile(format, figure));
+  job.files.push_back(reopenFile(settings, request, plan, item.layers[0], item.head));
+  return job;
+}
+
+// The one page of the whole view: attention[_L0,2]_b0_<mask>_L9xS9.html.
+FigureJob htmlJob(const Settings& settings, const ViewModel& view, const ExportRequest& request,
+                  const ExportPlan& plan) {
+  HtmlRequest page;
+  page.layers = plan.layers;
+  page.batch = plan.batch;
+  page.focus_layer = request.focus.layer;
+  page.focus_head = request.focus.head;
+  page.colormap = plan.colormap;
+  page.log_scale = settings.log_scale;
+  setHtmlCaption(page, settings, view);
+  FigureJob job;
+  job.base_name = exportBaseName("attention", plan.all_layers ? std::vector<int64_t>{} : plan.layers, -1, plan.batch,
+                                 plan.mask_name, view.mapL(), view.mapS());
+  job.files.push_back({"html", renderViewHtml(view, page), {}});
+  job.files.push_back(reopenFile(settings, request, plan, plan.layers[0], -1));
+  return job;
+}
+
+}  // namespace
+
 std::vector<std::string> exportFigures(const Settings& settings, const ViewModel& shown_view,
                                        const ExportRequest& request) {
   checkNames(request.what, exportWhatNames(), "figure");
@@ -185,76 +326,13 @@ std::vector<std::string> exportFigures(const Settings& settings, const ViewModel
   }
   const ViewModel& view = extended ? *extended : shown_view;
   checkNames(request.formats, exportFormatNames(), "format");
-  const int64_t batch = request.batch >= 0 ? request.batch : request.focus.batch_item;
-  const std::vector<int64_t> heads =
-      distinctOrAll(request.heads.empty() ? std::vector<int64_t>{request.focus.head} : request.heads, view.H);
-  const std::vector<int64_t> layers = distinctOrAll(request.layers, view.layers);
-  const bool all_layers = static_cast<int64_t>(layers.size()) == view.layers;
-  const Colormap colormap = request.colormap.value_or(settings.prob_colormap);
-  const int64_t cell_px = request.cell_px >= 0 ? request.cell_px : settings.cell_px;
-  if (cell_px < 0) throw InputError("export: cell size must be >= 0 px (0 = auto), got " + std::to_string(cell_px));
+  const ExportPlan plan = planExport(settings, view, request);
   const std::string dir = request.out_dir.empty() ? exportFolder(settings) : request.out_dir;
-  // A trained model's mask is its own (causal), not the sandbox's setting.
-  const std::string mask_name = view.source == ViewSource::Imported   ? "imported"
-                                : view.source == ViewSource::ModelRun ? MaskSpec::parse(view.maps[0].mask_name).shortName()
-                                                                      : settings.mask.shortName();
-
-  // One figure per (layer, head) for probs/scores; one per layer for rollout/flow; one mask
-  // (of the first layer); one atlas.
-  struct Item {
-    std::string what;
-    std::vector<int64_t> layers;  // figure layers
-    std::vector<int64_t> name_layers;  // layers in the file name
-    int64_t head;                 // -1: none
-  };
-  std::vector<Item> items;
-  for (const std::string& what : request.what) {
-    if (what == "probs" || what == "scores") {
-      for (int64_t layer : layers)
-        for (int64_t head : heads) items.push_back({what, {layer}, {layer}, head});
-    } else if (what == "mask") {
-      items.push_back({what, {layers[0]}, {}, -1});
-    } else if (what != "grid") {  // rollout, flow
-      for (int64_t layer : layers) items.push_back({what, {layer}, {layer}, -1});
-    } else {
-      items.push_back({what, layers, all_layers ? std::vector<int64_t>{} : layers, -1});
-    }
-  }
-
   // Render every file in memory first: a bad request or a figure too large fails before
   // anything is written.
   std::vector<FigureJob> jobs;
-  for (const Item& item : items) {
-    // A tiled source's zoomed window is computed exactly (its maps here are the overview);
-    // any other zoomed window (the app's focus view) crops the single-map figures, not the grid.
-    const bool tiled_window = view.tiled && (item.what == "probs" || item.what == "scores") && !request.window.whole();
-    const CellWindow window = item.what == "grid" ? CellWindow{}
-                              : clampWindow(request.window, view.mapL(), view.mapS());
-    Figure figure = tiled_window ? tiledWindowFigure(item.what, view, batch, std::max<int64_t>(item.head, 0), window,
-                                                     colormap, settings.log_scale)
-                                 : buildFigure(item.what, view, item.layers, batch, std::max<int64_t>(item.head, 0),
-                                               colormap, settings.log_scale);
-    figure.cell_px = cell_px;
-    if (!tiled_window) cropFigure(figure, view.tiled ? CellWindow{} : window);
-    FigureJob job;
-    job.base_name = exportBaseName(item.what, item.name_layers, item.head, batch, mask_name, view.mapL(), view.mapS(),
-                                   tiled_window || !view.tiled ? window : CellWindow{});
-    // A tiled source's whole map is its overview: named so.
-    if (view.tiled && !tiled_window) job.base_name += "_overview" + std::to_string(view.L) + "x" + std::to_string(view.S);
-    for (const std::string& format : request.formats) job.files.push_back(renderFile(format, figure));
-    // The settings (and focused map) that reopen or re-export exactly this view.
-    Settings reopen = settings;
-    reopen.prob_colormap = colormap;
-    reopen.cell_px = cell_px;
-    reopen.export_formats = request.formats;
-    ViewFocus focus = request.focus;
-    focus.batch_item = batch;
-    focus.layer = item.layers[0];
-    if (item.head >= 0) focus.head = item.head;
-    job.files.push_back({"json", settingsToJson(reopen, focus).dump(2) + "\n", {}});
-    jobs.push_back(std::move(job));
-  }
-
+  for (const FigureItem& item : figureItems(plan, request.what)) jobs.push_back(figureJob(settings, view, request, plan, item));
+  if (plan.html) jobs.push_back(htmlJob(settings, view, request, plan));
   return writeJobs(dir, jobs);
 }
 
@@ -264,7 +342,9 @@ std::vector<std::string> exportFigureFiles(const Figure& figure, const std::stri
   checkNames(formats, exportFormatNames(), "format");
   FigureJob job;
   job.base_name = base_name;
-  for (const std::string& format : formats) job.files.push_back(renderFile(format, figure));
+  // A single figure (the A - B map) is not a view: "html" pages are written by exportFigures.
+  for (const std::string& format : formats)
+    if (format != "html") job.files.push_back(renderFile(format, figure));
   job.files.push_back({"json", json_text, {}});
   return writeJobs(dir, {job});
 }
