@@ -176,7 +176,7 @@ struct ExportRequest {
   std::vector<int64_t> layers;                 // empty = every layer (probs/scores per layer; grid atlas rows)
   std::vector<int64_t> heads;                  // empty = focus.head
   int64_t batch = -1;                          // -1 = focus.batch_item
-  std::vector<std::string> formats = {"png"};  // png, svg, pdf, npy, csv
+  std::vector<std::string> formats = {"png"};  // png, svg, pdf, npy, csv, html (one page of the whole view)
   std::optional<Colormap> colormap;            // unset = settings.prob_colormap
   int64_t cell_px = -1;                        // -1 = settings.cell_px (0 = auto)
   std::string out_dir;                         // empty = settings.export_dir or defaultExportDir()

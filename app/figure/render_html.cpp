@@ -236,7 +236,8 @@ std::string poolingNote(const ViewModel& view, const EncodedMaps& encoded) {
   if (encoded.rows == view.L && encoded.cols == view.S) return note;
   return (note.empty() ? "" : note + "; ") + "maps pooled from " + std::to_string(view.L) + " \u00d7 " +
          std::to_string(view.S) + " to " + std::to_string(encoded.rows) + " \u00d7 " + std::to_string(encoded.cols) +
-         " cells (each cell the largest value of its block; scores: the largest |v|)";
+         " cells (each cell the largest value of its block" +
+         (view.hasScores() ? "; scores: the largest |v|)" : ")");
 }
 
 // Replaces the first marker at or after `from` and moves `from` past the value, so values
