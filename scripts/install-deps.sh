@@ -3,7 +3,7 @@
 # Usage: scripts/install-deps.sh [--gui] [--test] [--fuzz]
 set -euo pipefail
 
-packages=(cmake g++ make pkg-config libeigen3-dev libopenblas-openmp-dev libhwy-dev nlohmann-json3-dev libcli11-dev libzip-dev libxxhash-dev
+packages=(cmake g++ make pkg-config libeigen3-dev libopenblas-openmp-dev libhwy-dev nlohmann-json3-dev libcli11-dev libzip-dev zlib1g-dev libxxhash-dev
           libstb-dev libcairo2-dev fonts-dejavu-core fonts-wqy-microhei
           libimgui-dev libglfw3-dev python3-glad libgl1-mesa-dev libgl1-mesa-dri)
 for arg in "$@"; do
@@ -11,7 +11,10 @@ for arg in "$@"; do
     --gui) packages+=(xdg-user-dirs) ;;
     --test) packages+=(libgtest-dev libgmock-dev libbenchmark-dev xvfb xauth mesa-utils
                        xdotool imagemagick libxml2-utils poppler-utils python3-numpy python3-pil python3-torch
-                       python3-networkx) ;;
+                       python3-networkx chromium nodejs)
+            # npm installs puppeteer-core for the HTML export's browser test; a nodejs that
+            # ships its own npm (NodeSource) conflicts with Debian's npm package.
+            command -v npm >/dev/null || packages+=(npm) ;;
     --fuzz) packages+=(clang libclang-rt-14-dev libomp-dev) ;;
     *) echo "install-deps.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac
