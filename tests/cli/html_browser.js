@@ -1,9 +1,11 @@
 // Drives attnscope HTML exports in headless Chromium (puppeteer-core, the system browser) for
 // tests/cli/test_export_html.py. Usage: node html_browser.js SPEC.json OUT.json
 // SPEC: {"puppeteer": DIR, "chromium": PATH, "pages": [{"path": FILE, "shots": DIR,
-//        "focus": [{"layer", "head", "kind", "cells": [[r, c], ...]}], "metrics": true}]}
+//        "focus": [{"layer", "head", "kind", "cells": [[r, c], ...]}], "metrics": true}],
+//        "embedded": {"path": FILE}}
 // OUT: per page the requests other than the page itself, console errors, tile count and per
-// focus the map canvas geometry, its screenshot file and the tooltip at each cell.
+// focus the map canvas geometry, its screenshot file and the tooltip at each cell; for
+// "embedded", the tiles of the page inlined twice into a host page and shown in an iframe.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -76,6 +78,50 @@ async function checkPage(browser, spec) {
   return result;
 }
 
+// The page as a notebook shows it: its content inlined into a host page the way JupyterLab
+// renders IPython.display.HTML (innerHTML, then each script re-created so that it runs), twice
+// (two outputs on one notebook), and in an iframe as IPython.display.IFrame does.
+async function embedded(browser, spec) {
+  const page = await browser.newPage();
+  const result = { errors: [], requests: [] };
+  const allowed = ['file://' + path.resolve(spec.path), 'about:blank'];
+  await page.setRequestInterception(true);
+  page.on('request', (request) => {
+    const url = request.url();
+    if (allowed.includes(url) || url.startsWith('data:')) return request.continue();
+    result.requests.push(url);
+    return request.abort();
+  });
+  page.on('console', (message) => { if (message.type() === 'error') result.errors.push(message.text()); });
+  page.on('pageerror', (error) => result.errors.push(String(error)));
+  await page.setContent('<div id="cell1"></div><div id="cell2"></div>');
+  await page.evaluate((html) => {
+    for (const id of ['cell1', 'cell2']) {
+      const cell = document.getElementById(id);
+      cell.innerHTML = html;
+      for (const old of cell.querySelectorAll('script:not([type])')) {
+        const script = document.createElement('script');
+        script.textContent = old.textContent;
+        old.replaceWith(script);
+      }
+    }
+  }, fs.readFileSync(spec.path, 'utf8'));
+  await page.waitForFunction(() => document.querySelectorAll('.attnscope-viewer[data-ready="true"]').length === 2,
+    { timeout: 15000 });
+  result.inline_tiles = await page.$$eval('.attnscope-viewer', (roots) => roots.map((r) => r.querySelectorAll('canvas.av-tile').length));
+  // A file:// page may frame a file:// page; about:blank may not: the host is a file beside it.
+  const host = path.join(path.dirname(path.resolve(spec.path)), 'notebook-host.html');
+  fs.writeFileSync(host, `<!DOCTYPE html><iframe src="${path.basename(spec.path)}" width="1200" height="900"></iframe>`);
+  const hostUrl = 'file://' + host;
+  allowed.push(hostUrl);
+  await page.goto(hostUrl);
+  const frame = await (await page.$('iframe')).contentFrame();
+  await frame.waitForSelector('.attnscope-viewer[data-ready="true"]', { timeout: 15000 });
+  result.iframe_tiles = await frame.$$eval('canvas.av-tile', (tiles) => tiles.length);
+  await page.close();
+  return result;
+}
+
 async function main() {
   const spec = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
   const puppeteer = require(path.join(spec.puppeteer, 'node_modules', 'puppeteer-core'));
@@ -84,7 +130,8 @@ async function main() {
   try {
     const pages = [];
     for (const pageSpec of spec.pages) pages.push(await checkPage(browser, pageSpec));
-    fs.writeFileSync(process.argv[3], JSON.stringify({ pages }));
+    const notebook = spec.embedded ? await embedded(browser, spec.embedded) : null;
+    fs.writeFileSync(process.argv[3], JSON.stringify({ pages, notebook }));
   } finally {
     await browser.close();
   }

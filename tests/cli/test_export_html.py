@@ -135,7 +135,8 @@ class HtmlExportInBrowser(unittest.TestCase):
             {"path": cls.bundle_page, "shots": os.path.join(tmp, "b"), "focus": [
                 {"layer": 1, "head": 2, "kind": 0, "cells": [[r, c] for r in range(7) for c in range(9)]}]},
             {"path": cls.demo_files[0], "shots": os.path.join(tmp, "demo"), "focus": []},
-            {"path": cls.big_files[0], "shots": os.path.join(tmp, "bigout"), "focus": []}]}
+            {"path": cls.big_files[0], "shots": os.path.join(tmp, "bigout"), "focus": []}],
+            "embedded": {"path": cls.bundle_page}}
         with open(os.path.join(tmp, "spec.json"), "w") as f:
             json.dump(spec, f)
         out = os.path.join(tmp, "result.json")
@@ -144,7 +145,9 @@ class HtmlExportInBrowser(unittest.TestCase):
         if proc.returncode != 0:
             raise AssertionError("html_browser.js failed:\n" + proc.stderr)
         with open(out) as f:
-            cls.model_result, cls.bundle_result, cls.demo_result, cls.big_result = json.load(f)["pages"]
+            result = json.load(f)
+        cls.model_result, cls.bundle_result, cls.demo_result, cls.big_result = result["pages"]
+        cls.notebook = result["notebook"]
 
     @staticmethod
     def cells(L):
@@ -182,6 +185,13 @@ class HtmlExportInBrowser(unittest.TestCase):
         self.assertRegex(self.model_result["caption"], r"written by attnscope \d+\.\d+\.\d+")
         self.assertIn(f"L {MODEL_L} \u00d7 S {MODEL_L}", self.model_result["caption"])
         self.assertRegex(self.big_result["pooling"], r"^(maps pooled from 256 \u00d7 256 to \d+ \u00d7 \d+ cells.*)?$")
+
+    def test_page_works_inlined_and_in_an_iframe_as_in_jupyter(self):
+        # IPython.display.HTML(content) twice on one notebook, and IPython.display.IFrame(path).
+        self.assertEqual(self.notebook["errors"], [])
+        self.assertEqual(self.notebook["requests"], [])
+        self.assertEqual(self.notebook["inline_tiles"], [2 * 3, 2 * 3])
+        self.assertEqual(self.notebook["iframe_tiles"], 2 * 3)
 
     def check_tooltips(self, focus, values, allowed, labels=None):
         step = (values[allowed].max() - values[allowed].min()) / LEVELS
