@@ -100,12 +100,28 @@ void setHtmlCaption(HtmlRequest& html, const Settings& settings, const ViewModel
   }
 }
 
+// The formats but "html": those rendered per figure ("html" is one page of the whole view).
+std::vector<std::string> figureFormats(const std::vector<std::string>& formats) {
+  std::vector<std::string> figure_formats;
+  for (const std::string& format : formats)
+    if (format != "html") figure_formats.push_back(format);
+  return figure_formats;
+}
+
 OutputFile renderFile(const std::string& format, const Figure& figure) {
   if (format == "png") return {format, renderFigurePng(figure), {}};
   if (format == "svg") return {format, renderFigureSvg(figure), {}};
   if (format == "pdf") return {format, renderFigurePdf(figure), {}};
   if (format == "csv") return {format, matrixCsv(figure), {}};
   return {format, {}, matrixTensor(figure)};
+}
+
+// The figure rendered in every format under base_name; the caller adds its settings JSON.
+FigureJob renderJob(const std::string& base_name, const Figure& figure, const std::vector<std::string>& formats) {
+  FigureJob job;
+  job.base_name = base_name;
+  for (const std::string& format : formats) job.files.push_back(renderFile(format, figure));
+  return job;
 }
 
 }  // namespace
@@ -194,16 +210,32 @@ std::vector<std::string> writeJobs(const std::string& dir, std::vector<FigureJob
 
 namespace {
 
-// A request resolved against the view: what every file of one export shares.
+// Rollout and flow asked of a view without them (the CLI; the app builds them first):
+// built here, on a copy. Empty when the view has every map asked for.
+std::optional<ViewModel> withAcrossLayerMaps(const ViewModel& shown_view, const std::vector<std::string>& what_names) {
+  std::optional<ViewModel> extended;
+  for (const std::string& what : what_names) {
+    const std::optional<MapKind> kind = mapKindFromName(what);
+    if (!kind || !mapKindInfo(*kind).across_layers || shown_view.acrossLayers(*kind)) continue;
+    if (!extended) extended = shown_view;
+    const std::string why = acrossLayersUnavailable(*extended);
+    if (!why.empty()) throw InputError(what + ": " + why);
+    addAcrossLayerMaps(*extended, *kind);
+  }
+  return extended;
+}
+
+// A request with its defaults filled in from the settings and the view.
 struct ExportPlan {
   int64_t batch = 0;
   std::vector<int64_t> heads, layers;
-  bool all_layers = true;
-  Colormap colormap = Colormap::Viridis;
+  bool all_layers = false;
+  Colormap colormap{};
   int64_t cell_px = 0;
-  std::string mask_name;                    // the mask part of file names
-  std::vector<std::string> figure_formats;  // the request's formats but "html" (one page of the whole view)
-  bool html = false;
+  std::string dir;
+  std::string mask_name;  // the mask's short name, for file names
+  std::vector<std::string> figure_formats;  // the request's formats but "html"
+  bool html = false;                        // one page of the whole view too
 };
 
 ExportPlan planExport(const Settings& settings, const ViewModel& view, const ExportRequest& request) {
@@ -214,19 +246,20 @@ ExportPlan planExport(const Settings& settings, const ViewModel& view, const Exp
   plan.all_layers = static_cast<int64_t>(plan.layers.size()) == view.layers;
   plan.colormap = request.colormap.value_or(settings.prob_colormap);
   plan.cell_px = request.cell_px >= 0 ? request.cell_px : settings.cell_px;
-  if (plan.cell_px < 0) throw InputError("export: cell size must be >= 0 px (0 = auto), got " + std::to_string(plan.cell_px));
+  if (plan.cell_px < 0)
+    throw InputError("export: cell size must be >= 0 px (0 = auto), got " + std::to_string(plan.cell_px));
+  plan.dir = request.out_dir.empty() ? exportFolder(settings) : request.out_dir;
   // A trained model's mask is its own (causal), not the sandbox's setting.
   plan.mask_name = view.source == ViewSource::Imported   ? "imported"
                    : view.source == ViewSource::ModelRun ? MaskSpec::parse(view.maps[0].mask_name).shortName()
                                                          : settings.mask.shortName();
-  for (const std::string& format : request.formats)
-    if (format != "html") plan.figure_formats.push_back(format);
+  plan.figure_formats = figureFormats(request.formats);
   plan.html = plan.figure_formats.size() < request.formats.size();
   return plan;
 }
 
-// One figure of an export.
-struct FigureItem {
+// One figure to export.
+struct ExportItem {
   std::string what;
   std::vector<int64_t> layers;       // figure layers
   std::vector<int64_t> name_layers;  // layers in the file name
@@ -235,10 +268,10 @@ struct FigureItem {
 
 // One figure per (layer, head) for probs/scores; one per layer for rollout/flow; one mask
 // (of the first layer); one atlas. None when only the HTML page is asked for.
-std::vector<FigureItem> figureItems(const ExportPlan& plan, const std::vector<std::string>& what_list) {
-  std::vector<FigureItem> items;
+std::vector<ExportItem> exportItems(const std::vector<std::string>& what_names, const ExportPlan& plan) {
+  std::vector<ExportItem> items;
   if (plan.figure_formats.empty()) return items;
-  for (const std::string& what : what_list) {
+  for (const std::string& what : what_names) {
     if (what == "probs" || what == "scores") {
       for (int64_t layer : plan.layers)
         for (int64_t head : plan.heads) items.push_back({what, {layer}, {layer}, head});
@@ -253,22 +286,23 @@ std::vector<FigureItem> figureItems(const ExportPlan& plan, const std::vector<st
   return items;
 }
 
-// The settings (and focused map) that reopen or re-export exactly one file's view.
-OutputFile reopenFile(const Settings& settings, const ExportRequest& request, const ExportPlan& plan, int64_t layer,
-                      int64_t head) {
+// The settings (and focused map) that reopen or re-export exactly this item's view.
+std::string reopenSettingsJson(const Settings& settings, const ExportRequest& request, const ExportPlan& plan,
+                               const ExportItem& item) {
   Settings reopen = settings;
   reopen.prob_colormap = plan.colormap;
   reopen.cell_px = plan.cell_px;
   reopen.export_formats = request.formats;
   ViewFocus focus = request.focus;
   focus.batch_item = plan.batch;
-  focus.layer = layer;
-  if (head >= 0) focus.head = head;
-  return OutputFile{"json", settingsToJson(reopen, focus).dump(2) + "\n", {}};
+  focus.layer = item.layers[0];
+  if (item.head >= 0) focus.head = item.head;
+  return settingsToJson(reopen, focus).dump(2) + "\n";
 }
 
-FigureJob figureJob(const Settings& settings, const ViewModel& view, const ExportRequest& request,
-                    const ExportPlan& plan, const FigureItem& item) {
+// One item's files, rendered in memory.
+FigureJob itemJob(const Settings& settings, const ViewModel& view, const ExportRequest& request,
+                  const ExportPlan& plan, const ExportItem& item) {
   // A tiled source's zoomed window is computed exactly (its maps here are the overview);
   // any other zoomed window (the app's focus view) crops the single-map figures, not the grid.
   const bool tiled_window = view.tiled && (item.what == "probs" || item.what == "scores") && !request.window.whole();
@@ -279,17 +313,16 @@ FigureJob figureJob(const Settings& settings, const ViewModel& view, const Expor
                       : buildFigure(item.what, view, item.layers, plan.batch, head, plan.colormap, settings.log_scale);
   figure.cell_px = plan.cell_px;
   if (!tiled_window) cropFigure(figure, view.tiled ? CellWindow{} : window);
-  FigureJob job;
-  job.base_name = exportBaseName(item.what, item.name_layers, item.head, plan.batch, plan.mask_name, view.mapL(),
-                                 view.mapS(), tiled_window || !view.tiled ? window : CellWindow{});
+  std::string base_name = exportBaseName(item.what, item.name_layers, item.head, plan.batch, plan.mask_name,
+                                         view.mapL(), view.mapS(), tiled_window || !view.tiled ? window : CellWindow{});
   // A tiled source's whole map is its overview: named so.
-  if (view.tiled && !tiled_window) job.base_name += "_overview" + std::to_string(view.L) + "x" + std::to_string(view.S);
-  for (const std::string& format : plan.figure_formats) job.files.push_back(renderFile(format, figure));
-  job.files.push_back(reopenFile(settings, request, plan, item.layers[0], item.head));
+  if (view.tiled && !tiled_window) base_name += "_overview" + std::to_string(view.L) + "x" + std::to_string(view.S);
+  FigureJob job = renderJob(base_name, figure, plan.figure_formats);
+  job.files.push_back({"json", reopenSettingsJson(settings, request, plan, item), {}});
   return job;
 }
 
-// The one page of the whole view: attention[_L0,2]_b0_<mask>_L9xS9.html.
+// The one page of the whole view: attention[_L0,2]_b0_<mask>_L9xS9.html, its settings beside it.
 FigureJob htmlJob(const Settings& settings, const ViewModel& view, const ExportRequest& request,
                   const ExportPlan& plan) {
   HtmlRequest page;
@@ -304,7 +337,8 @@ FigureJob htmlJob(const Settings& settings, const ViewModel& view, const ExportR
   job.base_name = exportBaseName("attention", plan.all_layers ? std::vector<int64_t>{} : plan.layers, -1, plan.batch,
                                  plan.mask_name, view.mapL(), view.mapS());
   job.files.push_back({"html", renderViewHtml(view, page), {}});
-  job.files.push_back(reopenFile(settings, request, plan, plan.layers[0], -1));
+  const ExportItem item{"html", {plan.layers[0]}, {}, -1};
+  job.files.push_back({"json", reopenSettingsJson(settings, request, plan, item), {}});
   return job;
 }
 
@@ -313,38 +347,24 @@ FigureJob htmlJob(const Settings& settings, const ViewModel& view, const ExportR
 std::vector<std::string> exportFigures(const Settings& settings, const ViewModel& shown_view,
                                        const ExportRequest& request) {
   checkNames(request.what, exportWhatNames(), "figure");
-  // Rollout and flow asked of a view without them (the CLI; the app builds them first):
-  // built here, on a copy.
-  std::optional<ViewModel> extended;
-  for (const std::string& what : request.what) {
-    const std::optional<MapKind> kind = mapKindFromName(what);
-    if (!kind || !mapKindInfo(*kind).across_layers || shown_view.acrossLayers(*kind)) continue;
-    if (!extended) extended = shown_view;
-    const std::string why = acrossLayersUnavailable(*extended);
-    if (!why.empty()) throw InputError(what + ": " + why);
-    addAcrossLayerMaps(*extended, *kind);
-  }
+  const std::optional<ViewModel> extended = withAcrossLayerMaps(shown_view, request.what);
   const ViewModel& view = extended ? *extended : shown_view;
   checkNames(request.formats, exportFormatNames(), "format");
   const ExportPlan plan = planExport(settings, view, request);
-  const std::string dir = request.out_dir.empty() ? exportFolder(settings) : request.out_dir;
   // Render every file in memory first: a bad request or a figure too large fails before
   // anything is written.
   std::vector<FigureJob> jobs;
-  for (const FigureItem& item : figureItems(plan, request.what)) jobs.push_back(figureJob(settings, view, request, plan, item));
+  for (const ExportItem& item : exportItems(request.what, plan)) jobs.push_back(itemJob(settings, view, request, plan, item));
   if (plan.html) jobs.push_back(htmlJob(settings, view, request, plan));
-  return writeJobs(dir, jobs);
+  return writeJobs(plan.dir, jobs);
 }
 
 std::vector<std::string> exportFigureFiles(const Figure& figure, const std::string& base_name,
                                            const std::vector<std::string>& formats, const std::string& json_text,
                                            const std::string& dir) {
   checkNames(formats, exportFormatNames(), "format");
-  FigureJob job;
-  job.base_name = base_name;
-  // A single figure (the A - B map) is not a view: "html" pages are written by exportFigures.
-  for (const std::string& format : formats)
-    if (format != "html") job.files.push_back(renderFile(format, figure));
+  // A single figure (the A - B map) is not a view: "html" pages come from exportFigures.
+  FigureJob job = renderJob(base_name, figure, figureFormats(formats));
   job.files.push_back({"json", json_text, {}});
   return writeJobs(dir, {job});
 }

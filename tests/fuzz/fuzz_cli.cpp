@@ -14,7 +14,7 @@
 
 #include "cli/commands.h"
 #include "fuzz_util.h"
-#include "gui/app_options.h"
+#include "gui/shell/app_options.h"
 
 namespace {
 
