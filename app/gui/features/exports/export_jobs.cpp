@@ -66,12 +66,13 @@ ExportOutcome runJob(const ExportJob& job, const Settings& settings, ViewFocus f
       outcome.paths = {path};
     } else {
       ExportRequest request;
-      request.what = {job.kind};
+      const bool html = job.kind == "html";  // one page of every layer and head, whatever the formats
+      request.what = {html ? "probs" : job.kind};
       request.focus = focus;
-      request.formats = settings.export_formats;
+      request.formats = html ? std::vector<std::string>{"html"} : settings.export_formats;
       request.window = job.zoom;
       // The grid of several layers is the layer x head atlas; any other figure is the focused layer's.
-      if (job.kind != "grid" || view->layers == 1) request.layers = {focus.layer};
+      if (!html && (job.kind != "grid" || view->layers == 1)) request.layers = {focus.layer};
       outcome.paths = exportFigures(settings, *view, request);
     }
   } catch (const InputError& e) {
