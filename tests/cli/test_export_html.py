@@ -224,23 +224,26 @@ class HtmlExportInBrowser(unittest.TestCase):
             options = {index - 1, index, index + 1} if near_boundary(values[r, c], low, high, step) else {index}
             self.assertIn(got, [tuple(table[i]) for i in options if 0 <= i < 256], (r, c, values[r, c]))
 
-    def test_model_probabilities_tooltip_and_pixels(self):
-        focus = self.model_result["focus"][0]
-        self.assertEqual(focus["title"], "layer 1, head 3: probabilities")
+    def test_model_tooltips_and_pixels(self):
         causal = np.tril(np.ones((MODEL_L, MODEL_L), bool))
-        values = self.model_npy("probs", 1, 3)
-        self.check_tooltips(focus, values, causal)
-        layer_max = max(self.model_npy("probs", 1, h)[causal].max() for h in range(4))
-        self.check_pixels(focus, values, causal, TABLES["viridis"], 0.0, layer_max)
 
-    def test_model_scores_tooltip_and_pixels(self):
-        focus = self.model_result["focus"][1]
-        self.assertEqual(focus["title"], "layer 0, head 1: scores")
-        causal = np.tril(np.ones((MODEL_L, MODEL_L), bool))
-        values = self.model_npy("scores", 0, 1)
-        self.check_tooltips(focus, values, causal)
-        bound = np.abs(values[causal]).max()
-        self.check_pixels(focus, values, causal, TABLES["diverging"], -bound, bound)
+        def layer_probs_range(layer):  # the app's probability scale: [0, max over the layer's heads]
+            return 0.0, max(self.model_npy("probs", layer, h)[causal].max() for h in range(4))
+
+        def scores_range(values):  # the app's score scale: +-max|v| of the map's allowed cells
+            bound = np.abs(values[causal]).max()
+            return -bound, bound
+
+        # focus (as html_browser.js clicked it), title, exported npy, layer, head, table, scale
+        cases = [(0, "layer 1, head 3: probabilities", "probs", 1, 3, "viridis", lambda v: layer_probs_range(1)),
+                 (1, "layer 0, head 1: scores", "scores", 0, 1, "diverging", scores_range)]
+        for index, title, what, layer, head, table, scale in cases:
+            with self.subTest(what=what):
+                focus = self.model_result["focus"][index]
+                self.assertEqual(focus["title"], title)
+                values = self.model_npy(what, layer, head)
+                self.check_tooltips(focus, values, causal)
+                self.check_pixels(focus, values, causal, TABLES[table], *scale(values))
 
     def test_bundle_tooltip_is_the_source_value_with_its_tokens(self):
         focus = self.bundle_result["focus"][0]
@@ -269,7 +272,7 @@ class HtmlExportInBrowser(unittest.TestCase):
             got = shot.getpixel((int(g["x0"] + (c + 0.5) * g["cellPx"]), int(g["y0"] + (r + 0.5) * g["cellPx"])))
             if c <= r and near_boundary(values[r, c], 0.0, layer_max, step):
                 boundary_cells += 1
-                continue  # either neighbour is right (checked in test_model_probabilities_tooltip_and_pixels)
+                continue  # either neighbour is right (checked in test_model_tooltips_and_pixels)
             self.assertLessEqual(max(abs(a - b) for a, b in zip(got, want)), 1, (r, c, got, want))
         self.assertLess(boundary_cells, 5)
 
