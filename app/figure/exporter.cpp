@@ -332,6 +332,7 @@ FigureJob htmlJob(const Settings& settings, const ViewModel& view, const ExportR
   page.focus_head = request.focus.head;
   page.colormap = plan.colormap;
   page.log_scale = settings.log_scale;
+  page.window = request.window;
   setHtmlCaption(page, settings, view);
   FigureJob job;
   job.base_name = exportBaseName("attention", plan.all_layers ? std::vector<int64_t>{} : plan.layers, -1, plan.batch,

@@ -158,6 +158,10 @@ struct HtmlRequest {
   Colormap colormap = Colormap::Viridis;    // the probabilities' colour map when it opens
   bool log_scale = false;
   std::string model, source, text;          // the caption: model name, where the maps came from, input text
+  // The app's zoomed window of the focused map (real cells; whole() = none): its exact cells
+  // are stored beside the maps (pooled only beyond kTextureMaxSide per side), so a pooled
+  // page still holds what the user zoomed into.
+  CellWindow window;
   size_t map_budget_bytes = kHtmlMapBudgetBytes;
 };
 

@@ -138,16 +138,16 @@ EncodedMaps encodeWithinBudget(const ViewModel& view, const std::vector<int64_t>
 }
 
 // Axis labels of the stored cells: the tokens, or for pooled cells the positions they cover.
-std::vector<std::string> axisLabels(const std::vector<std::string>& tokens, int64_t cells) {
+// Positions count from `offset` (a window's first row or key).
+std::vector<std::string> axisLabels(const std::vector<std::string>& tokens, int64_t cells, int64_t offset = 0) {
   const int64_t n = static_cast<int64_t>(tokens.size());
+  std::vector<std::string> labels;
   if (cells == n) {
-    std::vector<std::string> labels;
-    for (int64_t i = 0; i < n; ++i) labels.push_back(std::to_string(i) + " '" + tokens[i] + "'");
+    for (int64_t i = 0; i < n; ++i) labels.push_back(std::to_string(offset + i) + " '" + tokens[i] + "'");
     return labels;
   }
-  std::vector<std::string> labels;
   for (int64_t c = 0; c < cells; ++c) {
-    const int64_t first = c * n / cells, last = (c + 1) * n / cells - 1;
+    const int64_t first = offset + c * n / cells, last = offset + (c + 1) * n / cells - 1;
     labels.push_back(first == last ? std::to_string(first) : std::to_string(first) + "-" + std::to_string(last));
   }
   return labels;
@@ -228,6 +228,54 @@ json metricsJson(const ViewModel& view, const std::vector<int64_t>& layers, int6
   return {{"columns", columns}, {"rows", rows}};
 }
 
+// The exact cells of one kind's map in the app's zoomed window (a tiled source computes them
+// from Q and K), masked cells -inf; pooled like a texture when wider than kTextureMaxSide.
+std::vector<float> windowCells(const ViewModel& view, const HtmlKind& kind, int64_t layer, int64_t b, int64_t h,
+                               const CellWindow& window, int64_t rows, int64_t cols) {
+  Figure figure = view.tiled ? tiledWindowFigure(kind.name, view, b, h, window, Colormap::Viridis)
+                  : kind.map_kind == MapKind::Scores ? scoresFigure(view, layer, b, h)
+                                                      : probsFigure(view, layer, b, h, Colormap::Viridis);
+  if (!view.tiled) cropFigure(figure, window);
+  FigurePanel& panel = figure.panels[0];
+  for (size_t i = 0; i < panel.values.size(); ++i)
+    if (!panel.masked.empty() && panel.masked[i]) panel.values[i] = -INFINITY;
+  if (rows == window.rows && cols == window.cols) return panel.values;
+  const Tensor pooled = kind.map_kind == MapKind::Scores ? maxAbsPool2d(panel.values.data(), window.rows, window.cols, rows, cols)
+                                                          : maxPool2d(panel.values.data(), window.rows, window.cols, rows, cols);
+  return pooled.data;
+}
+
+// The focused map's zoomed window (real cells), stored beside the maps at full resolution
+// (up to kTextureMaxSide per side) so that the page shows what the app showed zoomed.
+json windowJson(const ViewModel& view, const HtmlRequest& request, int64_t page_layer, int64_t b) {
+  const CellWindow window = clampWindow(request.window, view.mapL(), view.mapS());
+  if (window.whole()) return nullptr;
+  const int64_t layer = request.focus_layer, h = std::clamp<int64_t>(request.focus_head, 0, view.H - 1);
+  const int64_t rows = std::min(window.rows, kTextureMaxSide), cols = std::min(window.cols, kTextureMaxSide);
+  std::string raw;
+  json kinds = json::array();
+  for (const HtmlKind& kind : kHtmlKinds) {
+    if (!hasKind(view, kind)) continue;
+    const auto quant = appendQuantized(windowCells(view, kind, layer, b, h, window, rows, cols), raw);
+    const bool probs = kind.map_kind == MapKind::Probs;
+    const auto scale = probs ? probsColorScale(view, {layer}, b, false) : scoresColorScale(view, layer, b, h);
+    const auto scale_log = probs ? probsColorScale(view, {layer}, b, true) : scale;
+    kinds.push_back({{"quant", {quant.first, quant.second}}, {"scale", {scale.first, scale.second}},
+                     {"scale_log", {scale_log.first, scale_log.second}}});
+  }
+  const auto slice = [](const std::vector<std::string>& tokens, int64_t first, int64_t count) {
+    return std::vector<std::string>(tokens.begin() + first, tokens.begin() + first + count);
+  };
+  const auto& query_tokens = view.tiled ? view.tiled->query_tokens[b] : view.query_tokens[b];
+  const auto& key_tokens = view.tiled ? view.tiled->key_tokens[b] : view.key_tokens[b];
+  json labels = {{"rows", axisLabels(slice(query_tokens, window.row0, window.rows), rows, window.row0)},
+                 {"cols", axisLabels(slice(key_tokens, window.col0, window.cols), cols, window.col0)}};
+  return {{"layer", page_layer}, {"head", h}, {"row0", window.row0}, {"col0", window.col0},
+          {"real_rows", window.rows}, {"real_cols", window.cols}, {"rows", rows}, {"cols", cols},
+          {"row_labels", labels["rows"]}, {"col_labels", labels["cols"]}, {"kinds", kinds},
+          {"maps", base64(deflateBytes(raw))}};
+}
+
 std::string poolingNote(const ViewModel& view, const EncodedMaps& encoded) {
   std::string note;
   if (view.tiled)
@@ -291,6 +339,7 @@ std::string renderViewHtml(const ViewModel& view, const HtmlRequest& request) {
                  {"head", std::clamp<int64_t>(request.focus_head, 0, view.H - 1)}}},
       {"kinds", kindsJson(view, encoded, layers, b)},
       {"metrics", metricsJson(view, layers, b)},
+      {"window", focused == layers.end() ? json(nullptr) : windowJson(view, request, focused - layers.begin(), b)},
       {"maps", encoded.base64}};
   for (Colormap map : allColormaps()) data["colormap_names"].push_back(colormapName(map));
   std::string page = kViewer_viewer_html;

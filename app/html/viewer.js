@@ -20,6 +20,8 @@
     head: data.focus.head,
     sort: { column: 'head', descending: false },
     codes: null,  // [kind][layer * H + head] -> Uint16Array [rows * cols]
+    windowCodes: null,  // [kind] -> Uint16Array: the app's zoomed window of one map, exact
+    showWindow: Boolean(data.window),
   };
 
   function parseTable(hex) {
@@ -38,37 +40,24 @@
     return new Uint8Array(await new Response(stream).arrayBuffer());
   }
 
-  // Each map is stored as its low bytes, then its high bytes (byte planes deflate better).
-  function splitMaps(bytes) {
-    const cells = data.rows * data.cols;
-    const perKind = data.layer_names.length * data.H;
-    const codes = [];
-    let offset = 0;
-    for (let k = 0; k < data.kinds.length; ++k) {
-      const maps = [];
-      for (let m = 0; m < perKind; ++m) {
-        const map = new Uint16Array(cells);
-        for (let i = 0; i < cells; ++i) map[i] = bytes[offset + i] | (bytes[offset + cells + i] << 8);
-        offset += 2 * cells;
-        maps.push(map);
-      }
-      codes.push(maps);
+  // Each map is stored as its low bytes, then its high bytes (byte planes deflate better):
+  // count maps of `cells` codes each, in order.
+  function splitMaps(bytes, cells, count) {
+    const maps = [];
+    for (let m = 0, offset = 0; m < count; ++m, offset += 2 * cells) {
+      const map = new Uint16Array(cells);
+      for (let i = 0; i < cells; ++i) map[i] = bytes[offset + i] | (bytes[offset + cells + i] << 8);
+      maps.push(map);
     }
-    return codes;
+    return maps;
   }
 
   const kind = () => data.kinds[state.kind];
   const mapIndex = (layer, head) => layer * data.H + head;
 
-  // The stored value of a code: lo + code * (hi - lo) / 65534; null when masked.
-  function decode(k, index, code) {
-    if (code === MASKED) return null;
-    const [lo, hi] = data.kinds[k].quant[index];
-    return lo + code * (hi - lo) / LEVELS;
-  }
-  function quantStep(k, index) {
-    const [lo, hi] = data.kinds[k].quant[index];
-    return (hi - lo) / LEVELS;
+  // The stored value of a code over a map's [lo, hi]: lo + code * (hi - lo) / 65534; null when masked.
+  function decode([lo, hi], code) {
+    return code === MASKED ? null : lo + code * (hi - lo) / LEVELS;
   }
 
   // The colour rule of core/view/colormap.h (in float32 like the app):
@@ -87,24 +76,34 @@
 
   function currentColormap() { return kind().fixed_colormap || state.colormap; }
   function logScale() { return state.log && kind().log_scale_allowed; }
-  // [low, high] of a map in the focus view or the grid (the app's scales).
-  function scaleOf(view, index) {
-    const scales = kind().scale;
-    return (logScale() ? scales[view + '_log'] : scales[view])[index];
+  // One map as the page draws it: its codes [rows * cols], quantization range, colour scale
+  // ([low, high], the app's: the focus view's or the grid's) and axis labels.
+  function mapSource(layer, head, view) {
+    const index = mapIndex(layer, head), scales = kind().scale;
+    return { rows: data.rows, cols: data.cols, codes: state.codes[state.kind][index], quant: kind().quant[index],
+      scale: (logScale() ? scales[view + '_log'] : scales[view])[index], rowLabels: data.row_labels, colLabels: data.col_labels,
+      zoomed: false };
+  }
+  // The app's zoomed window, when the page holds it and its map is focused.
+  const windowFocused = () => data.window && data.window.layer === state.layer && data.window.head === state.head;
+  function focusSource() {
+    if (!(state.showWindow && windowFocused())) return mapSource(state.layer, state.head, 'focus');
+    const w = data.window, k = w.kinds[state.kind];
+    return { rows: w.rows, cols: w.cols, codes: state.windowCodes[state.kind], quant: k.quant,
+      scale: logScale() ? k.scale_log : k.scale, rowLabels: w.row_labels, colLabels: w.col_labels, zoomed: true };
   }
 
   // Paints one map into an ImageData, cellPx pixels per cell; masked cells grey, hatched on
   // cells of at least 2 px where (row + col) is even (as the shader and the PNG export).
-  function paintMap(index, cellPx, view) {
-    const codes = state.codes[state.kind][index];
+  function paintMap(source, cellPx) {
     const table = tables[currentColormap()];
-    const [low, high] = scaleOf(view, index);
+    const [low, high] = source.scale;
     const log = logScale();
-    const width = data.cols * cellPx, height = data.rows * cellPx;
+    const width = source.cols * cellPx, height = source.rows * cellPx;
     const image = new ImageData(width, height);
-    for (let r = 0; r < data.rows; ++r) {
-      for (let c = 0; c < data.cols; ++c) {
-        const value = decode(state.kind, index, codes[r * data.cols + c]);
+    for (let r = 0; r < source.rows; ++r) {
+      for (let c = 0; c < source.cols; ++c) {
+        const value = decode(source.quant, source.codes[r * source.cols + c]);
         let rgb;
         if (value === null) {
           rgb = cellPx >= 2 && (r + c) % 2 === 0 ? data.masked_hatch_color : data.masked_color;
@@ -157,6 +156,16 @@
     const log = $('.av-log');
     log.checked = state.log;
     log.addEventListener('change', () => { state.log = log.checked; redraw(); });
+    const zoom = $('.av-window');
+    zoom.parentElement.hidden = !data.window;
+    zoom.checked = state.showWindow;
+    zoom.addEventListener('change', () => { state.showWindow = zoom.checked; redraw(); });
+    if (data.window) {
+      const w = data.window;
+      zoom.parentElement.title = `${data.layer_names[w.layer]}, head ${w.head}: queries ${w.row0}-${w.row0 + w.real_rows - 1},` +
+        ` keys ${w.col0}-${w.col0 + w.real_cols - 1}` + (w.rows < w.real_rows || w.cols < w.real_cols
+        ? ` (pooled to ${w.rows} \u00d7 ${w.cols})` : '');
+    }
   }
 
   function buildGrid() {
@@ -180,7 +189,7 @@
   function drawGrid() {
     for (const tile of root.querySelectorAll('canvas.av-tile')) {
       const layer = Number(tile.dataset.layer), head = Number(tile.dataset.head);
-      tile.getContext('2d').putImageData(paintMap(mapIndex(layer, head), 1, 'grid'), 0, 0);
+      tile.getContext('2d').putImageData(paintMap(mapSource(layer, head, 'grid'), 1), 0, 0);
       tile.classList.toggle('av-focused', layer === state.layer && head === state.head);
     }
   }
@@ -191,32 +200,32 @@
   // The focused map with its token labels: rows = queries (left), columns = keys (top).
   function drawFocus() {
     const canvas = $('.av-map');
-    const index = mapIndex(state.layer, state.head);
-    const cellPx = Math.max(1, Math.ceil(FOCUS_TARGET_PX / Math.max(data.rows, data.cols, 1)));
+    const source = focusSource();
+    const cellPx = Math.max(1, Math.ceil(FOCUS_TARGET_PX / Math.max(source.rows, source.cols, 1)));
     const ctx = canvas.getContext('2d');
     ctx.font = LABEL_FONT;
     const widest = (labels) => Math.max(0, ...labels.map((t) => ctx.measureText(shortLabel(t)).width));
-    const x0 = Math.ceil(widest(data.row_labels)) + 8, y0 = Math.ceil(widest(data.col_labels)) + 8;
-    canvas.width = x0 + data.cols * cellPx; canvas.height = y0 + data.rows * cellPx;
-    Object.assign(canvas.dataset, { x0, y0, cellPx, rows: data.rows, cols: data.cols });
+    const x0 = Math.ceil(widest(source.rowLabels)) + 8, y0 = Math.ceil(widest(source.colLabels)) + 8;
+    canvas.width = x0 + source.cols * cellPx; canvas.height = y0 + source.rows * cellPx;
+    Object.assign(canvas.dataset, { x0, y0, cellPx, rows: source.rows, cols: source.cols });
     ctx.font = LABEL_FONT;
     ctx.fillStyle = '#333';
     const every = Math.max(1, Math.ceil(12 / cellPx));  // labels at least 12 px apart
     ctx.textAlign = 'right'; ctx.textBaseline = 'middle';
-    for (let r = 0; r < data.rows; r += every) ctx.fillText(shortLabel(data.row_labels[r]), x0 - 4, y0 + (r + 0.5) * cellPx);
+    for (let r = 0; r < source.rows; r += every) ctx.fillText(shortLabel(source.rowLabels[r]), x0 - 4, y0 + (r + 0.5) * cellPx);
     ctx.save();
     ctx.rotate(-Math.PI / 2);
     ctx.textAlign = 'left';
-    for (let c = 0; c < data.cols; c += every) ctx.fillText(shortLabel(data.col_labels[c]), -(y0 - 4), x0 + (c + 0.5) * cellPx);
+    for (let c = 0; c < source.cols; c += every) ctx.fillText(shortLabel(source.colLabels[c]), -(y0 - 4), x0 + (c + 0.5) * cellPx);
     ctx.restore();
-    ctx.putImageData(paintMap(index, cellPx, 'focus'), x0, y0);
-    $('.av-focus-title').textContent = `${data.layer_names[state.layer]}, head ${state.head}: ${kind().title}`;
-    drawColorbar(index, y0, data.rows * cellPx);
+    ctx.putImageData(paintMap(source, cellPx), x0, y0);
+    const zoomed = source.zoomed ? ' (zoomed window, exact cells)' : '';
+    $('.av-focus-title').textContent = `${data.layer_names[state.layer]}, head ${state.head}: ${kind().title}${zoomed}`;
+    drawColorbar(source.scale, y0, source.rows * cellPx);
   }
 
-  function drawColorbar(index, top, height) {
+  function drawColorbar([low, high], top, height) {
     const canvas = $('.av-colorbar');
-    const [low, high] = scaleOf('focus', index);
     const log = logScale();
     const table = tables[currentColormap()];
     const barWidth = 16;
@@ -253,11 +262,12 @@
     const x = event.clientX - rect.left - Number(d.x0), y = event.clientY - rect.top - Number(d.y0);
     const c = Math.floor(x / Number(d.cellPx)), r = Math.floor(y / Number(d.cellPx));
     const tooltip = $('.av-tooltip');
-    if (r < 0 || c < 0 || r >= data.rows || c >= data.cols) { tooltip.hidden = true; return; }
-    const index = mapIndex(state.layer, state.head);
-    const value = decode(state.kind, index, state.codes[state.kind][index][r * data.cols + c]);
-    const shown = value === null ? 'masked' : value.toFixed(decimalsFor(quantStep(state.kind, index)));
-    tooltip.textContent = `query ${data.row_labels[r]}\nkey ${data.col_labels[c]}\n${kind().label} ${shown}`;
+    if (r < 0 || c < 0 || r >= Number(d.rows) || c >= Number(d.cols)) { tooltip.hidden = true; return; }
+    const source = focusSource();
+    const value = decode(source.quant, source.codes[r * source.cols + c]);
+    const step = (source.quant[1] - source.quant[0]) / LEVELS;
+    const shown = value === null ? 'masked' : value.toFixed(decimalsFor(step));
+    tooltip.textContent = `query ${source.rowLabels[r]}\nkey ${source.colLabels[c]}\n${kind().label} ${shown}`;
     Object.assign(tooltip.dataset, { row: r, col: c, value: shown });
     const box = root.querySelector('.av-focus-box').getBoundingClientRect();
     tooltip.style.left = `${event.clientX - box.left + 14}px`;
@@ -329,6 +339,7 @@
   function redraw() {
     $('.av-log').disabled = !kind().log_scale_allowed;
     $('.av-colormap').disabled = Boolean(kind().fixed_colormap);
+    $('.av-window').disabled = !windowFocused();
     drawGrid();
     drawFocus();
     drawMetrics();
@@ -340,7 +351,10 @@
     buildControls();
     buildGrid();
     buildMetricsHead();
-    state.codes = splitMaps(await inflate(data.maps));
+    const bytes = await inflate(data.maps), perKind = data.layer_names.length * data.H;
+    const maps = splitMaps(bytes, data.rows * data.cols, data.kinds.length * perKind);
+    state.codes = data.kinds.map((k, i) => maps.slice(i * perKind, (i + 1) * perKind));
+    if (data.window) state.windowCodes = splitMaps(await inflate(data.window.maps), data.window.rows * data.window.cols, data.kinds.length);
     $('.av-map').addEventListener('mousemove', hover);
     $('.av-map').addEventListener('mouseleave', () => { $('.av-tooltip').hidden = true; });
     redraw();

@@ -119,8 +119,9 @@ bool exportBusy(const ExportState& exports) { return exports.running.valid() || 
 
 void requestFigureExport(AppState& state, const std::string& what) {
   const std::string kind = what == "view" ? mapKindName(state.view.map_kind) : what;
-  // The focus view's maps export what is on screen: its zoomed window when zoomed.
-  const bool focus_map = kind == "probs" || kind == "scores";
+  // The focus view's maps export what is on screen: its zoomed window when zoomed (the HTML
+  // page stores that window exactly beside its maps).
+  const bool focus_map = kind == "probs" || kind == "scores" || kind == "html";
   ExportJob job;
   job.kind = kind;
   job.zoom = focus_map ? state.view.zoom : CellWindow{};
