@@ -82,18 +82,19 @@ void drawProgressOverlay(ImDrawList* list, ImVec2 min, ImVec2 max, double progre
 
 }  // namespace
 
-HeatmapHit drawHeatmap(AppState& state, const char* id, const HeatmapView& view, ImVec2 size) {
+HeatmapHit drawHeatmap(HeatmapCanvas canvas, const HeatmapView& view, ImVec2 size) {
   HeatmapHit hit;
   const ImVec2 min = ImGui::GetCursorScreenPos();
   const ImVec2 max(min.x + size.x, min.y + size.y);
-  ImGui::InvisibleButton(id, size);
+  ImGui::InvisibleButton(("##" + view.name).c_str(), size);
+  canvas.rects.recordItem(view.name);
   ImDrawList* list = ImGui::GetWindowDrawList();
   if (view.texture == 0 || view.rows <= 0 || view.cols <= 0) return hit;
 
   const ValueRange range = view.range.value_or(ValueRange{});
-  HeatmapDrawParams& params = state.gpu.draw_params.emplace_back();
-  params.gl = &state.gpu.gl;
-  params.lut = state.gpu.gl.colormap_luts[static_cast<int>(view.colormap)];
+  HeatmapDrawParams& params = canvas.gpu.draw_params.emplace_back();
+  params.gl = &canvas.gpu.gl;
+  params.lut = canvas.gpu.gl.colormap_luts[static_cast<int>(view.colormap)];
   params.log_scale = view.log_scale;
   params.range_low = view.log_scale ? log10Floor(range.low) : range.low;
   params.range_high = view.log_scale ? log10Floor(range.high) : range.high;
@@ -103,8 +104,8 @@ HeatmapHit drawHeatmap(AppState& state, const char* id, const HeatmapView& view,
 
   const float cell_w = size.x / static_cast<float>(view.cols);
   const float cell_h = size.y / static_cast<float>(view.rows);
-  const int64_t hover_row = state.view.hover.row - view.row0, hover_col = state.view.hover.col - view.col0;
-  if (view.crosshair && state.view.hover.valid() && hover_row >= 0 && hover_row < view.rows && hover_col >= 0 &&
+  const int64_t hover_row = view.hover_row - view.row0, hover_col = view.hover_col - view.col0;
+  if (view.hover_row >= 0 && view.hover_col >= 0 && hover_row >= 0 && hover_row < view.rows && hover_col >= 0 &&
       hover_col < view.cols) {
     const float x0 = min.x + cell_w * static_cast<float>(hover_col);
     const float y0 = min.y + cell_h * static_cast<float>(hover_row);
@@ -117,10 +118,10 @@ HeatmapHit drawHeatmap(AppState& state, const char* id, const HeatmapView& view,
   list->AddRect(ImVec2(min.x - 1, min.y - 1), ImVec2(max.x + 1, max.y + 1),
                 view.outlined ? IM_COL32(255, 200, 40, 255) : IM_COL32(90, 90, 100, 255), 0.0f,
                 0, view.outlined ? 3.0f : 1.0f);
-  if (state.compute.mapsStale()) {
-    drawStaleOverlay(list, min, max, state.compute.cancelled ? "overview cancelled (Recompute: status bar)" : state.compute.error);
-  } else if (state.compute.progress >= 0.0) {
-    drawProgressOverlay(list, min, max, state.compute.progress);
+  if (!view.stale.empty()) {
+    drawStaleOverlay(list, min, max, view.stale);
+  } else if (view.progress >= 0.0) {
+    drawProgressOverlay(list, min, max, view.progress);
   }
 
   if (ImGui::IsItemHovered()) {
@@ -136,15 +137,16 @@ HeatmapHit drawHeatmap(AppState& state, const char* id, const HeatmapView& view,
   return hit;
 }
 
-void drawColorBar(AppState& state, Colormap map, ValueRange range, bool log_scale,
-                  const char* label_format, ImVec2 size) {
+void drawColorBar(HeatmapCanvas canvas, const ColorBarView& bar, ImVec2 size) {
+  const ValueRange range = bar.range;
   const ImVec2 min = ImGui::GetCursorScreenPos();
   const float bar_w = std::min(14.0f, size.x);
   const ImVec2 max(min.x + bar_w, min.y + size.y);
   ImGui::Dummy(size);
+  if (!bar.name.empty()) canvas.rects.recordItem(bar.name);
   ImDrawList* list = ImGui::GetWindowDrawList();
   const auto lut = reinterpret_cast<ImTextureID>(
-      static_cast<intptr_t>(state.gpu.gl.colormap_luts[static_cast<int>(map)]));
+      static_cast<intptr_t>(canvas.gpu.gl.colormap_luts[static_cast<int>(bar.colormap)]));
   // Top of the bar is the high end: u = 1 at the top, 0 at the bottom.
   list->AddImageQuad(lut, min, ImVec2(max.x, min.y), max, ImVec2(min.x, max.y), ImVec2(1, 0.5f),
                      ImVec2(1, 0.5f), ImVec2(0, 0.5f), ImVec2(0, 0.5f));
@@ -156,11 +158,11 @@ void drawColorBar(AppState& state, Colormap map, ValueRange range, bool log_scal
   for (int k = 0; k < 3; ++k) {
     const float f = static_cast<float>(k) / 2.0f;  // 0 bottom .. 1 top
     float value = range.low + (range.high - range.low) * f;
-    if (log_scale) {
+    if (bar.log_scale) {
       const float lo = log10Floor(range.low), hi = log10Floor(range.high);
       value = std::pow(10.0f, lo + (hi - lo) * f);
     }
-    std::snprintf(label, sizeof label, label_format, value);
+    std::snprintf(label, sizeof label, bar.label_format, value);
     const float y = max.y - size.y * f;
     list->AddLine(ImVec2(max.x, y), ImVec2(max.x + 3, y), text_color);
     const float text_y = std::clamp(y - line_h / 2, min.y - line_h / 2, max.y - line_h / 2);

@@ -84,7 +84,7 @@ void updateBeforeFrame(GLFWwindow* window, AppState& state) {
 }
 
 void drawPanels(AppState& state) {
-  state.script.layout.clear();
+  state.script.layout.rects.clear();
   state.script.focus_axis = {};
   state.script.focus_note.clear();
   handleShortcuts(state);
@@ -121,8 +121,8 @@ void noteFrameChanges(AppState& state) {
     markStateChanged(state);
   }
   // Auto-sized windows (toast, help) settle a frame after they change: log that too.
-  if (state.script.state_log && state.script.layout != state.script.layout_logged) {
-    state.script.layout_logged = state.script.layout;
+  if (state.script.state_log && state.script.layout.rects != state.script.layout_logged) {
+    state.script.layout_logged = state.script.layout.rects;
     markStateChanged(state);
   }
   if (state.view.map_hover_next != state.view.map_hover) markStateChanged(state);

@@ -1,7 +1,5 @@
 #include "gui/shell/app_state.h"
 
-#include <imgui.h>
-
 #include <algorithm>
 #include <cstdio>
 
@@ -32,14 +30,5 @@ void saveLater(AppState& state) {
   markStateChanged(state);
 }
 
-void recordLayoutRect(AppState& state, const std::string& name, float x, float y, float w, float h) {
-  if (!state.script.state_log) return;
-  state.script.layout[name] = ScreenRect{x, y, w, h};
-}
-
-void recordLayout(AppState& state, const std::string& name) {
-  const ImVec2 min = ImGui::GetItemRectMin(), max = ImGui::GetItemRectMax();
-  recordLayoutRect(state, name, min.x, min.y, max.x - min.x, max.y - min.y);
-}
 
 }  // namespace attnscope

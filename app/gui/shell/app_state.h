@@ -45,24 +45,12 @@
 #include "gui/features/stepper/stepper.h"
 #include "gui/jobs/compute_sync.h"
 #include "gui/render/gl_resources.h"
+#include "gui/render/heatmap_widget.h"
+#include "gui/render/widget_rects.h"
 #include "gui/shell/view_state.h"
 
 namespace attnscope {
 
-// A screen rectangle in framebuffer pixels (top-left origin), for the layout log.
-struct ScreenRect {
-  float x = 0, y = 0, w = 0, h = 0;
-  bool operator==(const ScreenRect& o) const { return x == o.x && y == o.y && w == o.w && h == o.h; }
-  bool operator!=(const ScreenRect& o) const { return !(*this == o); }
-};
-
-// Widest token label of the shown result's batch item, measured once per result (not per
-// frame: at L = 2048 that is thousands of text measurements).
-struct LabelWidths {
-  const void* view = nullptr;  // the ViewModel measured
-  int64_t batch_item = -1;
-  float query = 0.0f, key = 0.0f;
-};
 
 struct UiState {
   struct KeyPress {
@@ -101,7 +89,7 @@ struct ScriptState {
   std::string focus_note_logged;      // as in the last state-log line
   bool pending = false;                              // write one line after this frame
   std::string last_line;                             // last line written (avoid duplicates)
-  std::map<std::string, ScreenRect> layout;          // widget rectangles of the last frame
+  WidgetRects layout;                                // widget rectangles of the last frame
   std::map<std::string, ScreenRect> layout_logged;   // as in the last state-log line
 };
 
@@ -132,10 +120,8 @@ FocusLimits focusLimits(const AppState& state);
 // The one way to move the focus: clamped to focusLimits, saved with the settings, logged.
 void setFocus(AppState& state, ViewFocus wanted);
 
-// Records a widget rectangle (ImGui's last item) for the layout log.
-void recordLayout(AppState& state, const std::string& name);
-void recordLayoutRect(AppState& state, const std::string& name, float x, float y, float w,
-                      float h);
+// Records ImGui's last item's rectangle for the layout log.
+inline void recordLayout(AppState& state, const std::string& name) { state.script.layout.recordItem(name); }
 
 // Marks the visible state as changed so one state-log line is written after this frame.
 inline void markStateChanged(AppState& state) { state.script.pending = true; }

@@ -55,8 +55,7 @@ void drawHelpOverlay(AppState& state) {
     }
     ImGui::TextDisabled("Shortcuts are ignored while a text box is being edited.");
     ImGui::TextDisabled("Exports go to the folder and formats set under Export in the control panel.");
-    const ImVec2 pos = ImGui::GetWindowPos(), size = ImGui::GetWindowSize();
-    recordLayoutRect(state, "help_overlay", pos.x, pos.y, size.x, size.y);
+    state.script.layout.recordWindow("help_overlay");
   }
   ImGui::End();
 }

@@ -69,6 +69,15 @@ bool beginPanelWindow(const AppState& state, const char* title, Panel panel, ImG
                           ImGuiWindowFlags_NoBringToFrontOnFocus | extra_flags);
 }
 
+HeatmapCanvas heatmapCanvas(AppState& state) { return {state.gpu, state.script.layout}; }
+
+void showResultState(const AppState& state, HeatmapView& view, bool crosshair) {
+  if (crosshair && state.view.hover.valid()) view.hover_row = state.view.hover.row, view.hover_col = state.view.hover.col;
+  const ComputeState& c = state.compute;
+  if (c.mapsStale()) view.stale = c.cancelled ? "overview cancelled (Recompute: status bar)" : c.error;
+  view.progress = c.progress;
+}
+
 ImU32 groupColor(int64_t group) {
   constexpr int64_t count = sizeof kGroupColors / sizeof kGroupColors[0];
   return kGroupColors[((group % count) + count) % count];

@@ -26,8 +26,7 @@ void drawNotice(AppState& state) {
     ImGui::PopTextWrapPos();
     const bool dismiss = ImGui::Button("Dismiss");
     recordLayout(state, "notice_dismiss");
-    const ImVec2 pos = ImGui::GetWindowPos(), size = ImGui::GetWindowSize();
-    recordLayoutRect(state, "notice", pos.x, pos.y, size.x, size.y);
+    state.script.layout.recordWindow("notice");
     if (dismiss) {
       state.ui.notice.clear();
       markStateChanged(state);

@@ -4,6 +4,7 @@
 
 #include <imgui.h>
 
+#include "gui/render/heatmap_widget.h"
 #include "gui/shell/app_state.h"
 
 namespace attnscope {
@@ -25,6 +26,12 @@ void drawStatusBar(AppState& state);
 void drawHelpOverlay(AppState& state);
 void drawToast(AppState& state);
 void drawNotice(AppState& state);
+
+// The canvas heatmaps draw on (GL state, widget rectangles).
+HeatmapCanvas heatmapCanvas(AppState& state);
+// What every map shows of the shown result: the hovered cell (crosshair; off for maps whose
+// cells are not the shared hover's), the stale or in-progress overlay.
+void showResultState(const AppState& state, HeatmapView& view, bool crosshair = true);
 
 // Shared look: section header, red error text, orange warning text, a small spinner.
 void sectionHeader(const char* text);

@@ -24,7 +24,7 @@ void shellToJson(const AppState& state, int width, int height, nlohmann::json& l
   line["partial_redraws"] = state.gpu.redraw.partial_frames;  // frames drawn on the kept pixels
   line["window"] = {width, height};
   nlohmann::json rects = nlohmann::json::object();
-  for (const auto& [name, r] : state.script.layout) rects[name] = {r.x, r.y, r.w, r.h};
+  for (const auto& [name, r] : state.script.layout.rects) rects[name] = {r.x, r.y, r.w, r.h};
   line["rects"] = rects;
 }
 
@@ -49,6 +49,7 @@ std::string openStateLog(const std::string& path, AppState& state) {
   if (path.empty()) return "";
   state.script.state_log = std::fopen(path.c_str(), "a");
   if (!state.script.state_log) return "--state-log " + path + ": cannot open (" + std::strerror(errno) + ")";
+  state.script.layout.enabled = true;
   return "";
 }
 

@@ -39,8 +39,7 @@ void drawToast(AppState& state) {
       ImGui::PopTextWrapPos();
       ImGui::PopStyleColor();
     }
-    const ImVec2 pos = ImGui::GetWindowPos(), size = ImGui::GetWindowSize();
-    recordLayoutRect(state, "toast", pos.x, pos.y, size.x, size.y);
+    state.script.layout.recordWindow("toast");
   }
   ImGui::End();
   ImGui::PopStyleVar(2);

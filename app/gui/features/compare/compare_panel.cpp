@@ -137,19 +137,96 @@ void drawLargestDifferences(AppState& state, const ViewModel& view, int64_t b, f
   recordLayout(state, "compare_largest");
 }
 
-}  // namespace
+// One of the three maps: A, B or A - B.
+struct ComparedMap {
+  std::string title;
+  const char* layout;
+  unsigned int texture;
+  Colormap colormap;
+  ValueRange range;
+  bool row_labels, color_bar;
+  const char* bar_format;
+};
 
-void drawComparePanel(AppState& state) {
-  const ViewModel* view = shownView(state);
-  if (!view) {
-    ImGui::TextDisabled("no attention computed yet");
-    return;
+// Sizes shared by the three maps.
+struct CompareGeometry {
+  float line_h = 0, row_label_w = 0, col_label_h = 0, bar_w = 58.0f, gap = 12.0f, map_w = 0, map_h = 0;
+};
+
+CompareGeometry compareGeometry(AppState& state, const ViewModel& view, int64_t b) {
+  CompareGeometry g;
+  g.line_h = ImGui::GetTextLineHeightWithSpacing();
+  const LabelWidths& widths = tokenLabelWidths(state.ui.label_widths, view, b);
+  g.row_label_w = widths.query + 8.0f, g.col_label_h = widths.key + 8.0f;
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float list_h = 7 * ImGui::GetFrameHeight();  // header + 6 rows, the rest scrolls
+  const float aspect = static_cast<float>(view.S) / static_cast<float>(view.L);
+  const float max_w = (avail.x - g.row_label_w - 2 * g.bar_w - 2 * g.gap) / 3.0f;
+  const float max_h = avail.y - g.line_h * 2.5f - g.col_label_h - list_h;
+  const float map_h = std::min(max_h, max_w / aspect);
+  g.map_w = std::max(16.0f, std::floor(map_h * aspect));
+  g.map_h = std::max(16.0f, std::floor(map_h));
+  return g;
+}
+
+// A and B on one probability scale; A - B symmetric around 0 (white).
+std::vector<ComparedMap> comparedMaps(const AppState& state, const ViewModel& view, unsigned int tex_a,
+                                      unsigned int tex_b) {
+  const CompareState& c = state.compare;
+  const int64_t b = c.batch_item;
+  const MapRange& ra = pickedView(state, c.a)->probsRange(c.a.layer, b, c.a.head);
+  const MapRange& rb = pickedView(state, c.b)->probsRange(c.b.layer, b, c.b.head);
+  const ValueRange probs_range{0.0f, std::max({ra.max, rb.max, 1e-6f})};
+  const float abs_max = c.comparison.abs_max > 0 ? c.comparison.abs_max : 1.0f;
+  const ValueRange diff_range{-abs_max, abs_max};
+  const Colormap probs_map = state.settings.prob_colormap;
+  return {
+      {"A: " + pickName(view, c.a), "compare_a", tex_a, probs_map, probs_range, true, false, "%.3g"},
+      {"B: " + pickName(view, c.b), "compare_b", tex_b, probs_map, probs_range, false, true, "%.3g"},
+      {"A - B", "compare_diff", state.gpu.compare_diff, Colormap::Diverging, diff_range, false, true, "%+.3g"},
+  };
+}
+
+// Draws one map with its title at (x, y); returns the width it took.
+float drawComparedMap(AppState& state, const ViewModel& view, const ComparedMap& shown, const CompareGeometry& g,
+                      float x, float y) {
+  const int64_t b = state.compare.batch_item;
+  const float label_w = shown.row_labels ? g.row_label_w : 0.0f;
+  ImGui::SetCursorScreenPos(ImVec2(x + label_w, y));
+  ImGui::TextUnformatted(shown.title.c_str());
+  const ImVec2 map_min(x + label_w, y + g.line_h);
+  ImGui::SetCursorScreenPos(map_min);
+  HeatmapView heatmap;
+  heatmap.texture = shown.texture;
+  heatmap.rows = view.L;
+  heatmap.cols = view.S;
+  heatmap.colormap = shown.colormap;
+  heatmap.range = shown.range;
+  heatmap.name = shown.layout;
+  showResultState(state, heatmap);
+  const HeatmapHit hit = drawHeatmap(heatmapCanvas(state), heatmap, ImVec2(g.map_w, g.map_h));
+  const ImVec2 map_max(map_min.x + g.map_w, map_min.y + g.map_h);
+  const LabelSpan rows{shown.row_labels ? &view.query_tokens[b] : nullptr, 0, view.L};
+  drawAxisLabels(rows, LabelSpan{&view.key_tokens[b], 0, view.S}, map_min, map_max);
+  if (hit.hovered) {
+    state.view.hover_next = {hit.row, hit.col};
+    drawCellTooltip(state, view, b, hit.row, hit.col);
   }
+  if (shown.color_bar) {
+    ImGui::SetCursorScreenPos(ImVec2(map_max.x + 12, map_min.y));
+    drawColorBar(heatmapCanvas(state), {shown.colormap, shown.range, false, shown.bar_format, ""},
+                 ImVec2(g.bar_w - 12, g.map_h));
+  }
+  return label_w + g.map_w + (shown.color_bar ? g.bar_w : 0.0f) + g.gap;
+}
+
+// The picks of A and B and the swap button; a change is saved with the view state.
+void drawCompareControls(AppState& state, const ViewModel& view) {
   CompareView& picks = state.view.compare;
   const bool has_correct = pickedView(state, MapPick{0, 0, true, Mistake::None}) != nullptr;
-  bool changed = drawPickControls(state, "A", picks.a, *view, has_correct);
+  bool changed = drawPickControls(state, "A", picks.a, view, has_correct);
   ImGui::SameLine(0, 24);
-  changed |= drawPickControls(state, "B", picks.b, *view, has_correct);
+  changed |= drawPickControls(state, "B", picks.b, view, has_correct);
   ImGui::SameLine(0, 16);
   if (ImGui::Button("swap")) std::swap(picks.a, picks.b), changed = true;
   recordLayout(state, "compare_swap");
@@ -157,85 +234,11 @@ void drawComparePanel(AppState& state) {
     picks.chosen = true;
     saveLater(state);
   }
+}
+
+// Under the maps: the export button, the largest difference and the list of cells.
+void drawCompareFooter(AppState& state, const ViewModel& view) {
   const CompareState& c = state.compare;
-  if (!c.error.empty()) {
-    errorText(c.error);
-    return;
-  }
-  const unsigned int tex_a = pickedTexture(state, c.a), tex_b = pickedTexture(state, c.b);
-  if (c.generation == 0 || !tex_a || !tex_b || !state.gpu.compare_diff) {
-    ImGui::TextDisabled("comparing...");
-    return;
-  }
-
-  const int64_t b = c.batch_item;
-  const std::vector<std::string>& q_tokens = view->query_tokens[b];
-  const std::vector<std::string>& k_tokens = view->key_tokens[b];
-  const float line_h = ImGui::GetTextLineHeightWithSpacing();
-  const LabelWidths& widths = tokenLabelWidths(state.ui.label_widths, *view, b);
-  const float row_label_w = widths.query + 8.0f, col_label_h = widths.key + 8.0f;
-  const float bar_w = 58.0f, gap = 12.0f;
-  const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const float list_h = 7 * ImGui::GetFrameHeight();  // header + 6 rows, the rest scrolls
-  const float aspect = static_cast<float>(view->S) / static_cast<float>(view->L);
-  const float max_w = (avail.x - row_label_w - 2 * bar_w - 2 * gap) / 3.0f;
-  const float max_h = avail.y - line_h * 2.5f - col_label_h - list_h;
-  float map_h = std::min(max_h, max_w / aspect);
-  const float map_w = std::max(16.0f, std::floor(map_h * aspect));
-  map_h = std::max(16.0f, std::floor(map_h));
-
-  // A and B share one probability scale; A - B is symmetric around 0 (white).
-  const MapRange& ra = pickedView(state, c.a)->probsRange(c.a.layer, b, c.a.head);
-  const MapRange& rb = pickedView(state, c.b)->probsRange(c.b.layer, b, c.b.head);
-  const ValueRange probs_range{0.0f, std::max({ra.max, rb.max, 1e-6f})};
-  const float abs_max = c.comparison.abs_max > 0 ? c.comparison.abs_max : 1.0f;
-  const ValueRange diff_range{-abs_max, abs_max};
-
-  struct Shown {
-    std::string title;
-    const char* layout;
-    unsigned int texture;
-    Colormap colormap;
-    ValueRange range;
-    bool row_labels, color_bar;
-    const char* bar_format;
-  };
-  const Colormap probs_map = state.settings.prob_colormap;
-  const Shown maps[] = {
-      {"A: " + pickName(*view, c.a), "compare_a", tex_a, probs_map, probs_range, true, false, "%.3g"},
-      {"B: " + pickName(*view, c.b), "compare_b", tex_b, probs_map, probs_range, false, true, "%.3g"},
-      {"A - B", "compare_diff", state.gpu.compare_diff, Colormap::Diverging, diff_range, false, true, "%+.3g"},
-  };
-  const ImVec2 origin = ImGui::GetCursorScreenPos();
-  float x = origin.x;
-  for (const Shown& shown : maps) {
-    const float label_w = shown.row_labels ? row_label_w : 0.0f;
-    ImGui::SetCursorScreenPos(ImVec2(x + label_w, origin.y));
-    ImGui::TextUnformatted(shown.title.c_str());
-    const ImVec2 map_min(x + label_w, origin.y + line_h);
-    ImGui::SetCursorScreenPos(map_min);
-    HeatmapView heatmap;
-    heatmap.texture = shown.texture;
-    heatmap.rows = view->L;
-    heatmap.cols = view->S;
-    heatmap.colormap = shown.colormap;
-    heatmap.range = shown.range;
-    const HeatmapHit hit = drawHeatmap(state, ("##" + std::string(shown.layout)).c_str(), heatmap, ImVec2(map_w, map_h));
-    recordLayout(state, shown.layout);
-    const ImVec2 map_max(map_min.x + map_w, map_min.y + map_h);
-    const LabelSpan rows{shown.row_labels ? &q_tokens : nullptr, 0, view->L};
-    drawAxisLabels(rows, LabelSpan{&k_tokens, 0, view->S}, map_min, map_max);
-    if (hit.hovered) {
-      state.view.hover_next = {hit.row, hit.col};
-      drawCellTooltip(state, *view, b, hit.row, hit.col);
-    }
-    if (shown.color_bar) {
-      ImGui::SetCursorScreenPos(ImVec2(map_max.x + 12, map_min.y));
-      drawColorBar(state, shown.colormap, shown.range, false, shown.bar_format, ImVec2(bar_w - 12, map_h));
-    }
-    x += label_w + map_w + (shown.color_bar ? bar_w : 0.0f) + gap;
-  }
-  ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + line_h + map_h + col_label_h + 4));
   if (ImGui::SmallButton("Export A - B")) requestDifferenceExport(state);
   recordLayout(state, "compare_export");
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("write A - B as PNG and .npy [L, S], with a JSON naming A and B");
@@ -246,7 +249,35 @@ void drawComparePanel(AppState& state) {
                 static_cast<double>(c.comparison.abs_max), static_cast<long long>(top.row),
                 static_cast<long long>(top.col), static_cast<double>(c.comparison.abs_max));
   }
-  drawLargestDifferences(state, *view, b, ImGui::GetContentRegionAvail().y - 4);
+  drawLargestDifferences(state, view, c.batch_item, ImGui::GetContentRegionAvail().y - 4);
+}
+
+}  // namespace
+
+void drawComparePanel(AppState& state) {
+  const ViewModel* view = shownView(state);
+  if (!view) {
+    ImGui::TextDisabled("no attention computed yet");
+    return;
+  }
+  drawCompareControls(state, *view);
+  const CompareState& c = state.compare;
+  if (!c.error.empty()) {
+    errorText(c.error);
+    return;
+  }
+  const unsigned int tex_a = pickedTexture(state, c.a), tex_b = pickedTexture(state, c.b);
+  if (c.generation == 0 || !tex_a || !tex_b || !state.gpu.compare_diff) {
+    ImGui::TextDisabled("comparing...");
+    return;
+  }
+  const CompareGeometry g = compareGeometry(state, *view, c.batch_item);
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  float x = origin.x;
+  for (const ComparedMap& shown : comparedMaps(state, *view, tex_a, tex_b))
+    x += drawComparedMap(state, *view, shown, g, x, origin.y);
+  ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + g.line_h + g.map_h + g.col_label_h + 4));
+  drawCompareFooter(state, *view);
 }
 
 }  // namespace attnscope

@@ -165,6 +165,19 @@ void chooseQueryByLabel(AppState& state, ImVec2 top_left, float label_w, const F
   }
 }
 
+// Fully masked query rows: a red mark right of the map ([B, L] of the real map).
+void drawFullyMaskedMarks(const ViewModel& v, const AttentionTrace* t, const FocusGeometry& g, ImVec2 map_min,
+                          ImVec2 map_max) {
+  ImDrawList* list = ImGui::GetWindowDrawList();
+  const float cell_h = g.map_h / static_cast<float>(g.window.rows);
+  const BoolTensor* fully_masked = t ? &t->fully_masked : v.tiled ? &v.tiled->fully_masked : nullptr;
+  for (int64_t r = 0; fully_masked && r < g.window.rows; ++r) {
+    if (!fully_masked->data[g.b * v.mapL() + g.window.row0 + r]) continue;
+    list->AddRectFilled(ImVec2(map_max.x + 3, map_min.y + cell_h * r),
+                        ImVec2(map_max.x + 8, map_min.y + cell_h * (r + 1)), IM_COL32(230, 60, 60, 255));
+  }
+}
+
 // Draws `map` with its left edge (row labels included) at x0, title line at y0.
 void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float x0, float y0,
                   const std::vector<std::string>& q_tokens, const std::vector<std::string>& k_tokens) {
@@ -206,9 +219,9 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
   map.view.range = map.range;
   map.view.log_scale = map.log_scale;
   map.view.outlined = selected;
-  map.view.crosshair = !v.tiled;  // hover holds the overview block; this map shows real cells
-  const HeatmapHit hit = drawHeatmap(state, map.id, map.view, ImVec2(g.map_w, g.map_h));
-  recordLayout(state, map.layout_name);
+  map.view.name = map.layout_name;
+  showResultState(state, map.view, !v.tiled);  // tiled: hover holds the overview block; this map shows real cells
+  const HeatmapHit hit = drawHeatmap(heatmapCanvas(state), map.view, ImVec2(g.map_w, g.map_h));
   if (hit.clicked && map.export_view && !selected) {
     state.view.map_kind = *map.export_view;
     markStateChanged(state);
@@ -234,18 +247,11 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
     if (t) drawTraceCellTooltip(*t, g.b, g.h, hit.row, hit.col, q_tokens, k_tokens, map.tooltip_heading);
     else drawImportedCellTooltip(v, g.layer, g.b, g.h, hit.row, hit.col, q_tokens, k_tokens);
   }
-  // Fully masked query rows: a red mark right of the map ([B, L] of the real map).
-  ImDrawList* list = ImGui::GetWindowDrawList();
-  const float cell_h = g.map_h / static_cast<float>(g.window.rows);
-  const BoolTensor* fully_masked = t ? &t->fully_masked : v.tiled ? &v.tiled->fully_masked : nullptr;
-  for (int64_t r = 0; fully_masked && r < g.window.rows; ++r) {
-    if (!fully_masked->data[g.b * v.mapL() + g.window.row0 + r]) continue;
-    list->AddRectFilled(ImVec2(map_max.x + 3, map_min.y + cell_h * r),
-                        ImVec2(map_max.x + 8, map_min.y + cell_h * (r + 1)), IM_COL32(230, 60, 60, 255));
-  }
+  drawFullyMaskedMarks(v, t, g, map_min, map_max);
   if (map.color_bar) {
     ImGui::SetCursorScreenPos(ImVec2(map_max.x + 12, map_min.y));
-    drawColorBar(state, map.view.colormap, map.range, map.log_scale, map.bar_format, ImVec2(g.bar_w - 12, g.map_h));
+    drawColorBar(heatmapCanvas(state), {map.view.colormap, map.range, map.log_scale, map.bar_format, ""},
+                 ImVec2(g.bar_w - 12, g.map_h));
   }
 }
 
@@ -303,6 +309,225 @@ float mapExtraWidth(const FocusMap& map, const FocusGeometry& g) {
   return (map.row_labels ? g.row_label_w : 0.0f) + (map.color_bar ? g.bar_w : 0.0f);
 }
 
+// Which runs the Maps tab shows and how: this run, the mistakes lab's correct run, the
+// zoomed window and, for a tiled source, the overview or the exact tile.
+struct FocusScene {
+  const ViewModel* v = nullptr;        // this run; null when it crashed (mistakes lab)
+  const ViewModel* correct = nullptr;  // the correct run beside it, when it has its sizes
+  const ViewModel* shown = nullptr;    // sizes and tokens
+  bool crashed = false;                // the buggy run threw: only the correct run is shown
+  const TiledMaps* tiled = nullptr;
+  bool zoomed = false;
+  bool use_zoom_textures = false;      // the window's own textures instead of the whole map's
+  const WindowTile* tile = nullptr;    // a tiled source's exact window, when shown
+  ImVec2 uv0{0, 0}, uv1{1, 1};         // the overview texture cropped to the window
+  FocusGeometry g;
+};
+
+// Null shown when nothing has been computed yet.
+FocusScene focusScene(const AppState& state) {
+  FocusScene scene;
+  const ViewTextures& tex = state.gpu.textures;
+  const ViewTextures& correct_tex = state.gpu.correct_textures;
+  scene.correct = correct_tex.probs.empty() ? nullptr : state.compute.correct_view.get();
+  // The buggy run threw (e.g. kv-reshape-with-L with S != L): only the correct run is shown.
+  scene.crashed = scene.correct && !state.compute.error.empty();
+  scene.v = scene.crashed || tex.probs.empty() ? nullptr : state.compute.view.get();
+  scene.shown = scene.v ? scene.v : scene.correct;
+  if (!scene.shown) return scene;
+  const ViewModel* v = scene.v;
+  // Both runs share their inputs, so only a mistake that changes the shapes could differ.
+  if (v && scene.correct && (scene.correct->L != v->L || scene.correct->S != v->S || scene.correct->H != v->H))
+    scene.correct = nullptr;
+  FocusGeometry& g = scene.g;
+  g.layer = state.view.focus.layer;
+  g.b = v ? tex.batch_item : correct_tex.batch_item;
+  g.h = state.view.focus.head;
+  // Zoomed: the window's own textures (exact cells up to kTextureMaxSide per side). A tiled
+  // source shows the overview's blocks of the window until the tile worker's window comes.
+  const ZoomTextures& zoom = state.gpu.zoom;
+  scene.tiled = v ? v->tiled.get() : nullptr;
+  scene.zoomed = !state.view.zoom.whole() && (scene.tiled || zoom.probs || zoom.correct_probs);
+  g.window = resolveWindow(scene.zoomed ? state.view.zoom : CellWindow{}, scene.shown->mapL(), scene.shown->mapS());
+  const bool tile_shown = scene.tiled && scene.zoomed && zoom.tile_maps == scene.tiled && zoom.window == g.window &&
+                          zoom.focus.head == g.h && zoom.focus.batch_item == g.b && zoom.probs;
+  scene.tile = tile_shown ? state.zoom_tile.ready() : nullptr;
+  if (scene.tiled && !tile_shown) {  // nearest sampling keeps the overview's blocks
+    const float L = static_cast<float>(scene.tiled->L), S = static_cast<float>(scene.tiled->S);
+    scene.uv0 = ImVec2(static_cast<float>(g.window.col0) / S, static_cast<float>(g.window.row0) / L);
+    scene.uv1 = ImVec2(static_cast<float>(g.window.col0 + g.window.cols) / S,
+                       static_cast<float>(g.window.row0 + g.window.rows) / L);
+  }
+  scene.use_zoom_textures = scene.tiled ? tile_shown : scene.zoomed;
+  return scene;
+}
+
+void drawFocusHeading(AppState& state, const FocusScene& scene) {
+  const ViewModel& shown = *scene.shown;
+  const FocusGeometry& g = scene.g;
+  if (shown.layers > 1) {
+    ImGui::Text("%s (%lld of %lld)   head %lld of %lld   batch item %lld   L = %lld queries x S = %lld keys",
+                shown.maps[g.layer].name.c_str(), static_cast<long long>(g.layer), static_cast<long long>(shown.layers),
+                static_cast<long long>(g.h), static_cast<long long>(shown.H), static_cast<long long>(g.b),
+                static_cast<long long>(shown.mapL()), static_cast<long long>(shown.mapS()));
+  } else {
+    ImGui::Text("head %lld of %lld   batch item %lld   L = %lld queries (rows) x S = %lld keys (columns)",
+                static_cast<long long>(g.h), static_cast<long long>(shown.H), static_cast<long long>(g.b),
+                static_cast<long long>(shown.mapL()), static_cast<long long>(shown.mapS()));
+  }
+  if (scene.tiled) {  // how the maps show a source too large to hold, where it is always seen
+    ImGui::SameLine();
+    ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.3f, 1.0f), "   tiled: %s",
+                       tiledPoolingNote(state, *scene.v, g.window, scene.zoomed).c_str());
+    recordLayout(state, "focus_tiled_note");
+  }
+}
+
+// A map of this run (cropped to the window of a tiled overview, or its exact tile).
+FocusMap& addThisRunMap(std::vector<FocusMap>& maps, const FocusScene& scene, const char* layout_name,
+                        unsigned int texture) {
+  FocusMap& map = maps.emplace_back();
+  map.id = layout_name;
+  map.layout_name = layout_name;
+  map.source = scene.v;
+  map.view.texture = texture;
+  map.view.uv0 = scene.uv0, map.view.uv1 = scene.uv1;
+  map.tile = scene.tile;
+  return map;
+}
+
+// This run's scores and probabilities (the with-mistake map when a correct run is beside it).
+void addThisRunMaps(const AppState& state, const FocusScene& scene, std::vector<FocusMap>& maps) {
+  const ViewModel* v = scene.v;
+  if (!v) return;
+  const ViewTextures& tex = state.gpu.textures;
+  const ZoomTextures& zoom = state.gpu.zoom;
+  const size_t focused = tex.index(scene.g.layer, scene.g.h);
+  if (v->hasScores()) {
+    FocusMap& scores = addThisRunMap(maps, scene, "focus_scores", scene.use_zoom_textures ? zoom.scores : tex.scores[focused]);
+    scores.title = scene.correct ? "scores (scaled)" : "scores (scaled, before softmax)";  // 3 maps: less room
+    scores.view.colormap = Colormap::Diverging;
+    scores.range = {-tex.score_abs_max[focused], tex.score_abs_max[focused]};
+    scores.export_view = MapKind::Scores;
+    scores.bar_format = "%+.3g";
+  }
+  FocusMap& probs = addThisRunMap(maps, scene, "focus_probs", scene.use_zoom_textures ? zoom.probs : tex.probs[focused]);
+  const bool dropout = v->maps[scene.g.layer].dropout_applied;
+  probs.title = scene.correct ? (dropout ? "with mistake (dropout)" : "with mistake")
+                : v->source == ViewSource::Imported ? "probabilities (imported)"
+                : (dropout ? "probabilities (after dropout)" : "probabilities (softmax over keys)");
+  probs.view.colormap = state.settings.prob_colormap;
+  probs.range = {state.settings.log_scale ? tex.prob_min_positive : 0.0f, tex.prob_max};
+  probs.log_scale = state.settings.log_scale;
+  probs.export_view = MapKind::Probs;
+}
+
+// The mistakes lab's correct run, on one colour scale with the with-mistake map left of it.
+void addCorrectRunMap(const AppState& state, const FocusScene& scene, std::vector<FocusMap>& maps) {
+  if (!scene.correct) return;
+  const ViewTextures& correct_tex = state.gpu.correct_textures;
+  FocusMap& right = maps.emplace_back();
+  right.title = "correct (no mistake)";
+  right.id = right.layout_name = "focus_correct";
+  right.source = scene.correct;
+  right.view.texture = scene.zoomed ? state.gpu.zoom.correct_probs : correct_tex.probs[correct_tex.index(0, scene.g.h)];
+  right.view.colormap = state.settings.prob_colormap;
+  right.range = {state.settings.log_scale ? correct_tex.prob_min_positive : 0.0f, correct_tex.prob_max};
+  right.log_scale = state.settings.log_scale;
+  right.tooltip_heading = "correct run (no mistake)";
+  if (!scene.v) return;
+  FocusMap& probs = maps[maps.size() - 2];
+  const ValueRange both{std::min(probs.range.low, right.range.low), std::max(probs.range.high, right.range.high)};
+  probs.range = right.range = both;
+  probs.color_bar = false;
+  right.row_labels = false;
+}
+
+// Map sizes that fit the panel: every map the same size, the labels and colour bars beside.
+void fitFocusGeometry(AppState& state, const FocusScene& scene, const std::vector<FocusMap>& maps, float gap,
+                      FocusGeometry& g) {
+  g.line_h = ImGui::GetTextLineHeightWithSpacing();
+  const LabelWidths& widths = tokenLabelWidths(state.ui.label_widths, *scene.shown, g.b);
+  g.row_label_w = widths.query + 8.0f;
+  g.col_label_h = widths.key + 8.0f;
+  g.bar_w = 58.0f;
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  // A crashed mistake run keeps the two-map geometry (its message takes the left place);
+  // so does an imported map without scores (the same size as a computed one).
+  const int slots = std::max(2, static_cast<int>(maps.size()));
+  float fixed_w = gap * static_cast<float>(slots - 1);
+  for (const FocusMap& map : maps) fixed_w += mapExtraWidth(map, g);
+  if (maps.size() < 2) fixed_w += g.row_label_w + g.bar_w;
+  const float max_w = (avail.x - fixed_w) / static_cast<float>(slots);
+  const float max_h = avail.y - g.line_h * (scene.correct ? 4.2f : 3.2f) - g.col_label_h;
+  const float aspect = static_cast<float>(scene.shown->mapS()) / static_cast<float>(scene.shown->mapL());
+  g.map_h = std::max(16.0f, std::floor(std::min(max_h, max_w / aspect)));
+  g.map_w = std::max(16.0f, std::floor(std::min(max_h, max_w / aspect) * aspect));
+}
+
+// Where the buggy maps would be: the exception the buggy module raises.
+float drawCrashBlock(AppState& state, const FocusGeometry& g, ImVec2 origin) {
+  const float block_w = g.row_label_w + g.map_w + g.bar_w;
+  ImGui::SetCursorScreenPos(ImVec2(origin.x + g.row_label_w, origin.y));
+  ImGui::TextUnformatted("with mistake");
+  ImGui::SetCursorScreenPos(ImVec2(origin.x + g.row_label_w, origin.y + g.line_h));
+  ImGui::BeginGroup();  // wrapped lines start at the block's left edge
+  ImGui::PushTextWrapPos(ImGui::GetCursorPos().x + block_w - g.row_label_w);
+  ImGui::TextColored(ImVec4(1.0f, 0.35f, 0.35f, 1.0f), "the buggy code crashes with:");
+  ImGui::TextColored(ImVec4(1.0f, 0.35f, 0.35f, 1.0f), "%s", state.compute.error.c_str());
+  ImGui::PopTextWrapPos();
+  ImGui::EndGroup();
+  recordLayout(state, "focus_crash");
+  return block_w;
+}
+
+// Under the maps with a correct run beside: how much the mistake changes this head, and the
+// button that opens the difference view.
+void drawMistakeLine(AppState& state, const FocusScene& scene) {
+  const std::string summary = mistakeDiffSummary(state);
+  if (!summary.empty()) {
+    ImGui::TextColored(ImVec4(1.0f, 0.62f, 0.18f, 1.0f), "%s", summary.c_str());
+    recordLayout(state, "focus_diff_summary");
+  }
+  if (!scene.v) return;
+  ImGui::SameLine();
+  if (ImGui::SmallButton("difference view")) {
+    const FocusGeometry& g = scene.g;
+    state.view.compare = {{g.layer, g.h, false, Mistake::None}, {g.layer, g.h, true, Mistake::None}, true};
+    state.view.tab = FocusTab::Compare;
+    state.view.tab_requested = true;
+    saveLater(state);
+  }
+  recordLayout(state, "focus_difference_view");
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("show with mistake - correct, cell by cell (Compare tab)");
+}
+
+// Legends, the zoom line and the fully-masked-rows note under the maps.
+void drawFocusFooter(AppState& state, const FocusScene& scene) {
+  if (scene.correct) drawMistakeLine(state, scene);
+  const ViewModel* v = scene.v;
+  const FocusGeometry& g = scene.g;
+  const AttentionTrace* t = v ? v->maps[g.layer].trace.get() : nullptr;
+  if (v && !v->hasMask()) {
+    ImGui::TextDisabled("rows: query tokens   columns: key tokens   values as stored in the bundle");
+  } else {
+    ImGui::TextDisabled("rows: query tokens   columns: key tokens   grey hatched: masked (-inf, not a number)");
+  }
+  if (v) ImGui::TextDisabled("yellow outline: the map Ctrl+S exports (click a map to choose)");
+  state.script.focus_note = scene.tiled ? tiledPoolingNote(state, *v, g.window, scene.zoomed) : "";
+  drawZoomLine(g.window, scene.zoomed, scene.shown->mapL(), scene.shown->mapS(), state.script.focus_note);
+  recordLayout(state, "focus_zoom_line");
+  const ViewTextures& tex = state.gpu.textures;
+  const int64_t fully_masked = (t || scene.tiled) && tex.hasMask() ? tex.fully_masked_rows[g.layer] : 0;
+  if (fully_masked <= 0) return;
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.45f, 1.0f));
+  ImGui::TextWrapped("%lld fully masked row%s (red marks): every key is masked, so PyTorch's softmax "
+                     "returns NaN there; shown as masked with probability %s.",
+                     static_cast<long long>(fully_masked), fully_masked == 1 ? "" : "s",
+                     (t ? t->fill : scene.tiled->attention->fill) == MaskFill::NegInf ? "0" : "1/S (the -1e9 fill gives a uniform row)");
+  ImGui::PopStyleColor();
+}
+
 // The "Maps" tab: scores and probabilities of the focused map (and the correct run's), or
 // the chosen across-layer map (rollout, flow).
 void drawFocusMaps(AppState& state) {
@@ -311,201 +536,31 @@ void drawFocusMaps(AppState& state) {
     drawLayerMapsView(state);
     return;
   }
-  {
-    const ViewTextures& tex = state.gpu.textures;
-    const ViewTextures& correct_tex = state.gpu.correct_textures;
-    const ViewModel* correct = correct_tex.probs.empty() ? nullptr : state.compute.correct_view.get();
-    // The buggy run threw (e.g. kv-reshape-with-L with S != L): only the correct run is shown.
-    const bool crashed = correct && !state.compute.error.empty();
-    const ViewModel* v = crashed || tex.probs.empty() ? nullptr : state.compute.view.get();
-    const ViewModel* shown = v ? v : correct;  // sizes and tokens
-    if (!shown) {
-      ImGui::TextDisabled("no attention computed yet");
-      return;
-    }
-    // Both runs share their inputs, so only a mistake that changes the shapes could differ.
-    if (v && correct && (correct->L != v->L || correct->S != v->S || correct->H != v->H)) correct = nullptr;
-    const Settings& s = state.settings;
-    FocusGeometry g;
-    g.layer = state.view.focus.layer;
-    g.b = v ? tex.batch_item : correct_tex.batch_item;
-    g.h = state.view.focus.head;
-    g.window = resolveWindow(state.view.zoom, shown->mapL(), shown->mapS());
-    // Zoomed: the window's own textures (exact cells up to kTextureMaxSide per side). A tiled
-    // source shows the overview's blocks of the window until the tile worker's window comes.
-    const ZoomTextures& zoom = state.gpu.zoom;
-    const TiledMaps* tiled = v ? v->tiled.get() : nullptr;
-    const bool zoomed = !state.view.zoom.whole() && (tiled || zoom.probs || zoom.correct_probs);
-    if (!zoomed) g.window = resolveWindow({}, shown->mapL(), shown->mapS());
-    const bool tile_shown = tiled && zoomed && zoom.tile_maps == tiled && zoom.window == g.window &&
-                            zoom.focus.head == g.h && zoom.focus.batch_item == g.b && zoom.probs;
-    const WindowTile* tile = tile_shown ? state.zoom_tile.ready() : nullptr;
-    const std::vector<std::string>& q_tokens = tiled ? tiled->query_tokens[g.b] : shown->query_tokens[g.b];
-    const std::vector<std::string>& k_tokens = tiled ? tiled->key_tokens[g.b] : shown->key_tokens[g.b];
-    // The overview texture cropped to the window (nearest sampling keeps its blocks).
-    ImVec2 uv0(0, 0), uv1(1, 1);
-    if (tiled && !tile_shown) {
-      const float L = static_cast<float>(tiled->L), S = static_cast<float>(tiled->S);
-      uv0 = ImVec2(static_cast<float>(g.window.col0) / S, static_cast<float>(g.window.row0) / L);
-      uv1 = ImVec2(static_cast<float>(g.window.col0 + g.window.cols) / S, static_cast<float>(g.window.row0 + g.window.rows) / L);
-    }
-    const bool use_zoom_textures = tiled ? tile_shown : zoomed;
-
-    if (shown->layers > 1) {
-      ImGui::Text("%s (%lld of %lld)   head %lld of %lld   batch item %lld   L = %lld queries x S = %lld keys",
-                  shown->maps[g.layer].name.c_str(), static_cast<long long>(g.layer), static_cast<long long>(shown->layers),
-                  static_cast<long long>(g.h), static_cast<long long>(shown->H), static_cast<long long>(g.b),
-                  static_cast<long long>(shown->mapL()), static_cast<long long>(shown->mapS()));
-    } else {
-      ImGui::Text("head %lld of %lld   batch item %lld   L = %lld queries (rows) x S = %lld keys (columns)",
-                  static_cast<long long>(g.h), static_cast<long long>(shown->H), static_cast<long long>(g.b),
-                  static_cast<long long>(shown->mapL()), static_cast<long long>(shown->mapS()));
-    }
-    if (tiled) {  // how the maps show a source too large to hold, where it is always seen
-      ImGui::SameLine();
-      ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.3f, 1.0f), "   tiled: %s", tiledPoolingNote(state, *v, g.window, zoomed).c_str());
-      recordLayout(state, "focus_tiled_note");
-    }
-
-    // The maps, left to right: scores, probabilities (with the mistake), correct probabilities.
-    std::vector<FocusMap> maps;
-    const size_t focused = tex.index(g.layer, g.h);
-    if (v && v->hasScores()) {
-      FocusMap& scores = maps.emplace_back();
-      scores.title = correct ? "scores (scaled)" : "scores (scaled, before softmax)";  // 3 maps: less room
-      scores.id = "##scores";
-      scores.layout_name = "focus_scores";
-      scores.source = v;
-      scores.view.texture = use_zoom_textures ? zoom.scores : tex.scores[focused];
-      scores.view.uv0 = uv0, scores.view.uv1 = uv1;
-      scores.tile = tile;
-      scores.view.colormap = Colormap::Diverging;
-      scores.range = {-tex.score_abs_max[focused], tex.score_abs_max[focused]};
-      scores.export_view = MapKind::Scores;
-      scores.bar_format = "%+.3g";
-    }
-    if (v) {
-      FocusMap& probs = maps.emplace_back();
-      const bool dropout = v->maps[g.layer].dropout_applied;
-      const char* title = correct ? (dropout ? "with mistake (dropout)" : "with mistake")
-                                  : v->source == ViewSource::Imported ? "probabilities (imported)"
-                                  : (dropout ? "probabilities (after dropout)" : "probabilities (softmax over keys)");
-      probs.title = title;
-      probs.id = "##probs";
-      probs.layout_name = "focus_probs";
-      probs.source = v;
-      probs.view.texture = use_zoom_textures ? zoom.probs : tex.probs[focused];
-      probs.view.uv0 = uv0, probs.view.uv1 = uv1;
-      probs.tile = tile;
-      probs.view.colormap = s.prob_colormap;
-      probs.range = {s.log_scale ? tex.prob_min_positive : 0.0f, tex.prob_max};
-      probs.log_scale = s.log_scale;
-      probs.export_view = MapKind::Probs;
-    }
-    if (correct) {
-      FocusMap& right = maps.emplace_back();
-      right.title = "correct (no mistake)";
-      right.id = "##correct";
-      right.layout_name = "focus_correct";
-      right.source = correct;
-      right.view.texture = zoomed ? zoom.correct_probs : correct_tex.probs[correct_tex.index(0, g.h)];
-      right.view.colormap = s.prob_colormap;
-      right.range = {s.log_scale ? correct_tex.prob_min_positive : 0.0f, correct_tex.prob_max};
-      right.log_scale = s.log_scale;
-      right.tooltip_heading = "correct run (no mistake)";
-      if (v) {
-        // Beside the buggy map: same rows, and one colour scale covering both.
-        FocusMap& probs = maps[maps.size() - 2];
-        const ValueRange both{std::min(probs.range.low, right.range.low), std::max(probs.range.high, right.range.high)};
-        probs.range = right.range = both;
-        probs.color_bar = false;
-        right.row_labels = false;
-      }
-    }
-
-    g.line_h = ImGui::GetTextLineHeightWithSpacing();
-    const LabelWidths& widths = tokenLabelWidths(state.ui.label_widths, *shown, g.b);
-    g.row_label_w = widths.query + 8.0f;
-    g.col_label_h = widths.key + 8.0f;
-    g.bar_w = 58.0f;
-    const float gap = 12.0f;
-    const ImVec2 avail = ImGui::GetContentRegionAvail();
-    // A crashed mistake run keeps the two-map geometry (its message takes the left place);
-    // so does an imported map without scores (the same size as a computed one).
-    const int slots = std::max(2, static_cast<int>(maps.size()));
-    float fixed_w = gap * static_cast<float>(slots - 1);
-    for (const FocusMap& map : maps) fixed_w += mapExtraWidth(map, g);
-    if (maps.size() < 2) fixed_w += g.row_label_w + g.bar_w;
-    const float max_w = (avail.x - fixed_w) / static_cast<float>(slots);
-    const float max_h = avail.y - g.line_h * (correct ? 4.2f : 3.2f) - g.col_label_h;
-    const float aspect = static_cast<float>(shown->mapS()) / static_cast<float>(shown->mapL());
-    g.map_h = std::min(max_h, max_w / aspect);
-    g.map_w = g.map_h * aspect;
-    g.map_h = std::max(16.0f, std::floor(g.map_h));
-    g.map_w = std::max(16.0f, std::floor(g.map_w));
-
-    const ImVec2 origin = ImGui::GetCursorScreenPos();
-    float x = origin.x;
-    if (crashed) {
-      // Where the buggy maps would be: the exception the buggy module raises.
-      const float block_w = g.row_label_w + g.map_w + g.bar_w;
-      ImGui::SetCursorScreenPos(ImVec2(x + g.row_label_w, origin.y));
-      ImGui::TextUnformatted("with mistake");
-      ImGui::SetCursorScreenPos(ImVec2(x + g.row_label_w, origin.y + g.line_h));
-      ImGui::BeginGroup();  // wrapped lines start at the block's left edge
-      ImGui::PushTextWrapPos(ImGui::GetCursorPos().x + block_w - g.row_label_w);
-      ImGui::TextColored(ImVec4(1.0f, 0.35f, 0.35f, 1.0f), "the buggy code crashes with:");
-      ImGui::TextColored(ImVec4(1.0f, 0.35f, 0.35f, 1.0f), "%s", state.compute.error.c_str());
-      ImGui::PopTextWrapPos();
-      ImGui::EndGroup();
-      recordLayout(state, "focus_crash");
-      x += block_w + gap;
-    }
-    for (FocusMap& map : maps) {
-      drawFocusMap(state, map, g, x, origin.y, q_tokens, k_tokens);
-      x += mapExtraWidth(map, g) + g.map_w + gap;
-    }
-
-    ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + g.line_h + g.map_h + g.col_label_h + 4));
-    if (correct) {
-      const std::string summary = mistakeDiffSummary(state);
-      if (!summary.empty()) {
-        ImGui::TextColored(ImVec4(1.0f, 0.62f, 0.18f, 1.0f), "%s", summary.c_str());
-        recordLayout(state, "focus_diff_summary");
-      }
-      if (v) {
-        // The mistakes lab's difference view: this head with and without the mistake.
-        ImGui::SameLine();
-        if (ImGui::SmallButton("difference view")) {
-          state.view.compare = {{g.layer, g.h, false, Mistake::None}, {g.layer, g.h, true, Mistake::None}, true};
-          state.view.tab = FocusTab::Compare;
-          state.view.tab_requested = true;
-          saveLater(state);
-        }
-        recordLayout(state, "focus_difference_view");
-        if (ImGui::IsItemHovered()) ImGui::SetTooltip("show with mistake - correct, cell by cell (Compare tab)");
-      }
-    }
-    const AttentionTrace* t = v ? v->maps[g.layer].trace.get() : nullptr;
-    if (v && !v->hasMask()) {
-      ImGui::TextDisabled("rows: query tokens   columns: key tokens   values as stored in the bundle");
-    } else {
-      ImGui::TextDisabled("rows: query tokens   columns: key tokens   grey hatched: masked (-inf, not a number)");
-    }
-    if (v) ImGui::TextDisabled("yellow outline: the map Ctrl+S exports (click a map to choose)");
-    state.script.focus_note = tiled ? tiledPoolingNote(state, *v, g.window, zoomed) : "";
-    drawZoomLine(g.window, zoomed, shown->mapL(), shown->mapS(), state.script.focus_note);
-    recordLayout(state, "focus_zoom_line");
-    const int64_t fully_masked = (t || tiled) && tex.hasMask() ? tex.fully_masked_rows[g.layer] : 0;
-    if (fully_masked > 0) {
-      ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.45f, 1.0f));
-      ImGui::TextWrapped("%lld fully masked row%s (red marks): every key is masked, so PyTorch's softmax "
-                         "returns NaN there; shown as masked with probability %s.",
-                         static_cast<long long>(fully_masked), fully_masked == 1 ? "" : "s",
-                         (t ? t->fill : tiled->attention->fill) == MaskFill::NegInf ? "0" : "1/S (the -1e9 fill gives a uniform row)");
-      ImGui::PopStyleColor();
-    }
+  FocusScene scene = focusScene(state);
+  if (!scene.shown) {
+    ImGui::TextDisabled("no attention computed yet");
+    return;
   }
+  drawFocusHeading(state, scene);
+  // The maps, left to right: scores, probabilities (with the mistake), correct probabilities.
+  std::vector<FocusMap> maps;
+  addThisRunMaps(state, scene, maps);
+  addCorrectRunMap(state, scene, maps);
+  constexpr float kGap = 12.0f;
+  FocusGeometry& g = scene.g;
+  fitFocusGeometry(state, scene, maps, kGap, g);
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  float x = origin.x;
+  if (scene.crashed) x += drawCrashBlock(state, g, origin) + kGap;
+  const TiledMaps* tiled = scene.tiled;
+  const std::vector<std::string>& q_tokens = tiled ? tiled->query_tokens[g.b] : scene.shown->query_tokens[g.b];
+  const std::vector<std::string>& k_tokens = tiled ? tiled->key_tokens[g.b] : scene.shown->key_tokens[g.b];
+  for (FocusMap& map : maps) {
+    drawFocusMap(state, map, g, x, origin.y, q_tokens, k_tokens);
+    x += mapExtraWidth(map, g) + g.map_w + kGap;
+  }
+  ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + g.line_h + g.map_h + g.col_label_h + 4));
+  drawFocusFooter(state, scene);
 }
 
 }  // namespace

@@ -68,8 +68,8 @@ void drawTileNote(AppState& state, std::string note, ImVec2 pos, TileSize size, 
   ImDrawList* list = ImGui::GetWindowDrawList();
   list->AddRectFilled(min, max, IM_COL32(20, 21, 26, 220), 3.0f);
   list->AddText(ImVec2(min.x + 2, min.y + 1), IM_COL32(255, 255, 255, 255), note.c_str());
-  recordLayoutRect(state, "grid_note" + name.substr(std::string("grid_tile").size()), min.x, min.y, max.x - min.x,
-                   max.y - min.y);
+  state.script.layout.record("grid_note" + name.substr(std::string("grid_tile").size()), min,
+                             ImVec2(max.x - min.x, max.y - min.y));
 }
 
 // One tile: the map of (layer, head) at pos; click focuses it.
@@ -87,8 +87,9 @@ void drawTile(AppState& state, const ViewModel& view, int64_t layer, int64_t hea
   map.range = range;
   map.log_scale = state.settings.log_scale;
   map.outlined = focused;
-  const HeatmapHit hit = drawHeatmap(state, ("##" + name).c_str(), map, ImVec2(size.w, size.h));
-  recordLayout(state, name);
+  map.name = name;
+  showResultState(state, map);
+  const HeatmapHit hit = drawHeatmap(heatmapCanvas(state), map, ImVec2(size.w, size.h));
   drawGroupStrip(state, layer, head, pos, size);
   const std::string note = clearPatterns(view, layer, head);
   if (!note.empty()) drawTileNote(state, note, pos, size, name);
@@ -121,9 +122,8 @@ void drawGridSide(AppState& state, ImVec2 top_left, float bar_top, float tiles_h
   const float top = std::max(bar_top, ImGui::GetItemRectMax().y + ImGui::GetTextLineHeight() / 2 + 2);
   const float bar_h = std::max(40.0f, std::min(tiles_h - (top - bar_top), 480.0f));
   ImGui::SetCursorScreenPos(ImVec2(top_left.x + 4, top));
-  drawColorBar(state, state.settings.prob_colormap, range, state.settings.log_scale, "%.2g",
+  drawColorBar(heatmapCanvas(state), {state.settings.prob_colormap, range, state.settings.log_scale, "%.2g", "grid_colorbar"},
                ImVec2(kBarWidth - 8, bar_h));
-  recordLayout(state, "grid_colorbar");
 }
 
 struct GridEntry {
@@ -239,9 +239,9 @@ void drawLayerMapsGrid(AppState& state, const ViewModel& view, const ViewTexture
     map.colormap = state.settings.prob_colormap;
     map.range = range;
     map.outlined = focused;
-    const std::string name = std::string("grid_") + info.name + "_" + std::to_string(l);
-    const HeatmapHit hit = drawHeatmap(state, ("##" + name).c_str(), map, ImVec2(layout.tile.w, layout.tile.h));
-    recordLayout(state, name);
+    map.name = std::string("grid_") + info.name + "_" + std::to_string(l);
+    showResultState(state, map);
+    const HeatmapHit hit = drawHeatmap(heatmapCanvas(state), map, ImVec2(layout.tile.w, layout.tile.h));
     if (hit.hovered) {
       state.view.hover_next = {hit.row, hit.col};
       ImGui::SetTooltip("%s: click to focus", acrossLayersTitle(maps.kind, view.maps[l].name).c_str());
@@ -250,7 +250,7 @@ void drawLayerMapsGrid(AppState& state, const ViewModel& view, const ViewTexture
   }
   const float tiles_h = layout.rows(view.layers) * (layout.tile.h + layout.label_h + kGap) - layout.label_h - kGap;
   ImGui::SetCursorScreenPos(ImVec2(layout.origin.x + layout.cols * (layout.tile.w + kGap) + 4, layout.origin.y + layout.label_h));
-  drawColorBar(state, state.settings.prob_colormap, range, false, "%.2g",
+  drawColorBar(heatmapCanvas(state), {state.settings.prob_colormap, range, false, "%.2g", ""},
                ImVec2(kBarWidth - 8, std::max(40.0f, std::min(tiles_h, 480.0f))));
 }
 

@@ -107,8 +107,9 @@ void drawLayerMapsView(AppState& state) {
   const ValueRange range{0.0f, maps->max[static_cast<size_t>(layer)] > 0.0f ? maps->max[static_cast<size_t>(layer)] : 1.0f};
   view.range = range;
   view.outlined = true;  // Ctrl+S exports it
-  const HeatmapHit hit = drawHeatmap(state, "##layer_map", view, ImVec2(side, side));
-  recordLayout(state, "focus_layer_map");
+  view.name = "focus_layer_map";
+  showResultState(state, view);
+  const HeatmapHit hit = drawHeatmap(heatmapCanvas(state), view, ImVec2(side, side));
   const ImVec2 map_max(map_min.x + side, map_min.y + side);
   drawAxisLabels({&tokens, 0, L}, {&tokens, 0, L}, map_min, map_max);
   if (hit.hovered) {
@@ -123,7 +124,7 @@ void drawLayerMapsView(AppState& state) {
     ImGui::EndTooltip();
   }
   ImGui::SetCursorScreenPos(ImVec2(map_max.x + 12, map_min.y));
-  drawColorBar(state, view.colormap, range, false, "%.3g", ImVec2(bar_w - 12, side));
+  drawColorBar(heatmapCanvas(state), {view.colormap, range, false, "%.3g", ""}, ImVec2(bar_w - 12, side));
 
   ImGui::SetCursorScreenPos(ImVec2(origin.x, map_max.y + label_h + 4));
   ImGui::TextDisabled("rows: output positions after %s   columns: input tokens   each row sums to 1",

@@ -80,8 +80,7 @@ void drawOpenDialog(AppState& state) {
     }
     ImGui::SameLine();
     if (ImGui::Button("Cancel", ImVec2(120, 0)) || state.open_dialog.close_requested) ImGui::CloseCurrentPopup();
-    const ImVec2 pos = ImGui::GetWindowPos(), size = ImGui::GetWindowSize();
-    recordLayoutRect(state, "bundle_modal", pos.x, pos.y, size.x, size.y);
+    state.script.layout.recordWindow("bundle_modal");
     ImGui::EndPopup();
   }
   if (state.open_dialog.modal_open != state.open_dialog.was_open) {
