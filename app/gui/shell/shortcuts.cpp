@@ -95,6 +95,7 @@ void handleShortcuts(AppState& state) {
       if (alt) state.exports.screenshot_requested = true;  // read after this frame is rendered
       else requestFigureExport(state, shift ? "grid" : "view");
     }
+    if (ctrl && shift && press.key == GLFW_KEY_H && !popup_open) requestFigureExport(state, "html");
     if (!state.compute.view || popup_open || ctrl) continue;
     if (press.key == GLFW_KEY_0 || press.key == GLFW_KEY_KP_0) setZoom(state, CellWindow{});  // whole map again
     setFocus(state, arrowTarget(state, press.key));

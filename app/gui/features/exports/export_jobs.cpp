@@ -66,12 +66,13 @@ ExportOutcome runJob(const ExportJob& job, const Settings& settings, ViewFocus f
       outcome.paths = {path};
     } else {
       ExportRequest request;
-      request.what = {job.kind};
+      const bool html = job.kind == "html";  // one page of every layer and head, whatever the formats
+      request.what = {html ? "probs" : job.kind};
       request.focus = focus;
-      request.formats = settings.export_formats;
+      request.formats = html ? std::vector<std::string>{"html"} : settings.export_formats;
       request.window = job.zoom;
       // The grid of several layers is the layer x head atlas; any other figure is the focused layer's.
-      if (job.kind != "grid" || view->layers == 1) request.layers = {focus.layer};
+      if (!html && (job.kind != "grid" || view->layers == 1)) request.layers = {focus.layer};
       outcome.paths = exportFigures(settings, *view, request);
     }
   } catch (const InputError& e) {
@@ -118,8 +119,9 @@ bool exportBusy(const ExportState& exports) { return exports.running.valid() || 
 
 void requestFigureExport(AppState& state, const std::string& what) {
   const std::string kind = what == "view" ? mapKindName(state.view.map_kind) : what;
-  // The focus view's maps export what is on screen: its zoomed window when zoomed.
-  const bool focus_map = kind == "probs" || kind == "scores";
+  // The focus view's maps export what is on screen: its zoomed window when zoomed (the HTML
+  // page stores that window exactly beside its maps).
+  const bool focus_map = kind == "probs" || kind == "scores" || kind == "html";
   ExportJob job;
   job.kind = kind;
   job.zoom = focus_map ? state.view.zoom : CellWindow{};

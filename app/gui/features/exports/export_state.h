@@ -20,8 +20,8 @@ namespace attnscope {
 // One export the user asked for: a figure of the selected view, the head grid, or the
 // window as it was on screen (pixels read right after that frame was rendered).
 struct ExportJob {
-  std::string kind;                // "probs", "scores", "mask", "rollout", "flow", "grid", "difference",
-                                   // "query_focus" or "screenshot"
+  std::string kind;                // "probs", "scores", "mask", "rollout", "flow", "grid", "html",
+                                   // "difference", "query_focus" or "screenshot"
   std::optional<RgbImage> window;  // screenshot pixels [height, width]
   CellWindow zoom;                 // probs/scores: the focus view's zoomed window (whole() = all)
   // "difference" (the compare view's A - B) and "query_focus" (its bars): what the view
