@@ -79,9 +79,10 @@ std::vector<int64_t> distinctOrAll(const std::vector<int64_t>& given, int64_t co
 
 // The HTML page's caption: the model (or the sandbox), where the maps came from, the text.
 void setHtmlCaption(HtmlRequest& html, const Settings& settings, const ViewModel& view) {
-  html.model = !view.model.empty()                      ? view.model
-               : settings.source == InputSource::Model ? settings.model
-                                                        : "attnscope sandbox (random weights)";
+  html.model = !view.model.empty()                       ? view.model
+               : settings.source == InputSource::Model  ? settings.model
+               : settings.source == InputSource::Bundle ? "attention from a bundle"
+                                                         : "attnscope sandbox (random weights)";
   switch (settings.source) {
     case InputSource::Model:
       html.source = "model run";

@@ -44,6 +44,76 @@ def decode_maps(encoded, cells, count, ranges):
     return np.where(codes == 65535, np.nan, lo + codes * (hi - lo) / 65534)
 
 
+def check_zoomed_window(self, tiled):
+    """Zooms head 1 of a 300 x 300 causal map, exports the page, and checks its window: decoded
+    here and shown in Chromium, it is compute's probabilities within the 16-bit step. A tiled
+    run's page holds its overview (named) and the window's exact cells from Q and K."""
+    bundle = os.path.join(self.dir, "bundle")
+    ref.write_bundle(bundle, ref.make_case(11, B=1, L=N, D=8), meta=dict(heads=2, mask="causal"))
+    computed = os.path.join(self.dir, "computed")
+    result = subprocess.run([g.BIN, "compute", bundle, "--out", computed], capture_output=True, text=True,
+                            timeout=120)
+    self.assertEqual(result.returncode, 0, result.stderr)
+    probs = np.load(os.path.join(computed, "probs.npy")).astype(np.float64)  # [B, H, L, S]
+    folder = os.path.join(self.dir, "zoomed")
+    shown = (lambda s: s.get("tiled") is not None) if tiled else (lambda s: s.get("L") == N)
+    _, log, window, state = self.start("zoom", bundle, export_dir=folder, focused_head=1,
+                                       ready=lambda s: g.settled(s) and shown(s))
+    self.move_to_cell(window, state["rects"]["focus_probs"], (0, N, 0, N), 200, 100)
+    for _ in range(3):  # 300 -> 240 -> 192 -> 154 cells per side
+        self.x.xdotool("click", 4)
+        time.sleep(0.15)
+    state = g.wait_for_state(log, lambda s: s["zoom_window"][1] < 160)
+    r0, rows, c0, cols = state["zoom_window"]
+    self.x.xdotool("mousemove", "--window", window, 120, 6)
+    self.press(window, "ctrl+shift+h")
+    state = self.wait_export(log, 1)
+    self.assertEqual(state["last_export"]["error"], "")
+    page = state["last_export"]["paths"][0]
+    data = page_data(page)
+    if tiled:  # the overview is the view's map; its head metrics are the real maps'
+        self.assertEqual((data["rows"], data["cols"]), (state["tiled"]["rows"], state["tiled"]["cols"]))
+        self.assertTrue(data["pooling"].startswith("overview of L 300 \u00d7 S 300"), data["pooling"])
+        self.assertEqual(len(data["metrics"]["rows"]), 2)
+    else:
+        self.assertEqual((data["rows"], data["cols"]), (256, 256))
+        self.assertIn("pooled from 300 \u00d7 300 to 256 \u00d7 256", data["pooling"])
+    w = data["window"]
+    self.assertEqual((w["layer"], w["head"], w["row0"], w["col0"]), (0, 1, r0, c0))
+    self.assertEqual((w["rows"], w["cols"], w["real_rows"], w["real_cols"]), (rows, cols, rows, cols))
+    self.assertEqual(w["row_labels"][0].split(" ")[0], str(r0))
+    # Decoded here: the exact cells of the window (masked above the diagonal).
+    ranges = [k["quant"] for k in w["kinds"]]
+    probs_window, scores_window = decode_maps(w["maps"], rows * cols, 2, ranges).reshape(2, rows, cols)
+    want = probs[0, 1, r0:r0 + rows, c0:c0 + cols]
+    allowed = np.arange(c0, c0 + cols)[None, :] <= np.arange(r0, r0 + rows)[:, None]
+    step = (ranges[0][1] - ranges[0][0]) / 65534
+    np.testing.assert_array_equal(np.isnan(probs_window), ~allowed)
+    self.assertLessEqual(np.nanmax(np.abs(probs_window - want)), step / 2 + 1e-7)
+    np.testing.assert_array_equal(np.isnan(scores_window), ~allowed)
+    # In Chromium: the page opens on that head's window; tooltips are compute's values.
+    cells = [[0, 0], [rows - 1, 0], [rows // 2, cols // 3], [rows - 1, cols - 1], [0, cols - 1]]
+    spec = {"puppeteer": html_test.ensure_puppeteer(), "chromium": html_test.CHROMIUM, "pages": [
+        {"path": page, "shots": folder, "focus": [{"layer": 0, "head": 1, "kind": 0, "cells": cells}]}]}
+    out = os.path.join(folder, "browser.json")
+    with open(os.path.join(folder, "spec.json"), "w") as f:
+        json.dump(spec, f)
+    result = subprocess.run(["node", os.path.join(html_test.HERE, "html_browser.js"),
+                             os.path.join(folder, "spec.json"), out], capture_output=True, text=True, timeout=120)
+    self.assertEqual(result.returncode, 0, result.stderr)
+    with open(out) as f:
+        shown = json.load(f)["pages"][0]
+    self.assertEqual(shown["errors"], [])
+    focus = shown["focus"][0]
+    self.assertEqual(focus["title"], "layer 0, head 1: probabilities (zoomed window, exact cells)")
+    for (r, c), tip in zip(cells, focus["tooltips"]):
+        if allowed[r, c]:
+            self.assertLessEqual(abs(float(tip["value"]) - want[r, c]), step, (r, c, tip))
+        else:
+            self.assertEqual(tip["value"], "masked")
+        self.assertIn(f"query {r0 + r} ", tip["text"])
+
+
 class ExportHtmlGuiTest(g.AppTestCase):
     SCRATCH = "export-html-gui-"
     wait_export = export_gui.ExportGuiTest.wait_export
@@ -87,64 +157,7 @@ class ExportHtmlGuiTest(g.AppTestCase):
         self.assertEqual(state["last_export"]["paths"], [base + "_1.html", base + "_1.json"])
 
     def test_zoomed_window_is_stored_exactly(self):
-        bundle = os.path.join(self.dir, "bundle")
-        ref.write_bundle(bundle, ref.make_case(11, B=1, L=N, D=8), meta=dict(heads=2, mask="causal"))
-        computed = os.path.join(self.dir, "computed")
-        result = subprocess.run([g.BIN, "compute", bundle, "--out", computed], capture_output=True, text=True,
-                                timeout=120)
-        self.assertEqual(result.returncode, 0, result.stderr)
-        probs = np.load(os.path.join(computed, "probs.npy")).astype(np.float64)  # [B, H, L, S]
-        folder = os.path.join(self.dir, "zoomed")
-        _, log, window, state = self.start("zoom", bundle, export_dir=folder, focused_head=1,
-                                           ready=lambda s: g.settled(s) and s.get("L") == N)
-        self.move_to_cell(window, state["rects"]["focus_probs"], (0, N, 0, N), 200, 100)
-        for _ in range(3):  # 300 -> 240 -> 192 -> 154 cells per side
-            self.x.xdotool("click", 4)
-            time.sleep(0.15)
-        state = g.wait_for_state(log, lambda s: s["zoom_window"][1] < 160)
-        r0, rows, c0, cols = state["zoom_window"]
-        self.x.xdotool("mousemove", "--window", window, 120, 6)
-        self.press(window, "ctrl+shift+h")
-        state = self.wait_export(log, 1)
-        self.assertEqual(state["last_export"]["error"], "")
-        page = state["last_export"]["paths"][0]
-        data = page_data(page)
-        self.assertEqual((data["rows"], data["cols"]), (256, 256))
-        self.assertIn("pooled from 300 \u00d7 300 to 256 \u00d7 256", data["pooling"])
-        w = data["window"]
-        self.assertEqual((w["layer"], w["head"], w["row0"], w["col0"]), (0, 1, r0, c0))
-        self.assertEqual((w["rows"], w["cols"], w["real_rows"], w["real_cols"]), (rows, cols, rows, cols))
-        self.assertEqual(w["row_labels"][0].split(" ")[0], str(r0))
-        # Decoded here: the exact cells of the window (masked above the diagonal).
-        ranges = [k["quant"] for k in w["kinds"]]
-        probs_window, scores_window = decode_maps(w["maps"], rows * cols, 2, ranges).reshape(2, rows, cols)
-        want = probs[0, 1, r0:r0 + rows, c0:c0 + cols]
-        allowed = np.arange(c0, c0 + cols)[None, :] <= np.arange(r0, r0 + rows)[:, None]
-        step = (ranges[0][1] - ranges[0][0]) / 65534
-        np.testing.assert_array_equal(np.isnan(probs_window), ~allowed)
-        self.assertLessEqual(np.nanmax(np.abs(probs_window - want)), step / 2 + 1e-7)
-        np.testing.assert_array_equal(np.isnan(scores_window), ~allowed)
-        # In Chromium: the page opens on that head's window; tooltips are compute's values.
-        cells = [[0, 0], [rows - 1, 0], [rows // 2, cols // 3], [rows - 1, cols - 1], [0, cols - 1]]
-        spec = {"puppeteer": html_test.ensure_puppeteer(), "chromium": html_test.CHROMIUM, "pages": [
-            {"path": page, "shots": folder, "focus": [{"layer": 0, "head": 1, "kind": 0, "cells": cells}]}]}
-        out = os.path.join(folder, "browser.json")
-        with open(os.path.join(folder, "spec.json"), "w") as f:
-            json.dump(spec, f)
-        result = subprocess.run(["node", os.path.join(html_test.HERE, "html_browser.js"),
-                                 os.path.join(folder, "spec.json"), out], capture_output=True, text=True, timeout=120)
-        self.assertEqual(result.returncode, 0, result.stderr)
-        with open(out) as f:
-            shown = json.load(f)["pages"][0]
-        self.assertEqual(shown["errors"], [])
-        focus = shown["focus"][0]
-        self.assertEqual(focus["title"], "layer 0, head 1: probabilities (zoomed window, exact cells)")
-        for (r, c), tip in zip(cells, focus["tooltips"]):
-            if allowed[r, c]:
-                self.assertLessEqual(abs(float(tip["value"]) - want[r, c]), step, (r, c, tip))
-            else:
-                self.assertEqual(tip["value"], "masked")
-            self.assertIn(f"query {r0 + r} ", tip["text"])
+        check_zoomed_window(self, tiled=False)
 
     def test_unwritable_folder_writes_nothing(self):
         blocker = os.path.join(self.dir, "a_regular_file")
@@ -159,6 +172,14 @@ class ExportHtmlGuiTest(g.AppTestCase):
         self.assertIn(f"export folder {folder} is not writable", state["last_export"]["error"])
         self.assertTrue(state["toast"]["error"])
         self.assertFalse(os.path.exists(folder))
+
+
+class TiledExportHtmlGuiTest(g.TiledAppTestCase):
+    SCRATCH = "export-html-tiled-"
+    wait_export = export_gui.ExportGuiTest.wait_export
+
+    def test_zoomed_window_of_a_tiled_run(self):
+        check_zoomed_window(self, tiled=True)
 
 
 if __name__ == "__main__":
