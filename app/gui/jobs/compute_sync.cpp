@@ -43,7 +43,7 @@ constexpr auto kSpinnerDelay = std::chrono::milliseconds(100);
 
 void receiveResult(AppState& state) {
   ComputeState& c = state.compute;
-  std::optional<ComputeResult> result = c.worker->poll();
+  std::shared_ptr<const ComputeResult> result = c.worker->poll();
   if (!result) return;
   c.trace_generation = result->generation;
   c.error = result->error;
@@ -53,9 +53,9 @@ void receiveResult(AppState& state) {
   c.projections_reused = result->projections_reused;
   c.raw_scores_reused = result->raw_scores_reused;
   c.correct_view = result->correct_view;
-  c.prob_diff_max = std::move(result->prob_diff_max);
+  c.prob_diff_max = result->prob_diff_max;
   c.decode = result->decode;
-  c.decode_row_diff = std::move(result->decode_row_diff);
+  c.decode_row_diff = result->decode_row_diff;
   c.decode_error = result->decode_error;
   if (result->view || result->correct_view) c.head_table = result->head_table;  // the shown view changed
   if (result->view) {

@@ -36,7 +36,7 @@ Settings variantSettings(const AppState& state, Mistake with) {
 void updateVariantRun(AppState& state) {
   SettingsVariantRun& v = state.compare.variant;
   if (v.worker) {
-    if (std::optional<ComputeResult> result = v.worker->poll()) {
+    if (std::shared_ptr<const ComputeResult> result = v.worker->poll()) {
       v.generation = result->generation;
       v.view = result->view;
       v.error = result->error;
