@@ -118,7 +118,7 @@ HeatmapHit drawHeatmap(AppState& state, const char* id, const HeatmapView& view,
                 view.outlined ? IM_COL32(255, 200, 40, 255) : IM_COL32(90, 90, 100, 255), 0.0f,
                 0, view.outlined ? 3.0f : 1.0f);
   if (state.compute.mapsStale()) {
-    drawStaleOverlay(list, min, max, state.compute.cancelled ? "overview cancelled (Recompute: status bar)" : state.compute.error);
+    drawStaleOverlay(list, min, max, state.compute.cancelled ? "overview cancelled (Recompute: status bar)" : state.compute.error());
   } else if (state.compute.progress >= 0.0) {
     drawProgressOverlay(list, min, max, state.compute.progress);
   }
@@ -175,9 +175,9 @@ float widestLabel(const std::vector<std::string>& labels, float cap) {
 }
 
 const LabelWidths& tokenLabelWidths(LabelWidths& cache, const ViewModel& view, int64_t batch_item) {
-  if (cache.view != &view || cache.batch_item != batch_item) {
+  if (cache.view != view.stamp.value() || cache.batch_item != batch_item) {
     const size_t b = static_cast<size_t>(batch_item);
-    cache = {&view, batch_item, widestLabel(view.query_tokens[b], 90.0f), widestLabel(view.key_tokens[b], 80.0f)};
+    cache = {view.stamp.value(), batch_item, widestLabel(view.query_tokens[b], 90.0f), widestLabel(view.key_tokens[b], 80.0f)};
   }
   return cache;
 }

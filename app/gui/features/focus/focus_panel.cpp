@@ -314,9 +314,9 @@ void drawFocusMaps(AppState& state) {
   {
     const ViewTextures& tex = state.gpu.textures;
     const ViewTextures& correct_tex = state.gpu.correct_textures;
-    const ViewModel* correct = correct_tex.probs.empty() ? nullptr : state.compute.correct_view.get();
+    const ViewModel* correct = correct_tex.probs.empty() ? nullptr : state.compute.correctView().get();
     // The buggy run threw (e.g. kv-reshape-with-L with S != L): only the correct run is shown.
-    const bool crashed = correct && !state.compute.error.empty();
+    const bool crashed = correct && !state.compute.error().empty();
     const ViewModel* v = crashed || tex.probs.empty() ? nullptr : state.compute.view.get();
     const ViewModel* shown = v ? v : correct;  // sizes and tokens
     if (!shown) {
@@ -455,7 +455,7 @@ void drawFocusMaps(AppState& state) {
       ImGui::BeginGroup();  // wrapped lines start at the block's left edge
       ImGui::PushTextWrapPos(ImGui::GetCursorPos().x + block_w - g.row_label_w);
       ImGui::TextColored(ImVec4(1.0f, 0.35f, 0.35f, 1.0f), "the buggy code crashes with:");
-      ImGui::TextColored(ImVec4(1.0f, 0.35f, 0.35f, 1.0f), "%s", state.compute.error.c_str());
+      ImGui::TextColored(ImVec4(1.0f, 0.35f, 0.35f, 1.0f), "%s", state.compute.error().c_str());
       ImGui::PopTextWrapPos();
       ImGui::EndGroup();
       recordLayout(state, "focus_crash");
