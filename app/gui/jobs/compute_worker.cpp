@@ -5,7 +5,6 @@
 #include <exception>
 #include <optional>
 
-#include "config/attention_bundle.h"
 #include "config/model_source.h"
 #include "config/run.h"
 
