@@ -558,7 +558,7 @@ bool drawExportSection(AppState& state, const KnownSizes& sizes) {
 void drawControlPanel(AppState& state) {
   if (beginPanelWindow(state, "Controls", Panel::Controls)) {
     ImGui::PushItemWidth(-ImGui::GetContentRegionAvail().x * 0.42f);
-    if (!state.compute.error.empty()) errorText(state.compute.error);
+    if (!state.compute.error().empty()) errorText(state.compute.error());
     const KnownSizes sizes = knownSizes(state);
     bool changed = drawModelsSection(state);
     changed |= drawInputSection(state, sizes);
