@@ -561,8 +561,8 @@ RawScoreBlocks runKernel(AttentionTrace& t, const AttentionInputs& in, const Att
     splitHeadsInto(t.k_proj, B, S, G, d, t.k);
     splitHeadsInto(t.v_proj, B, S, G, d, t.v);
     if (options.rope) {  // after the head split, before Q K^T (Hugging Face LLaMA order)
-      applyRope(t.q, options.rope_base, options.rope_style);
-      applyRope(t.k, options.rope_base, options.rope_style);
+      applyRope(t.q, options.rope_base, options.rope_style, options.rope_inv_freq);
+      applyRope(t.k, options.rope_base, options.rope_style, options.rope_inv_freq);
     }
   }
 
@@ -737,7 +737,8 @@ std::shared_ptr<const AttentionTrace> AttentionWorkspace::run(const AttentionInp
   const bool shared = options.mistake == Mistake::SharedProjection;
   // RoPE rotates q and k, and kv_heads decides their split: both part of the projections.
   const bool same_rope = last_options_.rope == options.rope && last_options_.rope_base == options.rope_base &&
-                         last_options_.rope_style == options.rope_style && last_options_.kv_heads == options.kv_heads;
+                         last_options_.rope_style == options.rope_style && last_options_.kv_heads == options.kv_heads &&
+                         last_options_.rope_inv_freq == options.rope_inv_freq;
   const bool same_projections = incremental && last_ && last_shared_projection_ == shared && last_->H == options.heads &&
                                 same_rope &&
                                 sameTensor(last_->query, in.query) && sameTensor(last_->key, in.key) &&

@@ -65,6 +65,9 @@ struct AttentionOptions {
   bool rope = false;                   // rotary embeddings on q and k after the head split
   double rope_base = 10000.0;
   RopeStyle rope_style = RopeStyle::RotateHalf;
+  // [r/2] when set, replaces base^(-2i/d): scaled RoPE (linear, llama3) and partial rotary
+  // (GPT-NeoX: only the first r features of each head rotate). Empty = every feature.
+  std::vector<double> rope_inv_freq;
   bool alibi = false;                  // -m_h |i - j| on the scaled (and soft-capped) scores
   std::optional<float> softcap;        // cap * tanh(s / cap) on the scaled scores; cap > 0
 };

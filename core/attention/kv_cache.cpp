@@ -74,7 +74,7 @@ KvCacheRun decodeWithKvCache(const AttentionInputs& in, const AttentionOptions& 
       linearInto(&in.value.data[(b * L + t) * n.Dv], 1, in.w_v, in.b_v, &entry.v[b * G * d]);
       if (options.rope) {
         for (int64_t g = 0; g < G; ++g)
-          rotateAt(&entry.k[(b * G + g) * d], d, t, options.rope_base, options.rope_style);
+          rotateAt(&entry.k[(b * G + g) * d], d, t, options.rope_base, options.rope_style, options.rope_inv_freq);
       }
     }
     cache.push_back(std::move(entry));
@@ -93,7 +93,7 @@ KvCacheRun decodeWithKvCache(const AttentionInputs& in, const AttentionOptions& 
       const RowSpan span = rowSpans(allowed.data(), 1, L)[0];
       for (int64_t h = 0; h < H; ++h) {
         float* qh = &q[h * d];
-        if (options.rope) rotateAt(qh, d, t, options.rope_base, options.rope_style);
+        if (options.rope) rotateAt(qh, d, t, options.rope_base, options.rope_style, options.rope_inv_freq);
         const int64_t g = kvHeadOf(h, H, G);
         std::fill(raw.begin(), raw.end(), 0.0f);
         for (const CacheEntry& e : cache) {
