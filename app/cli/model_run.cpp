@@ -31,6 +31,7 @@ struct ModelRunFlags {
 struct ModelFacts {
   std::string name;
   int64_t n_layers = 0, n_heads = 0, d_model = 0, context = 0, vocab = 0, unk_id = 0;
+  bool causal = true;  // false: an encoder, whose scores at a position are masked-LM guesses
 };
 
 // attentions [N, 1, H, L, L]: every layer's probabilities, stacked.
@@ -74,9 +75,10 @@ void printSummary(const ModelFacts& f, const ModelRun& run, const std::vector<Pr
   }
   std::string tail;
   for (int64_t t = std::max<int64_t>(0, L - 24); t < L; ++t) tail += run.tokens.label[t];
-  std::cout << "  next token after \"" << (L > 24 ? "..." : "") << tail << "\":\n";
+  std::cout << (f.causal ? "  next token after \"" : "  masked-LM guesses at the last token of \"") << (L > 24 ? "..." : "")
+            << tail << "\":\n";
   for (size_t i = 0; i < top.size(); ++i)
-    std::cout << "    " << i + 1 << ". " << std::left << std::setw(8) << ("'" + top[i].label + "'") << std::right
+    std::cout << "    " << i + 1 << ". " << std::left << std::setw(8) << ("'" + top[i].label + "'") << " " << std::right
               << std::fixed << std::setprecision(4) << top[i].prob << "  (id " << top[i].id << ")\n";
 }
 
@@ -122,7 +124,8 @@ int hfModelRun(const ModelRunFlags& flags) {
   const ModelRun& run = runner.run(std::move(tokens));
   const HfConfig& c = model->config;
   const ModelFacts facts{model->name() + " (" + c.model_type + ")", c.n_layers, c.heads, c.hidden, c.max_positions, c.vocab,
-                         model->tokenizer && model->tokenizer->unkId() ? *model->tokenizer->unkId() : 0};
+                         model->tokenizer && model->tokenizer->unkId() ? *model->tokenizer->unkId() : 0,
+                         c.family->causal};
   std::vector<Prediction> top;
   if (!run.logits.empty()) {
     const std::vector<double> p = nextTokenProbs(run.logits, static_cast<int64_t>(run.tokens.ids.size()) - 1);
@@ -140,7 +143,7 @@ int modelRun(const ModelRunFlags& flags) {
   ModelRunner runner(model);
   const ModelRun& run = runner.run(text);
   const ModelConfig& c = model->config;
-  const ModelFacts facts{c.name, c.n_layers, c.n_heads, c.d_model, c.max_len, c.vocab_size, c.unk_id};
+  const ModelFacts facts{c.name, c.n_layers, c.n_heads, c.d_model, c.max_len, c.vocab_size, c.unk_id, true};
   const int64_t L = static_cast<int64_t>(run.tokens.ids.size());
   return writeRun(facts, run, topPredictions(*model, run.logits, L - 1, 5), flags.out);
 }

@@ -440,3 +440,65 @@ def forward_bert(cfg, w, ids):
     t = F.layer_norm(t, (D,), w.head("cls.predictions.transform.LayerNorm.weight"),
                      w.head("cls.predictions.transform.LayerNorm.bias"), eps)
     return t @ w(e + "word_embeddings.weight").T + w.head("cls.predictions.bias"), attns
+
+
+# ---------------------------------------------------------------- small tokenizers
+
+def bytes_to_unicode():
+    """GPT-2's printable stand-in for each byte."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, map(chr, cs)))
+
+
+def write_byte_level_bpe(folder, as_vocab_merges=False):
+    """A byte-level BPE without merges: token id = byte value (ids = the UTF-8 bytes)."""
+    vocab = {c: b for b, c in bytes_to_unicode().items()}
+    if as_vocab_merges:  # GPT-2's original files
+        with open(os.path.join(folder, "vocab.json"), "w", encoding="utf-8") as f:
+            json.dump(vocab, f, ensure_ascii=False)
+        with open(os.path.join(folder, "merges.txt"), "w", encoding="utf-8") as f:
+            f.write("#version: 0.2\n")
+        return
+    level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+    tok = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
+           "pre_tokenizer": level, "post_processor": level, "decoder": level,
+           "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                     "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "vocab": vocab,
+                     "merges": []}}
+    with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tok, f, ensure_ascii=False)
+
+
+WORDPIECE_WORDS = ["the", "attention", "head", "##s", "注", "意", "力", "a", "b", "##b", "x"]
+
+
+def write_wordpiece(folder):
+    """BERT's pipeline: [CLS] ... [SEP], lowercase, CJK characters split, unknown -> [UNK]."""
+    vocab = {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "[MASK]": 4}
+    for w in WORDPIECE_WORDS:
+        vocab[w] = len(vocab)
+    special = [{"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
+                "special": True} for s, i in vocab.items() if i < 5]
+    tok = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": special,
+           "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
+                          "strip_accents": None, "lowercase": True},
+           "pre_tokenizer": {"type": "BertPreTokenizer"},
+           "post_processor": {"type": "TemplateProcessing",
+                              "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
+                                         {"Sequence": {"id": "A", "type_id": 0}},
+                                         {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+                              "pair": [],
+                              "special_tokens": {"[CLS]": {"id": "[CLS]", "ids": [2], "tokens": ["[CLS]"]},
+                                                 "[SEP]": {"id": "[SEP]", "ids": [3], "tokens": ["[SEP]"]}}},
+           "decoder": None,
+           "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                     "max_input_chars_per_word": 100, "vocab": vocab}}
+    with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tok, f, ensure_ascii=False)

@@ -86,7 +86,69 @@ class HfForward(unittest.TestCase):
                     self.assertEqual(got_logits.shape, (L, cfg["vocab_size"]))
                     np.testing.assert_allclose(got_logits, logits.numpy(), atol=LOGITS_TOL, rtol=0)
                     top = int(np.argmax(logits[-1].numpy()))
-                    self.assertIn("(id %d)" % top, result.stdout.split("next token")[1].splitlines()[1])
+                    heading = "next token" if family != "bert" else "masked-LM guesses"
+                    self.assertIn("(id %d)" % top, result.stdout.split(heading)[1].splitlines()[1])
+
+
+# Texts through the folder's tokenizer: name, family, tokenizer, make_model options.
+TEXT_MODELS = [
+    ("gpt2-tokenizer-json", "gpt2", "bytes", dict(seed=31, V=260, P=24)),
+    ("gpt2-vocab-merges", "gpt2", "vocab-merges", dict(seed=32, V=256, P=24, prefix=False)),
+    ("llama-bytes", "llama", "bytes", dict(seed=33, V=256, P=24, G=2)),
+    ("gemma2-bytes", "gemma2", "bytes", dict(seed=34, V=256, P=24, window=3)),
+    ("bert-wordpiece", "bert", "wordpiece", dict(seed=35, V=40, P=24)),
+]
+TEXTS = ["a", "x" * 24, "注意力", "🙂👍", "a  \t\n\n   b", "The attention heads"]
+
+
+class HfText(unittest.TestCase):
+    """`--text` and `--text-file` through the folder's tokenizer; the reference runs on the
+    ids tokens.txt lists (the tokenizers' own tests check those ids)."""
+
+    def test_texts(self):
+        for name, family, kind, model_opts in TEXT_MODELS:
+            folder = ref.case_dir("hf-text", name)
+            cfg, tensors = hf.make_model(family, **model_opts)
+            stored = hf.write_folder(folder, cfg, tensors)
+            {"bytes": hf.write_byte_level_bpe, "wordpiece": hf.write_wordpiece,
+             "vocab-merges": lambda f: hf.write_byte_level_bpe(f, as_vocab_merges=True)}[kind](folder)
+            for n, text in enumerate(TEXTS):
+                with self.subTest(model=name, text=text):
+                    out = os.path.join(folder + "-out", str(n))
+                    os.makedirs(folder + "-out", exist_ok=True)
+                    result = ref.run_model(folder, text, out, use_file=n % 2 == 0)
+                    self.assertEqual(result.returncode, 0, result.stderr)
+                    with open(os.path.join(out, "tokens.txt"), encoding="utf-8") as f:
+                        rows = [line.split("\t") for line in f.read().splitlines()]
+                    self.assertEqual([int(r[0]) for r in rows], list(range(len(rows))))
+                    ids = [int(r[1]) for r in rows]
+                    if kind == "wordpiece":
+                        self.assertEqual((ids[0], ids[-1]), (2, 3))  # [CLS] ... [SEP]
+                    else:
+                        self.assertEqual(ids, list(text.encode("utf-8")))
+                    logits, attns = hf.forward(cfg, stored, ids)
+                    got = np.load(os.path.join(out, "attentions.npy"))
+                    np.testing.assert_allclose(got, torch.stack(attns).unsqueeze(1).numpy(), atol=ATTN_TOL, rtol=0)
+                    np.testing.assert_allclose(np.load(os.path.join(out, "logits.npy")), logits.numpy(),
+                                               atol=LOGITS_TOL, rtol=0)
+                    self.assertIn("next token" if family != "bert" else "masked-LM guesses", result.stdout)
+
+    def test_text_longer_than_context(self):
+        folder = ref.case_dir("hf-text", "too-long")
+        cfg, tensors = hf.make_model("gpt2", seed=36, V=256, P=8)
+        hf.write_folder(folder, cfg, tensors)
+        hf.write_byte_level_bpe(folder)
+        result = ref.run_model(folder, "x" * 9, folder + "-out")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("the text has 9 tokens but", result.stderr)
+
+    def test_no_tokenizer(self):
+        folder = ref.case_dir("hf-text", "no-tokenizer")
+        cfg, tensors = hf.make_model("gpt2", seed=37)
+        hf.write_folder(folder, cfg, tensors)
+        result = ref.run_model(folder, "abc", folder + "-out")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("no tokenizer.json", result.stderr)
 
 
 def rewrite_header(path, change):
