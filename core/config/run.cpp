@@ -220,10 +220,8 @@ std::shared_ptr<const ViewModel> buildView(const Settings& settings) {
   if (settings.source == InputSource::Bundle && !settings.bundle_path.empty() &&
       bundleKind(settings.bundle_path) == BundleKind::Attentions)
     return std::make_shared<const ViewModel>(viewFromImported(loadAttentionBundle(settings.bundle_path)));
-  if (settings.source == InputSource::Model) {
-    ModelRunner runner(std::make_shared<const Model>(loadModel(modelFolder(settings))));
-    return std::make_shared<const ViewModel>(viewFromModelRun(runner.model(), runner.run(settings.model_text)));
-  }
+  if (settings.source == InputSource::Model)
+    return std::make_shared<const ViewModel>(viewOfModelFolder(modelFolder(settings), settings.model_text));
   const Run run = configureRun(settings);
   return std::make_shared<const ViewModel>(
       viewFromTrace(std::make_shared<const AttentionTrace>(runAttention(run.inputs, run.options))));

@@ -8,6 +8,7 @@ Tolerances: every layer's attention probabilities 1e-5, logits 1e-3 (absolute).
 """
 import json
 import os
+import shutil
 import struct
 import subprocess
 import unittest
@@ -149,6 +150,59 @@ class HfText(unittest.TestCase):
         result = ref.run_model(folder, "abc", folder + "-out")
         self.assertEqual(result.returncode, 1)
         self.assertIn("no tokenizer.json", result.stderr)
+
+
+class HfExportAnalyze(unittest.TestCase):
+    """`export FOLDER --text` and `analyze FOLDER --text` go through the same model source."""
+
+    def setUp(self):
+        self.folder = ref.case_dir("hf-export", "-".join(self.id().split(".")[-2:]))
+        cfg, tensors = hf.make_model(self.family, seed=41, V=256 if self.family != "bert" else 40, P=24)
+        self.cfg = cfg
+        self.stored = hf.write_folder(self.folder, cfg, tensors)
+        (hf.write_wordpiece if self.family == "bert" else hf.write_byte_level_bpe)(self.folder)
+
+    family = "llama"
+
+    def test_export_writes_every_layer_and_head(self):
+        out = self.folder + "-out"
+        shutil.rmtree(out, ignore_errors=True)
+        result = subprocess.run([ref.BIN, "export", self.folder, "--text", "The head", "--heads", "all",
+                                 "--format", "png,npy", "--out", out],
+                                capture_output=True, text=True, timeout=120)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        pngs = sorted(f for f in os.listdir(out) if f.endswith(".png"))
+        self.assertEqual(len(pngs), 2 * 4, pngs)  # 2 layers x 4 heads
+        with open(os.path.join(out, pngs[0][:-4] + ".json")) as f:
+            settings = json.load(f)
+        npy = [f for f in os.listdir(out) if f.startswith("probs_L1_H3") and f.endswith(".npy")]
+        self.assertEqual(len(npy), 1, os.listdir(out))
+        if self.family != "bert":  # the map itself (byte-level ids are the UTF-8 bytes)
+            _, attns = hf.forward(self.cfg, self.stored, list("The head".encode("utf-8")))
+            np.testing.assert_allclose(np.load(os.path.join(out, npy[0])), attns[1][3].numpy(), atol=ATTN_TOL, rtol=0)
+        self.assertEqual((settings["source"], settings["model_text"]), ("model", "The head"))
+
+    def test_analyze_measures_the_reference_maps(self):
+        text = "The attention"
+        result = subprocess.run([ref.BIN, "analyze", self.folder, "--text", text], capture_output=True, text=True,
+                                timeout=120)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("mask causal", result.stdout)
+        _, attns = hf.forward(self.cfg, self.stored, list(text.encode("utf-8")))
+        rows = [line.split() for line in result.stdout.splitlines() if line.split()[:3] in (["0", "0", "0"], ["1", "3", "0"])]
+        self.assertEqual(len(rows), 2, result.stdout)
+        for row, (layer, head) in zip(rows, [(0, 0), (1, 3)]):
+            self.assertAlmostEqual(float(row[4]), attns[layer][head].max(-1).values.mean().item(), places=3)
+
+
+class HfAnalyzeEncoder(HfExportAnalyze):
+    family = "bert"
+
+    def test_analyze_measures_the_reference_maps(self):
+        result = subprocess.run([ref.BIN, "analyze", self.folder, "--text", "the head"], capture_output=True,
+                                text=True, timeout=120)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("mask none (bidirectional encoder)", result.stdout)
 
 
 def rewrite_header(path, change):
