@@ -428,11 +428,11 @@ std::optional<uint64_t> availableMemory() {
 
 }  // namespace
 
-void checkMemory(uint64_t bytes_needed) {
+void checkMemory(uint64_t bytes_needed, const std::string& what) {
   // Not Linux (no /proc/meminfo) and no limit: nothing to compare against, the allocation decides.
   const std::optional<uint64_t> available = availableMemory();
   if (available && bytes_needed > *available)
-    throw InputError("attention for these sizes needs " + formatGiB(bytes_needed) + " GiB but only " +
+    throw InputError(what + " needs " + formatGiB(bytes_needed) + " GiB but only " +
                      formatGiB(*available) + " GiB is available");
 }
 

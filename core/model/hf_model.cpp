@@ -46,12 +46,7 @@ class WeightPlan {
     if (bias) add(name + ".bias", {out}, &dst.bias, why, head);
   }
   void load(const std::string& folder) {
-    try {
-      checkMemory(bytes_);
-    } catch (const InputError& e) {
-      throw InputError(folder + ": the weights as float32 (" + std::to_string(bytes_ >> 20) +
-                       " MiB) do not fit the memory budget: " + e.what());
-    }
+    checkMemory(bytes_, folder + ": the weights as float32 (" + std::to_string(bytes_ >> 20) + " MiB)");
     for (const Item& item : items_) *item.dst = store_.read(item.name, item.shape, item.why);
   }
 

@@ -8,6 +8,7 @@ Tolerances: every layer's attention probabilities 1e-5, logits 1e-3 (absolute).
 """
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -300,6 +301,42 @@ class HfBadInput(unittest.TestCase):
         with open(os.path.join(self.folder, "model.safetensors.index.json"), "w") as f:
             json.dump({"weight_map": {"model.norm.weight": "model-00002-of-00002.safetensors"}}, f)
         self.expect("model-00002-of-00002.safetensors: missing (listed in", "model.safetensors.index.json")
+
+    @unittest.skipIf(os.environ.get("ATTNSCOPE_SANITIZED") == "1",
+                     "AddressSanitizer reserves terabytes of address space: no `ulimit -v` under it")
+    def test_weights_beyond_the_memory_budget(self):
+        """A sparse 2 GiB F16 file (4 GiB as float32) under `ulimit -v 4 GiB` is refused before
+        any weight is converted (the mapping itself takes half the budget)."""
+        V, D = 1 << 20, 1024
+        self.set_config(vocab_size=V, hidden_size=D, num_hidden_layers=1, num_attention_heads=8,
+                        num_key_value_heads=8, intermediate_size=D, tie_word_embeddings=True)
+        shapes = {"model.embed_tokens.weight": [V, D], "model.norm.weight": [D],
+                  "model.layers.0.input_layernorm.weight": [D], "model.layers.0.post_attention_layernorm.weight": [D]}
+        for n in ("q", "k", "v", "o"):
+            shapes["model.layers.0.self_attn.%s_proj.weight" % n] = [D, D]
+        for n in ("gate", "up", "down"):
+            shapes["model.layers.0.mlp.%s_proj.weight" % n] = [D, D]
+        header, offset = {}, 0
+        for name, shape in shapes.items():
+            size = 2 * int(np.prod(shape))
+            header[name] = {"dtype": "F16", "shape": shape, "data_offsets": [offset, offset + size]}
+            offset += size
+        text = json.dumps(header).encode()
+        text += b" " * (-len(text) % 8)
+        self.addCleanup(os.remove, self.file)
+        with open(self.file, "wb") as f:
+            f.write(struct.pack("<Q", len(text)) + text)
+            f.truncate(8 + len(text) + offset)  # sparse: zeros, no disk
+        limit = 4 << 30
+        result = subprocess.run([ref.BIN, "model", "run", self.folder, "--ids", "1", "--out", self.out],
+                                capture_output=True, text=True, timeout=60,
+                                preexec_fn=lambda: __import__("resource").setrlimit(
+                                    __import__("resource").RLIMIT_AS, (limit, limit)))
+        self.assertEqual(result.returncode, 1, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, result.stderr)
+        self.assertRegex(lines[0], r"^attnscope model: %s: the weights as float32 \(%d MiB\) needs [0-9.]+ GiB but only "
+                                   r"[0-9.]+ GiB is available$" % (re.escape(self.folder), (2 * offset) >> 20))
 
     def test_id_outside_vocabulary(self):
         result = run(self.folder, self.out, "--ids", "1,%d" % self.cfg["vocab_size"])
