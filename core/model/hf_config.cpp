@@ -236,7 +236,9 @@ HfConfig parseHfConfig(const std::string& json_text, const std::string& path) {
   c.tied = f.boolean("tie_word_embeddings", fam.tied_default);
   const bool attention_bias = f.boolean("attention_bias", fam.qkv_bias);
   c.qkv_bias = attention_bias;
-  c.o_bias = fam.o_bias || (attention_bias && !fam.qkv_bias);  // llama's attention_bias: q, k, v and o
+  // attention_bias switches every attention bias (llama: q, k, v and o; gpt_neox: qkv and
+  // dense), except in qwen2, whose q/k/v biases come without an o bias.
+  c.o_bias = fam.o_bias ? attention_bias : attention_bias && !fam.qkv_bias;
   c.mlp_bias = f.boolean("mlp_bias", fam.mlp_bias);
   c.parallel_residual = c.model_type == "gpt_neox" && f.boolean("use_parallel_residual", true);
   if (fam.positions == HfPositions::Rope) readRope(f, c);

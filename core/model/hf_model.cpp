@@ -34,10 +34,12 @@ class WeightPlan {
     bytes_ += static_cast<uint64_t>(numel(items_.back().shape)) * sizeof(float);
   }
   // A norm: NAME.weight, and NAME.bias when the family's norms have one.
+  // Old BERT checkpoints (TensorFlow-converted) name them NAME.gamma and NAME.beta.
   void norm(const std::string& name, int64_t D, bool bias, HfNormWeights& dst, const std::string& why,
             bool head = false) {
-    add(name + ".weight", {D}, &dst.weight, why, head);
-    if (bias) add(name + ".bias", {D}, &dst.bias, why, head);
+    const bool legacy = !has((head ? "" : prefix_) + name + ".weight") && has((head ? "" : prefix_) + name + ".gamma");
+    add(name + (legacy ? ".gamma" : ".weight"), {D}, &dst.weight, why, head);
+    if (bias) add(name + (legacy ? ".beta" : ".bias"), {D}, &dst.bias, why, head);
   }
   // A linear layer [out, in] (Conv1D checkpoints store it [in, out]), with its bias.
   void linear(const std::string& name, int64_t out, int64_t in, bool conv1d, bool bias, HfLinear& dst,
@@ -138,9 +140,12 @@ void finishLayer(const HfConfig& c, HfLayer& layer, LayerPlanned& p) {
   if (c.family->fused_qkv != HfFusedQkv::None) {
     splitFused(c, std::move(p.fused), layer.attn);
   } else {
-    layer.attn.w_q = std::move(p.q.weight), layer.attn.b_q = std::move(p.q.bias);
-    layer.attn.w_k = std::move(p.k.weight), layer.attn.b_k = std::move(p.k.bias);
-    layer.attn.w_v = std::move(p.v.weight), layer.attn.b_v = std::move(p.v.bias);
+    layer.attn.w_q = std::move(p.q.weight);
+    layer.attn.b_q = std::move(p.q.bias);
+    layer.attn.w_k = std::move(p.k.weight);
+    layer.attn.b_k = std::move(p.k.bias);
+    layer.attn.w_v = std::move(p.v.weight);
+    layer.attn.b_v = std::move(p.v.bias);
   }
   layer.attn.w_o = c.family->conv1d ? transposed(p.o.weight) : std::move(p.o.weight);
   layer.attn.b_o = std::move(p.o.bias);
@@ -207,7 +212,10 @@ HfModel loadHfModel(const std::string& folder, bool with_tokenizer) {
   planHead(c, store, plan, m);
   plan.load(folder);
   for (int64_t i = 0; i < c.n_layers; ++i) finishLayer(c, m.layers[i], planned[i]);
-  if (!token_types.empty()) m.token_type = rows(token_types, 0, 1), m.token_type.shape = {D};
+  if (!token_types.empty()) {
+    m.token_type = rows(token_types, 0, 1);
+    m.token_type.shape = {D};
+  }
   const bool encoder_without_head = *f.names.mlm_transform && m.mlm_transform.weight.empty();
   if (c.tied && !encoder_without_head) m.lm_head = m.embed;
   if (with_tokenizer && hasTokenizerFiles(folder)) m.tokenizer = HfTokenizer::load(folder);

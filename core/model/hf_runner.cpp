@@ -176,7 +176,10 @@ void HfRunner::layer(int64_t i, const std::vector<std::string>& labels) {
   }
   applyNorm(kind, w.attn_norm, c.norm_eps, x_, h_);
   attention(i, h_, labels, a_);
-  if (!w.post_attn_norm.empty()) applyNorm(kind, w.post_attn_norm, c.norm_eps, a_, h_), std::swap(a_, h_);
+  if (!w.post_attn_norm.empty()) {
+    applyNorm(kind, w.post_attn_norm, c.norm_eps, a_, h_);
+    std::swap(a_, h_);
+  }
   if (c.parallel_residual) {  // x += attn(n1(x)) + mlp(n2(x)), both from the same x
     applyNorm(kind, w.mlp_norm, c.norm_eps, x_, h_);
     mlp(w, h_, m_);
@@ -187,7 +190,10 @@ void HfRunner::layer(int64_t i, const std::vector<std::string>& labels) {
   addInto(x_, a_);
   applyNorm(kind, w.mlp_norm, c.norm_eps, x_, h_);
   mlp(w, h_, m_);
-  if (!w.post_mlp_norm.empty()) applyNorm(kind, w.post_mlp_norm, c.norm_eps, m_, h_), std::swap(m_, h_);
+  if (!w.post_mlp_norm.empty()) {
+    applyNorm(kind, w.post_mlp_norm, c.norm_eps, m_, h_);
+    std::swap(m_, h_);
+  }
   addInto(x_, m_);
 }
 
@@ -199,7 +205,10 @@ void HfRunner::unembed() {
     run_.logits = Tensor();
     return;
   }
-  if (!m.final_norm.empty()) applyNorm(c.family->norm, m.final_norm, c.norm_eps, x_, h_), std::swap(x_, h_);
+  if (!m.final_norm.empty()) {
+    applyNorm(c.family->norm, m.final_norm, c.norm_eps, x_, h_);
+    std::swap(x_, h_);
+  }
   if (!m.mlm_transform.weight.empty()) {  // BERT: LayerNorm(act(dense(x)))
     linear(x_, m.mlm_transform, h_);
     for (float& v : h_.data) v = activate(v, c.activation);

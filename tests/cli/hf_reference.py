@@ -143,6 +143,9 @@ def make_model(family, seed=0, D=32, H=4, G=None, N=2, M=64, V=97, P=16, prefix=
             t[h + "intermediate.dense.weight"], t[h + "intermediate.dense.bias"] = r(M, D), r(M, std=0.1)
             t[h + "output.dense.weight"], t[h + "output.dense.bias"] = r(D, M, std=0.2), r(D, std=0.1)
             t[h + "output.LayerNorm.weight"], t[h + "output.LayerNorm.bias"] = r.norm(D), r(D, std=0.1)
+        if opt.get("gamma_beta"):  # TensorFlow-era LayerNorm names
+            t = {n.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): v
+                 for n, v in t.items()}
         if opt.get("head", True):
             t["cls.predictions.transform.dense.weight"] = r(D, D)
             t["cls.predictions.transform.dense.bias"] = r(D, std=0.1)
@@ -214,10 +217,12 @@ class Weights:
         self.t, self.p = tensors, prefix
 
     def __call__(self, name):
-        return self.t[self.p + name]
+        return self.head(self.p + name)
 
     def head(self, name):
-        return self.t.get(name)
+        """A tensor outside the base model (None when absent); LayerNorm gamma/beta as weight/bias."""
+        legacy = name.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta")
+        return self.t.get(name, self.t.get(legacy))
 
 
 def rope_inv_freq(cfg, head_dim):

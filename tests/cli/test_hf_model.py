@@ -42,6 +42,7 @@ MODELS = [
                                                                    prefix=False)),
     ("bert-mlm", "bert", dict(), dict(seed=14)),
     ("bert-no-head-bf16", "bert", dict(dtype="BF16", shards=2), dict(seed=15, head=False, prefix=False)),
+    ("bert-gamma-beta-f16", "bert", dict(dtype="F16"), dict(seed=16, gamma_beta=True)),
 ]
 
 
