@@ -12,7 +12,10 @@ for arg in "$@"; do
     --gui) packages+=(xdg-user-dirs) ;;
     --test) packages+=(libgtest-dev libgmock-dev libbenchmark-dev xvfb xauth mesa-utils
                        xdotool imagemagick libxml2-utils poppler-utils python3-numpy python3-pil python3-torch
-                       python3-networkx) ;;
+                       python3-networkx)
+            # The tokenizer tests' JS references (npm packages installed into the build folder);
+            # a Node.js that already brings npm (e.g. NodeSource's) is kept.
+            command -v npm >/dev/null 2>&1 || packages+=(nodejs npm) ;;
     --fuzz) packages+=(clang libclang-rt-14-dev libomp-dev) ;;
     *) echo "install-deps.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac

@@ -35,8 +35,10 @@ size_t whitespaceRunAfter(const std::string& text, size_t begin) {
 }  // namespace
 
 void AddedMatcher::add(const std::string& pattern, const AddedToken& token) {
-  if (pattern.empty()) return;
-  patterns_.push_back({pattern, token});
+  if (!pattern.empty()) patterns_.push_back({pattern, token});
+}
+
+void AddedMatcher::index() {
   std::stable_sort(patterns_.begin(), patterns_.end(),
                    [](const Pattern& a, const Pattern& b) { return a.text.size() > b.text.size(); });
   for (auto& list : by_first_byte_) list.clear();

@@ -25,8 +25,10 @@ struct Segment {
 // Leftmost-longest matching of a set of strings with single_word / lstrip / rstrip.
 class AddedMatcher {
  public:
-  // (pattern, token) pairs: the content, or its normalized form for normalized tokens.
+  // (pattern, token) pairs: the content, or its normalized form for normalized tokens; then
+  // index() once, before split().
   void add(const std::string& pattern, const AddedToken& token);
+  void index();
   bool empty() const { return patterns_.empty(); }
   // The segment cut around every match (empty pieces dropped); `segment` has no id.
   std::vector<Segment> split(const Segment& segment) const;

@@ -203,14 +203,17 @@ class WordPiece : public Model {
     const auto it = vocab_.find(unk);
     if (it == vocab_.end()) node.at("unk_token").fail("\"" + unk + "\" is not in the vocabulary");
     unk_id_ = it->second;
+    for (const auto& [piece, id] : vocab_) longest_ = std::max(longest_, piece.size());
   }
 
-  // Greedy longest match from the left; one unknown piece makes the whole word unk.
+  // Greedy longest match from the left; one unknown piece makes the whole word unk. (A
+  // candidate longer than the longest piece cannot match: the search starts at that length.)
   void tokenize(const std::string& word, std::vector<int64_t>& out) const override {
     if (static_cast<int64_t>(decodeUtf8(word).size()) > max_chars_) return out.push_back(*unk_id_);
     std::vector<int64_t> ids;
     for (size_t start = 0; start < word.size();) {
-      size_t end = word.size();
+      size_t end = std::min(word.size(), start + longest_);
+      while (end < word.size() && (static_cast<unsigned char>(word[end]) & 0xC0) == 0x80) --end;
       std::optional<int64_t> found;
       while (start < end) {
         const std::string sub = (start > 0 ? prefix_ : "") + word.substr(start, end - start);
@@ -232,6 +235,7 @@ class WordPiece : public Model {
  private:
   std::string prefix_;
   int64_t max_chars_;
+  size_t longest_ = 0;  // bytes of the longest vocabulary piece
 };
 
 using ModelPtr = std::unique_ptr<Model>;

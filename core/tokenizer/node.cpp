@@ -73,4 +73,9 @@ std::string Node::type(const std::vector<std::string>& supported) const {
   at("type").fail("\"" + name + "\" is not supported (" + joinNames(supported) + ")");
 }
 
+void checkGrowth(size_t before, size_t after, const std::string& where) {
+  constexpr size_t kMaxGrowth = 64, kSlack = size_t{64} << 10;
+  if (after > kMaxGrowth * before + kSlack) throw InputError(where + " grows the text more than 64 times");
+}
+
 }  // namespace attnscope::tok

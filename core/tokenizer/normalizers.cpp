@@ -18,8 +18,13 @@ std::string filterMap(const std::string& text, Keep keep, Map map) {
   return out;
 }
 
+// Rust's char::to_lowercase: the simple mapping, except U+0130 (İ), whose full lowercase is
+// two characters, "i" and a combining dot above.
 std::string lowercase(const std::string& text) {
-  return filterMap(text, [](char32_t) { return true; }, toLower);
+  std::string out;
+  out.reserve(text.size());
+  for (const char32_t c : decodeUtf8(text)) out += c == 0x130 ? std::string("i\u0307") : encodeUtf8(toLower(c));
+  return out;
 }
 
 Normalizer normalForm(NormalForm form) {
@@ -113,13 +118,14 @@ const Kind<Normalizer> kNormalizers[] = {
 };
 
 Normalizer makeSequence(const Node& node) {
-  const Node list = node.at("normalizers");
-  if (!list.value.is_array()) list.fail("must be a list");
-  std::vector<Normalizer> steps;
-  for (size_t i = 0; i < list.value.size(); ++i) steps.push_back(makeFromRegistry(list.at(i), kNormalizers));
-  return [steps](const std::string& text) {
+  const auto steps = makeListFromRegistry(node.at("normalizers"), kNormalizers);
+  const std::string where = node.file + ": " + node.field;
+  return [steps, where](const std::string& text) {
     std::string out = text;
-    for (const auto& step : steps) out = step(out);
+    for (size_t i = 0; i < steps.size(); ++i) {
+      out = steps[i](out);
+      checkGrowth(text.size(), out.size(), where + ".normalizers[" + std::to_string(i) + "]");
+    }
     return out;
   };
 }

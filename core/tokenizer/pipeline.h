@@ -83,6 +83,11 @@ PreTokenizer makeGpt2PreTokenizer();
 // Readable labels (README, "Tokenizers").
 enum class PieceStyle { ByteLevel, Plain };
 std::string readableLabel(const std::string& piece, PieceStyle style);
+// Labels of an encoded sequence: as readableLabel, except that a character cut across pieces
+// (byte fallback, byte-level pieces) shows whole on the piece where it starts; a piece whose
+// bytes all went to the piece before keeps their <0xNN> names. Special pieces stay as they are.
+std::vector<std::string> readableLabels(const std::vector<std::string>& pieces, const std::vector<bool>& special,
+                                        PieceStyle style);
 
 }  // namespace attnscope::tok
 
@@ -104,6 +109,20 @@ Stage makeFromRegistry(const Node& node, const Kind<Stage> (&registry)[N]) {
     if (type == kind.type) return kind.make(node);
   }
   return {};  // unreachable: type() refused every other name
+}
+
+// Normalizers and pre-tokenizers never grow a text much (NFKC: at most 18 characters for
+// one); a file whose steps do (ByteLevel after ByteLevel, Replace with a long content) is
+// refused at that step: "WHERE grows the text more than 64 times".
+void checkGrowth(size_t before, size_t after, const std::string& where);
+
+// A Sequence's list of steps, each built by the registry.
+template <typename Stage, size_t N>
+std::vector<Stage> makeListFromRegistry(const Node& list, const Kind<Stage> (&registry)[N]) {
+  if (!list.value.is_array()) list.fail(list.value.is_null() ? "is missing" : "must be a list");
+  std::vector<Stage> steps;
+  for (size_t i = 0; i < list.value.size(); ++i) steps.push_back(makeFromRegistry(list.at(i), registry));
+  return steps;
 }
 
 // A Split/Replace "pattern": {"String": s} or {"Regex": r}.

@@ -106,10 +106,7 @@ const Kind<PostProcessor> kPostProcessors[] = {
 };
 
 PostProcessor makeSequence(const Node& node) {
-  const Node list = node.at("processors");
-  if (!list.value.is_array()) list.fail("must be a list");
-  std::vector<PostProcessor> steps;
-  for (size_t i = 0; i < list.value.size(); ++i) steps.push_back(makeFromRegistry(list.at(i), kPostProcessors));
+  const auto steps = makeListFromRegistry(node.at("processors"), kPostProcessors);
   return [steps](std::vector<Token> tokens) {
     for (const auto& step : steps) tokens = step(std::move(tokens));
     return tokens;

@@ -201,12 +201,19 @@ const Kind<PreTokenizer> kPreTokenizers[] = {
 };
 
 PreTokenizer makeSequence(const Node& node) {
-  const Node list = node.at("pretokenizers");
-  if (!list.value.is_array()) list.fail("must be a list");
-  std::vector<PreTokenizer> steps;
-  for (size_t i = 0; i < list.value.size(); ++i) steps.push_back(makeFromRegistry(list.at(i), kPreTokenizers));
-  return [steps](std::vector<Piece> pieces) {
-    for (const auto& step : steps) pieces = step(std::move(pieces));
+  const auto steps = makeListFromRegistry(node.at("pretokenizers"), kPreTokenizers);
+  const std::string where = node.file + ": " + node.field;
+  const auto bytes = [](const std::vector<Piece>& pieces) {
+    size_t n = 0;
+    for (const Piece& piece : pieces) n += piece.text.size();
+    return n;
+  };
+  return [steps, where, bytes](std::vector<Piece> pieces) {
+    const size_t before = bytes(pieces);
+    for (size_t i = 0; i < steps.size(); ++i) {
+      pieces = steps[i](std::move(pieces));
+      checkGrowth(before, bytes(pieces), where + ".pretokenizers[" + std::to_string(i) + "]");
+    }
     return pieces;
   };
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <unordered_set>
 
 #include "tensor/text_file.h"
 #include "tokenizer/added_tokens.h"
@@ -24,15 +25,21 @@ struct TokenizerImpl {
   tok::PreTokenizer pre_tokenizer;  // empty: none
   tok::PostProcessor post_processor;
   std::vector<tok::AddedToken> added;
+  std::unordered_map<std::string, size_t> added_index;  // content -> its place in `added`
   tok::AddedMatcher raw_matcher, normalized_matcher;
-  std::vector<std::string> pieces;  // by id ("" for an unused id)
-  std::vector<char> special;        // by id: an added special token
+  std::unordered_map<int64_t, std::string> pieces;  // by id (ids may leave gaps)
+  std::unordered_set<int64_t> special;              // ids of added special tokens
+  int64_t size = 0;                                 // largest id + 1
   tok::PieceStyle style = tok::PieceStyle::Plain;
   std::optional<int64_t> bos, eos, pad, unk;
 
   std::vector<Token> encode(const std::string& text, bool add_special_tokens) const;
   std::vector<tok::Segment> findAddedTokens(const std::string& text) const;
   std::optional<int64_t> idOf(const std::string& piece) const;
+  std::string pieceOf(int64_t id) const {
+    const auto it = pieces.find(id);
+    return it == pieces.end() ? "" : it->second;
+  }
   void addToken(const tok::AddedToken& token);
   void finish();
 };
@@ -41,8 +48,6 @@ namespace {
 
 // tokenizer.json files run to tens of MiB (large vocabularies); /dev/zero does not fit.
 constexpr size_t kMaxTokenizerBytes = size_t{512} << 20;
-// Normalizers never grow a text much (NFKC at most 18 characters per character).
-constexpr size_t kMaxGrowth = 64;
 
 json parseJsonFile(const std::string& path) {
   const std::string text = readSmallFile(path, kMaxTokenizerBytes, "a tokenizer file");
@@ -55,12 +60,17 @@ json parseJsonFile(const std::string& path) {
   }
 }
 
+// A ByteLevel step in a pre-tokenizer or decoder, or in its Sequence (followed one level of
+// structure at a time, never into arbitrary nesting).
 bool mentionsByteLevel(const json& node) {
-  if (node.is_object()) {
-    if (node.contains("type") && node["type"] == "ByteLevel") return true;
-    return std::any_of(node.begin(), node.end(), mentionsByteLevel);
+  if (!node.is_object()) return false;
+  if (node.contains("type") && node["type"] == "ByteLevel") return true;
+  for (const char* list : {"pretokenizers", "decoders"}) {
+    if (node.contains(list) && node[list].is_array() && std::any_of(node[list].begin(), node[list].end(), mentionsByteLevel)) {
+      return true;
+    }
   }
-  return node.is_array() && std::any_of(node.begin(), node.end(), mentionsByteLevel);
+  return false;
 }
 
 tok::AddedToken addedTokenOf(const Node& node, int64_t id) {
@@ -78,34 +88,34 @@ tok::AddedToken addedTokenOf(const Node& node, int64_t id) {
 }  // namespace
 
 std::optional<int64_t> TokenizerImpl::idOf(const std::string& piece) const {
-  for (const auto& token : added) {
-    if (token.content == piece) return token.id;
-  }
+  const auto known = added_index.find(piece);
+  if (known != added_index.end()) return added[known->second].id;
   const auto it = model->vocab().find(piece);
   return it == model->vocab().end() ? std::nullopt : std::optional<int64_t>(it->second);
 }
 
 void TokenizerImpl::addToken(const tok::AddedToken& token) {
   if (token.content.empty()) return;
-  const auto same = std::find_if(added.begin(), added.end(), [&](const auto& t) { return t.content == token.content; });
-  if (same != added.end()) *same = token;
-  else added.push_back(token);
+  const auto [it, is_new] = added_index.emplace(token.content, added.size());
+  if (is_new) added.push_back(token);
+  else added[it->second] = token;
 }
 
 // Builds the matchers and the id tables once every added token is known.
 void TokenizerImpl::finish() {
-  int64_t size = 0;
-  for (const auto& [piece, id] : model->vocab()) size = std::max(size, id + 1);
-  for (const auto& token : added) size = std::max(size, token.id + 1);
-  pieces.assign(static_cast<size_t>(size), "");
-  special.assign(static_cast<size_t>(size), 0);
-  for (const auto& [piece, id] : model->vocab()) pieces[static_cast<size_t>(id)] = piece;
+  for (const auto& [piece, id] : model->vocab()) {
+    size = std::max(size, id + 1);
+    pieces[id] = piece;
+  }
   for (const auto& token : added) {
-    pieces[static_cast<size_t>(token.id)] = token.content;
-    special[static_cast<size_t>(token.id)] = token.special;
+    size = std::max(size, token.id + 1);
+    pieces[token.id] = token.content;
+    if (token.special) special.insert(token.id);
     if (!token.normalized) raw_matcher.add(token.content, token);
     else normalized_matcher.add(normalizer ? normalizer(token.content) : token.content, token);
   }
+  raw_matcher.index();
+  normalized_matcher.index();
   if (!unk) unk = model->unkId();
 }
 
@@ -118,9 +128,7 @@ std::vector<tok::Segment> TokenizerImpl::findAddedTokens(const std::string& text
       continue;
     }
     if (normalizer) segment.text = normalizer(segment.text);
-    if (segment.text.size() > kMaxGrowth * text.size() + 4096) {
-      throw InputError(path + ": the normalizer grows the text more than " + std::to_string(kMaxGrowth) + " times");
-    }
+    tok::checkGrowth(text.size(), segment.text.size(), path + ": normalizer");
     for (tok::Segment& piece : normalized_matcher.split(segment)) out.push_back(std::move(piece));
   }
   return out;
@@ -131,7 +139,7 @@ std::vector<Token> TokenizerImpl::encode(const std::string& input, bool add_spec
   const auto push = [&](int64_t id) {
     Token token;
     token.id = id;
-    token.special = id < static_cast<int64_t>(special.size()) && special[static_cast<size_t>(id)];
+    token.special = special.count(id) > 0;
     token.unknown = unk && id == *unk;
     tokens.push_back(token);
   };
@@ -150,10 +158,15 @@ std::vector<Token> TokenizerImpl::encode(const std::string& input, bool add_spec
     }
   }
   if (add_special_tokens && post_processor) tokens = post_processor(std::move(tokens));
+  std::vector<std::string> raw;
+  std::vector<bool> is_special;
   for (Token& token : tokens) {
-    if (token.piece.empty() && token.id < static_cast<int64_t>(pieces.size())) token.piece = pieces[static_cast<size_t>(token.id)];
-    token.label = token.special ? token.piece : tok::readableLabel(token.piece, style);
+    if (token.piece.empty()) token.piece = pieceOf(token.id);
+    raw.push_back(token.piece);
+    is_special.push_back(token.special);
   }
+  const std::vector<std::string> labels = tok::readableLabels(raw, is_special, style);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i].label = labels[i];
   return tokens;
 }
 
@@ -175,9 +188,7 @@ int64_t nextId(const TokenizerImpl& impl) {
 }
 
 void addSpecial(TokenizerImpl& impl, const std::string& content) {
-  for (const auto& token : impl.added) {
-    if (token.content == content) return;
-  }
+  if (impl.added_index.count(content)) return;
   tok::AddedToken token;
   token.content = content;
   token.id = impl.idOf(content).value_or(nextId(impl));
@@ -311,13 +322,11 @@ HfTokenizer HfTokenizer::fromJson(const std::string& json_text, const std::strin
 std::vector<Token> HfTokenizer::encode(const std::string& text, bool add_special_tokens) const {
   return impl_->encode(text, add_special_tokens);
 }
-int64_t HfTokenizer::vocabSize() const { return static_cast<int64_t>(impl_->pieces.size()); }
-std::string HfTokenizer::piece(int64_t id) const {
-  return id >= 0 && id < vocabSize() ? impl_->pieces[static_cast<size_t>(id)] : "";
-}
+int64_t HfTokenizer::vocabSize() const { return impl_->size; }
+std::string HfTokenizer::piece(int64_t id) const { return impl_->pieceOf(id); }
 std::string HfTokenizer::label(int64_t id) const {
-  if (id < 0 || id >= vocabSize()) return "";
-  return impl_->special[static_cast<size_t>(id)] ? piece(id) : tok::readableLabel(piece(id), impl_->style);
+  const std::string raw = impl_->pieceOf(id);
+  return raw.empty() || impl_->special.count(id) ? raw : tok::readableLabel(raw, impl_->style);
 }
 std::optional<int64_t> HfTokenizer::bosId() const { return impl_->bos; }
 std::optional<int64_t> HfTokenizer::eosId() const { return impl_->eos; }

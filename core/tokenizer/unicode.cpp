@@ -8,24 +8,7 @@
 
 namespace attnscope::tok {
 
-std::string sanitizeUtf8(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  const auto* bytes = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
-  size_t i = 0;
-  while (i < text.size()) {
-    utf8proc_int32_t c = 0;
-    const utf8proc_ssize_t n = utf8proc_iterate(bytes + i, static_cast<utf8proc_ssize_t>(text.size() - i), &c);
-    if (n <= 0 || c < 0) {
-      out += "\xEF\xBF\xBD";
-      ++i;
-    } else {
-      out.append(text, i, static_cast<size_t>(n));
-      i += static_cast<size_t>(n);
-    }
-  }
-  return out;
-}
+std::string sanitizeUtf8(const std::string& text) { return encodeUtf8(decodeUtf8(text)); }
 
 std::vector<char32_t> decodeUtf8(const std::string& text) {
   std::vector<char32_t> chars;

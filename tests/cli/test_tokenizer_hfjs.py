@@ -93,8 +93,9 @@ class Vocab:
         return vocab, merges
 
 
-def llama2_like(v, legacy):
-    """SentencePiece-style BPE: ▁ for a space, byte fallback, fuse_unk, <s> $A."""
+def llama2_like(v, legacy, scheme="first", split=False):
+    """SentencePiece-style BPE: ▁ for a space, byte fallback, fuse_unk, <s> $A; legacy: the
+    Prepend + Replace normalizers, else a Metaspace pre-tokenizer."""
     vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
     vocab.update({f"<0x{b:02X}>": 3 + b for b in range(256)})
     words, merges = v.respelled(lambda t: t.replace(" ", "\u2581"), 259)
@@ -108,7 +109,7 @@ def llama2_like(v, legacy):
         normalizer = {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"},
                                                            {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]}
         return tokenizer(model, normalizer, None, post, specials)
-    meta = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": False}
+    meta = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": scheme, "split": split}
     return tokenizer(model, None, meta, post, specials)
 
 
@@ -180,6 +181,7 @@ KINDS = [
     # name, builder, tokenizer_config.json
     ("llama2-legacy-prepend-replace", lambda v: llama2_like(v, legacy=True), {}),
     ("llama2-metaspace-first", lambda v: llama2_like(v, legacy=False), {}),
+    ("metaspace-always-split", lambda v: llama2_like(v, legacy=False, scheme="always", split=True), {}),
     ("llama3-split-regex", llama3_like, {}),
     ("roberta-mask-lstrip", roberta_like, {}),
     ("bert-wordpiece", bert_like, {}),

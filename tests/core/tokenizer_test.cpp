@@ -103,6 +103,10 @@ TEST(TokenizerBpe, Llama2ByteFallback) {
   };
   for (const Case& c : cases) EXPECT_EQ(encodeIds(t, c.text), c.ids) << c.what;
   EXPECT_EQ(encodeIds(t, "hi", false), (Ids{263}));
+  // Labels: 你's three byte pieces show the character on the first, their bytes on the others.
+  std::vector<std::string> labels;
+  for (const Token& token : HfTokenizer::fromJson(t.dump(), "t/tokenizer.json").encode("hi 你\n")) labels.push_back(token.label);
+  EXPECT_EQ(labels, (std::vector<std::string>{"<s>", "\u2423hi", "\u2423", "\u4f60", "<0xBD>", "<0xA0>", "\u21B5"}));
 }
 
 TEST(TokenizerBpe, FuseUnkWithoutByteFallback) {
@@ -270,7 +274,7 @@ TEST(TokenizerAddedTokens, NormalizedAndNot) {
 // --- Normalizers: NFKC, Replace (string and regex), Prepend, StripAccents, NFC.
 
 TEST(TokenizerNormalizers, Table) {
-  const json vocab = vocabOf({"fi1", "a_b", "_x", "e", "\u00e9", "ab"});
+  const json vocab = vocabOf({"fi1", "a_b", "_x", "e", "\u00e9", "ab", "i\u0307"});
   const json model = {{"type", "BPE"}, {"vocab", vocab}, {"merges", json::array()}, {"ignore_merges", true}};
   const std::tuple<const char*, json, std::string, Ids> cases[] = {
       {"NFKC: the ligature and the circled digit", {{"type", "NFKC"}}, "\ufb01\u2460", {0}},
@@ -279,6 +283,7 @@ TEST(TokenizerNormalizers, Table) {
       {"NFD + StripAccents", {{"type", "Sequence"}, {"normalizers", {{{"type", "NFD"}}, {{"type", "StripAccents"}}}}}, "\u00e9", {3}},
       {"NFC composes", {{"type", "NFC"}}, "e\u0301", {4}},
       {"NFKC + Lowercase of fullwidth", {{"type", "Sequence"}, {"normalizers", {{{"type", "NFKC"}}, {{"type", "Lowercase"}}}}}, "\uff21\uff22", {5}},
+      {"Lowercase: U+0130 is i and a combining dot", {{"type", "Lowercase"}}, "\u0130", {6}},
   };
   for (const auto& [what, normalizer, text, ids] : cases) EXPECT_EQ(encodeIds(tokenizerJson(model, normalizer), text), ids) << what;
 }
@@ -293,6 +298,12 @@ TEST(TokenizerLabels, ByteLevelAndPlain) {
   EXPECT_EQ(b.label(1), "\u21B5");     // Ċ -> ↵
   EXPECT_EQ(b.label(2), "<0xE6><0x97>");  // two bytes of a three-byte character
   EXPECT_EQ(b.piece(0), "\u0120the");
+  // In an encoded text, 日 (E6 97 A5) cut as "æĹ" + "¥" shows whole on its first piece.
+  const json cut = tokenizerJson({{"type", "BPE"}, {"vocab", vocabOf({"\u00e6", "\u0139", "\u00a5", "\u00e6\u0139"})}, {"merges", {"\u00e6 \u0139"}}},
+                                 nullptr, {{"type", "ByteLevel"}, {"add_prefix_space", false}});
+  std::vector<std::string> labels;
+  for (const Token& token : HfTokenizer::fromJson(cut.dump(), "t/tokenizer.json").encode("\u65e5")) labels.push_back(token.label);
+  EXPECT_EQ(labels, (std::vector<std::string>{"\u65e5", "<0xA5>"}));
   EXPECT_EQ(b.label(99), "");
   const json plain = tokenizerJson({{"type", "BPE"}, {"vocab", vocabOf({"\u2581the", "<0x0A>", "<0xE4>", "<0x41>"})}, {"merges", json::array()}});
   const auto p = HfTokenizer::fromJson(plain.dump(), "t/tokenizer.json");
