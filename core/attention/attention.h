@@ -79,7 +79,7 @@ struct AttentionInputs {
   Tensor w_q;    // [D, Dq]
   Tensor w_k;    // [D, Dk], or [G*d, Dk] for grouped-query attention
   Tensor w_v;    // [D, Dv], or [G*d, Dv]
-  Tensor w_o;    // [D, D]
+  Tensor w_o;    // [D, D], or [Do, D] into a Do-wide output (heads x d != model width)
   Tensor b_q, b_k, b_v, b_o;      // [D] each ([G*d] for b_k, b_v), or empty = no bias
   BoolTensor attn_mask;           // [L, S] or [B, L, S], 1 = may attend; empty = none
   BoolTensor key_padding;         // [B, S], 1 = real token; empty = none
@@ -129,7 +129,7 @@ struct AttentionTrace {
                             // would be a copy of probs: a gigabyte at L = S = 4096, H = 16)
   Tensor context_heads;     // [B, H, L, d] = probsAfterDropout() V
   Tensor context;           // [B, L, D] after transpose(1,2) + view (heads concatenated)
-  Tensor output;            // [B, L, D] = context W_o^T + b_o
+  Tensor output;            // [B, L, Do] = context W_o^T + b_o (Do = D unless w_o is [Do, D])
   MaskSet mask;             // allowed [B, L, S] + components
   BoolTensor fully_masked;  // [B, L], 1 = every key of that query row is masked
   std::vector<Stage> stages;  // in pipeline order

@@ -43,6 +43,10 @@ KvCacheRun decodeWithKvCache(const AttentionInputs& in, const AttentionOptions& 
   if (options.train && options.dropout > 0.0f) {
     throw InputError("the KV-cache stepper decodes in eval mode; turn dropout off");
   }
+  if (in.w_o.dim(0) != n.D) {
+    throw InputError("the KV-cache stepper needs a square output projection w_o [D, D], got " +
+                     shapeToString(in.w_o.shape));
+  }
   const int64_t B = n.B, L = n.L, D = n.D, H = n.H, G = n.G, d = n.d;
   // Every step keeps its row [B, H, L] and its cached / evicted positions (up to L each).
   const double steps = static_cast<double>(L);

@@ -188,11 +188,14 @@ void readSizes(const Fields& f, HfConfig& c) {
   c.kv_heads = f.integer({"num_key_value_heads"}, 1, c.heads, c.heads);
   if (c.heads % c.kv_heads != 0)
     f.fail("num_key_value_heads", std::to_string(c.kv_heads) + " does not divide num_attention_heads " + std::to_string(c.heads));
+  if (f.present({"head_dim"}).empty() && c.hidden % c.heads != 0)
+    f.fail("num_attention_heads", std::to_string(c.heads) + " does not divide hidden_size " + std::to_string(c.hidden) +
+                                      " (give head_dim)");
   c.head_dim = f.integer({"head_dim"}, 1, kMaxDim, c.hidden / c.heads);
-  if (c.head_dim * c.heads != c.hidden)
-    f.fail(f.present({"head_dim"}).empty() ? "num_attention_heads" : "head_dim",
-           "gives heads x head_dim = " + std::to_string(c.heads * c.head_dim) + " but hidden_size is " +
-               std::to_string(c.hidden) + " (attnscope supports heads x head_dim = hidden_size)");
+  if (c.head_dim * c.heads > kMaxDim * 4) f.fail("head_dim", "x num_attention_heads is over " + std::to_string(kMaxDim * 4));
+  if (c.family->fused_qkv != HfFusedQkv::None && c.head_dim * c.heads != c.hidden)
+    f.fail("head_dim", "x num_attention_heads must be hidden_size " + std::to_string(c.hidden) + " for " + c.model_type +
+                           "'s fused q/k/v weight");
   c.mlp_dim = f.integer({"intermediate_size", "n_inner"}, 1, kMaxDim * 8, 4 * c.hidden);
   c.vocab = f.integer({"vocab_size"}, 1, kMaxVocab);
   c.max_positions = f.integer({"max_position_embeddings", "n_positions"}, 1, kMaxPositions,

@@ -81,7 +81,7 @@ def make_model(family, seed=0, D=32, H=4, G=None, N=2, M=64, V=97, P=16, prefix=
     rotary, parallel, tied, head (bert), softcaps."""
     r = Rand(seed)
     G = G or H
-    d = D // H
+    d = opt.get("head_dim", D // H)
     t = {}
     cfg = {"model_type": family, "vocab_size": V, "architectures": ["x"]}
     if family == "gpt2":
@@ -162,6 +162,8 @@ def make_model(family, seed=0, D=32, H=4, G=None, N=2, M=64, V=97, P=16, prefix=
                    attn_logit_softcapping=opt.get("attn_cap", 1.5), final_logit_softcapping=opt.get("final_cap", 5.0))
     else:
         cfg["hidden_act"] = "silu"
+        if "head_dim" in opt:
+            cfg["head_dim"] = d
     if "window" in opt:
         cfg["sliding_window"] = opt["window"]
         if family == "qwen2":

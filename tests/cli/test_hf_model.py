@@ -37,6 +37,8 @@ MODELS = [
     ("gemma2-4x-even-layers", "gemma2", dict(shards=2), dict(seed=10, G=2, window=4, N=3)),
     ("gemma2-5x-layer-types-bf16", "gemma2", dict(dtype="BF16"),
      dict(seed=11, window=3, spelling=5, layer_types=["full_attention", "sliding_attention"], prefix=False)),
+    ("gemma2-wide-heads", "gemma2", dict(), dict(seed=17, head_dim=16, G=2, window=4)),  # 4 x 16 = 64 into D = 32
+    ("llama-narrow-heads", "llama", dict(dtype="F16"), dict(seed=18, head_dim=4, prefix=False)),  # 4 x 4 into 32
     ("neox-parallel-4x", "gpt_neox", dict(), dict(seed=12, rotary=0.25)),
     ("neox-sequential-5x-f16", "gpt_neox", dict(dtype="F16"), dict(seed=13, rotary=0.5, parallel=False, spelling=5,
                                                                    prefix=False)),

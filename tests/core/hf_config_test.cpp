@@ -82,6 +82,8 @@ TEST(HfConfig, TraitsComeFromTheRegistry) {
   const HfConfig llama = parse("llama", R"("attention_bias": true)");
   EXPECT_TRUE(llama.qkv_bias && llama.o_bias);
   EXPECT_EQ(llama.kv_heads, 2);
+  // Heads narrower or wider than the model (Gemma 2 2B: 8 x 256 into 2304) are allowed.
+  EXPECT_EQ(parse("llama", R"("head_dim": 32)").head_dim, 32);
   const HfConfig gpt2 = parseHfConfig(
       R"({"model_type": "gpt2", "n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": 16, "vocab_size": 50})", "c");
   EXPECT_EQ(gpt2.mlp_dim, 128);  // n_inner absent: 4 x n_embd
@@ -101,9 +103,10 @@ TEST(HfConfig, UnsupportedOptionsAreOneLineWithTheSupportedValues) {
       {errorOf("llama", R"("hidden_act": "relu")"),
        "m/config.json: \"hidden_act\" is \"relu\" but attnscope supports \"gelu\", \"gelu_new\", \"gelu_pytorch_tanh\", "
        "\"gelu_fast\", \"silu\", \"swish\""},
-      {errorOf("llama", R"("head_dim": 32)"),
-       "m/config.json: \"head_dim\" gives heads x head_dim = 128 but hidden_size is 64 (attnscope supports heads x "
-       "head_dim = hidden_size)"},
+      {errorOf("gpt_neox", R"("head_dim": 32, "rotary_pct": 0.5)"),
+       "m/config.json: \"head_dim\" x num_attention_heads must be hidden_size 64 for gpt_neox's fused q/k/v weight"},
+      {errorOf("llama", R"("num_attention_heads": 3, "num_key_value_heads": 1)"),
+       "m/config.json: \"num_attention_heads\" 3 does not divide hidden_size 64 (give head_dim)"},
       {errorOf("gemma2", R"("head_dim": 16, "layer_types": ["sliding_attention"])"),
        "m/config.json: \"layer_types\" must list one type per layer (4)"},
       {errorOf("llama", R"("num_key_value_heads": 3)"),
