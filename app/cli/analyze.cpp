@@ -97,7 +97,7 @@ bool anyRunOption(const RunFlags& r) {
          anyVariantFlag(r.variants);
 }
 
-// A trained model folder on a text: one layer per block, causal, B = 1; the same settings
+// A trained model folder (attnscope-model/1 or Hugging Face) on a text: one layer per block, B = 1; the same settings
 // (source model) and view as the app and `export MODEL --text` build.
 Analyzed analyzeModelRun(const std::string& folder, const std::string& text) {
   const Settings defaults;
@@ -105,8 +105,8 @@ Analyzed analyzeModelRun(const std::string& folder, const std::string& text) {
   a.view = buildView(settingsForModel(defaults, folder, text));
   a.source = "model " + a.view->model + " (" + folder + ") on " + std::to_string(a.view->L) + " tokens";
   if (a.view->unknown_tokens > 0)
-    a.notes.push_back(std::to_string(a.view->unknown_tokens) + " characters outside the vocabulary map to the unknown id");
-  a.mask = "causal";
+    a.notes.push_back(std::to_string(a.view->unknown_tokens) + " tokens outside the vocabulary map to the unknown id");
+  a.mask = isHfModelFolder(folder) && !readHfConfig(folder).family->causal ? "none (bidirectional encoder)" : "causal";
   return a;
 }
 

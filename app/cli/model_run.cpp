@@ -1,5 +1,6 @@
-// `attnscope model run MODEL (--text TEXT | --text-file FILE) --out DIR`: runs a trained
-// model folder (attnscope-model/1) on a text and writes every layer's attention, the
+// `attnscope model run MODEL (--text TEXT | --text-file FILE | --ids IDS) --out DIR`: runs a
+// trained model folder (attnscope-model/1, or a Hugging Face folder: config.json with a
+// model_type, safetensors, tokenizer) on a text and writes every layer's attention, the
 // logits and the tokens; prints the top-5 next-token predictions after the last token.
 // Same output rules as `compute`: checked before the run, staged, then renamed into place.
 #include <iomanip>
@@ -12,6 +13,7 @@
 #include "cli/out_folder.h"
 #include "cli/run_command.h"
 #include "cli/run_options.h"
+#include "model/hf_model.h"
 #include "model/transformer.h"
 #include "tensor/npy.h"
 
@@ -21,7 +23,15 @@ namespace {
 struct ModelRunFlags {
   std::string model;
   ModelTextFlags text;
+  std::string ids;  // "1,2,3": token ids instead of a text
   std::string out;
+};
+
+// What the summary prints of either kind of model.
+struct ModelFacts {
+  std::string name;
+  int64_t n_layers = 0, n_heads = 0, d_model = 0, context = 0, vocab = 0, unk_id = 0;
+  bool causal = true;  // false: an encoder, whose scores at a position are masked-LM guesses
 };
 
 // attentions [N, 1, H, L, L]: every layer's probabilities, stacked.
@@ -45,54 +55,114 @@ std::string tokensText(const ModelTokens& tokens) {
   return out;
 }
 
-void printSummary(const Model& model, const ModelRun& run, const std::string& out) {
-  const ModelConfig& c = model.config;
+void printSummary(const ModelFacts& f, const ModelRun& run, const std::vector<Prediction>& top, const std::string& out) {
   const int64_t L = static_cast<int64_t>(run.tokens.ids.size());
-  std::cout << "attnscope model run: " << c.name << " (" << c.n_layers << (c.n_layers == 1 ? " layer x " : " layers x ") << c.n_heads
-            << " heads, d_model " << c.d_model << ", context " << c.max_len << ")\n";
+  std::cout << "attnscope model run: " << f.name << " (" << f.n_layers << (f.n_layers == 1 ? " layer x " : " layers x ") << f.n_heads
+            << " heads, d_model " << f.d_model << ", context " << f.context << ")\n";
   std::cout << "  tokens  " << L;
   if (const int64_t unknown = run.tokens.unknownCount()) {
-    std::cout << " (" << unknown << " outside the vocabulary -> unknown id " << c.unk_id << ":";
+    std::cout << " (" << unknown << " outside the vocabulary -> unknown id " << f.unk_id << ":";
     for (size_t t = 0, shown = 0; t < run.tokens.ids.size() && shown < 5; ++t)
       if (run.tokens.unknown[t]) std::cout << " '" << run.tokens.label[t] << "'@" << t, ++shown;
     std::cout << ")";
   }
-  std::cout << "\n  wrote   attentions.npy " << shapeToString({c.n_layers, 1, c.n_heads, L, L}) << ", logits.npy "
-            << shapeToString({L, c.vocab_size}) << ", tokens.txt to " << out << "\n";
+  std::cout << "\n  wrote   attentions.npy " << shapeToString({f.n_layers, 1, f.n_heads, L, L});
+  if (!run.logits.empty()) std::cout << ", logits.npy " << shapeToString({L, f.vocab});
+  std::cout << ", tokens.txt to " << out << "\n";
+  if (top.empty()) {
+    std::cout << "  no next-token scores: the folder has no masked-LM head\n";
+    return;
+  }
   std::string tail;
   for (int64_t t = std::max<int64_t>(0, L - 24); t < L; ++t) tail += run.tokens.label[t];
-  std::cout << "  next token after \"" << (L > 24 ? "..." : "") << tail << "\":\n";
-  const std::vector<Prediction> top = topPredictions(model, run.logits, L - 1, 5);
+  std::cout << (f.causal ? "  next token after \"" : "  masked-LM guesses at the last token of \"") << (L > 24 ? "..." : "")
+            << tail << "\":\n";
   for (size_t i = 0; i < top.size(); ++i)
-    std::cout << "    " << i + 1 << ". " << std::left << std::setw(8) << ("'" + top[i].label + "'") << std::right
+    std::cout << "    " << i + 1 << ". " << std::left << std::setw(8) << ("'" + top[i].label + "'") << " " << std::right
               << std::fixed << std::setprecision(4) << top[i].prob << "  (id " << top[i].id << ")\n";
 }
 
+// Writes the outputs of one run (staged, then renamed into place) and prints the summary.
+int writeRun(const ModelFacts& facts, const ModelRun& run, const std::vector<Prediction>& top, const std::string& out) {
+  std::vector<OutputFile> files = {
+      {"attentions.npy", [&](const std::string& p) { writeNpy(p, stackAttentions(run)); }},
+      {"tokens.txt", [&](const std::string& p) { writeFileAtomic(p, tokensText(run.tokens)); }}};
+  if (!run.logits.empty()) files.push_back({"logits.npy", [&](const std::string& p) { writeNpy(p, run.logits); }});
+  writeOutputFiles(out, "model", files);
+  printSummary(facts, run, top, out);
+  return 0;
+}
+
+// "1, 2,3" -> {1, 2, 3}; InputError for anything else.
+std::vector<int64_t> parseIds(const std::string& text) {
+  std::vector<int64_t> ids;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    size_t used = 0;
+    long long id = -1;
+    try {
+      id = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || item.find_first_not_of(" ", used) != std::string::npos || id < 0)
+      throw InputError("--ids: '" + item + "' is not a token id (give non-negative integers separated by commas)");
+    ids.push_back(id);
+    at = comma + 1;
+  }
+  return ids;
+}
+
+int hfModelRun(const ModelRunFlags& flags) {
+  const std::string text = flags.text.given() ? readModelText(flags.text) : "";
+  auto model = std::make_shared<const HfModel>(loadHfModel(flags.model));
+  ModelTokens tokens = flags.ids.empty() ? tokenizeHf(*model, text) : hfTokensFromIds(*model, parseIds(flags.ids));
+  checkOutDir(flags.out);
+  HfRunner runner(model);
+  const ModelRun& run = runner.run(std::move(tokens));
+  const HfConfig& c = model->config;
+  const ModelFacts facts{model->name() + " (" + c.model_type + ")", c.n_layers, c.heads, c.hidden, c.max_positions, c.vocab,
+                         model->tokenizer && model->tokenizer->unkId() ? *model->tokenizer->unkId() : 0,
+                         c.family->causal};
+  std::vector<Prediction> top;
+  if (!run.logits.empty()) {
+    const std::vector<double> p = nextTokenProbs(run.logits, static_cast<int64_t>(run.tokens.ids.size()) - 1);
+    for (int64_t id : topIds(p, 5)) top.push_back({id, hfTokenLabel(*model, id), p[id]});
+  }
+  return writeRun(facts, run, top, flags.out);
+}
+
 int modelRun(const ModelRunFlags& flags) {
+  if (isHfModelFolder(flags.model)) return hfModelRun(flags);
+  if (!flags.ids.empty()) throw UsageError("run: --ids is for Hugging Face model folders; give --text or --text-file");
   const std::string text = readModelText(flags.text);
   auto model = std::make_shared<const Model>(loadModel(flags.model));
   checkOutDir(flags.out);
   ModelRunner runner(model);
   const ModelRun& run = runner.run(text);
-  writeOutputFiles(flags.out, "model",
-                   {{"attentions.npy", [&](const std::string& p) { writeNpy(p, stackAttentions(run)); }},
-                    {"logits.npy", [&](const std::string& p) { writeNpy(p, run.logits); }},
-                    {"tokens.txt", [&](const std::string& p) { writeFileAtomic(p, tokensText(run.tokens)); }}});
-  printSummary(*model, run, flags.out);
-  return 0;
+  const ModelConfig& c = model->config;
+  const ModelFacts facts{c.name, c.n_layers, c.n_heads, c.d_model, c.max_len, c.vocab_size, c.unk_id, true};
+  const int64_t L = static_cast<int64_t>(run.tokens.ids.size());
+  return writeRun(facts, run, topPredictions(*model, run.logits, L - 1, 5), flags.out);
 }
 
 }  // namespace
 
 int runModelCommand(int argc, char** argv) {
-  CLI::App app{"Run a trained transformer (a model folder in the attnscope-model/1 format) on a text.",
+  CLI::App app{"Run a trained transformer (a model folder in the attnscope-model/1 format, or a Hugging Face "
+               "model folder) on a text.",
                "attnscope model"};
   app.require_subcommand(1);
   CLI::App* run = app.add_subcommand("run", "run MODEL on a text: writes attentions.npy [n_layers, 1, H, L, L], "
                                             "logits.npy [L, V] and tokens.txt, prints the top-5 next tokens");
   ModelRunFlags flags;
-  run->add_option("MODEL", flags.model, "model folder: config.json, vocab.json, one .npy per tensor")->required();
+  run->add_option("MODEL", flags.model,
+                  "model folder: config.json, vocab.json, one .npy per tensor (attnscope-model/1); or config.json, "
+                  "model.safetensors (or its index and shards) and tokenizer.json (Hugging Face)")->required();
   addModelTextOptions(*run, flags.text);
+  run->add_option("--ids", flags.ids, "Hugging Face folders: token ids separated by commas instead of a text");
   run->add_option("--out", flags.out, "output folder (created if missing)")->required();
   run->footer(
       "Text longer than the model's context (max_len) is refused; characters outside the vocabulary\n"
@@ -100,7 +170,8 @@ int runModelCommand(int argc, char** argv) {
       "line on stderr naming the file), 2 usage error.\n"
       "Example: attnscope model run assets/models/python-code --text 'def f(x):' --out result");
   return runCommand(app, argc, argv, [&] {
-    if (!flags.text.given()) throw UsageError("run: give --text TEXT or --text-file FILE");
+    if (!flags.text.given() && flags.ids.empty()) throw UsageError("run: give --text TEXT, --text-file FILE or --ids IDS");
+    if (flags.text.given() && !flags.ids.empty()) throw UsageError("run: give either a text or --ids, not both");
     return modelRun(flags);
   });
 }

@@ -283,7 +283,7 @@ std::vector<Stage> buildStages(const AttentionTrace& t, const AttentionOptions& 
       {"context_heads", "matmul", "context = torch.matmul(probs, v)", {B, H, L, d}},
       {"context_transpose", "transpose(1,2)", "context = context.transpose(1, 2)", {B, L, H, d}},
       {"context_view", "view", "context = context.contiguous().view(B, L, D)", {B, L, D}},
-      {"output", "linear", "output = self.o_proj(context)", {B, L, D}},
+      {"output", "linear", "output = self.o_proj(context)", t.output.empty() ? Shape{B, L, D} : t.output.shape},
   };
   stages.insert(stages.end(), tail.begin(), tail.end());
   return stages;
@@ -428,11 +428,11 @@ std::optional<uint64_t> availableMemory() {
 
 }  // namespace
 
-void checkMemory(uint64_t bytes_needed) {
+void checkMemory(uint64_t bytes_needed, const std::string& what) {
   // Not Linux (no /proc/meminfo) and no limit: nothing to compare against, the allocation decides.
   const std::optional<uint64_t> available = availableMemory();
   if (available && bytes_needed > *available)
-    throw InputError("attention for these sizes needs " + formatGiB(bytes_needed) + " GiB but only " +
+    throw InputError(what + " needs " + formatGiB(bytes_needed) + " GiB but only " +
                      formatGiB(*available) + " GiB is available");
 }
 
@@ -458,9 +458,12 @@ RunSizes validateInputs(const AttentionInputs& in, const AttentionOptions& optio
   if (in.w_q.shape.size() != 2) throw InputError("w_q must be [D, Dq], got shape " + shapeToString(in.w_q.shape));
   const int64_t D = in.w_q.dim(0);
   checkWeight(in.w_q, "w_q", D, Dq, ("query has Dq=" + std::to_string(Dq)).c_str());
-  checkWeight(in.w_o, "w_o", D, D, "output projection is [D, D]");
+  // w_o [Do, D]: Do = D, or the model's width when its heads are not D wide (Gemma 2:
+  // 8 heads x 256 = 2048 into a 2304-wide residual stream).
+  const int64_t Do = in.w_o.shape.size() == 2 && in.w_o.dim(0) > 0 ? in.w_o.dim(0) : D;
+  checkWeight(in.w_o, "w_o", Do, D, "output projection is [Do, D]");
   checkBias(in.b_q, "b_q", D);
-  checkBias(in.b_o, "b_o", D);
+  checkBias(in.b_o, "b_o", Do);
   const int64_t H = options.heads;
   if (D < 1) throw InputError("w_q has shape " + shapeToString(in.w_q.shape) + ": model size D must be >= 1");
   if (D % H != 0) {
@@ -561,8 +564,8 @@ RawScoreBlocks runKernel(AttentionTrace& t, const AttentionInputs& in, const Att
     splitHeadsInto(t.k_proj, B, S, G, d, t.k);
     splitHeadsInto(t.v_proj, B, S, G, d, t.v);
     if (options.rope) {  // after the head split, before Q K^T (Hugging Face LLaMA order)
-      applyRope(t.q, options.rope_base, options.rope_style);
-      applyRope(t.k, options.rope_base, options.rope_style);
+      applyRope(t.q, options.rope_base, options.rope_style, options.rope_inv_freq);
+      applyRope(t.k, options.rope_base, options.rope_style, options.rope_inv_freq);
     }
   }
 
@@ -655,7 +658,7 @@ RawScoreBlocks runKernel(AttentionTrace& t, const AttentionInputs& in, const Att
     }
   }
 
-  reshapeReusing(t.output, {B, L, D});
+  reshapeReusing(t.output, {B, L, plan.shared_projection ? D : in.w_o.dim(0)});
   linearInto(t.context.data.data(), B * L, plan.shared_projection ? in.w_q : in.w_o,
              plan.shared_projection ? in.b_q : in.b_o, t.output.data.data());
   RawScoreBlocks total;
@@ -737,7 +740,8 @@ std::shared_ptr<const AttentionTrace> AttentionWorkspace::run(const AttentionInp
   const bool shared = options.mistake == Mistake::SharedProjection;
   // RoPE rotates q and k, and kv_heads decides their split: both part of the projections.
   const bool same_rope = last_options_.rope == options.rope && last_options_.rope_base == options.rope_base &&
-                         last_options_.rope_style == options.rope_style && last_options_.kv_heads == options.kv_heads;
+                         last_options_.rope_style == options.rope_style && last_options_.kv_heads == options.kv_heads &&
+                         last_options_.rope_inv_freq == options.rope_inv_freq;
   const bool same_projections = incremental && last_ && last_shared_projection_ == shared && last_->H == options.heads &&
                                 same_rope &&
                                 sameTensor(last_->query, in.query) && sameTensor(last_->key, in.key) &&

@@ -65,6 +65,9 @@ struct AttentionOptions {
   bool rope = false;                   // rotary embeddings on q and k after the head split
   double rope_base = 10000.0;
   RopeStyle rope_style = RopeStyle::RotateHalf;
+  // [r/2] when set, replaces base^(-2i/d): scaled RoPE (linear, llama3) and partial rotary
+  // (GPT-NeoX: only the first r features of each head rotate). Empty = every feature.
+  std::vector<double> rope_inv_freq;
   bool alibi = false;                  // -m_h |i - j| on the scaled (and soft-capped) scores
   std::optional<float> softcap;        // cap * tanh(s / cap) on the scaled scores; cap > 0
 };
@@ -76,7 +79,7 @@ struct AttentionInputs {
   Tensor w_q;    // [D, Dq]
   Tensor w_k;    // [D, Dk], or [G*d, Dk] for grouped-query attention
   Tensor w_v;    // [D, Dv], or [G*d, Dv]
-  Tensor w_o;    // [D, D]
+  Tensor w_o;    // [D, D], or [Do, D] into a Do-wide output (heads x d != model width)
   Tensor b_q, b_k, b_v, b_o;      // [D] each ([G*d] for b_k, b_v), or empty = no bias
   BoolTensor attn_mask;           // [L, S] or [B, L, S], 1 = may attend; empty = none
   BoolTensor key_padding;         // [B, S], 1 = real token; empty = none
@@ -126,7 +129,7 @@ struct AttentionTrace {
                             // would be a copy of probs: a gigabyte at L = S = 4096, H = 16)
   Tensor context_heads;     // [B, H, L, d] = probsAfterDropout() V
   Tensor context;           // [B, L, D] after transpose(1,2) + view (heads concatenated)
-  Tensor output;            // [B, L, D] = context W_o^T + b_o
+  Tensor output;            // [B, L, Do] = context W_o^T + b_o (Do = D unless w_o is [Do, D])
   MaskSet mask;             // allowed [B, L, S] + components
   BoolTensor fully_masked;  // [B, L], 1 = every key of that query row is masked
   std::vector<Stage> stages;  // in pipeline order
@@ -147,8 +150,8 @@ Tensor absDifference(const Tensor& a, const Tensor& b);
 // The [B, H, L, S] tensors dominate, so pass the real H (the default 1 underestimates).
 uint64_t estimateTraceBytes(int64_t B, int64_t L, int64_t S, int64_t D, int64_t Dq, int64_t Dk,
                             int64_t Dv, int64_t H = 1);
-// Throws InputError ("needs 12.3 GiB but only 4.0 GiB is available") when too large.
-void checkMemory(uint64_t bytes_needed);
+// Throws InputError ("WHAT needs 12.3 GiB but only 4.0 GiB is available") when too large.
+void checkMemory(uint64_t bytes_needed, const std::string& what = "attention for these sizes");
 
 // Validates shapes (D % H, L_K == L_V, weight shapes, finite values, mask shapes) with
 // InputError messages naming the tensor, then computes every stage. Heads run in parallel.

@@ -25,7 +25,7 @@ int64_t causalWindow(const MaskSpec& m) {
 
 // Throws InputError unless the run is one a decoder can step through: self-attention,
 // a causal mask, no mistake, no dropout.
-void checkDecodable(const RunSizes& n, const AttentionOptions& options) {
+void checkDecodable(const AttentionInputs& in, const RunSizes& n, const AttentionOptions& options) {
   if (n.S != n.L) {
     throw InputError("the KV-cache stepper decodes self-attention: key length S=" + std::to_string(n.S) +
                      " must equal the query length L=" + std::to_string(n.L));
@@ -41,6 +41,10 @@ void checkDecodable(const RunSizes& n, const AttentionOptions& options) {
   }
   if (options.train && options.dropout > 0.0f) {
     throw InputError("the KV-cache stepper decodes in eval mode; turn dropout off");
+  }
+  if (in.w_o.dim(0) != n.D) {
+    throw InputError("the KV-cache stepper needs a square output projection w_o [D, D], got " +
+                     shapeToString(in.w_o.shape));
   }
 }
 
@@ -75,7 +79,7 @@ class StepDecoder {
       linearInto(&in_.value.data[(b * L + t) * n_.Dv], 1, in_.w_v, in_.b_v, &entry.v[b * G * d]);
       if (options_.rope) {
         for (int64_t g = 0; g < G; ++g)
-          rotateAt(&entry.k[(b * G + g) * d], d, t, options_.rope_base, options_.rope_style);
+          rotateAt(&entry.k[(b * G + g) * d], d, t, options_.rope_base, options_.rope_style, options_.rope_inv_freq);
       }
     }
     return entry;
@@ -108,7 +112,7 @@ class StepDecoder {
   void attendHead(const std::deque<CacheEntry>& cache, int64_t b, int64_t h, int64_t t, RowSpan span) {
     const int64_t G = n_.G, d = n_.d;
     float* qh = &q_[h * d];
-    if (options_.rope) rotateAt(qh, d, t, options_.rope_base, options_.rope_style);
+    if (options_.rope) rotateAt(qh, d, t, options_.rope_base, options_.rope_style, options_.rope_inv_freq);
     const int64_t g = kvHeadOf(h, n_.H, G);
     std::fill(raw_.begin(), raw_.end(), 0.0f);
     for (const CacheEntry& e : cache) {
@@ -155,7 +159,7 @@ void evictAfter(int64_t t, const KvCacheRun& run, std::deque<CacheEntry>& cache,
 
 KvCacheRun decodeWithKvCache(const AttentionInputs& in, const AttentionOptions& options) {
   const RunSizes n = validateInputs(in, options);
-  checkDecodable(n, options);
+  checkDecodable(in, n, options);
   const int64_t B = n.B, L = n.L, D = n.D, H = n.H, G = n.G, d = n.d;
   // Every step keeps its row [B, H, L] and its cached / evicted positions (up to L each).
   const double steps = static_cast<double>(L);

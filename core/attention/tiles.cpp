@@ -232,8 +232,8 @@ void project(const AttentionInputs& in, const AttentionOptions& options, const R
   Tensor k = foldHeads(proj, z.G);
   k.shape = {z.B, z.G, z.S, z.d};
   if (options.rope) {
-    applyRope(q, options.rope_base, options.rope_style);
-    applyRope(k, options.rope_base, options.rope_style);
+    applyRope(q, options.rope_base, options.rope_style, options.rope_inv_freq);
+    applyRope(k, options.rope_base, options.rope_style, options.rope_inv_freq);
   }
   t.q = std::make_shared<const Tensor>(std::move(q));
   t.k = std::make_shared<const Tensor>(std::move(k));
@@ -253,6 +253,7 @@ XXH128_hash_t projectionFingerprint(const AttentionInputs& in, const AttentionOp
                                    static_cast<int64_t>(options.rope_style)};
   XXH3_128bits_update(state, shape_options, sizeof shape_options);
   XXH3_128bits_update(state, &options.rope_base, sizeof options.rope_base);
+  XXH3_128bits_update(state, options.rope_inv_freq.data(), options.rope_inv_freq.size() * sizeof(double));
   const XXH128_hash_t hash = XXH3_128bits_digest(state);
   XXH3_freeState(state);
   return hash;

@@ -44,6 +44,11 @@ const VariantRow kVariants[] = {
                             " (it rotates pairs of features)");
          if (!(o.rope_base > 1.0) || !std::isfinite(o.rope_base))
            throw InputError("RoPE base must be a finite number > 1, got " + formatNumber(o.rope_base));
+         if (2 * static_cast<int64_t>(o.rope_inv_freq.size()) > n.d)
+           throw InputError("RoPE inverse frequencies rotate " + std::to_string(2 * o.rope_inv_freq.size()) +
+                            " features but the head size is d=" + std::to_string(n.d));
+         for (double f : o.rope_inv_freq)
+           if (!std::isfinite(f)) throw InputError("RoPE inverse frequencies must be finite, got " + formatNumber(f));
        }},
       {{Variant::SoftCap, "softcap", "logit soft-capping (Gemma 2): scaled scores squashed into (-cap, cap)",
         "scores = cap * torch.tanh(scores / cap)"},
@@ -63,15 +68,14 @@ const VariantRow kVariants[] = {
        [](const AttentionOptions& o, const VariantSizes&) { o.mask.checkSinks(); }},
 };
 
-// Rotation angles pos * base^(-2i/d) as cos/sin tables [T, d/2], in double.
-void ropeTables(int64_t T, int64_t d, double base, std::vector<float>& cos_t, std::vector<float>& sin_t) {
-  const int64_t half = d / 2;
+// Rotation angles pos * inv_freq[i] as cos/sin tables [T, inv_freq.size()], in double.
+void ropeTables(int64_t T, const std::vector<double>& inv_freq, std::vector<float>& cos_t, std::vector<float>& sin_t) {
+  const int64_t half = static_cast<int64_t>(inv_freq.size());
   cos_t.resize(T * half);
   sin_t.resize(T * half);
   for (int64_t i = 0; i < half; ++i) {
-    const double inv_freq = std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(d));
     for (int64_t t = 0; t < T; ++t) {
-      const double angle = static_cast<double>(t) * inv_freq;
+      const double angle = static_cast<double>(t) * inv_freq[i];
       cos_t[t * half + i] = static_cast<float>(std::cos(angle));
       sin_t[t * half + i] = static_cast<float>(std::sin(angle));
     }
@@ -126,22 +130,33 @@ void validateVariants(const AttentionOptions& options, const VariantSizes& sizes
   for (const VariantRow& row : kVariants) row.validate(options, sizes);
 }
 
-void applyRope(Tensor& x, double base, RopeStyle style) {
-  const int64_t N = x.dim(0) * x.dim(1), T = x.dim(2), d = x.dim(3), half = d / 2;
+std::vector<double> ropeInvFreq(int64_t d, double base, const std::vector<double>& inv_freq) {
+  if (!inv_freq.empty()) return inv_freq;
+  std::vector<double> out(d / 2);
+  for (int64_t i = 0; i < d / 2; ++i) out[i] = std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+  return out;
+}
+
+void applyRope(Tensor& x, double base, RopeStyle style, const std::vector<double>& inv_freq) {
+  const int64_t N = x.dim(0) * x.dim(1), T = x.dim(2), d = x.dim(3);
+  const std::vector<double> freq = ropeInvFreq(d, base, inv_freq);
+  const int64_t half = static_cast<int64_t>(freq.size()), rotated = 2 * half;
   std::vector<float> cos_t, sin_t;
-  ropeTables(T, d, base, cos_t, sin_t);
+  ropeTables(T, freq, cos_t, sin_t);
   for (int64_t n = 0; n < N; ++n)
     for (int64_t t = 0; t < T; ++t) {
       float* v = &x.data[(n * T + t) * d];
       for (int64_t i = 0; i < half; ++i)
-        rotatePair(v[pairFirst(i, style)], v[pairSecond(i, d, style)], cos_t[t * half + i], sin_t[t * half + i]);
+        rotatePair(v[pairFirst(i, style)], v[pairSecond(i, rotated, style)], cos_t[t * half + i], sin_t[t * half + i]);
     }
 }
 
-void rotateAt(float* x, int64_t d, int64_t pos, double base, RopeStyle style) {
-  for (int64_t i = 0; i < d / 2; ++i) {
-    const double angle = static_cast<double>(pos) * std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(d));
-    rotatePair(x[pairFirst(i, style)], x[pairSecond(i, d, style)], static_cast<float>(std::cos(angle)),
+void rotateAt(float* x, int64_t d, int64_t pos, double base, RopeStyle style, const std::vector<double>& inv_freq) {
+  const std::vector<double> freq = ropeInvFreq(d, base, inv_freq);
+  const int64_t rotated = 2 * static_cast<int64_t>(freq.size());
+  for (size_t i = 0; i < freq.size(); ++i) {
+    const double angle = static_cast<double>(pos) * freq[i];
+    rotatePair(x[pairFirst(i, style)], x[pairSecond(i, rotated, style)], static_cast<float>(std::cos(angle)),
                static_cast<float>(std::sin(angle)));
   }
 }

@@ -54,13 +54,16 @@ void validateVariants(const AttentionOptions& options, const VariantSizes& sizes
 inline int64_t kvHeadOf(int64_t h, int64_t H, int64_t G) { return h / (H / G); }
 
 // ---- RoPE ----
-// Rotates x: [N, heads, T, d] in place at positions 0..T-1, inverse frequencies
-// base^(-2i/d). Angles and their sines are computed in double (positions past 1000 keep
-// full float precision).
-void applyRope(Tensor& x, double base, RopeStyle style);
+// The inverse frequencies [r/2] RoPE rotates with: inv_freq when given (scaled RoPE, partial
+// rotary: only the first r = 2 * inv_freq.size() features rotate), else base^(-2i/d), i < d/2.
+std::vector<double> ropeInvFreq(int64_t d, double base, const std::vector<double>& inv_freq = {});
+// Rotates x: [N, heads, T, d] in place at positions 0..T-1 with ropeInvFreq(d, base, inv_freq);
+// pairs (i, i + r/2) (RotateHalf) or (2i, 2i + 1) (Interleaved) of the first r features.
+// Angles and their sines are computed in double (positions past 1000 keep full float precision).
+void applyRope(Tensor& x, double base, RopeStyle style, const std::vector<double>& inv_freq = {});
 // Rotates one head vector x[0..d) at position pos (a KV cache rotates each key once, when
 // it enters the cache).
-void rotateAt(float* x, int64_t d, int64_t pos, double base, RopeStyle style);
+void rotateAt(float* x, int64_t d, int64_t pos, double base, RopeStyle style, const std::vector<double>& inv_freq = {});
 // Score <R_m u, R_0 u> / d for u = ones(d), m = 0..max_distance: how RoPE makes the score
 // between two fixed vectors decay with relative distance (RoFormer, section 3.4.3).
 std::vector<float> ropeScoreDecay(int64_t d, double base, RopeStyle style, int64_t max_distance);

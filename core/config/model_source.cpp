@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <system_error>
 
 namespace attnscope {
@@ -112,33 +113,63 @@ Settings settingsForModel(Settings base, const std::string& folder) {
   return settings;
 }
 
-ViewModel viewFromModelRun(const Model& model, const ModelRun& run) {
+namespace {
+
+// The maps, labels and top-5 predictions of one run of either kind of model; label(id)
+// names a vocabulary entry. No predictions without logits (an encoder without MLM head).
+ViewModel viewFromRun(const ModelRun& run, const std::function<std::string(int64_t)>& label) {
   std::vector<std::shared_ptr<const AttentionTrace>> traces;
   for (const AttentionTrace& trace : run.layers) traces.push_back(std::make_shared<const AttentionTrace>(trace));
   ViewModel view = viewFromTraces(traces);
+  view.unknown_tokens = run.tokens.unknownCount();
+  if (run.logits.empty()) return view;
+  const int64_t L = static_cast<int64_t>(run.tokens.ids.size());
+  view.predictions.resize(L);
+  for (int64_t t = 0; t < L; ++t) {
+    NextTokenPredictions& p = view.predictions[t];
+    const std::vector<double> probs = nextTokenProbs(run.logits, t);
+    const std::vector<int64_t> top = topIds(probs, kTopGuesses);
+    for (int64_t id : top) p.top.push_back({label(id), probs[id]});
+    if (t + 1 < L) {
+      const int64_t next = run.tokens.ids[t + 1];
+      p.actual = run.tokens.label[t + 1];
+      p.actual_prob = probs[next];
+      p.actual_is_top = !run.tokens.unknown[t + 1] && top.front() == next;
+    }
+  }
+  return view;
+}
+
+}  // namespace
+
+ViewModel viewFromModelRun(const Model& model, const ModelRun& run) {
+  ViewModel view = viewFromRun(run, [&](int64_t id) { return tokenLabel(model, id); });
   view.model = model.config.name;
   view.notes = model.caption;
-  view.unknown_tokens = run.tokens.unknownCount();
   view.context = model.config.max_len;
   for (const NotableHead& h : model.notable_heads) {
     std::string pattern = h.pattern;
     std::replace(pattern.begin(), pattern.end(), '_', ' ');
     view.notable_heads.push_back({h.layer, h.head, pattern, h.score});
   }
-  const int64_t L = static_cast<int64_t>(run.tokens.ids.size());
-  view.predictions.resize(L);
-  for (int64_t t = 0; t < L; ++t) {
-    NextTokenPredictions& p = view.predictions[t];
-    const std::vector<Prediction> top = topPredictions(model, run.logits, t, kTopGuesses);
-    for (const Prediction& guess : top) p.top.push_back({guess.label, guess.prob});
-    if (t + 1 < L) {
-      const int64_t next = run.tokens.ids[t + 1];
-      p.actual = run.tokens.label[t + 1];
-      p.actual_prob = nextTokenProbs(run.logits, t)[next];
-      p.actual_is_top = !run.tokens.unknown[t + 1] && top.front().id == next;
-    }
-  }
   return view;
+}
+
+ViewModel viewFromHfRun(const HfModel& model, const ModelRun& run) {
+  ViewModel view = viewFromRun(run, [&](int64_t id) { return hfTokenLabel(model, id); });
+  view.model = model.name();
+  view.notes = "Hugging Face " + model.config.model_type + " model (" + model.folder + ")";
+  view.context = model.context();
+  return view;
+}
+
+ViewModel viewOfModelFolder(const std::string& folder, const std::string& text) {
+  if (isHfModelFolder(folder)) {
+    HfRunner runner(std::make_shared<const HfModel>(loadHfModel(folder)));
+    return viewFromHfRun(runner.model(), runner.run(tokenizeHf(runner.model(), text)));
+  }
+  ModelRunner runner(std::make_shared<const Model>(loadModel(folder)));
+  return viewFromModelRun(runner.model(), runner.run(text));
 }
 
 }  // namespace attnscope

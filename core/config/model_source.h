@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/settings.h"
+#include "model/hf_model.h"
 #include "model/transformer.h"
 #include "view/view_model.h"
 
@@ -32,7 +33,8 @@ std::string sampleText(const std::string& model_name);
 // or another model's untouched sample, else the user's text (never lost).
 std::string textForModel(const std::string& current, const std::string& model_name);
 
-// True when dir holds a config.json (a model folder, not a tensor or attention bundle).
+// True when dir holds a config.json (a model folder of either kind, not a tensor or
+// attention bundle).
 bool isModelFolder(const std::string& dir);
 
 // The folder settings.model names: a path when it has a '/', else ASSETS/models/NAME.
@@ -48,5 +50,12 @@ Settings settingsForModel(Settings base, const std::string& folder);
 // query/key labels with unknown characters marked "(unk)", the top-5 predictions after
 // every position, the model's name, caption and notable heads.
 ViewModel viewFromModelRun(const Model& model, const ModelRun& run);
+// The same for a Hugging Face folder: labels from its tokenizer; no predictions for an
+// encoder without masked-LM head (its MLM guesses otherwise).
+ViewModel viewFromHfRun(const HfModel& model, const ModelRun& run);
+
+// A model folder of either kind (attnscope-model/1, or Hugging Face: config.json with a
+// model_type) run on a text: the one path from settings to a model's view (buildView).
+ViewModel viewOfModelFolder(const std::string& folder, const std::string& text);
 
 }  // namespace attnscope

@@ -65,16 +65,21 @@ std::vector<double> nextTokenProbs(const Tensor& logits, int64_t position) {
   return p;
 }
 
-std::vector<Prediction> topPredictions(const Model& model, const Tensor& logits, int64_t position, int64_t k) {
-  const std::vector<double> p = nextTokenProbs(logits, position);
+std::vector<int64_t> topIds(const std::vector<double>& p, int64_t k) {
   const int64_t V = static_cast<int64_t>(p.size());
   std::vector<int64_t> order(V);
   std::iota(order.begin(), order.end(), 0);
   k = std::min(k, V);
   std::partial_sort(order.begin(), order.begin() + k, order.end(),
                     [&](int64_t a, int64_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
+  order.resize(k);
+  return order;
+}
+
+std::vector<Prediction> topPredictions(const Model& model, const Tensor& logits, int64_t position, int64_t k) {
+  const std::vector<double> p = nextTokenProbs(logits, position);
   std::vector<Prediction> out;
-  for (int64_t i = 0; i < k; ++i) out.push_back({order[i], tokenLabel(model, order[i]), p[order[i]]});
+  for (int64_t id : topIds(p, k)) out.push_back({id, tokenLabel(model, id), p[id]});
   return out;
 }
 

@@ -30,6 +30,9 @@ struct Prediction {
 // [V] next-token probabilities after `position`: softmax of logits[position], in double.
 std::vector<double> nextTokenProbs(const Tensor& logits, int64_t position);
 
+// The ids of the k largest entries of p, largest first (ties: the smaller id first).
+std::vector<int64_t> topIds(const std::vector<double>& p, int64_t k);
+
 // The k most likely next tokens after `position` (softmax of logits[position]), best first.
 std::vector<Prediction> topPredictions(const Model& model, const Tensor& logits, int64_t position, int64_t k);
 

@@ -460,7 +460,7 @@ class BadInput(unittest.TestCase):
 
     def test_usage_errors(self):
         for extra, needle in ((("--text", "a", "--text-file", "x"), "excludes"),
-                              ((), "give --text TEXT or --text-file FILE")):
+                              ((), "give --text TEXT, --text-file FILE or --ids IDS")):
             with self.subTest(extra=extra):
                 result = ref.subprocess.run([ref.BIN, "model", "run", self.folder, *extra, "--out", self.out],
                                             capture_output=True, text=True, timeout=60)

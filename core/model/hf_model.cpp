@@ -1,0 +1,225 @@
+#include "model/hf_model.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include "attention/kernel.h"
+#include "tensor/safetensors.h"
+
+namespace attnscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string layerName(const char* pattern, int64_t i) {
+  std::string s = pattern;
+  const size_t at = s.find("{i}");
+  if (at != std::string::npos) s.replace(at, 3, std::to_string(i));
+  return s;
+}
+
+// Which tensors to read, with the shapes config.json implies: checked against the headers
+// first, converted only when all are present and their float32 copy fits memory.
+class WeightPlan {
+ public:
+  WeightPlan(const SafetensorsFolder& store, std::string prefix) : store_(store), prefix_(std::move(prefix)) {}
+
+  std::string base(const std::string& name) const { return prefix_ + name; }
+  bool has(const std::string& full) const { return store_.has(full); }
+  // Adds a tensor of the base model (prefixed) or, with head = true, one outside it.
+  void add(const std::string& name, Shape shape, Tensor* dst, const std::string& why, bool head = false) {
+    const std::string full = head ? name : base(name);
+    store_.checkShape(full, shape, why);
+    items_.push_back({full, std::move(shape), dst, why});
+    bytes_ += static_cast<uint64_t>(numel(items_.back().shape)) * sizeof(float);
+  }
+  // A norm: NAME.weight, and NAME.bias when the family's norms have one.
+  // Old BERT checkpoints (TensorFlow-converted) name them NAME.gamma and NAME.beta.
+  void norm(const std::string& name, int64_t D, bool bias, HfNormWeights& dst, const std::string& why,
+            bool head = false) {
+    const bool legacy = !has((head ? "" : prefix_) + name + ".weight") && has((head ? "" : prefix_) + name + ".gamma");
+    add(name + (legacy ? ".gamma" : ".weight"), {D}, &dst.weight, why, head);
+    if (bias) add(name + (legacy ? ".beta" : ".bias"), {D}, &dst.bias, why, head);
+  }
+  // A linear layer [out, in] (Conv1D checkpoints store it [in, out]), with its bias.
+  void linear(const std::string& name, int64_t out, int64_t in, bool conv1d, bool bias, HfLinear& dst,
+              const std::string& why, bool head = false) {
+    add(name + ".weight", conv1d ? Shape{in, out} : Shape{out, in}, &dst.weight, why, head);
+    if (bias) add(name + ".bias", {out}, &dst.bias, why, head);
+  }
+  void load(const std::string& folder) {
+    checkMemory(bytes_, folder + ": the weights as float32 (" + std::to_string(bytes_ >> 20) + " MiB)");
+    for (const Item& item : items_) *item.dst = store_.read(item.name, item.shape, item.why);
+  }
+
+ private:
+  struct Item {
+    std::string name;
+    Shape shape;
+    Tensor* dst;
+    std::string why;
+  };
+  const SafetensorsFolder& store_;
+  std::string prefix_;
+  std::vector<Item> items_;
+  uint64_t bytes_ = 0;
+};
+
+Tensor transposed(const Tensor& t) {
+  const int64_t r = t.dim(0), c = t.dim(1);
+  Tensor out({c, r});
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < c; ++j) out.data[j * r + i] = t.data[i * c + j];
+  return out;
+}
+
+// Rows [first, first + count) of a [R, C] matrix (or elements of a vector).
+Tensor rows(const Tensor& t, int64_t first, int64_t count) {
+  const int64_t C = t.shape.size() == 2 ? t.dim(1) : 1;
+  Tensor out(t.shape.size() == 2 ? Shape{count, C} : Shape{count});
+  std::copy(t.data.begin() + first * C, t.data.begin() + (first + count) * C, out.data.begin());
+  return out;
+}
+
+// Splits a fused q/k/v weight [3D, D] (and bias [3D]) into the attention inputs: GPT-2's
+// thirds (after the Conv1D transpose) or GPT-NeoX's per-head [H, 3, d] rows.
+void splitFused(const HfConfig& c, HfLinear fused, AttentionInputs& attn) {
+  const int64_t D = c.hidden, H = c.heads, d = c.head_dim;
+  if (c.family->conv1d) fused.weight = transposed(fused.weight);
+  Tensor* parts_w[] = {&attn.w_q, &attn.w_k, &attn.w_v};
+  Tensor* parts_b[] = {&attn.b_q, &attn.b_k, &attn.b_v};
+  const bool bias = !fused.bias.empty();
+  if (c.family->fused_qkv == HfFusedQkv::Conv1DThirds) {
+    for (int p = 0; p < 3; ++p) {
+      *parts_w[p] = rows(fused.weight, p * D, D);
+      if (bias) *parts_b[p] = rows(fused.bias, p * D, D);
+    }
+    return;
+  }
+  for (int p = 0; p < 3; ++p) {
+    *parts_w[p] = Tensor({D, D});
+    if (bias) *parts_b[p] = Tensor({D});
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t src = (h * 3 + p) * d;
+      std::copy(fused.weight.data.begin() + src * D, fused.weight.data.begin() + (src + d) * D,
+                parts_w[p]->data.begin() + h * d * D);
+      if (bias) std::copy(fused.bias.data.begin() + src, fused.bias.data.begin() + src + d, parts_b[p]->data.begin() + h * d);
+    }
+  }
+}
+
+struct LayerPlanned {
+  HfLinear fused;  // filled for fused q/k/v families, split after loading
+  HfLinear q, k, v, o;
+};
+
+void planLayer(const HfConfig& c, int64_t i, WeightPlan& plan, HfLayer& layer, LayerPlanned& p) {
+  const HfFamily& f = *c.family;
+  const HfTensorNames& n = f.names;
+  const int64_t D = c.hidden, Hd = c.heads * c.head_dim, Gd = c.kv_heads * c.head_dim, M = c.mlp_dim;
+  const std::string why = "layer " + std::to_string(i) + " of num_hidden_layers = " + std::to_string(c.n_layers);
+  const bool nb = f.norm_bias;
+  plan.norm(layerName(n.attn_norm, i), D, nb, layer.attn_norm, why);
+  if (*n.post_attn_norm) plan.norm(layerName(n.post_attn_norm, i), D, nb, layer.post_attn_norm, why);
+  plan.norm(layerName(n.mlp_norm, i), D, nb, layer.mlp_norm, why);
+  if (*n.post_mlp_norm) plan.norm(layerName(n.post_mlp_norm, i), D, nb, layer.post_mlp_norm, why);
+  if (f.fused_qkv != HfFusedQkv::None) {
+    plan.linear(layerName(n.qkv, i), 3 * D, D, f.conv1d, c.qkv_bias, p.fused, why);
+  } else {
+    plan.linear(layerName(n.q, i), Hd, D, false, c.qkv_bias, p.q, why);
+    plan.linear(layerName(n.k, i), Gd, D, false, c.qkv_bias, p.k, why);
+    plan.linear(layerName(n.v, i), Gd, D, false, c.qkv_bias, p.v, why);
+  }
+  plan.linear(layerName(n.o, i), D, Hd, f.conv1d, c.o_bias, p.o, why);
+  if (f.mlp == HfMlp::Gated) plan.linear(layerName(n.gate, i), M, D, false, c.mlp_bias, layer.gate, why);
+  plan.linear(layerName(n.up, i), M, D, f.conv1d, c.mlp_bias, layer.up, why);
+  plan.linear(layerName(n.down, i), D, M, f.conv1d, c.mlp_bias, layer.down, why);
+}
+
+void finishLayer(const HfConfig& c, HfLayer& layer, LayerPlanned& p) {
+  if (c.family->fused_qkv != HfFusedQkv::None) {
+    splitFused(c, std::move(p.fused), layer.attn);
+  } else {
+    layer.attn.w_q = std::move(p.q.weight);
+    layer.attn.b_q = std::move(p.q.bias);
+    layer.attn.w_k = std::move(p.k.weight);
+    layer.attn.b_k = std::move(p.k.bias);
+    layer.attn.w_v = std::move(p.v.weight);
+    layer.attn.b_v = std::move(p.v.bias);
+  }
+  layer.attn.w_o = c.family->conv1d ? transposed(p.o.weight) : std::move(p.o.weight);
+  layer.attn.b_o = std::move(p.o.bias);
+  if (c.family->conv1d) {
+    layer.up.weight = transposed(layer.up.weight);
+    layer.down.weight = transposed(layer.down.weight);
+  }
+}
+
+// The base model's prefix: "model." etc. when the embedding is stored with it, "" when the
+// checkpoint was saved from the base class.
+std::string tensorPrefix(const HfConfig& c, const SafetensorsFolder& store) {
+  const std::string embed = std::string(c.family->names.embed) + ".weight";
+  if (store.has(c.family->names.prefix + embed)) return c.family->names.prefix;
+  if (store.has(embed)) return "";
+  throw InputError(store.describe() + ": tensor \"" + c.family->names.prefix + embed + "\" (or \"" + embed +
+                   "\") is missing (the token embedding [vocab_size, hidden_size])");
+}
+
+// Unembedding: lm_head (or tied to the embedding); BERT's masked-LM head when present.
+void planHead(const HfConfig& c, const SafetensorsFolder& store, WeightPlan& plan, HfModel& m) {
+  const HfTensorNames& n = c.family->names;
+  const int64_t D = c.hidden, V = c.vocab;
+  if (*n.mlm_transform) {
+    if (!store.has(std::string(n.mlm_transform) + ".weight")) return;  // an encoder without MLM head
+    plan.linear(n.mlm_transform, D, D, false, true, m.mlm_transform, "masked-LM head", true);
+    plan.norm(n.mlm_norm, D, true, m.mlm_norm, "masked-LM head", true);
+    plan.add(n.mlm_bias, {V}, &m.lm_bias, "masked-LM head", true);
+  }
+  if (!c.tied) plan.add(std::string(n.lm_head) + ".weight", {V, D}, &m.lm_head, "unembedding [vocab_size, hidden_size]; or tie_word_embeddings", true);
+}
+
+bool hasTokenizerFiles(const std::string& folder) {
+  std::error_code ec;
+  return fs::exists(fs::path(folder) / "tokenizer.json", ec) || fs::exists(fs::path(folder) / "vocab.json", ec);
+}
+
+}  // namespace
+
+std::string HfModel::name() const { return fs::path(folder).filename().string(); }
+
+HfModel loadHfModel(const std::string& folder, bool with_tokenizer) {
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec)) throw InputError(folder + ": not a model folder (no such directory)");
+  HfModel m;
+  m.folder = folder;
+  m.config = readHfConfig(folder);
+  const HfConfig& c = m.config;
+  const HfFamily& f = *c.family;
+  const SafetensorsFolder store = SafetensorsFolder::open(folder);
+  m.tensor_prefix = tensorPrefix(c, store);
+  WeightPlan plan(store, m.tensor_prefix);
+  const int64_t D = c.hidden;
+  plan.add(std::string(f.names.embed) + ".weight", {c.vocab, D}, &m.embed, "token embedding [vocab_size, hidden_size]");
+  if (*f.names.positions)
+    plan.add(std::string(f.names.positions) + ".weight", {c.max_positions, D}, &m.positions, "learned positions");
+  Tensor token_types;
+  if (*f.names.token_types) plan.add(std::string(f.names.token_types) + ".weight", {c.type_vocab, D}, &token_types, "token types");
+  if (*f.names.embed_norm) plan.norm(f.names.embed_norm, D, f.norm_bias, m.embed_norm, "embedding LayerNorm");
+  m.layers.resize(c.n_layers);
+  std::vector<LayerPlanned> planned(c.n_layers);
+  for (int64_t i = 0; i < c.n_layers; ++i) planLayer(c, i, plan, m.layers[i], planned[i]);
+  if (*f.names.final_norm) plan.norm(f.names.final_norm, D, f.norm_bias, m.final_norm, "final norm");
+  planHead(c, store, plan, m);
+  plan.load(folder);
+  for (int64_t i = 0; i < c.n_layers; ++i) finishLayer(c, m.layers[i], planned[i]);
+  if (!token_types.empty()) {
+    m.token_type = rows(token_types, 0, 1);
+    m.token_type.shape = {D};
+  }
+  const bool encoder_without_head = *f.names.mlm_transform && m.mlm_transform.weight.empty();
+  if (c.tied && !encoder_without_head) m.lm_head = m.embed;
+  if (with_tokenizer && hasTokenizerFiles(folder)) m.tokenizer = HfTokenizer::load(folder);
+  return m;
+}
+
+}  // namespace attnscope

@@ -1,0 +1,91 @@
+// Hugging Face model folders run natively: config.json (hf_config.h), the weights of
+// model.safetensors or its shards (tensor/safetensors.h) and the tokenizer (tokenizer/).
+// The forward pass follows each family's traits row; every layer's attention goes through
+// runAttention (GQA, RoPE with scaled / partial inverse frequencies, soft-cap, sliding
+// window as a causal-window mask), so each layer keeps its full AttentionTrace.
+//
+// Memory rule: the weights are converted to float32 once, at load, when their float32 size
+// fits the memory this process may still allocate (MemAvailable, or less under `ulimit -v`,
+// the budget checkMemory uses); otherwise the folder is refused before anything is converted.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attention/attention.h"
+#include "model/hf_config.h"
+#include "model/transformer.h"
+#include "tokenizer/tokenizer.h"
+
+namespace attnscope {
+
+struct HfNormWeights {
+  Tensor weight, bias;  // [D]; bias empty for RMSNorm
+  bool empty() const { return weight.empty(); }
+};
+
+struct HfLinear {
+  Tensor weight, bias;  // nn.Linear: weight [out, in], bias [out] or empty
+};
+
+struct HfLayer {
+  HfNormWeights attn_norm, post_attn_norm, mlp_norm, post_mlp_norm;
+  AttentionInputs attn;  // w_q [H*d, D], w_k/w_v [G*d, D], w_o [D, H*d] and biases
+  HfLinear gate, up, down;  // gate only for gated MLPs
+};
+
+struct HfModel {
+  std::string folder;
+  HfConfig config;
+  Tensor embed;           // [V, D]
+  Tensor positions;       // [P, D] learned positions, or empty
+  Tensor token_type;      // [D]: token type 0 (BERT), or empty
+  HfNormWeights embed_norm, final_norm;
+  std::vector<HfLayer> layers;  // [N]
+  Tensor lm_head;         // [V, D] (the embedding when tied); empty: an encoder without MLM head
+  Tensor lm_bias;         // [V] or empty
+  HfLinear mlm_transform;  // BERT's cls.predictions.transform (dense + LayerNorm)
+  HfNormWeights mlm_norm;
+  std::string tensor_prefix;  // "model.", "transformer.", ... or "" (saved from a base class)
+  std::optional<HfTokenizer> tokenizer;  // none when the folder has no tokenizer files
+  std::string name() const;  // the folder's name
+  int64_t context() const { return config.max_positions; }
+};
+
+// Reads config.json, maps and validates every tensor, converts the weights (memory rule
+// above) and loads the tokenizer when the folder has one. InputError naming the file (and
+// the tensor or field) on any problem.
+HfModel loadHfModel(const std::string& folder, bool with_tokenizer = true);
+
+// The folder's tokens of a text (add_special_tokens = true) as ModelTokens: labels are the
+// tokenizer's readable labels (escaped to one line), unknown marks the unk token.
+ModelTokens tokenizeHf(const HfModel& model, const std::string& text);
+// Token ids given directly; labels from the tokenizer when there is one, else the ids.
+ModelTokens hfTokensFromIds(const HfModel& model, const std::vector<int64_t>& ids);
+std::string hfTokenLabel(const HfModel& model, int64_t id);
+
+// Runs one model on token after token of text; buffers are kept between runs.
+class HfRunner {
+ public:
+  explicit HfRunner(std::shared_ptr<const HfModel> model);
+  // InputError for no tokens, more tokens than the context, or an id outside the vocabulary.
+  const ModelRun& run(ModelTokens tokens);
+  const HfModel& model() const { return *model_; }
+
+ private:
+  void embed(const ModelTokens& tokens);
+  void layer(int64_t i, const std::vector<std::string>& labels);
+  void attention(int64_t i, const Tensor& input, const std::vector<std::string>& labels, Tensor& out);
+  void mlp(const HfLayer& w, const Tensor& input, Tensor& out);
+  void unembed();
+
+  std::shared_ptr<const HfModel> model_;
+  std::vector<AttentionOptions> options_;  // [N]
+  std::vector<AttentionInputs> attn_;      // [N]: the attention weights (copied once), inputs per run
+  Tensor x_, h_, a_, m_, gate_, up_;  // [L, D] residual, normed, attention out, MLP out; [L, M] hidden
+  ModelRun run_;
+};
+
+}  // namespace attnscope

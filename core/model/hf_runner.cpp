@@ -1,0 +1,247 @@
+// The forward pass of a Hugging Face model folder (hf_model.h), one family's traits at a time.
+#include <algorithm>
+#include <cmath>
+
+#include "attention/kernel.h"
+#include "model/hf_model.h"
+
+namespace attnscope {
+namespace {
+
+// Tensor t resized to [rows, cols] (its buffer is kept when large enough).
+void reshape(Tensor& t, int64_t rows, int64_t cols) {
+  t.shape = {rows, cols};
+  t.data.resize(rows * cols);
+}
+
+// out [L, D] = norm(x [L, D]); statistics in double (transformers upcasts to float32).
+void applyNorm(HfNorm kind, const HfNormWeights& w, double eps, const Tensor& x, Tensor& out) {
+  const int64_t L = x.dim(0), D = x.dim(1);
+  reshape(out, L, D);
+  for (int64_t t = 0; t < L; ++t) {
+    const float* row = &x.data[t * D];
+    double mean = 0.0, var = 0.0;
+    if (kind == HfNorm::LayerNorm) {
+      for (int64_t c = 0; c < D; ++c) mean += row[c];
+      mean /= static_cast<double>(D);
+    }
+    for (int64_t c = 0; c < D; ++c) var += (row[c] - mean) * (row[c] - mean);
+    const double inv = 1.0 / std::sqrt(var / static_cast<double>(D) + eps);
+    float* o = &out.data[t * D];
+    for (int64_t c = 0; c < D; ++c) {
+      const double scale = kind == HfNorm::RmsNormPlusOne ? 1.0 + w.weight.data[c] : w.weight.data[c];
+      o[c] = static_cast<float>((row[c] - mean) * inv * scale + (w.bias.empty() ? 0.0 : w.bias.data[c]));
+    }
+  }
+}
+
+float activate(float x, HfActivation kind) {
+  switch (kind) {
+    case HfActivation::GeluErf: return 0.5f * x * (1.0f + std::erf(x * static_cast<float>(M_SQRT1_2)));
+    case HfActivation::GeluTanh: {
+      const float k = static_cast<float>(std::sqrt(2.0 / M_PI));
+      return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
+    }
+    case HfActivation::Silu: return x / (1.0f + std::exp(-x));
+  }
+  return x;
+}
+
+void linear(const Tensor& x, const HfLinear& w, Tensor& out) {
+  reshape(out, x.dim(0), w.weight.dim(0));
+  linearInto(x.data.data(), x.dim(0), w.weight, w.bias, out.data.data());
+}
+
+void addInto(Tensor& x, const Tensor& y) {
+  for (size_t n = 0; n < x.data.size(); ++n) x.data[n] += y.data[n];
+}
+
+AttentionOptions layerOptions(const HfConfig& c, int64_t i) {
+  AttentionOptions o;
+  o.heads = c.heads;
+  o.kv_heads = c.kv_heads;
+  o.scale_mode = ScaleMode::Custom;
+  o.custom_scale = static_cast<float>(c.attn_scale);
+  o.fill = MaskFill::NegInf;
+  o.keep_raw_scores = false;
+  o.softcap = c.attn_softcap ? std::optional<float>(static_cast<float>(*c.attn_softcap)) : std::nullopt;
+  if (c.family->causal) {
+    o.mask.causal = true;
+    o.mask.causal_window = c.window[i];
+  }
+  if (c.family->positions == HfPositions::Rope) {
+    o.rope = true;
+    o.rope_base = c.rope_theta;
+    o.rope_style = RopeStyle::RotateHalf;
+    o.rope_inv_freq = c.rope_inv_freq;
+  }
+  return o;
+}
+
+}  // namespace
+
+std::string hfTokenLabel(const HfModel& model, int64_t id) {
+  if (model.tokenizer) return escapeToken(model.tokenizer->label(id));
+  return "#" + std::to_string(id);
+}
+
+ModelTokens tokenizeHf(const HfModel& model, const std::string& text) {
+  if (!model.tokenizer) throw InputError(model.folder + ": no tokenizer.json (or vocab.json + merges.txt) to encode the text with");
+  ModelTokens t;
+  for (const Token& token : model.tokenizer->encode(text)) {
+    t.ids.push_back(token.id);
+    t.text.push_back(token.piece);
+    t.label.push_back(escapeToken(token.label));
+    t.unknown.push_back(token.unknown ? 1 : 0);
+  }
+  return t;
+}
+
+ModelTokens hfTokensFromIds(const HfModel& model, const std::vector<int64_t>& ids) {
+  ModelTokens t;
+  for (int64_t id : ids) {
+    t.ids.push_back(id);
+    t.text.push_back(model.tokenizer ? model.tokenizer->piece(id) : std::to_string(id));
+    t.label.push_back(hfTokenLabel(model, id));
+    t.unknown.push_back(model.tokenizer && model.tokenizer->unkId() == id ? 1 : 0);
+  }
+  return t;
+}
+
+HfRunner::HfRunner(std::shared_ptr<const HfModel> model) : model_(std::move(model)) {
+  for (int64_t i = 0; i < model_->config.n_layers; ++i) {
+    options_.push_back(layerOptions(model_->config, i));
+    attn_.push_back(model_->layers[i].attn);
+  }
+}
+
+void HfRunner::embed(const ModelTokens& tokens) {
+  const HfModel& m = *model_;
+  const HfConfig& c = m.config;
+  const int64_t L = static_cast<int64_t>(tokens.ids.size()), D = c.hidden;
+  const float scale = c.family->embed_scale_sqrt_d ? std::sqrt(static_cast<float>(D)) : 1.0f;
+  reshape(x_, L, D);
+  for (int64_t t = 0; t < L; ++t)
+    for (int64_t j = 0; j < D; ++j) {
+      float v = m.embed.data[tokens.ids[t] * D + j] * scale;
+      if (!m.positions.empty()) v += m.positions.data[t * D + j];
+      if (!m.token_type.empty()) v += m.token_type.data[j];
+      x_.data[t * D + j] = v;
+    }
+  if (!m.embed_norm.empty()) {
+    applyNorm(c.family->norm, m.embed_norm, c.norm_eps, x_, h_);
+    std::swap(x_, h_);
+  }
+}
+
+void HfRunner::attention(int64_t i, const Tensor& input, const std::vector<std::string>& labels, Tensor& out) {
+  AttentionInputs& in = attn_[i];
+  const int64_t L = input.dim(0), D = input.dim(1);
+  in.query.shape = {1, L, D};
+  in.query.data = input.data;
+  in.key = in.query;
+  in.value = in.query;
+  in.query_tokens = labels;
+  in.key_tokens = labels;
+  run_.layers[i] = runAttention(in, options_[i]);
+  out = run_.layers[i].output;
+  out.shape = {L, D};
+}
+
+void HfRunner::mlp(const HfLayer& w, const Tensor& input, Tensor& out) {
+  const HfConfig& c = model_->config;
+  linear(input, w.up, up_);
+  if (c.family->mlp == HfMlp::Gated) {
+    linear(input, w.gate, gate_);
+    for (size_t n = 0; n < up_.data.size(); ++n) up_.data[n] *= activate(gate_.data[n], c.activation);
+  } else {
+    for (float& v : up_.data) v = activate(v, c.activation);
+  }
+  linear(up_, w.down, out);
+}
+
+void HfRunner::layer(int64_t i, const std::vector<std::string>& labels) {
+  const HfModel& m = *model_;
+  const HfConfig& c = m.config;
+  const HfLayer& w = m.layers[i];
+  const HfNorm kind = c.family->norm;
+  if (c.family->residual == HfResidual::PostNorm) {  // BERT: x = n1(x + attn(x)); x = n2(x + mlp(x))
+    attention(i, x_, labels, a_);
+    addInto(a_, x_);
+    applyNorm(kind, w.attn_norm, c.norm_eps, a_, x_);
+    mlp(w, x_, m_);
+    addInto(m_, x_);
+    applyNorm(kind, w.mlp_norm, c.norm_eps, m_, x_);
+    return;
+  }
+  applyNorm(kind, w.attn_norm, c.norm_eps, x_, h_);
+  attention(i, h_, labels, a_);
+  if (!w.post_attn_norm.empty()) {
+    applyNorm(kind, w.post_attn_norm, c.norm_eps, a_, h_);
+    std::swap(a_, h_);
+  }
+  if (c.parallel_residual) {  // x += attn(n1(x)) + mlp(n2(x)), both from the same x
+    applyNorm(kind, w.mlp_norm, c.norm_eps, x_, h_);
+    mlp(w, h_, m_);
+    addInto(x_, a_);
+    addInto(x_, m_);
+    return;
+  }
+  addInto(x_, a_);
+  applyNorm(kind, w.mlp_norm, c.norm_eps, x_, h_);
+  mlp(w, h_, m_);
+  if (!w.post_mlp_norm.empty()) {
+    applyNorm(kind, w.post_mlp_norm, c.norm_eps, m_, h_);
+    std::swap(m_, h_);
+  }
+  addInto(x_, m_);
+}
+
+void HfRunner::unembed() {
+  const HfModel& m = *model_;
+  const HfConfig& c = m.config;
+  const int64_t L = x_.dim(0), V = c.vocab;
+  if (m.lm_head.empty()) {  // an encoder without masked-LM head: no scores
+    run_.logits = Tensor();
+    return;
+  }
+  if (!m.final_norm.empty()) {
+    applyNorm(c.family->norm, m.final_norm, c.norm_eps, x_, h_);
+    std::swap(x_, h_);
+  }
+  if (!m.mlm_transform.weight.empty()) {  // BERT: LayerNorm(act(dense(x)))
+    linear(x_, m.mlm_transform, h_);
+    for (float& v : h_.data) v = activate(v, c.activation);
+    applyNorm(c.family->norm, m.mlm_norm, c.norm_eps, h_, x_);
+  }
+  reshape(run_.logits, L, V);
+  linearInto(x_.data.data(), L, m.lm_head, m.lm_bias, run_.logits.data.data());
+  if (c.final_softcap) {
+    const double cap = *c.final_softcap;
+    for (float& v : run_.logits.data) v = static_cast<float>(cap * std::tanh(v / cap));
+  }
+}
+
+const ModelRun& HfRunner::run(ModelTokens tokens) {
+  const HfModel& m = *model_;
+  const HfConfig& c = m.config;
+  const int64_t L = static_cast<int64_t>(tokens.ids.size());
+  if (L == 0) throw InputError("the text gives no tokens: give at least one");
+  if (L > c.max_positions)
+    throw InputError("the text has " + std::to_string(L) + " tokens but " + m.name() + "'s context is " +
+                     std::to_string(c.max_positions) + " (max_position_embeddings in " + c.config_path + ")");
+  for (int64_t id : tokens.ids)
+    if (id < 0 || id >= c.vocab)
+      throw InputError("token id " + std::to_string(id) + " is outside the vocabulary (vocab_size " +
+                       std::to_string(c.vocab) + " in " + c.config_path + ")");
+  std::vector<std::string> labels;
+  for (size_t t = 0; t < tokens.label.size(); ++t) labels.push_back(tokens.unknown[t] ? tokens.label[t] + " (unk)" : tokens.label[t]);
+  embed(tokens);
+  run_.layers.resize(c.n_layers);
+  for (int64_t i = 0; i < c.n_layers; ++i) layer(i, labels);
+  unembed();
+  run_.tokens = std::move(tokens);
+  return run_;
+}
+
+}  // namespace attnscope

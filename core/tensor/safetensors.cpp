@@ -1,0 +1,295 @@
+#include "tensor/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include <Eigen/Core>
+#include <nlohmann/json.hpp>
+
+#include "tensor/text_file.h"
+
+namespace attnscope {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// The format's dtypes and their sizes (safetensors' Dtype enum).
+struct DtypeRow {
+  const char* name;
+  uint64_t bytes;
+};
+constexpr DtypeRow kDtypes[] = {
+    {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1}, {"I16", 2}, {"U16", 2}, {"F16", 2},
+    {"BF16", 2}, {"I32", 4}, {"U32", 4}, {"F32", 4},     {"F64", 8},     {"I64", 8}, {"U64", 8},
+};
+constexpr const char* kReadable = "F32, F16, BF16";
+
+// The JSON header is small (real checkpoints: tens of KiB per shard); a larger length field
+// is a damaged file, not a header to parse.
+constexpr uint64_t kMaxHeaderBytes = uint64_t{100} << 20;
+constexpr size_t kMaxIndexBytes = size_t{64} << 20;
+constexpr int64_t kMaxDims = 8;
+
+[[noreturn]] void fail(const std::string& path, const std::string& why) { throw InputError(path + ": " + why); }
+
+std::string shortName(const std::string& name) {
+  std::string out;
+  for (char c : name.substr(0, 200)) out += (static_cast<unsigned char>(c) < 0x20) ? '?' : c;
+  return out;
+}
+
+uint64_t readLength(const uint8_t* p) {
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | p[i];
+  return n;
+}
+
+// Shape [dims...] with every dimension a non-negative integer; numel checked for overflow.
+Shape readShape(const json& v, const std::string& path, const std::string& tensor) {
+  if (!v.is_array() || static_cast<int64_t>(v.size()) > kMaxDims)
+    fail(path, "tensor \"" + tensor + "\": \"shape\" must be a list of at most 8 integers");
+  Shape shape;
+  uint64_t count = 1;
+  for (const json& dim : v) {
+    if (!dim.is_number_unsigned() || dim.get<uint64_t>() > (uint64_t{1} << 40))
+      fail(path, "tensor \"" + tensor + "\": \"shape\" must hold non-negative integers");
+    const uint64_t n = dim.get<uint64_t>();
+    if (n != 0 && count > (uint64_t{1} << 62) / n) fail(path, "tensor \"" + tensor + "\": shape too large");
+    count *= n;
+    shape.push_back(static_cast<int64_t>(n));
+  }
+  return shape;
+}
+
+SafetensorsEntry readEntry(const json& v, const std::string& path, const std::string& tensor, uint64_t data_bytes) {
+  if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets"))
+    fail(path, "tensor \"" + tensor + "\" must be an object with \"dtype\", \"shape\" and \"data_offsets\"");
+  SafetensorsEntry e;
+  if (!v["dtype"].is_string()) fail(path, "tensor \"" + tensor + "\": \"dtype\" must be a string");
+  e.dtype = v["dtype"].get<std::string>();
+  const uint64_t elem = safetensorsDtypeBytes(e.dtype);
+  if (elem == 0)
+    fail(path, "tensor \"" + tensor + "\": unknown dtype \"" + shortName(e.dtype) + "\" (attnscope reads " + kReadable + ")");
+  e.shape = readShape(v["shape"], path, tensor);
+  const json& off = v["data_offsets"];
+  if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+    fail(path, "tensor \"" + tensor + "\": \"data_offsets\" must be [begin, end] (non-negative integers)");
+  e.begin = off[0].get<uint64_t>();
+  e.end = off[1].get<uint64_t>();
+  if (e.begin > e.end || e.end > data_bytes)
+    fail(path, "tensor \"" + tensor + "\": data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
+                   "] out of range (the data section has " + std::to_string(data_bytes) + " bytes)");
+  const uint64_t want = static_cast<uint64_t>(numel(e.shape)) * elem;
+  if (e.end - e.begin != want)
+    fail(path, "tensor \"" + tensor + "\": data_offsets span " + std::to_string(e.end - e.begin) + " bytes but " +
+                   e.dtype + " " + shapeToString(e.shape) + " needs " + std::to_string(want));
+  return e;
+}
+
+void checkOverlaps(const SafetensorsHeader& h, const std::string& path) {
+  std::vector<std::pair<const std::string*, const SafetensorsEntry*>> order;
+  for (const auto& [name, e] : h.tensors)
+    if (e.end > e.begin) order.push_back({&name, &e});
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second->begin < b.second->begin; });
+  for (size_t i = 1; i < order.size(); ++i)
+    if (order[i].second->begin < order[i - 1].second->end)
+      fail(path, "tensors \"" + *order[i - 1].first + "\" and \"" + *order[i].first + "\" have overlapping data_offsets");
+}
+
+}  // namespace
+
+uint64_t safetensorsDtypeBytes(const std::string& dtype) {
+  for (const DtypeRow& row : kDtypes)
+    if (dtype == row.name) return row.bytes;
+  return 0;
+}
+
+SafetensorsHeader parseSafetensorsHeader(const uint8_t* bytes, uint64_t size, const std::string& path) {
+  if (size < 8) fail(path, "truncated: " + std::to_string(size) + " bytes, but a safetensors file starts with an 8-byte header length");
+  const uint64_t n = readLength(bytes);
+  if (n > size - 8)
+    fail(path, "header length " + std::to_string(n) + " goes beyond the file (" + std::to_string(size) + " bytes): truncated or not safetensors");
+  if (n > kMaxHeaderBytes) fail(path, "header length " + std::to_string(n) + " is over the 100 MiB a safetensors header may have");
+  json j;
+  try {
+    j = json::parse(bytes + 8, bytes + 8 + n);
+  } catch (const json::exception&) {
+    fail(path, "the header is not valid JSON (not a safetensors file?)");
+  }
+  if (!j.is_object()) fail(path, "the header must be a JSON object {name: {dtype, shape, data_offsets}}");
+  SafetensorsHeader h;
+  h.data_start = 8 + n;
+  const uint64_t data_bytes = size - h.data_start;
+  for (const auto& [name, v] : j.items()) {
+    if (name == "__metadata__") continue;
+    h.tensors.emplace(name, readEntry(v, path, name, data_bytes));
+  }
+  checkOverlaps(h, path);
+  return h;
+}
+
+void convertSafetensor(const uint8_t* file_bytes, const SafetensorsHeader& header, const std::string& name,
+                       const std::string& path, float* out) {
+  const SafetensorsEntry& e = header.tensors.at(name);
+  const uint8_t* p = file_bytes + header.data_start + e.begin;
+  const uint64_t n = static_cast<uint64_t>(numel(e.shape));
+  if (e.dtype == "F32") {
+    std::memcpy(out, p, n * sizeof(float));  // little-endian host (x86-64, arm64)
+  } else if (e.dtype == "F16" || e.dtype == "BF16") {
+    const bool bf16 = e.dtype == "BF16";
+    for (uint64_t i = 0; i < n; ++i) {
+      const uint16_t bits = static_cast<uint16_t>(p[2 * i] | (p[2 * i + 1] << 8));
+      if (bf16) {
+        const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+        std::memcpy(&out[i], &wide, sizeof wide);
+      } else {
+        out[i] = static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(bits));
+      }
+    }
+  } else {
+    fail(path, "tensor \"" + name + "\" has dtype " + e.dtype + "; attnscope reads " + kReadable);
+  }
+  for (uint64_t i = 0; i < n; ++i)
+    if (!std::isfinite(out[i])) fail(path, "tensor \"" + name + "\" holds a NaN or infinite value at index " + std::to_string(i));
+}
+
+// ---- files and folders ----
+
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path) : path_(path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(path, std::string("cannot open (") + std::strerror(errno) + ")");
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      fail(path, "not a regular file");
+    }
+    size_ = static_cast<uint64_t>(st.st_size);
+    if (size_ > 0) {
+      void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (p == MAP_FAILED) {
+        ::close(fd);
+        fail(path, std::string("cannot map (") + std::strerror(errno) + ")");
+      }
+      data_ = static_cast<const uint8_t*>(p);
+    }
+    ::close(fd);
+  }
+  ~MappedFile() {
+    if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  const uint8_t* data() const { return data_; }
+  uint64_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  const uint8_t* data_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+struct SafetensorsFolder::Shard {
+  explicit Shard(const std::string& path) : file(path), header(parseSafetensorsHeader(file.data(), file.size(), path)) {}
+  MappedFile file;
+  SafetensorsHeader header;
+};
+
+SafetensorsFolder::SafetensorsFolder() = default;
+SafetensorsFolder::~SafetensorsFolder() = default;
+SafetensorsFolder::SafetensorsFolder(SafetensorsFolder&&) noexcept = default;
+SafetensorsFolder& SafetensorsFolder::operator=(SafetensorsFolder&&) noexcept = default;
+
+namespace {
+
+// weight_map of an index file: tensor name -> shard file name (a plain name in the folder).
+std::map<std::string, std::string> readWeightMap(const std::string& index) {
+  json j;
+  try {
+    j = json::parse(readSmallFile(index, kMaxIndexBytes, "a safetensors index"));
+  } catch (const json::exception&) {
+    fail(index, "not valid JSON");
+  }
+  if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
+    fail(index, "\"weight_map\" is missing (it maps each tensor name to its shard file)");
+  std::map<std::string, std::string> map;
+  for (const auto& [name, file] : j["weight_map"].items()) {
+    if (!file.is_string()) fail(index, "\"weight_map\": tensor \"" + name + "\" must name a file");
+    const std::string f = file.get<std::string>();
+    if (f.empty() || f.find('/') != std::string::npos || f == "." || f == "..")
+      fail(index, "\"weight_map\": tensor \"" + name + "\" names \"" + shortName(f) + "\", not a file in the folder");
+    map[name] = f;
+  }
+  return map;
+}
+
+}  // namespace
+
+SafetensorsFolder SafetensorsFolder::open(const std::string& folder) {
+  SafetensorsFolder out;
+  const fs::path index = fs::path(folder) / "model.safetensors.index.json";
+  std::error_code ec;
+  if (!fs::exists(index, ec)) {
+    const fs::path single = fs::path(folder) / "model.safetensors";
+    if (!fs::exists(single, ec))
+      fail(single.string(), "missing (a Hugging Face model folder needs model.safetensors or model.safetensors.index.json)");
+    out.shards_.push_back(std::make_unique<Shard>(single.string()));
+    for (const auto& [name, e] : out.shards_[0]->header.tensors) out.where_[name] = 0;
+    out.describe_ = single.string();
+    return out;
+  }
+  out.describe_ = index.string();
+  std::map<std::string, size_t> shard_of_file;
+  for (const auto& [name, file] : readWeightMap(index.string())) {
+    auto [it, added] = shard_of_file.emplace(file, out.shards_.size());
+    if (added) {
+      const fs::path path = fs::path(folder) / file;
+      if (!fs::exists(path, ec)) fail(path.string(), "missing (listed in " + index.string() + ")");
+      out.shards_.push_back(std::make_unique<Shard>(path.string()));
+    }
+    const Shard& shard = *out.shards_[it->second];
+    if (!shard.header.tensors.count(name))
+      fail(shard.file.path(), "tensor \"" + name + "\" is missing (" + index.string() + " lists it in this file)");
+    out.where_[name] = it->second;
+  }
+  return out;
+}
+
+bool SafetensorsFolder::has(const std::string& name) const { return where_.count(name) > 0; }
+
+const SafetensorsEntry& SafetensorsFolder::entry(const std::string& name) const {
+  return shards_[where_.at(name)]->header.tensors.at(name);
+}
+
+std::string SafetensorsFolder::fileOf(const std::string& name) const { return shards_[where_.at(name)]->file.path(); }
+
+std::string SafetensorsFolder::describe() const { return describe_; }
+
+void SafetensorsFolder::checkShape(const std::string& name, const Shape& shape, const std::string& why) const {
+  if (!has(name)) fail(describe_, "tensor \"" + name + "\" is missing (" + why + ")");
+  const SafetensorsEntry& e = entry(name);
+  if (e.shape != shape)
+    fail(fileOf(name), "tensor \"" + name + "\" has shape " + shapeToString(e.shape) + " but config.json needs " +
+                           shapeToString(shape) + " (" + why + ")");
+}
+
+Tensor SafetensorsFolder::read(const std::string& name, const Shape& shape, const std::string& why) const {
+  checkShape(name, shape, why);
+  const Shard& shard = *shards_[where_.at(name)];
+  Tensor t(shape);
+  convertSafetensor(shard.file.data(), shard.header, name, shard.file.path(), t.data.data());
+  return t;
+}
+
+}  // namespace attnscope

@@ -1,0 +1,74 @@
+// Hugging Face safetensors files, memory-mapped: FOLDER/model.safetensors, or the shards
+// that FOLDER/model.safetensors.index.json's "weight_map" lists.
+//
+// A file: an 8-byte little-endian header length n, n bytes of JSON
+// {name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {...}}, then the
+// data; offsets count from the end of the header. Tensors are little-endian, C order.
+// F32, F16 and BF16 tensors are read (converted to float32 when read); every other dtype of
+// the format is validated (its offsets) but cannot be read. Every problem is one InputError
+// line naming the file (and the tensor).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace attnscope {
+
+struct SafetensorsEntry {
+  std::string dtype;   // "F32", "F16", "BF16", "I64", ...
+  Shape shape;
+  uint64_t begin = 0;  // data_offsets, relative to the data section
+  uint64_t end = 0;
+};
+
+struct SafetensorsHeader {
+  uint64_t data_start = 0;                         // 8 + header length
+  std::map<std::string, SafetensorsEntry> tensors;  // by name (no "__metadata__")
+};
+
+// Parses and validates a whole file's bytes: length field, JSON, dtypes, shapes, offsets
+// within the data section and not overlapping. `path` prefixes every message.
+SafetensorsHeader parseSafetensorsHeader(const uint8_t* bytes, uint64_t size, const std::string& path);
+
+// Bytes per element of a safetensors dtype; 0 when the format has no such dtype.
+uint64_t safetensorsDtypeBytes(const std::string& dtype);
+
+// float32 values of one entry of a parsed file (F32, F16 or BF16; InputError otherwise, or
+// for a NaN or infinite value), written to out[numel].
+void convertSafetensor(const uint8_t* file_bytes, const SafetensorsHeader& header, const std::string& name,
+                       const std::string& path, float* out);
+
+class MappedFile;  // tensor/safetensors.cpp
+
+// Every tensor of a model folder's safetensors file(s), mapped read-only.
+class SafetensorsFolder {
+ public:
+  // FOLDER/model.safetensors.index.json when present, else FOLDER/model.safetensors.
+  static SafetensorsFolder open(const std::string& folder);
+  SafetensorsFolder();
+  ~SafetensorsFolder();
+  SafetensorsFolder(SafetensorsFolder&&) noexcept;
+  SafetensorsFolder& operator=(SafetensorsFolder&&) noexcept;
+
+  bool has(const std::string& name) const;
+  const SafetensorsEntry& entry(const std::string& name) const;  // has(name) must hold
+  std::string fileOf(const std::string& name) const;            // path of the file holding it
+  std::string describe() const;  // "m/model.safetensors" or "m/model.safetensors.index.json"
+  // float32 copy of a tensor; InputError naming the file and tensor when it is missing
+  // (`why` says what needs it) or its shape differs from `shape`.
+  Tensor read(const std::string& name, const Shape& shape, const std::string& why) const;
+  void checkShape(const std::string& name, const Shape& shape, const std::string& why) const;
+
+ private:
+  struct Shard;
+  std::vector<std::unique_ptr<Shard>> shards_;
+  std::map<std::string, size_t> where_;  // tensor name -> shard index
+  std::string describe_;
+};
+
+}  // namespace attnscope

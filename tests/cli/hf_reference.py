@@ -1,0 +1,511 @@
+"""Random Hugging Face model folders written by hand (config.json, safetensors, no
+`transformers` or `safetensors` package), and an independent float64 PyTorch forward pass
+of each family, written from transformers' modeling_{gpt2,llama,mistral,qwen2,gemma2,
+gpt_neox,bert}.py and modeling_rope_utils.py. Shares no code with attnscope.
+
+Run with /usr/bin/python3 (the interpreter that has numpy and torch).
+"""
+import json
+import math
+import os
+import struct
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+# ---------------------------------------------------------------- safetensors writing
+
+DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
+
+
+def tensor_bytes(t, dtype):
+    t = t.to(DTYPES[dtype]).contiguous()
+    if dtype == "BF16":
+        return t.view(torch.int16).numpy().tobytes()
+    return t.numpy().tobytes()
+
+
+def safetensors_bytes(tensors, dtype):
+    """The file: 8-byte little-endian header length, JSON header padded with spaces, data."""
+    header = {"__metadata__": {"format": "pt"}}
+    blobs, offset = [], 0
+    for name, t in tensors.items():
+        raw = tensor_bytes(t, dtype)
+        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + b"".join(blobs)
+
+
+def write_folder(folder, config, tensors, dtype="F32", shards=1):
+    """config.json plus model.safetensors, or `shards` files and model.safetensors.index.json.
+    Returns the tensors as stored (rounded to dtype), in float64."""
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(config, f, indent=1)
+    names = list(tensors)
+    if shards == 1:
+        with open(os.path.join(folder, "model.safetensors"), "wb") as f:
+            f.write(safetensors_bytes(tensors, dtype))
+    else:
+        weight_map = {}
+        for s in range(shards):
+            part = names[s::shards]
+            file = "model-%05d-of-%05d.safetensors" % (s + 1, shards)
+            with open(os.path.join(folder, file), "wb") as f:
+                f.write(safetensors_bytes({n: tensors[n] for n in part}, dtype))
+            weight_map.update({n: file for n in part})
+        with open(os.path.join(folder, "model.safetensors.index.json"), "w") as f:
+            json.dump({"metadata": {"total_size": 0}, "weight_map": weight_map}, f)
+    return {n: t.to(DTYPES[dtype]).to(torch.float64) for n, t in tensors.items()}
+
+
+# ---------------------------------------------------------------- random models
+
+class Rand:
+    def __init__(self, seed):
+        self.g = torch.Generator().manual_seed(seed)
+
+    def __call__(self, *shape, std=0.3):
+        return torch.randn(*shape, generator=self.g, dtype=torch.float64) * std
+
+    def norm(self, D):
+        return 1.0 + self(D, std=0.1)
+
+
+def make_model(family, seed=0, D=32, H=4, G=None, N=2, M=64, V=97, P=16, prefix=True, spelling=4, **opt):
+    """(config, tensors) of a random model of one family; opt: rope_type, factor, window,
+    rotary, parallel, tied, head (bert), softcaps."""
+    r = Rand(seed)
+    G = G or H
+    d = opt.get("head_dim", D // H)
+    t = {}
+    cfg = {"model_type": family, "vocab_size": V, "architectures": ["x"]}
+    if family == "gpt2":
+        cfg.update(n_embd=D, n_layer=N, n_head=H, n_positions=P, n_inner=M, layer_norm_epsilon=1e-5,
+                   activation_function="gelu_new")
+        p = "transformer." if prefix else ""
+        t[p + "wte.weight"] = r(V, D, std=1.0)
+        t[p + "wpe.weight"] = r(P, D, std=0.5)
+        for i in range(N):
+            h = p + "h.%d." % i
+            t[h + "ln_1.weight"], t[h + "ln_1.bias"] = r.norm(D), r(D, std=0.1)
+            t[h + "attn.c_attn.weight"], t[h + "attn.c_attn.bias"] = r(D, 3 * D), r(3 * D, std=0.1)
+            t[h + "attn.c_proj.weight"], t[h + "attn.c_proj.bias"] = r(D, D), r(D, std=0.1)
+            t[h + "ln_2.weight"], t[h + "ln_2.bias"] = r.norm(D), r(D, std=0.1)
+            t[h + "mlp.c_fc.weight"], t[h + "mlp.c_fc.bias"] = r(D, M), r(M, std=0.1)
+            t[h + "mlp.c_proj.weight"], t[h + "mlp.c_proj.bias"] = r(M, D, std=0.2), r(D, std=0.1)
+        t[p + "ln_f.weight"], t[p + "ln_f.bias"] = r.norm(D), r(D, std=0.1)
+        return cfg, t
+    if family == "gpt_neox":
+        cfg.update(hidden_size=D, num_hidden_layers=N, num_attention_heads=H, intermediate_size=M,
+                   max_position_embeddings=P, layer_norm_eps=1e-5, hidden_act="gelu",
+                   use_parallel_residual=opt.get("parallel", True), tie_word_embeddings=False)
+        rotary = opt.get("rotary", 0.25)
+        if spelling == 4:
+            cfg.update(rotary_pct=rotary, rotary_emb_base=opt.get("theta", 10000))
+        else:
+            cfg["rope_parameters"] = {"rope_type": "default", "rope_theta": opt.get("theta", 10000),
+                                      "partial_rotary_factor": rotary}
+        p = "gpt_neox." if prefix else ""
+        t[p + "embed_in.weight"] = r(V, D, std=1.0)
+        for i in range(N):
+            h = p + "layers.%d." % i
+            t[h + "input_layernorm.weight"], t[h + "input_layernorm.bias"] = r.norm(D), r(D, std=0.1)
+            t[h + "post_attention_layernorm.weight"], t[h + "post_attention_layernorm.bias"] = r.norm(D), r(D, std=0.1)
+            t[h + "attention.query_key_value.weight"] = r(3 * D, D)
+            t[h + "attention.query_key_value.bias"] = r(3 * D, std=0.1)
+            t[h + "attention.dense.weight"], t[h + "attention.dense.bias"] = r(D, D), r(D, std=0.1)
+            t[h + "mlp.dense_h_to_4h.weight"], t[h + "mlp.dense_h_to_4h.bias"] = r(M, D), r(M, std=0.1)
+            t[h + "mlp.dense_4h_to_h.weight"], t[h + "mlp.dense_4h_to_h.bias"] = r(D, M, std=0.2), r(D, std=0.1)
+        t[p + "final_layer_norm.weight"], t[p + "final_layer_norm.bias"] = r.norm(D), r(D, std=0.1)
+        t["embed_out.weight"] = r(V, D, std=0.3)
+        return cfg, t
+    if family == "bert":
+        cfg.update(hidden_size=D, num_hidden_layers=N, num_attention_heads=H, intermediate_size=M,
+                   max_position_embeddings=P, layer_norm_eps=1e-12, hidden_act="gelu", type_vocab_size=2,
+                   position_embedding_type="absolute")
+        p = "bert." if prefix else ""
+        e = p + "embeddings."
+        t[e + "word_embeddings.weight"] = r(V, D, std=1.0)
+        t[e + "position_embeddings.weight"] = r(P, D, std=0.5)
+        t[e + "token_type_embeddings.weight"] = r(2, D, std=0.5)
+        t[e + "LayerNorm.weight"], t[e + "LayerNorm.bias"] = r.norm(D), r(D, std=0.1)
+        for i in range(N):
+            h = p + "encoder.layer.%d." % i
+            for n in ("query", "key", "value"):
+                t[h + "attention.self.%s.weight" % n], t[h + "attention.self.%s.bias" % n] = r(D, D), r(D, std=0.1)
+            t[h + "attention.output.dense.weight"], t[h + "attention.output.dense.bias"] = r(D, D), r(D, std=0.1)
+            t[h + "attention.output.LayerNorm.weight"], t[h + "attention.output.LayerNorm.bias"] = r.norm(D), r(D, std=0.1)
+            t[h + "intermediate.dense.weight"], t[h + "intermediate.dense.bias"] = r(M, D), r(M, std=0.1)
+            t[h + "output.dense.weight"], t[h + "output.dense.bias"] = r(D, M, std=0.2), r(D, std=0.1)
+            t[h + "output.LayerNorm.weight"], t[h + "output.LayerNorm.bias"] = r.norm(D), r(D, std=0.1)
+        if opt.get("gamma_beta"):  # TensorFlow-era LayerNorm names
+            t = {n.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): v
+                 for n, v in t.items()}
+        if opt.get("head", True):
+            t["cls.predictions.transform.dense.weight"] = r(D, D)
+            t["cls.predictions.transform.dense.bias"] = r(D, std=0.1)
+            t["cls.predictions.transform.LayerNorm.weight"] = r.norm(D)
+            t["cls.predictions.transform.LayerNorm.bias"] = r(D, std=0.1)
+            t["cls.predictions.bias"] = r(V, std=0.1)
+        return cfg, t
+    # llama, mistral, qwen2, gemma2
+    cfg.update(hidden_size=D, num_hidden_layers=N, num_attention_heads=H, num_key_value_heads=G,
+               intermediate_size=M, max_position_embeddings=P, rms_norm_eps=1e-6,
+               tie_word_embeddings=opt.get("tied", family in ("gemma2", "qwen2")))
+    if family == "gemma2":
+        cfg.update(head_dim=d, hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=opt.get("qpas", 24),
+                   attn_logit_softcapping=opt.get("attn_cap", 1.5), final_logit_softcapping=opt.get("final_cap", 5.0))
+    else:
+        cfg["hidden_act"] = "silu"
+        if "head_dim" in opt:
+            cfg["head_dim"] = d
+    if "window" in opt:
+        cfg["sliding_window"] = opt["window"]
+        if family == "qwen2":
+            cfg.update(use_sliding_window=True, max_window_layers=opt.get("max_window_layers", 1))
+    rope = {"rope_type": opt.get("rope_type", "default")}
+    if rope["rope_type"] == "linear":
+        rope["factor"] = opt.get("factor", 4.0)
+    if rope["rope_type"] == "llama3":
+        rope.update(factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_max_position_embeddings=8)
+    theta = opt.get("theta", 500.0)
+    if spelling == 4:
+        cfg["rope_theta"] = theta
+        if rope["rope_type"] != "default":
+            cfg["rope_scaling"] = dict(rope, type=rope.pop("rope_type")) if opt.get("old_type_key") else rope
+    else:
+        cfg["rope_parameters"] = dict(rope, rope_theta=theta)
+        if "layer_types" in opt:
+            cfg["layer_types"] = opt["layer_types"]
+    p = "model." if prefix else ""
+    t[p + "embed_tokens.weight"] = r(V, D, std=1.0)
+    bias = family == "qwen2"
+    norm = (lambda: r(D, std=0.2)) if family == "gemma2" else (lambda: r.norm(D))
+    for i in range(N):
+        h = p + "layers.%d." % i
+        t[h + "input_layernorm.weight"] = norm()
+        t[h + "self_attn.q_proj.weight"] = r(H * d, D)
+        t[h + "self_attn.k_proj.weight"] = r(G * d, D)
+        t[h + "self_attn.v_proj.weight"] = r(G * d, D)
+        if bias:
+            t[h + "self_attn.q_proj.bias"] = r(H * d, std=0.2)
+            t[h + "self_attn.k_proj.bias"] = r(G * d, std=0.2)
+            t[h + "self_attn.v_proj.bias"] = r(G * d, std=0.2)
+        t[h + "self_attn.o_proj.weight"] = r(D, H * d)
+        t[h + "post_attention_layernorm.weight"] = norm()
+        if family == "gemma2":
+            t[h + "pre_feedforward_layernorm.weight"] = norm()
+            t[h + "post_feedforward_layernorm.weight"] = norm()
+        t[h + "mlp.gate_proj.weight"] = r(M, D)
+        t[h + "mlp.up_proj.weight"] = r(M, D)
+        t[h + "mlp.down_proj.weight"] = r(D, M, std=0.2)
+    t[p + "norm.weight"] = norm()
+    if not cfg["tie_word_embeddings"]:
+        t["lm_head.weight"] = r(V, D, std=0.3)
+    return cfg, t
+
+
+# ---------------------------------------------------------------- the reference forward pass
+
+class Weights:
+    """Stored tensors by name, with or without the base model's prefix."""
+
+    def __init__(self, tensors, prefix):
+        self.t, self.p = tensors, prefix
+
+    def __call__(self, name):
+        return self.head(self.p + name)
+
+    def head(self, name):
+        """A tensor outside the base model (None when absent); LayerNorm gamma/beta as weight/bias."""
+        legacy = name.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta")
+        return self.t.get(name, self.t.get(legacy))
+
+
+def rope_inv_freq(cfg, head_dim):
+    """modeling_rope_utils: default, linear, llama3 (both config spellings)."""
+    rp = cfg.get("rope_parameters") or {}
+    scaling = rp or cfg.get("rope_scaling") or {}
+    theta = rp.get("rope_theta", cfg.get("rope_theta", cfg.get("rotary_emb_base", 10000.0)))
+    partial = rp.get("partial_rotary_factor", cfg.get("partial_rotary_factor", cfg.get("rotary_pct", 1.0)))
+    dim = int(head_dim * partial)
+    inv = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+    kind = scaling.get("rope_type", scaling.get("type", "default"))
+    if kind == "linear":
+        inv = inv / scaling["factor"]
+    elif kind == "llama3":
+        factor, lo, hi = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
+        old = scaling["original_max_position_embeddings"]
+        wavelen = 2 * math.pi / inv
+        llama = torch.where(wavelen > old / lo, inv / factor, inv)
+        smooth = (old / wavelen - lo) / (hi - lo)
+        smoothed = (1 - smooth) * llama / factor + smooth * llama
+        medium = ~(wavelen < old / hi) * ~(wavelen > old / lo)
+        inv = torch.where(medium, smoothed, llama)
+    return inv, dim
+
+
+def rotate_half(x):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def apply_rope(x, inv, dim):
+    """x [heads, L, d]: the first `dim` features rotated (NeoX partial rotary), rest passed."""
+    pos = torch.arange(x.shape[1], dtype=torch.float64)
+    freqs = torch.outer(pos, inv)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    rot, rest = x[..., :dim], x[..., dim:]
+    return torch.cat((rot * emb.cos() + rotate_half(rot) * emb.sin(), rest), dim=-1)
+
+
+def attend(q, k, v, scale, allowed, softcap=None):
+    """q [H, L, d], k/v [G, L, d]: probabilities [H, L, L] and context [L, H*d]."""
+    H, G = q.shape[0], k.shape[0]
+    k = k.repeat_interleave(H // G, dim=0)
+    v = v.repeat_interleave(H // G, dim=0)
+    scores = q @ k.transpose(1, 2) * scale
+    if softcap is not None:
+        scores = torch.tanh(scores / softcap) * softcap
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    probs = torch.softmax(scores, dim=-1)
+    return probs, (probs @ v).transpose(0, 1).reshape(q.shape[1], -1)
+
+
+def causal(L, window=None):
+    i = torch.arange(L).unsqueeze(1)
+    j = torch.arange(L).unsqueeze(0)
+    allowed = j <= i
+    if window is not None:
+        allowed &= (i - j) < window  # itself and window - 1 keys before
+    return allowed
+
+
+def heads(x, n):
+    return x.view(x.shape[0], n, -1).transpose(0, 1)
+
+
+def gelu_tanh(x):
+    return F.gelu(x, approximate="tanh")
+
+
+def forward(cfg, tensors, ids):
+    """float64 logits [L, V] (None for an encoder without MLM head) and attention [N][H, L, L]."""
+    kind = cfg["model_type"]
+    fn = {"gpt2": forward_gpt2, "gpt_neox": forward_neox, "bert": forward_bert}.get(kind, forward_llama_like)
+    prefix = {"gpt2": "transformer.", "gpt_neox": "gpt_neox.", "bert": "bert."}.get(kind, "model.")
+    first = next(n for n in tensors if "emb" in n or "wte" in n)
+    return fn(cfg, Weights(tensors, prefix if first.startswith(prefix) else ""), torch.tensor(ids))
+
+
+def forward_gpt2(cfg, w, ids):
+    D, H, L = cfg["n_embd"], cfg["n_head"], len(ids)
+    eps = cfg["layer_norm_epsilon"]
+    x = w("wte.weight")[ids] + w("wpe.weight")[:L]
+    attns = []
+    for i in range(cfg["n_layer"]):
+        h = "h.%d." % i
+        a = F.layer_norm(x, (D,), w(h + "ln_1.weight"), w(h + "ln_1.bias"), eps)
+        qkv = a @ w(h + "attn.c_attn.weight") + w(h + "attn.c_attn.bias")  # Conv1D: x W + b, W [in, out]
+        q, k, v = (heads(t, H) for t in qkv.split(D, dim=1))
+        probs, ctx = attend(q, k, v, 1.0 / math.sqrt(D // H), causal(L))
+        attns.append(probs)
+        x = x + ctx @ w(h + "attn.c_proj.weight") + w(h + "attn.c_proj.bias")
+        m = F.layer_norm(x, (D,), w(h + "ln_2.weight"), w(h + "ln_2.bias"), eps)
+        m = gelu_tanh(m @ w(h + "mlp.c_fc.weight") + w(h + "mlp.c_fc.bias"))
+        x = x + m @ w(h + "mlp.c_proj.weight") + w(h + "mlp.c_proj.bias")
+    x = F.layer_norm(x, (D,), w("ln_f.weight"), w("ln_f.bias"), eps)
+    return x @ w("wte.weight").T, attns
+
+
+def rms(x, weight, eps, plus_one=False):
+    y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    return y * ((1.0 + weight) if plus_one else weight)
+
+
+def sliding_layers(cfg):
+    N = cfg["num_hidden_layers"]
+    if cfg.get("layer_types"):
+        return [t == "sliding_attention" for t in cfg["layer_types"]]
+    kind = cfg["model_type"]
+    if kind == "mistral":
+        return [True] * N
+    if kind == "gemma2":
+        return [not bool(i % 2) for i in range(N)]
+    if kind == "qwen2":
+        return [bool(cfg.get("use_sliding_window")) and i >= cfg.get("max_window_layers", N) for i in range(N)]
+    return [False] * N
+
+
+def forward_llama_like(cfg, w, ids):
+    kind = cfg["model_type"]
+    D, H, L = cfg["hidden_size"], cfg["num_attention_heads"], len(ids)
+    G = cfg.get("num_key_value_heads", H)
+    d = cfg.get("head_dim", D // H)
+    eps = cfg["rms_norm_eps"]
+    gemma = kind == "gemma2"
+    inv, dim = rope_inv_freq(cfg, d)
+    scale = cfg["query_pre_attn_scalar"] ** -0.5 if gemma else 1.0 / math.sqrt(d)
+    sliding = sliding_layers(cfg)
+    x = w("embed_tokens.weight")[ids]
+    if gemma:
+        x = x * math.sqrt(D)
+    attns = []
+    for i in range(cfg["num_hidden_layers"]):
+        h = "layers.%d." % i
+
+        def lin(name, inp):
+            out = inp @ w(h + name + ".weight").T
+            b = w.t.get(w.p + h + name + ".bias")
+            return out if b is None else out + b
+
+        a = rms(x, w(h + "input_layernorm.weight"), eps, gemma)
+        q = apply_rope(heads(lin("self_attn.q_proj", a), H), inv, dim)
+        k = apply_rope(heads(lin("self_attn.k_proj", a), G), inv, dim)
+        v = heads(lin("self_attn.v_proj", a), G)
+        window = cfg.get("sliding_window") if sliding[i] else None
+        probs, ctx = attend(q, k, v, scale, causal(L, window), cfg.get("attn_logit_softcapping"))
+        attns.append(probs)
+        o = lin("self_attn.o_proj", ctx)
+        if gemma:
+            o = rms(o, w(h + "post_attention_layernorm.weight"), eps, True)
+            x = x + o
+            m = rms(x, w(h + "pre_feedforward_layernorm.weight"), eps, True)
+            m = lin("mlp.down_proj", gelu_tanh(lin("mlp.gate_proj", m)) * lin("mlp.up_proj", m))
+            x = x + rms(m, w(h + "post_feedforward_layernorm.weight"), eps, True)
+        else:
+            x = x + o
+            m = rms(x, w(h + "post_attention_layernorm.weight"), eps)
+            x = x + lin("mlp.down_proj", F.silu(lin("mlp.gate_proj", m)) * lin("mlp.up_proj", m))
+    x = rms(x, w("norm.weight"), eps, gemma)
+    head = w("embed_tokens.weight") if cfg["tie_word_embeddings"] else w.head("lm_head.weight")
+    logits = x @ head.T
+    if gemma and cfg.get("final_logit_softcapping"):
+        cap = cfg["final_logit_softcapping"]
+        logits = torch.tanh(logits / cap) * cap
+    return logits, attns
+
+
+def forward_neox(cfg, w, ids):
+    D, H, L = cfg["hidden_size"], cfg["num_attention_heads"], len(ids)
+    d, eps = D // H, cfg["layer_norm_eps"]
+    inv, dim = rope_inv_freq(cfg, d)
+    x = w("embed_in.weight")[ids]
+    attns = []
+    for i in range(cfg["num_hidden_layers"]):
+        h = "layers.%d." % i
+        a = F.layer_norm(x, (D,), w(h + "input_layernorm.weight"), w(h + "input_layernorm.bias"), eps)
+        qkv = a @ w(h + "attention.query_key_value.weight").T + w(h + "attention.query_key_value.bias")
+        qkv = qkv.view(L, H, 3 * d).transpose(0, 1)  # [H, L, 3d]: per head q, k, v
+        q, k, v = qkv[..., :d], qkv[..., d:2 * d], qkv[..., 2 * d:]
+        probs, ctx = attend(apply_rope(q, inv, dim), apply_rope(k, inv, dim), v, 1.0 / math.sqrt(d), causal(L))
+        attns.append(probs)
+        attn_out = ctx @ w(h + "attention.dense.weight").T + w(h + "attention.dense.bias")
+
+        def mlp(inp):
+            m = F.gelu(inp @ w(h + "mlp.dense_h_to_4h.weight").T + w(h + "mlp.dense_h_to_4h.bias"))
+            return m @ w(h + "mlp.dense_4h_to_h.weight").T + w(h + "mlp.dense_4h_to_h.bias")
+
+        ln2 = lambda t: F.layer_norm(t, (D,), w(h + "post_attention_layernorm.weight"),
+                                     w(h + "post_attention_layernorm.bias"), eps)
+        if cfg.get("use_parallel_residual", True):
+            x = x + attn_out + mlp(ln2(x))
+        else:
+            x = x + attn_out
+            x = x + mlp(ln2(x))
+    x = F.layer_norm(x, (D,), w("final_layer_norm.weight"), w("final_layer_norm.bias"), eps)
+    return x @ w.head("embed_out.weight").T, attns
+
+
+def forward_bert(cfg, w, ids):
+    D, H, L = cfg["hidden_size"], cfg["num_attention_heads"], len(ids)
+    eps = cfg["layer_norm_eps"]
+    e = "embeddings."
+    x = w(e + "word_embeddings.weight")[ids] + w(e + "position_embeddings.weight")[:L] + \
+        w(e + "token_type_embeddings.weight")[0]
+    x = F.layer_norm(x, (D,), w(e + "LayerNorm.weight"), w(e + "LayerNorm.bias"), eps)
+    attns = []
+    everything = torch.ones(L, L, dtype=torch.bool)
+    for i in range(cfg["num_hidden_layers"]):
+        h = "encoder.layer.%d." % i
+        lin = lambda name, t: t @ w(h + name + ".weight").T + w(h + name + ".bias")
+        q, k, v = (heads(lin("attention.self." + n, x), H) for n in ("query", "key", "value"))
+        probs, ctx = attend(q, k, v, 1.0 / math.sqrt(D // H), everything)
+        attns.append(probs)
+        x = F.layer_norm(lin("attention.output.dense", ctx) + x, (D,), w(h + "attention.output.LayerNorm.weight"),
+                         w(h + "attention.output.LayerNorm.bias"), eps)
+        m = lin("output.dense", F.gelu(lin("intermediate.dense", x)))
+        x = F.layer_norm(m + x, (D,), w(h + "output.LayerNorm.weight"), w(h + "output.LayerNorm.bias"), eps)
+    if w.head("cls.predictions.transform.dense.weight") is None:
+        return None, attns
+    t = F.gelu(x @ w.head("cls.predictions.transform.dense.weight").T + w.head("cls.predictions.transform.dense.bias"))
+    t = F.layer_norm(t, (D,), w.head("cls.predictions.transform.LayerNorm.weight"),
+                     w.head("cls.predictions.transform.LayerNorm.bias"), eps)
+    return t @ w(e + "word_embeddings.weight").T + w.head("cls.predictions.bias"), attns
+
+
+# ---------------------------------------------------------------- small tokenizers
+
+def bytes_to_unicode():
+    """GPT-2's printable stand-in for each byte."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, map(chr, cs)))
+
+
+def write_byte_level_bpe(folder, as_vocab_merges=False):
+    """A byte-level BPE without merges: token id = byte value (ids = the UTF-8 bytes)."""
+    vocab = {c: b for b, c in bytes_to_unicode().items()}
+    if as_vocab_merges:  # GPT-2's original files
+        with open(os.path.join(folder, "vocab.json"), "w", encoding="utf-8") as f:
+            json.dump(vocab, f, ensure_ascii=False)
+        with open(os.path.join(folder, "merges.txt"), "w", encoding="utf-8") as f:
+            f.write("#version: 0.2\n")
+        return
+    level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+    tok = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
+           "pre_tokenizer": level, "post_processor": level, "decoder": level,
+           "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                     "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "vocab": vocab,
+                     "merges": []}}
+    with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tok, f, ensure_ascii=False)
+
+
+WORDPIECE_WORDS = ["the", "attention", "head", "##s", "注", "意", "力", "a", "b", "##b", "x"]
+
+
+def write_wordpiece(folder):
+    """BERT's pipeline: [CLS] ... [SEP], lowercase, CJK characters split, unknown -> [UNK]."""
+    vocab = {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "[MASK]": 4}
+    for w in WORDPIECE_WORDS:
+        vocab[w] = len(vocab)
+    special = [{"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
+                "special": True} for s, i in vocab.items() if i < 5]
+    tok = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": special,
+           "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
+                          "strip_accents": None, "lowercase": True},
+           "pre_tokenizer": {"type": "BertPreTokenizer"},
+           "post_processor": {"type": "TemplateProcessing",
+                              "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
+                                         {"Sequence": {"id": "A", "type_id": 0}},
+                                         {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+                              "pair": [],
+                              "special_tokens": {"[CLS]": {"id": "[CLS]", "ids": [2], "tokens": ["[CLS]"]},
+                                                 "[SEP]": {"id": "[SEP]", "ids": [3], "tokens": ["[SEP]"]}}},
+           "decoder": None,
+           "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                     "max_input_chars_per_word": 100, "vocab": vocab}}
+    with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tok, f, ensure_ascii=False)

@@ -1,0 +1,120 @@
+// Hugging Face config.json (model/hf_config.h): the two spellings give the same run
+// settings, the traits come from the family's registry row, and unsupported options are one
+// line naming config.json, the field and the supported values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "model/hf_config.h"
+
+namespace attnscope {
+namespace {
+
+constexpr const char* kSizes = R"("hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4,
+  "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 64)";
+
+HfConfig parse(const std::string& type, const std::string& fields) {
+  return parseHfConfig("{\"model_type\": \"" + type + "\", " + kSizes + (fields.empty() ? "" : ", " + fields) + "}",
+                       "m/config.json");
+}
+
+std::string errorOf(const std::string& type, const std::string& fields) {
+  try {
+    parse(type, fields);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+TEST(HfConfig, BothSpellingsGiveTheSameRun) {
+  struct Case {
+    const char* name;
+    const char* type;
+    const char* v4;
+    const char* v5;
+  };
+  const Case cases[] = {
+      {"llama3 scaling", "llama",
+       R"("rope_theta": 500000.0, "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 32})",
+       R"("rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 32})"},
+      {"linear, old type key", "llama", R"("rope_theta": 10000.0, "rope_scaling": {"type": "linear", "factor": 2.0})",
+       R"("rope_parameters": {"rope_type": "linear", "rope_theta": 10000.0, "factor": 2.0})"},
+      {"neox partial", "gpt_neox", R"("rotary_pct": 0.25, "rotary_emb_base": 1000, "layer_norm_eps": 1e-5)",
+       R"("rope_parameters": {"rope_type": "default", "rope_theta": 1000, "partial_rotary_factor": 0.25}, "layer_norm_eps": 1e-5)"},
+      {"gemma2 windows", "gemma2", R"("rope_theta": 10000.0, "sliding_window": 8, "head_dim": 16)",
+       R"("rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}, "sliding_window": 8, "head_dim": 16,
+          "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"])"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const HfConfig a = parse(c.type, c.v4), b = parse(c.type, c.v5);
+    EXPECT_EQ(a.rope_inv_freq, b.rope_inv_freq);
+    EXPECT_EQ(a.window, b.window);
+    EXPECT_EQ(a.rope_type, b.rope_type);
+    EXPECT_FALSE(a.rope_inv_freq.empty());
+  }
+  // Partial rotary: 16-dim heads, 25 % -> 4 rotated features, 2 frequencies 1000^(-0/4), 1000^(-2/4).
+  const HfConfig neox = parse("gpt_neox", R"("rotary_pct": 0.25, "rotary_emb_base": 1000)");
+  ASSERT_EQ(neox.rope_inv_freq.size(), 2u);
+  EXPECT_DOUBLE_EQ(neox.rope_inv_freq[1], 1.0 / std::sqrt(1000.0));
+  // Gemma 2 without layer_types: layers 0, 2 slide; window 8 = itself and 7 keys before.
+  EXPECT_EQ(parse("gemma2", R"("sliding_window": 8, "head_dim": 16)").window, (std::vector<int64_t>{7, -1, 7, -1}));
+  EXPECT_EQ(parse("mistral", R"("sliding_window": 3)").window, (std::vector<int64_t>{2, 2, 2, 2}));
+  EXPECT_EQ(parse("qwen2", R"("sliding_window": 3, "use_sliding_window": true, "max_window_layers": 3)").window,
+            (std::vector<int64_t>{-1, -1, -1, 2}));
+  EXPECT_EQ(parse("qwen2", R"("sliding_window": 3)").window, (std::vector<int64_t>{-1, -1, -1, -1}));
+}
+
+TEST(HfConfig, TraitsComeFromTheRegistry) {
+  const HfConfig gemma = parse("gemma2", R"("head_dim": 16, "query_pre_attn_scalar": 256, "attn_logit_softcapping": 50.0,
+                                           "final_logit_softcapping": 30.0)");
+  EXPECT_EQ(gemma.family->norm, HfNorm::RmsNormPlusOne);
+  EXPECT_TRUE(gemma.tied);
+  EXPECT_DOUBLE_EQ(gemma.attn_scale, 1.0 / 16.0);
+  EXPECT_EQ(gemma.attn_softcap.value_or(0), 50.0);
+  EXPECT_EQ(gemma.final_softcap.value_or(0), 30.0);
+  EXPECT_EQ(gemma.activation, HfActivation::GeluTanh);
+  const HfConfig qwen = parse("qwen2", "");
+  EXPECT_TRUE(qwen.qkv_bias);
+  EXPECT_FALSE(qwen.o_bias);
+  const HfConfig llama = parse("llama", R"("attention_bias": true)");
+  EXPECT_TRUE(llama.qkv_bias && llama.o_bias);
+  EXPECT_EQ(llama.kv_heads, 2);
+  // Heads narrower or wider than the model (Gemma 2 2B: 8 x 256 into 2304) are allowed.
+  EXPECT_EQ(parse("llama", R"("head_dim": 32)").head_dim, 32);
+  const HfConfig gpt2 = parseHfConfig(
+      R"({"model_type": "gpt2", "n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": 16, "vocab_size": 50})", "c");
+  EXPECT_EQ(gpt2.mlp_dim, 128);  // n_inner absent: 4 x n_embd
+  EXPECT_TRUE(gpt2.family->conv1d && gpt2.tied);
+}
+
+TEST(HfConfig, UnsupportedOptionsAreOneLineWithTheSupportedValues) {
+  const std::pair<std::string, std::string> cases[] = {
+      {errorOf("t5", ""), "m/config.json: \"model_type\" is \"t5\" but attnscope supports \"gpt2\", \"llama\", "
+                          "\"mistral\", \"qwen2\", \"gemma2\", \"gpt_neox\", \"bert\""},
+      {errorOf("llama", R"("rope_scaling": {"rope_type": "yarn", "factor": 4.0})"),
+       "m/config.json: \"rope_scaling.rope_type\" is \"yarn\" but attnscope supports \"default\", \"linear\", \"llama3\""},
+      {errorOf("llama", R"("rope_parameters": {"rope_type": "dynamic"})"),
+       "m/config.json: \"rope_parameters.rope_type\" is \"dynamic\" but attnscope supports \"default\", \"linear\", \"llama3\""},
+      {errorOf("llama", R"("rope_scaling": {"rope_type": "linear"})"),
+       "m/config.json: \"rope_scaling.factor\" is missing (rope_type \"linear\" needs it)"},
+      {errorOf("llama", R"("hidden_act": "relu")"),
+       "m/config.json: \"hidden_act\" is \"relu\" but attnscope supports \"gelu\", \"gelu_new\", \"gelu_pytorch_tanh\", "
+       "\"gelu_fast\", \"silu\", \"swish\""},
+      {errorOf("gpt_neox", R"("head_dim": 32, "rotary_pct": 0.5)"),
+       "m/config.json: \"head_dim\" x num_attention_heads must be hidden_size 64 for gpt_neox's fused q/k/v weight"},
+      {errorOf("llama", R"("num_attention_heads": 3, "num_key_value_heads": 1)"),
+       "m/config.json: \"num_attention_heads\" 3 does not divide hidden_size 64 (give head_dim)"},
+      {errorOf("gemma2", R"("head_dim": 16, "layer_types": ["sliding_attention"])"),
+       "m/config.json: \"layer_types\" must list one type per layer (4)"},
+      {errorOf("llama", R"("num_key_value_heads": 3)"),
+       "m/config.json: \"num_key_value_heads\" 3 does not divide num_attention_heads 4"},
+      {errorOf("llama", R"("rope_theta": 1e400)"), "m/config.json: not valid JSON"},
+  };
+  for (const auto& [got, want] : cases) EXPECT_EQ(got, want);
+}
+
+}  // namespace
+}  // namespace attnscope
