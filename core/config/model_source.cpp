@@ -163,13 +163,28 @@ ViewModel viewFromHfRun(const HfModel& model, const ModelRun& run) {
   return view;
 }
 
-ViewModel viewOfModelFolder(const std::string& folder, const std::string& text) {
+FolderModelRunner::FolderModelRunner(const std::string& folder) : folder_(folder) {
   if (isHfModelFolder(folder)) {
-    HfRunner runner(std::make_shared<const HfModel>(loadHfModel(folder)));
-    return viewFromHfRun(runner.model(), runner.run(tokenizeHf(runner.model(), text)));
+    hf_ = std::make_unique<HfRunner>(std::make_shared<const HfModel>(loadHfModel(folder)));
+    const HfConfig& c = hf_->model().config;
+    heads_ = c.heads;
+    width_ = c.hidden;
+  } else {
+    own_ = std::make_unique<ModelRunner>(std::make_shared<const Model>(loadModel(folder)));
+    heads_ = own_->model().config.n_heads;
+    width_ = own_->model().config.d_model;
   }
-  ModelRunner runner(std::make_shared<const Model>(loadModel(folder)));
-  return viewFromModelRun(runner.model(), runner.run(text));
+}
+
+FolderModelRunner::~FolderModelRunner() = default;
+
+ViewModel FolderModelRunner::view(const std::string& text) {
+  if (hf_) return viewFromHfRun(hf_->model(), hf_->run(tokenizeHf(hf_->model(), text)));
+  return viewFromModelRun(own_->model(), own_->run(text));
+}
+
+ViewModel viewOfModelFolder(const std::string& folder, const std::string& text) {
+  return FolderModelRunner(folder).view(text);
 }
 
 }  // namespace attnscope

@@ -4,6 +4,7 @@
 // The app's worker, `attnscope export MODEL --text` and `attnscope MODEL` all go through here.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -55,7 +56,25 @@ ViewModel viewFromModelRun(const Model& model, const ModelRun& run);
 ViewModel viewFromHfRun(const HfModel& model, const ModelRun& run);
 
 // A model folder of either kind (attnscope-model/1, or Hugging Face: config.json with a
-// model_type) run on a text: the one path from settings to a model's view (buildView).
+// model_type), loaded once and run on text after text (one keystroke after another):
+// what the app's worker can keep between runs. InputError naming the file on bad input.
+class FolderModelRunner {
+ public:
+  explicit FolderModelRunner(const std::string& folder);
+  ~FolderModelRunner();
+  ViewModel view(const std::string& text);  // viewFromModelRun / viewFromHfRun of one run
+  const std::string& folder() const { return folder_; }
+  int64_t heads() const { return heads_; }  // query heads H
+  int64_t width() const { return width_; }  // d_model / hidden_size
+
+ private:
+  std::string folder_;
+  std::unique_ptr<ModelRunner> own_;  // attnscope-model/1
+  std::unique_ptr<HfRunner> hf_;      // Hugging Face
+  int64_t heads_ = 0, width_ = 0;
+};
+
+// One run of FolderModelRunner: the one path from settings to a model's view (buildView).
 ViewModel viewOfModelFolder(const std::string& folder, const std::string& text);
 
 }  // namespace attnscope
