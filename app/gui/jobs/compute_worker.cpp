@@ -82,18 +82,16 @@ ComputeWorker::ComputeWorker()
 
 std::shared_ptr<const ViewModel> ComputeWorker::runModel(const Settings& settings, InputFacts& facts) {
   const std::string folder = modelFolder(settings);
-  if (!model_runner_ || folder != model_folder_) {
-    model_runner_.reset();
-    model_runner_ = std::make_unique<ModelRunner>(std::make_shared<const Model>(loadModel(folder)));
-    model_folder_ = folder;
+  if (!model_runner_ || folder != model_runner_->folder()) {
+    model_runner_.reset();  // the old model's weights go before the new one's load
+    model_runner_ = std::make_unique<FolderModelRunner>(folder);
   }
-  auto view = std::make_shared<const ViewModel>(viewFromModelRun(model_runner_->model(), model_runner_->run(settings.model_text)));
-  const ModelConfig& c = model_runner_->model().config;
+  auto view = std::make_shared<const ViewModel>(model_runner_->view(settings.model_text));
   facts.known = true;
   facts.B = 1;
   facts.L = facts.S_key = facts.S_value = view->L;
-  facts.H = c.n_heads;
-  facts.D_q = facts.D_k = c.d_model;
+  facts.H = model_runner_->heads();
+  facts.D_q = facts.D_k = model_runner_->width();
   return view;
 }
 

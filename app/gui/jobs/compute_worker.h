@@ -16,10 +16,10 @@
 #include "analysis/head_table.h"
 #include "attention/attention.h"
 #include "attention/kv_cache.h"
+#include "config/model_source.h"
 #include "config/run.h"
 #include "config/settings.h"
 #include "gui/jobs/latest_job_worker.h"
-#include "model/transformer.h"
 #include "view/view_model.h"
 
 namespace attnscope {
@@ -101,8 +101,7 @@ class ComputeWorker {
   void addDecoding(const Settings& settings, const Run* run, ComputeResult& result, const Jobs::Job& job);
 
   // worker thread only:
-  std::unique_ptr<ModelRunner> model_runner_;  // the model last run
-  std::string model_folder_;                   // ... and its folder
+  std::unique_ptr<FolderModelRunner> model_runner_;  // the model folder last run (either kind)
   AttentionWorkspace workspace_;      // buffers and projections reused
   TiledWorkspace tiled_workspace_;    // a tiled run's Q and K reused
   int64_t runs_ = 0;                  // workspace_.run calls

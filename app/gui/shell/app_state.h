@@ -63,7 +63,6 @@ struct UiState {
   std::shared_ptr<std::atomic<bool>> interrupted = std::make_shared<std::atomic<bool>>(false);
   bool item_active = false;            // a widget is held (e.g. a slider being dragged)
   std::vector<ShippedModel> shipped_models;  // assets/models, listed once at start
-  std::vector<std::string> opened_models;    // model folders opened this session (Models choice)
   std::string notice;                  // one-line message, e.g. "settings.json ignored: ..."
   std::string window_title;
   RopeDecayCurve rope_curve;

@@ -20,6 +20,13 @@ void chooseQuery(QueryFocusView& view, int64_t query, bool add) {
   else q.insert(found, query);
 }
 
+void rememberModel(ViewState& view, const std::string& folder) {
+  std::vector<std::string>& recent = view.recent_models;
+  recent.erase(std::remove(recent.begin(), recent.end(), folder), recent.end());
+  recent.insert(recent.begin(), folder);
+  if (recent.size() > kRecentModels) recent.resize(kRecentModels);
+}
+
 const char* focusTabName(FocusTab tab) {
   switch (tab) {
     case FocusTab::Maps: return "maps";

@@ -95,10 +95,17 @@ struct ViewState {
   bool tab_requested = false;  // select `tab` in the tab bar next frame (shortcut, label click)
   CompareView compare;
   QueryFocusView query_focus;
+  // Model folders opened (Ctrl+O, the command line), newest first, at most kRecentModels;
+  // listed under Models and kept in view.json. Changed only through rememberModel.
+  std::vector<std::string> recent_models;
   // Model runs: the query position whose next-token predictions are shown when no map is
   // hovered (clicked in a map); -1 = the last position. Clamped where it is read.
   int64_t selected_query = -1;
 };
+
+inline constexpr size_t kRecentModels = 8;
+// Puts `folder` first in view.recent_models (once), dropping the oldest beyond kRecentModels.
+void rememberModel(ViewState& view, const std::string& folder);
 
 // The one clamp: each index into [0, limit - 1]; unchanged while the limits are unknown.
 ViewFocus clampFocus(ViewFocus focus, const FocusLimits& limits);

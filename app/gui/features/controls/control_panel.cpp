@@ -102,7 +102,7 @@ void pickModel(AppState& state, const std::string& model) {
 }
 
 // Models: the shipped models, the random-weights sandbox (every control) and model folders
-// opened this session; Ctrl+O opens another.
+// opened recently (view.json); Ctrl+O opens another.
 bool drawModelsSection(AppState& state) {
   Settings& s = state.settings;
   const Settings before = s;
@@ -114,7 +114,7 @@ bool drawModelsSection(AppState& state) {
       recordLayout(state, "models_item_" + m.name);
       if (picked) pickModel(state, m.name);
     }
-    for (const std::string& folder : state.ui.opened_models) {
+    for (const std::string& folder : state.view.recent_models) {
       const std::string label = "folder: " + std::filesystem::path(folder).filename().string();
       if (ImGui::Selectable(label.c_str(), s.source == InputSource::Model && s.model == folder)) pickModel(state, folder);
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", folder.c_str());

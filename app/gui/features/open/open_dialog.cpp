@@ -11,6 +11,7 @@
 #include "config/bundle.h"
 #include "config/model_source.h"
 #include "config/run.h"
+#include "model/hf_config.h"
 #include "model/model.h"
 #include "gui/shell/panels.h"
 
@@ -21,14 +22,14 @@ namespace {
 // The dialog's title; "###" keeps the popup's id when the title text changes.
 constexpr const char* kOpenTitle = "Open bundle or model folder###Open bundle";
 
-// A model folder from the dialog: checked (InputError naming the file), then the run's
-// source and one of the Models choice's entries.
+// A model folder from the dialog (attnscope-model/1 or Hugging Face): checked (InputError
+// naming the file; a Hugging Face folder's config.json only, its weights load on the
+// worker), then the run's source and one of the Models choice's entries.
 void openModelFolder(AppState& state, const std::string& folder) {
-  loadModel(folder);
+  if (isHfModelFolder(folder)) readHfConfig(folder);
+  else loadModel(folder);
   state.settings = settingsForModel(state.settings, folder);
-  std::vector<std::string>& opened = state.ui.opened_models;
-  if (std::find(opened.begin(), opened.end(), state.settings.model) == opened.end())
-    opened.push_back(state.settings.model);
+  rememberModel(state.view, state.settings.model);
   state.view.selected_query = -1;
 }
 

@@ -73,6 +73,7 @@ nlohmann::json persistentViewJson(const ViewState& view) {
                                  {"descending", view.table.sort.descending},
                                  {"order_grid", view.table.order_grid}}}};
   if (view.compare.chosen) j["compare"] = {{"a", pickJson(view.compare.a)}, {"b", pickJson(view.compare.b)}};
+  if (!view.recent_models.empty()) j["recent_models"] = view.recent_models;
   return j;
 }
 
@@ -93,6 +94,11 @@ void applyPersistentView(const nlohmann::json& j, ViewState& view) {
     MapPick a, b;
     if (compare->contains("a") && compare->contains("b") && readPick((*compare)["a"], a) && readPick((*compare)["b"], b))
       view.compare = {a, b, true};
+  }
+  // Recent model folders that are still model folders, oldest first so the newest ends first.
+  if (const auto recent = j.find("recent_models"); recent != j.end() && recent->is_array()) {
+    for (auto it = recent->rbegin(); it != recent->rend(); ++it)
+      if (it->is_string() && isModelFolder(it->get<std::string>())) rememberModel(view, it->get<std::string>());
   }
 }
 
