@@ -4,14 +4,12 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <sstream>
 
-#include <sys/resource.h>
-
 #include "attention/kernel.h"
+#include "tensor/memory.h"
 
 namespace attnscope {
 namespace {
@@ -204,12 +202,6 @@ std::string misbroadcastPadding(MaskSet& set, int64_t B, int64_t L, int64_t S, i
              : "padding mask [B, S] broadcast as [1, 1, B, S]: query row i uses batch item i's padding";
 }
 
-std::string formatGiB(uint64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", bytes / 1073741824.0);
-  return buf;
-}
-
 std::string formatFloat(float v) {
   std::ostringstream s;
   s << v;
@@ -396,44 +388,6 @@ uint64_t estimateTraceBytes(int64_t B, int64_t L, int64_t S, int64_t D, int64_t 
   const double mask_bytes = 4.0 * b * l * s;  // allowed + typical components
   const double total = 4.0 * floats + mask_bytes;
   return total >= 1.8e19 ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(total);
-}
-
-namespace {
-
-// "Key:   12345 kB" from a /proc file, in bytes; nullopt when the key is not there.
-std::optional<uint64_t> procKiB(const char* file, const char* key) {
-  std::ifstream in(file);
-  const std::string prefix = std::string(key) + ":";
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(prefix, 0) != 0) continue;
-    unsigned long long kib = 0;
-    if (std::sscanf(line.c_str() + prefix.size(), "%llu", &kib) == 1) return static_cast<uint64_t>(kib) * 1024;
-  }
-  return std::nullopt;
-}
-
-// What this process may still allocate: MemAvailable, or less under a `ulimit -v`
-// (RLIMIT_AS minus the address space in use); nullopt when neither is known.
-std::optional<uint64_t> availableMemory() {
-  std::optional<uint64_t> available = procKiB("/proc/meminfo", "MemAvailable");
-  rlimit limit{};
-  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {  // `ulimit -v`
-    const uint64_t used = procKiB("/proc/self/status", "VmSize").value_or(0);
-    const uint64_t left = limit.rlim_cur > used ? limit.rlim_cur - used : 0;
-    available = std::min(available.value_or(left), left);
-  }
-  return available;
-}
-
-}  // namespace
-
-void checkMemory(uint64_t bytes_needed) {
-  // Not Linux (no /proc/meminfo) and no limit: nothing to compare against, the allocation decides.
-  const std::optional<uint64_t> available = availableMemory();
-  if (available && bytes_needed > *available)
-    throw InputError("attention for these sizes needs " + formatGiB(bytes_needed) + " GiB but only " +
-                     formatGiB(*available) + " GiB is available");
 }
 
 // ---- validation: one line naming the tensor ----

@@ -147,8 +147,7 @@ Tensor absDifference(const Tensor& a, const Tensor& b);
 // The [B, H, L, S] tensors dominate, so pass the real H (the default 1 underestimates).
 uint64_t estimateTraceBytes(int64_t B, int64_t L, int64_t S, int64_t D, int64_t Dq, int64_t Dk,
                             int64_t Dv, int64_t H = 1);
-// Throws InputError ("needs 12.3 GiB but only 4.0 GiB is available") when too large.
-void checkMemory(uint64_t bytes_needed);
+// Compare it with the budget through checkMemory (tensor/memory.h).
 
 // Validates shapes (D % H, L_K == L_V, weight shapes, finite values, mask shapes) with
 // InputError messages naming the tensor, then computes every stage. Heads run in parallel.

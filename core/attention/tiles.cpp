@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "attention/kernel.h"
+#include "tensor/memory.h"
 #include "attention/row_stats.h"
 
 namespace attnscope {

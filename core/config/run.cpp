@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <functional>
 
@@ -14,6 +13,7 @@
 #include "config/bundle.h"
 #include "config/inputs.h"
 #include "config/model_source.h"
+#include "tensor/memory.h"
 
 namespace attnscope {
 namespace {
@@ -142,10 +142,7 @@ Settings settingsForBundle(Settings settings, const std::string& dir) {
 }
 
 uint64_t fullPathBudgetBytes() {
-  const char* text = std::getenv("ATTNSCOPE_FULL_PATH_BYTES");
-  char* end = nullptr;
-  const unsigned long long bytes = text ? std::strtoull(text, &end, 10) : 0;
-  return text && end != text && *end == '\0' ? bytes : uint64_t{2} << 30;
+  return bytesFromEnvironment("ATTNSCOPE_FULL_PATH_BYTES").value_or(uint64_t{2} << 30);
 }
 
 Run configureRun(const Settings& settings) {
