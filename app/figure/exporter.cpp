@@ -85,6 +85,14 @@ OutputFile renderFile(const std::string& format, const Figure& figure) {
   return {format, {}, matrixTensor(figure)};
 }
 
+// The figure rendered in every format under base_name; the caller adds its settings JSON.
+FigureJob renderJob(const std::string& base_name, const Figure& figure, const std::vector<std::string>& formats) {
+  FigureJob job;
+  job.base_name = base_name;
+  for (const std::string& format : formats) job.files.push_back(renderFile(format, figure));
+  return job;
+}
+
 }  // namespace
 
 std::vector<std::string> exportWhatNames() {
@@ -169,13 +177,13 @@ std::vector<std::string> writeJobs(const std::string& dir, std::vector<FigureJob
 
 }  // namespace
 
-std::vector<std::string> exportFigures(const Settings& settings, const ViewModel& shown_view,
-                                       const ExportRequest& request) {
-  checkNames(request.what, exportWhatNames(), "figure");
-  // Rollout and flow asked of a view without them (the CLI; the app builds them first):
-  // built here, on a copy.
+namespace {
+
+// Rollout and flow asked of a view without them (the CLI; the app builds them first):
+// built here, on a copy. Empty when the view has every map asked for.
+std::optional<ViewModel> withAcrossLayerMaps(const ViewModel& shown_view, const std::vector<std::string>& what_names) {
   std::optional<ViewModel> extended;
-  for (const std::string& what : request.what) {
+  for (const std::string& what : what_names) {
     const std::optional<MapKind> kind = mapKindFromName(what);
     if (!kind || !mapKindInfo(*kind).across_layers || shown_view.acrossLayers(*kind)) continue;
     if (!extended) extended = shown_view;
@@ -183,88 +191,122 @@ std::vector<std::string> exportFigures(const Settings& settings, const ViewModel
     if (!why.empty()) throw InputError(what + ": " + why);
     addAcrossLayerMaps(*extended, *kind);
   }
-  const ViewModel& view = extended ? *extended : shown_view;
-  checkNames(request.formats, exportFormatNames(), "format");
-  const int64_t batch = request.batch >= 0 ? request.batch : request.focus.batch_item;
-  const std::vector<int64_t> heads =
-      distinctOrAll(request.heads.empty() ? std::vector<int64_t>{request.focus.head} : request.heads, view.H);
-  const std::vector<int64_t> layers = distinctOrAll(request.layers, view.layers);
-  const bool all_layers = static_cast<int64_t>(layers.size()) == view.layers;
-  const Colormap colormap = request.colormap.value_or(settings.prob_colormap);
-  const int64_t cell_px = request.cell_px >= 0 ? request.cell_px : settings.cell_px;
-  if (cell_px < 0) throw InputError("export: cell size must be >= 0 px (0 = auto), got " + std::to_string(cell_px));
-  const std::string dir = request.out_dir.empty() ? exportFolder(settings) : request.out_dir;
-  // A trained model's mask is its own (causal), not the sandbox's setting.
-  const std::string mask_name = view.source == ViewSource::Imported   ? "imported"
-                                : view.source == ViewSource::ModelRun ? MaskSpec::parse(view.maps[0].mask_name).shortName()
-                                                                      : settings.mask.shortName();
+  return extended;
+}
 
-  // One figure per (layer, head) for probs/scores; one per layer for rollout/flow; one mask
-  // (of the first layer); one atlas.
-  struct Item {
-    std::string what;
-    std::vector<int64_t> layers;  // figure layers
-    std::vector<int64_t> name_layers;  // layers in the file name
-    int64_t head;                 // -1: none
-  };
-  std::vector<Item> items;
-  for (const std::string& what : request.what) {
+// A request with its defaults filled in from the settings and the view.
+struct ExportPlan {
+  int64_t batch = 0;
+  std::vector<int64_t> heads, layers;
+  bool all_layers = false;
+  Colormap colormap{};
+  int64_t cell_px = 0;
+  std::string dir;
+  std::string mask_name;  // the mask's short name, for file names
+};
+
+ExportPlan planExport(const Settings& settings, const ViewModel& view, const ExportRequest& request) {
+  ExportPlan plan;
+  plan.batch = request.batch >= 0 ? request.batch : request.focus.batch_item;
+  plan.heads = distinctOrAll(request.heads.empty() ? std::vector<int64_t>{request.focus.head} : request.heads, view.H);
+  plan.layers = distinctOrAll(request.layers, view.layers);
+  plan.all_layers = static_cast<int64_t>(plan.layers.size()) == view.layers;
+  plan.colormap = request.colormap.value_or(settings.prob_colormap);
+  plan.cell_px = request.cell_px >= 0 ? request.cell_px : settings.cell_px;
+  if (plan.cell_px < 0)
+    throw InputError("export: cell size must be >= 0 px (0 = auto), got " + std::to_string(plan.cell_px));
+  plan.dir = request.out_dir.empty() ? exportFolder(settings) : request.out_dir;
+  // A trained model's mask is its own (causal), not the sandbox's setting.
+  plan.mask_name = view.source == ViewSource::Imported   ? "imported"
+                   : view.source == ViewSource::ModelRun ? MaskSpec::parse(view.maps[0].mask_name).shortName()
+                                                         : settings.mask.shortName();
+  return plan;
+}
+
+// One figure to export.
+struct ExportItem {
+  std::string what;
+  std::vector<int64_t> layers;       // figure layers
+  std::vector<int64_t> name_layers;  // layers in the file name
+  int64_t head;                      // -1: none
+};
+
+// One figure per (layer, head) for probs/scores; one per layer for rollout/flow; one mask
+// (of the first layer); one atlas.
+std::vector<ExportItem> exportItems(const std::vector<std::string>& what_names, const ExportPlan& plan) {
+  std::vector<ExportItem> items;
+  for (const std::string& what : what_names) {
     if (what == "probs" || what == "scores") {
-      for (int64_t layer : layers)
-        for (int64_t head : heads) items.push_back({what, {layer}, {layer}, head});
+      for (int64_t layer : plan.layers)
+        for (int64_t head : plan.heads) items.push_back({what, {layer}, {layer}, head});
     } else if (what == "mask") {
-      items.push_back({what, {layers[0]}, {}, -1});
+      items.push_back({what, {plan.layers[0]}, {}, -1});
     } else if (what != "grid") {  // rollout, flow
-      for (int64_t layer : layers) items.push_back({what, {layer}, {layer}, -1});
+      for (int64_t layer : plan.layers) items.push_back({what, {layer}, {layer}, -1});
     } else {
-      items.push_back({what, layers, all_layers ? std::vector<int64_t>{} : layers, -1});
+      items.push_back({what, plan.layers, plan.all_layers ? std::vector<int64_t>{} : plan.layers, -1});
     }
   }
+  return items;
+}
 
+// The settings (and focused map) that reopen or re-export exactly this item's view.
+std::string reopenSettingsJson(const Settings& settings, const ExportRequest& request, const ExportPlan& plan,
+                               const ExportItem& item) {
+  Settings reopen = settings;
+  reopen.prob_colormap = plan.colormap;
+  reopen.cell_px = plan.cell_px;
+  reopen.export_formats = request.formats;
+  ViewFocus focus = request.focus;
+  focus.batch_item = plan.batch;
+  focus.layer = item.layers[0];
+  if (item.head >= 0) focus.head = item.head;
+  return settingsToJson(reopen, focus).dump(2) + "\n";
+}
+
+// One item's files, rendered in memory.
+FigureJob itemJob(const Settings& settings, const ViewModel& view, const ExportRequest& request,
+                  const ExportPlan& plan, const ExportItem& item) {
+  // A tiled source's zoomed window is computed exactly (its maps here are the overview);
+  // any other zoomed window (the app's focus view) crops the single-map figures, not the grid.
+  const bool tiled_window = view.tiled && (item.what == "probs" || item.what == "scores") && !request.window.whole();
+  const CellWindow window = item.what == "grid" ? CellWindow{} : clampWindow(request.window, view.mapL(), view.mapS());
+  const int64_t head = std::max<int64_t>(item.head, 0);
+  Figure figure = tiled_window
+                      ? tiledWindowFigure(item.what, view, plan.batch, head, window, plan.colormap, settings.log_scale)
+                      : buildFigure(item.what, view, item.layers, plan.batch, head, plan.colormap, settings.log_scale);
+  figure.cell_px = plan.cell_px;
+  if (!tiled_window) cropFigure(figure, view.tiled ? CellWindow{} : window);
+  std::string base_name = exportBaseName(item.what, item.name_layers, item.head, plan.batch, plan.mask_name,
+                                         view.mapL(), view.mapS(), tiled_window || !view.tiled ? window : CellWindow{});
+  // A tiled source's whole map is its overview: named so.
+  if (view.tiled && !tiled_window) base_name += "_overview" + std::to_string(view.L) + "x" + std::to_string(view.S);
+  FigureJob job = renderJob(base_name, figure, request.formats);
+  job.files.push_back({"json", reopenSettingsJson(settings, request, plan, item), {}});
+  return job;
+}
+
+}  // namespace
+
+std::vector<std::string> exportFigures(const Settings& settings, const ViewModel& shown_view,
+                                       const ExportRequest& request) {
+  checkNames(request.what, exportWhatNames(), "figure");
+  const std::optional<ViewModel> extended = withAcrossLayerMaps(shown_view, request.what);
+  const ViewModel& view = extended ? *extended : shown_view;
+  checkNames(request.formats, exportFormatNames(), "format");
+  const ExportPlan plan = planExport(settings, view, request);
   // Render every file in memory first: a bad request or a figure too large fails before
   // anything is written.
   std::vector<FigureJob> jobs;
-  for (const Item& item : items) {
-    // A tiled source's zoomed window is computed exactly (its maps here are the overview);
-    // any other zoomed window (the app's focus view) crops the single-map figures, not the grid.
-    const bool tiled_window = view.tiled && (item.what == "probs" || item.what == "scores") && !request.window.whole();
-    const CellWindow window = item.what == "grid" ? CellWindow{}
-                              : clampWindow(request.window, view.mapL(), view.mapS());
-    Figure figure = tiled_window ? tiledWindowFigure(item.what, view, batch, std::max<int64_t>(item.head, 0), window,
-                                                     colormap, settings.log_scale)
-                                 : buildFigure(item.what, view, item.layers, batch, std::max<int64_t>(item.head, 0),
-                                               colormap, settings.log_scale);
-    figure.cell_px = cell_px;
-    if (!tiled_window) cropFigure(figure, view.tiled ? CellWindow{} : window);
-    FigureJob job;
-    job.base_name = exportBaseName(item.what, item.name_layers, item.head, batch, mask_name, view.mapL(), view.mapS(),
-                                   tiled_window || !view.tiled ? window : CellWindow{});
-    // A tiled source's whole map is its overview: named so.
-    if (view.tiled && !tiled_window) job.base_name += "_overview" + std::to_string(view.L) + "x" + std::to_string(view.S);
-    for (const std::string& format : request.formats) job.files.push_back(renderFile(format, figure));
-    // The settings (and focused map) that reopen or re-export exactly this view.
-    Settings reopen = settings;
-    reopen.prob_colormap = colormap;
-    reopen.cell_px = cell_px;
-    reopen.export_formats = request.formats;
-    ViewFocus focus = request.focus;
-    focus.batch_item = batch;
-    focus.layer = item.layers[0];
-    if (item.head >= 0) focus.head = item.head;
-    job.files.push_back({"json", settingsToJson(reopen, focus).dump(2) + "\n", {}});
-    jobs.push_back(std::move(job));
-  }
-
-  return writeJobs(dir, jobs);
+  for (const ExportItem& item : exportItems(request.what, plan)) jobs.push_back(itemJob(settings, view, request, plan, item));
+  return writeJobs(plan.dir, jobs);
 }
 
 std::vector<std::string> exportFigureFiles(const Figure& figure, const std::string& base_name,
                                            const std::vector<std::string>& formats, const std::string& json_text,
                                            const std::string& dir) {
   checkNames(formats, exportFormatNames(), "format");
-  FigureJob job;
-  job.base_name = base_name;
-  for (const std::string& format : formats) job.files.push_back(renderFile(format, figure));
+  FigureJob job = renderJob(base_name, figure, formats);
   job.files.push_back({"json", json_text, {}});
   return writeJobs(dir, {job});
 }

@@ -194,134 +194,177 @@ void selectFont(cairo_t* cr, const std::string& utf8, double size, bool bold) {
   cairo_set_font_size(cr, size);
 }
 
-Layout layoutFigure(const Figure& figure) {
-  validate(figure);
-  TextMeasure measure;
-  Layout layout;
-  const int64_t cell = effectiveCellPx(figure);
-  const int64_t panels = static_cast<int64_t>(figure.panels.size());
-  const int64_t grid_cols = std::clamp<int64_t>(figure.grid_columns, 1, panels);
-  const int64_t grid_rows = (panels + grid_cols - 1) / grid_cols;
-  const double matrix_w = static_cast<double>(figure.cols) * static_cast<double>(cell);
-  const double matrix_h = static_cast<double>(figure.rows) * static_cast<double>(cell);
-  const double grid_w = grid_cols * matrix_w + (grid_cols - 1) * kTileGapX;
-  // Rough canvas size before any text, to refuse absurd sizes before allocating anything.
-  if (grid_w > kMaxSide || grid_rows * matrix_h > kMaxSide) {
+namespace {
+
+// A figure's geometry, worked out step by step (grid, labels, bands, tiles) before and
+// while its items are placed.
+struct FigurePlan {
+  // The grid of tiles: one matrix of rows x cols cells per panel.
+  int64_t cell = 1, panels = 1, grid_cols = 1, grid_rows = 1;
+  double matrix_w = 0, matrix_h = 0, grid_w = 0;
+  // Token labels (every stride-th one) and the colour bar's ticks, measured.
+  double label_size = 0, row_label_w = 0, col_label_h = 0;
+  int64_t stride = 1;
+  std::vector<Tick> ticks;
+  double tick_label_w = 0, value_label_w = 0;
+  // Horizontal bands, left to right.
+  double shift = 0, matrix_x = 0, centre_x = 0, tick_label_x = 0, value_band_left = 0;
+  int bar_x = 0;
+  // Vertical extent of the tiles (the colour bar's too).
+  double grid_top = 0, grid_bottom = 0;
+};
+
+// The grid of tiles; refuses absurd sizes from a rough canvas size, before any text is measured.
+FigurePlan planGrid(const Figure& figure) {
+  FigurePlan plan;
+  plan.cell = effectiveCellPx(figure);
+  plan.panels = static_cast<int64_t>(figure.panels.size());
+  plan.grid_cols = std::clamp<int64_t>(figure.grid_columns, 1, plan.panels);
+  plan.grid_rows = (plan.panels + plan.grid_cols - 1) / plan.grid_cols;
+  plan.matrix_w = static_cast<double>(figure.cols) * static_cast<double>(plan.cell);
+  plan.matrix_h = static_cast<double>(figure.rows) * static_cast<double>(plan.cell);
+  plan.grid_w = plan.grid_cols * plan.matrix_w + (plan.grid_cols - 1) * kTileGapX;
+  if (plan.grid_w > kMaxSide || plan.grid_rows * plan.matrix_h > kMaxSide) {
     throw InputError("figure would be over " + std::to_string(kMaxSide) +
-                     " px on a side at " + std::to_string(cell) +
+                     " px on a side at " + std::to_string(plan.cell) +
                      " px per cell; choose a smaller cell size (--cell-px)");
   }
-  layout.cell_px = static_cast<int>(cell);
+  return plan;
+}
 
-  // Token labels: as large as the cells allow, every stride-th one when cells are small.
-  const double label_size = std::clamp(cell * 0.7, 8.0, 14.0);
-  const int64_t stride = roundStride(static_cast<int64_t>(std::ceil(label_size * 1.3 / cell)));
-  double row_label_w = 0, col_label_h = 0;
-  for (int64_t r = 0; r < figure.rows; r += stride) {
-    row_label_w = std::max(row_label_w, measure.width(labelText(figure.row_labels, r), label_size));
+// Token labels: as large as the cells allow, every stride-th one when cells are small.
+void measureTokenLabels(const Figure& figure, TextMeasure& measure, FigurePlan& plan) {
+  const int64_t cell = plan.cell;
+  plan.label_size = std::clamp(cell * 0.7, 8.0, 14.0);
+  plan.stride = roundStride(static_cast<int64_t>(std::ceil(plan.label_size * 1.3 / cell)));
+  for (int64_t r = 0; r < figure.rows; r += plan.stride) {
+    plan.row_label_w = std::max(plan.row_label_w, measure.width(labelText(figure.row_labels, r), plan.label_size));
   }
-  for (int64_t c = 0; c < figure.cols; c += stride) {
-    col_label_h = std::max(col_label_h, measure.width(labelText(figure.col_labels, c), label_size));
+  for (int64_t c = 0; c < figure.cols; c += plan.stride) {
+    plan.col_label_h = std::max(plan.col_label_h, measure.width(labelText(figure.col_labels, c), plan.label_size));
   }
+}
 
-  // Colour bar ticks (count limited by the bar height) and their label width.
+// Colour bar ticks (count limited by the bar height) and their label width.
+void measureTicks(const Figure& figure, TextMeasure& measure, FigurePlan& plan) {
   const auto [low, high] = colorRange(figure);
-  const double bar_h_estimate = grid_rows * matrix_h;
+  const double bar_h_estimate = plan.grid_rows * plan.matrix_h;
   const int max_ticks = std::max(2, static_cast<int>(bar_h_estimate / (kTickSize * 2.2)));
-  std::vector<Tick> ticks = figure.log_scale ? logTicks(low, high) : linearTicks(low, high, std::min(max_ticks, 9));
+  plan.ticks = figure.log_scale ? logTicks(low, high) : linearTicks(low, high, std::min(max_ticks, 9));
   if (!figure.ticks.empty()) {
-    ticks.clear();
-    for (const auto& [value, text] : figure.ticks) ticks.push_back({value, text});
+    plan.ticks.clear();
+    for (const auto& [value, text] : figure.ticks) plan.ticks.push_back({value, text});
   }
-  double tick_label_w = 0;
-  for (const Tick& tick : ticks) tick_label_w = std::max(tick_label_w, measure.width(tick.text, kTickSize));
-  const double value_label_w = measure.width(figure.value_label, kAxisSize);
+  for (const Tick& tick : plan.ticks) plan.tick_label_w = std::max(plan.tick_label_w, measure.width(tick.text, kTickSize));
+  plan.value_label_w = measure.width(figure.value_label, kAxisSize);
+}
 
-  // Horizontal bands, left to right.
+// Horizontal bands, left to right: axis name, row labels, tiles, colour bar, ticks, value
+// name. Returns the canvas width.
+int placeBands(const Figure& figure, TextMeasure& measure, FigurePlan& plan) {
   const double axis_band = kAxisSize * 1.1;  // a vertical axis name
-  const double row_labels_right = kMargin + axis_band + kGap + row_label_w;
-  double matrix_x = std::ceil(row_labels_right + kGap);
-  const double grid_centre_x = matrix_x + grid_w / 2;
+  const double row_labels_right = kMargin + axis_band + kGap + plan.row_label_w;
+  plan.matrix_x = std::ceil(row_labels_right + kGap);
+  const double grid_centre_x = plan.matrix_x + plan.grid_w / 2;
   const double title_w = std::max(measure.width(figure.title, kTitleSize, true),
                                   measure.width(figure.subtitle, kSubtitleSize));
   const double key_axis_w = measure.width(figure.col_axis, kAxisSize);
   // Shift right when the centred title (or key axis name) would run past the left margin.
-  const double shift = std::ceil(std::max(0.0, kMargin - (grid_centre_x - std::max(title_w, key_axis_w) / 2)));
-  matrix_x += shift;
-  const double centre_x = grid_centre_x + shift;
-  const int bar_x = static_cast<int>(std::ceil(matrix_x + grid_w + 3 * kGap));
-  const double tick_label_x = bar_x + kBarWidth + kTickLength + 3;
-  const double value_band_left = tick_label_x + tick_label_w + kGap;
-  const double content_right = value_band_left + axis_band + kMargin;
-  layout.width = static_cast<int>(std::ceil(std::max(content_right, centre_x + title_w / 2 + kMargin)));
+  plan.shift = std::ceil(std::max(0.0, kMargin - (grid_centre_x - std::max(title_w, key_axis_w) / 2)));
+  plan.matrix_x += plan.shift;
+  plan.centre_x = grid_centre_x + plan.shift;
+  plan.bar_x = static_cast<int>(std::ceil(plan.matrix_x + plan.grid_w + 3 * kGap));
+  plan.tick_label_x = plan.bar_x + kBarWidth + kTickLength + 3;
+  plan.value_band_left = plan.tick_label_x + plan.tick_label_w + kGap;
+  const double content_right = plan.value_band_left + axis_band + kMargin;
+  return static_cast<int>(std::ceil(std::max(content_right, plan.centre_x + title_w / 2 + kMargin)));
+}
 
-  // Title block.
+// Title and subtitle, centred. Returns the y where the tiles' block starts.
+double addTitleBlock(const Figure& figure, const FigurePlan& plan, Layout& layout) {
   const double title_baseline = kMargin + kTitleSize * 0.95;
-  layout.texts.push_back({figure.title, centre_x, title_baseline, kTitleSize, true, false,
+  layout.texts.push_back({figure.title, plan.centre_x, title_baseline, kTitleSize, true, false,
                           Anchor::Middle, kTextColor, fontFor(figure.title)});
   double y = title_baseline + kTitleSize * 0.3;
   if (!figure.subtitle.empty()) {
     const double subtitle_baseline = y + kSubtitleSize * 1.2;
-    layout.texts.push_back({figure.subtitle, centre_x, subtitle_baseline, kSubtitleSize, false, false,
+    layout.texts.push_back({figure.subtitle, plan.centre_x, subtitle_baseline, kSubtitleSize, false, false,
                             Anchor::Middle, kSubtleText, fontFor(figure.subtitle)});
     y = subtitle_baseline + kSubtitleSize * 0.3;
   }
-  y += 2 * kGap;
+  return y + 2 * kGap;
+}
 
-  // Tiles, row by row. Key labels go under every tile that has no tile below it; query
-  // labels left of the first column.
-  const double panel_title_h = panels > 1 ? std::ceil(kPanelTitleSize * 1.5) : 0;
-  double grid_top = 0, grid_bottom = 0;
-  for (int64_t gr = 0; gr < grid_rows; ++gr) {
+// Query labels left of a tile whose matrix starts at (x, matrix_y).
+void addRowLabels(const Figure& figure, const FigurePlan& plan, double x, double matrix_y, Layout& layout) {
+  for (int64_t r = 0; r < figure.rows; r += plan.stride) {
+    const std::string text = labelText(figure.row_labels, r);
+    layout.texts.push_back({text, x - kGap, matrix_y + (r + 0.5) * plan.cell + kCentreBaseline * plan.label_size,
+                            plan.label_size, false, false, Anchor::End, kTextColor, fontFor(text)});
+  }
+}
+
+// Key labels (vertical) under a tile whose matrix starts at (x, matrix_y).
+void addColumnLabels(const Figure& figure, const FigurePlan& plan, double x, double matrix_y, Layout& layout) {
+  for (int64_t c = 0; c < figure.cols; c += plan.stride) {
+    const std::string text = labelText(figure.col_labels, c);
+    layout.texts.push_back({text, x + (c + 0.5) * plan.cell + kCentreBaseline * plan.label_size,
+                            matrix_y + plan.matrix_h + kGap, plan.label_size, false, true, Anchor::End,
+                            kTextColor, fontFor(text)});
+  }
+}
+
+// Tiles, row by row, from y down. Key labels go under every tile that has no tile below
+// it; query labels left of the first column. Sets the grid's top and bottom; returns the
+// y below the last row of tiles and its labels.
+double addTiles(const Figure& figure, FigurePlan& plan, double y, Layout& layout) {
+  const double panel_title_h = plan.panels > 1 ? std::ceil(kPanelTitleSize * 1.5) : 0;
+  for (int64_t gr = 0; gr < plan.grid_rows; ++gr) {
     const double matrix_y = std::ceil(y + panel_title_h);
-    if (gr == 0) grid_top = matrix_y;
-    grid_bottom = matrix_y + matrix_h;
+    if (gr == 0) plan.grid_top = matrix_y;
+    plan.grid_bottom = matrix_y + plan.matrix_h;
     bool row_has_key_labels = false;
-    for (int64_t gc = 0; gc < grid_cols; ++gc) {
-      const int64_t p = gr * grid_cols + gc;
-      if (p >= panels) break;
-      const double x = matrix_x + gc * (matrix_w + kTileGapX);
+    for (int64_t gc = 0; gc < plan.grid_cols; ++gc) {
+      const int64_t p = gr * plan.grid_cols + gc;
+      if (p >= plan.panels) break;
+      const double x = plan.matrix_x + gc * (plan.matrix_w + kTileGapX);
       layout.panel_x.push_back(static_cast<int>(x));
       layout.panel_y.push_back(static_cast<int>(matrix_y));
-      if (!figure.panels[p].title.empty()) {
-        layout.texts.push_back({figure.panels[p].title, x + matrix_w / 2, matrix_y - kPanelTitleSize * 0.5,
-                                kPanelTitleSize, true, false, Anchor::Middle, kTextColor,
-                                fontFor(figure.panels[p].title)});
+      const std::string& title = figure.panels[p].title;
+      if (!title.empty()) {
+        layout.texts.push_back({title, x + plan.matrix_w / 2, matrix_y - kPanelTitleSize * 0.5, kPanelTitleSize,
+                                true, false, Anchor::Middle, kTextColor, fontFor(title)});
       }
-      if (gc == 0) {
-        for (int64_t r = 0; r < figure.rows; r += stride) {
-          const std::string text = labelText(figure.row_labels, r);
-          layout.texts.push_back({text, x - kGap, matrix_y + (r + 0.5) * cell + kCentreBaseline * label_size,
-                                  label_size, false, false, Anchor::End, kTextColor, fontFor(text)});
-        }
-      }
-      if (p + grid_cols >= panels) {
+      if (gc == 0) addRowLabels(figure, plan, x, matrix_y, layout);
+      if (p + plan.grid_cols >= plan.panels) {
         row_has_key_labels = true;
-        for (int64_t c = 0; c < figure.cols; c += stride) {
-          const std::string text = labelText(figure.col_labels, c);
-          layout.texts.push_back({text, x + (c + 0.5) * cell + kCentreBaseline * label_size,
-                                  matrix_y + matrix_h + kGap, label_size, false, true, Anchor::End,
-                                  kTextColor, fontFor(text)});
-        }
+        addColumnLabels(figure, plan, x, matrix_y, layout);
       }
     }
-    y = matrix_y + matrix_h + (row_has_key_labels ? kGap + col_label_h : 0) + kTileGapY;
+    y = matrix_y + plan.matrix_h + (row_has_key_labels ? kGap + plan.col_label_h : 0) + kTileGapY;
   }
-  y -= kTileGapY;
+  return y - kTileGapY;
+}
 
-  // Axis names: "query" rotated left of the labels, "key" under the last key labels.
-  layout.texts.push_back({figure.row_axis, kMargin + shift + kAxisSize * 0.8, (grid_top + grid_bottom) / 2, kAxisSize,
-                          false, true, Anchor::Middle, kSubtleText, fontFor(figure.row_axis)});
+// Axis names: "query" rotated left of the labels, "key" under the last key labels (whose
+// bottom is y). Returns the canvas bottom below them.
+double addAxisNames(const Figure& figure, const FigurePlan& plan, double y, Layout& layout) {
+  layout.texts.push_back({figure.row_axis, kMargin + plan.shift + kAxisSize * 0.8,
+                          (plan.grid_top + plan.grid_bottom) / 2, kAxisSize, false, true, Anchor::Middle,
+                          kSubtleText, fontFor(figure.row_axis)});
   const double key_baseline = y + kGap + kAxisSize;
-  layout.texts.push_back({figure.col_axis, centre_x, key_baseline, kAxisSize, false, false, Anchor::Middle,
+  layout.texts.push_back({figure.col_axis, plan.centre_x, key_baseline, kAxisSize, false, false, Anchor::Middle,
                           kSubtleText, fontFor(figure.col_axis)});
-  const double bottom = key_baseline + kAxisSize * 0.3 + kMargin;
+  return key_baseline + kAxisSize * 0.3 + kMargin;
+}
 
-  // Colour bar: pixel rows from the bottom (entry 0, the range low) to the top (entry 255,
-  // the range high), evenly spaced in colour-table entries; rows with the same entry merge
-  // into one rect. Ticks sit on the centre of the pixel row of their value.
-  const int bar_top = static_cast<int>(grid_top);
-  const int bar_h = static_cast<int>(grid_bottom - grid_top);
+// Colour bar: pixel rows from the bottom (entry 0, the range low) to the top (entry 255,
+// the range high), evenly spaced in colour-table entries; rows with the same entry merge
+// into one rect. Then its outline, and ticks on the centre of the pixel row of their value.
+void addColorbar(const Figure& figure, const FigurePlan& plan, Layout& layout) {
+  const int bar_x = plan.bar_x;
+  const int bar_top = static_cast<int>(plan.grid_top);
+  const int bar_h = static_cast<int>(plan.grid_bottom - plan.grid_top);
   const double bar_span = std::max(1, bar_h - 1);
   const RgbTable& table = colormapTable(figure.colormap);
   const auto indexAt = [&](int row) {
@@ -341,19 +384,38 @@ Layout layoutFigure(const Figure& figure) {
   layout.lines.push_back({bx1, by0, bx1, by1, 1, kOutline});
   layout.lines.push_back({bx1, by1, bx0, by1, 1, kOutline});
   layout.lines.push_back({bx0, by1, bx0, by0, 1, kOutline});
-  for (const Tick& tick : ticks) {
+  for (const Tick& tick : plan.ticks) {
     const double fraction = barFraction(figure, tick.value);
     if (!(fraction >= -1e-6 && fraction <= 1 + 1e-6)) continue;
     const double ty = bar_top + 0.5 + (1.0 - fraction) * bar_span;
     layout.lines.push_back({bx1, ty, bx1 + kTickLength, ty, 1, kOutline});
-    layout.texts.push_back({tick.text, tick_label_x, ty + kCentreBaseline * kTickSize, kTickSize, false, false,
+    layout.texts.push_back({tick.text, plan.tick_label_x, ty + kCentreBaseline * kTickSize, kTickSize, false, false,
                             Anchor::Start, kTextColor, fontFor(tick.text)});
   }
-  layout.texts.push_back({figure.value_label, value_band_left + kAxisSize * 0.8, (grid_top + grid_bottom) / 2,
-                          kAxisSize, false, true, Anchor::Middle, kSubtleText, fontFor(figure.value_label)});
+}
+
+}  // namespace
+
+Layout layoutFigure(const Figure& figure) {
+  validate(figure);
+  TextMeasure measure;
+  Layout layout;
+  FigurePlan plan = planGrid(figure);
+  layout.cell_px = static_cast<int>(plan.cell);
+  measureTokenLabels(figure, measure, plan);
+  measureTicks(figure, measure, plan);
+  layout.width = placeBands(figure, measure, plan);
+
+  const double tiles_top = addTitleBlock(figure, plan, layout);
+  const double tiles_bottom = addTiles(figure, plan, tiles_top, layout);
+  const double bottom = addAxisNames(figure, plan, tiles_bottom, layout);
+  addColorbar(figure, plan, layout);
+  const double grid_middle = (plan.grid_top + plan.grid_bottom) / 2;
+  layout.texts.push_back({figure.value_label, plan.value_band_left + kAxisSize * 0.8, grid_middle, kAxisSize, false,
+                          true, Anchor::Middle, kSubtleText, fontFor(figure.value_label)});
 
   // The value caption may be longer than the bar is high.
-  layout.height = static_cast<int>(std::ceil(std::max(bottom, (grid_top + grid_bottom) / 2 + value_label_w / 2 + kMargin)));
+  layout.height = static_cast<int>(std::ceil(std::max(bottom, grid_middle + plan.value_label_w / 2 + kMargin)));
   if (layout.width > kMaxSide || layout.height > kMaxSide) {
     throw InputError("figure would be " + std::to_string(layout.width) + " x " + std::to_string(layout.height) +
                      " px, over " + std::to_string(kMaxSide) + " px on a side; choose a smaller cell size (--cell-px)");

@@ -17,7 +17,7 @@
 
 #include "cli/commands.h"
 #include "fuzz_util.h"
-#include "gui/app_options.h"
+#include "gui/shell/app_options.h"
 #include "tensor/memory.h"
 
 namespace {

@@ -1,0 +1,195 @@
+#include "gui/features/compare/compare.h"
+
+#include "gui/shell/app_state.h"
+
+#include <glad/gl.h>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gui/render/gl_resources.h"
+
+namespace attnscope {
+namespace {
+
+// The mistakes lab's correct run when it has this run's sizes.
+const ViewModel* comparableCorrectView(const AppState& state) {
+  const ViewModel* shown = shownView(state);
+  const ViewModel* correct = state.compute.correct_view.get();
+  if (!shown || !correct || correct == shown) return nullptr;
+  const bool same = correct->layers == shown->layers && correct->B == shown->B && correct->H == shown->H &&
+                    correct->L == shown->L && correct->S == shown->S;
+  return same ? correct : nullptr;
+}
+
+// The settings B's `with` asks for: the shown settings under that mistake instead.
+Settings variantSettings(const AppState& state, Mistake with) {
+  Settings settings = state.settings;
+  settings.mistake = with;
+  return settings;
+}
+
+// Takes the variant worker's result; posts B's variant when its settings changed.
+void updateVariantRun(AppState& state) {
+  SettingsVariantRun& v = state.compare.variant;
+  if (v.worker) {
+    if (std::optional<ComputeResult> result = v.worker->poll()) {
+      v.generation = result->generation;
+      v.view = result->view;
+      v.error = result->error;
+      markStateChanged(state);
+    }
+  }
+  const Mistake with = state.view.compare.b.with;
+  if (with == Mistake::None || !settingsVariantsPossible(state) || state.view.tab != FocusTab::Compare) return;
+  const Settings wanted = variantSettings(state, with);
+  if (v.posted_generation != 0 && !computeSettingsDiffer(wanted, v.posted)) return;
+  if (!v.worker) v.worker = std::make_unique<ComputeWorker>();
+  v.posted = wanted;
+  v.posted_generation = v.worker->post(wanted);
+  markStateChanged(state);
+}
+
+// Why a pick has no view model ("" when it has one).
+std::string missingPickReason(const AppState& state, const MapPick& pick) {
+  if (pick.with == Mistake::None)
+    return "no correct run to compare with: choose a teaching mistake in the mistakes lab";
+  const SettingsVariantRun& v = state.compare.variant;
+  const std::string name = std::string("B with ") + mistakeName(pick.with);
+  if (v.pending()) return "computing " + name + " ...";
+  if (!v.error.empty()) return name + " does not compute: " + v.error;
+  return name + ": its maps have other sizes than this run's";
+}
+
+MapPick clampPick(MapPick pick, const ViewModel& view) {
+  pick.layer = std::clamp<int64_t>(pick.layer, 0, view.layers - 1);
+  pick.head = std::clamp<int64_t>(pick.head, 0, view.H - 1);
+  return pick;
+}
+
+// Defaults (until the user picks): the mistakes lab compares the focused head with and without the mistake;
+// otherwise the focused head with the next one (or the next layer's, with one head).
+void choosePicks(AppState& state, const ViewModel& view) {
+  CompareView& c = state.view.compare;
+  const ViewFocus& f = state.view.focus;
+  // Picks of the correct run (restored from view.json, or kept after the mistake was
+  // switched off) without one, or of a settings variant where none can run: the defaults.
+  if ((c.a.correct_run || c.b.correct_run) && !comparableCorrectView(state)) c.chosen = false;
+  if ((c.a.with != Mistake::None || c.b.with != Mistake::None) && !settingsVariantsPossible(state)) c.chosen = false;
+  if (!c.chosen) {
+    c.a = {f.layer, f.head, false};
+    if (comparableCorrectView(state)) c.b = {f.layer, f.head, true};
+    else if (view.H > 1) c.b = {f.layer, (f.head + 1) % view.H, false};
+    else c.b = {(f.layer + 1) % view.layers, f.head, false};
+  }
+  c.a = clampPick(c.a, view);
+  c.b = clampPick(c.b, view);
+}
+
+void replaceDiffTexture(GpuState& gpu, const PooledMap* map) {
+  if (gpu.compare_diff) glDeleteTextures(1, &gpu.compare_diff);
+  gpu.compare_diff = map ? uploadFloatTexture(map->values.data(), map->rows, map->cols) : 0;
+  ++gpu.texture_generation;
+}
+
+}  // namespace
+
+std::string pickName(const ViewModel& view, const MapPick& pick) {
+  std::string name = view.layers > 1 ? view.maps[pick.layer].name + ", " : "";
+  name += "head " + std::to_string(pick.head);
+  if (pick.correct_run) name += " (correct run)";
+  if (pick.with != Mistake::None) name += std::string(" (with ") + mistakeName(pick.with) + ")";
+  return name;
+}
+
+bool settingsVariantsPossible(const AppState& state) {
+  return state.settings.source != InputSource::Model && !state.compute.imported() && shownView(state) &&
+         shownView(state)->source == ViewSource::CoreTrace;
+}
+
+const ViewModel* pickedView(const AppState& state, const MapPick& pick) {
+  if (pick.with == Mistake::None) return pick.correct_run ? comparableCorrectView(state) : shownView(state);
+  const SettingsVariantRun& v = state.compare.variant;
+  const ViewModel* shown = shownView(state);
+  const ViewModel* variant = v.view.get();
+  if (!shown || !variant || v.pending() || v.posted.mistake != pick.with ||
+      computeSettingsDiffer(v.posted, variantSettings(state, pick.with)))
+    return nullptr;
+  const bool same = variant->layers == shown->layers && variant->B == shown->B && variant->H == shown->H &&
+                    variant->L == shown->L && variant->S == shown->S;
+  return same ? variant : nullptr;
+}
+
+nlohmann::json pickJson(const MapPick& pick) {
+  const std::string run = pick.with != Mistake::None ? std::string("with:") + mistakeName(pick.with)
+                          : pick.correct_run         ? "correct"
+                                                     : "this";
+  return {{"layer", pick.layer}, {"head", pick.head}, {"run", run}};
+}
+
+unsigned int pickedTexture(const AppState& state, const MapPick& pick) {
+  const ViewTextures& tex = pick.with != Mistake::None ? state.gpu.variant_textures
+                            : pick.correct_run         ? state.gpu.correct_textures
+                                                       : state.gpu.textures;
+  if (!pickedView(state, pick) || tex.source != pickedView(state, pick)) return 0;
+  const size_t index = tex.index(pick.layer, pick.head);
+  return index < tex.probs.size() ? tex.probs[index] : 0;
+}
+
+void updateComparison(AppState& state) {
+  updateVariantRun(state);
+  const ViewModel* view = shownView(state);
+  if (state.view.tab != FocusTab::Compare || !view) return;
+  choosePicks(state, *view);
+  CompareState& c = state.compare;
+  const CompareView& picks = state.view.compare;
+  const int64_t b = std::clamp<int64_t>(state.view.focus.batch_item, 0, view->B - 1);
+  const uint64_t generation = state.compute.trace_generation;
+  if (c.generation == generation && c.batch_item == b && c.a == picks.a && c.b == picks.b &&
+      c.variant_generation == c.variant.generation)
+    return;
+  c.generation = generation, c.batch_item = b, c.a = picks.a, c.b = picks.b;
+  c.variant_generation = c.variant.generation;
+  c.error.clear();
+  c.comparison = MapComparison{};
+  markStateChanged(state);
+  const ViewModel* va = pickedView(state, picks.a);
+  const ViewModel* vb = pickedView(state, picks.b);
+  if (!va || !vb) {
+    c.error = missingPickReason(state, va ? picks.b : picks.a);
+    replaceDiffTexture(state.gpu, nullptr);
+    return;
+  }
+  const float* a = va->probs(picks.a.layer, b, picks.a.head);  // [L, S]
+  const float* bb = vb->probs(picks.b.layer, b, picks.b.head);
+  c.comparison = compareMaps(a, bb, view->L, view->S);
+  // Cells masked in both maps are drawn masked (hatched); in either one they are compared.
+  const uint8_t* mask_a = va->allowed(picks.a.layer, b);
+  const uint8_t* mask_b = vb->allowed(picks.b.layer, b);
+  std::vector<uint8_t> shown_cells;
+  if (mask_a && mask_b) {
+    shown_cells.resize(static_cast<size_t>(view->L * view->S));
+    for (size_t cell = 0; cell < shown_cells.size(); ++cell) shown_cells[cell] = mask_a[cell] || mask_b[cell];
+  }
+  const PooledMap texture = textureOfMap(c.comparison.difference.data.data(), shown_cells.empty() ? nullptr : shown_cells.data(),
+                                         view->L, view->S, MapKind::Scores);
+  replaceDiffTexture(state.gpu, &texture);
+}
+
+void compareToJson(const AppState& state, nlohmann::json& line) {
+  line["compare"] = nullptr;  // the compare view's picks and A - B, while its tab is open
+  if (state.view.tab != FocusTab::Compare || state.compare.generation == 0) return;
+  const CompareState& cmp = state.compare;
+  nlohmann::json largest = nlohmann::json::array();
+  for (const MapCell& cell : cmp.comparison.largest) largest.push_back({cell.row, cell.col, cell.a, cell.b, cell.diff});
+  const SettingsVariantRun& variant = cmp.variant;
+  line["compare_variant"] = {{"mistake", mistakeName(variant.posted.mistake)}, {"posted", variant.posted_generation},
+                             {"pending", variant.pending()}, {"error", variant.error}};
+  line["compare"] = {{"a", pickJson(cmp.a)}, {"b", pickJson(cmp.b)}, {"batch_item", cmp.batch_item}, {"error", cmp.error},
+                     {"abs_max", cmp.comparison.abs_max}, {"largest", largest}};
+}
+
+}  // namespace attnscope

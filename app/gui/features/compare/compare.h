@@ -1,0 +1,66 @@
+// The compare view (the focus panel's "Compare" tab): default picks, the one clamp of the
+// picks to the shown result, and A - B (with its texture) recomputed only when the picks,
+// the batch item or the result change.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <memory>
+
+#include "analysis/compare.h"
+#include "config/settings.h"
+#include "gui/jobs/compute_worker.h"
+#include "gui/shell/view_state.h"
+
+namespace attnscope {
+
+struct AppState;
+
+// The compare view's result: A - B of the picked maps, recomputed when the picks, the
+// batch item or the result change (updateComparison), never per frame.
+// The shown settings under another mistake, for a pick's `with` (the same head under two
+// settings): run by a second ComputeWorker through the same configure function, off the UI
+// thread; posted when the settings or the mistake change.
+struct SettingsVariantRun {
+  std::unique_ptr<ComputeWorker> worker;   // started on first use
+  Settings posted;                         // the variant's settings, as posted
+  uint64_t posted_generation = 0;          // 0 = nothing posted
+  uint64_t generation = 0;                 // of `view` / `error`
+  std::shared_ptr<const ViewModel> view;   // null until it arrives or when it failed
+  std::string error;
+  bool pending() const { return posted_generation > generation; }
+};
+
+struct CompareState {  SettingsVariantRun variant;
+  uint64_t variant_generation = 0;  // the variant result compared
+  uint64_t generation = 0;  // result compared (0 = none yet)
+  int64_t batch_item = -1;
+  MapPick a, b;
+  std::string error;        // why there is no comparison ("" when there is one)
+  MapComparison comparison; // [L, S] A - B, symmetric range, largest differences
+};
+
+
+// B can be the same settings under another mistake (a second run) for the core's own runs
+// (not trained models, not imported maps).
+bool settingsVariantsPossible(const AppState& state);
+// The view model a pick reads: this run (the shown view), the mistakes lab's correct run, or
+// the settings variant; null when that run is missing, still running or its maps have
+// other sizes than this run's.
+const ViewModel* pickedView(const AppState& state, const MapPick& pick);
+// "layer 1, head 2 (correct run)" (the layer only with several), "head 0 (with no-scaling)".
+std::string pickName(const ViewModel& view, const MapPick& pick);
+// {"layer", "head", "run": "this" | "correct" | "with:<mistake>"} (state log, view.json, exports).
+nlohmann::json pickJson(const MapPick& pick);
+// The texture of a pick's probability map for the focused batch item (0 when missing).
+unsigned int pickedTexture(const AppState& state, const MapPick& pick);
+
+void updateComparison(AppState& state);
+void drawComparePanel(AppState& state);
+// State-log keys: compare, compare_variant.
+void compareToJson(const AppState& state, nlohmann::json& line);
+
+}  // namespace attnscope

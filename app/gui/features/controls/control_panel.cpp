@@ -1,0 +1,593 @@
+// Left panel: every setting of the one Settings struct. Widgets clamp to valid values;
+// combinations the maths rejects come back from the worker as a red message.
+#include <imgui.h>
+#include <imgui_stdlib.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <string>
+
+#include "gui/features/exports/export_jobs.h"
+#include "gui/shell/panels.h"
+
+namespace attnscope {
+namespace {
+
+constexpr ImGuiSliderFlags kClamp = ImGuiSliderFlags_AlwaysClamp;
+// Synthetic L and S: maps past the full path's memory are shown in tiles (Run::tiled), up to 32k
+// tokens as a long-context model has.
+constexpr int64_t kMaxSyntheticLength = 32768;
+
+bool sliderInt64(const char* label, int64_t* value, int64_t low, int64_t high,
+                 ImGuiSliderFlags flags = kClamp) {
+  return ImGui::SliderScalar(label, ImGuiDataType_S64, value, &low, &high, "%lld", flags);
+}
+
+// Sizes of the current inputs: from the latest result when there is one, else the settings.
+// Until the first result arrives the sizes are unknown and nothing is adjusted to them.
+struct KnownSizes {
+  bool known = false;
+  int64_t B = 1, L = 1, S = 1;
+};
+KnownSizes knownSizes(const AppState& state) {
+  if (const ViewModel* v = state.compute.view.get()) return {true, v->B, v->L, v->S};
+  if (state.compute.facts.known) return {true, state.compute.facts.B, state.compute.facts.L, state.compute.facts.S_key};
+  return {};
+}
+
+// "3,4" -> {3, 4}; false when a part is not a positive integer.
+bool parseSegments(const std::string& text, std::vector<int64_t>& out) {
+  out.clear();
+  std::stringstream stream(text);
+  std::string part;
+  while (std::getline(stream, part, ',')) {
+    char* end = nullptr;
+    const long long n = std::strtoll(part.c_str(), &end, 10);
+    if (end == part.c_str() || *end != '\0' || n < 1) return false;
+    out.push_back(n);
+  }
+  return !out.empty();
+}
+
+// A combo over an enum whose values are 0, 1, ... in the order of names.
+template <typename Enum, int N>
+bool enumCombo(const char* label, Enum& value, const char* const (&names)[N]) {
+  int index = static_cast<int>(value);
+  if (!ImGui::Combo(label, &index, names, N)) return false;
+  value = static_cast<Enum>(index);
+  return true;
+}
+
+// A mask term that is off at -1: a checkbox (recorded as layout_name) and, while ticked, a
+// slider 0..span beside it. Ticking starts the term at min(start, span).
+bool optionalTermControls(AppState& state, const char* label, const char* layout_name, int64_t& term,
+                          int64_t start, int64_t span) {
+  bool changed = false;
+  bool on = term >= 0;
+  if (ImGui::Checkbox(label, &on)) {
+    term = on ? std::min(start, span) : -1;
+    changed = true;
+  }
+  recordLayout(state, layout_name);
+  if (on) {
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(-1);
+    changed |= sliderInt64((std::string("##") + layout_name).c_str(), &term, 0, span);
+  }
+  return changed;
+}
+
+float checkboxWidth(const char* label) {
+  return ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize(label).x;
+}
+
+constexpr const char* kSandboxLabel = "random-weights sandbox";
+
+// The Models choice's label for what the settings run.
+std::string modelChoiceLabel(const Settings& s) {
+  if (s.source != InputSource::Model) return kSandboxLabel;
+  if (s.model.find('/') == std::string::npos) return s.model;
+  return "folder: " + std::filesystem::path(s.model).filename().string();
+}
+
+void pickModel(AppState& state, const std::string& model) {
+  Settings& s = state.settings;
+  s.source = InputSource::Model;
+  s.model = model;
+  s.model_text = textForModel(s.model_text, std::filesystem::path(model).filename().string());
+  state.view.selected_query = -1;
+  setFocus(state, ViewFocus{});
+}
+
+// Models: the shipped models, the random-weights sandbox (every control) and model folders
+// opened this session; Ctrl+O opens another.
+bool drawModelsSection(AppState& state) {
+  Settings& s = state.settings;
+  const Settings before = s;
+  sectionHeader("Models");
+  ImGui::SetNextItemWidth(-1);
+  if (ImGui::BeginCombo("##models", modelChoiceLabel(s).c_str())) {
+    for (const ShippedModel& m : state.ui.shipped_models) {
+      const bool picked = ImGui::Selectable(m.name.c_str(), s.source == InputSource::Model && s.model == m.name);
+      recordLayout(state, "models_item_" + m.name);
+      if (picked) pickModel(state, m.name);
+    }
+    for (const std::string& folder : state.ui.opened_models) {
+      const std::string label = "folder: " + std::filesystem::path(folder).filename().string();
+      if (ImGui::Selectable(label.c_str(), s.source == InputSource::Model && s.model == folder)) pickModel(state, folder);
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", folder.c_str());
+    }
+    const bool sandbox = ImGui::Selectable(kSandboxLabel, s.source != InputSource::Model);
+    recordLayout(state, "models_item_sandbox");
+    if (sandbox && s.source == InputSource::Model) {
+      s.source = InputSource::Text;
+      setFocus(state, ViewFocus{});
+    }
+    if (ImGui::Selectable("Open model folder... (Ctrl+O)")) state.open_dialog.requested = true;
+    ImGui::EndCombo();
+  }
+  recordLayout(state, "models_combo");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("a trained model (assets/models, or a folder you open), or random weights with every control");
+  if (state.ui.shipped_models.empty()) ImGui::TextDisabled("no shipped models found (assets/models)");
+  return computeSettingsDiffer(before, s);
+}
+
+// A trained model's input: the text it reads, with its caption and notable heads.
+bool drawModelInput(AppState& state) {
+  Settings& s = state.settings;
+  const float width = ImGui::GetContentRegionAvail().x;
+  const ViewModel* v = state.compute.view.get();
+  const bool model_view = v && v->source == ViewSource::ModelRun;
+  if (model_view && !v->notes.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+    ImGui::TextWrapped("%s", v->notes.c_str());
+    ImGui::PopStyleColor();
+    recordLayout(state, "model_caption");
+  }
+  if (model_view && !v->notable_heads.empty()) {
+    std::string heads;
+    for (const HeadNote& h : v->notable_heads) heads += (heads.empty() ? "" : ", ") + h.text();
+    ImGui::TextWrapped("notable heads: %s", heads.c_str());
+  }
+  sectionHeader("Text");
+  const bool changed =
+      ImGui::InputTextMultiline("##model_text", &s.model_text, ImVec2(width, ImGui::GetTextLineHeight() * 6.5f));
+  recordLayout(state, "text_box");
+  if (model_view) {
+    ImGui::TextDisabled("%lld of %lld characters (context)", static_cast<long long>(v->L),
+                        static_cast<long long>(v->context));
+    if (v->unknown_tokens > 0)
+      warningText(std::to_string(v->unknown_tokens) + " character(s) outside the vocabulary: shown as \"(unk)\"");
+  }
+  return changed;
+}
+
+bool drawInputSection(AppState& state, const KnownSizes& sizes) {
+  Settings& s = state.settings;
+  if (s.source == InputSource::Model) return drawModelInput(state);
+  bool changed = false;
+  sectionHeader("Input");
+  int source = static_cast<int>(s.source);
+  changed |= ImGui::RadioButton("text", &source, static_cast<int>(InputSource::Text));
+  recordLayout(state, "source_text");
+  ImGui::SameLine();
+  changed |= ImGui::RadioButton("synthetic", &source, static_cast<int>(InputSource::Synthetic));
+  recordLayout(state, "source_synthetic");
+  ImGui::SameLine();
+  changed |= ImGui::RadioButton("bundle", &source, static_cast<int>(InputSource::Bundle));
+  recordLayout(state, "source_bundle");
+  s.source = static_cast<InputSource>(source);
+
+  const float width = ImGui::GetContentRegionAvail().x;
+  switch (s.source) {
+    case InputSource::Text:
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+      ImGui::TextWrapped("text: one line per batch item");
+      ImGui::PopStyleColor();
+      changed |= ImGui::InputTextMultiline("##text", &s.text, ImVec2(width, ImGui::GetTextLineHeight() * 3.6f));
+      recordLayout(state, "text_box");
+      changed |= ImGui::Checkbox("cross-attention (K/V text)", &s.cross_attention);
+      if (s.cross_attention) {
+        changed |= ImGui::InputTextMultiline("##key_text", &s.key_text,
+                                             ImVec2(width, ImGui::GetTextLineHeight() * 2.4f));
+      }
+      break;
+    case InputSource::Synthetic:
+      changed |= sliderInt64("L (queries)", &s.synthetic_L, 1, kMaxSyntheticLength, kClamp | ImGuiSliderFlags_Logarithmic);
+      recordLayout(state, "L_slider");
+      changed |= ImGui::Checkbox("cross-attention (S != L)", &s.cross_attention);
+      if (s.cross_attention) {
+        changed |= sliderInt64("S (keys)", &s.synthetic_S, 1, kMaxSyntheticLength, kClamp | ImGuiSliderFlags_Logarithmic);
+      } else if (s.synthetic_S != s.synthetic_L) {
+        s.synthetic_S = s.synthetic_L;
+        changed = true;
+      }
+      changed |= sliderInt64("B (batch)", &s.batch, 1, 16);
+      break;
+    case InputSource::Bundle:
+      ImGui::TextWrapped("%s", s.bundle_path.empty() ? "(no bundle chosen)" : s.bundle_path.c_str());
+      if (const ViewModel* v = state.compute.imported() ? state.compute.view.get() : nullptr) {
+        ImGui::TextDisabled("%s%s%lld layer%s x %lld heads", v->model.c_str(), v->model.empty() ? "" : ": ",
+                            static_cast<long long>(v->layers), v->layers == 1 ? "" : "s", static_cast<long long>(v->H));
+      }
+      if (ImGui::Button("Open bundle... (Ctrl+O)")) state.open_dialog.requested = true;
+      break;
+    case InputSource::Model:  // drawModelInput
+      break;
+  }
+
+  if (sizes.B > 1) {
+    ViewFocus focus = state.view.focus;
+    if (sliderInt64("batch item", &focus.batch_item, 0, sizes.B - 1)) setFocus(state, focus);
+  }
+  return changed;
+}
+
+bool drawModelSection(AppState& state) {
+  Settings& s = state.settings;
+  bool changed = false;
+  sectionHeader("Model");
+  changed |= sliderInt64("heads H", &s.heads, 1, 16);
+  recordLayout(state, "heads_slider");
+  ImGui::Checkbox("type D instead of d", &state.drafts.size_by_model_dim);
+  ImGui::SameLine();
+  ImGui::TextDisabled("D = H*d = %lld", static_cast<long long>(s.modelDim()));
+  state.drafts.control_error.clear();
+  if (state.drafts.size_by_model_dim) {
+    if (ImGui::InputScalar("model size D", ImGuiDataType_S64, &state.drafts.typed_model_dim)) {
+      state.drafts.typed_model_dim = std::clamp<int64_t>(state.drafts.typed_model_dim, 1, 8192);
+    }
+    if (state.drafts.typed_model_dim % s.heads != 0) {
+      state.drafts.control_error = "D=" + std::to_string(state.drafts.typed_model_dim) + " is not divisible by H=" +
+                            std::to_string(s.heads) + ": D % H == 0 is required (d = D / H)";
+    } else if (state.drafts.typed_model_dim / s.heads != s.head_dim) {
+      s.head_dim = state.drafts.typed_model_dim / s.heads;
+      changed = true;
+    }
+  } else {
+    changed |= sliderInt64("head size d", &s.head_dim, 1, 128);
+    state.drafts.typed_model_dim = s.modelDim();
+  }
+  if (!state.drafts.control_error.empty()) errorText(state.drafts.control_error);
+  changed |= ImGui::Checkbox("positional encoding", &s.positional_encoding);
+  ImGui::SameLine();
+  changed |= ImGui::Checkbox("bias", &s.bias);
+  changed |= ImGui::InputScalar("seed", ImGuiDataType_U64, &s.seed);
+  return changed;
+}
+
+bool drawMaskSection(AppState& state, const KnownSizes& sizes) {
+  Settings& s = state.settings;
+  MaskSpec& m = s.mask;
+  bool changed = false;
+  sectionHeader("Mask");
+  const int64_t span = std::max<int64_t>({sizes.L, sizes.S, 1});
+
+  changed |= ImGui::Checkbox("causal", &m.causal);
+  recordLayout(state, "mask_causal");
+  sameLineIfFits(checkboxWidth("causal bottom-right"));
+  changed |= ImGui::Checkbox("causal bottom-right", &m.causal_bottom_right);
+  recordLayout(state, "mask_causal_br");
+
+  changed |= optionalTermControls(state, "window W", "mask_window", m.window, 2, span);
+  changed |= optionalTermControls(state, "causal window W", "mask_causal_window", m.causal_window, 2, span);
+  if (m.window >= 0 || m.causal_window >= 0) {
+    changed |= optionalTermControls(state, "sinks K", "mask_sinks", m.sinks, 1, span);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", variantInfo(Variant::Sinks).description);
+  } else if (m.sinks >= 0) {
+    m.sinks = -1;  // sinks only widen a window term
+    changed = true;
+  }
+  changed |= optionalTermControls(state, "prefix-LM P", "mask_prefix", m.prefix, 3, span);
+  bool segments = !m.segments.empty();
+  if (segments && state.drafts.segments_input.empty()) {  // loaded from a settings file
+    for (int64_t n : m.segments) state.drafts.segments_input += (state.drafts.segments_input.empty() ? "" : ",") + std::to_string(n);
+  }
+  if (ImGui::Checkbox("segments", &segments)) {
+    if (segments) {
+      const int64_t half = std::max<int64_t>(1, span / 2);
+      state.drafts.segments_input = std::to_string(half) + "," + std::to_string(std::max<int64_t>(1, span - half));
+      parseSegments(state.drafts.segments_input, m.segments);
+    } else {
+      m.segments.clear();
+    }
+    changed = true;
+  }
+  if (segments) {
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(-1);
+    if (ImGui::InputTextWithHint("##segments", "lengths, e.g. 4,6", &state.drafts.segments_input)) {
+      std::vector<int64_t> parsed;
+      if (parseSegments(state.drafts.segments_input, parsed)) {
+        m.segments = parsed;
+        changed = true;
+      }
+    }
+    std::vector<int64_t> check;
+    if (!parseSegments(state.drafts.segments_input, check)) {
+      errorText("segments: type positive lengths separated by commas, e.g. 4,6");
+    }
+  }
+
+  if (ImGui::Checkbox("padding (valid lengths)", &m.padding)) {
+    s.valid_lens.clear();
+    if (m.padding) s.valid_lens.assign(sizes.B, std::max<int64_t>(1, sizes.S * 3 / 4));
+    changed = true;
+  }
+  recordLayout(state, "mask_padding");
+  if (m.padding) {
+    if (sizes.known && static_cast<int64_t>(s.valid_lens.size()) != sizes.B) {
+      s.valid_lens.resize(sizes.B, sizes.S);
+      changed = true;
+    }
+    for (int64_t b = 0; b < static_cast<int64_t>(s.valid_lens.size()) && b < 16; ++b) {
+      char label[32];
+      std::snprintf(label, sizeof label, "valid len [%lld]", static_cast<long long>(b));
+      changed |= sliderInt64(label, &s.valid_lens[b], 0, sizes.S);
+    }
+  }
+
+  const char* fills[] = {"-inf (seed 002)", "-1e9 (seeds 000/003)"};
+  changed |= enumCombo("fill", s.fill, fills);
+  return changed;
+}
+
+bool drawScalingSection(AppState& state) {
+  Settings& s = state.settings;
+  bool changed = false;
+  sectionHeader("Scaling and dropout");
+  if (ImGui::BeginCombo("scale", scaleChoiceLabel(s.scale))) {
+    for (ScaleChoice choice : allScaleChoices()) {
+      if (ImGui::Selectable(scaleChoiceLabel(choice), choice == s.scale) && choice != s.scale) {
+        s.scale = choice;
+        changed = true;
+      }
+    }
+    ImGui::EndCombo();
+  }
+  if (s.scale == ScaleChoice::Temperature) {
+    changed |= ImGui::SliderFloat("T", &s.temperature, 0.05f, 20.0f, "%.2f",
+                                  kClamp | ImGuiSliderFlags_Logarithmic);
+  }
+  if (s.scale == ScaleChoice::Factor) {
+    changed |= ImGui::SliderFloat("factor", &s.scale_factor, 0.001f, 10.0f, "%.4g",
+                                  kClamp | ImGuiSliderFlags_Logarithmic);
+  }
+  changed |= ImGui::SliderFloat("dropout p", &s.dropout, 0.0f, 0.95f, "%.2f", kClamp);
+  changed |= ImGui::Checkbox("train mode", &s.train);
+  return changed;
+}
+
+// The K/V head counts that divide H, for the kv heads slider.
+std::vector<int64_t> divisors(int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t g = 1; g <= n; ++g)
+    if (n % g == 0) out.push_back(g);
+  return out;
+}
+
+void variantTooltip(Variant variant) {
+  if (!ImGui::IsItemHovered()) return;
+  const VariantInfo& info = variantInfo(variant);
+  ImGui::SetTooltip("%s\n%s", info.description, info.reference);
+}
+
+// GQA/MQA, RoPE, ALiBi and soft-capping (sinks are a mask term, above).
+bool drawVariantsSection(AppState& state) {
+  Settings& s = state.settings;
+  bool changed = false;
+  // Folded until used, so the sections below keep their place.
+  ImGui::SetNextItemOpen(s.kv_heads > 0 || s.rope || s.alibi || s.softcap > 0.0f, ImGuiCond_Once);
+  const bool open = ImGui::CollapsingHeader("Variants: GQA, RoPE, ALiBi, soft-cap");
+  recordLayout(state, "variants_header");
+  // kv heads: a divisor of H; 0 in the settings means G = H.
+  const std::vector<int64_t> choices = divisors(s.heads);
+  if (s.kv_heads > 0 && s.heads % s.kv_heads != 0) {  // H changed under it: the nearest G below
+    const int64_t below = *(std::upper_bound(choices.begin(), choices.end(), s.kv_heads) - 1);
+    s.kv_heads = below == s.heads ? 0 : below;
+    changed = true;
+  }
+  if (!open) return changed;
+  const int64_t G = s.kv_heads > 0 && s.heads % s.kv_heads == 0 ? s.kv_heads : s.heads;
+  int index = static_cast<int>(std::find(choices.begin(), choices.end(), G) - choices.begin());
+  char label[48];
+  std::snprintf(label, sizeof label, "%lld%s", static_cast<long long>(G),
+                G == 1 ? " (MQA)" : G == s.heads ? " (MHA)" : " (GQA)");
+  if (ImGui::SliderInt("K/V heads G", &index, 0, static_cast<int>(choices.size()) - 1, label, kClamp)) {
+    const int64_t chosen = choices[std::clamp<int>(index, 0, static_cast<int>(choices.size()) - 1)];
+    s.kv_heads = chosen == s.heads ? 0 : chosen;
+    changed = true;
+  }
+  recordLayout(state, "kv_heads_slider");
+  variantTooltip(Variant::GroupedQuery);
+
+  changed |= ImGui::Checkbox("RoPE", &s.rope);
+  recordLayout(state, "rope_checkbox");
+  variantTooltip(Variant::Rope);
+  if (s.rope) {
+    ImGui::SameLine();
+    const char* styles[] = {"rotate-half (LLaMA)", "interleaved (GPT-J)"};
+    ImGui::SetNextItemWidth(-1);
+    changed |= enumCombo("##rope_style", s.rope_style, styles);
+    changed |= ImGui::SliderFloat("RoPE base", &s.rope_base, 100.0f, 1000000.0f, "%.0f",
+                                  kClamp | ImGuiSliderFlags_Logarithmic);
+    // How the score between two fixed vectors decays with relative distance, for the head
+    // size of the latest result (a bundle's d comes from its weights), else the settings'.
+    const AttentionTrace* trace = state.compute.trace();
+    const int64_t head_dim = trace ? trace->d : s.head_dim;
+    const int64_t d = std::max<int64_t>(head_dim - head_dim % 2, 2);
+    const std::vector<float>& decay = ropeDecayCurve(state.ui.rope_curve, d, s.rope_base, s.rope_style);
+    ImGui::PlotLines("##rope_decay", decay.data(), static_cast<int>(decay.size()), 0,
+                     "RoPE score vs distance 0..256", -1.0f, 1.0f,
+                     ImVec2(ImGui::GetContentRegionAvail().x, ImGui::GetTextLineHeight() * 4.0f));
+    recordLayout(state, "rope_decay_plot");
+    if (ImGui::IsItemHovered()) {
+      ImGui::SetTooltip("<R_m u, R_0 u> / d for u = ones(d), d = %lld: the score of one fixed pair of vectors\n"
+                        "as their relative distance m grows (RoFormer, 3.4.3)", static_cast<long long>(d));
+    }
+  }
+  changed |= ImGui::Checkbox("ALiBi", &s.alibi);
+  recordLayout(state, "alibi_checkbox");
+  variantTooltip(Variant::Alibi);
+  sameLineIfFits(checkboxWidth("soft-cap") + 60.0f);
+  bool capped = s.softcap > 0.0f;
+  if (ImGui::Checkbox("soft-cap", &capped)) {
+    s.softcap = capped ? 5.0f : 0.0f;
+    changed = true;
+  }
+  recordLayout(state, "softcap_checkbox");
+  variantTooltip(Variant::SoftCap);
+  if (capped) {
+    changed |= ImGui::SliderFloat("cap", &s.softcap, 0.1f, 100.0f, "%.2f", kClamp | ImGuiSliderFlags_Logarithmic);
+  }
+  return changed;
+}
+
+bool drawViewSection(AppState& state) {
+  Settings& s = state.settings;
+  bool changed = false;
+  sectionHeader("View");
+  if (ImGui::BeginCombo("colours", colormapName(s.prob_colormap))) {
+    for (Colormap map : allColormaps()) {
+      const bool picked = ImGui::Selectable(colormapName(map), map == s.prob_colormap);
+      recordLayout(state, std::string("colormap_item_") + colormapName(map));
+      if (picked && map != s.prob_colormap) {
+        s.prob_colormap = map;
+        changed = true;
+      }
+    }
+    ImGui::EndCombo();
+  }
+  recordLayout(state, "colormap_combo");
+  changed |= ImGui::Checkbox("log scale", &s.log_scale);
+  sameLineIfFits(checkboxWidth("folded [B*H,L,d]"));
+  changed |= ImGui::Checkbox("folded [B*H,L,d]", &s.folded_layout);
+  return changed;
+}
+
+// Seed 000's and 003's mistakes, run on purpose: the maps show what the bug does.
+bool drawTeachingSection(AppState& state) {
+  Settings& s = state.settings;
+  bool changed = false;
+  sectionHeader("Teaching: common mistake");
+  ImGui::SetNextItemWidth(-1);
+  if (ImGui::BeginCombo("##mistake", s.mistake == Mistake::None ? "none (correct attention)" : mistakeName(s.mistake))) {
+    for (Mistake mistake : allMistakes()) {
+      if (ImGui::Selectable(mistake == Mistake::None ? "none (correct attention)" : mistakeName(mistake),
+                            mistake == s.mistake) &&
+          mistake != s.mistake) {
+        s.mistake = mistake;
+        changed = true;
+      }
+      if (ImGui::IsItemHovered() && mistake != Mistake::None) ImGui::SetTooltip("%s", mistakeDescription(mistake));
+    }
+    ImGui::EndCombo();
+  }
+  recordLayout(state, "mistake_combo");
+  if (s.mistake != Mistake::None) {
+    warningText(mistakeDescription(s.mistake));
+    warningText(std::string("fix: ") + mistakeFix(s.mistake));
+  }
+  return changed;
+}
+
+bool drawExportSection(AppState& state, const KnownSizes& sizes) {
+  Settings& s = state.settings;
+  bool changed = false;
+  sectionHeader("Export");
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextDisabled("to");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(-1);
+  changed |= ImGui::InputTextWithHint("##export_dir", defaultExportDir().c_str(), &s.export_dir);
+  recordLayout(state, "export_folder");
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("export folder (created when missing)");
+  const std::vector<std::string> formats = exportFormatNames();
+  for (size_t i = 0; i < formats.size(); ++i) {
+    if (i > 0) sameLineIfFits(checkboxWidth(formats[i].c_str()));
+    auto chosen = std::find(s.export_formats.begin(), s.export_formats.end(), formats[i]);
+    bool on = chosen != s.export_formats.end();
+    if (ImGui::Checkbox(formats[i].c_str(), &on)) {
+      if (on) s.export_formats.push_back(formats[i]);
+      else s.export_formats.erase(chosen);
+      changed = true;
+    }
+  }
+  bool auto_cells = s.cell_px == 0;
+  if (ImGui::Checkbox("auto cell size", &auto_cells)) {
+    s.cell_px = auto_cells ? 0 : defaultCellPx(sizes.L, sizes.S, 1);
+    changed = true;
+  }
+  if (auto_cells) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("(%lld px)", static_cast<long long>(defaultCellPx(sizes.L, sizes.S, 1)));
+  } else {
+    changed |= sliderInt64("px per cell", &s.cell_px, 1, 64);
+  }
+  // Buttons side by side while they fit; the shortcuts are in their tooltips.
+  auto button = [&](const std::string& label, const char* tip, const char* layout_name, bool first) {
+    const float width = ImGui::CalcTextSize(label.c_str()).x + 2 * ImGui::GetStyle().FramePadding.x;
+    if (!first) sameLineIfFits(width);
+    const bool pressed = ImGui::Button(label.c_str());
+    recordLayout(state, layout_name);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tip);
+    return pressed;
+  };
+  if (button(std::string("Export ") + mapKindName(state.view.map_kind),
+             "Ctrl+S: the selected heatmap (click a map to select it)", "export_view_button", true)) {
+    requestFigureExport(state, "view");
+  }
+  if (button("All heads", "Ctrl+Shift+S: every head in one grid figure", "export_grid_button", false)) {
+    requestFigureExport(state, "grid");
+  }
+  if (button("Screenshot", "Ctrl+Alt+S: the whole window as a PNG", "screenshot_button", false)) {
+    state.exports.screenshot_requested = true;
+  }
+  return changed;
+}
+
+}  // namespace
+
+void drawControlPanel(AppState& state) {
+  if (beginPanelWindow(state, "Controls", Panel::Controls)) {
+    ImGui::PushItemWidth(-ImGui::GetContentRegionAvail().x * 0.42f);
+    if (!state.compute.error.empty()) errorText(state.compute.error);
+    const KnownSizes sizes = knownSizes(state);
+    bool changed = drawModelsSection(state);
+    changed |= drawInputSection(state, sizes);
+    // Imported maps were computed elsewhere, a trained model fixes its own heads, causal
+    // mask and scale: what would change them is greyed out, with the reason.
+    const bool imported = state.compute.imported() && state.settings.source == InputSource::Bundle;
+    const bool trained = state.settings.source == InputSource::Model;
+    const char* reason = trained ? "a trained model fixes its heads, sizes, causal mask and scaling: pick the "
+                                   "random-weights sandbox under Models to change them"
+                                 : "imported attention maps: model, mask, scaling and mistakes need the model, so they are off";
+    if (imported || trained) {
+      ImGui::Spacing();
+      warningText(reason);
+      recordLayout(state, "imported_reason");
+      ImGui::BeginDisabled();
+      ImGui::BeginGroup();
+    }
+    changed |= drawModelSection(state);
+    changed |= drawMaskSection(state, sizes);
+    changed |= drawScalingSection(state);
+    changed |= drawVariantsSection(state);
+    changed |= drawTeachingSection(state);
+    if (imported || trained) {
+      ImGui::EndGroup();
+      ImGui::EndDisabled();
+      if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("%s", reason);
+    }
+    changed |= drawViewSection(state);
+    changed |= drawExportSection(state, sizes);
+    ImGui::PopItemWidth();
+    if (changed) settingsEdited(state);
+  }
+  ImGui::End();
+}
+
+}  // namespace attnscope

@@ -1,0 +1,65 @@
+#include "gui/features/controls/controls.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "gui/shell/app_state.h"
+
+namespace attnscope {
+
+const std::vector<float>& ropeDecayCurve(RopeDecayCurve& curve, int64_t d, float base, RopeStyle style) {
+  if (curve.values.empty() || curve.d != d || curve.base != base || curve.style != style) {
+    curve.d = d, curve.base = base, curve.style = style;
+    curve.values = ropeScoreDecay(d, base, style, kRopeDecayDistance);
+  }
+  return curve.values;
+}
+
+float focusedDiffMax(const AppState& state) {
+  const Tensor& diff = state.compute.prob_diff_max;  // [B, H]
+  if (diff.shape.size() != 2 || diff.empty()) return -1.0f;
+  const ViewFocus& f = state.view.focus;
+  if (f.batch_item >= diff.dim(0) || f.head >= diff.dim(1)) return -1.0f;
+  return diff.data[f.batch_item * diff.dim(1) + f.head];
+}
+
+std::string mistakeDiffSummary(const AppState& state) {
+  if (!state.compute.correct_view) return "";
+  if (!state.compute.error.empty()) {
+    return "the buggy code crashes (left); right: what it should be, without the mistake";
+  }
+  const float focused = focusedDiffMax(state);
+  if (focused < 0.0f) return "";
+  const Tensor& diff = state.compute.prob_diff_max;  // [B, H]
+  const int64_t H = diff.dim(1);
+  const float* row = diff.data.data() + state.view.focus.batch_item * H;
+  const int64_t worst = std::max_element(row, row + H) - row;
+  char text[160];
+  std::snprintf(text, sizeof text, "max |\xCE\x94p| = %.3g over head %lld   (all heads: %.3g, head %lld)",
+                focused, static_cast<long long>(state.view.focus.head), row[worst], static_cast<long long>(worst));
+  return text;
+}
+
+void controlsToJson(const AppState& state, nlohmann::json& line) {
+  const Settings& s = state.settings;
+  line["source"] = inputSourceName(s.source);
+  line["settings_heads"] = s.heads;
+  line["settings_L"] = s.synthetic_L;  // synthetic source
+  line["mask"] = s.mask.toString();
+  line["colormap"] = colormapName(s.prob_colormap);
+  line["log_scale"] = s.log_scale;
+  line["folded_layout"] = s.folded_layout;
+  line["mistake"] = mistakeName(s.mistake);
+  if (s.source == InputSource::Model) {
+    line["model"] = s.model;
+    line["model_text"] = s.model_text;
+  }
+  line["models_listed"] = nlohmann::json::array();
+  for (const ShippedModel& m : state.ui.shipped_models) line["models_listed"].push_back(m.name);
+  line["correct_trace"] = state.compute.correct_view != nullptr;
+  line["diff_max"] = nullptr;  // focused head, batch item: max |buggy - correct| probability
+  if (const float diff = focusedDiffMax(state); diff >= 0.0f) line["diff_max"] = diff;
+  line["diff_summary"] = mistakeDiffSummary(state);
+}
+
+}  // namespace attnscope

@@ -1,0 +1,44 @@
+// The control panel (left): every setting of the one Settings struct, the mistakes lab and
+// the variants; fields that may hold invalid input are drafts, never written to settings.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "attention/variants.h"
+
+namespace attnscope {
+
+struct AppState;
+
+struct ControlDrafts {
+  bool size_by_model_dim = false;  // user types D and H (d = D / H) instead of d
+  int64_t typed_model_dim = 64;
+  std::string segments_input;
+  std::string control_error;       // e.g. "D=100 is not divisible by H=3"
+};
+
+// The Variants section's RoPE score-vs-distance curve, recomputed only when d, base or
+// style change (ropeDecayCurve), never per frame.
+struct RopeDecayCurve {
+  int64_t d = 0;
+  float base = 0.0f;
+  RopeStyle style = RopeStyle::RotateHalf;
+  std::vector<float> values;  // distances 0..kRopeDecayDistance
+};
+inline constexpr int64_t kRopeDecayDistance = 256;
+const std::vector<float>& ropeDecayCurve(RopeDecayCurve& curve, int64_t d, float base, RopeStyle style);
+
+// The mistakes lab's one-line comparison for the focused head and batch item, e.g.
+// "max |Δp| = 0.43 over head 1 (all heads: 0.51, head 3)"; "" when no correct trace.
+std::string mistakeDiffSummary(const AppState& state);
+// The focused head's max |buggy - correct| probability; -1 when not available.
+float focusedDiffMax(const AppState& state);
+void drawControlPanel(AppState& state);
+// State-log keys: source, settings_heads, settings_L, mask, colormap, log_scale, folded_layout, mistake, model, model_text, models_listed, correct_trace, diff_max, diff_summary.
+void controlsToJson(const AppState& state, nlohmann::json& line);
+
+}  // namespace attnscope

@@ -1,0 +1,260 @@
+#include "gui/features/exports/export_jobs.h"
+
+#include "gui/shell/app_state.h"
+
+#include <ctime>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <new>
+#include <system_error>
+#include <utility>
+
+#include "figure/figure.h"
+#include "gui/features/compare/compare.h"
+#include "tensor/npy.h"
+
+namespace attnscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr auto kToastTime = std::chrono::seconds(6);
+constexpr auto kErrorToastTime = std::chrono::seconds(9);
+
+std::string timestamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y%m%d-%H%M%S", &local);
+  return text;
+}
+
+// The window as a PNG plus the settings JSON beside it; nothing is left when either fails.
+std::vector<std::string> saveScreenshot(const Settings& settings, const RgbImage& window) {
+  const std::string dir = exportFolder(settings);
+  prepareExportFolder(dir);
+  const std::string base = freeBaseName(dir, "screenshot_" + timestamp(), {"png", "json"});
+  const std::string png = (fs::path(dir) / (base + ".png")).string();
+  const std::string json = (fs::path(dir) / (base + ".json")).string();
+  writeFileAtomic(png, encodePng(window));
+  try {
+    writeFileAtomic(json, settingsToJson(settings).dump(2) + "\n");
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove(png, ignored);
+    throw;
+  }
+  return {png, json};
+}
+
+// Runs on the export thread: everything it reads is its own copy or immutable (the view model).
+ExportOutcome runJob(const ExportJob& job, const Settings& settings, ViewFocus focus,
+                     std::shared_ptr<const ViewModel> view) {
+  ExportOutcome outcome;
+  outcome.kind = job.kind;
+  try {
+    if (job.window) {
+      outcome.paths = saveScreenshot(settings, *job.window);
+    } else if (job.figure) {
+      outcome.paths = exportFigureFiles(*job.figure, job.base_name, {"png", "npy"}, job.json, exportFolder(settings));
+    } else if (!job.json.empty()) {
+      const std::string dir = exportFolder(settings);
+      prepareExportFolder(dir);
+      const std::string path = (fs::path(dir) / (freeBaseName(dir, job.base_name, {"json"}) + ".json")).string();
+      writeFileAtomic(path, job.json);
+      outcome.paths = {path};
+    } else {
+      ExportRequest request;
+      request.what = {job.kind};
+      request.focus = focus;
+      request.formats = settings.export_formats;
+      request.window = job.zoom;
+      // The grid of several layers is the layer x head atlas; any other figure is the focused layer's.
+      if (job.kind != "grid" || view->layers == 1) request.layers = {focus.layer};
+      outcome.paths = exportFigures(settings, *view, request);
+    }
+  } catch (const InputError& e) {
+    outcome.error = e.what();
+  } catch (const std::bad_alloc&) {
+    outcome.error = "out of memory while exporting " + job.kind;
+  } catch (const std::exception& e) {
+    outcome.error = e.what();
+  }
+  return outcome;
+}
+
+void showToast(AppState& state, std::string text, bool error) {
+  state.exports.toast = Toast{std::move(text), error,
+                      std::chrono::steady_clock::now() + (error ? kErrorToastTime : kToastTime)};
+  markStateChanged(state);
+}
+
+void finishJob(AppState& state, ExportOutcome outcome) {
+  ++state.exports.count;
+  if (outcome.error.empty() && !outcome.paths.empty()) {
+    std::string text = "Saved to " + fs::path(outcome.paths.front()).parent_path().string() + "/";
+    for (const std::string& path : outcome.paths) text += "\n  " + fs::path(path).filename().string();
+    showToast(state, text, false);
+  } else {
+    showToast(state, "Export failed: " + outcome.error, true);
+  }
+  state.exports.last = std::move(outcome);
+  markStateChanged(state);
+}
+
+void startJob(AppState& state, ExportJob job) {
+  ExportState& e = state.exports;
+  e.running_kind = job.kind;
+  e.started = std::chrono::steady_clock::now();
+  e.running = std::async(std::launch::async, runJob, std::move(job), state.settings, state.view.focus,
+                         state.compute.view);
+  markStateChanged(state);
+}
+
+}  // namespace
+
+bool exportBusy(const ExportState& exports) { return exports.running.valid() || !exports.queue.empty(); }
+
+void requestFigureExport(AppState& state, const std::string& what) {
+  const std::string kind = what == "view" ? mapKindName(state.view.map_kind) : what;
+  // The focus view's maps export what is on screen: its zoomed window when zoomed.
+  const bool focus_map = kind == "probs" || kind == "scores";
+  ExportJob job;
+  job.kind = kind;
+  job.zoom = focus_map ? state.view.zoom : CellWindow{};
+  state.exports.queue.push_back(std::move(job));
+  markStateChanged(state);
+}
+
+void requestDifferenceExport(AppState& state) {
+  const CompareState& c = state.compare;
+  const ViewModel* view = shownView(state);
+  const ViewModel* va = view ? pickedView(state, c.a) : nullptr;
+  const ViewModel* vb = view ? pickedView(state, c.b) : nullptr;
+  if (!va || !vb || c.comparison.difference.empty()) return;
+  const int64_t b = c.batch_item, L = view->L, S = view->S;
+  Figure figure;
+  figure.rows = L;
+  figure.cols = S;
+  figure.row_labels = view->query_tokens[b];
+  figure.col_labels = view->key_tokens[b];
+  figure.title = "A - B: " + pickName(*view, c.a) + " minus " + pickName(*view, c.b);
+  figure.subtitle = "batch item " + std::to_string(b) + " \u00b7 L " + std::to_string(L) + " \u00d7 S " + std::to_string(S);
+  figure.value_label = "probability difference";
+  figure.colormap = Colormap::Diverging;
+  const float abs_max = c.comparison.abs_max > 0 ? c.comparison.abs_max : 1.0f;
+  figure.low = -abs_max, figure.high = abs_max;
+  FigurePanel panel;
+  panel.values = c.comparison.difference.data;
+  // Cells masked in both maps are hatched, as on screen.
+  const uint8_t* mask_a = va->allowed(c.a.layer, b);
+  const uint8_t* mask_b = vb->allowed(c.b.layer, b);
+  if (mask_a && mask_b)
+    for (int64_t cell = 0; cell < L * S; ++cell) panel.masked.push_back(!mask_a[cell] && !mask_b[cell]);
+  figure.panels.push_back(std::move(panel));
+  // L0H1, L0H1c (the correct run), L0H1+no-scaling (a settings variant).
+  const auto pickPart = [](const MapPick& p) {
+    return "L" + std::to_string(p.layer) + "H" + std::to_string(p.head) + (p.correct_run ? "c" : "") +
+           (p.with != Mistake::None ? std::string("+") + mistakeName(p.with) : "");
+  };
+  ExportJob job;
+  job.kind = "difference";
+  job.figure = std::move(figure);
+  job.base_name = "difference_" + pickPart(c.a) + "-" + pickPart(c.b) + "_b" + std::to_string(b) + "_L" +
+                  std::to_string(L) + "xS" + std::to_string(S);
+  job.json = nlohmann::json{{"a", pickJson(c.a)}, {"b", pickJson(c.b)}, {"batch_item", b},
+                            {"abs_max", c.comparison.abs_max}, {"settings", settingsToJson(state.settings, state.view.focus)}}
+                 .dump(2) + "\n";
+  state.exports.queue.push_back(std::move(job));
+  markStateChanged(state);
+}
+
+void requestQueryFocusExport(AppState& state) {
+  const QueryFocusState& q = state.query_focus;
+  const ViewModel* view = shownView(state);
+  if (!view || q.bars.empty()) return;
+  const int64_t b = q.batch_item, layers = view->layers, H = view->H, S = view->S;
+  nlohmann::json bars = nlohmann::json::array();  // [layers][H][S]
+  for (int64_t l = 0; l < layers; ++l) {
+    nlohmann::json heads = nlohmann::json::array();
+    for (int64_t h = 0; h < H; ++h) {
+      const float* row = q.bars.data.data() + (l * H + h) * S;
+      heads.push_back(std::vector<float>(row, row + S));
+    }
+    bars.push_back(std::move(heads));
+  }
+  std::vector<std::string> layer_names, query_tokens;
+  for (const LayerMaps& layer : view->maps) layer_names.push_back(layer.name);
+  std::string queries_part;
+  for (int64_t i : q.choice.queries) {
+    query_tokens.push_back(view->query_tokens[b][i]);
+    queries_part += (queries_part.empty() ? "" : ",") + std::to_string(i);
+  }
+  const char* combine = q.choice.combine == RowCombine::Mean ? "mean" : "sum";
+  const nlohmann::json json = {{"batch_item", b},         {"queries", q.choice.queries}, {"query_tokens", query_tokens},
+                               {"combine", combine},      {"layers", layer_names},       {"heads", H},
+                               {"key_tokens", view->key_tokens[b]}, {"bars", bars}};
+  ExportJob job;
+  job.kind = "query_focus";
+  job.base_name = "query_focus_b" + std::to_string(b) + "_q" + queries_part + "_" + combine + "_L" +
+                  std::to_string(view->L) + "xS" + std::to_string(S);
+  job.json = json.dump(2) + "\n";
+  state.exports.queue.push_back(std::move(job));
+  markStateChanged(state);
+}
+
+void requestScreenshotExport(AppState& state, RgbImage window) {
+  ExportJob job;
+  job.kind = "screenshot";
+  job.window = std::move(window);
+  state.exports.queue.push_back(std::move(job));
+  markStateChanged(state);
+}
+
+void updateExports(AppState& state) {
+  ExportState& e = state.exports;
+  const ComputeState& c = state.compute;
+  const auto now = std::chrono::steady_clock::now();
+  if (e.toast && now > e.toast->until) {
+    e.toast.reset();
+    markStateChanged(state);
+  }
+  if (e.running.valid()) {
+    if (e.running.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+    finishJob(state, e.running.get());
+  }
+  if (e.queue.empty()) return;
+  if (e.queue.front().kind != "screenshot") {
+    // A figure describes the trace of the current settings: wait for a recompute in flight.
+    if (c.posted_generation == 0 || c.pending()) return;
+    if (!c.error.empty() || !c.view) {
+      ExportOutcome outcome;
+      outcome.kind = e.queue.front().kind;
+      outcome.error = c.error.empty() ? "nothing computed yet" : "the current settings do not compute: " + c.error;
+      e.queue.pop_front();
+      finishJob(state, std::move(outcome));
+      return;
+    }
+  }
+  ExportJob job = std::move(e.queue.front());
+  e.queue.pop_front();
+  startJob(state, std::move(job));
+}
+
+void finishExports(ExportState& exports) {
+  if (exports.running.valid()) exports.running.wait();
+}
+
+void exportsToJson(const AppState& state, nlohmann::json& line) {
+  const ExportState& e = state.exports;
+  line["export_dir"] = exportFolder(state.settings);
+  line["exporting"] = exportBusy(e);
+  line["export_count"] = e.count;
+  line["last_export"] = nullptr;
+  if (e.last) line["last_export"] = {{"kind", e.last->kind}, {"paths", e.last->paths}, {"error", e.last->error}};
+  line["toast"] = nullptr;
+  if (e.toast) line["toast"] = {{"text", e.toast->text}, {"error", e.toast->error}};
+}
+
+}  // namespace attnscope

@@ -1,0 +1,36 @@
+// Figure export from the app (issue 4): Ctrl+S the selected heatmap, Ctrl+Shift+S the head
+// grid, Ctrl+Alt+S the window. Figures go through exportFigures() with the app's Settings
+// and trace, so they equal `attnscope export --settings <the JSON written beside them>`.
+// Jobs run on a worker thread (std::async), one at a time; the UI only polls.
+#pragma once
+
+#include <string>
+
+#include "gui/shell/app_state.h"
+
+namespace attnscope {
+
+// Queues an export of "probs", "scores", "mask", "grid", or "view" (= the selected view).
+// Figures start once the trace is current (no recompute pending), so the settings JSON
+// written beside them describes exactly the pixels.
+void requestFigureExport(AppState& state, const std::string& what);
+// Queues the compare view's A - B as PNG + .npy [L, S] float32 + a JSON naming A and B,
+// and query focus's bars as one JSON (README: "Compare and query focus exports").
+void requestDifferenceExport(AppState& state);
+void requestQueryFocusExport(AppState& state);
+// Queues the window pixels read after the last rendered frame ([height, width], top row first).
+void requestScreenshotExport(AppState& state, RgbImage window);
+
+// Once per frame: collects a finished job (toast, state log), starts the next queued one,
+// and expires the toast.
+void updateExports(AppState& state);
+
+bool exportBusy(const ExportState& exports);  // a job is queued or running
+
+// Blocks until a running job ends (at shutdown, so no file is left half-written).
+void finishExports(ExportState& exports);
+
+// State-log keys: export_dir, exporting, export_count, last_export, toast.
+void exportsToJson(const AppState& state, nlohmann::json& line);
+
+}  // namespace attnscope

@@ -1,0 +1,57 @@
+// Export state (issue 4): the queue of jobs, the one running
+// on its std::async thread, and the toast that reports it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <future>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "figure/figure.h"
+#include "view/map_kinds.h"
+#include "view/zoom.h"
+
+namespace attnscope {
+
+
+// One export the user asked for: a figure of the selected view, the head grid, or the
+// window as it was on screen (pixels read right after that frame was rendered).
+struct ExportJob {
+  std::string kind;                // "probs", "scores", "mask", "rollout", "flow", "grid", "difference",
+                                   // "query_focus" or "screenshot"
+  std::optional<RgbImage> window;  // screenshot pixels [height, width]
+  CellWindow zoom;                 // probs/scores: the focus view's zoomed window (whole() = all)
+  // "difference" (the compare view's A - B) and "query_focus" (its bars): what the view
+  // shows, copied when asked, written as base_name.{png,npy,json} / base_name.json.
+  std::optional<Figure> figure;
+  std::string base_name, json;
+};
+
+struct ExportOutcome {
+  std::string kind;
+  std::vector<std::string> paths;  // files written (figures, then the settings JSON)
+  std::string error;               // one line; "" on success (then no file was left behind)
+};
+
+// A message in the bottom-right corner for a few seconds.
+struct Toast {
+  std::string text;
+  bool error = false;
+  std::chrono::steady_clock::time_point until;
+};
+
+struct ExportState {
+  std::deque<ExportJob> queue;              // waiting (figures wait for a current trace)
+  std::future<ExportOutcome> running;       // valid() while one runs
+  std::string running_kind;
+  std::chrono::steady_clock::time_point started;
+  std::optional<ExportOutcome> last;
+  int64_t count = 0;                        // finished exports (ok or failed)
+  bool screenshot_requested = false;        // read the window after this frame renders
+  std::optional<Toast> toast;
+};
+
+}  // namespace attnscope

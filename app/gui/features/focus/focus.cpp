@@ -1,0 +1,111 @@
+#include "gui/features/focus/focus.h"
+
+#include <algorithm>
+
+#include "gui/shell/app_state.h"
+
+namespace attnscope {
+
+int focusMapCount(const AppState& state) {
+  return state.compute.view && state.compute.correct_view && state.compute.error.empty() ? 3 : 2;
+}
+
+void setZoom(AppState& state, CellWindow wanted) {
+  const ViewModel* v = shownView(state);
+  const CellWindow zoom = v ? clampWindow(wanted, v->mapL(), v->mapS()) : CellWindow{};
+  if (zoom == state.view.zoom) return;
+  state.view.zoom = zoom;
+  markStateChanged(state);
+}
+
+void updateZoomTile(AppState& state) {
+  ZoomTileState& z = state.zoom_tile;
+  const ViewModel* v = state.compute.view.get();
+  TileRequest want;
+  if (v && v->tiled && !state.view.zoom.whole()) {
+    want.maps = v->tiled;
+    want.b = std::clamp<int64_t>(state.view.focus.batch_item, 0, v->B - 1);
+    want.h = std::clamp<int64_t>(state.view.focus.head, 0, v->H - 1);
+    want.window = resolveWindow(state.view.zoom, v->mapL(), v->mapS());
+  }
+  if (want != z.posted) {
+    z.posted = want;
+    if (want.maps) z.worker->post(want);
+    else z.tile.reset();  // not zoomed (or no tiled source): nothing to keep alive
+    markStateChanged(state);
+  }
+  if (std::shared_ptr<const WindowTile> tile = z.worker->poll()) {
+    if (z.posted.maps) z.tile = std::move(tile);
+    markStateChanged(state);
+  }
+}
+
+namespace {
+
+// The focused map's numbers at the hovered cell, from the view model the tooltip reads.
+void hoverJson(const AppState& state, nlohmann::json& line) {
+  line["hover"] = {state.view.hover.row, state.view.hover.col};
+  line["hover_prob"] = nullptr;
+  line["hover_score"] = nullptr;
+  const ViewFocus& f = state.view.focus;
+  const int64_t b = state.gpu.textures.batch_item;
+  const ViewModel* shown = shownView(state);
+  const HoverCell& hover = state.view.hover;
+  if (!shown || !hover.valid() || hover.row >= shown->L || hover.col >= shown->S || f.layer >= shown->layers ||
+      b >= shown->B || f.head >= shown->H || b < 0)
+    return;
+  const int64_t cell = hover.row * shown->S + hover.col;
+  line["hover_prob"] = shown->probs(f.layer, b, f.head)[cell];
+  if (const float* scores = shown->scores(f.layer, b, f.head)) {
+    if (shown->isAllowed(f.layer, b, hover.row, hover.col)) line["hover_score"] = scores[cell];
+  }
+}
+
+// A tiled source: the real map, its overview, the zoomed window's tile and the exact values
+// at the hovered real cell (when that tile has them).
+void tiledJson(const AppState& state, nlohmann::json& line) {
+  const ViewModel* v = state.compute.view.get();
+  line["tiled"] = nullptr;
+  if (v && v->tiled) {
+    const TiledMaps& m = *v->tiled;
+    line["tiled"] = {{"L", m.L}, {"S", m.S}, {"rows", m.rows}, {"cols", m.cols}, {"note", state.script.focus_note}};
+  }
+  line["zoom_tile"] = nullptr;
+  if (const std::shared_ptr<const WindowTile>& tile = state.zoom_tile.tile) {
+    const CellWindow& w = tile->request.window;
+    line["zoom_tile"] = {{"b", tile->request.b}, {"h", tile->request.h}, {"window", {w.row0, w.rows, w.col0, w.cols}},
+                         {"exact", tile->exact}, {"ms", tile->milliseconds}, {"error", tile->error},
+                         {"pending", state.zoom_tile.pending()}};
+  }
+  line["map_hover"] = {state.view.map_hover.row, state.view.map_hover.col};
+  line["hover_exact"] = nullptr;
+  float prob = 0.0f, score = 0.0f;
+  bool allowed = false;
+  if (const WindowTile* tile = state.zoom_tile.ready();
+      tile && state.view.map_hover.valid() &&
+      tile->exactCell(state.view.map_hover.row, state.view.map_hover.col, &prob, &score, &allowed)) {
+    line["hover_exact"] = {{"prob", prob}, {"score", allowed ? nlohmann::json(score) : nlohmann::json()}, {"allowed", allowed}};
+  }
+}
+
+}  // namespace
+
+void focusToJson(const AppState& state, nlohmann::json& line) {
+  line["focused_layer"] = state.view.focus.layer;
+  line["focused_head"] = state.view.focus.head;
+  line["batch_item"] = state.gpu.textures.batch_item;
+  line["selected_view"] = mapKindName(state.view.map_kind);
+  line["focus_tab"] = focusTabName(state.view.tab);
+  hoverJson(state, line);
+  tiledJson(state, line);
+  // The focus view's visible window [row0, rows, col0, cols] and the labels drawn on its axes.
+  const ViewModel* v = state.compute.view.get();
+  const CellWindow zoom = v ? resolveWindow(state.view.zoom, v->mapL(), v->mapS()) : CellWindow{};
+  line["zoom_window"] = {zoom.row0, zoom.rows, zoom.col0, zoom.cols};
+  line["zoomed"] = !state.view.zoom.whole();
+  const FocusAxisDrawn& axis = state.script.focus_axis;
+  line["focus_axis"] = {{"rows", {axis.first_row, axis.last_row}}, {"cols", {axis.first_col, axis.last_col}}};
+  line["zoom_textures_built"] = state.gpu.zoom.rebuilds;
+}
+
+}  // namespace attnscope

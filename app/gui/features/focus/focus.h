@@ -1,0 +1,39 @@
+// The focus view: the focused (layer, head) as scores beside probabilities (or the chosen
+// map kind), zoom and pan, and for a tiled source the exact tile of the zoomed window.
+#pragma once
+
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "gui/jobs/tile_worker.h"
+#include "view/zoom.h"
+
+namespace attnscope {
+
+struct AppState;
+
+// The zoomed focus view of a tiled source: the window asked for last and the newest tile.
+struct ZoomTileState {
+  std::unique_ptr<TileWorker> worker;
+  TileRequest posted;                      // maps null: nothing asked for
+  std::shared_ptr<const WindowTile> tile;  // the newest result (may be an older request's)
+  bool pending() const { return posted.maps && (!tile || tile->request != posted); }
+  // The tile of the window asked for last; null while it computes or when it failed.
+  const WindowTile* ready() const { return posted.maps && !pending() && tile->error.empty() ? tile.get() : nullptr; }
+};
+
+// The one way to change the focus view's zoom window: clamped to the shown result's
+// [L, S] (whole map before any result), logged, not saved.
+void setZoom(AppState& state, CellWindow wanted);
+// A tiled source zoomed in the focus view: asks for the visible window's tile when the
+// window, the focused map or the result changed, and takes the newest tile.
+void updateZoomTile(AppState& state);
+// Heatmaps side by side in the focus view: 3 when a teaching mistake's buggy and correct
+// probabilities are both shown (beside the scores), else 2.
+int focusMapCount(const AppState& state);
+void drawFocusPanel(AppState& state);
+// State-log keys: focused_layer, focused_head, batch_item, selected_view, focus_tab, hover, hover_prob, hover_score, map_hover, hover_exact, tiled, zoom_tile, zoom_window, zoomed, focus_axis, zoom_textures_built.
+void focusToJson(const AppState& state, nlohmann::json& line);
+
+}  // namespace attnscope

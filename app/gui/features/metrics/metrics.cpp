@@ -1,0 +1,50 @@
+#include "gui/features/metrics/metrics.h"
+
+#include "gui/shell/app_state.h"
+
+namespace attnscope {
+
+const HeadTable* shownHeadTable(const AppState& state) {
+  const HeadTable* table = state.compute.head_table.get();
+  const ViewModel* view = shownView(state);
+  const bool matches = table && view && table->source == view && table->layers == view->layers &&
+                       table->H == view->H && table->B == view->B;
+  return matches ? table : nullptr;
+}
+
+void updateHeadOrder(AppState& state) {
+  HeadTableView& t = state.view.table;
+  const HeadTable* table = shownHeadTable(state);
+  const int64_t b = state.view.focus.batch_item;
+  const uint64_t generation = state.compute.trace_generation;
+  if (generation == t.order_generation && b == t.order_batch && t.sort == t.order_sort) return;
+  t.order = table && b < table->B ? headOrder(*table, b, t.sort) : std::vector<int64_t>{};
+  t.order_generation = generation, t.order_batch = b, t.order_sort = t.sort;
+  markStateChanged(state);
+}
+
+bool gridFollowsTable(const AppState& state) {
+  return state.view.table.order_grid && shownHeadTable(state) && !state.view.table.order.empty() &&
+         !mapKindInfo(state.view.map_kind).across_layers;
+}
+
+void headTableToJson(const AppState& state, nlohmann::json& line) {
+  line["head_table"] = nullptr;  // the metrics table of the focused batch item, in table order
+  const HeadTable* table = shownHeadTable(state);
+  if (!table) return;
+  const HeadTableView& t = state.view.table;
+  nlohmann::json order = nlohmann::json::array(), groups = nlohmann::json::array(), values = nlohmann::json::array();
+  for (int64_t n : t.order) {
+    order.push_back({n / table->H, n % table->H});
+    groups.push_back(table->group(n, state.view.focus.batch_item));
+    const HeadMetrics& m = table->row(n / table->H, n % table->H, state.view.focus.batch_item);
+    nlohmann::json row = nlohmann::json::object();  // the numbers the table draws (null: "-")
+    for (const MetricInfo& info : headMetricInfos())
+      row[info.name] = std::isnan(m.*info.field) ? nlohmann::json() : nlohmann::json(m.*info.field);
+    values.push_back(row);
+  }
+  line["head_table"] = {{"sort_column", headColumnName(t.sort.column)}, {"descending", t.sort.descending},
+                        {"order_grid", t.order_grid}, {"order", order}, {"groups", groups}, {"values", values}};
+}
+
+}  // namespace attnscope

@@ -1,0 +1,24 @@
+// The head metrics table beside the grid: one row per (layer, head) of the focused batch
+// item, sortable, with head groups; the grid can follow its order.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/head_table.h"
+
+namespace attnscope {
+
+struct AppState;
+
+// The head table of the shown view; null while it is missing (or belongs to an older view).
+const HeadTable* shownHeadTable(const AppState& state);
+// Recomputes view.table.order when the table, batch item or sort changed (not per frame).
+void updateHeadOrder(AppState& state);
+// The head grid wraps in the table's order ("order grid by table", a table shown, and the
+// attention maps chosen rather than rollout / flow): arrow keys then follow that order.
+bool gridFollowsTable(const AppState& state);
+void drawMetricsPanel(AppState& state);
+// State-log keys: head_table.
+void headTableToJson(const AppState& state, nlohmann::json& line);
+
+}  // namespace attnscope

@@ -1,0 +1,136 @@
+// The head metrics table beside the grid: one row per (layer, head) of the focused batch
+// item with every metric of headMetricInfos() and the head's group (groups of heads whose
+// maps correlate). Click a column header to sort (again to reverse), a row to focus that
+// head; "order grid by table" lays the grid's tiles out in the table's order. The numbers
+// come from the HeadTable the worker built with the view model; this panel only draws.
+#include <imgui.h>
+#include <imgui_internal.h>  // TableSetColumnSortDirection: a sort restored from view.json
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "gui/shell/panels.h"
+
+namespace attnscope {
+namespace {
+
+// Headings and tooltips of the table's columns (kHeadColumn, kGroupColumn, then metrics).
+struct ColumnInfo {
+  std::string heading, name, description;
+};
+
+std::vector<ColumnInfo> tableColumns() {
+  std::vector<ColumnInfo> columns = {
+      {"head", headColumnName(kHeadColumn), "layer and head (sorts in layer-major order)"},
+      {"group", headColumnName(kGroupColumn), "group of heads whose maps correlate (Pearson r >= 0.5, average linkage)"}};
+  for (const MetricInfo& info : headMetricInfos()) columns.push_back({info.heading, info.name, info.description});
+  return columns;
+}
+
+std::string headLabel(const HeadTable& table, int64_t n) {
+  const int64_t layer = n / table.H, head = n % table.H;
+  return table.layers > 1 ? "L" + std::to_string(layer) + " H" + std::to_string(head) : "head " + std::to_string(head);
+}
+
+// Sort state from a click on a header (ImGui keeps the direction toggling).
+void readSortSpecs(AppState& state) {
+  ImGuiTableSortSpecs* specs = ImGui::TableGetSortSpecs();
+  if (!specs || !specs->SpecsDirty) return;
+  specs->SpecsDirty = false;
+  if (specs->SpecsCount < 1) return;
+  const HeadSort sort{specs->Specs[0].ColumnIndex, specs->Specs[0].SortDirection == ImGuiSortDirection_Descending};
+  if (sort == state.view.table.sort) return;
+  state.view.table.sort = sort;
+  saveLater(state);
+  updateHeadOrder(state);  // this frame already draws (and logs) the new order
+}
+
+void groupMarker(int64_t group) {
+  const ImVec2 pos = ImGui::GetCursorScreenPos();
+  const float side = ImGui::GetTextLineHeight() * 0.7f;
+  const float y = pos.y + (ImGui::GetTextLineHeight() - side) / 2;
+  ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(pos.x, y), ImVec2(pos.x + side, y + side), groupColor(group));
+  ImGui::Dummy(ImVec2(side, ImGui::GetTextLineHeight()));
+  ImGui::SameLine();
+  ImGui::Text("%lld", static_cast<long long>(group));
+}
+
+}  // namespace
+
+void drawMetricsPanel(AppState& state) {
+  if (beginPanelWindow(state, "Head metrics", Panel::Metrics, ImGuiWindowFlags_NoScrollbar)) {
+    const HeadTable* table = shownHeadTable(state);
+    HeadTableView& view = state.view.table;
+    if (!table || view.order.empty()) {
+      const ViewModel* shown = shownView(state);
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+      ImGui::TextWrapped("%s", !shown ? "no attention computed yet" : "measuring heads...");
+      ImGui::PopStyleColor();
+      ImGui::End();
+      return;
+    }
+    const int64_t b = state.view.focus.batch_item;
+    if (ImGui::Checkbox("order grid by table", &view.order_grid)) saveLater(state);
+    recordLayout(state, "metrics_order_grid");
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("lay out the head grid's tiles in this table's order");
+    ImGui::SameLine();
+    ImGui::TextDisabled("batch item %lld, %lld group%s", static_cast<long long>(b),
+                        static_cast<long long>(table->clusters[b].count), table->clusters[b].count == 1 ? "" : "s");
+
+    const std::vector<ColumnInfo> columns = tableColumns();
+    const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
+                                  ImGuiTableFlags_ScrollX | ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingFixedFit |
+                                  ImGuiTableFlags_NoSavedSettings;  // the sort lives in view.json
+    if (ImGui::BeginTable("metrics", static_cast<int>(columns.size()), flags)) {
+      ImGui::TableSetupScrollFreeze(1, 1);
+      for (size_t c = 0; c < columns.size(); ++c) {
+        ImGuiTableColumnFlags column_flags = ImGuiTableColumnFlags_None;
+        if (c == kHeadColumn) column_flags |= ImGuiTableColumnFlags_DefaultSort;
+        // Metrics sort largest first on the first click: the heads that stand out.
+        if (static_cast<int>(c) >= kFirstMetricColumn) column_flags |= ImGuiTableColumnFlags_PreferSortDescending;
+        ImGui::TableSetupColumn(columns[c].heading.c_str(), column_flags);
+      }
+      if (view.sort_to_table) {  // restored from view.json: the table shows it sorted so
+        ImGui::TableSetColumnSortDirection(view.sort.column, view.sort.descending ? ImGuiSortDirection_Descending
+                                                                                   : ImGuiSortDirection_Ascending, false);
+        view.sort_to_table = false;
+      }
+      readSortSpecs(state);
+      ImGui::TableNextRow(ImGuiTableRowFlags_Headers);
+      for (size_t c = 0; c < columns.size(); ++c) {
+        ImGui::TableSetColumnIndex(static_cast<int>(c));
+        ImGui::TableHeader(columns[c].heading.c_str());
+        recordLayout(state, "metrics_header_" + columns[c].name);
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s\nclick to sort, again to reverse", columns[c].description.c_str());
+      }
+      const ViewFocus focus = state.view.focus;
+      const auto& infos = headMetricInfos();
+      for (size_t k = 0; k < view.order.size(); ++k) {
+        const int64_t n = view.order[k], layer = n / table->H, head = n % table->H;
+        ImGui::TableNextRow();
+        ImGui::TableSetColumnIndex(kHeadColumn);
+        const bool focused = layer == focus.layer && head == focus.head;
+        const std::string label = headLabel(*table, n) + "##row" + std::to_string(n);
+        if (ImGui::Selectable(label.c_str(), focused, ImGuiSelectableFlags_SpanAllColumns) && !focused) {
+          setFocus(state, ViewFocus{layer, head, focus.batch_item});
+        }
+        recordLayout(state, "metrics_row_" + std::to_string(k));
+        ImGui::TableSetColumnIndex(kGroupColumn);
+        groupMarker(table->group(n, b));
+        const HeadMetrics& m = table->row(layer, head, b);
+        for (size_t metric = 0; metric < infos.size(); ++metric) {
+          ImGui::TableSetColumnIndex(kFirstMetricColumn + static_cast<int>(metric));
+          const double value = m.*infos[metric].field;
+          if (std::isnan(value)) ImGui::TextDisabled("-");
+          else ImGui::Text("%.3f", value);
+        }
+      }
+      ImGui::EndTable();
+    }
+  }
+  ImGui::End();
+}
+
+}  // namespace attnscope

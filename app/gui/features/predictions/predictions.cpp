@@ -1,0 +1,38 @@
+#include "gui/features/predictions/predictions.h"
+
+#include "gui/shell/app_state.h"
+
+namespace attnscope {
+
+PredictionPosition predictionPosition(const AppState& state) {
+  const ViewModel* v = state.compute.view.get();
+  if (!v || v->predictions.empty() || !state.compute.error.empty()) return {};
+  const int64_t L = static_cast<int64_t>(v->predictions.size());
+  if (state.view.hover.row >= 0 && state.view.hover.row < L) return {state.view.hover.row, "hovered"};
+  if (state.view.selected_query >= 0 && state.view.selected_query < L) return {state.view.selected_query, "clicked"};
+  return {L - 1, "last position"};
+}
+
+bool showsPredictions(const AppState& state) {
+  return state.settings.source == InputSource::Model && state.compute.view && !state.compute.view->predictions.empty();
+}
+
+void predictionsToJson(const AppState& state, nlohmann::json& line) {
+  const ViewModel* v = state.compute.view.get();
+  line["predictions"] = nullptr;  // the predictions panel: position, the 5 guesses, the actual next
+  if (const PredictionPosition at = predictionPosition(state); at.position >= 0 && showsPredictions(state)) {
+    const NextTokenPredictions& p = v->predictions[at.position];
+    nlohmann::json top = nlohmann::json::array();
+    for (const TokenGuess& guess : p.top) top.push_back({{"label", guess.label}, {"prob", guess.prob}});
+    line["predictions"] = {{"position", at.position}, {"why", at.why}, {"top", top}, {"actual", p.actual},
+                           {"actual_prob", p.actual_prob}, {"actual_is_top", p.actual_is_top}};
+  }
+  if (v && v->source == ViewSource::ModelRun) {
+    line["query_tokens"] = v->query_tokens[0];
+    line["model_name"] = v->model;
+    line["caption"] = v->notes;
+    line["unknown_tokens"] = v->unknown_tokens;
+  }
+}
+
+}  // namespace attnscope

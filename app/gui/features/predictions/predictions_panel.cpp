@@ -1,0 +1,79 @@
+// A trained model's next-token predictions at one query position: the top 5 with their
+// probabilities as bars, and whether the character that actually follows was the top
+// guess. The numbers come from the view model (core/config/model_source); nothing is
+// computed here.
+#include <imgui.h>
+
+#include <algorithm>
+#include <string>
+
+#include "gui/shell/panels.h"
+
+namespace attnscope {
+namespace {
+
+constexpr ImU32 kBarColor = IM_COL32(76, 139, 230, 255);     // a guess's probability
+constexpr ImU32 kActualColor = IM_COL32(70, 200, 100, 255);  // the guess that is the actual next character
+const ImVec4 kHit(0.45f, 0.9f, 0.5f, 1.0f);
+const ImVec4 kMiss(1.0f, 0.62f, 0.18f, 1.0f);
+
+// One guess: the token, a bar as long as its probability, the percentage.
+void drawGuessRow(AppState& state, int rank, const TokenGuess& guess, bool actual, float label_w) {
+  ImGui::AlignTextToFramePadding();
+  ImGui::Text("%d.", rank + 1);
+  ImGui::SameLine();
+  const std::string quoted = "'" + guess.label + "'";
+  ImGui::TextUnformatted(quoted.c_str());
+  ImGui::SameLine(label_w);
+  const float percent_w = ImGui::CalcTextSize("100.0%").x + 8.0f;
+  const float bar_w = std::max(20.0f, ImGui::GetContentRegionAvail().x - percent_w);
+  const float bar_h = ImGui::GetFrameHeight() - 6.0f;
+  const ImVec2 pos = ImGui::GetCursorScreenPos();
+  ImDrawList* list = ImGui::GetWindowDrawList();
+  list->AddRectFilled(ImVec2(pos.x, pos.y + 3), ImVec2(pos.x + bar_w, pos.y + 3 + bar_h), IM_COL32(45, 47, 54, 255));
+  const float filled = std::max(2.0f, bar_w * static_cast<float>(guess.prob));
+  list->AddRectFilled(ImVec2(pos.x, pos.y + 3), ImVec2(pos.x + filled, pos.y + 3 + bar_h),
+                      actual ? kActualColor : kBarColor);
+  ImGui::Dummy(ImVec2(bar_w, ImGui::GetFrameHeight()));
+  recordLayout(state, "prediction_row_" + std::to_string(rank));
+  ImGui::SameLine();
+  ImGui::Text("%5.1f%%", 100.0 * guess.prob);
+}
+
+}  // namespace
+
+void drawPredictionsPanel(AppState& state) {
+  if (!showsPredictions(state)) return;
+  if (beginPanelWindow(state, "Next-token predictions", Panel::Predictions)) {
+    const ViewModel& v = *state.compute.view;
+    const PredictionPosition at = predictionPosition(state);
+    if (at.position < 0) {
+      ImGui::TextWrapped("no predictions: fix the text (see the message in the control panel)");
+    } else {
+      const NextTokenPredictions& p = v.predictions[at.position];
+      const std::string& token = v.query_tokens[0][at.position];
+      ImGui::Text("after '%s' at position %lld", token.c_str(), static_cast<long long>(at.position));
+      ImGui::SameLine();
+      ImGui::TextDisabled("(%s)", at.why);
+      recordLayout(state, "predictions_heading");
+      float label_w = 0.0f;
+      for (const TokenGuess& guess : p.top) label_w = std::max(label_w, ImGui::CalcTextSize(("5. '" + guess.label + "'").c_str()).x);
+      label_w += 2 * ImGui::GetStyle().ItemSpacing.x;
+      for (size_t rank = 0; rank < p.top.size(); ++rank)
+        drawGuessRow(state, static_cast<int>(rank), p.top[rank], !p.actual.empty() && p.top[rank].label == p.actual, label_w);
+      if (p.actual.empty()) {
+        ImGui::TextDisabled("last position: what the model expects next");
+      } else {
+        ImGui::TextColored(p.actual_is_top ? kHit : kMiss, "actual next '%s' (%.1f%%): %s", p.actual.c_str(),
+                           100.0 * p.actual_prob, p.actual_is_top ? "the top guess" : "not the top guess");
+      }
+      recordLayout(state, "predictions_actual");
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+      ImGui::TextWrapped("hover or click a query row of a map to see its predictions");
+      ImGui::PopStyleColor();
+    }
+  }
+  ImGui::End();
+}
+
+}  // namespace attnscope

@@ -1,0 +1,56 @@
+#include "gui/features/query_focus/query_focus.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "analysis/map_stack.h"
+#include "gui/shell/app_state.h"
+
+namespace attnscope {
+
+void updateQueryFocus(AppState& state) {
+  const ViewModel* view = shownView(state);
+  if (state.view.tab != FocusTab::QueryFocus || !view) return;
+  std::vector<int64_t>& queries = state.view.query_focus.queries;
+  queries.erase(std::remove_if(queries.begin(), queries.end(), [&](int64_t i) { return i >= view->L; }), queries.end());
+  QueryFocusState& q = state.query_focus;
+  const int64_t b = std::clamp<int64_t>(state.view.focus.batch_item, 0, view->B - 1);
+  const uint64_t generation = state.compute.trace_generation;
+  const QueryFocusView& choice = state.view.query_focus;
+  if (q.generation == generation && q.batch_item == b && q.choice.queries == choice.queries &&
+      q.choice.combine == choice.combine) {
+    return;
+  }
+  q.generation = generation, q.batch_item = b, q.choice = choice;
+  q.bars = choice.queries.empty() ? Tensor() : queryFocus(mapStackOf(*view), b, choice.queries, choice.combine);
+  markStateChanged(state);
+}
+
+namespace {
+
+// bars [layers][H][S] as nested arrays when small (else null).
+nlohmann::json barsJson(const Tensor& bars) {
+  if (bars.empty() || bars.data.size() > 4096) return nullptr;
+  nlohmann::json layers = nlohmann::json::array();
+  for (int64_t l = 0; l < bars.dim(0); ++l) {
+    nlohmann::json heads = nlohmann::json::array();
+    for (int64_t h = 0; h < bars.dim(1); ++h) {
+      const float* row = bars.data.data() + (l * bars.dim(1) + h) * bars.dim(2);
+      heads.push_back(std::vector<float>(row, row + bars.dim(2)));
+    }
+    layers.push_back(heads);
+  }
+  return layers;
+}
+
+}  // namespace
+
+void queryFocusToJson(const AppState& state, nlohmann::json& line) {
+  line["query_focus"] = nullptr;  // chosen queries; bars [layers][H][S] when small
+  if (state.view.tab != FocusTab::QueryFocus || state.query_focus.generation == 0) return;
+  const QueryFocusState& q = state.query_focus;
+  line["query_focus"] = {{"queries", q.choice.queries}, {"combine", q.choice.combine == RowCombine::Mean ? "mean" : "sum"},
+                         {"batch_item", q.batch_item}, {"bars", barsJson(q.bars)}};
+}
+
+}  // namespace attnscope

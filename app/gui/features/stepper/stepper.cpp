@@ -1,0 +1,42 @@
+#include "gui/features/stepper/stepper.h"
+
+#include <algorithm>
+
+#include "gui/shell/app_state.h"
+
+namespace attnscope {
+
+void setStep(AppState& state, int64_t step) {
+  const int64_t steps = state.compute.decode ? state.compute.decode->L : 0;
+  step = std::clamp<int64_t>(step, 0, std::max<int64_t>(steps - 1, 0));
+  if (state.stepper.playing && step >= steps - 1) state.stepper.playing = false;  // the end
+  if (step == state.stepper.step) return;
+  state.stepper.step = step;
+  markStateChanged(state);
+}
+
+void toggleStepper(AppState& state) {
+  state.stepper.open = !state.stepper.open;
+  state.stepper.playing = false;
+  markStateChanged(state);
+}
+
+void stepperToJson(const AppState& state, nlohmann::json& line) {
+  line["stepper"] = nullptr;
+  if (!state.stepper.open) return;
+  const ComputeState& c = state.compute;
+  nlohmann::json stepper = {{"step", state.stepper.step}, {"playing", state.stepper.playing}, {"error", c.decode_error}};
+  if (const KvCacheRun* run = c.decode.get()) {
+    const DecodeStep& step = run->steps[std::clamp<int64_t>(state.stepper.step, 0, run->L - 1)];
+    const int64_t entries = static_cast<int64_t>(step.cached.size());
+    stepper.update({{"L", run->L}, {"B", run->B}, {"d", run->d}, {"G", run->G}, {"sinks", run->sinks},
+                    {"window", run->window}, {"capacity", run->capacity}, {"entries", entries},
+                    {"entries_after", step.entries_after}, {"bytes_per_group", run->bytesPerGroup(entries)},
+                    {"bytes_per_layer", run->bytesPerLayer(entries)}, {"cached", step.cached},
+                    {"evicted", step.evicted}});
+    if (step.position < static_cast<int64_t>(c.decode_row_diff.size())) stepper["row_diff"] = c.decode_row_diff[step.position];
+  }
+  line["stepper"] = stepper;
+}
+
+}  // namespace attnscope

@@ -1,0 +1,32 @@
+// The KV-cache stepper (F5): the sequence decoded one token at a time through a KV cache.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+namespace attnscope {
+
+struct AppState;
+
+// The KV-cache stepper (F5). The step is clamped by setStep only.
+struct StepperState {
+  bool open = false;
+  int64_t step = 0;      // the token fed last: row `step` of the map is the new row
+  bool playing = false;  // advances one step every kStepperPlayInterval, stops at the end
+  std::chrono::steady_clock::time_point next_step_at;
+};
+inline constexpr auto kStepperPlayInterval = std::chrono::milliseconds(450);
+
+// The one way to move the stepper: clamped to [0, L - 1] of the decoding (0 without one).
+void setStep(AppState& state, int64_t step);
+// Opens or closes the stepper panel (F5); closing stops play.
+void toggleStepper(AppState& state);
+// Play: advances the stepper when its interval has passed (before drawing each frame).
+void advanceStepperPlay(AppState& state);
+void drawStepperPanel(AppState& state);  // only while state.stepper.open
+// State-log keys: stepper.
+void stepperToJson(const AppState& state, nlohmann::json& line);
+
+}  // namespace attnscope

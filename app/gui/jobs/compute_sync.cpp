@@ -1,0 +1,147 @@
+#include "gui/jobs/compute_sync.h"
+
+#include "gui/shell/app_state.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <utility>
+
+namespace attnscope {
+
+bool computeSettingsDiffer(const Settings& a, const Settings& b) {
+  if (a.source != b.source || a.heads != b.heads || a.seed != b.seed || !(a.mask == b.mask) ||
+      a.fill != b.fill || a.scale != b.scale || a.dropout != b.dropout || a.train != b.train ||
+      a.valid_lens != b.valid_lens || a.mistake != b.mistake || a.kv_heads != b.kv_heads || a.rope != b.rope ||
+      a.rope_base != b.rope_base || a.rope_style != b.rope_style || a.alibi != b.alibi || a.softcap != b.softcap) {
+    return true;
+  }
+  if (a.scale == ScaleChoice::Temperature && a.temperature != b.temperature) return true;
+  if (a.scale == ScaleChoice::Factor && a.scale_factor != b.scale_factor) return true;
+  switch (a.source) {
+    case InputSource::Text:
+      return a.text != b.text || a.cross_attention != b.cross_attention ||
+             (a.cross_attention && a.key_text != b.key_text) || a.head_dim != b.head_dim ||
+             a.positional_encoding != b.positional_encoding || a.bias != b.bias;
+    case InputSource::Synthetic:
+      return a.synthetic_L != b.synthetic_L || a.synthetic_S != b.synthetic_S ||
+             a.cross_attention != b.cross_attention || a.batch != b.batch || a.head_dim != b.head_dim ||
+             a.bias != b.bias;
+    case InputSource::Bundle:
+      // Bundles without weights get seeded ones of size H * d.
+      return a.bundle_path != b.bundle_path || a.head_dim != b.head_dim;
+    case InputSource::Model:
+      return a.model != b.model || a.model_text != b.model_text;
+  }
+  return false;
+}
+namespace {
+
+constexpr auto kSpinnerDelay = std::chrono::milliseconds(100);
+
+}  // namespace
+
+void receiveResult(AppState& state) {
+  ComputeState& c = state.compute;
+  std::optional<ComputeResult> result = c.worker->poll();
+  if (!result) return;
+  c.trace_generation = result->generation;
+  c.error = result->error;
+  c.cancelled = result->cancelled;
+  if (!result->cancelled) c.facts = result->facts;  // a cancelled job's sizes were never shown
+  c.runs = result->runs;
+  c.projections_reused = result->projections_reused;
+  c.raw_scores_reused = result->raw_scores_reused;
+  c.correct_view = result->correct_view;
+  c.prob_diff_max = std::move(result->prob_diff_max);
+  c.decode = result->decode;
+  c.decode_row_diff = std::move(result->decode_row_diff);
+  c.decode_error = result->decode_error;
+  if (result->view || result->correct_view) c.head_table = result->head_table;  // the shown view changed
+  if (result->view) {
+    c.view = result->view;
+    c.compute_ms = result->milliseconds;
+  }
+  setFocus(state, state.view.focus);  // fewer heads or batch items than before: clamp
+  setZoom(state, state.view.zoom);    // a smaller map: the window moves inside it
+  setStep(state, state.stepper.step);  // a shorter sequence: clamp
+  markStateChanged(state);
+}
+
+void postIfSettingsChanged(AppState& state) {
+  ComputeState& c = state.compute;
+  // A typed D the heads do not divide blocks sandbox runs only (a trained model ignores it).
+  if (!state.drafts.control_error.empty() && state.settings.source != InputSource::Model) return;
+  // Opening the stepper asks for the decoding of the same settings.
+  const bool decode = state.stepper.open;
+  if (c.posted_generation != 0 && !computeSettingsDiffer(state.settings, c.posted_settings) &&
+      (!decode || c.posted_decode))
+    return;
+  recomputeNow(state);
+}
+
+void recomputeNow(AppState& state) {
+  ComputeState& c = state.compute;
+  const bool decode = state.stepper.open;
+  c.posted_settings = state.settings;
+  c.posted_decode = decode;
+  c.posted_generation = c.worker->post(state.settings, decode);
+  c.posted_at = std::chrono::steady_clock::now();
+  c.cancelled = false;  // the maps shown stay, marked in progress instead
+  markStateChanged(state);
+}
+
+void cancelCompute(AppState& state) {
+  if (state.compute.progress < 0.0) return;  // nothing cancellable runs
+  state.compute.worker->cancel();
+  markStateChanged(state);
+}
+
+void updateBusy(AppState& state) {
+  ComputeState& c = state.compute;
+  const double fraction = c.pending() ? c.worker->progress() : -1.0;
+  const double progress = fraction < 0.0 ? -1.0 : std::floor(fraction * 100.0) / 100.0;
+  if (progress != c.progress) {
+    c.progress = progress;
+    markStateChanged(state);
+  }
+  const bool busy = c.pending() && std::chrono::steady_clock::now() - c.posted_at > kSpinnerDelay;
+  if (busy == c.busy) return;
+  c.busy = busy;
+  markStateChanged(state);
+}
+
+void computeToJson(const AppState& state, nlohmann::json& line) {
+  const ComputeState& c = state.compute;
+  line["generation"] = c.trace_generation;
+  line["pending"] = c.pending();
+  line["error"] = c.error;
+  line["maps_stale"] = c.mapsStale();
+  line["busy"] = c.busy;
+  line["progress"] = c.progress;    // a tiled overview in progress: fraction done; -1 otherwise
+  line["cancelled"] = c.cancelled;  // the latest job was cancelled (the maps are the previous result's)
+  line["compute_runs"] = c.runs;
+  line["projections_reused"] = c.projections_reused;
+  line["raw_scores_reused"] = c.raw_scores_reused;
+  line["compute_ms"] = c.compute_ms;
+  if (const ViewModel* v = c.view.get()) {
+    line["view_source"] = viewSourceName(v->source);
+    line["layers"] = v->layers;
+    line["heads"] = v->H;
+    line["B"] = v->B;
+    line["L"] = v->L;
+    line["S"] = v->S;
+    line["warnings"] = v->warnings;
+  }
+  if (const AttentionTrace* t = c.trace()) {
+    line["D"] = t->D;
+    line["d"] = t->d;
+    line["G"] = t->G;
+    line["variants"] = nlohmann::json::array();
+    for (Variant variant : t->variants) line["variants"].push_back(variantInfo(variant).name);
+    line["components"] = nlohmann::json::array();
+    for (const MaskComponent& component : t->mask.components) line["components"].push_back(component.name);
+  }
+}
+
+}  // namespace attnscope

@@ -1,0 +1,34 @@
+#include "gui/shell/app_state.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace attnscope {
+
+const ViewModel* shownView(const AppState& state) {
+  const ComputeState& c = state.compute;
+  const bool crashed_with_mistake = !c.error.empty() && c.correct_view;
+  return crashed_with_mistake ? c.correct_view.get() : c.view.get();
+}
+
+FocusLimits focusLimits(const AppState& state) {
+  const ViewModel* v = shownView(state);
+  if (!v) return {};
+  return {true, v->layers, v->B, v->H};
+}
+
+void setFocus(AppState& state, ViewFocus wanted) {
+  const ViewFocus focus = clampFocus(wanted, focusLimits(state));
+  if (focus == state.view.focus) return;
+  state.view.focus = focus;
+  saveLater(state);
+}
+
+void saveLater(AppState& state) {
+  state.persist.dirty = true;
+  state.persist.changed_at = std::chrono::steady_clock::now();
+  markStateChanged(state);
+}
+
+
+}  // namespace attnscope

@@ -1,0 +1,62 @@
+// F1: every keyboard shortcut.
+#include <imgui.h>
+
+#include "gui/shell/panels.h"
+
+namespace attnscope {
+
+void drawHelpOverlay(AppState& state) {
+  if (!state.ui.show_help) return;
+  const ImGuiViewport* viewport = ImGui::GetMainViewport();
+  ImGui::SetNextWindowPos(ImVec2(viewport->WorkPos.x + viewport->WorkSize.x * 0.5f,
+                                 viewport->WorkPos.y + viewport->WorkSize.y * 0.5f),
+                          ImGuiCond_Always, ImVec2(0.5f, 0.5f));
+  ImGui::SetNextWindowBgAlpha(0.95f);
+  if (ImGui::Begin("Keyboard shortcuts", &state.ui.show_help,
+                   ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoMove)) {
+    const char* rows[][2] = {
+        {"Left / Right", "focus the previous / next head"},
+        {"Up / Down", "focus the head one grid row up / down"},
+        {"Ctrl+S", "export the selected heatmap (the map kind chosen over the focus view, or the map clicked); "
+                   "zoomed: only the visible window, named in the file"},
+        {"Ctrl+Shift+S", "export all heads as one grid figure with a shared colour bar"},
+        {"Ctrl+Alt+S", "save a screenshot of the whole window"},
+        {"Ctrl+O", "open a bundle (directory of .npy files) or a model folder (config.json)"},
+        {"F1", "show / hide this help"},
+        {"F5", "show / hide the KV-cache stepper (decoding one token at a time)"},
+        {", / .", "stepper: one step back / forward"},
+        {"P", "stepper: play / pause"},
+        {"Home / End", "stepper: first / last step"},
+        {"Escape", "close this help or the open-bundle dialog"},
+        {"Ctrl+Q", "quit (settings are saved)"},
+        {"Ctrl+click a slider", "type an exact value (clamped to the valid range)"},
+        {"hover a heatmap cell", "tooltip with tokens, scores, mask and probability"},
+        {"click a head tile", "focus that head"},
+        {"click a metrics column header", "sort the head table by it (again: reverse)"},
+        {"click a metrics table row", "focus that head"},
+        {"click a query token (row label)", "its attention in every head (Query focus tab)"},
+        {"Ctrl+click a query token", "add it to (or remove it from) the chosen queries"},
+        {"click a score / probability / mask map", "select it for Ctrl+S (highlighted)"},
+        {"map: rollout / flow (focus view)", "attention rollout / flow after each layer (sources with several layers)"},
+        {"mouse wheel over a focus map", "zoom in / out around the pointer (axis labels and tooltip follow)"},
+        {"drag a focus map", "pan the zoomed window"},
+        {"0", "reset the zoom: the whole map again"},
+    };
+    if (ImGui::BeginTable("shortcuts", 2, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) {
+      for (const auto& row : rows) {
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.3f, 1.0f), "%s", row[0]);
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(row[1]);
+      }
+      ImGui::EndTable();
+    }
+    ImGui::TextDisabled("Shortcuts are ignored while a text box is being edited.");
+    ImGui::TextDisabled("Exports go to the folder and formats set under Export in the control panel.");
+    state.script.layout.recordWindow("help_overlay");
+  }
+  ImGui::End();
+}
+
+}  // namespace attnscope

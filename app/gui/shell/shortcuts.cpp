@@ -1,0 +1,104 @@
+#include "gui/shell/shortcuts.h"
+
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "gui/jobs/compute_sync.h"
+#include "gui/features/exports/export_jobs.h"
+
+namespace attnscope {
+namespace {
+
+// The grid ordered by the head table: Left/Right step to the previous / next head in the
+// table's order, Up/Down one grid row (grid_columns heads) back / on; stops at the ends.
+ViewFocus tableOrderTarget(const AppState& state, int key) {
+  const std::vector<int64_t>& order = state.view.table.order;
+  ViewFocus focus = state.view.focus;
+  const int64_t H = focusLimits(state).heads;
+  const auto at = std::find(order.begin(), order.end(), focus.layer * H + focus.head);
+  if (at == order.end()) return focus;
+  const int64_t step = key == GLFW_KEY_LEFT ? -1 : key == GLFW_KEY_RIGHT ? 1
+                       : key == GLFW_KEY_UP ? -state.view.grid_columns : key == GLFW_KEY_DOWN ? state.view.grid_columns : 0;
+  const int64_t k = (at - order.begin()) + step;
+  if (step == 0 || k < 0 || k >= static_cast<int64_t>(order.size())) return focus;
+  focus.layer = order[k] / H;
+  focus.head = order[k] % H;
+  return focus;
+}
+
+// Arrow keys move across the grid: one layer, Left/Right step through the heads and
+// Up/Down move one grid row; several layers, Left/Right move across heads and Up/Down
+// across layers; the grid ordered by the table, through the table's order. setFocus
+// clamps at the edges.
+ViewFocus arrowTarget(const AppState& state, int key) {
+  if (gridFollowsTable(state)) return tableOrderTarget(state, key);
+  const bool several_layers = focusLimits(state).layers > 1;
+  ViewFocus focus = state.view.focus;
+  if (key == GLFW_KEY_LEFT) focus.head -= 1;
+  if (key == GLFW_KEY_RIGHT) focus.head += 1;
+  const int64_t step = key == GLFW_KEY_UP ? -1 : key == GLFW_KEY_DOWN ? 1 : 0;
+  if (several_layers) focus.layer += step;
+  else focus.head += step * state.view.grid_columns;
+  return focus;
+}
+
+// The stepper's keys while it is open: . / , step forward / back, P plays or pauses,
+// Home / End go to the first / last step. True when the key was one of them.
+bool stepperKey(AppState& state, int key) {
+  StepperState& s = state.stepper;
+  switch (key) {
+    case GLFW_KEY_PERIOD: s.playing = false; setStep(state, s.step + 1); return true;
+    case GLFW_KEY_COMMA: s.playing = false; setStep(state, s.step - 1); return true;
+    case GLFW_KEY_HOME: s.playing = false; setStep(state, 0); return true;
+    case GLFW_KEY_END: s.playing = false; setStep(state, std::numeric_limits<int64_t>::max()); return true;
+    case GLFW_KEY_P:
+      s.playing = !s.playing && state.compute.decode;
+      if (s.playing && s.step + 1 >= state.compute.decode->L) setStep(state, 0);  // replay from the start
+      s.next_step_at = std::chrono::steady_clock::now() + kStepperPlayInterval;
+      markStateChanged(state);
+      return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+void handleShortcuts(AppState& state) {
+  UiState& ui = state.ui;
+  std::vector<UiState::KeyPress> presses;
+  presses.swap(ui.key_presses);
+  for (const UiState::KeyPress& press : presses) {
+    if (press.key != GLFW_KEY_ESCAPE) continue;  // Escape closes overlays, even from a text box
+    if (ui.show_help) ui.show_help = false;
+    else if (state.compute.progress >= 0.0 && !state.open_dialog.modal_open) cancelCompute(state);  // a tiled overview
+    else state.open_dialog.close_requested = true;
+    markStateChanged(state);
+  }
+  if (ImGui::GetIO().WantTextInput) return;  // typing in a text box
+  const bool popup_open = ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId);
+  for (const UiState::KeyPress& press : presses) {
+    const bool ctrl = (press.mods & GLFW_MOD_CONTROL) != 0;
+    const bool shift = (press.mods & GLFW_MOD_SHIFT) != 0, alt = (press.mods & GLFW_MOD_ALT) != 0;
+    if (press.key == GLFW_KEY_F1) {
+      ui.show_help = !ui.show_help;
+      markStateChanged(state);
+    }
+    if (ctrl && press.key == GLFW_KEY_Q) ui.quit_requested = true;
+    if (press.key == GLFW_KEY_F5) toggleStepper(state);
+    if (state.stepper.open && !ctrl && !popup_open && stepperKey(state, press.key)) continue;
+    if (ctrl && press.key == GLFW_KEY_O) state.open_dialog.requested = true;
+    if (ctrl && press.key == GLFW_KEY_S && !popup_open) {
+      if (alt) state.exports.screenshot_requested = true;  // read after this frame is rendered
+      else requestFigureExport(state, shift ? "grid" : "view");
+    }
+    if (!state.compute.view || popup_open || ctrl) continue;
+    if (press.key == GLFW_KEY_0 || press.key == GLFW_KEY_KP_0) setZoom(state, CellWindow{});  // whole map again
+    setFocus(state, arrowTarget(state, press.key));
+  }
+}
+
+}  // namespace attnscope

@@ -1,0 +1,101 @@
+// Bottom line: sizes, the last recompute time, memory in use, and a spinner while busy.
+#include <imgui.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "gui/jobs/compute_sync.h"
+#include "gui/shell/panels.h"
+
+namespace attnscope {
+namespace {
+
+// Resident set size from /proc/self/statm (second field, in pages).
+double residentMiB() {
+  std::FILE* file = std::fopen("/proc/self/statm", "r");
+  if (!file) return 0.0;
+  unsigned long long total = 0, resident = 0;
+  const int read = std::fscanf(file, "%llu %llu", &total, &resident);
+  std::fclose(file);
+  if (read != 2) return 0.0;
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+}
+
+}  // namespace
+
+void drawStatusBar(AppState& state) {
+  if (beginPanelWindow(state, "##status", Panel::StatusBar,
+                       ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoScrollbar)) {
+    if (state.compute.progress >= 0.0) {  // a tiled overview: progress and Cancel (Escape)
+      char label[64];
+      std::snprintf(label, sizeof label, "overview of every head %.0f%%", 100.0 * state.compute.progress);
+      ImGui::ProgressBar(static_cast<float>(state.compute.progress), ImVec2(260, 0), label);
+      recordLayout(state, "overview_progress");
+      ImGui::SameLine();
+      if (ImGui::SmallButton("Cancel")) cancelCompute(state);
+      recordLayout(state, "overview_cancel");
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("stop computing the overview (Escape); the maps shown stay");
+      ImGui::SameLine();
+    }
+    if (state.compute.busy) {  // a recompute has run for more than ~100 ms
+      drawSpinner(ImGui::GetTextLineHeight() / 2 + 1);
+      recordLayout(state, "spinner");
+      ImGui::SameLine();
+      ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.3f, 1.0f), "computing... %.1f s",
+                         std::chrono::duration<double>(std::chrono::steady_clock::now() - state.compute.posted_at).count());
+      ImGui::SameLine();
+    }
+    const ViewModel* v = state.compute.view.get();
+    if (const AttentionTrace* t = state.compute.trace()) {
+      ImGui::Text("B=%lld  L=%lld  S=%lld  D=%lld  H=%lld  d=%lld   |   recompute %.1f ms   |   memory %.0f MiB",
+                  static_cast<long long>(t->B), static_cast<long long>(t->L), static_cast<long long>(t->S),
+                  static_cast<long long>(t->D), static_cast<long long>(t->H), static_cast<long long>(t->d),
+                  state.compute.compute_ms, residentMiB());
+    } else if (v && v->tiled) {
+      ImGui::Text("tiled: B=%lld  L=%lld  S=%lld  H=%lld   |   overview %lldx%lld of every head %.1f s   |   memory %.0f MiB",
+                  static_cast<long long>(v->B), static_cast<long long>(v->tiled->L), static_cast<long long>(v->tiled->S),
+                  static_cast<long long>(v->H), static_cast<long long>(v->L), static_cast<long long>(v->S),
+                  state.compute.compute_ms / 1000.0, residentMiB());
+    } else if (v && v->source == ViewSource::ModelRun) {
+      ImGui::Text("model %s: layers=%lld  H=%lld  L=%lld (context %lld)   |   run %.1f ms   |   memory %.0f MiB",
+                  v->model.c_str(), static_cast<long long>(v->layers), static_cast<long long>(v->H),
+                  static_cast<long long>(v->L), static_cast<long long>(v->context), state.compute.compute_ms, residentMiB());
+    } else if (v) {
+      ImGui::Text("imported: layers=%lld  B=%lld  H=%lld  L=%lld  S=%lld   |   load %.1f ms   |   memory %.0f MiB",
+                  static_cast<long long>(v->layers), static_cast<long long>(v->B), static_cast<long long>(v->H),
+                  static_cast<long long>(v->L), static_cast<long long>(v->S), state.compute.compute_ms, residentMiB());
+    } else {
+      ImGui::Text("no result   |   memory %.0f MiB", residentMiB());
+    }
+    // A long error or warning is cut short of the hint at the right (the tooltip holds all of it).
+    const char* const hint = "F1: shortcuts";
+    const float hint_x = ImGui::GetWindowWidth() - ImGui::GetStyle().WindowPadding.x - ImGui::CalcTextSize(hint).x;
+    const auto drawNote = [&](const ImVec4& color, const std::string& text) {
+      ImGui::SameLine(0.0f, 3 * ImGui::CalcTextSize(" ").x);
+      const float room = hint_x - ImGui::GetStyle().ItemSpacing.x - ImGui::GetCursorPosX();
+      ImGui::TextColored(color, "%s", fitText(text, room).c_str());
+      recordLayout(state, "status_note");
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", text.c_str());
+    };
+    if (state.compute.mapsStale() && state.compute.cancelled) {
+      ImGui::SameLine();
+      ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "   cancelled: the maps shown are the previous result's");
+      recordLayout(state, "cancelled_note");
+      ImGui::SameLine();
+      if (ImGui::SmallButton("Recompute")) recomputeNow(state);
+      recordLayout(state, "recompute_button");
+    } else if (state.compute.mapsStale()) {  // the numbers above are the previous result's
+      drawNote(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "out of date: " + state.compute.error);
+    } else if (v && !v->warnings.empty()) {
+      drawNote(ImVec4(1.0f, 0.62f, 0.18f, 1.0f), v->warnings.front());
+    }
+    ImGui::SameLine(hint_x);
+    ImGui::TextDisabled("%s", hint);
+    recordLayout(state, "status_hint");
+  }
+  ImGui::End();
+}
+
+}  // namespace attnscope

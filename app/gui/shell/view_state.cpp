@@ -1,0 +1,32 @@
+#include "gui/shell/view_state.h"
+
+#include <algorithm>
+
+namespace attnscope {
+
+ViewFocus clampFocus(ViewFocus focus, const FocusLimits& limits) {
+  if (!limits.known) return focus;
+  focus.layer = std::clamp<int64_t>(focus.layer, 0, limits.layers - 1);
+  focus.batch_item = std::clamp<int64_t>(focus.batch_item, 0, limits.batch - 1);
+  focus.head = std::clamp<int64_t>(focus.head, 0, limits.heads - 1);
+  return focus;
+}
+
+void chooseQuery(QueryFocusView& view, int64_t query, bool add) {
+  std::vector<int64_t>& q = view.queries;
+  const auto found = std::lower_bound(q.begin(), q.end(), query);
+  if (!add) q = {query};
+  else if (found != q.end() && *found == query) q.erase(found);
+  else q.insert(found, query);
+}
+
+const char* focusTabName(FocusTab tab) {
+  switch (tab) {
+    case FocusTab::Maps: return "maps";
+    case FocusTab::Compare: return "compare";
+    case FocusTab::QueryFocus: return "query_focus";
+  }
+  return "maps";
+}
+
+}  // namespace attnscope

@@ -1,0 +1,106 @@
+// What the views show and where the pointer is. The focused (layer, head, batch item) is
+// owned here and only here: every change goes through setFocus() (app_state.h), which
+// clamps it to the shown result, so panels read it as is and results never write back
+// into Settings.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "analysis/compare.h"
+#include "analysis/head_table.h"
+#include "config/settings.h"
+#include "view/map_kinds.h"
+#include "view/zoom.h"
+
+namespace attnscope {
+
+// The cell under the pointer, shared by the score, probability and mask views and the
+// head grid (crosshair). row = query index i, col = key index j.
+struct HoverCell {
+  int64_t row = -1, col = -1;
+  bool valid() const { return row >= 0 && col >= 0; }
+  bool operator==(const HoverCell& o) const { return row == o.row && col == o.col; }
+  bool operator!=(const HoverCell& o) const { return !(*this == o); }
+};
+
+// Sizes a focus must fit: [layers, B, H] of the shown result; unknown before the first one.
+struct FocusLimits {
+  bool known = false;
+  int64_t layers = 1, batch = 1, heads = 1;
+};
+
+// The head metrics table: how it is sorted, whether the grid follows it, and the order
+// (recomputed by updateHeadOrder when the table, batch item or sort change).
+struct HeadTableView {
+  HeadSort sort;                // set by clicking a column header (or restored from view.json)
+  bool sort_to_table = false;   // restored: hand `sort` to the ImGui table on its next draw
+  bool order_grid = false;      // "order grid by table"
+  std::vector<int64_t> order;   // heads n = layer * H + head of the focused batch item, table order
+  uint64_t order_generation = 0;  // what order was computed for (result, batch item, sort)
+  int64_t order_batch = -1;
+  HeadSort order_sort;
+};
+
+// What the focus panel shows: the focused maps, the compare view or query focus.
+enum class FocusTab { Maps, Compare, QueryFocus };
+const char* focusTabName(FocusTab tab);  // "maps", "compare", "query_focus" (state log)
+
+// One map of the compare view: (layer, head) of the focused batch item, from this run, from
+// the mistakes lab's correct run (the same inputs without the mistake), or from this run's
+// settings under another mistake (`with`, e.g. NoScaling: a second run, features/compare/compare.h).
+struct MapPick {
+  int64_t layer = 0, head = 0;
+  bool correct_run = false;
+  Mistake with = Mistake::None;  // != None: the settings with this mistake instead (not with correct_run)
+  bool operator==(const MapPick& o) const {
+    return layer == o.layer && head == o.head && correct_run == o.correct_run && with == o.with;
+  }
+  bool operator!=(const MapPick& o) const { return !(*this == o); }
+};
+
+// The compare view's choice: A and B (A - B is shown); set to defaults on first opening.
+struct CompareView {
+  MapPick a, b;
+  bool chosen = false;  // false: defaults (focus vs next head, or buggy vs correct run)
+};
+
+// Query focus: chosen query rows of the focused batch item, shown across every layer and
+// head as bars over the keys, summed or averaged.
+struct QueryFocusView {
+  std::vector<int64_t> queries;         // sorted, unique; empty = none chosen
+  RowCombine combine = RowCombine::Mean;
+};
+// Click a query token: choose only it; Ctrl+click: add it to (or take it out of) the choice.
+void chooseQuery(QueryFocusView& view, int64_t query, bool add);
+
+struct ViewState {
+  ViewFocus focus;        // (layer, head, batch item); within the shown result's limits
+  // The map kind chosen (focus view's chooser, a click on a map, the mask panel): the focus
+  // view and grid show it, Ctrl+S exports it. Probabilities by default.
+  MapKind map_kind = MapKind::Probs;
+  HoverCell hover;        // drawn this frame (from the previous frame's pointer)
+  HoverCell hover_next;   // collected while drawing this frame
+  // A tiled source (its maps are an overview): the real cell under the pointer in the focus
+  // view, while hover holds the overview block that contains it.
+  HoverCell map_hover, map_hover_next;
+  int grid_columns = 1;   // head grid layout, for Up/Down
+  // Focus view zoom: the visible window of every focus map (whole() = not zoomed). View
+  // state, never saved with the settings; changed only through setZoom (app_state.h).
+  CellWindow zoom;
+  std::optional<CellWindow> pan_from;  // the window when the current drag began
+  HeadTableView table;
+  FocusTab tab = FocusTab::Maps;
+  bool tab_requested = false;  // select `tab` in the tab bar next frame (shortcut, label click)
+  CompareView compare;
+  QueryFocusView query_focus;
+  // Model runs: the query position whose next-token predictions are shown when no map is
+  // hovered (clicked in a map); -1 = the last position. Clamped where it is read.
+  int64_t selected_query = -1;
+};
+
+// The one clamp: each index into [0, limit - 1]; unchanged while the limits are unknown.
+ViewFocus clampFocus(ViewFocus focus, const FocusLimits& limits);
+
+}  // namespace attnscope
