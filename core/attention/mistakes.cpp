@@ -57,23 +57,15 @@ Stage& findStage(std::vector<Stage>& stages, const char* name) {
 
 }  // namespace
 
-std::vector<Mistake> allMistakes() {
-  std::vector<Mistake> all;
-  for (const MistakeInfo& info : kMistakes) all.push_back(info.mistake);
-  return all;
-}
+std::vector<Mistake> allMistakes() { return mistakeNames().values(); }
 
 const char* mistakeName(Mistake mistake) { return mistakeInfo(mistake).name; }
 const char* mistakeDescription(Mistake mistake) { return mistakeInfo(mistake).description; }
 const char* mistakeFix(Mistake mistake) { return mistakeInfo(mistake).fix; }
 
-Mistake mistakeFromName(const std::string& name) {
-  std::string names;
-  for (const MistakeInfo& info : kMistakes) {
-    if (name == info.name) return info.mistake;
-    names += (names.empty() ? "" : ", ") + std::string(info.name);
-  }
-  throw InputError("unknown mistake '" + name + "' (one of: " + names + ")");
+const NameTable<Mistake>& mistakeNames() {
+  static const NameTable<Mistake> table("mistake", kMistakes, &MistakeInfo::mistake, &MistakeInfo::name);
+  return table;
 }
 
 void checkMistakeHeads(const AttentionOptions& options, int64_t H, int64_t G) {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "registry/name_table.h"
+
 namespace attnscope {
 
 enum class Mistake {
@@ -23,10 +25,10 @@ enum class Mistake {
   MaskNotBroadcast,           // [B, S] padding mask added to [B, H, L, S] without unsqueeze
 };
 
+// "none", "floor-div-scale", ...: unknown names read "unknown mistake 'x' (one of: none, ...)".
+const NameTable<Mistake>& mistakeNames();
 std::vector<Mistake> allMistakes();          // in enum order, None first (for combos / --help)
 const char* mistakeName(Mistake mistake);    // "none", "floor-div-scale", ...
-// Throws InputError "unknown mistake 'x' (one of: none, floor-div-scale, ...)".
-Mistake mistakeFromName(const std::string& name);
 const char* mistakeDescription(Mistake mistake);  // one line: what goes wrong, which seed
 const char* mistakeFix(Mistake mistake);          // the correct PyTorch line ("" for None)
 

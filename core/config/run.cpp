@@ -51,12 +51,10 @@ void applyVariantKeys(const nlohmann::json& meta, const std::function<void(const
     }
   }
   if (const auto* v = get("rope_style")) {
-    if (!v->is_string()) bad("rope_style", "must be \"half\" or \"interleaved\"");
-    try {
-      s.rope_style = ropeStyleFromName(v->get<std::string>());
-    } catch (const InputError& e) {
-      bad("rope_style", std::string("is invalid: ") + e.what());
-    }
+    if (!v->is_string()) bad("rope_style", "must be " + ropeStyleNames().list(" or ", true));
+    const std::optional<RopeStyle> style = ropeStyleNames().find(v->get<std::string>());
+    if (!style) bad("rope_style", "is invalid: " + ropeStyleNames().unknown(v->get<std::string>()));
+    s.rope_style = *style;
   }
   if (const auto* v = get("alibi")) {
     if (!v->is_boolean()) bad("alibi", "must be true or false");
@@ -109,9 +107,9 @@ void applyBundleRunKeys(const nlohmann::json& meta, const std::string& json_path
   if (meta.contains("fill")) {
     const auto& f = meta["fill"];
     std::optional<MaskFill> fill;
-    if (f.is_string()) fill = maskFillFromName(f.get<std::string>());
+    if (f.is_string()) fill = maskFillNames().find(f.get<std::string>());
     else if (f.is_number() && std::fabs(f.get<double>()) == 1e9) fill = MaskFill::NegBillion;
-    if (!fill) bad("fill", "must be \"inf\" or \"1e9\"");
+    if (!fill) bad("fill", "must be " + maskFillNames().list(" or ", true));
     s.fill = *fill;
   }
   if (meta.contains("dropout")) {

@@ -33,40 +33,26 @@ constexpr ScaleRow kScales[] = {
 
 }  // namespace
 
-const char* inputSourceName(InputSource source) {
-  for (const SourceRow& row : kSources)
-    if (row.source == source) return row.name;
-  return "text";
+const NameTable<InputSource>& inputSourceNames() {
+  static const NameTable<InputSource> table("source", kSources, &SourceRow::source, &SourceRow::name);
+  return table;
 }
 
-std::optional<InputSource> inputSourceFromName(const std::string& name) {
-  for (const SourceRow& row : kSources)
-    if (name == row.name) return row.source;
-  return std::nullopt;
+const char* inputSourceName(InputSource source) { return inputSourceNames().name(source); }
+
+const NameTable<ScaleChoice>& scaleChoiceNames() {
+  static const NameTable<ScaleChoice> table("scale", kScales, &ScaleRow::choice, &ScaleRow::name);
+  return table;
 }
 
-std::vector<ScaleChoice> allScaleChoices() {
-  std::vector<ScaleChoice> all;
-  for (const ScaleRow& row : kScales) all.push_back(row.choice);
-  return all;
-}
+std::vector<ScaleChoice> allScaleChoices() { return scaleChoiceNames().values(); }
 
-const char* scaleChoiceName(ScaleChoice choice) {
-  for (const ScaleRow& row : kScales)
-    if (row.choice == choice) return row.name;
-  return "inv_sqrt_d";
-}
+const char* scaleChoiceName(ScaleChoice choice) { return scaleChoiceNames().name(choice); }
 
 const char* scaleChoiceLabel(ScaleChoice choice) {
   for (const ScaleRow& row : kScales)
     if (row.choice == choice) return row.label;
   return "";
-}
-
-std::optional<ScaleChoice> scaleChoiceFromName(const std::string& name) {
-  for (const ScaleRow& row : kScales)
-    if (name == row.name) return row.choice;
-  return std::nullopt;
 }
 
 std::optional<ScaleSetting> scaleFromFactor(double factor) {

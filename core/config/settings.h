@@ -10,6 +10,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "attention/attention.h"
+#include "registry/name_table.h"
 #include "view/colormap.h"
 
 namespace attnscope {
@@ -29,12 +30,12 @@ enum class ScaleChoice {
 };
 
 // Name tables, the one place each name lives (settings JSON, CLI flags, bundle.json, combos).
-const char* inputSourceName(InputSource source);  // "text", "synthetic", "bundle", "model"
-std::optional<InputSource> inputSourceFromName(const std::string& name);
+const NameTable<InputSource>& inputSourceNames();  // "text", "synthetic", "bundle", "model"
+const char* inputSourceName(InputSource source);   // inputSourceNames().name(source)
+const NameTable<ScaleChoice>& scaleChoiceNames();  // "inv_sqrt_d", "none", "temperature", "factor"
 std::vector<ScaleChoice> allScaleChoices();        // in enum order
-const char* scaleChoiceName(ScaleChoice choice);   // "inv_sqrt_d", "none", "temperature", "factor"
+const char* scaleChoiceName(ScaleChoice choice);   // scaleChoiceNames().name(choice)
 const char* scaleChoiceLabel(ScaleChoice choice);  // "1 / sqrt(d)", ... (the app's combo)
-std::optional<ScaleChoice> scaleChoiceFromName(const std::string& name);
 
 // A scale as `compute --scale` and bundle.json write it: "none", "default" / "sqrt"
 // (1/sqrt(d)) or a positive finite factor (ScaleChoice::Factor). nullopt when invalid.
