@@ -105,6 +105,22 @@ struct Settings {
   int64_t modelDim() const { return heads * head_dim; }
 };
 
+// What a change of each setting calls for, declared here beside Settings so that a new
+// setting is not forgotten (settings_test checks that every key settingsToJson writes has
+// a row): a recompute of the maps (always, for some sources or under a condition), or only
+// a redraw (view preferences, export options).
+struct SettingField {
+  const char* name;  // its settings JSON key
+  bool (*differ)(const Settings& a, const Settings& b);
+  // Whether a change of it recomputes, given the settings `a`; null: never (view only).
+  bool (*recomputes)(const Settings& a);
+};
+const std::vector<SettingField>& settingFields();  // in the order of Settings' members
+
+// True when a and b differ in a setting that recomputes for a (its source, its scale):
+// the app recomputes then (view-only fields such as colormap and log scale do not count).
+bool computeSettingsDiffer(const Settings& a, const Settings& b);
+
 // Which map the views show. Not a setting: the app owns it (clamped to each result, never
 // written back into Settings), but it is saved in the settings JSON beside the settings
 // ("focused_layer", "focused_head", "batch_item") so that an export's JSON reopens the
