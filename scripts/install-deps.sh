@@ -3,7 +3,8 @@
 # Usage: scripts/install-deps.sh [--gui] [--test] [--fuzz]
 set -euo pipefail
 
-packages=(cmake g++ make pkg-config libeigen3-dev libopenblas-openmp-dev libhwy-dev nlohmann-json3-dev libcli11-dev libzip-dev libxxhash-dev
+packages=(cmake g++ make pkg-config libeigen3-dev libopenblas-openmp-dev libhwy-dev nlohmann-json3-dev libcli11-dev libzip-dev zlib1g-dev libxxhash-dev
+          libpcre2-dev libutf8proc-dev
           libstb-dev libcairo2-dev fonts-dejavu-core fonts-wqy-microhei
           libimgui-dev libglfw3-dev python3-glad libgl1-mesa-dev libgl1-mesa-dri)
 for arg in "$@"; do
@@ -11,7 +12,11 @@ for arg in "$@"; do
     --gui) packages+=(xdg-user-dirs) ;;
     --test) packages+=(libgtest-dev libgmock-dev libbenchmark-dev xvfb xauth mesa-utils
                        xdotool imagemagick libxml2-utils poppler-utils python3-numpy python3-pil python3-torch
-                       python3-networkx) ;;
+                       python3-networkx chromium nodejs)
+            # npm installs the tests' JS references into the build folder (puppeteer-core for the
+            # HTML export's browser test, the tokenizer references); a Node.js that ships its own
+            # npm (NodeSource) conflicts with Debian's npm package, so npm only when missing.
+            command -v npm >/dev/null 2>&1 || packages+=(npm) ;;
     --fuzz) packages+=(clang libclang-rt-14-dev libomp-dev) ;;
     *) echo "install-deps.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac

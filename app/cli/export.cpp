@@ -176,7 +176,8 @@ int exportCommand(const ExportFlags& flags) {
 }  // namespace
 
 int runExportCommand(int argc, char** argv) {
-  CLI::App app{"Export attention heatmaps as figures (png, svg, pdf) and raw matrices (npy, csv), "
+  CLI::App app{"Export attention heatmaps as figures (png, svg, pdf), raw matrices (npy, csv) and one interactive "
+               "page of every layer and head (html), "
                "with a settings JSON beside each, without a display.",
                "attnscope export"};
   ExportFlags flags;
@@ -192,7 +193,7 @@ int runExportCommand(int argc, char** argv) {
                                            "figure is the atlas of these layers");
   app.add_option("--heads", flags.heads, "heads to export for probs/scores: all, or indices such as 0,3 (default: the settings' focused head, 0)");
   app.add_option("--batch", flags.batch, "batch item (default: the settings' batch item, 0)");
-  app.add_option("--format", flags.format, "formats, comma-separated: png, svg, pdf, npy, csv (default: the settings' formats, png)");
+  app.add_option("--format", flags.format, "formats, comma-separated: png, svg, pdf, npy, csv, html (default: the settings' formats, png); html: one self-contained page of every layer and head, attention_bN_<mask>_LxS.html");
   app.add_option("--colormap", flags.colormap, colormapNames().list(" or ") + " (scores are always diverging)");
   app.add_option("--cell-px", flags.cell_px, "pixels per cell (default: matrix >= 512 px on its longer side)");
   app.add_option("--mask", flags.mask, "mask: none, or terms joined by '+' (causal, window:W, ...)");

@@ -77,6 +77,38 @@ std::vector<int64_t> distinctOrAll(const std::vector<int64_t>& given, int64_t co
   return out;
 }
 
+// The HTML page's caption: the model (or the sandbox), where the maps came from, the text.
+void setHtmlCaption(HtmlRequest& html, const Settings& settings, const ViewModel& view) {
+  html.model = !view.model.empty()                       ? view.model
+               : settings.source == InputSource::Model  ? settings.model
+               : settings.source == InputSource::Bundle ? "attention from a bundle"
+                                                         : "attnscope sandbox (random weights)";
+  switch (settings.source) {
+    case InputSource::Model:
+      html.source = "model run";
+      html.text = settings.model_text;
+      break;
+    case InputSource::Text:
+      html.source = "text, " + std::string(viewSourceName(view.source));
+      html.text = settings.text + (settings.cross_attention ? "\nkeys: " + settings.key_text : "");
+      break;
+    case InputSource::Synthetic:
+      html.source = "synthetic input";
+      break;
+    case InputSource::Bundle:
+      html.source = (view.source == ViewSource::Imported ? "attention bundle " : "tensor bundle ") + settings.bundle_path;
+      break;
+  }
+}
+
+// The formats but "html": those rendered per figure ("html" is one page of the whole view).
+std::vector<std::string> figureFormats(const std::vector<std::string>& formats) {
+  std::vector<std::string> figure_formats;
+  for (const std::string& format : formats)
+    if (format != "html") figure_formats.push_back(format);
+  return figure_formats;
+}
+
 OutputFile renderFile(const std::string& format, const Figure& figure) {
   if (format == "png") return {format, renderFigurePng(figure), {}};
   if (format == "svg") return {format, renderFigureSvg(figure), {}};
@@ -203,6 +235,8 @@ struct ExportPlan {
   int64_t cell_px = 0;
   std::string dir;
   std::string mask_name;  // the mask's short name, for file names
+  std::vector<std::string> figure_formats;  // the request's formats but "html"
+  bool html = false;                        // one page of the whole view too
 };
 
 ExportPlan planExport(const Settings& settings, const ViewModel& view, const ExportRequest& request) {
@@ -220,6 +254,8 @@ ExportPlan planExport(const Settings& settings, const ViewModel& view, const Exp
   plan.mask_name = view.source == ViewSource::Imported   ? "imported"
                    : view.source == ViewSource::ModelRun ? MaskSpec::parse(view.maps[0].mask_name).shortName()
                                                          : settings.mask.shortName();
+  plan.figure_formats = figureFormats(request.formats);
+  plan.html = plan.figure_formats.size() < request.formats.size();
   return plan;
 }
 
@@ -232,9 +268,10 @@ struct ExportItem {
 };
 
 // One figure per (layer, head) for probs/scores; one per layer for rollout/flow; one mask
-// (of the first layer); one atlas.
+// (of the first layer); one atlas. None when only the HTML page is asked for.
 std::vector<ExportItem> exportItems(const std::vector<std::string>& what_names, const ExportPlan& plan) {
   std::vector<ExportItem> items;
+  if (plan.figure_formats.empty()) return items;
   for (const std::string& what : what_names) {
     if (what == "probs" || what == "scores") {
       for (int64_t layer : plan.layers)
@@ -281,7 +318,28 @@ FigureJob itemJob(const Settings& settings, const ViewModel& view, const ExportR
                                          view.mapL(), view.mapS(), tiled_window || !view.tiled ? window : CellWindow{});
   // A tiled source's whole map is its overview: named so.
   if (view.tiled && !tiled_window) base_name += "_overview" + std::to_string(view.L) + "x" + std::to_string(view.S);
-  FigureJob job = renderJob(base_name, figure, request.formats);
+  FigureJob job = renderJob(base_name, figure, plan.figure_formats);
+  job.files.push_back({"json", reopenSettingsJson(settings, request, plan, item), {}});
+  return job;
+}
+
+// The one page of the whole view: attention[_L0,2]_b0_<mask>_L9xS9.html, its settings beside it.
+FigureJob htmlJob(const Settings& settings, const ViewModel& view, const ExportRequest& request,
+                  const ExportPlan& plan) {
+  HtmlRequest page;
+  page.layers = plan.layers;
+  page.batch = plan.batch;
+  page.focus_layer = request.focus.layer;
+  page.focus_head = request.focus.head;
+  page.colormap = plan.colormap;
+  page.log_scale = settings.log_scale;
+  page.window = request.window;
+  setHtmlCaption(page, settings, view);
+  FigureJob job;
+  job.base_name = exportBaseName("attention", plan.all_layers ? std::vector<int64_t>{} : plan.layers, -1, plan.batch,
+                                 plan.mask_name, view.mapL(), view.mapS());
+  job.files.push_back({"html", renderViewHtml(view, page), {}});
+  const ExportItem item{"html", {plan.layers[0]}, {}, -1};
   job.files.push_back({"json", reopenSettingsJson(settings, request, plan, item), {}});
   return job;
 }
@@ -299,6 +357,7 @@ std::vector<std::string> exportFigures(const Settings& settings, const ViewModel
   // anything is written.
   std::vector<FigureJob> jobs;
   for (const ExportItem& item : exportItems(request.what, plan)) jobs.push_back(itemJob(settings, view, request, plan, item));
+  if (plan.html) jobs.push_back(htmlJob(settings, view, request, plan));
   return writeJobs(plan.dir, jobs);
 }
 
@@ -306,7 +365,8 @@ std::vector<std::string> exportFigureFiles(const Figure& figure, const std::stri
                                            const std::vector<std::string>& formats, const std::string& json_text,
                                            const std::string& dir) {
   checkNames(formats, exportFormatNames(), "format");
-  FigureJob job = renderJob(base_name, figure, formats);
+  // A single figure (the A - B map) is not a view: "html" pages come from exportFigures.
+  FigureJob job = renderJob(base_name, figure, figureFormats(formats));
   job.files.push_back({"json", json_text, {}});
   return writeJobs(dir, {job});
 }

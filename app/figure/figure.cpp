@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
+#include <tuple>
 
 namespace attnscope {
 namespace {
@@ -65,9 +66,7 @@ FigurePanel mapPanel(const ViewModel& view, const float* values, int64_t layer, 
 // max] ([smallest positive, max] on a log scale); [0, 1] / 1e-6 when there is nothing.
 void setProbsRange(Figure& figure, const ViewModel& view, const std::vector<int64_t>& layers, int64_t b,
                    bool log_scale) {
-  const MapRange range = view.probsRangeOver(b, layers);
-  figure.high = range.max > 0.0f ? range.max : 1.0f;
-  figure.low = log_scale ? (std::isfinite(range.min_positive) ? range.min_positive : 1e-6f) : std::min(0.0f, range.min);
+  std::tie(figure.low, figure.high) = probsColorScale(view, layers, b, log_scale);
   figure.log_scale = log_scale;
 }
 
@@ -81,6 +80,19 @@ std::string mapName(const ViewModel& view, int64_t layer, int64_t h) {
 }
 
 }  // namespace
+
+std::pair<float, float> probsColorScale(const ViewModel& view, const std::vector<int64_t>& layers, int64_t b,
+                                        bool log_scale) {
+  const MapRange range = view.probsRangeOver(b, layers);
+  const float high = range.max > 0.0f ? range.max : 1.0f;
+  const float low = log_scale ? (std::isfinite(range.min_positive) ? range.min_positive : 1e-6f) : std::min(0.0f, range.min);
+  return {low, high};
+}
+
+std::pair<float, float> scoresColorScale(const ViewModel& view, int64_t layer, int64_t b, int64_t h) {
+  const float max_abs = view.scoresRange(layer, b, h).abs_max;
+  return max_abs > 0.0f ? std::pair<float, float>{-max_abs, max_abs} : std::pair<float, float>{-1.0f, 1.0f};
+}
 
 void setAutoRange(Figure& figure, RangeKind kind) {
   float max_value = 0.0f;
@@ -176,7 +188,7 @@ Figure scoresFigure(const ViewModel& view, int64_t layer, int64_t b, int64_t h) 
   figure.value_label = "score";
   figure.colormap = Colormap::Diverging;
   figure.panels.push_back(mapPanel(view, view.scores(layer, b, h), layer, b));
-  setAutoRange(figure, RangeKind::Score);
+  std::tie(figure.low, figure.high) = scoresColorScale(view, layer, b, h);
   return figure;
 }
 

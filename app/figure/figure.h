@@ -10,6 +10,7 @@
 // it stays exact in PNG and is one rect per cell in SVG.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -54,6 +55,15 @@ struct Figure {
 // zero), scores symmetric +-max|finite| over unmasked cells, mask [0, 1].
 enum class RangeKind { Probability, Score, Mask };
 void setAutoRange(Figure& figure, RangeKind kind);
+
+// The app's colour scales, which the builders below and the HTML export use:
+//   probsColorScale   probabilities of batch item b over every head of the given layers (all
+//                     when empty): [min(0, min), max] ([smallest positive, max] on a log
+//                     scale); [0, 1] / 1e-6 when there is nothing
+//   scoresColorScale  one scores map: +-max|v| over its allowed finite cells (+-1 when 0)
+std::pair<float, float> probsColorScale(const ViewModel& view, const std::vector<int64_t>& layers, int64_t b,
+                                        bool log_scale);
+std::pair<float, float> scoresColorScale(const ViewModel& view, int64_t layer, int64_t b, int64_t h);
 
 // Smallest integer cell size making a single matrix >= 512 px on its longer side
 // (grid tiles >= 256 px), at least 1.
@@ -133,6 +143,35 @@ std::string encodePng(const RgbImage& image);      // e.g. the app's window scre
 std::string matrixCsv(const Figure& figure);
 Tensor matrixTensor(const Figure& figure);
 
+// --- the HTML export (render_html.cpp) -----------------------------------------------
+
+// The page's maps (base64 of the deflated 16-bit codes) stay within this many bytes: maps are
+// stored at full resolution up to kTextureMaxSide per side (pooled like the app's textures
+// beyond), and pooled further while the payload is larger (never below kHtmlMinPooledSide).
+inline constexpr size_t kHtmlMapBudgetBytes = 7'000'000;
+inline constexpr int64_t kHtmlMinPooledSide = 16;
+
+struct HtmlRequest {
+  std::vector<int64_t> layers;  // the grid's layers; empty = every layer
+  int64_t batch = 0;            // the batch item shown
+  int64_t focus_layer = 0, focus_head = 0;  // the map focused when the page opens
+  Colormap colormap = Colormap::Viridis;    // the probabilities' colour map when it opens
+  bool log_scale = false;
+  std::string model, source, text;          // the caption: model name, where the maps came from, input text
+  // The app's zoomed window of the focused map (real cells; whole() = none): its exact cells
+  // are stored beside the maps (pooled only beyond kTextureMaxSide per side), so a pooled
+  // page still holds what the user zoomed into.
+  CellWindow window;
+  size_t map_budget_bytes = kHtmlMapBudgetBytes;
+};
+
+// One self-contained page (nothing fetched): the layer x head grid, the focused map with
+// token labels, colour bar and tooltip, probabilities / scores (when the view has scores),
+// colour map and log scale, the sortable head metrics table and a caption. Each map is
+// quantized to 16 bits over its own [lo, hi] of finite allowed cells (code 65535 = masked),
+// stored as two byte planes, deflated (zlib) and base64-encoded.
+std::string renderViewHtml(const ViewModel& view, const HtmlRequest& request);
+
 // --- exporting ------------------------------------------------------------------------
 
 struct ExportRequest {
@@ -141,7 +180,7 @@ struct ExportRequest {
   std::vector<int64_t> layers;                 // empty = every layer (probs/scores per layer; grid atlas rows)
   std::vector<int64_t> heads;                  // empty = focus.head
   int64_t batch = -1;                          // -1 = focus.batch_item
-  std::vector<std::string> formats = {"png"};  // png, svg, pdf, npy, csv
+  std::vector<std::string> formats = {"png"};  // png, svg, pdf, npy, csv, html (one page of the whole view)
   std::optional<Colormap> colormap;            // unset = settings.prob_colormap
   int64_t cell_px = -1;                        // -1 = settings.cell_px (0 = auto)
   std::string out_dir;                         // empty = settings.export_dir or defaultExportDir()

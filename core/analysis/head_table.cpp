@@ -21,6 +21,7 @@ HeadTable tiledHeadTable(const ViewModel& view, double min_correlation) {
     throw InputError("head table: the tiled overview was computed without head metrics");
   HeadTable table;
   table.source = &view;
+  table.source_stamp = view.stamp.value();
   table.layers = 1, table.H = view.H, table.B = view.B;
   for (int64_t h = 0; h < view.H; ++h)
     for (int64_t b = 0; b < view.B; ++b) {
@@ -47,6 +48,7 @@ HeadTable headTableOf(const ViewModel& view, double min_correlation) {
   const MapStack maps = mapStackOf(view);
   HeadTable table;
   table.source = &view;
+  table.source_stamp = view.stamp.value();
   table.layers = maps.layers, table.H = maps.H, table.B = maps.B;
   table.metrics = headMetrics(maps);
   table.clusters = clustersPerItem(maps, min_correlation);

@@ -18,6 +18,7 @@ std::vector<HeadClusters> clustersPerItem(const MapStack& maps, double min_corre
 
 struct HeadTable {
   const ViewModel* source = nullptr;  // the view model measured (borrowed; identity only)
+  uint64_t source_stamp = 0;          // ... its ViewModel::stamp: what a cache compares (an address can be reused)
   int64_t layers = 0, H = 0, B = 0;
   std::vector<HeadMetrics> metrics;    // [layers, H, B], as headMetrics orders them
   std::vector<HeadClusters> clusters;  // [B]

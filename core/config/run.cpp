@@ -211,15 +211,18 @@ std::shared_ptr<const ViewModel> buildTiledView(Run& run, const std::function<bo
       viewFromOverview(tiled, std::move(*overview), std::move(q_tokens), std::move(k_tokens)));
 }
 
-std::shared_ptr<const ViewModel> buildView(const Settings& settings) {
+std::shared_ptr<const ViewModel> buildView(const Settings& settings, const ViewRunners& runners) {
+  // Maps computed elsewhere (an attention bundle): nothing to run, only to show.
   if (settings.source == InputSource::Bundle && !settings.bundle_path.empty() &&
       bundleKind(settings.bundle_path) == BundleKind::Attentions)
     return std::make_shared<const ViewModel>(viewFromImported(loadAttentionBundle(settings.bundle_path)));
   if (settings.source == InputSource::Model) {
+    if (runners.model) return runners.model(settings);
     ModelRunner runner(std::make_shared<const Model>(loadModel(modelFolder(settings))));
     return std::make_shared<const ViewModel>(viewFromModelRun(runner.model(), runner.run(settings.model_text)));
   }
-  const Run run = configureRun(settings);
+  Run run = configureRun(settings);  // the one way settings become a run
+  if (runners.core) return runners.core(std::move(run));
   return std::make_shared<const ViewModel>(
       viewFromTrace(std::make_shared<const AttentionTrace>(runAttention(run.inputs, run.options))));
 }

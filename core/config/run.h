@@ -66,9 +66,19 @@ Run configureRun(const Settings& settings);
 std::shared_ptr<const ViewModel> buildTiledView(Run& run, const std::function<bool(double)>& progress = {},
                                                 TiledWorkspace* workspace = nullptr);
 
+// How buildView runs the two sources that compute something. The app's compute worker
+// passes its own (a model kept loaded from one keystroke to the next, buffers reused, tiles
+// for large maps); an empty member takes the default: a fresh ModelRunner on model_text, or
+// runAttention on configureRun's run.
+struct ViewRunners {
+  std::function<std::shared_ptr<const ViewModel>(const Settings&)> model;  // source Model
+  std::function<std::shared_ptr<const ViewModel>(Run)> core;               // configureRun(settings)
+};
+
 // What the settings show: an attention bundle's imported maps, a trained model's run on
 // model_text (every layer, predictions; config/model_source.h), else the core trace of
-// configureRun(settings) + runAttention (one layer). Throws InputError.
-std::shared_ptr<const ViewModel> buildView(const Settings& settings);
+// configureRun(settings) + runAttention (one layer). The one dispatch on the input source,
+// for the CLI and the app alike. Throws InputError.
+std::shared_ptr<const ViewModel> buildView(const Settings& settings, const ViewRunners& runners = {});
 
 }  // namespace attnscope

@@ -146,7 +146,7 @@ std::optional<ScaleSetting> scaleFromText(const std::string& text) {
   return scaleFromFactor(value);
 }
 
-std::vector<std::string> exportFormatNames() { return {"png", "svg", "pdf", "npy", "csv"}; }
+std::vector<std::string> exportFormatNames() { return {"png", "svg", "pdf", "npy", "csv", "html"}; }
 
 AttentionOptions attentionOptions(const Settings& settings) {
   return attentionOptions(settings, settings.modelDim());

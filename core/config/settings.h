@@ -134,7 +134,7 @@ struct ViewFocus {
 };
 
 // Every figure format the exporter writes, in the order the app lists them.
-std::vector<std::string> exportFormatNames();  // {"png", "svg", "pdf", "npy", "csv"}
+std::vector<std::string> exportFormatNames();  // {"png", "svg", "pdf", "npy", "csv", "html"}
 
 // Settings as JSON (config/settings_json.cpp).
 nlohmann::json settingsToJson(const Settings& settings, const ViewFocus& focus = {});

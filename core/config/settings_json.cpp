@@ -222,7 +222,7 @@ Settings settingsFromJson(const json& j, std::vector<std::string>* problems) {
     std::vector<std::string> formats;
     for (const json& x : v.is_array() ? v : json::array({nullptr})) {
       if (!x.is_string() || std::find(known.begin(), known.end(), x.get<std::string>()) == known.end()) {
-        Reader::fail("export_formats", "must be a list of png, svg, pdf, npy, csv");
+        Reader::fail("export_formats", "must be a list of png, svg, pdf, npy, csv, html");
       }
       formats.push_back(x.get<std::string>());
     }

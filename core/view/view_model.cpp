@@ -1,5 +1,6 @@
 #include "view/view_model.h"
 
+#include <atomic>
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -9,6 +10,12 @@
 #include "view/downsample.h"
 
 namespace attnscope {
+
+uint64_t ViewStamp::next() {
+  static std::atomic<uint64_t> last{0};
+  return ++last;
+}
+
 namespace {
 
 constexpr float kMasked = -std::numeric_limits<float>::infinity();

@@ -133,7 +133,26 @@ struct AcrossLayerMaps {
   const float* map(int64_t layer, int64_t b) const;  // [L, L] (checked)
 };
 
+// A number no other ViewModel of this process has had: caches of a view (textures, label
+// widths, head tables, rollout builds) key on it, not on the object's address, which a new
+// view can reuse once an old one is freed. A copy (a view extended with rollout) gets its own.
+class ViewStamp {
+ public:
+  ViewStamp() : value_(next()) {}
+  ViewStamp(const ViewStamp&) : value_(next()) {}
+  ViewStamp& operator=(const ViewStamp&) {
+    value_ = next();
+    return *this;
+  }
+  uint64_t value() const { return value_; }
+
+ private:
+  static uint64_t next();  // 1, 2, ... (thread-safe: views are built on worker threads)
+  uint64_t value_;
+};
+
 struct ViewModel {
+  ViewStamp stamp;  // this object's identity for caches (never 0)
   ViewSource source = ViewSource::CoreTrace;
   int64_t layers = 0, B = 0, H = 0, L = 0, S = 0;
   std::vector<LayerMaps> maps;                         // [layers]

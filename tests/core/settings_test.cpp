@@ -143,8 +143,8 @@ TEST(SettingsJson, WrongTypesAndValuesNameTheKey) {
       {{{"prob_colormap", "rainbow"}}, "settings: 'prob_colormap' is invalid"},
       {{{"synthetic_L", 0}}, "settings: 'synthetic_L' must be in [1, "},
       {{{"cell_px", -2}}, "settings: 'cell_px' must be in [0, 4096], got -2"},
-      {{{"export_formats", {"png", "gif"}}}, "settings: 'export_formats' must be a list of png, svg, pdf, npy, csv"},
-      {{{"export_formats", "png"}}, "settings: 'export_formats' must be a list of png, svg, pdf, npy, csv"},
+      {{{"export_formats", {"png", "gif"}}}, "settings: 'export_formats' must be a list of png, svg, pdf, npy, csv, html"},
+      {{{"export_formats", "png"}}, "settings: 'export_formats' must be a list of png, svg, pdf, npy, csv, html"},
   };
   for (const BadSettings& c : cases) {
     try {

@@ -186,7 +186,7 @@ TEST(FigureExport, BadRequestsAreInputErrorsBeforeAnyFile) {
   expectError(request, "export: unknown figure 'attention' (use probs, scores, mask, rollout, flow or grid)");
   request = {};
   request.formats = {"png", "jpg"};
-  expectError(request, "export: unknown format 'jpg' (use png, svg, pdf, npy or csv)");
+  expectError(request, "export: unknown format 'jpg' (use png, svg, pdf, npy, csv or html)");
   request = {};
   request.heads = {0, 2};
   expectError(request, "head 2 is out of range (the model has 2 heads: 0-1)");

@@ -15,27 +15,23 @@ constexpr auto kSpinnerDelay = std::chrono::milliseconds(100);
 
 }  // namespace
 
+const ComputeResult& ComputeState::result() const {
+  static const ComputeResult kNone;
+  return latest ? *latest : kNone;
+}
+
 void receiveResult(AppState& state) {
   ComputeState& c = state.compute;
-  std::optional<ComputeResult> result = c.worker->poll();
+  std::shared_ptr<const ComputeResult> result = c.worker->poll();
   if (!result) return;
-  c.trace_generation = result->generation;
-  c.error = result->error;
   c.cancelled = result->cancelled;
   if (!result->cancelled) c.facts = result->facts;  // a cancelled job's sizes were never shown
-  c.runs = result->runs;
-  c.projections_reused = result->projections_reused;
-  c.raw_scores_reused = result->raw_scores_reused;
-  c.correct_view = result->correct_view;
-  c.prob_diff_max = std::move(result->prob_diff_max);
-  c.decode = result->decode;
-  c.decode_row_diff = std::move(result->decode_row_diff);
-  c.decode_error = result->decode_error;
   if (result->view || result->correct_view) c.head_table = result->head_table;  // the shown view changed
   if (result->view) {
     c.view = result->view;
     c.compute_ms = result->milliseconds;
   }
+  c.latest = std::move(result);
   setFocus(state, state.view.focus);  // fewer heads or batch items than before: clamp
   setZoom(state, state.view.zoom);    // a smaller map: the window moves inside it
   setStep(state, state.stepper.step);  // a shorter sequence: clamp
@@ -87,16 +83,16 @@ void updateBusy(AppState& state) {
 
 void computeToJson(const AppState& state, nlohmann::json& line) {
   const ComputeState& c = state.compute;
-  line["generation"] = c.trace_generation;
+  line["generation"] = c.traceGeneration();
   line["pending"] = c.pending();
-  line["error"] = c.error;
+  line["error"] = c.error();
   line["maps_stale"] = c.mapsStale();
   line["busy"] = c.busy;
   line["progress"] = c.progress;    // a tiled overview in progress: fraction done; -1 otherwise
   line["cancelled"] = c.cancelled;  // the latest job was cancelled (the maps are the previous result's)
-  line["compute_runs"] = c.runs;
-  line["projections_reused"] = c.projections_reused;
-  line["raw_scores_reused"] = c.raw_scores_reused;
+  line["compute_runs"] = c.runs();
+  line["projections_reused"] = c.projectionsReused();
+  line["raw_scores_reused"] = c.rawScoresReused();
   line["compute_ms"] = c.compute_ms;
   if (const ViewModel* v = c.view.get()) {
     line["view_source"] = viewSourceName(v->source);

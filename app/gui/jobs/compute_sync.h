@@ -24,39 +24,47 @@ struct ComputeState {
   Settings posted_settings;
   uint64_t posted_generation = 0;  // 0 = nothing posted yet
   std::chrono::steady_clock::time_point posted_at;
+  bool posted_decode = false;      // the KV-cache stepper asked for the decoding
   bool busy = false;               // a recompute has run > ~100 ms: spinner shown
   double progress = -1.0;          // a tiled overview in progress: fraction done (whole percents); < 0 otherwise
-  bool cancelled = false;          // the latest job was cancelled: the maps shown are older
-  // the latest result
-  std::shared_ptr<const ViewModel> view;  // latest successful result: what every view reads
-  uint64_t trace_generation = 0;
-  std::string error;               // InputError of the latest job ("" = ok)
-  InputFacts facts;                // sizes of the latest job's inputs
-  double compute_ms = 0.0;
-  int64_t runs = 0;                // attention runs the worker has done (incremental checks)
-  bool projections_reused = false; // the latest job reused the previous projections
-  bool raw_scores_reused = false;  // ... and took every raw score Q K^T from the cache
-  // Mistakes lab: the latest job's settings run without the mistake (null when no mistake
-  // or when the inputs themselves failed); shown even when the buggy run threw.
-  std::shared_ptr<const ViewModel> correct_view;
-  Tensor prob_diff_max;            // [B, H] max |buggy - correct| probability; empty = n/a
-  // KV-cache stepper: jobs decode too while the stepper is open (posted_decode).
-  bool posted_decode = false;
-  std::shared_ptr<const KvCacheRun> decode;  // null when not asked for or not decodable
-  std::vector<float> decode_row_diff;        // [L] max |decoded row - full row| per step
-  std::string decode_error;                  // why the settings cannot be decoded
+  bool cancelled = false;          // the latest job was cancelled: the maps shown are older (until the next post)
+  // The latest result, as the worker made it (null before the first): error, incremental
+  // reuse, the mistakes lab's correct run, the stepper's decoding. Read through the accessors.
+  std::shared_ptr<const ComputeResult> latest;
+  // What every view reads: the latest successful result's view, or that view extended with
+  // rollout / flow (layer_maps). Kept when a later job fails or is cancelled.
+  std::shared_ptr<const ViewModel> view;
+  double compute_ms = 0.0;         // the wall time of the job that made view
+  InputFacts facts;                // sizes of the latest job's inputs (a cancelled job's were never shown)
   std::shared_ptr<const HeadTable> head_table;  // metrics and groups of the shown view; may be stale or null
 
-  bool pending() const { return posted_generation > trace_generation; }
+  uint64_t traceGeneration() const { return latest ? latest->generation : 0; }
+  const std::string& error() const { return result().error; }  // InputError of the latest job ("" = ok)
+  int64_t runs() const { return result().runs; }  // attention runs the worker has done (incremental checks)
+  bool projectionsReused() const { return result().projections_reused; }  // the latest job reused the previous projections
+  bool rawScoresReused() const { return result().raw_scores_reused; }     // ... and took every raw score Q K^T from the cache
+  // Mistakes lab: the latest job's settings run without the mistake (null when no mistake
+  // or when the inputs themselves failed); shown even when the buggy run threw.
+  const std::shared_ptr<const ViewModel>& correctView() const { return result().correct_view; }
+  const Tensor& probDiffMax() const { return result().prob_diff_max; }  // [B, H] max |buggy - correct|; empty = n/a
+  // KV-cache stepper: jobs decode too while the stepper is open (posted_decode).
+  const std::shared_ptr<const KvCacheRun>& decode() const { return result().decode; }  // null when not asked for or not decodable
+  const std::vector<float>& decodeRowDiff() const { return result().decode_row_diff; }  // [L] max |decoded row - full row| per step
+  const std::string& decodeError() const { return result().decode_error; }              // why the settings cannot be decoded
+
+  bool pending() const { return posted_generation > traceGeneration(); }
   // The core's trace behind the view (pipeline, mask components, tooltips); null for
   // imported maps.
   const AttentionTrace* trace() const { return view ? view->trace.get() : nullptr; }
-  const AttentionTrace* correctTrace() const { return correct_view ? correct_view->trace.get() : nullptr; }
+  const AttentionTrace* correctTrace() const { return correctView() ? correctView()->trace.get() : nullptr; }
   // Maps computed elsewhere: no model to recompute (mask, scale, heads are fixed).
   bool imported() const { return view && view->source == ViewSource::Imported; }
   // The maps on screen are an older result: the latest recompute failed (error says why).
   // Not in the mistakes lab's case of a buggy run that threw: its correct run is shown.
-  bool mapsStale() const { return (!error.empty() || cancelled) && view && !correct_view; }
+  bool mapsStale() const { return (!error().empty() || cancelled) && view && !correctView(); }
+
+ private:
+  const ComputeResult& result() const;  // latest, or an empty result before the first
 };
 
 // Takes the worker's newest result, if any, and clamps the focus to it.

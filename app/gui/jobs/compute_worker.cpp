@@ -1,13 +1,10 @@
 #include "gui/jobs/compute_worker.h"
 
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <optional>
 
-#include "config/attention_bundle.h"
 #include "config/model_source.h"
 #include "config/run.h"
 
@@ -76,40 +73,12 @@ std::string describeFailure(const Settings& settings, Work&& work) {
 
 }  // namespace
 
-ComputeWorker::ComputeWorker() : thread_([this] { run(); }) {}
-
-ComputeWorker::~ComputeWorker() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
-  }
-  cancelled_generation_ = UINT64_MAX;  // a tiled overview in progress stops at its next row block
-  wake_.notify_all();
-  thread_.join();
-}
-
-uint64_t ComputeWorker::post(const Settings& settings, bool decode) {
-  uint64_t generation;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    generation = ++latest_generation_;
-    waiting_ = settings;
-    waiting_decode_ = decode;
-    waiting_generation_ = generation;
-  }
-  wake_.notify_one();
-  return generation;
-}
-
-void ComputeWorker::cancel() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  cancelled_generation_ = latest_generation_;
-}
-
-bool ComputeWorker::superseded(uint64_t generation) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return generation != latest_generation_;
-}
+// The UI thread (and Mesa's render threads) come first on a busy machine: a slider drag
+// keeps the worker thread and the OpenMP/OpenBLAS threads it starts (they inherit the nice
+// value) computing back to back, which otherwise takes the cores a frame needs.
+ComputeWorker::ComputeWorker()
+    : jobs_([this](ComputeRequest& request, const Jobs::Job& job) { return compute(request, job); },
+            JobOptions{JobPolicy::Latest, kWorkerNice, -1.0}) {}
 
 std::shared_ptr<const ViewModel> ComputeWorker::runModel(const Settings& settings, InputFacts& facts) {
   const std::string folder = modelFolder(settings);
@@ -128,119 +97,98 @@ std::shared_ptr<const ViewModel> ComputeWorker::runModel(const Settings& setting
   return view;
 }
 
-std::shared_ptr<const ViewModel> ComputeWorker::runTiled(Run& run, uint64_t generation) {
+std::shared_ptr<const ViewModel> ComputeWorker::runTiled(Run& run, const Jobs::Job& job) {
   workspace_ = AttentionWorkspace();  // the full path's buffers would count against the tiles' memory
-  progress_ = 0.0;
+  job.progress(0.0);
   std::shared_ptr<const ViewModel> view = buildTiledView(
       run,
       [&](double fraction) {
-        progress_ = fraction;
-        const uint64_t cancelled = cancelled_generation_;
-        return cancelled != generation && cancelled != UINT64_MAX && !superseded(generation);
+        job.progress(fraction);
+        return job.keepGoing();
       },
       &tiled_workspace_);
-  progress_ = -1.0;
+  job.progress(-1.0);
   return view;
 }
 
-std::optional<ComputeResult> ComputeWorker::poll() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::optional<ComputeResult> result;
-  result.swap(done_);
-  return result;
+std::shared_ptr<const ViewModel> ComputeWorker::runCore(Run& run, ComputeResult& result, const Jobs::Job& job) {
+  result.facts = readFacts(run.inputs, run.options.heads);
+  if (run.tiled) {
+    result.tiled = true;
+    std::shared_ptr<const ViewModel> view = runTiled(run, job);
+    result.cancelled = !view;
+    result.projections_reused = tiled_workspace_.projectionsReused();
+    return view;
+  }
+  tiled_workspace_ = TiledWorkspace();  // its Q and K would count against the full path's memory
+  run.options.keep_raw_scores = false;  // the tooltip derives them (rawScore)
+  auto view = std::make_shared<const ViewModel>(
+      viewFromTrace(workspace_.run(run.inputs, run.options, true, rawCacheBytes(run.inputs, run.options))));
+  ++runs_;
+  result.projections_reused = workspace_.projectionsReused();
+  result.raw_scores_reused = workspace_.rawScoresReused();
+  return view;
 }
 
-void ComputeWorker::run() {
-  // The UI thread (and Mesa's render threads) come first on a busy machine: a slider drag
-  // keeps this thread and the OpenMP/OpenBLAS threads it starts (they inherit the nice
-  // value) computing back to back, which otherwise takes the cores a frame needs.
-  setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), kWorkerNice);
-  for (;;) {
-    Settings settings;
-    uint64_t generation;
-    bool decode = false;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [this] { return stop_ || waiting_.has_value(); });
-      if (stop_) return;
-      settings = std::move(*waiting_);
-      decode = waiting_decode_;
-      waiting_.reset();
-      generation = waiting_generation_;
-    }
+// The correct run for the mistakes lab, unless the inputs themselves failed or a newer job
+// already supersedes this one. Its own failure only loses the comparison.
+void ComputeWorker::addCorrectRun(const Settings& settings, const Run& run, ComputeResult& result,
+                                  const Jobs::Job& job) {
+  if (run.tiled || run.options.mistake == Mistake::None || job.superseded()) return;
+  AttentionOptions options = run.options;
+  options.mistake = Mistake::None;
+  describeFailure(settings, [&] {
+    result.correct_view = std::make_shared<const ViewModel>(
+        viewFromTrace(workspace_.run(run.inputs, options, true, rawCacheBytes(run.inputs, options))));
+    ++runs_;
+    if (result.view) result.prob_diff_max = probDifferenceMax(*result.view->trace, *result.correct_view->trace);
+  });
+}
 
-    ComputeResult result;
-    result.generation = generation;
-    const auto start = std::chrono::steady_clock::now();
-    std::optional<Run> run;
-    result.error = describeFailure(settings, [&] {
-      // Maps computed elsewhere (an attention bundle): nothing to run, only to show.
-      if (settings.source == InputSource::Bundle && !settings.bundle_path.empty() &&
-          bundleKind(settings.bundle_path) == BundleKind::Attentions) {
-        result.view = std::make_shared<const ViewModel>(viewFromImported(loadAttentionBundle(settings.bundle_path)));
-        return;
-      }
-      if (settings.source == InputSource::Model) {
-        result.view = runModel(settings, result.facts);
-        return;
-      }
-      run = configureRun(settings);  // the one way settings become a run (as compute/export)
-      if (run->tiled) {
-        result.facts = readFacts(run->inputs, settings.heads);
-        result.tiled = true;
-        result.view = runTiled(*run, generation);
-        result.cancelled = !result.view;
-        result.projections_reused = tiled_workspace_.projectionsReused();
-        return;
-      }
-      tiled_workspace_ = TiledWorkspace();   // its Q and K would count against the full path's memory
-      run->options.keep_raw_scores = false;  // the tooltip derives them (rawScore)
-      result.facts = readFacts(run->inputs, settings.heads);
-      result.view = std::make_shared<const ViewModel>(
-          viewFromTrace(workspace_.run(run->inputs, run->options, true, rawCacheBytes(run->inputs, run->options))));
-      ++runs_;
-      result.projections_reused = workspace_.projectionsReused();
-      result.raw_scores_reused = workspace_.rawScoresReused();
-    });
-    // The correct run for the mistakes lab, unless the inputs themselves failed or a
-    // newer job already supersedes this one. Its own failure only loses the comparison.
-    if (run && !run->tiled && run->options.mistake != Mistake::None && !superseded(generation)) {
-      AttentionOptions options = run->options;
-      options.mistake = Mistake::None;
-      describeFailure(settings, [&] {
-        result.correct_view = std::make_shared<const ViewModel>(
-            viewFromTrace(workspace_.run(run->inputs, options, true, rawCacheBytes(run->inputs, options))));
-        ++runs_;
-        if (result.view) result.prob_diff_max = probDifferenceMax(*result.view->trace, *result.correct_view->trace);
-      });
-    }
-    // The head table of the shown view, measured with it (never on the UI thread). A tiled
-    // view's numbers were measured on the real maps in the overview's pass.
-    if (const ViewModel* shown = result.view ? result.view.get() : result.correct_view.get();
-        shown && !superseded(generation)) {
-      describeFailure(settings, [&] { result.head_table = std::make_shared<const HeadTable>(headTableOf(*shown)); });
-    }
-    // The KV-cache stepper: the same run decoded one token at a time. A model run's layers
-    // feed each other through the model's own runtime, which has no cache to step through.
-    if (decode && settings.source == InputSource::Model && result.view) {
-      result.decode_error = "the stepper decodes the attention core's run (text, synthetic or bundle source); "
-                            "a model run is not decoded step by step";
-    }
-    if (decode && run && !run->tiled && result.view && !superseded(generation)) {
-      result.decode_error = describeFailure(settings, [&] {
-        auto decoded = std::make_shared<const KvCacheRun>(decodeWithKvCache(run->inputs, run->options));
-        result.decode_row_diff = stepRowDifference(*decoded, *result.view->trace);
-        result.decode = std::move(decoded);
-      });
-    }
-    progress_ = -1.0;  // also when the tiled run threw
-    result.runs = runs_;
-    result.milliseconds =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+// The head table of the shown view, measured with it (never on the UI thread). A tiled
+// view's numbers were measured on the real maps in the overview's pass.
+void ComputeWorker::addHeadTable(const Settings& settings, ComputeResult& result, const Jobs::Job& job) {
+  const ViewModel* shown = result.view ? result.view.get() : result.correct_view.get();
+  if (!shown || job.superseded()) return;
+  describeFailure(settings, [&] { result.head_table = std::make_shared<const HeadTable>(headTableOf(*shown)); });
+}
 
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (generation == latest_generation_) done_ = std::move(result);  // else: stale, drop
+// The KV-cache stepper: the same run decoded one token at a time. A model run's layers
+// feed each other through the model's own runtime, which has no cache to step through.
+void ComputeWorker::addDecoding(const Settings& settings, const Run* run, ComputeResult& result,
+                                const Jobs::Job& job) {
+  if (settings.source == InputSource::Model && result.view) {
+    result.decode_error = "the stepper decodes the attention core's run (text, synthetic or bundle source); "
+                          "a model run is not decoded step by step";
   }
+  if (!run || run->tiled || !result.view || job.superseded()) return;
+  result.decode_error = describeFailure(settings, [&] {
+    auto decoded = std::make_shared<const KvCacheRun>(decodeWithKvCache(run->inputs, run->options));
+    result.decode_row_diff = stepRowDifference(*decoded, *result.view->trace);
+    result.decode = std::move(decoded);
+  });
+}
+
+ComputeResult ComputeWorker::compute(const ComputeRequest& request, const Jobs::Job& job) {
+  const Settings& settings = request.settings;
+  ComputeResult result;
+  result.generation = job.generation();
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<Run> run;  // kept for the correct run and the decoding, also when the run threw
+  ViewRunners runners;
+  runners.model = [&](const Settings& s) { return runModel(s, result.facts); };
+  runners.core = [&](Run configured) {
+    run = std::move(configured);
+    return runCore(*run, result, job);
+  };
+  result.error = describeFailure(settings, [&] { result.view = buildView(settings, runners); });
+  if (run) addCorrectRun(settings, *run, result, job);
+  addHeadTable(settings, result, job);
+  if (request.decode) addDecoding(settings, run ? &*run : nullptr, result, job);
+  result.runs = runs_;
+  result.milliseconds =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return result;
 }
 
 }  // namespace attnscope

@@ -1,27 +1,24 @@
 // Runs configureRun + runAttention (or a trained model, config/model_source.h) and builds the view model (ranges, pooled texture
 // copies) on a worker thread so the UI never blocks on maths.
-// Only the newest job matters: a job posted while another runs replaces any waiting
-// one, and results of superseded generations are dropped. A job with a teaching mistake
+// Only the newest job matters (a LatestJobWorker): a job posted while another runs replaces
+// any waiting one, and results of superseded generations are dropped. A job with a teaching mistake
 // also runs the correct pipeline on the same inputs, so the two can be compared. A job
 // for the KV-cache stepper also decodes the sequence token by token (decodeWithKvCache).
 // Maps too large for the full path (Run::tiled) are computed in tiles: the overview of every
 // head, with progress and cancel; the view model then holds the overview (ViewSource::Tiled).
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
-#include <thread>
+#include <vector>
 
 #include "analysis/head_table.h"
 #include "attention/attention.h"
 #include "attention/kv_cache.h"
 #include "config/run.h"
 #include "config/settings.h"
+#include "gui/jobs/latest_job_worker.h"
 #include "model/transformer.h"
 #include "view/view_model.h"
 
@@ -66,50 +63,50 @@ struct ComputeResult {
   std::shared_ptr<const HeadTable> head_table;
 };
 
+// One compute job: the settings, and whether the KV-cache stepper wants the decoding too.
+struct ComputeRequest {
+  Settings settings;
+  bool decode = false;
+};
+
 class ComputeWorker {
  public:
   ComputeWorker();
-  ~ComputeWorker();
-  ComputeWorker(const ComputeWorker&) = delete;
-  ComputeWorker& operator=(const ComputeWorker&) = delete;
 
   // Queues a job for these settings (decode: also run the KV-cache stepper); returns its
   // generation (1, 2, ...).
-  uint64_t post(const Settings& settings, bool decode = false);
+  uint64_t post(const Settings& settings, bool decode = false) { return jobs_.post({settings, decode}); }
   // The result of the newest job, once, when it has finished; stale results never appear.
-  std::optional<ComputeResult> poll();
+  std::shared_ptr<const ComputeResult> poll() { return jobs_.poll(); }
   // While a tiled overview computes: the fraction done in [0, 1] (< 0 otherwise).
-  double progress() const { return progress_.load(); }
+  double progress() const { return jobs_.progress(); }
   // Stops the newest job if it is a tiled overview (at its next row block, or as soon as it
   // starts); its result says cancelled.
-  void cancel();
+  void cancel() { jobs_.cancel(); }
 
  private:
-  void run();
-  bool superseded(uint64_t generation);  // a newer job has been posted
+  using Jobs = LatestJobWorker<ComputeRequest, ComputeResult>;
+  ComputeResult compute(const ComputeRequest& request, const Jobs::Job& job);
   // A trained model's run on the settings' text: the model is loaded once per folder and
   // its runner keeps its buffers from one keystroke to the next.
   std::shared_ptr<const ViewModel> runModel(const Settings& settings, InputFacts& facts);
-  // The overview of every head of a tiled run (progress_, cancelled_generation_); null when cancelled or
-  // superseded.
-  std::shared_ptr<const ViewModel> runTiled(Run& run, uint64_t generation);
+  // configureRun's run: the full path in workspace_, or the tiled overview.
+  std::shared_ptr<const ViewModel> runCore(Run& run, ComputeResult& result, const Jobs::Job& job);
+  // The overview of every head of a tiled run (with progress and cancel); null when
+  // cancelled or superseded.
+  std::shared_ptr<const ViewModel> runTiled(Run& run, const Jobs::Job& job);
+  // The mistakes lab's correct run, the head table, the KV-cache stepper's decoding.
+  void addCorrectRun(const Settings& settings, const Run& run, ComputeResult& result, const Jobs::Job& job);
+  void addHeadTable(const Settings& settings, ComputeResult& result, const Jobs::Job& job);
+  void addDecoding(const Settings& settings, const Run* run, ComputeResult& result, const Jobs::Job& job);
 
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::optional<Settings> waiting_;   // next job to run
-  bool waiting_decode_ = false;
-  uint64_t waiting_generation_ = 0;
-  uint64_t latest_generation_ = 0;    // newest posted
-  std::unique_ptr<ModelRunner> model_runner_;  // worker thread only: the model last run
+  // worker thread only:
+  std::unique_ptr<ModelRunner> model_runner_;  // the model last run
   std::string model_folder_;                   // ... and its folder
-  std::optional<ComputeResult> done_;
-  AttentionWorkspace workspace_;      // worker thread only: buffers and projections reused
-  TiledWorkspace tiled_workspace_;    // worker thread only: a tiled run's Q and K reused
-  int64_t runs_ = 0;                  // worker thread only: workspace_.run calls
-  bool stop_ = false;
-  std::atomic<double> progress_{-1.0};
-  std::atomic<uint64_t> cancelled_generation_{0};  // the job cancel() stops
-  std::thread thread_;                // last member: starts after the others exist
+  AttentionWorkspace workspace_;      // buffers and projections reused
+  TiledWorkspace tiled_workspace_;    // a tiled run's Q and K reused
+  int64_t runs_ = 0;                  // workspace_.run calls
+  Jobs jobs_;                         // last member: its thread starts after the others exist
 };
 
 }  // namespace attnscope

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <exception>
 #include <new>
+#include <optional>
 
 namespace attnscope {
 
@@ -55,53 +56,9 @@ WindowTile computeWindowTile(const TileRequest& request, const std::function<boo
   return tile;
 }
 
-TileWorker::TileWorker() : thread_([this] { run(); }) {}
-
-TileWorker::~TileWorker() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
-  }
-  wake_.notify_all();
-  thread_.join();
-}
-
-void TileWorker::post(TileRequest request) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    waiting_ = std::move(request);
-    ++posted_;
-  }
-  wake_.notify_one();
-}
-
-std::shared_ptr<const WindowTile> TileWorker::poll() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::shared_ptr<const WindowTile> tile;
-  tile.swap(done_);
-  return tile;
-}
-
-void TileWorker::run() {
-  for (;;) {
-    TileRequest request;
-    uint64_t number;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [this] { return stop_ || waiting_.has_value(); });
-      if (stop_) return;
-      request = std::move(*waiting_);
-      waiting_.reset();
-      number = posted_;
-    }
-    const auto current = [&] {
-      std::lock_guard<std::mutex> lock(mutex_);
-      return !stop_ && posted_ == number;
-    };
-    auto tile = std::make_shared<const WindowTile>(computeWindowTile(request, current));
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (posted_ == number) done_ = std::move(tile);  // else: a newer request waits, drop this one
-  }
-}
+TileWorker::TileWorker()
+    : LatestJobWorker([](TileRequest& request, const Job& job) {
+        return computeWindowTile(request, [&job] { return !job.superseded(); });
+      }) {}
 
 }  // namespace attnscope

@@ -6,15 +6,12 @@
 // progress stops early when superseded.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
-#include <thread>
 
+#include "gui/jobs/latest_job_worker.h"
 #include "view/view_model.h"
 
 namespace attnscope {
@@ -43,27 +40,11 @@ struct WindowTile {
 // window early (error "superseded").
 WindowTile computeWindowTile(const TileRequest& request, const std::function<bool()>& keep_going = {});
 
-class TileWorker {
+// post(request); poll() gives the newest finished tile, once; tiles of superseded requests
+// never appear, and a pooled window in progress stops when superseded.
+class TileWorker : public LatestJobWorker<TileRequest, WindowTile> {
  public:
   TileWorker();
-  ~TileWorker();
-  TileWorker(const TileWorker&) = delete;
-  TileWorker& operator=(const TileWorker&) = delete;
-
-  void post(TileRequest request);
-  // The newest finished tile, once; tiles of superseded requests never appear.
-  std::shared_ptr<const WindowTile> poll();
-
- private:
-  void run();
-
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::optional<TileRequest> waiting_;
-  uint64_t posted_ = 0;  // requests posted so far
-  std::shared_ptr<const WindowTile> done_;
-  bool stop_ = false;
-  std::thread thread_;  // last member: starts after the others exist
 };
 
 }  // namespace attnscope

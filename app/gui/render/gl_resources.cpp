@@ -61,7 +61,8 @@ void releaseZoomTextures(ZoomTextures& zoom) {
     if (*id) glDeleteTextures(1, id);
     *id = 0;
   }
-  zoom.source = zoom.correct_source = nullptr;
+  zoom.source = zoom.correct_source = 0;
+  zoom.tile_maps = nullptr;
   zoom.tile_maps = nullptr;
   zoom.window = {};
 }
@@ -153,9 +154,9 @@ bool updateViewTextures(ViewTextures& tex, const ViewModel* view, int64_t b) {
     return true;
   }
   b = std::clamp<int64_t>(b, 0, view->B - 1);  // an older view than the focus follows
-  if (tex.source == view && tex.batch_item == b) return false;
+  if (tex.builtFrom(view) && tex.batch_item == b) return false;
   releaseViewTextures(tex);
-  tex.source = view;
+  tex.source = view->stamp.value();
   tex.batch_item = b;
   tex.layers = view->layers;
   tex.heads = view->H;
@@ -195,13 +196,13 @@ bool updateZoomTextures(ZoomTextures& zoom, const ViewModel* view, const ViewMod
   }
   if (view && view->tiled) {
     const TileRequest& r = tile->request;
-    if (zoom.source == view && zoom.tile_maps == r.maps.get() && zoom.focus.batch_item == r.b &&
+    if (zoom.source == view->stamp.value() && zoom.tile_maps == r.maps.get() && zoom.focus.batch_item == r.b &&
         zoom.focus.head == r.h && zoom.window == r.window)
       return false;  // the same window of the same maps: the same values
     const int64_t rebuilds = zoom.rebuilds;
     releaseZoomTextures(zoom);
     zoom.rebuilds = rebuilds + 1;
-    zoom.source = view;
+    zoom.source = view->stamp.value();
     zoom.tile_maps = r.maps.get();
     zoom.focus = ViewFocus{0, r.h, r.b};
     zoom.window = r.window;
@@ -211,13 +212,14 @@ bool updateZoomTextures(ZoomTextures& zoom, const ViewModel* view, const ViewMod
                                          tile->cols, MapKind::Scores));
     return true;
   }
-  if (zoom.source == view && zoom.correct_source == correct && zoom.focus == focus && zoom.window == window)
+  const uint64_t view_stamp = view ? view->stamp.value() : 0, correct_stamp = correct ? correct->stamp.value() : 0;
+  if (zoom.source == view_stamp && zoom.correct_source == correct_stamp && zoom.focus == focus && zoom.window == window)
     return false;
   const int64_t rebuilds = zoom.rebuilds;
   releaseZoomTextures(zoom);
   zoom.rebuilds = rebuilds + 1;
-  zoom.source = view;
-  zoom.correct_source = correct;
+  zoom.source = view_stamp;
+  zoom.correct_source = correct_stamp;
   zoom.focus = focus;
   zoom.window = window;
   // A view older than the focus (or with fewer layers) is clamped as updateViewTextures does.

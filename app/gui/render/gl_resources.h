@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,7 @@ struct HeatmapDrawParams {
 // built off the UI thread). Rebuilt only when a new view model arrives or the batch item
 // changes, never per frame. Masked cells are -inf in every texture.
 struct ViewTextures {
-  const ViewModel* source = nullptr;        // the view model these were built from
+  uint64_t source = 0;                      // the view model these were built from (its stamp; 0 = none)
   int64_t batch_item = -1;
   int64_t layers = 0, heads = 0;
   std::vector<unsigned int> probs;          // [layers, H]: R32F probabilities shown
@@ -62,6 +63,7 @@ struct ViewTextures {
   std::vector<AcrossLayers> across;  // one per kind the view has built
 
   size_t index(int64_t layer, int64_t h) const { return static_cast<size_t>(layer * heads + h); }
+  bool builtFrom(const ViewModel* view) const { return view && source == view->stamp.value(); }
   bool hasMask() const { return !masks.empty(); }
   const AcrossLayers* acrossLayers(MapKind kind) const;  // null when not built
 };
@@ -70,9 +72,11 @@ struct ViewTextures {
 // beyond): rebuilt when the window, the focused map or the result changes, never per frame.
 // Unused (0) while the focus view is not zoomed.
 struct ZoomTextures {
-  const ViewModel* source = nullptr;
-  const TiledMaps* tile_maps = nullptr;  // a tiled source: window of (focus.batch_item, focus.head) of these maps
-  const ViewModel* correct_source = nullptr;
+  uint64_t source = 0;  // stamps of the view models (0 = none)
+  // A tiled source: window of (focus.batch_item, focus.head) of these maps (those of the
+  // view `source` stamps: the stamp is compared first).
+  const TiledMaps* tile_maps = nullptr;
+  uint64_t correct_source = 0;
   ViewFocus focus;
   CellWindow window;
   unsigned int probs = 0, scores = 0, correct_probs = 0;  // R32F windows, as ViewTextures

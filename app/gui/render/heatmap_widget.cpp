@@ -177,9 +177,9 @@ float widestLabel(const std::vector<std::string>& labels, float cap) {
 }
 
 const LabelWidths& tokenLabelWidths(LabelWidths& cache, const ViewModel& view, int64_t batch_item) {
-  if (cache.view != &view || cache.batch_item != batch_item) {
+  if (cache.view != view.stamp.value() || cache.batch_item != batch_item) {
     const size_t b = static_cast<size_t>(batch_item);
-    cache = {&view, batch_item, widestLabel(view.query_tokens[b], 90.0f), widestLabel(view.key_tokens[b], 80.0f)};
+    cache = {view.stamp.value(), batch_item, widestLabel(view.query_tokens[b], 90.0f), widestLabel(view.key_tokens[b], 80.0f)};
   }
   return cache;
 }

@@ -88,7 +88,7 @@ float widestLabel(const std::vector<std::string>& labels, float cap);
 // Widest token label of the shown result's batch item, measured once per result (not per
 // frame: at L = 2048 that is thousands of text measurements).
 struct LabelWidths {
-  const void* view = nullptr;  // the ViewModel measured
+  uint64_t view = 0;  // the ViewModel measured (its stamp)
   int64_t batch_item = -1;
   float query = 0.0f, key = 0.0f;
 };

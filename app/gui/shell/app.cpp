@@ -67,10 +67,10 @@ void updateBeforeFrame(GLFWwindow* window, AppState& state) {
   GpuState& gpu = state.gpu;
   const int64_t b = state.view.focus.batch_item;
   bool textures_changed = updateViewTextures(gpu.textures, state.compute.view.get(), b);
-  textures_changed |= updateViewTextures(gpu.correct_textures, state.compute.correct_view.get(), b);
-  textures_changed |= updateViewTextures(gpu.variant_textures, state.compare.variant.view.get(), b);
+  textures_changed |= updateViewTextures(gpu.correct_textures, state.compute.correctView().get(), b);
+  textures_changed |= updateViewTextures(gpu.variant_textures, state.compare.variant.view(), b);
   updateZoomTile(state);
-  textures_changed |= updateZoomTextures(gpu.zoom, state.compute.view.get(), state.compute.correct_view.get(),
+  textures_changed |= updateZoomTextures(gpu.zoom, state.compute.view.get(), state.compute.correctView().get(),
                                          state.view.focus, state.view.zoom, state.zoom_tile.ready());
   if (textures_changed) ++gpu.texture_generation;
   updateHeadOrder(state);
@@ -155,7 +155,7 @@ struct FramesMode {
 // True when this frame is the last one; sets exit_code on a timeout. While the
 // --frame-stats drag moves a slider, every frame counts (a recompute is always pending).
 bool framesDone(FramesMode& frames, const AppState& state, bool scripted_drag, int& exit_code) {
-  const bool settled = scripted_drag || (state.compute.trace_generation > 0 && !state.compute.pending());
+  const bool settled = scripted_drag || (state.compute.traceGeneration() > 0 && !state.compute.pending());
   if (settled) ++frames.with_result;
   if (frames.wanted <= 0) return false;
   if (std::chrono::steady_clock::now() - frames.started > kFramesModeTimeout) {
@@ -182,7 +182,7 @@ int runFrameLoop(GLFWwindow* window, const AppOptions& options, AppState& state,
     else glfwWaitEventsTimeout(waiting ? 0.016 : 0.1);
 
     updateBeforeFrame(window, state);
-    const bool scripted_drag = options.frame_stats && state.compute.trace_generation > 0;
+    const bool scripted_drag = options.frame_stats && state.compute.traceGeneration() > 0;
     if (scripted_drag) scriptedSliderStep(state, scripted_frame++);
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();

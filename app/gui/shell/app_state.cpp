@@ -7,8 +7,8 @@ namespace attnscope {
 
 const ViewModel* shownView(const AppState& state) {
   const ComputeState& c = state.compute;
-  const bool crashed_with_mistake = !c.error.empty() && c.correct_view;
-  return crashed_with_mistake ? c.correct_view.get() : c.view.get();
+  const bool crashed_with_mistake = !c.error().empty() && c.correctView();
+  return crashed_with_mistake ? c.correctView().get() : c.view.get();
 }
 
 FocusLimits focusLimits(const AppState& state) {

@@ -21,7 +21,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <future>
 #include <map>
 #include <memory>
 #include <string>

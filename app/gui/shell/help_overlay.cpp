@@ -20,6 +20,7 @@ void drawHelpOverlay(AppState& state) {
         {"Ctrl+S", "export the selected heatmap (the map kind chosen over the focus view, or the map clicked); "
                    "zoomed: only the visible window, named in the file"},
         {"Ctrl+Shift+S", "export all heads as one grid figure with a shared colour bar"},
+        {"Ctrl+Shift+H", "export every layer and head as one interactive HTML page (opens offline in any browser)"},
         {"Ctrl+Alt+S", "save a screenshot of the whole window"},
         {"Ctrl+O", "open a bundle (directory of .npy files) or a model folder (config.json)"},
         {"F1", "show / hide this help"},

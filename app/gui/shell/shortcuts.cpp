@@ -56,8 +56,8 @@ bool stepperKey(AppState& state, int key) {
     case GLFW_KEY_HOME: s.playing = false; setStep(state, 0); return true;
     case GLFW_KEY_END: s.playing = false; setStep(state, std::numeric_limits<int64_t>::max()); return true;
     case GLFW_KEY_P:
-      s.playing = !s.playing && state.compute.decode;
-      if (s.playing && s.step + 1 >= state.compute.decode->L) setStep(state, 0);  // replay from the start
+      s.playing = !s.playing && state.compute.decode();
+      if (s.playing && s.step + 1 >= state.compute.decode()->L) setStep(state, 0);  // replay from the start
       s.next_step_at = std::chrono::steady_clock::now() + kStepperPlayInterval;
       markStateChanged(state);
       return true;
@@ -95,6 +95,7 @@ void handleShortcuts(AppState& state) {
       if (alt) state.exports.screenshot_requested = true;  // read after this frame is rendered
       else requestFigureExport(state, shift ? "grid" : "view");
     }
+    if (ctrl && shift && press.key == GLFW_KEY_H && !popup_open) requestFigureExport(state, "html");
     if (!state.compute.view || popup_open || ctrl) continue;
     if (press.key == GLFW_KEY_0 || press.key == GLFW_KEY_KP_0) setZoom(state, CellWindow{});  // whole map again
     setFocus(state, arrowTarget(state, press.key));

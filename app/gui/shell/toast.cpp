@@ -29,9 +29,9 @@ void drawToast(AppState& state) {
     if (running) {
       drawSpinner(ImGui::GetTextLineHeight() / 2 + 1);
       ImGui::SameLine();
-      const std::string& kind = state.exports.running.valid() ? state.exports.running_kind : state.exports.queue.front().kind;
+      const std::string& kind = state.exports.running() ? state.exports.running_kind : state.exports.queue.front().kind;
       ImGui::Text("exporting %s%s...", kind.c_str(),
-                  state.exports.running.valid() ? "" : " (waiting for the recompute)");
+                  state.exports.running() ? "" : " (waiting for the recompute)");
     } else {
       ImGui::PushStyleColor(ImGuiCol_Text, error ? ImVec4(1.0f, 0.92f, 0.92f, 1.0f) : ImVec4(0.85f, 1.0f, 0.88f, 1.0f));
       ImGui::PushTextWrapPos(viewport->WorkSize.x * 0.6f - 28);

@@ -18,7 +18,7 @@ namespace {
 // The mistakes lab's correct run when it has this run's sizes.
 const ViewModel* comparableCorrectView(const AppState& state) {
   const ViewModel* shown = shownView(state);
-  const ViewModel* correct = state.compute.correct_view.get();
+  const ViewModel* correct = state.compute.correctView().get();
   if (!shown || !correct || correct == shown) return nullptr;
   const bool same = correct->layers == shown->layers && correct->B == shown->B && correct->H == shown->H &&
                     correct->L == shown->L && correct->S == shown->S;
@@ -36,10 +36,8 @@ Settings variantSettings(const AppState& state, Mistake with) {
 void updateVariantRun(AppState& state) {
   SettingsVariantRun& v = state.compare.variant;
   if (v.worker) {
-    if (std::optional<ComputeResult> result = v.worker->poll()) {
-      v.generation = result->generation;
-      v.view = result->view;
-      v.error = result->error;
+    if (std::shared_ptr<const ComputeResult> result = v.worker->poll()) {
+      v.result = std::move(result);
       markStateChanged(state);
     }
   }
@@ -60,7 +58,7 @@ std::string missingPickReason(const AppState& state, const MapPick& pick) {
   const SettingsVariantRun& v = state.compare.variant;
   const std::string name = std::string("B with ") + mistakeName(pick.with);
   if (v.pending()) return "computing " + name + " ...";
-  if (!v.error.empty()) return name + " does not compute: " + v.error;
+  if (!v.error().empty()) return name + " does not compute: " + v.error();
   return name + ": its maps have other sizes than this run's";
 }
 
@@ -114,7 +112,7 @@ const ViewModel* pickedView(const AppState& state, const MapPick& pick) {
   if (pick.with == Mistake::None) return pick.correct_run ? comparableCorrectView(state) : shownView(state);
   const SettingsVariantRun& v = state.compare.variant;
   const ViewModel* shown = shownView(state);
-  const ViewModel* variant = v.view.get();
+  const ViewModel* variant = v.view();
   if (!shown || !variant || v.pending() || v.posted.mistake != pick.with ||
       computeSettingsDiffer(v.posted, variantSettings(state, pick.with)))
     return nullptr;
@@ -134,7 +132,7 @@ unsigned int pickedTexture(const AppState& state, const MapPick& pick) {
   const ViewTextures& tex = pick.with != Mistake::None ? state.gpu.variant_textures
                             : pick.correct_run         ? state.gpu.correct_textures
                                                        : state.gpu.textures;
-  if (!pickedView(state, pick) || tex.source != pickedView(state, pick)) return 0;
+  if (!tex.builtFrom(pickedView(state, pick))) return 0;
   const size_t index = tex.index(pick.layer, pick.head);
   return index < tex.probs.size() ? tex.probs[index] : 0;
 }
@@ -147,12 +145,12 @@ void updateComparison(AppState& state) {
   CompareState& c = state.compare;
   const CompareView& picks = state.view.compare;
   const int64_t b = std::clamp<int64_t>(state.view.focus.batch_item, 0, view->B - 1);
-  const uint64_t generation = state.compute.trace_generation;
+  const uint64_t generation = state.compute.traceGeneration();
   if (c.generation == generation && c.batch_item == b && c.a == picks.a && c.b == picks.b &&
-      c.variant_generation == c.variant.generation)
+      c.variant_generation == c.variant.generation())
     return;
   c.generation = generation, c.batch_item = b, c.a = picks.a, c.b = picks.b;
-  c.variant_generation = c.variant.generation;
+  c.variant_generation = c.variant.generation();
   c.error.clear();
   c.comparison = MapComparison{};
   markStateChanged(state);
@@ -187,7 +185,7 @@ void compareToJson(const AppState& state, nlohmann::json& line) {
   for (const MapCell& cell : cmp.comparison.largest) largest.push_back({cell.row, cell.col, cell.a, cell.b, cell.diff});
   const SettingsVariantRun& variant = cmp.variant;
   line["compare_variant"] = {{"mistake", mistakeName(variant.posted.mistake)}, {"posted", variant.posted_generation},
-                             {"pending", variant.pending()}, {"error", variant.error}};
+                             {"pending", variant.pending()}, {"error", variant.error()}};
   line["compare"] = {{"a", pickJson(cmp.a)}, {"b", pickJson(cmp.b)}, {"batch_item", cmp.batch_item}, {"error", cmp.error},
                      {"abs_max", cmp.comparison.abs_max}, {"largest", largest}};
 }

@@ -28,10 +28,12 @@ struct SettingsVariantRun {
   std::unique_ptr<ComputeWorker> worker;   // started on first use
   Settings posted;                         // the variant's settings, as posted
   uint64_t posted_generation = 0;          // 0 = nothing posted
-  uint64_t generation = 0;                 // of `view` / `error`
-  std::shared_ptr<const ViewModel> view;   // null until it arrives or when it failed
-  std::string error;
-  bool pending() const { return posted_generation > generation; }
+  std::shared_ptr<const ComputeResult> result;  // the newest result (null until one arrives)
+  uint64_t generation() const { return result ? result->generation : 0; }
+  // null until it arrives or when it failed
+  const ViewModel* view() const { return result ? result->view.get() : nullptr; }
+  std::string error() const { return result ? result->error : ""; }
+  bool pending() const { return posted_generation > generation(); }
 };
 
 struct CompareState {  SettingsVariantRun variant;

@@ -585,6 +585,10 @@ bool drawExportSection(AppState& state, const KnownSizes& sizes) {
   if (button("All heads", "Ctrl+Shift+S: every head in one grid figure", "export_grid_button", false)) {
     requestFigureExport(state, "grid");
   }
+  if (button("Export HTML", "Ctrl+Shift+H: every layer and head as one interactive page that opens in any browser",
+             "export_html_button", false)) {
+    requestFigureExport(state, "html");
+  }
   if (button("Screenshot", "Ctrl+Alt+S: the whole window as a PNG", "screenshot_button", false)) {
     state.exports.screenshot_requested = true;
   }
@@ -596,7 +600,7 @@ bool drawExportSection(AppState& state, const KnownSizes& sizes) {
 void drawControlPanel(AppState& state) {
   if (beginPanelWindow(state, "Controls", Panel::Controls)) {
     ImGui::PushItemWidth(-ImGui::GetContentRegionAvail().x * 0.42f);
-    if (!state.compute.error.empty()) errorText(state.compute.error);
+    if (!state.compute.error().empty()) errorText(state.compute.error());
     const KnownSizes sizes = knownSizes(state);
     bool changed = drawModelsSection(state);
     changed |= drawInputSection(state, sizes);

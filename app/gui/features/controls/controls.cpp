@@ -16,7 +16,7 @@ const std::vector<float>& ropeDecayCurve(RopeDecayCurve& curve, int64_t d, float
 }
 
 float focusedDiffMax(const AppState& state) {
-  const Tensor& diff = state.compute.prob_diff_max;  // [B, H]
+  const Tensor& diff = state.compute.probDiffMax();  // [B, H]
   if (diff.shape.size() != 2 || diff.empty()) return -1.0f;
   const ViewFocus& f = state.view.focus;
   if (f.batch_item >= diff.dim(0) || f.head >= diff.dim(1)) return -1.0f;
@@ -24,13 +24,13 @@ float focusedDiffMax(const AppState& state) {
 }
 
 std::string mistakeDiffSummary(const AppState& state) {
-  if (!state.compute.correct_view) return "";
-  if (!state.compute.error.empty()) {
+  if (!state.compute.correctView()) return "";
+  if (!state.compute.error().empty()) {
     return "the buggy code crashes (left); right: what it should be, without the mistake";
   }
   const float focused = focusedDiffMax(state);
   if (focused < 0.0f) return "";
-  const Tensor& diff = state.compute.prob_diff_max;  // [B, H]
+  const Tensor& diff = state.compute.probDiffMax();  // [B, H]
   const int64_t H = diff.dim(1);
   const float* row = diff.data.data() + state.view.focus.batch_item * H;
   const int64_t worst = std::max_element(row, row + H) - row;
@@ -56,7 +56,7 @@ void controlsToJson(const AppState& state, nlohmann::json& line) {
   }
   line["models_listed"] = nlohmann::json::array();
   for (const ShippedModel& m : state.ui.shipped_models) line["models_listed"].push_back(m.name);
-  line["correct_trace"] = state.compute.correct_view != nullptr;
+  line["correct_trace"] = state.compute.correctView() != nullptr;
   line["diff_max"] = nullptr;  // focused head, batch item: max |buggy - correct| probability
   if (const float diff = focusedDiffMax(state); diff >= 0.0f) line["diff_max"] = diff;
   line["diff_summary"] = mistakeDiffSummary(state);

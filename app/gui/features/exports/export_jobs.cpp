@@ -49,8 +49,11 @@ std::vector<std::string> saveScreenshot(const Settings& settings, const RgbImage
 }
 
 // Runs on the export thread: everything it reads is its own copy or immutable (the view model).
-ExportOutcome runJob(const ExportJob& job, const Settings& settings, ViewFocus focus,
-                     std::shared_ptr<const ViewModel> view) {
+ExportOutcome runJob(ExportRun& run, const ExportWorker::Job&) {
+  const ExportJob& job = run.job;
+  const Settings& settings = run.settings;
+  const ViewFocus& focus = run.focus;
+  const ViewModel* view = run.view.get();
   ExportOutcome outcome;
   outcome.kind = job.kind;
   try {
@@ -66,12 +69,13 @@ ExportOutcome runJob(const ExportJob& job, const Settings& settings, ViewFocus f
       outcome.paths = {path};
     } else {
       ExportRequest request;
-      request.what = {job.kind};
+      const bool html = job.kind == "html";  // one page of every layer and head, whatever the formats
+      request.what = {html ? "probs" : job.kind};
       request.focus = focus;
-      request.formats = settings.export_formats;
+      request.formats = html ? std::vector<std::string>{"html"} : settings.export_formats;
       request.window = job.zoom;
       // The grid of several layers is the layer x head atlas; any other figure is the focused layer's.
-      if (job.kind != "grid" || view->layers == 1) request.layers = {focus.layer};
+      if (!html && (job.kind != "grid" || view->layers == 1)) request.layers = {focus.layer};
       outcome.paths = exportFigures(settings, *view, request);
     }
   } catch (const InputError& e) {
@@ -107,19 +111,20 @@ void startJob(AppState& state, ExportJob job) {
   ExportState& e = state.exports;
   e.running_kind = job.kind;
   e.started = std::chrono::steady_clock::now();
-  e.running = std::async(std::launch::async, runJob, std::move(job), state.settings, state.view.focus,
-                         state.compute.view);
+  if (!e.worker) e.worker = std::make_unique<ExportWorker>(runJob, JobOptions{JobPolicy::Queue});
+  e.worker->post({std::move(job), state.settings, state.view.focus, state.compute.view});
   markStateChanged(state);
 }
 
 }  // namespace
 
-bool exportBusy(const ExportState& exports) { return exports.running.valid() || !exports.queue.empty(); }
+bool exportBusy(const ExportState& exports) { return exports.running() || !exports.queue.empty(); }
 
 void requestFigureExport(AppState& state, const std::string& what) {
   const std::string kind = what == "view" ? mapKindName(state.view.map_kind) : what;
-  // The focus view's maps export what is on screen: its zoomed window when zoomed.
-  const bool focus_map = kind == "probs" || kind == "scores";
+  // The focus view's maps export what is on screen: its zoomed window when zoomed (the HTML
+  // page stores that window exactly beside its maps).
+  const bool focus_map = kind == "probs" || kind == "scores" || kind == "html";
   ExportJob job;
   job.kind = kind;
   job.zoom = focus_map ? state.view.zoom : CellWindow{};
@@ -220,18 +225,19 @@ void updateExports(AppState& state) {
     e.toast.reset();
     markStateChanged(state);
   }
-  if (e.running.valid()) {
-    if (e.running.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
-    finishJob(state, e.running.get());
+  if (e.running()) {
+    const std::shared_ptr<const ExportOutcome> outcome = e.worker->poll();
+    if (!outcome) return;
+    finishJob(state, *outcome);
   }
   if (e.queue.empty()) return;
   if (e.queue.front().kind != "screenshot") {
     // A figure describes the trace of the current settings: wait for a recompute in flight.
     if (c.posted_generation == 0 || c.pending()) return;
-    if (!c.error.empty() || !c.view) {
+    if (!c.error().empty() || !c.view) {
       ExportOutcome outcome;
       outcome.kind = e.queue.front().kind;
-      outcome.error = c.error.empty() ? "nothing computed yet" : "the current settings do not compute: " + c.error;
+      outcome.error = c.error().empty() ? "nothing computed yet" : "the current settings do not compute: " + c.error();
       e.queue.pop_front();
       finishJob(state, std::move(outcome));
       return;
@@ -243,7 +249,7 @@ void updateExports(AppState& state) {
 }
 
 void finishExports(ExportState& exports) {
-  if (exports.running.valid()) exports.running.wait();
+  exports.worker.reset();  // joins the export thread: a running job ends, never half-written
 }
 
 void exportsToJson(const AppState& state, nlohmann::json& line) {

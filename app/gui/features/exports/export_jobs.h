@@ -1,7 +1,7 @@
 // Figure export from the app (issue 4): Ctrl+S the selected heatmap, Ctrl+Shift+S the head
-// grid, Ctrl+Alt+S the window. Figures go through exportFigures() with the app's Settings
+// grid, Ctrl+Shift+H the HTML page (issue 23), Ctrl+Alt+S the window. Figures go through exportFigures() with the app's Settings
 // and trace, so they equal `attnscope export --settings <the JSON written beside them>`.
-// Jobs run on a worker thread (std::async), one at a time; the UI only polls.
+// Jobs run on the export worker, one at a time, in order; the UI only polls.
 #pragma once
 
 #include <string>
@@ -10,7 +10,8 @@
 
 namespace attnscope {
 
-// Queues an export of "probs", "scores", "mask", "grid", or "view" (= the selected view).
+// Queues an export of "probs", "scores", "mask", "grid", "view" (= the selected view) or
+// "html" (every layer and head as one interactive page, Ctrl+Shift+H).
 // Figures start once the trace is current (no recompute pending), so the settings JSON
 // written beside them describes exactly the pixels.
 void requestFigureExport(AppState& state, const std::string& what);

@@ -1,16 +1,18 @@
-// Export state (issue 4): the queue of jobs, the one running
-// on its std::async thread, and the toast that reports it.
+// Export state (issue 4): the queue of jobs, the one running on the export worker (a
+// LatestJobWorker with the queue policy: every job, in order), and the toast that reports it.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <deque>
-#include <future>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "config/settings.h"
 #include "figure/figure.h"
+#include "gui/jobs/latest_job_worker.h"
 #include "view/map_kinds.h"
 #include "view/zoom.h"
 
@@ -20,8 +22,8 @@ namespace attnscope {
 // One export the user asked for: a figure of the selected view, the head grid, or the
 // window as it was on screen (pixels read right after that frame was rendered).
 struct ExportJob {
-  std::string kind;                // "probs", "scores", "mask", "rollout", "flow", "grid", "difference",
-                                   // "query_focus" or "screenshot"
+  std::string kind;                // "probs", "scores", "mask", "rollout", "flow", "grid", "html",
+                                   // "difference", "query_focus" or "screenshot"
   std::optional<RgbImage> window;  // screenshot pixels [height, width]
   CellWindow zoom;                 // probs/scores: the focus view's zoomed window (whole() = all)
   // "difference" (the compare view's A - B) and "query_focus" (its bars): what the view
@@ -36,6 +38,16 @@ struct ExportOutcome {
   std::string error;               // one line; "" on success (then no file was left behind)
 };
 
+// What the export thread runs: the job with its own copy of the settings and the focus, and
+// the immutable view model it draws.
+struct ExportRun {
+  ExportJob job;
+  Settings settings;
+  ViewFocus focus;
+  std::shared_ptr<const ViewModel> view;
+};
+using ExportWorker = LatestJobWorker<ExportRun, ExportOutcome>;
+
 // A message in the bottom-right corner for a few seconds.
 struct Toast {
   std::string text;
@@ -45,13 +57,14 @@ struct Toast {
 
 struct ExportState {
   std::deque<ExportJob> queue;              // waiting (figures wait for a current trace)
-  std::future<ExportOutcome> running;       // valid() while one runs
+  std::unique_ptr<ExportWorker> worker;     // started on first use
   std::string running_kind;
   std::chrono::steady_clock::time_point started;
   std::optional<ExportOutcome> last;
   int64_t count = 0;                        // finished exports (ok or failed)
   bool screenshot_requested = false;        // read the window after this frame renders
   std::optional<Toast> toast;
+  bool running() const { return worker && worker->busy(); }  // a job runs or waits to be taken
 };
 
 }  // namespace attnscope

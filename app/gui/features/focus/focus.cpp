@@ -7,7 +7,7 @@
 namespace attnscope {
 
 int focusMapCount(const AppState& state) {
-  return state.compute.view && state.compute.correct_view && state.compute.error.empty() ? 3 : 2;
+  return state.compute.view && state.compute.correctView() && state.compute.error().empty() ? 3 : 2;
 }
 
 void setZoom(AppState& state, CellWindow wanted) {

@@ -329,9 +329,9 @@ FocusScene focusScene(const AppState& state) {
   FocusScene scene;
   const ViewTextures& tex = state.gpu.textures;
   const ViewTextures& correct_tex = state.gpu.correct_textures;
-  scene.correct = correct_tex.probs.empty() ? nullptr : state.compute.correct_view.get();
+  scene.correct = correct_tex.probs.empty() ? nullptr : state.compute.correctView().get();
   // The buggy run threw (e.g. kv-reshape-with-L with S != L): only the correct run is shown.
-  scene.crashed = scene.correct && !state.compute.error.empty();
+  scene.crashed = scene.correct && !state.compute.error().empty();
   scene.v = scene.crashed || tex.probs.empty() ? nullptr : state.compute.view.get();
   scene.shown = scene.v ? scene.v : scene.correct;
   if (!scene.shown) return scene;
@@ -474,7 +474,7 @@ float drawCrashBlock(AppState& state, const FocusGeometry& g, ImVec2 origin) {
   ImGui::BeginGroup();  // wrapped lines start at the block's left edge
   ImGui::PushTextWrapPos(ImGui::GetCursorPos().x + block_w - g.row_label_w);
   ImGui::TextColored(ImVec4(1.0f, 0.35f, 0.35f, 1.0f), "the buggy code crashes with:");
-  ImGui::TextColored(ImVec4(1.0f, 0.35f, 0.35f, 1.0f), "%s", state.compute.error.c_str());
+  ImGui::TextColored(ImVec4(1.0f, 0.35f, 0.35f, 1.0f), "%s", state.compute.error().c_str());
   ImGui::PopTextWrapPos();
   ImGui::EndGroup();
   recordLayout(state, "focus_crash");

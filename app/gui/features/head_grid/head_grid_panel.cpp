@@ -315,7 +315,7 @@ void drawHeadGridPanel(AppState& state) {
       return;
     }
     // Rollout or flow chosen and built: the grid shows it, one tile per layer.
-    const ViewTextures::AcrossLayers* across = tex.source == view ? tex.acrossLayers(state.view.map_kind) : nullptr;
+    const ViewTextures::AcrossLayers* across = tex.builtFrom(view) ? tex.acrossLayers(state.view.map_kind) : nullptr;
     if (across) {
       drawLayerMapsGrid(state, *view, *across);
       ImGui::End();

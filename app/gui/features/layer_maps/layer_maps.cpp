@@ -10,24 +10,34 @@
 namespace attnscope {
 namespace {
 
-// On the build thread: a copy of view with kind's maps (its maps are shared, not copied).
-std::shared_ptr<const ViewModel> buildLayerMaps(std::shared_ptr<const ViewModel> view, MapKind kind,
-                                                std::shared_ptr<std::atomic<double>> progress,
-                                                std::shared_ptr<std::atomic<bool>> cancel) {
-  ViewModel extended = *view;
-  addAcrossLayerMaps(extended, kind, [&](double fraction) {
-    progress->store(fraction);
-    return !cancel->load();
-  });
-  return std::make_shared<const ViewModel>(std::move(extended));
+// On the build thread: a copy of the view with kind's maps (its maps are shared, not
+// copied), or why there is none.
+LayerMapsBuilt buildLayerMaps(LayerMapsRequest& request, const LayerMapsWorker::Job& job) {
+  LayerMapsBuilt built;
+  try {
+    ViewModel extended = *request.view;
+    addAcrossLayerMaps(extended, request.kind, [&](double fraction) {
+      job.progress(fraction);
+      return job.keepGoing();
+    });
+    built.view = std::make_shared<const ViewModel>(std::move(extended));
+  } catch (const Cancelled&) {
+    built.error = std::string(mapKindInfo(request.kind).label) + " cancelled";
+  } catch (const std::bad_alloc&) {
+    built.error = std::string("out of memory while building ") + mapKindInfo(request.kind).label;
+  } catch (const std::exception& e) {
+    built.error = e.what();
+  }
+  return built;
 }
 
 // The built view replaces the shown one; its head table, measured on the same maps, follows.
 void showExtendedView(AppState& state, std::shared_ptr<const ViewModel> extended) {
   ComputeState& c = state.compute;
-  if (c.head_table && c.head_table->source == c.view.get()) {
+  if (c.head_table && c.view && c.head_table->source_stamp == c.view->stamp.value()) {
     auto table = std::make_shared<HeadTable>(*c.head_table);
     table->source = extended.get();
+    table->source_stamp = extended->stamp.value();
     c.head_table = std::move(table);
   }
   c.view = std::move(extended);
@@ -45,38 +55,31 @@ std::string layerMapsUnavailable(const AppState& state, MapKind kind) {
 void updateLayerMaps(AppState& state) {
   LayerMapsState& job = state.layer_maps;
   const ViewModel* view = state.compute.view.get();
-  if (job.running.valid()) {
+  const uint64_t stamp = view ? view->stamp.value() : 0;
+  if (job.building()) {
     // A newer result or another kind: the build is of no use any more.
-    if (view != job.source || state.view.map_kind != job.kind) job.cancel->store(true);
-    if (job.running.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
-    try {
-      std::shared_ptr<const ViewModel> extended = job.running.get();
-      if (view == job.source) showExtendedView(state, std::move(extended));
-    } catch (const Cancelled&) {
-      job.error = std::string(mapKindInfo(job.kind).label) + " cancelled";
-    } catch (const std::bad_alloc&) {
-      job.error = std::string("out of memory while building ") + mapKindInfo(job.kind).label;
-    } catch (const std::exception& e) {
-      job.error = e.what();
-    }
+    if (stamp != job.source || state.view.map_kind != job.kind) job.worker->cancel();
+    const std::shared_ptr<const LayerMapsBuilt> built = job.worker->poll();
+    if (!built) return;
+    if (!built->view) job.error = built->error;
+    else if (stamp == job.source) showExtendedView(state, built->view);
     markStateChanged(state);
     return;
   }
   const MapKind kind = state.view.map_kind;
   if (!view || !mapKindInfo(kind).across_layers || view->acrossLayers(kind)) return;
   if (!layerMapsUnavailable(state, kind).empty()) return;
-  if (!job.error.empty() && job.source == view && job.kind == kind) return;  // failed: wait for a retry
+  if (!job.error.empty() && job.source == stamp && job.kind == kind) return;  // failed: wait for a retry
   job.kind = kind;
-  job.source = view;
+  job.source = stamp;
   job.error.clear();
-  job.progress->store(0.0);
-  job.cancel->store(false);
-  job.running = std::async(std::launch::async, buildLayerMaps, state.compute.view, kind, job.progress, job.cancel);
+  if (!job.worker) job.worker = std::make_unique<LayerMapsWorker>(buildLayerMaps, JobOptions{JobPolicy::Latest, 0, 0.0});
+  job.worker->post({state.compute.view, kind});
   markStateChanged(state);
 }
 
 void cancelLayerMaps(AppState& state) {
-  if (state.layer_maps.running.valid()) state.layer_maps.cancel->store(true);
+  if (state.layer_maps.building()) state.layer_maps.worker->cancel();
 }
 
 void retryLayerMaps(AppState& state) {
@@ -85,9 +88,9 @@ void retryLayerMaps(AppState& state) {
 }
 
 void finishLayerMaps(AppState& state) {
-  if (!state.layer_maps.running.valid()) return;
-  state.layer_maps.cancel->store(true);
-  state.layer_maps.running.wait();
+  if (!state.layer_maps.worker) return;
+  state.layer_maps.worker->cancel();
+  state.layer_maps.worker.reset();  // joins the build thread
 }
 
 void layerMapsToJson(const AppState& state, nlohmann::json& line) {
@@ -99,7 +102,7 @@ void layerMapsToJson(const AppState& state, nlohmann::json& line) {
     if (const std::string why = layerMapsUnavailable(state, info.kind); !why.empty()) unavailable[info.name] = why;
   const LayerMapsState& lm = state.layer_maps;
   line["layer_maps"] = {{"built", built},
-                        {"building", lm.running.valid() ? nlohmann::json(mapKindName(lm.kind)) : nlohmann::json(nullptr)},
+                        {"building", lm.building() ? nlohmann::json(mapKindName(lm.kind)) : nlohmann::json(nullptr)},
                         {"error", lm.error},
                         {"unavailable", unavailable}};
 }

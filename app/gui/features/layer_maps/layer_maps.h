@@ -1,15 +1,14 @@
 // Rollout and flow in the app: when the chosen map kind (state.view.map_kind) is one of
-// them and the shown view has not got its maps, they are built on a std::async thread with
+// them and the shown view has not got its maps, they are built on a LatestJobWorker with
 // progress and cancel (analysis/layer_maps), never on the UI thread and never per frame.
 #pragma once
 
-#include <atomic>
-#include <future>
 #include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "gui/jobs/latest_job_worker.h"
 #include "view/map_kinds.h"
 #include "view/view_model.h"
 
@@ -19,13 +18,23 @@ struct AppState;
 
 // Rollout or flow of the shown view (analysis/layer_maps), built when chosen, off the UI
 // thread, into a copy of the view model that then replaces the shown one (updateLayerMaps).
+struct LayerMapsRequest {
+  std::shared_ptr<const ViewModel> view;  // the view to extend
+  MapKind kind = MapKind::Rollout;
+};
+struct LayerMapsBuilt {
+  std::shared_ptr<const ViewModel> view;  // the extended copy; null when it failed or was cancelled
+  std::string error;                      // why not
+};
+using LayerMapsWorker = LatestJobWorker<LayerMapsRequest, LayerMapsBuilt>;
+
 struct LayerMapsState {
-  std::future<std::shared_ptr<const ViewModel>> running;  // valid() while one builds
+  std::unique_ptr<LayerMapsWorker> worker;  // started on first use
   MapKind kind = MapKind::Rollout;    // what it builds or failed to build
-  const ViewModel* source = nullptr;  // the view it extends (identity only)
-  std::shared_ptr<std::atomic<double>> progress = std::make_shared<std::atomic<double>>(0.0);  // [0, 1]
-  std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
+  uint64_t source = 0;                // the view it extends (its stamp)
   std::string error;  // why building kind for source failed or stopped ("" = none); not retried
+  bool building() const { return worker && worker->busy(); }  // a build runs or waits to be taken
+  double progress() const { return worker ? worker->progress() : 0.0; }  // of the build, [0, 1]
 };
 
 

@@ -43,9 +43,9 @@ namespace {
 // Building, failed or cancelled: progress and Cancel, or the message and Build again.
 void drawLayerMapsProgress(AppState& state, const MapKindInfo& info) {
   LayerMapsState& job = state.layer_maps;
-  if (job.running.valid()) {
+  if (job.building()) {
     ImGui::Text("building %s for every layer ...", info.label);
-    ImGui::ProgressBar(static_cast<float>(job.progress->load()), ImVec2(260, 0));
+    ImGui::ProgressBar(static_cast<float>(job.progress()), ImVec2(260, 0));
     recordLayout(state, "layer_maps_progress");
     ImGui::SameLine();
     if (ImGui::Button("Cancel##layer_maps")) cancelLayerMaps(state);
@@ -75,7 +75,7 @@ void drawLayerMapsView(AppState& state) {
     ImGui::TextWrapped("%s: %s", info.label, why.c_str());
     return;
   }
-  const ViewTextures::AcrossLayers* maps = tex.source == v ? tex.acrossLayers(kind) : nullptr;
+  const ViewTextures::AcrossLayers* maps = tex.builtFrom(v) ? tex.acrossLayers(kind) : nullptr;
   if (!maps) {
     drawLayerMapsProgress(state, info);
     return;

@@ -7,7 +7,7 @@ namespace attnscope {
 const HeadTable* shownHeadTable(const AppState& state) {
   const HeadTable* table = state.compute.head_table.get();
   const ViewModel* view = shownView(state);
-  const bool matches = table && view && table->source == view && table->layers == view->layers &&
+  const bool matches = table && view && table->source_stamp == view->stamp.value() && table->layers == view->layers &&
                        table->H == view->H && table->B == view->B;
   return matches ? table : nullptr;
 }
@@ -16,7 +16,7 @@ void updateHeadOrder(AppState& state) {
   HeadTableView& t = state.view.table;
   const HeadTable* table = shownHeadTable(state);
   const int64_t b = state.view.focus.batch_item;
-  const uint64_t generation = state.compute.trace_generation;
+  const uint64_t generation = state.compute.traceGeneration();
   if (generation == t.order_generation && b == t.order_batch && t.sort == t.order_sort) return;
   t.order = table && b < table->B ? headOrder(*table, b, t.sort) : std::vector<int64_t>{};
   t.order_generation = generation, t.order_batch = b, t.order_sort = t.sort;

@@ -223,7 +223,7 @@ void drawPipelinePanel(AppState& state) {
     recordLayout(state, "folded_toggle");
     // A trained model's run: the focused layer's attention (every layer has its trace).
     const ViewModel* model_run = state.compute.view && state.compute.view->source == ViewSource::ModelRun &&
-                                         state.compute.error.empty()
+                                         state.compute.error().empty()
                                      ? state.compute.view.get()
                                      : nullptr;
     const AttentionTrace* layer_trace =
@@ -247,7 +247,7 @@ void drawPipelinePanel(AppState& state) {
       ImGui::TextWrapped("imported attention maps%s%s: computed elsewhere, so there are no stages to show.",
                          v->model.empty() ? "" : " from ", v->model.c_str());
       if (!v->notes.empty()) ImGui::TextWrapped("notes: %s", v->notes.c_str());
-    } else if (const ViewModel* v = state.compute.view && state.compute.view->tiled && state.compute.error.empty()
+    } else if (const ViewModel* v = state.compute.view && state.compute.view->tiled && state.compute.error().empty()
                                         ? state.compute.view.get()
                                         : nullptr) {
       drawConstraints(state);

@@ -6,7 +6,7 @@ namespace attnscope {
 
 PredictionPosition predictionPosition(const AppState& state) {
   const ViewModel* v = state.compute.view.get();
-  if (!v || v->predictions.empty() || !state.compute.error.empty()) return {};
+  if (!v || v->predictions.empty() || !state.compute.error().empty()) return {};
   const int64_t L = static_cast<int64_t>(v->predictions.size());
   if (state.view.hover.row >= 0 && state.view.hover.row < L) return {state.view.hover.row, "hovered"};
   if (state.view.selected_query >= 0 && state.view.selected_query < L) return {state.view.selected_query, "clicked"};

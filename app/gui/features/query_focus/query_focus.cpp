@@ -15,7 +15,7 @@ void updateQueryFocus(AppState& state) {
   queries.erase(std::remove_if(queries.begin(), queries.end(), [&](int64_t i) { return i >= view->L; }), queries.end());
   QueryFocusState& q = state.query_focus;
   const int64_t b = std::clamp<int64_t>(state.view.focus.batch_item, 0, view->B - 1);
-  const uint64_t generation = state.compute.trace_generation;
+  const uint64_t generation = state.compute.traceGeneration();
   const QueryFocusView& choice = state.view.query_focus;
   if (q.generation == generation && q.batch_item == b && q.choice.queries == choice.queries &&
       q.choice.combine == choice.combine) {

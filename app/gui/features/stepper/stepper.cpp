@@ -7,7 +7,7 @@
 namespace attnscope {
 
 void setStep(AppState& state, int64_t step) {
-  const int64_t steps = state.compute.decode ? state.compute.decode->L : 0;
+  const int64_t steps = state.compute.decode() ? state.compute.decode()->L : 0;
   step = std::clamp<int64_t>(step, 0, std::max<int64_t>(steps - 1, 0));
   if (state.stepper.playing && step >= steps - 1) state.stepper.playing = false;  // the end
   if (step == state.stepper.step) return;
@@ -25,8 +25,8 @@ void stepperToJson(const AppState& state, nlohmann::json& line) {
   line["stepper"] = nullptr;
   if (!state.stepper.open) return;
   const ComputeState& c = state.compute;
-  nlohmann::json stepper = {{"step", state.stepper.step}, {"playing", state.stepper.playing}, {"error", c.decode_error}};
-  if (const KvCacheRun* run = c.decode.get()) {
+  nlohmann::json stepper = {{"step", state.stepper.step}, {"playing", state.stepper.playing}, {"error", c.decodeError()}};
+  if (const KvCacheRun* run = c.decode().get()) {
     const DecodeStep& step = run->steps[std::clamp<int64_t>(state.stepper.step, 0, run->L - 1)];
     const int64_t entries = static_cast<int64_t>(step.cached.size());
     stepper.update({{"L", run->L}, {"B", run->B}, {"d", run->d}, {"G", run->G}, {"sinks", run->sinks},
@@ -34,7 +34,7 @@ void stepperToJson(const AppState& state, nlohmann::json& line) {
                     {"entries_after", step.entries_after}, {"bytes_per_group", run->bytesPerGroup(entries)},
                     {"bytes_per_layer", run->bytesPerLayer(entries)}, {"cached", step.cached},
                     {"evicted", step.evicted}});
-    if (step.position < static_cast<int64_t>(c.decode_row_diff.size())) stepper["row_diff"] = c.decode_row_diff[step.position];
+    if (step.position < static_cast<int64_t>(c.decodeRowDiff().size())) stepper["row_diff"] = c.decodeRowDiff()[step.position];
   }
   line["stepper"] = stepper;
 }

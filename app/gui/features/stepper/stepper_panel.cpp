@@ -134,12 +134,12 @@ void drawStepperPanel(AppState& state) {
   if (!state.stepper.open) return;
   if (beginPanelWindow(state, "KV-cache stepper", Panel::Stepper)) {
     const ComputeState& c = state.compute;
-    const KvCacheRun* run = c.decode.get();
+    const KvCacheRun* run = c.decode().get();
     if (!run) {
-      if (!c.decode_error.empty()) errorText(c.decode_error);
+      if (!c.decodeError().empty()) errorText(c.decodeError());
       else if (c.pending()) ImGui::TextDisabled("decoding...");
       else if (c.imported()) ImGui::TextWrapped("imported maps have no inputs to decode.");
-      else if (!c.error.empty()) ImGui::TextDisabled("nothing to decode: the run failed.");
+      else if (!c.error().empty()) ImGui::TextDisabled("nothing to decode: the run failed.");
       else ImGui::TextDisabled("decoding...");
     } else {
       const int64_t t = std::clamp<int64_t>(state.stepper.step, 0, run->L - 1);
@@ -171,9 +171,9 @@ void drawStepperPanel(AppState& state) {
                       std::to_string(run->d) + " x 4 bytes (x G per layer)");
       ImGui::TextWrapped("cached keys: %s", positionsText(step.cached).c_str());
       ImGui::TextWrapped("evicted so far (%zu): %s", step.evicted.size(), positionsText(step.evicted).c_str());
-      if (t < static_cast<int64_t>(c.decode_row_diff.size())) {
+      if (t < static_cast<int64_t>(c.decodeRowDiff().size())) {
         ImGui::Text("row %lld vs the full causal map: max |dp| = %.2g", static_cast<long long>(t),
-                    c.decode_row_diff[t]);
+                    c.decodeRowDiff()[t]);
       }
     }
   }
