@@ -24,6 +24,7 @@
 #include "attention/tiles.h"
 #include "cli/commands.h"
 #include "cli/run_command.h"
+#include "tensor/memory.h"
 
 namespace attnscope {
 namespace {

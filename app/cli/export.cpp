@@ -134,11 +134,9 @@ int exportCommand(const ExportFlags& flags) {
     checkChoices("--format", request.formats, exportFormatNames());
   }
   if (flags.colormap) {
-    try {
-      request.colormap = colormapFromName(*flags.colormap);
-    } catch (const InputError& e) {
-      throw UsageError(std::string("--colormap: ") + e.what());
-    }
+    const std::optional<Colormap> colormap = colormapNames().find(*flags.colormap);
+    if (!colormap) throw UsageError("--colormap: " + colormapNames().unknown(*flags.colormap));
+    request.colormap = *colormap;
   }
   if (flags.cell_px) {
     if (*flags.cell_px < 0) throw UsageError("--cell-px: must be >= 1 (or 0 = auto), got " + std::to_string(*flags.cell_px));
@@ -196,7 +194,7 @@ int runExportCommand(int argc, char** argv) {
   app.add_option("--heads", flags.heads, "heads to export for probs/scores: all, or indices such as 0,3 (default: the settings' focused head, 0)");
   app.add_option("--batch", flags.batch, "batch item (default: the settings' batch item, 0)");
   app.add_option("--format", flags.format, "formats, comma-separated: png, svg, pdf, npy, csv, html (default: the settings' formats, png); html: one self-contained page of every layer and head, attention_bN_<mask>_LxS.html");
-  app.add_option("--colormap", flags.colormap, "viridis, cividis, magma or diverging (scores are always diverging)");
+  app.add_option("--colormap", flags.colormap, colormapNames().list(" or ") + " (scores are always diverging)");
   app.add_option("--cell-px", flags.cell_px, "pixels per cell (default: matrix >= 512 px on its longer side)");
   app.add_option("--mask", flags.mask, "mask: none, or terms joined by '+' (causal, window:W, ...)");
   app.add_option("--heads-count", flags.heads_count, "number of heads H of the model");

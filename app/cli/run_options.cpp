@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attention/mistakes.h"
 #include "cli/run_command.h"
 #include "config/bundle.h"
 #include "config/model_source.h"
@@ -61,7 +62,7 @@ Settings settingsFromFlags(const RunFlags& flags) {
   Settings s = flags.demo ? Settings{} : settingsForBundle(bundleDefaults(), flags.bundle);
   if (flags.heads) s.heads = *flags.heads;
   if (flags.mask) s.mask = parseMaskFlag(*flags.mask);
-  if (flags.fill) s.fill = *maskFillFromName(*flags.fill);
+  if (flags.fill) s.fill = maskFillNames().parse(*flags.fill);
   if (flags.scale) {
     const ScaleSetting scale = *scaleFromText(*flags.scale);
     s.scale = scale.choice;
@@ -72,7 +73,7 @@ Settings settingsFromFlags(const RunFlags& flags) {
     s.train = s.dropout > 0;
   }
   if (flags.seed) s.seed = *flags.seed;
-  if (flags.mistake) s.mistake = mistakeFromName(*flags.mistake);
+  if (flags.mistake) s.mistake = mistakeNames().parse(*flags.mistake);
   applyVariantFlags(flags.variants, s);
   return s;
 }
@@ -117,8 +118,8 @@ void checkVariantFlags(const VariantFlags& flags, const std::optional<std::strin
                      std::to_string(*flags.kv_heads));
   if (ropeGiven(flags)) ropeBase(flags);
   if (flags.rope_style) {
-    if (*flags.rope_style != "half" && *flags.rope_style != "interleaved")
-      throw UsageError("--rope-style: '" + *flags.rope_style + "' is not one of half, interleaved");
+    if (!ropeStyleNames().find(*flags.rope_style))
+      throw UsageError("--rope-style: '" + *flags.rope_style + "' is not one of " + ropeStyleNames().list());
     if (!ropeGiven(flags)) throw UsageError("--rope-style needs --rope");
   }
   if (flags.softcap && !(*flags.softcap > 0.0f && std::isfinite(*flags.softcap)))
@@ -142,7 +143,7 @@ void applyVariantFlags(const VariantFlags& flags, Settings& s) {
     s.rope = true;
     s.rope_base = static_cast<float>(ropeBase(flags));
   }
-  if (flags.rope_style) s.rope_style = ropeStyleFromName(*flags.rope_style);
+  if (flags.rope_style) s.rope_style = ropeStyleNames().parse(*flags.rope_style);
   if (flags.alibi) s.alibi = true;
   if (flags.softcap) s.softcap = *flags.softcap;
   if (flags.sinks) {
@@ -186,17 +187,15 @@ void addRunOptions(CLI::App& app, RunFlags& flags) {
   app.add_option("--dropout", flags.dropout, "dropout p on probabilities in [0, 1) (train mode)");
   app.add_option("--seed", flags.seed, "seed for dropout and default weights");
   app.add_option("--valid-lens", flags.valid_lens, "per-batch valid key lengths, e.g. 3,2 (implies padding)");
-  std::string mistake_names;
-  for (Mistake m : allMistakes()) mistake_names += (mistake_names.empty() ? "" : ", ") + std::string(mistakeName(m));
-  app.add_option("--mistake", flags.mistake, "run attention wrong on purpose (mistakes lab): " + mistake_names);
+  app.add_option("--mistake", flags.mistake, "run attention wrong on purpose (mistakes lab): " + mistakeNames().list());
   addVariantFlags(app, flags.variants);
 }
 
 void checkRunFlags(const RunFlags& flags) {
   if (flags.demo == !flags.bundle.empty())
     throw UsageError(flags.demo ? "give either BUNDLE or --demo, not both" : "give a BUNDLE folder or --demo");
-  if (flags.fill && !maskFillFromName(*flags.fill))
-    throw UsageError("--mask-fill: '" + *flags.fill + "' is not one of inf, 1e9");
+  if (flags.fill && !maskFillNames().find(*flags.fill))
+    throw UsageError("--mask-fill: '" + *flags.fill + "' is not one of " + maskFillNames().list());
   if (flags.scale && !scaleFromText(*flags.scale))
     throw UsageError("--scale: '" + *flags.scale + "' is not a positive number, none or default");
   if (flags.dropout && !(*flags.dropout >= 0.0f && *flags.dropout < 1.0f))
@@ -205,13 +204,8 @@ void checkRunFlags(const RunFlags& flags) {
     throw UsageError("--heads: H must be in 1.." + std::to_string(kMaxHeads) + ", got " + std::to_string(*flags.heads));
   if (flags.mask) parseMaskFlag(*flags.mask);
   if (flags.valid_lens) parseValidLens(*flags.valid_lens);
-  if (flags.mistake) {
-    try {
-      mistakeFromName(*flags.mistake);
-    } catch (const InputError& e) {
-      throw UsageError(std::string("--mistake: ") + e.what());
-    }
-  }
+  if (flags.mistake && !mistakeNames().find(*flags.mistake))
+    throw UsageError("--mistake: " + mistakeNames().unknown(*flags.mistake));
   checkVariantFlags(flags.variants, flags.mask);
 }
 

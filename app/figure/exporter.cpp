@@ -53,7 +53,7 @@ void checkNames(const std::vector<std::string>& given, const std::vector<std::st
 // the atlas of layers.
 Figure buildFigure(const std::string& what, const ViewModel& view, const std::vector<int64_t>& layers,
                    int64_t batch, int64_t head, Colormap map, bool log_scale) {
-  const std::optional<MapKind> kind = mapKindFromName(what);
+  const std::optional<MapKind> kind = mapKindNames().find(what);
   if (kind && mapKindInfo(*kind).across_layers) return acrossLayersFigure(view, *kind, layers[0], batch, map);
   if (what == "probs") return probsFigure(view, layers[0], batch, head, map, log_scale);
   if (what == "scores") return scoresFigure(view, layers[0], batch, head);
@@ -216,7 +216,7 @@ namespace {
 std::optional<ViewModel> withAcrossLayerMaps(const ViewModel& shown_view, const std::vector<std::string>& what_names) {
   std::optional<ViewModel> extended;
   for (const std::string& what : what_names) {
-    const std::optional<MapKind> kind = mapKindFromName(what);
+    const std::optional<MapKind> kind = mapKindNames().find(what);
     if (!kind || !mapKindInfo(*kind).across_layers || shown_view.acrossLayers(*kind)) continue;
     if (!extended) extended = shown_view;
     const std::string why = acrossLayersUnavailable(*extended);

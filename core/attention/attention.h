@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "attention/mask.h"
+#include "attention/mistakes.h"
 #include "attention/variants.h"
 #include "tensor/tensor.h"
 
@@ -24,27 +25,6 @@ enum class ScaleMode {
   None,      // no scaling (teaching: shows why softmax saturates)
   Custom,    // scores * custom_scale
 };
-
-// The mistakes lab: run attention the wrong way on purpose, as a buggy PyTorch module
-// would, so the maps can be compared with the correct pipeline. Seed 000's listing has
-// the first two; seed 003's "common mistakes" list has the rest.
-enum class Mistake {
-  None,
-  FloorDivisionScale,         // scores // sqrt(d): floor division, integer scores (seed 000)
-  KVReshapedWithQueryLength,  // k/v .view(B, L, H, d): right only when S == L (seed 000)
-  NoHeadSplit,                // no view + transpose(1,2): one map over the full D
-  SharedProjection,           // [nn.Linear(D, D)] * 4: one weight for q, k, v and o
-  NoScaling,                  // scores not divided by sqrt(d)
-  ReshapeWithoutTranspose,    // context [B, H, L, d] reshaped to [B, L, D] without transpose
-  MaskNotBroadcast,           // [B, S] padding mask added to [B, H, L, S] without unsqueeze
-};
-
-std::vector<Mistake> allMistakes();          // in enum order, None first (for combos / --help)
-const char* mistakeName(Mistake mistake);    // "none", "floor-div-scale", ...
-// Throws InputError "unknown mistake 'x' (one of: none, floor-div-scale, ...)".
-Mistake mistakeFromName(const std::string& name);
-const char* mistakeDescription(Mistake mistake);  // one line: what goes wrong, which seed
-const char* mistakeFix(Mistake mistake);          // the correct PyTorch line ("" for None)
 
 struct AttentionOptions {
   int64_t heads = 1;                   // H; D % H must be 0
@@ -150,8 +130,7 @@ Tensor absDifference(const Tensor& a, const Tensor& b);
 // The [B, H, L, S] tensors dominate, so pass the real H (the default 1 underestimates).
 uint64_t estimateTraceBytes(int64_t B, int64_t L, int64_t S, int64_t D, int64_t Dq, int64_t Dk,
                             int64_t Dv, int64_t H = 1);
-// Throws InputError ("WHAT needs 12.3 GiB but only 4.0 GiB is available") when too large.
-void checkMemory(uint64_t bytes_needed, const std::string& what = "attention for these sizes");
+// Compare it with the budget through checkMemory (tensor/memory.h).
 
 // Validates shapes (D % H, L_K == L_V, weight shapes, finite values, mask shapes) with
 // InputError messages naming the tensor, then computes every stage. Heads run in parallel.

@@ -5,6 +5,8 @@
 #include <deque>
 
 #include "attention/kernel.h"
+#include "attention/mistakes.h"
+#include "tensor/memory.h"
 
 namespace attnscope {
 namespace {

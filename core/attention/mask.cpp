@@ -72,16 +72,173 @@ constexpr FillRow kFills[] = {
 
 }  // namespace
 
-const char* maskFillName(MaskFill fill) {
-  for (const FillRow& row : kFills)
-    if (row.fill == fill) return row.name;
-  return "inf";
+const NameTable<MaskFill>& maskFillNames() {
+  static const NameTable<MaskFill> table("fill", kFills, &FillRow::fill, &FillRow::name);
+  return table;
 }
 
-std::optional<MaskFill> maskFillFromName(const std::string& name) {
-  for (const FillRow& row : kFills)
-    if (name == row.name) return row.fill;
-  return std::nullopt;
+const char* maskFillName(MaskFill fill) { return maskFillNames().name(fill); }
+
+namespace {
+
+// What a term's predicate reads besides the spec.
+struct TermInputs {
+  int64_t L, S;
+  const std::vector<int64_t>& valid_lens;
+  const BoolTensor& key_padding;
+  bool key_padding_used = false;  // the padding term took it: no key_padding component
+};
+
+// Each term writes row[j] = allowed(b, i, j) for j in [0, S): a tight loop the compiler vectorises.
+template <typename Allowed>
+MaskTerm rowTerm(std::string name, int64_t S, Allowed allowed) {
+  return {std::move(name), [allowed, S](int64_t b, int64_t i, uint8_t* row) {
+            for (int64_t j = 0; j < S; ++j) row[j] = allowed(b, i, j) ? 1 : 0;
+          }};
+}
+
+// Tensors from files are shared, not copied, by the terms.
+MaskTerm keyPaddingTerm(std::string name, const BoolTensor& key_padding, int64_t S) {
+  auto padding = std::make_shared<const BoolTensor>(key_padding);
+  return rowTerm(std::move(name), S, [padding, S](int64_t b, int64_t, int64_t j) { return padding->data[b * S + j] != 0; });
+}
+
+// Sinks (StreamingLLM) widen each window term: the first k keys stay visible however far
+// back they are, so they are part of the window's component (" | sinks:k"), not an AND.
+std::string withSinks(const std::string& text, const MaskSpec& spec) {
+  return spec.sinks >= 0 ? text + " | sinks:" + std::to_string(spec.sinks) : text;
+}
+
+MaskTerm causalTerm(const MaskSpec&, TermInputs& in, const std::string& text) {
+  return rowTerm(text, in.S, [](int64_t, int64_t i, int64_t j) { return j <= i; });
+}
+MaskTerm causalBottomRightTerm(const MaskSpec&, TermInputs& in, const std::string& text) {
+  return rowTerm(text, in.S, [L = in.L, S = in.S](int64_t, int64_t i, int64_t j) { return j <= i + S - L; });
+}
+MaskTerm windowTerm(const MaskSpec& spec, TermInputs& in, const std::string& text) {
+  return rowTerm(withSinks(text, spec), in.S, [w = spec.window, k = spec.sinks](int64_t, int64_t i, int64_t j) {
+    return (j - i <= w && i - j <= w) || j < k;
+  });
+}
+MaskTerm causalWindowTerm(const MaskSpec& spec, TermInputs& in, const std::string& text) {
+  return rowTerm(withSinks(text, spec), in.S, [w = spec.causal_window, k = spec.sinks](int64_t, int64_t i, int64_t j) {
+    return j <= i && (i - j <= w || j < k);
+  });
+}
+MaskTerm prefixTerm(const MaskSpec& spec, TermInputs& in, const std::string& text) {
+  return rowTerm(text, in.S, [p = spec.prefix](int64_t, int64_t i, int64_t j) { return j < p || j <= i; });
+}
+MaskTerm segmentsTerm(const MaskSpec& spec, TermInputs& in, const std::string& text) {
+  auto qid = std::make_shared<const std::vector<int64_t>>(segmentIds(spec.segments, in.L));
+  auto kid = std::make_shared<const std::vector<int64_t>>(segmentIds(spec.segments, in.S));
+  return rowTerm(text, in.S, [qid, kid](int64_t, int64_t i, int64_t j) { return (*qid)[i] == (*kid)[j]; });
+}
+// "padding" uses valid_lens, else key_padding (an explicit key_padding is applied anyway).
+MaskTerm paddingTerm(const MaskSpec&, TermInputs& in, const std::string& text) {
+  if (!in.valid_lens.empty())
+    return rowTerm(text, in.S, [lens = in.valid_lens](int64_t b, int64_t, int64_t j) { return j < lens[b]; });
+  if (in.key_padding.empty()) throw InputError("mask: 'padding' needs valid_lens or key_padding (none given)");
+  in.key_padding_used = true;
+  return keyPaddingTerm(text, in.key_padding, in.S);
+}
+
+// A term's component for these inputs; null: it has none of its own (sinks widen windows).
+using BuildTerm = MaskTerm (*)(const MaskSpec& spec, TermInputs& in, const std::string& text);
+struct TermRow {
+  MaskTermKind kind;
+  BuildTerm build;
+};
+
+// The one mask term table, in canonical (toString) order; components follow it too.
+const TermRow kTermRows[] = {
+    // name, arg, short name, panel label, flag / count / lengths, values, masks; predicate
+    {{"causal", "", "causal", "causal", &MaskSpec::causal, nullptr, nullptr, nullptr, true}, causalTerm},
+    {{"causal-br", "", "causalbr", "causal bottom-right", &MaskSpec::causal_bottom_right, nullptr, nullptr, nullptr,
+      true},
+     causalBottomRightTerm},
+    {{"window", "W", "window", "window W", nullptr, &MaskSpec::window, nullptr, nullptr, true}, windowTerm},
+    {{"causal-window", "W", "causalwindow", "causal window W", nullptr, &MaskSpec::causal_window, nullptr, nullptr,
+      true},
+     causalWindowTerm},
+    {{"sinks", "K", "sinks", "sinks K", nullptr, &MaskSpec::sinks, nullptr, nullptr, false}, nullptr},
+    {{"prefix", "P", "prefix", "prefix-LM P", nullptr, &MaskSpec::prefix, nullptr, nullptr, true}, prefixTerm},
+    {{"segments", "n1,n2,...", "segments", "segments", nullptr, nullptr, &MaskSpec::segments, "segment lengths", true},
+     segmentsTerm},
+    {{"padding", "", "padding", "padding (valid lengths)", &MaskSpec::padding, nullptr, nullptr, nullptr, true},
+     paddingTerm},
+};
+
+const MaskTermKind* findKind(const std::string& name) {
+  for (const TermRow& row : kTermRows)
+    if (name == row.kind.name) return &row.kind;
+  return nullptr;
+}
+
+// "none, causal, causal-br, window:W, ...": what --mask takes.
+std::string termUsage() {
+  std::string usage = "none";
+  for (const TermRow& row : kTermRows) usage += ", " + std::string(row.kind.name) + (*row.kind.arg ? ":" : "") + row.kind.arg;
+  return usage;
+}
+
+// One term's value into spec: `term` is its whole text, `name` its trimmed name.
+void parseTerm(const MaskTermKind& kind, const std::string& term, const std::string& name, bool has_arg,
+               const std::string& arg, MaskSpec& spec) {
+  if (kind.flag) {
+    if (has_arg) throw InputError("mask: term '" + name + "' takes no argument");
+    spec.*kind.flag = true;
+  } else if (kind.count) {
+    spec.*kind.count = parseCount(arg, term);
+  } else {
+    std::vector<int64_t>& lengths = spec.*kind.lengths;
+    lengths.clear();
+    size_t s = 0;
+    while (s <= arg.size()) {
+      size_t comma = arg.find(',', s);
+      if (comma == std::string::npos) comma = arg.size();
+      const int64_t n = parseCount(arg.substr(s, comma - s), term);
+      if (n <= 0) throw InputError("mask: term '" + term + "' needs positive " + kind.values);
+      lengths.push_back(n);
+      s = comma + 1;
+    }
+  }
+}
+
+// "window:3", "segments:4,6", "causal": the term's text form.
+std::string termText(const MaskTermKind& kind, const MaskSpec& spec) {
+  return kind.name + (kind.flag ? "" : ":" + kind.valueText(spec, ","));
+}
+
+// The active terms' texts joined by '+', or `none` without any.
+template <typename Text>
+std::string joinTerms(const MaskSpec& spec, const char* none, Text text) {
+  std::string out;
+  for (const TermRow& row : kTermRows)
+    if (row.kind.active(spec)) out += (out.empty() ? "" : "+") + text(row.kind);
+  return out.empty() ? none : out;
+}
+
+}  // namespace
+
+bool MaskTermKind::active(const MaskSpec& spec) const {
+  if (flag) return spec.*flag;
+  if (count) return spec.*count >= 0;
+  return !(spec.*lengths).empty();
+}
+
+std::string MaskTermKind::valueText(const MaskSpec& spec, const char* separator) const {
+  if (flag) return "";
+  if (count) return std::to_string(spec.*count);
+  return joinSegments(spec.*lengths, separator);
+}
+
+const std::vector<MaskTermKind>& maskTermKinds() {
+  static const std::vector<MaskTermKind> kinds = [] {
+    std::vector<MaskTermKind> all;
+    for (const TermRow& row : kTermRows) all.push_back(row.kind);
+    return all;
+  }();
+  return kinds;
 }
 
 MaskSpec MaskSpec::parse(const std::string& text) {
@@ -97,84 +254,28 @@ MaskSpec MaskSpec::parse(const std::string& text) {
     if (term.empty()) throw InputError("mask: empty term in '" + all + "'");
     const size_t colon = term.find(':');
     const std::string name = trim(term.substr(0, colon));
-    const std::string arg = colon == std::string::npos ? "" : term.substr(colon + 1);
-    const bool has_arg = colon != std::string::npos;
-    auto noArg = [&] {
-      if (has_arg) throw InputError("mask: term '" + name + "' takes no argument");
-    };
-    if (name == "causal") {
-      noArg();
-      spec.causal = true;
-    } else if (name == "causal-br") {
-      noArg();
-      spec.causal_bottom_right = true;
-    } else if (name == "padding") {
-      noArg();
-      spec.padding = true;
-    } else if (name == "window") {
-      spec.window = parseCount(arg, term);
-    } else if (name == "causal-window") {
-      spec.causal_window = parseCount(arg, term);
-    } else if (name == "prefix") {
-      spec.prefix = parseCount(arg, term);
-    } else if (name == "sinks") {
-      spec.sinks = parseCount(arg, term);
-    } else if (name == "segments") {
-      spec.segments.clear();
-      size_t s = 0;
-      while (s <= arg.size()) {
-        size_t comma = arg.find(',', s);
-        if (comma == std::string::npos) comma = arg.size();
-        const int64_t n = parseCount(arg.substr(s, comma - s), term);
-        if (n <= 0) throw InputError("mask: term '" + term + "' needs positive segment lengths");
-        spec.segments.push_back(n);
-        s = comma + 1;
-      }
-    } else {
-      throw InputError("mask: unknown term '" + term +
-                       "' (use none, causal, causal-br, window:W, causal-window:W, sinks:K, prefix:P, "
-                       "segments:n1,n2,..., padding)");
-    }
+    const MaskTermKind* kind = findKind(name);
+    if (!kind) throw InputError("mask: unknown term '" + term + "' (use " + termUsage() + ")");
+    parseTerm(*kind, term, name, colon != std::string::npos, colon == std::string::npos ? "" : term.substr(colon + 1),
+              spec);
   }
   spec.checkSinks();
   return spec;
 }
 
 std::string MaskSpec::toString() const {
-  std::vector<std::string> terms;
-  if (causal) terms.push_back("causal");
-  if (causal_bottom_right) terms.push_back("causal-br");
-  if (window >= 0) terms.push_back("window:" + std::to_string(window));
-  if (causal_window >= 0) terms.push_back("causal-window:" + std::to_string(causal_window));
-  if (sinks >= 0) terms.push_back("sinks:" + std::to_string(sinks));
-  if (prefix >= 0) terms.push_back("prefix:" + std::to_string(prefix));
-  if (!segments.empty()) terms.push_back("segments:" + joinSegments(segments, ","));
-  if (padding) terms.push_back("padding");
-  if (terms.empty()) return "none";
-  std::string out = terms[0];
-  for (size_t i = 1; i < terms.size(); ++i) out += "+" + terms[i];
-  return out;
+  return joinTerms(*this, "none", [this](const MaskTermKind& kind) { return termText(kind, *this); });
 }
 
 std::string MaskSpec::shortName() const {
-  std::vector<std::string> terms;
-  if (causal) terms.push_back("causal");
-  if (causal_bottom_right) terms.push_back("causalbr");
-  if (window >= 0) terms.push_back("window" + std::to_string(window));
-  if (causal_window >= 0) terms.push_back("causalwindow" + std::to_string(causal_window));
-  if (sinks >= 0) terms.push_back("sinks" + std::to_string(sinks));
-  if (prefix >= 0) terms.push_back("prefix" + std::to_string(prefix));
-  if (!segments.empty()) terms.push_back("segments" + joinSegments(segments, "-"));
-  if (padding) terms.push_back("padding");
-  if (terms.empty()) return "nomask";
-  std::string out = terms[0];
-  for (size_t i = 1; i < terms.size(); ++i) out += "+" + terms[i];
-  return out;
+  return joinTerms(*this, "nomask",
+                   [this](const MaskTermKind& kind) { return kind.short_name + kind.valueText(*this, "-"); });
 }
 
 bool MaskSpec::any() const {
-  return causal || causal_bottom_right || window >= 0 || causal_window >= 0 || prefix >= 0 ||
-         !segments.empty() || padding;
+  for (const TermRow& row : kTermRows)
+    if (row.kind.masks && row.kind.active(*this)) return true;
+  return false;
 }
 
 void MaskSpec::checkSinks() const {
@@ -186,25 +287,34 @@ void MaskSpec::checkSinks() const {
 }
 
 bool MaskSpec::operator==(const MaskSpec& other) const {
-  return causal == other.causal && causal_bottom_right == other.causal_bottom_right &&
-         window == other.window && causal_window == other.causal_window &&
-         prefix == other.prefix && segments == other.segments && padding == other.padding &&
-         sinks == other.sinks;
+  for (const TermRow& row : kTermRows) {
+    const MaskTermKind& kind = row.kind;
+    const bool same = kind.flag ? this->*kind.flag == other.*kind.flag
+                      : kind.count ? this->*kind.count == other.*kind.count
+                                   : this->*kind.lengths == other.*kind.lengths;
+    if (!same) return false;
+  }
+  return true;
 }
 
-std::vector<MaskTerm> maskTerms(const MaskSpec& spec, int64_t B, int64_t L, int64_t S,
-                                const std::vector<int64_t>& valid_lens, const BoolTensor& key_padding,
-                                const BoolTensor& attn_mask) {
-  // Fields may be set directly (GUI), so check them here as well as in parse().
-  if (spec.window < -1) throw InputError("mask: window W must be >= 0, got " + std::to_string(spec.window));
-  if (spec.causal_window < -1) {
-    throw InputError("mask: causal-window W must be >= 0, got " + std::to_string(spec.causal_window));
+namespace {
+
+// Fields may be set directly (GUI), so maskTerms checks them as well as parse().
+void checkSpecValues(const MaskSpec& spec) {
+  for (const TermRow& row : kTermRows) {
+    const MaskTermKind& kind = row.kind;
+    if (kind.count && spec.*kind.count < -1)
+      throw InputError("mask: " + std::string(kind.name) + " " + kind.arg + " must be >= 0, got " +
+                       std::to_string(spec.*kind.count));
+    if (kind.lengths)
+      for (int64_t n : spec.*kind.lengths)
+        if (n <= 0) throw InputError("mask: " + std::string(kind.values) + " must be positive, got " + std::to_string(n));
   }
-  if (spec.prefix < -1) throw InputError("mask: prefix P must be >= 0, got " + std::to_string(spec.prefix));
   spec.checkSinks();
-  for (int64_t n : spec.segments) {
-    if (n <= 0) throw InputError("mask: segment lengths must be positive, got " + std::to_string(n));
-  }
+}
+
+void checkMaskInputs(int64_t B, int64_t L, int64_t S, const std::vector<int64_t>& valid_lens,
+                     const BoolTensor& key_padding, const BoolTensor& attn_mask) {
   if (!valid_lens.empty()) {
     if (static_cast<int64_t>(valid_lens.size()) != B) {
       throw InputError("valid_lens has " + std::to_string(valid_lens.size()) +
@@ -221,69 +331,33 @@ std::vector<MaskTerm> maskTerms(const MaskSpec& spec, int64_t B, int64_t L, int6
     throw InputError("key_padding has shape " + shapeToString(key_padding.shape) + ", expected " +
                      shapeToString({B, S}) + " [B, S]");
   }
-  const bool mask_2d = attn_mask.shape == Shape{L, S};
-  if (!attn_mask.empty() && !mask_2d && attn_mask.shape != Shape{B, L, S}) {
+  if (!attn_mask.empty() && attn_mask.shape != Shape{L, S} && attn_mask.shape != Shape{B, L, S}) {
     throw InputError("attn_mask has shape " + shapeToString(attn_mask.shape) + ", expected " +
                      shapeToString({L, S}) + " or " + shapeToString({B, L, S}));
   }
+}
 
-  // Each term writes row[j] = allowed(j) for j in [0, S): a tight loop the compiler vectorises.
+}  // namespace
+
+std::vector<MaskTerm> maskTerms(const MaskSpec& spec, int64_t B, int64_t L, int64_t S,
+                                const std::vector<int64_t>& valid_lens, const BoolTensor& key_padding,
+                                const BoolTensor& attn_mask) {
+  checkSpecValues(spec);
+  checkMaskInputs(B, L, S, valid_lens, key_padding, attn_mask);
   std::vector<MaskTerm> terms;
-  auto add = [&](const std::string& name, auto allowed) {
-    terms.push_back({name, [allowed, S](int64_t b, int64_t i, uint8_t* row) {
-                       for (int64_t j = 0; j < S; ++j) row[j] = allowed(b, i, j) ? 1 : 0;
-                     }});
-  };
-  if (spec.causal) add("causal", [](int64_t, int64_t i, int64_t j) { return j <= i; });
-  if (spec.causal_bottom_right) {
-    add("causal-br", [L, S](int64_t, int64_t i, int64_t j) { return j <= i + S - L; });
-  }
-  // Sinks (StreamingLLM) widen each window term: the first k keys stay visible however far
-  // back they are, so they are part of the window's component (" | sinks:k"), not an AND.
-  const int64_t k = spec.sinks;
-  const std::string sinks_name = k >= 0 ? " | sinks:" + std::to_string(k) : "";
-  if (spec.window >= 0) {
-    const int64_t w = spec.window;
-    add("window:" + std::to_string(w) + sinks_name,
-        [w, k](int64_t, int64_t i, int64_t j) { return (j - i <= w && i - j <= w) || j < k; });
-  }
-  if (spec.causal_window >= 0) {
-    const int64_t w = spec.causal_window;
-    add("causal-window:" + std::to_string(w) + sinks_name,
-        [w, k](int64_t, int64_t i, int64_t j) { return j <= i && (i - j <= w || j < k); });
-  }
-  if (spec.prefix >= 0) {
-    const int64_t p = spec.prefix;
-    add("prefix:" + std::to_string(p), [p](int64_t, int64_t i, int64_t j) { return j < p || j <= i; });
-  }
-  if (!spec.segments.empty()) {
-    auto qid = std::make_shared<const std::vector<int64_t>>(segmentIds(spec.segments, L));
-    auto kid = std::make_shared<const std::vector<int64_t>>(segmentIds(spec.segments, S));
-    add("segments:" + joinSegments(spec.segments, ","),
-        [qid, kid](int64_t, int64_t i, int64_t j) { return (*qid)[i] == (*kid)[j]; });
-  }
-  // "padding" uses valid_lens, else key_padding; an explicit key_padding is applied anyway.
-  // Tensors from files are shared, not copied, by the terms.
-  auto padding = std::make_shared<const BoolTensor>(key_padding);
-  auto keyPadding = [padding, S](int64_t b, int64_t, int64_t j) { return padding->data[b * S + j] != 0; };
-  bool key_padding_used = false;
-  if (spec.padding) {
-    if (!valid_lens.empty()) {
-      add("padding", [lens = valid_lens](int64_t b, int64_t, int64_t j) { return j < lens[b]; });
-    } else if (!key_padding.empty()) {
-      add("padding", keyPadding);
-      key_padding_used = true;
-    } else {
-      throw InputError("mask: 'padding' needs valid_lens or key_padding (none given)");
-    }
+  TermInputs in{L, S, valid_lens, key_padding};
+  for (const TermRow& row : kTermRows) {
+    if (!row.build || !row.kind.active(spec)) continue;
+    terms.push_back(row.build(spec, in, termText(row.kind, spec)));
   }
   if (!attn_mask.empty()) {
     auto mask = std::make_shared<const BoolTensor>(attn_mask);
-    add("attn_mask", [mask, mask_2d, L, S](int64_t b, int64_t i, int64_t j) {
+    const bool mask_2d = attn_mask.shape == Shape{L, S};
+    terms.push_back(rowTerm("attn_mask", S, [mask, mask_2d, L, S](int64_t b, int64_t i, int64_t j) {
       return mask->data[(mask_2d ? 0 : b * L * S) + i * S + j] != 0;
-    });
+    }));
   }
-  if (!key_padding.empty() && !key_padding_used) add("key_padding", keyPadding);
+  if (!key_padding.empty() && !in.key_padding_used) terms.push_back(keyPaddingTerm("key_padding", key_padding, S));
   return terms;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "registry/name_table.h"
 #include "tensor/tensor.h"
 
 namespace attnscope {
@@ -42,11 +43,33 @@ struct MaskSpec {
   bool operator==(const MaskSpec& other) const;
 };
 
+// One kind of mask term: a row of the one table that parse, toString, shortName, any, ==,
+// maskTerms, the app's mask panel and the tests' references read. A new term is a MaskSpec
+// field, a row here (mask.cpp kTermRows) and its predicate there.
+struct MaskTermKind {
+  const char* name;        // text form: "causal", "window" (then ":W")
+  const char* arg;         // what the argument is: "" (none), "W", "K", "P", "n1,n2,..."
+  const char* short_name;  // file names: "causalbr", "window" (then the value)
+  const char* label;       // the app's mask panel: "causal bottom-right", "window W"
+  // The MaskSpec field, exactly one of: a flag, a count (-1 = off) or lengths (empty = off).
+  bool MaskSpec::*flag;
+  int64_t MaskSpec::*count;
+  std::vector<int64_t> MaskSpec::*lengths;
+  const char* values;  // lengths only: what they are in messages, "segment lengths"
+  bool masks;          // false: it only widens other terms (sinks), so any() does not count it
+
+  bool active(const MaskSpec& spec) const;
+  // "" for a flag, "3" for a count, "4,6" for lengths joined by `separator`.
+  std::string valueText(const MaskSpec& spec, const char* separator) const;
+};
+// Every kind, in the canonical order of toString().
+const std::vector<MaskTermKind>& maskTermKinds();
+
 enum class MaskFill { NegInf, NegBillion };  // -inf (seed 002, additive) or -1e9 (seeds 000/003)
-// The fill's name in settings, flags and bundle.json: "inf" / "1e9"; FromName also takes
-// "-inf" / "-1e9" (the sign is implied: masked scores go down). nullopt when unknown.
-const char* maskFillName(MaskFill fill);
-std::optional<MaskFill> maskFillFromName(const std::string& name);
+// The fill's name in settings, flags and bundle.json: "inf" / "1e9"; the table also takes
+// "-inf" / "-1e9" (the sign is implied: masked scores go down).
+const NameTable<MaskFill>& maskFillNames();
+const char* maskFillName(MaskFill fill);  // maskFillNames().name(fill)
 
 // One named mask term evaluated for every batch item.
 struct MaskComponent {

@@ -10,7 +10,9 @@
 #include <limits>
 
 #include "attention/kernel.h"
+#include "attention/mistakes.h"
 #include "attention/row_stats.h"
+#include "tensor/memory.h"
 
 namespace attnscope {
 namespace {

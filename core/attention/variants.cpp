@@ -99,13 +99,17 @@ inline int64_t pairSecond(int64_t i, int64_t d, RopeStyle style) {
 
 }  // namespace
 
-const char* ropeStyleName(RopeStyle style) { return style == RopeStyle::RotateHalf ? "half" : "interleaved"; }
-
-RopeStyle ropeStyleFromName(const std::string& name) {
-  if (name == "half") return RopeStyle::RotateHalf;
-  if (name == "interleaved") return RopeStyle::Interleaved;
-  throw InputError("rope style '" + name + "' is not one of half, interleaved");
+const NameTable<RopeStyle>& ropeStyleNames() {
+  struct Row {
+    RopeStyle style;
+    const char* name;
+  };
+  static constexpr Row kRopeStyles[] = {{RopeStyle::RotateHalf, "half"}, {RopeStyle::Interleaved, "interleaved"}};
+  static const NameTable<RopeStyle> table("rope style", kRopeStyles, &Row::style, &Row::name);
+  return table;
 }
+
+const char* ropeStyleName(RopeStyle style) { return ropeStyleNames().name(style); }
 
 std::vector<VariantInfo> allVariants() {
   std::vector<VariantInfo> infos;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "registry/name_table.h"
 #include "tensor/tensor.h"
 
 namespace attnscope {
@@ -26,9 +27,8 @@ enum class RopeStyle {
   Interleaved,  // GPT-J (rotate_every_two) and the RoFormer paper: pairs (2i, 2i + 1)
 };
 
-const char* ropeStyleName(RopeStyle style);  // "half", "interleaved"
-// Throws InputError "rope style 'x' is not one of half, interleaved".
-RopeStyle ropeStyleFromName(const std::string& name);
+const NameTable<RopeStyle>& ropeStyleNames();  // "half", "interleaved"
+const char* ropeStyleName(RopeStyle style);    // ropeStyleNames().name(style)
 
 // Sizes a variant's validation needs: H query heads of size d, G K/V heads.
 struct VariantSizes {

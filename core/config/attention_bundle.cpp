@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/bundle.h"
+#include "tensor/memory.h"
 #include "tensor/npy.h"
 #include "tensor/npz.h"
 #include "tensor/text_file.h"

@@ -2,6 +2,8 @@
 // settings add valid lengths and the memory check for the sizes they describe.
 #include "config/inputs.h"
 
+#include "tensor/memory.h"
+
 namespace attnscope {
 
 Bundle bundleInputs(const Settings& s) {

@@ -5,6 +5,7 @@
 
 #include "attention/tiles.h"
 #include "view/view_model.h"
+#include "tensor/memory.h"
 
 #include "config/text_input.h"
 

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "config/text_input.h"
+#include "tensor/memory.h"
 
 namespace attnscope {
 namespace {

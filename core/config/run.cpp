@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <functional>
 
@@ -14,6 +13,7 @@
 #include "config/bundle.h"
 #include "config/inputs.h"
 #include "config/model_source.h"
+#include "tensor/memory.h"
 
 namespace attnscope {
 namespace {
@@ -51,12 +51,10 @@ void applyVariantKeys(const nlohmann::json& meta, const std::function<void(const
     }
   }
   if (const auto* v = get("rope_style")) {
-    if (!v->is_string()) bad("rope_style", "must be \"half\" or \"interleaved\"");
-    try {
-      s.rope_style = ropeStyleFromName(v->get<std::string>());
-    } catch (const InputError& e) {
-      bad("rope_style", std::string("is invalid: ") + e.what());
-    }
+    if (!v->is_string()) bad("rope_style", "must be " + ropeStyleNames().list(" or ", true));
+    const std::optional<RopeStyle> style = ropeStyleNames().find(v->get<std::string>());
+    if (!style) bad("rope_style", "is invalid: " + ropeStyleNames().unknown(v->get<std::string>()));
+    s.rope_style = *style;
   }
   if (const auto* v = get("alibi")) {
     if (!v->is_boolean()) bad("alibi", "must be true or false");
@@ -109,9 +107,9 @@ void applyBundleRunKeys(const nlohmann::json& meta, const std::string& json_path
   if (meta.contains("fill")) {
     const auto& f = meta["fill"];
     std::optional<MaskFill> fill;
-    if (f.is_string()) fill = maskFillFromName(f.get<std::string>());
+    if (f.is_string()) fill = maskFillNames().find(f.get<std::string>());
     else if (f.is_number() && std::fabs(f.get<double>()) == 1e9) fill = MaskFill::NegBillion;
-    if (!fill) bad("fill", "must be \"inf\" or \"1e9\"");
+    if (!fill) bad("fill", "must be " + maskFillNames().list(" or ", true));
     s.fill = *fill;
   }
   if (meta.contains("dropout")) {
@@ -142,10 +140,7 @@ Settings settingsForBundle(Settings settings, const std::string& dir) {
 }
 
 uint64_t fullPathBudgetBytes() {
-  const char* text = std::getenv("ATTNSCOPE_FULL_PATH_BYTES");
-  char* end = nullptr;
-  const unsigned long long bytes = text ? std::strtoull(text, &end, 10) : 0;
-  return text && end != text && *end == '\0' ? bytes : uint64_t{2} << 30;
+  return bytesFromEnvironment("ATTNSCOPE_FULL_PATH_BYTES").value_or(uint64_t{2} << 30);
 }
 
 Run configureRun(const Settings& settings) {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 
 namespace attnscope {
 namespace {
@@ -33,29 +34,21 @@ constexpr ScaleRow kScales[] = {
 
 }  // namespace
 
-const char* inputSourceName(InputSource source) {
-  for (const SourceRow& row : kSources)
-    if (row.source == source) return row.name;
-  return "text";
+const NameTable<InputSource>& inputSourceNames() {
+  static const NameTable<InputSource> table("source", kSources, &SourceRow::source, &SourceRow::name);
+  return table;
 }
 
-std::optional<InputSource> inputSourceFromName(const std::string& name) {
-  for (const SourceRow& row : kSources)
-    if (name == row.name) return row.source;
-  return std::nullopt;
+const char* inputSourceName(InputSource source) { return inputSourceNames().name(source); }
+
+const NameTable<ScaleChoice>& scaleChoiceNames() {
+  static const NameTable<ScaleChoice> table("scale", kScales, &ScaleRow::choice, &ScaleRow::name);
+  return table;
 }
 
-std::vector<ScaleChoice> allScaleChoices() {
-  std::vector<ScaleChoice> all;
-  for (const ScaleRow& row : kScales) all.push_back(row.choice);
-  return all;
-}
+std::vector<ScaleChoice> allScaleChoices() { return scaleChoiceNames().values(); }
 
-const char* scaleChoiceName(ScaleChoice choice) {
-  for (const ScaleRow& row : kScales)
-    if (row.choice == choice) return row.name;
-  return "inv_sqrt_d";
-}
+const char* scaleChoiceName(ScaleChoice choice) { return scaleChoiceNames().name(choice); }
 
 const char* scaleChoiceLabel(ScaleChoice choice) {
   for (const ScaleRow& row : kScales)
@@ -63,10 +56,80 @@ const char* scaleChoiceLabel(ScaleChoice choice) {
   return "";
 }
 
-std::optional<ScaleChoice> scaleChoiceFromName(const std::string& name) {
-  for (const ScaleRow& row : kScales)
-    if (name == row.name) return row.choice;
-  return std::nullopt;
+namespace {
+
+template <auto Member>
+bool differs(const Settings& a, const Settings& b) {
+  return !(a.*Member == b.*Member);
+}
+
+bool always(const Settings&) { return true; }
+template <InputSource... Sources>
+bool forSources(const Settings& a) {
+  return ((a.source == Sources) || ...);
+}
+template <ScaleChoice Choice>
+bool withScale(const Settings& a) {
+  return a.scale == Choice;
+}
+bool crossText(const Settings& a) { return a.source == InputSource::Text && a.cross_attention; }
+
+constexpr auto kText = InputSource::Text;
+constexpr auto kSynthetic = InputSource::Synthetic;
+constexpr auto kBundle = InputSource::Bundle;
+constexpr auto kModel = InputSource::Model;
+
+// Bundles without weights get seeded ones of size H * d, hence head_dim for them too.
+const SettingField kSettingFields[] = {
+    {"source", differs<&Settings::source>, always},
+    {"text", differs<&Settings::text>, forSources<kText>},
+    {"cross_attention", differs<&Settings::cross_attention>, forSources<kText, kSynthetic>},
+    {"key_text", differs<&Settings::key_text>, crossText},
+    {"synthetic_L", differs<&Settings::synthetic_L>, forSources<kSynthetic>},
+    {"synthetic_S", differs<&Settings::synthetic_S>, forSources<kSynthetic>},
+    {"batch", differs<&Settings::batch>, forSources<kSynthetic>},
+    {"valid_lens", differs<&Settings::valid_lens>, always},
+    {"bundle_path", differs<&Settings::bundle_path>, forSources<kBundle>},
+    {"model", differs<&Settings::model>, forSources<kModel>},
+    {"model_text", differs<&Settings::model_text>, forSources<kModel>},
+    {"heads", differs<&Settings::heads>, always},
+    {"head_dim", differs<&Settings::head_dim>, forSources<kText, kSynthetic, kBundle>},
+    {"positional_encoding", differs<&Settings::positional_encoding>, forSources<kText>},
+    {"bias", differs<&Settings::bias>, forSources<kText, kSynthetic>},
+    {"seed", differs<&Settings::seed>, always},
+    {"mask", differs<&Settings::mask>, always},
+    {"fill", differs<&Settings::fill>, always},
+    {"scale", differs<&Settings::scale>, always},
+    {"temperature", differs<&Settings::temperature>, withScale<ScaleChoice::Temperature>},
+    {"scale_factor", differs<&Settings::scale_factor>, withScale<ScaleChoice::Factor>},
+    {"dropout", differs<&Settings::dropout>, always},
+    {"train", differs<&Settings::train>, always},
+    {"mistake", differs<&Settings::mistake>, always},
+    {"kv_heads", differs<&Settings::kv_heads>, always},
+    {"rope", differs<&Settings::rope>, always},
+    {"rope_base", differs<&Settings::rope_base>, always},
+    {"rope_style", differs<&Settings::rope_style>, always},
+    {"alibi", differs<&Settings::alibi>, always},
+    {"softcap", differs<&Settings::softcap>, always},
+    {"prob_colormap", differs<&Settings::prob_colormap>, nullptr},
+    {"log_scale", differs<&Settings::log_scale>, nullptr},
+    {"folded_layout", differs<&Settings::folded_layout>, nullptr},
+    {"export_dir", differs<&Settings::export_dir>, nullptr},
+    {"cell_px", differs<&Settings::cell_px>, nullptr},
+    {"export_formats", differs<&Settings::export_formats>, nullptr},
+};
+
+}  // namespace
+
+const std::vector<SettingField>& settingFields() {
+  static const std::vector<SettingField> fields(std::begin(kSettingFields), std::end(kSettingFields));
+  return fields;
+}
+
+bool computeSettingsDiffer(const Settings& a, const Settings& b) {
+  for (const SettingField& field : kSettingFields)
+    if (field.recomputes && field.recomputes(a) && field.differ(a, b)) return true;
+  return false;
 }
 
 std::optional<ScaleSetting> scaleFromFactor(double factor) {

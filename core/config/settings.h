@@ -10,6 +10,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "attention/attention.h"
+#include "registry/name_table.h"
 #include "view/colormap.h"
 
 namespace attnscope {
@@ -29,12 +30,12 @@ enum class ScaleChoice {
 };
 
 // Name tables, the one place each name lives (settings JSON, CLI flags, bundle.json, combos).
-const char* inputSourceName(InputSource source);  // "text", "synthetic", "bundle", "model"
-std::optional<InputSource> inputSourceFromName(const std::string& name);
+const NameTable<InputSource>& inputSourceNames();  // "text", "synthetic", "bundle", "model"
+const char* inputSourceName(InputSource source);   // inputSourceNames().name(source)
+const NameTable<ScaleChoice>& scaleChoiceNames();  // "inv_sqrt_d", "none", "temperature", "factor"
 std::vector<ScaleChoice> allScaleChoices();        // in enum order
-const char* scaleChoiceName(ScaleChoice choice);   // "inv_sqrt_d", "none", "temperature", "factor"
+const char* scaleChoiceName(ScaleChoice choice);   // scaleChoiceNames().name(choice)
 const char* scaleChoiceLabel(ScaleChoice choice);  // "1 / sqrt(d)", ... (the app's combo)
-std::optional<ScaleChoice> scaleChoiceFromName(const std::string& name);
 
 // A scale as `compute --scale` and bundle.json write it: "none", "default" / "sqrt"
 // (1/sqrt(d)) or a positive finite factor (ScaleChoice::Factor). nullopt when invalid.
@@ -103,6 +104,22 @@ struct Settings {
 
   int64_t modelDim() const { return heads * head_dim; }
 };
+
+// What a change of each setting calls for, declared here beside Settings so that a new
+// setting is not forgotten (settings_test checks that every key settingsToJson writes has
+// a row): a recompute of the maps (always, for some sources or under a condition), or only
+// a redraw (view preferences, export options).
+struct SettingField {
+  const char* name;  // its settings JSON key
+  bool (*differ)(const Settings& a, const Settings& b);
+  // Whether a change of it recomputes, given the settings `a`; null: never (view only).
+  bool (*recomputes)(const Settings& a);
+};
+const std::vector<SettingField>& settingFields();  // in the order of Settings' members
+
+// True when a and b differ in a setting that recomputes for a (its source, its scale):
+// the app recomputes then (view-only fields such as colormap and log scale do not count).
+bool computeSettingsDiffer(const Settings& a, const Settings& b);
 
 // Which map the views show. Not a setting: the app owns it (clamped to each result, never
 // written back into Settings), but it is saved in the settings JSON beside the settings

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attention/mistakes.h"
 #include "config/settings.h"
 #include "tensor/npy.h"
 #include "tensor/text_file.h"
@@ -93,16 +94,23 @@ class Reader {
       out = list;
     });
   }
-  // A name looked up by from_name (which throws InputError for an unknown name).
-  template <typename T, typename FromName>
-  void named(const char* key, T& out, FromName from_name, const char* what) const {
+  // A name of `table`; "is invalid: unknown NOUN 'x' (one of: ...)" for a name it lacks.
+  template <typename T>
+  void named(const char* key, T& out, const NameTable<T>& table, const char* what) const {
     with(key, [&](const json& v) {
       if (!v.is_string()) fail(key, std::string("must be ") + what);
-      try {
-        out = from_name(v.get<std::string>());
-      } catch (const InputError& e) {
-        fail(key, std::string("is invalid: ") + e.what());
-      }
+      const std::optional<T> value = table.find(v.get<std::string>());
+      if (!value) fail(key, "is invalid: " + table.unknown(v.get<std::string>()));
+      out = *value;
+    });
+  }
+  // A name of `table`, given as a string; anything else "must be \"a\", \"b\" or \"c\"".
+  template <typename T>
+  void oneOf(const char* key, T& out, const NameTable<T>& table) const {
+    with(key, [&](const json& v) {
+      const std::optional<T> value = v.is_string() ? table.find(v.get<std::string>()) : std::nullopt;
+      if (!value) fail(key, "must be " + table.list(" or ", true));
+      out = *value;
     });
   }
   [[noreturn]] static void fail(const char* key, const std::string& what) {
@@ -166,11 +174,7 @@ Settings settingsFromJson(const json& j, std::vector<std::string>* problems) {
   if (!j.is_object()) throw InputError("settings: expected a JSON object at the top level");
   Settings s;
   const Reader r(j, problems);
-  r.with("source", [&](const json& v) {
-    const std::optional<InputSource> source = v.is_string() ? inputSourceFromName(v.get<std::string>()) : std::nullopt;
-    if (!source) Reader::fail("source", "must be \"text\", \"synthetic\", \"bundle\" or \"model\"");
-    s.source = *source;
-  });
+  r.oneOf("source", s.source, inputSourceNames());
   r.string("text", s.text);
   r.boolean("cross_attention", s.cross_attention);
   r.string("key_text", s.key_text);
@@ -195,28 +199,20 @@ Settings settingsFromJson(const json& j, std::vector<std::string>* problems) {
       Reader::fail("mask", std::string("is invalid: ") + e.what());
     }
   });
-  r.with("fill", [&](const json& v) {
-    const std::optional<MaskFill> fill = v.is_string() ? maskFillFromName(v.get<std::string>()) : std::nullopt;
-    if (!fill) Reader::fail("fill", "must be \"inf\" or \"1e9\"");
-    s.fill = *fill;
-  });
-  r.with("scale", [&](const json& v) {
-    const std::optional<ScaleChoice> scale = v.is_string() ? scaleChoiceFromName(v.get<std::string>()) : std::nullopt;
-    if (!scale) Reader::fail("scale", "must be \"inv_sqrt_d\", \"none\", \"temperature\" or \"factor\"");
-    s.scale = *scale;
-  });
+  r.oneOf("fill", s.fill, maskFillNames());
+  r.oneOf("scale", s.scale, scaleChoiceNames());
   r.number("scale_factor", s.scale_factor, [](float f) { return scaleFromFactor(f).has_value(); }, "> 0");
   r.number("temperature", s.temperature, [](float t) { return t > 0.0f; }, "> 0");
   r.number("dropout", s.dropout, [](float p) { return p >= 0.0f && p < 1.0f; }, "in [0, 1)");
   r.boolean("train", s.train);
-  r.named("mistake", s.mistake, mistakeFromName, "a mistake name such as \"floor-div-scale\"");
+  r.named("mistake", s.mistake, mistakeNames(), "a mistake name such as \"floor-div-scale\"");
   r.integer("kv_heads", s.kv_heads, 0, 4096);
   r.boolean("rope", s.rope);
   r.number("rope_base", s.rope_base, [](float base) { return base > 1.0f; }, "> 1");
-  r.named("rope_style", s.rope_style, ropeStyleFromName, "\"half\" or \"interleaved\"");
+  r.named("rope_style", s.rope_style, ropeStyleNames(), "\"half\" or \"interleaved\"");
   r.boolean("alibi", s.alibi);
   r.number("softcap", s.softcap, [](float cap) { return cap >= 0.0f; }, "> 0 (or null for off)");
-  r.named("prob_colormap", s.prob_colormap, colormapFromName, "a colormap name");
+  r.named("prob_colormap", s.prob_colormap, colormapNames(), "a colormap name");
   r.boolean("log_scale", s.log_scale);
   r.boolean("folded_layout", s.folded_layout);
   r.string("export_dir", s.export_dir);

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "attention/kernel.h"
+#include "tensor/memory.h"
 #include "tensor/safetensors.h"
 
 namespace attnscope {

@@ -9,6 +9,7 @@
 
 #include "attention/attention.h"
 #include "config/text_input.h"
+#include "tensor/memory.h"
 #include "tensor/npy.h"
 #include "tensor/text_file.h"
 

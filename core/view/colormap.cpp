@@ -30,24 +30,15 @@ const ColormapRow& rowOf(Colormap map) {
 
 }  // namespace
 
-std::vector<Colormap> allColormaps() {
-  std::vector<Colormap> all;
-  for (const ColormapRow& row : kColormapRows) all.push_back(row.map);
-  return all;
-}
+std::vector<Colormap> allColormaps() { return colormapNames().values(); }
 
 const RgbTable& colormapTable(Colormap map) { return *rowOf(map).table; }
 
-const char* colormapName(Colormap map) { return rowOf(map).name; }
+const char* colormapName(Colormap map) { return colormapNames().name(map); }
 
-Colormap colormapFromName(const std::string& name) {
-  std::string choices;
-  for (const ColormapRow& row : kColormapRows) {
-    if (name == row.name) return row.map;
-    choices += choices.empty() ? "" : &row == &kColormapRows[kColormapCount - 1] ? " or " : ", ";
-    choices += row.name;
-  }
-  throw InputError("unknown colormap '" + name + "' (use " + choices + ")");
+const NameTable<Colormap>& colormapNames() {
+  static const NameTable<Colormap> table("colormap", kColormapRows, &ColormapRow::map, &ColormapRow::name);
+  return table;
 }
 
 int colormapIndex(float value, float low, float high) {

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "registry/name_table.h"
+
 namespace attnscope {
 
 enum class Colormap { Viridis, Cividis, Magma, Diverging };
@@ -19,8 +21,8 @@ inline constexpr int kColormapCount = 4;
 // Every colour map, in enum order (the app's combo lists them all).
 std::vector<Colormap> allColormaps();
 const RgbTable& colormapTable(Colormap map);
-const char* colormapName(Colormap map);            // "viridis", ...
-Colormap colormapFromName(const std::string& name);  // throws InputError
+const NameTable<Colormap>& colormapNames();  // "viridis", "cividis", "magma", "diverging"
+const char* colormapName(Colormap map);      // colormapNames().name(map)
 
 // The one mapping rule (Polyscope style): t = clamp((v - low) / (high - low), 0, 1),
 // index = floor(t * 255 + 0.5). The fragment shader implements exactly this.

@@ -27,10 +27,9 @@ const MapKindInfo& mapKindInfo(MapKind kind) {
 
 const char* mapKindName(MapKind kind) { return mapKindInfo(kind).name; }
 
-std::optional<MapKind> mapKindFromName(const std::string& name) {
-  for (const MapKindInfo& info : kKinds)
-    if (name == info.name) return info.kind;
-  return std::nullopt;
+const NameTable<MapKind>& mapKindNames() {
+  static const NameTable<MapKind> table("map kind", kKinds, &MapKindInfo::kind, &MapKindInfo::name);
+  return table;
 }
 
 std::string acrossLayersTitle(MapKind kind, const std::string& layer_name) {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "registry/name_table.h"
+
 namespace attnscope {
 
 enum class MapKind { Probs, Scores, Mask, Rollout, Flow };
@@ -25,7 +27,7 @@ struct MapKindInfo {
 std::vector<MapKindInfo> mapKinds();  // every kind, in chooser order
 const MapKindInfo& mapKindInfo(MapKind kind);
 const char* mapKindName(MapKind kind);                          // mapKindInfo(kind).name
-std::optional<MapKind> mapKindFromName(const std::string& name);  // nullopt when unknown
+const NameTable<MapKind>& mapKindNames();                       // "probs", "scores", ...
 
 // "rollout after layer 3: output position x input token" (layer as the source names it).
 std::string acrossLayersTitle(MapKind kind, const std::string& layer_name);

@@ -115,6 +115,34 @@ def segment_ids(sizes, n):
     return ids
 
 
+def _padding_rule(i, j, arg, sink, valid_lens, key_padding):
+    if valid_lens is not None:
+        return np.arange(j.shape[1])[None, None, :] < np.asarray(valid_lens)[:, None, None]
+    return key_padding[:, None, :]
+
+
+def _segments_rule(i, j, arg, sink, valid_lens, key_padding):
+    sizes = [int(x) for x in arg.split(",")]
+    q, k = segment_ids(sizes, i.shape[0]), segment_ids(sizes, j.shape[1])
+    return (q[:, None] == k[None, :])[None]
+
+
+# One rule per mask term (core/attention/mask.h), written independently of the core's table:
+# (i [L, 1], j [1, S], the term's argument, sink [1, S], valid_lens, key_padding) -> allowed,
+# [L, S] or [B, L, S]. test_compute_errors checks that every term --mask names has a rule.
+# sinks:K blocks nothing itself: it keeps keys j < K visible through the window terms.
+MASK_TERM_RULES = {
+    "causal": lambda i, j, arg, sink, *_: j <= i,
+    "causal-br": lambda i, j, arg, sink, *_: j <= i + j.shape[1] - i.shape[0],
+    "window": lambda i, j, arg, sink, *_: (np.abs(i - j) <= int(arg)) | sink,
+    "causal-window": lambda i, j, arg, sink, *_: (j <= i) & ((j >= i - int(arg)) | sink),
+    "sinks": lambda i, j, arg, sink, *_: np.ones((i.shape[0], j.shape[1]), dtype=bool),
+    "prefix": lambda i, j, arg, sink, *_: (j < int(arg)) | (j <= i),
+    "segments": _segments_rule,
+    "padding": _padding_rule,
+}
+
+
 def spec_mask(spec, B, L, S, valid_lens=None, key_padding=None):
     """allowed [B, L, S] for the text spec, True = may attend."""
     i = np.arange(L)[:, None]
@@ -122,37 +150,16 @@ def spec_mask(spec, B, L, S, valid_lens=None, key_padding=None):
     allowed = np.ones((B, L, S), dtype=bool)
     if spec in (None, "", "none"):
         return allowed
-    # sinks:K (StreamingLLM) keeps keys j < K visible through the window terms.
     sink = np.zeros((1, S), dtype=bool)
     for term in spec.split("+"):
         if term.startswith("sinks:"):
             sink = (j < int(term.partition(":")[2]))
     for term in spec.split("+"):
         name, _, arg = term.partition(":")
-        if name == "sinks":
-            continue
-        if name == "causal":
-            allowed &= (j <= i)[None]
-        elif name == "causal-br":
-            allowed &= (j <= i + S - L)[None]
-        elif name == "window":
-            allowed &= ((np.abs(i - j) <= int(arg)) | sink)[None]
-        elif name == "causal-window":
-            allowed &= ((j <= i) & ((j >= i - int(arg)) | sink))[None]
-        elif name == "prefix":
-            allowed &= ((j < int(arg)) | (j <= i))[None]
-        elif name == "segments":
-            sizes = [int(x) for x in arg.split(",")]
-            q, k = segment_ids(sizes, L), segment_ids(sizes, S)
-            allowed &= (q[:, None] == k[None, :])[None]
-        elif name == "padding":
-            if valid_lens is not None:
-                lens = np.asarray(valid_lens)
-                allowed &= (np.arange(S)[None, None, :] < lens[:, None, None])
-            else:
-                allowed &= key_padding[:, None, :]
-        else:
+        if name not in MASK_TERM_RULES:
             raise ValueError("unknown mask term " + term)
+        rule = MASK_TERM_RULES[name](i, j, arg, sink, valid_lens, key_padding)
+        allowed &= rule if rule.ndim == 3 else rule[None]
     return allowed
 
 

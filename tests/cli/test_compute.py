@@ -218,6 +218,14 @@ class ComputeMatchesReferences(unittest.TestCase):
         self.assertIn("2 query rows are fully masked: probabilities set to 0 (PyTorch gives NaN)", result.stdout)
         self.assertEqual(got["shapes"]["fully_masked_rows"], 2)
 
+    def test_reference_has_a_rule_for_every_mask_term(self):
+        # The usage line of an unknown term lists every kind of term the core has.
+        result = ref.run_compute(["--demo", "--mask", "nope", "--out", ref.case_dir("compute", "mask_terms")])
+        self.assertEqual(result.returncode, 2, result.stderr)
+        usage = result.stderr.split("(use ", 1)[1].rsplit(")", 1)[0]
+        names = [term.split(":")[0] for term in usage.split(", ") if term and term[0].isalpha() and term != "none"]
+        self.assertEqual(sorted(names), sorted(ref.MASK_TERM_RULES), usage)
+
 
 def run_seed_004(test):
     """d2l's example bundle (ones inputs, bias=False, valid_lens [3, 2], H=5) -> (case, outputs, run)."""

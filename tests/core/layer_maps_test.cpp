@@ -67,12 +67,12 @@ TEST(MapKinds, OneRowPerKindNamesRoundTrip) {
   std::set<std::string> names;
   for (const MapKindInfo& info : mapKinds()) {
     EXPECT_TRUE(names.insert(info.name).second) << info.name;
-    EXPECT_EQ(mapKindFromName(info.name), info.kind);
+    EXPECT_EQ(mapKindNames().find(info.name), info.kind);
     EXPECT_STREQ(mapKindName(info.kind), info.name);
     EXPECT_EQ(info.across_layers, info.kind == MapKind::Rollout || info.kind == MapKind::Flow);
   }
   EXPECT_EQ(names, (std::set<std::string>{"probs", "scores", "mask", "rollout", "flow"}));
-  EXPECT_FALSE(mapKindFromName("rolout"));
+  EXPECT_FALSE(mapKindNames().find("rolout"));
   EXPECT_EQ(acrossLayersTitle(MapKind::Rollout, "layer 3"), "rollout after layer 3: output position x input token");
 }
 

@@ -2,8 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <set>
+#include <string>
 
 #include "attention/mask.h"
+#include "reference.h"
 
 namespace attnscope {
 namespace {
@@ -188,6 +191,38 @@ TEST(BuildMasks, ErrorsNameTheProblem) {
   bad = MaskSpec();
   bad.segments = {2, 0};
   expectError([&] { buildMasks(bad, 1, 3, 3, {}, none, none); }, "mask: segment lengths must be positive, got 0");
+}
+
+// The one table of term kinds: each row is one MaskSpec field, its text round-trips, it is
+// named in the parser's usage line, and the test reference has a rule of its own for it.
+TEST(MaskTermKinds, EveryKindRoundTripsAndHasAReferenceRule) {
+  std::set<std::string> names;
+  for (const MaskTermKind& kind : maskTermKinds()) {
+    SCOPED_TRACE(kind.name);
+    EXPECT_TRUE(names.insert(kind.name).second);
+    EXPECT_EQ((kind.flag != nullptr) + (kind.count != nullptr) + (kind.lengths != nullptr), 1);
+    MaskSpec spec;
+    EXPECT_FALSE(kind.active(spec));
+    if (kind.flag) spec.*kind.flag = true;
+    if (kind.count) spec.*kind.count = 2;
+    if (kind.lengths) spec.*kind.lengths = {2, 3};
+    if (!kind.masks) spec.window = 1;  // sinks widen a window term
+    EXPECT_TRUE(kind.active(spec));
+    EXPECT_TRUE(spec.any());
+    EXPECT_EQ(MaskSpec::parse(spec.toString()), spec) << spec.toString();
+    EXPECT_FALSE(MaskSpec() == spec);
+    EXPECT_NE(spec.shortName().find(kind.short_name), std::string::npos) << spec.shortName();
+    try {
+      MaskSpec::parse("nope");
+      FAIL();
+    } catch (const InputError& e) {
+      const std::string usage = std::string(kind.name) + (*kind.arg ? std::string(":") + kind.arg : "");
+      EXPECT_NE(std::string(e.what()).find(usage), std::string::npos) << e.what();
+    }
+  }
+  std::set<std::string> reference_names;
+  for (const testing::ReferenceTerm& term : testing::referenceTerms()) reference_names.insert(term.name);
+  EXPECT_EQ(reference_names, names);
 }
 
 }  // namespace

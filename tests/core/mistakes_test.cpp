@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attention/attention.h"
+#include "attention/mistakes.h"
 #include "reference.h"
 #include "config/settings.h"
 
@@ -518,7 +519,7 @@ TEST(Mistakes, NamesDescriptionsAndFixes) {
   for (size_t n = 0; n < all.size(); ++n) {
     EXPECT_EQ(all[n], kAllMistakes[n]);
     EXPECT_EQ(mistakeName(all[n]), expected[n]);
-    EXPECT_EQ(mistakeFromName(expected[n]), all[n]);
+    EXPECT_EQ(mistakeNames().find(expected[n]), all[n]);
     const std::string description = mistakeDescription(all[n]);
     EXPECT_FALSE(description.empty());
     EXPECT_EQ(description.find('\n'), std::string::npos);
@@ -527,7 +528,7 @@ TEST(Mistakes, NamesDescriptionsAndFixes) {
   EXPECT_NE(std::string(mistakeDescription(Mistake::FloorDivisionScale)).find("seed 000"), std::string::npos);
   EXPECT_NE(std::string(mistakeFix(Mistake::SharedProjection)).find("nn.ModuleList"), std::string::npos);
   try {
-    mistakeFromName("floor-div");
+    mistakeNames().parse("floor-div");
     FAIL();
   } catch (const InputError& e) {
     EXPECT_STREQ(e.what(),

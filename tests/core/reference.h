@@ -34,17 +34,57 @@ inline int64_t referenceSegment(const std::vector<int64_t>& lengths, int64_t p) 
   return static_cast<int64_t>(lengths.size());
 }
 
-// The mask rule of every term, straight from the spec text in core/mask.h.
+// The mask rule of every term, straight from the spec text in core/mask.h: one row per term
+// name, written here without the core's table (mask_test checks that every kind of term the
+// core has, maskTermKinds(), has a row here).
+struct ReferenceTerm {
+  const char* name;
+  bool (*on)(const MaskSpec& m);
+  bool (*allowed)(const MaskSpec& m, const AttentionInputs& in, int64_t b, int64_t i, int64_t j, int64_t L, int64_t S);
+};
+
+inline bool referenceSink(const MaskSpec& m, int64_t j) { return m.sinks >= 0 && j < m.sinks; }  // StreamingLLM
+
+inline const std::vector<ReferenceTerm>& referenceTerms() {
+  static const std::vector<ReferenceTerm> terms = {
+      {"causal", [](const MaskSpec& m) { return m.causal; },
+       [](const MaskSpec&, const AttentionInputs&, int64_t, int64_t i, int64_t j, int64_t, int64_t) { return j <= i; }},
+      {"causal-br", [](const MaskSpec& m) { return m.causal_bottom_right; },
+       [](const MaskSpec&, const AttentionInputs&, int64_t, int64_t i, int64_t j, int64_t L, int64_t S) {
+         return j <= i + S - L;
+       }},
+      {"window", [](const MaskSpec& m) { return m.window >= 0; },
+       [](const MaskSpec& m, const AttentionInputs&, int64_t, int64_t i, int64_t j, int64_t, int64_t) {
+         return std::llabs(i - j) <= m.window || referenceSink(m, j);
+       }},
+      {"causal-window", [](const MaskSpec& m) { return m.causal_window >= 0; },
+       [](const MaskSpec& m, const AttentionInputs&, int64_t, int64_t i, int64_t j, int64_t, int64_t) {
+         return j <= i && (j >= i - m.causal_window || referenceSink(m, j));
+       }},
+      // Sinks block nothing themselves: they keep keys visible through the window terms.
+      {"sinks", [](const MaskSpec& m) { return m.sinks >= 0; },
+       [](const MaskSpec&, const AttentionInputs&, int64_t, int64_t, int64_t, int64_t, int64_t) { return true; }},
+      {"prefix", [](const MaskSpec& m) { return m.prefix >= 0; },
+       [](const MaskSpec& m, const AttentionInputs&, int64_t, int64_t i, int64_t j, int64_t, int64_t) {
+         return j < m.prefix || j <= i;
+       }},
+      {"segments", [](const MaskSpec& m) { return !m.segments.empty(); },
+       [](const MaskSpec& m, const AttentionInputs&, int64_t, int64_t i, int64_t j, int64_t, int64_t) {
+         return referenceSegment(m.segments, i) == referenceSegment(m.segments, j);
+       }},
+      // With key_padding instead of valid_lens, the key_padding rule below applies.
+      {"padding", [](const MaskSpec& m) { return m.padding; },
+       [](const MaskSpec&, const AttentionInputs& in, int64_t b, int64_t, int64_t j, int64_t, int64_t) {
+         return in.valid_lens.empty() || j < in.valid_lens[b];
+       }},
+  };
+  return terms;
+}
+
 inline bool referenceAllowed(const MaskSpec& m, const AttentionInputs& in, int64_t b, int64_t i,
                              int64_t j, int64_t L, int64_t S) {
-  if (m.causal && j > i) return false;
-  if (m.causal_bottom_right && j > i + S - L) return false;
-  const bool sink = m.sinks >= 0 && j < m.sinks;  // StreamingLLM: always visible through a window
-  if (m.window >= 0 && std::llabs(i - j) > m.window && !sink) return false;
-  if (m.causal_window >= 0 && (j > i || (j < i - m.causal_window && !sink))) return false;
-  if (m.prefix >= 0 && !(j < m.prefix || j <= i)) return false;
-  if (!m.segments.empty() && referenceSegment(m.segments, i) != referenceSegment(m.segments, j)) return false;
-  if (m.padding && !in.valid_lens.empty() && j >= in.valid_lens[b]) return false;
+  for (const ReferenceTerm& term : referenceTerms())
+    if (term.on(m) && !term.allowed(m, in, b, i, j, L, S)) return false;
   if (!in.key_padding.empty() && !in.key_padding.data[b * S + j]) return false;
   if (!in.attn_mask.empty()) {
     const size_t at = in.attn_mask.shape.size() == 2 ? i * S + j : (b * L + i) * S + j;

@@ -14,6 +14,7 @@
 #include "attention/attention.h"
 #include "attention/tiles.h"
 #include "reference.h"
+#include "tensor/memory.h"
 #include "view/downsample.h"
 
 namespace attnscope {

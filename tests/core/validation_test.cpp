@@ -8,6 +8,7 @@
 
 #include "attention/attention.h"
 #include "reference.h"
+#include "tensor/memory.h"
 
 namespace attnscope {
 namespace {

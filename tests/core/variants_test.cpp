@@ -289,8 +289,8 @@ TEST(Variants, SinksMaskTextRoundTripsAndNeedsAWindow) {
   EXPECT_EQ(MaskSpec::parse(spec.toString()), spec);
   EXPECT_EQ(spec.shortName(), "causalwindow4+sinks2");
   EXPECT_THROW(MaskSpec::parse("causal+sinks:2"), InputError);
-  EXPECT_EQ(ropeStyleFromName("interleaved"), kInterleaved);
-  EXPECT_THROW(ropeStyleFromName("rotate"), InputError);
+  EXPECT_EQ(ropeStyleNames().parse("interleaved"), kInterleaved);
+  EXPECT_THROW(ropeStyleNames().parse("rotate"), InputError);
 }
 
 }  // namespace

@@ -3,7 +3,10 @@
 // with an --out that cannot be created, so nothing is written. The contract of
 // cli/commands.h must hold: exit 0, 1 or 2, and on failure exactly one line on stderr,
 // never an "internal error". bench always gets --threads 0, which it refuses after parsing
-// every other value and before timing anything.
+// every other value and before timing anything. The memory budget is capped at 256 MiB
+// (ATTNSCOPE_MEMORY_BYTES, tensor/memory.h): larger runs are refused from their estimate
+// before they allocate, so no input reaches fuzz.sh's 2 GiB RSS limit or its 10 s timeout
+// (seed analyze_beyond_budget: --heads 641 makes D = 10256, 1.7 GB of weights).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +18,7 @@
 #include "cli/commands.h"
 #include "fuzz_util.h"
 #include "gui/shell/app_options.h"
+#include "tensor/memory.h"
 
 namespace {
 
@@ -38,6 +42,11 @@ int runCommand(const std::string& command, int argc, char** argv) {
 }
 
 }  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  ::setenv(attnscope::kMemoryBudgetVariable, "268435456", 1);
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1 || size > 4096) return 0;

@@ -9,32 +9,6 @@
 
 namespace attnscope {
 
-bool computeSettingsDiffer(const Settings& a, const Settings& b) {
-  if (a.source != b.source || a.heads != b.heads || a.seed != b.seed || !(a.mask == b.mask) ||
-      a.fill != b.fill || a.scale != b.scale || a.dropout != b.dropout || a.train != b.train ||
-      a.valid_lens != b.valid_lens || a.mistake != b.mistake || a.kv_heads != b.kv_heads || a.rope != b.rope ||
-      a.rope_base != b.rope_base || a.rope_style != b.rope_style || a.alibi != b.alibi || a.softcap != b.softcap) {
-    return true;
-  }
-  if (a.scale == ScaleChoice::Temperature && a.temperature != b.temperature) return true;
-  if (a.scale == ScaleChoice::Factor && a.scale_factor != b.scale_factor) return true;
-  switch (a.source) {
-    case InputSource::Text:
-      return a.text != b.text || a.cross_attention != b.cross_attention ||
-             (a.cross_attention && a.key_text != b.key_text) || a.head_dim != b.head_dim ||
-             a.positional_encoding != b.positional_encoding || a.bias != b.bias;
-    case InputSource::Synthetic:
-      return a.synthetic_L != b.synthetic_L || a.synthetic_S != b.synthetic_S ||
-             a.cross_attention != b.cross_attention || a.batch != b.batch || a.head_dim != b.head_dim ||
-             a.bias != b.bias;
-    case InputSource::Bundle:
-      // Bundles without weights get seeded ones of size H * d.
-      return a.bundle_path != b.bundle_path || a.head_dim != b.head_dim;
-    case InputSource::Model:
-      return a.model != b.model || a.model_text != b.model_text;
-  }
-  return false;
-}
 namespace {
 
 constexpr auto kSpinnerDelay = std::chrono::milliseconds(100);

@@ -67,10 +67,6 @@ struct ComputeState {
   const ComputeResult& result() const;  // latest, or an empty result before the first
 };
 
-// True when a and b differ in a field that changes the computed trace (view-only
-// fields such as colormap and log scale do not count).
-bool computeSettingsDiffer(const Settings& a, const Settings& b);
-
 // Takes the worker's newest result, if any, and clamps the focus to it.
 void receiveResult(AppState& state);
 // Posts the settings when they differ from the last posted job's (or nothing was posted).

@@ -259,75 +259,117 @@ bool drawModelSection(AppState& state) {
   return changed;
 }
 
+// The panel's side of the mask terms (each term is a row of maskTermKinds()): where a
+// count starts when ticked (1 for a term not listed) and its layout name, "mask_causal_br".
+int64_t termStart(const MaskTermKind& kind) {
+  struct Start {
+    const char* name;
+    int64_t start;
+  };
+  static constexpr Start kStarts[] = {{"window", 2}, {"causal-window", 2}, {"sinks", 1}, {"prefix", 3}};
+  for (const Start& row : kStarts)
+    if (std::string(kind.name) == row.name) return row.start;
+  return 1;
+}
+
+std::string termLayoutName(const MaskTermKind& kind) {
+  std::string name = std::string("mask_") + kind.name;
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
+// Lengths (segments): a checkbox and, while ticked, the lengths typed as "4,6".
+bool drawLengthsTerm(AppState& state, const MaskTermKind& kind, int64_t span) {
+  std::vector<int64_t>& lengths = state.settings.mask.*kind.lengths;
+  std::string& input = state.drafts.segments_input;
+  bool changed = false;
+  bool on = !lengths.empty();
+  if (on && input.empty()) {  // loaded from a settings file
+    for (int64_t n : lengths) input += (input.empty() ? "" : ",") + std::to_string(n);
+  }
+  if (ImGui::Checkbox(kind.label, &on)) {
+    if (on) {
+      const int64_t half = std::max<int64_t>(1, span / 2);
+      input = std::to_string(half) + "," + std::to_string(std::max<int64_t>(1, span - half));
+      parseSegments(input, lengths);
+    } else {
+      lengths.clear();
+    }
+    changed = true;
+  }
+  if (!on) return changed;
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(-1);
+  std::vector<int64_t> parsed;
+  if (ImGui::InputTextWithHint("##segments", "lengths, e.g. 4,6", &input) && parseSegments(input, parsed)) {
+    lengths = parsed;
+    changed = true;
+  }
+  if (!parseSegments(input, parsed)) errorText("segments: type positive lengths separated by commas, e.g. 4,6");
+  return changed;
+}
+
+// Padding: the valid length of every batch item (up to 16 sliders).
+bool drawPaddingTerm(AppState& state, const MaskTermKind& kind, const KnownSizes& sizes) {
+  Settings& s = state.settings;
+  bool changed = false;
+  if (ImGui::Checkbox(kind.label, &(s.mask.*kind.flag))) {
+    s.valid_lens.clear();
+    if (s.mask.*kind.flag) s.valid_lens.assign(sizes.B, std::max<int64_t>(1, sizes.S * 3 / 4));
+    changed = true;
+  }
+  recordLayout(state, termLayoutName(kind).c_str());
+  if (!(s.mask.*kind.flag)) return changed;
+  if (sizes.known && static_cast<int64_t>(s.valid_lens.size()) != sizes.B) {
+    s.valid_lens.resize(sizes.B, sizes.S);
+    changed = true;
+  }
+  for (int64_t b = 0; b < static_cast<int64_t>(s.valid_lens.size()) && b < 16; ++b) {
+    char label[32];
+    std::snprintf(label, sizeof label, "valid len [%lld]", static_cast<long long>(b));
+    changed |= sliderInt64(label, &s.valid_lens[b], 0, sizes.S);
+  }
+  return changed;
+}
+
+// A term that only widens the window terms (sinks): shown while one is on, else off.
+bool drawWideningTerm(AppState& state, const MaskTermKind& kind, int64_t span) {
+  MaskSpec& m = state.settings.mask;
+  if (m.window >= 0 || m.causal_window >= 0) {
+    const bool changed = optionalTermControls(state, kind.label, termLayoutName(kind).c_str(), m.*kind.count,
+                                              termStart(kind), span);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", variantInfo(Variant::Sinks).description);
+    return changed;
+  }
+  if (m.*kind.count < 0) return false;
+  m.*kind.count = -1;
+  return true;
+}
+
+// One row of maskTermKinds(): a checkbox for a flag (beside the flag before it when it
+// fits), a checkbox and slider for a count, the lengths editor, the padding sliders.
+bool drawMaskTerm(AppState& state, const MaskTermKind& kind, const KnownSizes& sizes, bool after_flag) {
+  const int64_t span = std::max<int64_t>({sizes.L, sizes.S, 1});
+  MaskSpec& m = state.settings.mask;
+  if (kind.flag == &MaskSpec::padding) return drawPaddingTerm(state, kind, sizes);
+  if (kind.lengths) return drawLengthsTerm(state, kind, span);
+  if (kind.count && !kind.masks) return drawWideningTerm(state, kind, span);
+  if (kind.count)
+    return optionalTermControls(state, kind.label, termLayoutName(kind).c_str(), m.*kind.count, termStart(kind), span);
+  if (after_flag) sameLineIfFits(checkboxWidth(kind.label));
+  const bool changed = ImGui::Checkbox(kind.label, &(m.*kind.flag));
+  recordLayout(state, termLayoutName(kind).c_str());
+  return changed;
+}
+
 bool drawMaskSection(AppState& state, const KnownSizes& sizes) {
   Settings& s = state.settings;
-  MaskSpec& m = s.mask;
   bool changed = false;
   sectionHeader("Mask");
-  const int64_t span = std::max<int64_t>({sizes.L, sizes.S, 1});
-
-  changed |= ImGui::Checkbox("causal", &m.causal);
-  recordLayout(state, "mask_causal");
-  sameLineIfFits(checkboxWidth("causal bottom-right"));
-  changed |= ImGui::Checkbox("causal bottom-right", &m.causal_bottom_right);
-  recordLayout(state, "mask_causal_br");
-
-  changed |= optionalTermControls(state, "window W", "mask_window", m.window, 2, span);
-  changed |= optionalTermControls(state, "causal window W", "mask_causal_window", m.causal_window, 2, span);
-  if (m.window >= 0 || m.causal_window >= 0) {
-    changed |= optionalTermControls(state, "sinks K", "mask_sinks", m.sinks, 1, span);
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", variantInfo(Variant::Sinks).description);
-  } else if (m.sinks >= 0) {
-    m.sinks = -1;  // sinks only widen a window term
-    changed = true;
-  }
-  changed |= optionalTermControls(state, "prefix-LM P", "mask_prefix", m.prefix, 3, span);
-  bool segments = !m.segments.empty();
-  if (segments && state.drafts.segments_input.empty()) {  // loaded from a settings file
-    for (int64_t n : m.segments) state.drafts.segments_input += (state.drafts.segments_input.empty() ? "" : ",") + std::to_string(n);
-  }
-  if (ImGui::Checkbox("segments", &segments)) {
-    if (segments) {
-      const int64_t half = std::max<int64_t>(1, span / 2);
-      state.drafts.segments_input = std::to_string(half) + "," + std::to_string(std::max<int64_t>(1, span - half));
-      parseSegments(state.drafts.segments_input, m.segments);
-    } else {
-      m.segments.clear();
-    }
-    changed = true;
-  }
-  if (segments) {
-    ImGui::SameLine();
-    ImGui::SetNextItemWidth(-1);
-    if (ImGui::InputTextWithHint("##segments", "lengths, e.g. 4,6", &state.drafts.segments_input)) {
-      std::vector<int64_t> parsed;
-      if (parseSegments(state.drafts.segments_input, parsed)) {
-        m.segments = parsed;
-        changed = true;
-      }
-    }
-    std::vector<int64_t> check;
-    if (!parseSegments(state.drafts.segments_input, check)) {
-      errorText("segments: type positive lengths separated by commas, e.g. 4,6");
-    }
-  }
-
-  if (ImGui::Checkbox("padding (valid lengths)", &m.padding)) {
-    s.valid_lens.clear();
-    if (m.padding) s.valid_lens.assign(sizes.B, std::max<int64_t>(1, sizes.S * 3 / 4));
-    changed = true;
-  }
-  recordLayout(state, "mask_padding");
-  if (m.padding) {
-    if (sizes.known && static_cast<int64_t>(s.valid_lens.size()) != sizes.B) {
-      s.valid_lens.resize(sizes.B, sizes.S);
-      changed = true;
-    }
-    for (int64_t b = 0; b < static_cast<int64_t>(s.valid_lens.size()) && b < 16; ++b) {
-      char label[32];
-      std::snprintf(label, sizeof label, "valid len [%lld]", static_cast<long long>(b));
-      changed |= sliderInt64(label, &s.valid_lens[b], 0, sizes.S);
-    }
+  bool after_flag = false;
+  for (const MaskTermKind& kind : maskTermKinds()) {
+    changed |= drawMaskTerm(state, kind, sizes, after_flag);
+    after_flag = kind.flag && kind.flag != &MaskSpec::padding;
   }
 
   const char* fills[] = {"-inf (seed 002)", "-1e9 (seeds 000/003)"};

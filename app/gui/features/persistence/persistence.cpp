@@ -8,6 +8,7 @@
 #include <fstream>
 #include <system_error>
 
+#include "attention/mistakes.h"
 #include "config/model_source.h"
 #include "config/run.h"
 #include "gui/features/compare/compare.h"
@@ -39,11 +40,9 @@ bool readPick(const nlohmann::json& j, MapPick& pick) {
   if (*layer < 0 || *head < 0) return false;
   pick = {layer->get<int64_t>(), head->get<int64_t>(), run_name == "correct", Mistake::None};
   if (run_name.rfind("with:", 0) == 0) {
-    try {
-      pick.with = mistakeFromName(run_name.substr(5));
-    } catch (const InputError&) {
-      return false;
-    }
+    const std::optional<Mistake> with = mistakeNames().find(run_name.substr(5));
+    if (!with) return false;
+    pick.with = *with;
     return pick.with != Mistake::None;
   }
   return run_name == "this" || run_name == "correct";
