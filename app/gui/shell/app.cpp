@@ -243,7 +243,7 @@ int runGui(int argc, char** argv) {
   state.ui.window_title = windowTitle(state);
   state.ui.shipped_models = shippedModels();
   if (state.settings.source == InputSource::Model && state.settings.model.find('/') != std::string::npos)
-    rememberModel(state.view, state.settings.model);
+    if (rememberModel(state.view, state.settings.model)) saveLater(state);  // the Models list in view.json
   std::string error;
   GLFWwindow* window = openAppWindow(options, state, error);
   if (!window) {

@@ -20,11 +20,13 @@ void chooseQuery(QueryFocusView& view, int64_t query, bool add) {
   else q.insert(found, query);
 }
 
-void rememberModel(ViewState& view, const std::string& folder) {
+bool rememberModel(ViewState& view, const std::string& folder) {
   std::vector<std::string>& recent = view.recent_models;
+  if (!recent.empty() && recent.front() == folder) return false;
   recent.erase(std::remove(recent.begin(), recent.end(), folder), recent.end());
   recent.insert(recent.begin(), folder);
   if (recent.size() > kRecentModels) recent.resize(kRecentModels);
+  return true;
 }
 
 const char* focusTabName(FocusTab tab) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "analysis/compare.h"
@@ -104,8 +105,9 @@ struct ViewState {
 };
 
 inline constexpr size_t kRecentModels = 8;
-// Puts `folder` first in view.recent_models (once), dropping the oldest beyond kRecentModels.
-void rememberModel(ViewState& view, const std::string& folder);
+// Puts `folder` first in view.recent_models (once), dropping the oldest beyond kRecentModels;
+// false when it was first already.
+bool rememberModel(ViewState& view, const std::string& folder);
 
 // The one clamp: each index into [0, limit - 1]; unchanged while the limits are unknown.
 ViewFocus clampFocus(ViewFocus focus, const FocusLimits& limits);

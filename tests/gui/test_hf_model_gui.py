@@ -1,0 +1,125 @@
+"""A Hugging Face model folder in the app (issue 19): a random Llama-style folder (GQA,
+RoPE, a byte-level BPE tokenizer.json), written by the test, opens with Ctrl+O; the layer x
+head grid shows every head; typing reruns the model on the new token; the predictions
+panel and the axis labels carry the tokenizer's readable labels (a space as a leading
+"␣", never GPT-2's raw "Ġ"); the Models list keeps the folder in view.json across starts."""
+import json
+import os
+import sys
+import time
+import unittest
+
+import guitest as g
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
+import hf_reference as hf  # noqa: E402  (the CLI tests' random-folder writer)
+
+TEXT = "def f(a, b):\n    return a + b\n"
+
+
+def llama_settled(state):
+    return g.settled(state) and state.get("view_source") == "model run" and state["error"] == "" \
+        and state.get("model_name") == "llama"
+
+
+def wait_after(log, count, predicate, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for state in reversed(g.read_state_log(log)[count:]):
+            if predicate(state):
+                return state
+        time.sleep(0.1)
+    lines = g.read_state_log(log)
+    raise AssertionError("state never matched after line %d; last line: %s" % (count, lines[-1] if lines else "none"))
+
+
+def line_count(log):
+    return len(g.read_state_log(log))
+
+
+class HfModelGuiTest(g.AppTestCase):
+    SCRATCH = "hf-model-gui-"
+
+    def write_llama(self):
+        folder = os.path.join(self.dir, "tiny-llama")
+        cfg, tensors = hf.make_model("llama", seed=40, V=256, P=256, G=2, N=2, H=4, D=32)
+        hf.write_folder(folder, cfg, tensors)
+        hf.write_byte_level_bpe(folder)  # id = the byte: every character of TEXT is one token
+        return folder
+
+    def open_folder(self, window, log, folder):
+        n = line_count(log)
+        self.press(window, "ctrl+o")
+        wait_after(log, n, lambda s: s["modal_open"] and s["item_active"])  # the path box has the keyboard
+        self.x.xdotool("type", "--delay", "20", folder)
+        time.sleep(0.3)
+        n = line_count(log)
+        # Held for a few frames: ImGui 1.86 misses a key pressed and released within one frame.
+        self.x.xdotool("keydown", "Return")
+        time.sleep(0.2)
+        self.x.xdotool("keyup", "Return")
+        return wait_after(log, n, lambda s: s["open_error"] or not s["modal_open"] and llama_settled(s))
+
+    def test_open_type_and_labels(self):
+        folder = self.write_llama()
+        _, log, window, state = self.start("open", source="text", heads=2, head_dim=8)
+        state = self.open_folder(window, log, folder)
+        self.assertEqual(state["open_error"], "")
+        self.assertEqual((state["source"], state["model"]), ("model", folder))
+        self.assertEqual((state["layers"], state["heads"], state["view_source"]), (2, 4, "model run"))
+        # Every (layer, head) has its tile (4 query heads; the folder has 2 K/V heads).
+        self.assertEqual(sorted(k for k in state["rects"] if k.startswith("grid_tile_")),
+                         ["grid_tile_%d_%d" % (layer, head) for layer in range(2) for head in range(4)])
+        p = state["predictions"]
+        self.assertEqual(len(p["top"]), 5)
+        self.assertTrue(all(t["label"] and 0 < t["prob"] <= 1 for t in p["top"]))
+        self.assertEqual([t["prob"] for t in p["top"]], sorted((t["prob"] for t in p["top"]), reverse=True))
+
+        # Replace the text with TEXT: select all in the text box, type it.
+        x, y, w, h = state["rects"]["text_box"]
+        self.x.xdotool("mousemove", "--window", window, int(x + w / 2), int(y + h / 2))
+        self.x.xdotool("click", 1)
+        self.press(window, "ctrl+a")
+        n = line_count(log)
+        self.x.xdotool("type", "--delay", "40", TEXT)
+        state = wait_after(log, n, lambda s: llama_settled(s) and s["model_text"] == TEXT and s["L"] == len(TEXT))
+        labels = state["query_tokens"]
+        self.assertEqual(len(labels), len(TEXT))
+        # Readable labels: the space before "a" is a leading "␣", the newline "↵"; no raw byte alphabet.
+        self.assertEqual(labels[:3], ["d", "e", "f"])
+        self.assertEqual(labels[3], "\u2423")
+        self.assertIn("\u21b5", labels)
+        self.assertFalse(any("\u0120" in t or "\u010a" in t for t in labels))
+        runs = state["compute_runs"]
+
+        # One more character: the model reruns with one more token, the grid follows.
+        before = self.capture(window, "before.png")[2]
+        n = line_count(log)
+        self.x.xdotool("type", "--delay", "40", "x")
+        state = wait_after(log, n, lambda s: llama_settled(s) and s["L"] == len(TEXT) + 1)
+        self.assertEqual(state["query_tokens"][-1], "x")
+        self.assertGreater(state["compute_runs"], runs)
+        self.x.xdotool("mousemove", "--window", window, 120, 6)
+        time.sleep(0.5)
+        after = self.capture(window, "after.png")[2]
+        tile = state["rects"]["grid_tile_1_3"]
+        self.assertNotEqual(g.inner_pixels(before, tile), g.inner_pixels(after, tile))
+
+    def test_models_list_keeps_the_folder(self):
+        folder = self.write_llama()
+        config = g.scratch_dir("hf-config-")
+        old = self.x.env["XDG_CONFIG_HOME"]
+        self.x.env["XDG_CONFIG_HOME"] = config
+        self.addCleanup(self.x.env.__setitem__, "XDG_CONFIG_HOME", old)
+        log = os.path.join(self.dir, "recent.log")
+        app = self.x.start("--state-log", log, folder)
+        g.wait_for_state(log, llama_settled, timeout=30)
+        window = self.find_window()
+        self.press(window, "ctrl+q")
+        app.wait(timeout=20)
+        with open(os.path.join(config, "attnscope", "view.json"), encoding="utf-8") as f:
+            self.assertEqual(json.load(f)["recent_models"], [folder])
+
+
+if __name__ == "__main__":
+    unittest.main()
