@@ -76,6 +76,7 @@ void updateBeforeFrame(GLFWwindow* window, AppState& state) {
   updateHeadOrder(state);
   updateComparison(state);
   updateQueryFocus(state);
+  updatePredictions(state);
   const std::string title = windowTitle(state);
   if (title != state.ui.window_title) {
     state.ui.window_title = title;
