@@ -117,6 +117,7 @@ void computeToJson(const AppState& state, nlohmann::json& line) {
   line["pending"] = c.pending();
   line["error"] = c.error;
   line["maps_stale"] = c.mapsStale();
+  line["text_too_long"] = c.textTooLong();
   line["busy"] = c.busy;
   line["progress"] = c.progress;    // a tiled overview in progress: fraction done; -1 otherwise
   line["cancelled"] = c.cancelled;  // the latest job was cancelled (the maps are the previous result's)

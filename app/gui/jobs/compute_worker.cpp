@@ -118,8 +118,13 @@ std::shared_ptr<const ViewModel> ComputeWorker::runModel(const Settings& setting
     model_runner_ = std::make_unique<ModelRunner>(std::make_shared<const Model>(loadModel(folder)));
     model_folder_ = folder;
   }
-  auto view = std::make_shared<const ViewModel>(viewFromModelRun(model_runner_->model(), model_runner_->run(settings.model_text)));
   const ModelConfig& c = model_runner_->model().config;
+  ModelTokens tokens = tokenizeForModel(model_runner_->model(), settings.model_text);
+  facts.text_tokens = static_cast<int64_t>(tokens.ids.size());
+  facts.context = c.max_len;
+  facts.token_unit = c.tokenizer == Tokenizer::Chars ? "characters" : "bytes";
+  auto view = std::make_shared<const ViewModel>(
+      viewFromModelRun(model_runner_->model(), model_runner_->runTokens(std::move(tokens))));
   facts.known = true;
   facts.B = 1;
   facts.L = facts.S_key = facts.S_value = view->L;

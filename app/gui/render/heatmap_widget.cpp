@@ -58,12 +58,15 @@ void addVerticalText(ImDrawList* list, ImVec2 anchor, ImU32 color, const char* t
 }
 
 // A failed recompute: the old map dimmed, with why it is out of date written across it
-// (wrapped and clipped to the map; tiles too small for text are only dimmed).
+// (wrapped to the map; when it does not fit, just "out of date"; tiles too small for that
+// are only dimmed).
 void drawStaleOverlay(ImDrawList* list, ImVec2 min, ImVec2 max, const std::string& error) {
   list->AddRectFilled(min, max, IM_COL32(16, 16, 20, 200));
   constexpr float kPad = 6.0f;
   if (max.x - min.x < 80.0f || max.y - min.y < 2 * ImGui::GetFontSize()) return;
-  const std::string text = "out of date: " + error;
+  const float wrap = max.x - min.x - 2 * kPad;
+  std::string text = "out of date: " + error;
+  if (ImGui::CalcTextSize(text.c_str(), nullptr, false, wrap).y > max.y - min.y - 2 * kPad) text = "out of date";
   const ImVec4 clip(min.x, min.y, max.x, max.y);
   list->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(min.x + kPad, min.y + kPad), IM_COL32(255, 130, 120, 255),
                 text.c_str(), nullptr, max.x - min.x - 2 * kPad, &clip);

@@ -86,7 +86,7 @@ void drawStatusBar(AppState& state) {
       ImGui::SameLine();
       if (ImGui::SmallButton("Recompute")) recomputeNow(state);
       recordLayout(state, "recompute_button");
-    } else if (state.compute.mapsStale()) {  // the numbers above are the previous result's
+    } else if (state.compute.mapsStale() && !state.compute.textTooLong()) {  // the numbers above are the previous result's
       drawNote(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "out of date: " + state.compute.error);
     } else if (v && !v->warnings.empty()) {
       drawNote(ImVec4(1.0f, 0.62f, 0.18f, 1.0f), v->warnings.front());

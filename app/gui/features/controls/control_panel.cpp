@@ -135,6 +135,17 @@ bool drawModelsSection(AppState& state) {
   return computeSettingsDiffer(before, s);
 }
 
+// A text longer than the model's context: the real count and the one message about it
+// (the maps keep the last text that fit, dimmed as out of date).
+void drawTextTooLong(AppState& state) {
+  const InputFacts& f = state.compute.facts;
+  ImGui::TextColored(ImVec4(1.0f, 0.35f, 0.35f, 1.0f), "%lld of %lld %s (context)", static_cast<long long>(f.text_tokens),
+                     static_cast<long long>(f.context), f.token_unit);
+  recordLayout(state, "text_count");
+  errorText(textTooLongMessage(state));
+  recordLayout(state, "text_too_long");
+}
+
 // A trained model's input: the text it reads, with its caption and notable heads.
 bool drawModelInput(AppState& state) {
   Settings& s = state.settings;
@@ -156,7 +167,9 @@ bool drawModelInput(AppState& state) {
   const bool changed =
       ImGui::InputTextMultiline("##model_text", &s.model_text, ImVec2(width, ImGui::GetTextLineHeight() * 6.5f));
   recordLayout(state, "text_box");
-  if (model_view) {
+  if (state.compute.textTooLong()) {
+    drawTextTooLong(state);
+  } else if (model_view) {
     ImGui::TextDisabled("%lld of %lld characters (context)", static_cast<long long>(v->L),
                         static_cast<long long>(v->context));
     if (v->unknown_tokens > 0)
@@ -554,7 +567,10 @@ bool drawExportSection(AppState& state, const KnownSizes& sizes) {
 void drawControlPanel(AppState& state) {
   if (beginPanelWindow(state, "Controls", Panel::Controls)) {
     ImGui::PushItemWidth(-ImGui::GetContentRegionAvail().x * 0.42f);
-    if (!state.compute.error.empty()) errorText(state.compute.error);
+    if (!state.compute.error.empty() && !state.compute.textTooLong()) {  // too long: under the text box
+      errorText(state.compute.error);
+      recordLayout(state, "control_error");
+    }
     const KnownSizes sizes = knownSizes(state);
     bool changed = drawModelsSection(state);
     changed |= drawInputSection(state, sizes);

@@ -40,6 +40,15 @@ std::string mistakeDiffSummary(const AppState& state) {
   return text;
 }
 
+std::string textTooLongMessage(const AppState& state) {
+  const InputFacts& f = state.compute.facts;
+  if (!state.compute.textTooLong()) return "";
+  std::string message = "The model reads at most " + std::to_string(f.context) + " " + f.token_unit +
+                        ": shorten the text by " + std::to_string(f.text_tokens - f.context) + ".";
+  if (state.compute.mapsStale()) message += " The dimmed maps show the last text that fit.";
+  return message;
+}
+
 void controlsToJson(const AppState& state, nlohmann::json& line) {
   const Settings& s = state.settings;
   line["source"] = inputSourceName(s.source);
@@ -54,6 +63,10 @@ void controlsToJson(const AppState& state, nlohmann::json& line) {
     line["model"] = s.model;
     line["model_text"] = s.model_text;
   }
+  const InputFacts& f = state.compute.facts;
+  line["text_tokens"] = nullptr;  // a model's text: [tokens, context] of the latest job
+  if (f.context > 0) line["text_tokens"] = {f.text_tokens, f.context};
+  line["text_too_long_message"] = textTooLongMessage(state);
   line["models_listed"] = nlohmann::json::array();
   for (const ShippedModel& m : state.ui.shipped_models) line["models_listed"].push_back(m.name);
   line["correct_trace"] = state.compute.correct_view != nullptr;

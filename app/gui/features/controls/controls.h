@@ -37,8 +37,12 @@ const std::vector<float>& ropeDecayCurve(RopeDecayCurve& curve, int64_t d, float
 std::string mistakeDiffSummary(const AppState& state);
 // The focused head's max |buggy - correct| probability; -1 when not available.
 float focusedDiffMax(const AppState& state);
+// A model's text longer than its context: the one message about it, shown under the text
+// box ("The model reads at most 128 characters: shorten the text by 9. ..."); "" otherwise.
+std::string textTooLongMessage(const AppState& state);
 void drawControlPanel(AppState& state);
-// State-log keys: source, settings_heads, settings_L, mask, colormap, log_scale, folded_layout, mistake, model, model_text, models_listed, correct_trace, diff_max, diff_summary.
+// State-log keys: source, settings_heads, settings_L, mask, colormap, log_scale, folded_layout, mistake, model, model_text, models_listed, correct_trace, diff_max, diff_summary,
+// text_tokens ([tokens, context] of a model's text, else null), text_too_long_message.
 void controlsToJson(const AppState& state, nlohmann::json& line);
 
 }  // namespace attnscope
