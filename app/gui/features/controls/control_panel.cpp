@@ -369,8 +369,21 @@ bool drawScalingSection(AppState& state) {
     changed |= ImGui::SliderFloat("factor", &s.scale_factor, 0.001f, 10.0f, "%.4g",
                                   kClamp | ImGuiSliderFlags_Logarithmic);
   }
+  // Dropout only runs in train mode (as nn.Dropout): p is greyed out in eval mode, saying why.
+  constexpr const char* kDropoutOff = "dropout only runs in train mode: tick train mode to use p";
+  ImGui::BeginDisabled(!s.train);
   changed |= ImGui::SliderFloat("dropout p", &s.dropout, 0.0f, 0.95f, "%.2f", kClamp);
+  ImGui::EndDisabled();
+  recordLayout(state, "dropout_slider");
+  if (!s.train && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("%s", kDropoutOff);
   changed |= ImGui::Checkbox("train mode", &s.train);
+  recordLayout(state, "train_mode");
+  if (!s.train) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("(eval: no dropout)");
+    recordLayout(state, "dropout_reason");
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", kDropoutOff);
+  }
   return changed;
 }
 

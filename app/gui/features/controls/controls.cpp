@@ -59,6 +59,8 @@ void controlsToJson(const AppState& state, nlohmann::json& line) {
   line["log_scale"] = s.log_scale;
   line["folded_layout"] = s.folded_layout;
   line["mistake"] = mistakeName(s.mistake);
+  line["dropout"] = s.dropout;
+  line["train"] = s.train;
   if (s.source == InputSource::Model) {
     line["model"] = s.model;
     line["model_text"] = s.model_text;

@@ -42,7 +42,8 @@ float focusedDiffMax(const AppState& state);
 std::string textTooLongMessage(const AppState& state);
 void drawControlPanel(AppState& state);
 // State-log keys: source, settings_heads, settings_L, mask, colormap, log_scale, folded_layout, mistake, model, model_text, models_listed, correct_trace, diff_max, diff_summary,
-// text_tokens ([tokens, context] of a model's text, else null), text_too_long_message.
+// text_tokens ([tokens, context] of a model's text, else null), text_too_long_message,
+// dropout (p), train.
 void controlsToJson(const AppState& state, nlohmann::json& line);
 
 }  // namespace attnscope
