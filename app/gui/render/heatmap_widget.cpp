@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <string>
 
+#include "gui/render/token_text.h"
+
 namespace attnscope {
 
 void bindHeatmapProgram(const ImDrawList*, const ImDrawCmd* cmd) {
@@ -175,7 +177,7 @@ void drawColorBar(HeatmapCanvas canvas, const ColorBarView& bar, ImVec2 size) {
 
 float widestLabel(const std::vector<std::string>& labels, float cap) {
   float widest = 0.0f;
-  for (const std::string& label : labels) widest = std::max(widest, ImGui::CalcTextSize(label.c_str()).x);
+  for (const std::string& label : labels) widest = std::max(widest, ImGui::CalcTextSize(visibleToken(label).c_str()).x);
   return std::min(widest, cap);
 }
 
@@ -196,7 +198,8 @@ AxisLabelsDrawn drawAxisLabels(const LabelSpan& rows, const LabelSpan& cols, ImV
     const float cell_h = (max.y - min.y) / static_cast<float>(rows.count);
     const int64_t step = static_cast<int64_t>(std::ceil(line_h / std::max(cell_h, 1e-3f)));
     for (int64_t i = 0; i < rows.count; i += step) {
-      const char* text = (*rows.labels)[static_cast<size_t>(rows.first + i)].c_str();
+      const std::string label = visibleToken((*rows.labels)[static_cast<size_t>(rows.first + i)]);
+      const char* text = label.c_str();
       const float w = ImGui::CalcTextSize(text).x;
       list->AddText(ImVec2(min.x - w - 4, min.y + cell_h * (static_cast<float>(i) + 0.5f) - line_h / 2),
                     color, text);
@@ -208,9 +211,9 @@ AxisLabelsDrawn drawAxisLabels(const LabelSpan& rows, const LabelSpan& cols, ImV
     const float cell_w = (max.x - min.x) / static_cast<float>(cols.count);
     const int64_t step = static_cast<int64_t>(std::ceil(line_h / std::max(cell_w, 1e-3f)));
     for (int64_t j = 0; j < cols.count; j += step) {
-      const char* text = (*cols.labels)[static_cast<size_t>(cols.first + j)].c_str();
+      const std::string label = visibleToken((*cols.labels)[static_cast<size_t>(cols.first + j)]);
       addVerticalText(list, ImVec2(min.x + cell_w * (static_cast<float>(j) + 0.5f) - line_h / 2, max.y + 4),
-                      color, text);
+                      color, label.c_str());
       if (drawn.first_col < 0) drawn.first_col = cols.first + j;
       drawn.last_col = cols.first + j;
     }

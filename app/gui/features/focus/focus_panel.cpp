@@ -28,8 +28,8 @@ void drawTraceCellTooltip(const AttentionTrace& t, int64_t b, int64_t h, int64_t
   const bool row_masked = t.fully_masked.data[b * t.L + i] != 0;                  // [B, L]
   ImGui::BeginTooltip();
   if (heading) ImGui::TextDisabled("%s", heading);
-  ImGui::Text("query  %s  (i = %lld)", q_tokens[i].c_str(), static_cast<long long>(i));
-  ImGui::Text("key    %s  (j = %lld)", k_tokens[j].c_str(), static_cast<long long>(j));
+  ImGui::Text("query  %s  (i = %lld)", visibleToken(q_tokens[i]).c_str(), static_cast<long long>(i));
+  ImGui::Text("key    %s  (j = %lld)", visibleToken(k_tokens[j]).c_str(), static_cast<long long>(j));
   ImGui::Separator();
   ImGui::Text("raw score  q.k     %.5g", rawScore(t, b, h, i, j));
   if (allowed) {
@@ -53,8 +53,8 @@ void drawImportedCellTooltip(const ViewModel& view, int64_t layer, int64_t b, in
                              const std::vector<std::string>& q_tokens, const std::vector<std::string>& k_tokens) {
   ImGui::BeginTooltip();
   ImGui::TextDisabled("%s, head %lld (imported)", view.maps[layer].name.c_str(), static_cast<long long>(h));
-  ImGui::Text("query  %s  (i = %lld)", q_tokens[i].c_str(), static_cast<long long>(i));
-  ImGui::Text("key    %s  (j = %lld)", k_tokens[j].c_str(), static_cast<long long>(j));
+  ImGui::Text("query  %s  (i = %lld)", visibleToken(q_tokens[i]).c_str(), static_cast<long long>(i));
+  ImGui::Text("key    %s  (j = %lld)", visibleToken(k_tokens[j]).c_str(), static_cast<long long>(j));
   ImGui::Separator();
   ImGui::Text("probability        %.9g", view.probs(layer, b, h)[i * view.S + j]);
   ImGui::EndTooltip();
@@ -66,8 +66,8 @@ void drawTiledCellTooltip(const ViewModel& view, const WindowTile* tile, int64_t
   const TiledMaps& m = *view.tiled;
   const TiledAttention& t = *m.attention;
   ImGui::BeginTooltip();
-  ImGui::Text("query  %s  (i = %lld)", m.query_tokens[b][i].c_str(), static_cast<long long>(i));
-  ImGui::Text("key    %s  (j = %lld)", m.key_tokens[b][j].c_str(), static_cast<long long>(j));
+  ImGui::Text("query  %s  (i = %lld)", visibleToken(m.query_tokens[b][i]).c_str(), static_cast<long long>(i));
+  ImGui::Text("key    %s  (j = %lld)", visibleToken(m.key_tokens[b][j]).c_str(), static_cast<long long>(j));
   ImGui::Separator();
   float prob = 0.0f, score = 0.0f;
   bool allowed = false;

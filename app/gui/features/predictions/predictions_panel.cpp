@@ -23,7 +23,7 @@ void drawGuessRow(AppState& state, int rank, const TokenGuess& guess, bool actua
   ImGui::AlignTextToFramePadding();
   ImGui::Text("%d.", rank + 1);
   ImGui::SameLine();
-  const std::string quoted = "'" + guess.label + "'";
+  const std::string quoted = "'" + visibleToken(guess.label) + "'";
   ImGui::TextUnformatted(quoted.c_str());
   ImGui::SameLine(label_w);
   const float percent_w = ImGui::CalcTextSize("100.0%").x + 8.0f;
@@ -64,20 +64,21 @@ void drawPredictionsPanel(AppState& state) {
     } else {
       const NextTokenPredictions& p = v.predictions[at.position];
       const std::string& token = v.query_tokens[0][at.position];
-      ImGui::Text("after '%s' at position %lld", token.c_str(), static_cast<long long>(at.position));
+      ImGui::Text("after '%s' at position %lld", visibleToken(token).c_str(), static_cast<long long>(at.position));
       ImGui::SameLine();
       ImGui::TextDisabled("(%s)", at.why);
       recordLayout(state, "predictions_heading");
       drawPin(state);
       float label_w = 0.0f;
-      for (const TokenGuess& guess : p.top) label_w = std::max(label_w, ImGui::CalcTextSize(("5. '" + guess.label + "'").c_str()).x);
+      for (const TokenGuess& guess : p.top)
+        label_w = std::max(label_w, ImGui::CalcTextSize(("5. '" + visibleToken(guess.label) + "'").c_str()).x);
       label_w += 2 * ImGui::GetStyle().ItemSpacing.x;
       for (size_t rank = 0; rank < p.top.size(); ++rank)
         drawGuessRow(state, static_cast<int>(rank), p.top[rank], !p.actual.empty() && p.top[rank].label == p.actual, label_w);
       if (p.actual.empty()) {
         ImGui::TextDisabled("last position: what the model expects next");
       } else {
-        ImGui::TextColored(p.actual_is_top ? kHit : kMiss, "actual next '%s' (%.1f%%): %s", p.actual.c_str(),
+        ImGui::TextColored(p.actual_is_top ? kHit : kMiss, "actual next '%s' (%.1f%%): %s", visibleToken(p.actual).c_str(),
                            100.0 * p.actual_prob, p.actual_is_top ? "the top guess" : "not the top guess");
       }
       recordLayout(state, "predictions_actual");

@@ -151,7 +151,7 @@ void drawStepperPanel(AppState& state) {
       if (trace && b < static_cast<int64_t>(trace->batch_query_tokens.size())) token = trace->batch_query_tokens[b][t];
       stepButtons(state, run->L);
       ImGui::TextWrapped("step %lld / %lld: token \"%s\" fed; new row %lld (head %lld, item %lld)",
-                  static_cast<long long>(t), static_cast<long long>(run->L - 1), token.c_str(),
+                  static_cast<long long>(t), static_cast<long long>(run->L - 1), visibleToken(token).c_str(),
                   static_cast<long long>(t), static_cast<long long>(h), static_cast<long long>(b));
       drawRow(state, *run, step, b, h, trace);
       const int64_t entries = static_cast<int64_t>(step.cached.size());
