@@ -43,7 +43,9 @@ std::vector<Mistake> allMistakes();          // in enum order, None first (for c
 const char* mistakeName(Mistake mistake);    // "none", "floor-div-scale", ...
 // Throws InputError "unknown mistake 'x' (one of: none, floor-div-scale, ...)".
 Mistake mistakeFromName(const std::string& name);
-const char* mistakeDescription(Mistake mistake);  // one line: what goes wrong, which seed
+std::string mistakeDescription(Mistake mistake);  // one line: what goes wrong (which seed listing)
+const char* mistakeEffect(Mistake mistake);       // what goes wrong, without the listing
+const char* mistakeSource(Mistake mistake);       // the seed listing, e.g. "seed 003, mistake 5" ("" for None)
 const char* mistakeFix(Mistake mistake);          // the correct PyTorch line ("" for None)
 
 struct AttentionOptions {

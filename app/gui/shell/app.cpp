@@ -86,6 +86,7 @@ void updateBeforeFrame(GLFWwindow* window, AppState& state) {
 
 void drawPanels(AppState& state) {
   state.script.layout.rects.clear();
+  state.script.layout.texts.clear();
   state.script.focus_axis = {};
   state.script.focus_note.clear();
   handleShortcuts(state);

@@ -32,6 +32,7 @@ void shellToJson(const AppState& state, int width, int height, nlohmann::json& l
   nlohmann::json rects = nlohmann::json::object();
   for (const auto& [name, r] : state.script.layout.rects) rects[name] = {r.x, r.y, r.w, r.h};
   line["rects"] = rects;
+  line["texts"] = state.script.layout.texts;  // labels and notes as drawn (WidgetRects::recordText)
 }
 
 // One JSON line per visible change, composed from each feature's keys (tests read them).

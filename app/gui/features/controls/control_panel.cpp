@@ -343,8 +343,13 @@ bool drawMaskSection(AppState& state, const KnownSizes& sizes) {
     }
   }
 
-  const char* fills[] = {"-inf (seed 002)", "-1e9 (seeds 000/003)"};
+  const char* fills[] = {"-inf", "-1e9"};
   changed |= enumCombo("fill", s.fill, fills);
+  recordLayout(state, "fill_combo");
+  state.script.layout.recordText("fill_combo", std::string(fills[0]) + " / " + fills[1]);
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("what masked scores become: -inf is added (the additive mask of seed listing 002); "
+                      "-1e9 is masked_fill(mask == 0, -1e9) (seed listings 000 and 003)");
   return changed;
 }
 
@@ -508,13 +513,16 @@ bool drawTeachingSection(AppState& state) {
         s.mistake = mistake;
         changed = true;
       }
-      if (ImGui::IsItemHovered() && mistake != Mistake::None) ImGui::SetTooltip("%s", mistakeDescription(mistake));
+      if (ImGui::IsItemHovered() && mistake != Mistake::None)
+        ImGui::SetTooltip("%s\nfrom %s", mistakeEffect(mistake), mistakeSource(mistake));
     }
     ImGui::EndCombo();
   }
   recordLayout(state, "mistake_combo");
   if (s.mistake != Mistake::None) {
-    warningText(mistakeDescription(s.mistake));
+    warningText(mistakeEffect(s.mistake));  // the seed listing it comes from: a tooltip
+    state.script.layout.recordText("mistake_note", mistakeEffect(s.mistake));
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("from %s", mistakeSource(s.mistake));
     warningText(std::string("fix: ") + mistakeFix(s.mistake));
   }
   return changed;

@@ -217,10 +217,11 @@ void drawConstraints(AppState& state) {
 
 void drawPipelinePanel(AppState& state) {
   if (beginPanelWindow(state, "Shape pipeline", Panel::Pipeline)) {
-    if (ImGui::Checkbox("folded heads (seed 004: [B*H, L, d])", &state.settings.folded_layout)) {
-      settingsEdited(state);
-    }
+    constexpr const char* kFoldedLabel = "folded heads [B*H, L, d]";
+    if (ImGui::Checkbox(kFoldedLabel, &state.settings.folded_layout)) settingsEdited(state);
     recordLayout(state, "folded_toggle");
+    state.script.layout.recordText("folded_toggle", kFoldedLabel);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("heads folded into the batch, as in seed listing 004");
     // A trained model's run: the focused layer's attention (every layer has its trace).
     const ViewModel* model_run = state.compute.view && state.compute.view->source == ViewSource::ModelRun &&
                                          state.compute.error.empty()
