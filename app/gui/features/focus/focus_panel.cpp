@@ -361,19 +361,31 @@ FocusScene focusScene(const AppState& state) {
   return scene;
 }
 
+// What the focus view shows, numbered as everywhere: 0-based, with "of N" counts
+// ("layer 1 of 2   head 3 of 4   batch item 0 of 1"); a named layer keeps its name
+// ("h.5 (layer 5 of 12)").
+std::string focusHeading(const ViewModel& shown, const FocusGeometry& g) {
+  const auto of = [](const char* what, int64_t index, int64_t count) {
+    return std::string(what) + " " + std::to_string(index) + " of " + std::to_string(count);
+  };
+  std::string text;
+  if (shown.layers > 1) {
+    const std::string& name = shown.maps[g.layer].name;
+    const std::string layer = of("layer", g.layer, shown.layers);
+    text = (name == "layer " + std::to_string(g.layer) ? layer : name + " (" + layer + ")") + "   ";
+  }
+  text += of("head", g.h, shown.H) + "   " + of("batch item", g.b, shown.B) + "   L = " + std::to_string(shown.mapL()) +
+          (shown.layers > 1 ? " queries x S = " : " queries (rows) x S = ") + std::to_string(shown.mapS()) +
+          (shown.layers > 1 ? " keys" : " keys (columns)");
+  return text;
+}
+
 void drawFocusHeading(AppState& state, const FocusScene& scene) {
   const ViewModel& shown = *scene.shown;
   const FocusGeometry& g = scene.g;
-  if (shown.layers > 1) {
-    ImGui::Text("%s (%lld of %lld)   head %lld of %lld   batch item %lld   L = %lld queries x S = %lld keys",
-                shown.maps[g.layer].name.c_str(), static_cast<long long>(g.layer), static_cast<long long>(shown.layers),
-                static_cast<long long>(g.h), static_cast<long long>(shown.H), static_cast<long long>(g.b),
-                static_cast<long long>(shown.mapL()), static_cast<long long>(shown.mapS()));
-  } else {
-    ImGui::Text("head %lld of %lld   batch item %lld   L = %lld queries (rows) x S = %lld keys (columns)",
-                static_cast<long long>(g.h), static_cast<long long>(shown.H), static_cast<long long>(g.b),
-                static_cast<long long>(shown.mapL()), static_cast<long long>(shown.mapS()));
-  }
+  const std::string heading = focusHeading(shown, g);
+  ImGui::TextUnformatted(heading.c_str());
+  state.script.layout.recordText("focus_heading", heading);
   if (scene.tiled) {  // how the maps show a source too large to hold, where it is always seen
     ImGui::SameLine();
     ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.3f, 1.0f), "   tiled: %s",
