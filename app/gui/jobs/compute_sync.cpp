@@ -63,6 +63,7 @@ void receiveResult(AppState& state) {
     c.compute_ms = result->milliseconds;
   }
   setFocus(state, state.view.focus);  // fewer heads or batch items than before: clamp
+  focusFeaturedHead(state);           // a first start: the head the caption talks about
   setZoom(state, state.view.zoom);    // a smaller map: the window moves inside it
   setStep(state, state.stepper.step);  // a shorter sequence: clamp
   markStateChanged(state);

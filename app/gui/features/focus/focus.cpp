@@ -93,6 +93,20 @@ void tiledJson(const AppState& state, nlohmann::json& line) {
 
 }  // namespace
 
+const HeadNote* featuredHead(const ViewModel& view) {
+  for (const HeadNote& note : view.notable_heads)
+    if (note.pattern == "induction") return &note;
+  return view.notable_heads.empty() ? nullptr : &view.notable_heads.front();  // best score first
+}
+
+void focusFeaturedHead(AppState& state) {
+  const ViewModel* v = state.compute.view.get();
+  if (!state.view.focus_featured_head || !v) return;
+  state.view.focus_featured_head = false;
+  if (v->source != ViewSource::ModelRun) return;
+  if (const HeadNote* note = featuredHead(*v)) setFocus(state, ViewFocus{note->layer, note->head, 0});
+}
+
 void focusToJson(const AppState& state, nlohmann::json& line) {
   line["focused_layer"] = state.view.focus.layer;
   line["focused_head"] = state.view.focus.head;
