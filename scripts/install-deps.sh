@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(cmake g++ make pkg-config libeigen3-dev libopenblas-openmp-dev libhwy-dev nlohmann-json3-dev libcli11-dev libzip-dev libxxhash-dev
-          libstb-dev libcairo2-dev fonts-dejavu-core fonts-wqy-microhei
+          libstb-dev libcairo2-dev fonts-dejavu-core fonts-wqy-microhei fonts-symbola
           libimgui-dev libglfw3-dev python3-glad libgl1-mesa-dev libgl1-mesa-dri)
 for arg in "$@"; do
   case "$arg" in

@@ -26,7 +26,8 @@ void shellToJson(const AppState& state, int width, int height, nlohmann::json& l
   line["partial_redraws"] = state.gpu.redraw.partial_frames;  // frames drawn on the kept pixels
   line["window"] = {width, height};
   nlohmann::json glyphs = nlohmann::json::object();  // which special glyphs the font atlas has
-  const std::pair<const char*, ImWchar> marks[] = {{"\u2423", 0x2423}, {"\u21b5", 0x21B5}};
+  const std::pair<const char*, ImWchar> marks[] = {
+      {"\u2423", 0x2423}, {"\u21b5", 0x21B5}, {"\u263a", 0x263A}, {"\u2764", 0x2764}, {"\ufffd", 0xFFFD}};
   for (const auto& [mark, codepoint] : marks) glyphs[mark] = ImGui::GetFont()->FindGlyphNoFallback(codepoint) != nullptr;
   line["font_glyphs"] = glyphs;
   nlohmann::json rects = nlohmann::json::object();
