@@ -146,6 +146,21 @@ void drawTextTooLong(AppState& state) {
   recordLayout(state, "text_too_long");
 }
 
+// A text that does not fit the model (characters outside its vocabulary, longer than its
+// context), e.g. code after switching to reverse-digits: one click restores the model's
+// sample text. True when clicked.
+bool offerSampleText(AppState& state) {
+  Settings& s = state.settings;
+  const std::string name = std::filesystem::path(s.model).filename().string();
+  const std::string sample = sampleText(name);
+  if (sample.empty() || sample == s.model_text) return false;
+  const bool clicked = ImGui::SmallButton(("use " + name + "'s sample text").c_str());
+  recordLayout(state, "restore_sample");
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", sample.c_str());
+  if (clicked) s.model_text = sample;
+  return clicked;
+}
+
 // A trained model's input: the text it reads, with its caption and notable heads.
 bool drawModelInput(AppState& state) {
   Settings& s = state.settings;
@@ -164,17 +179,19 @@ bool drawModelInput(AppState& state) {
     ImGui::TextWrapped("notable heads: %s", heads.c_str());
   }
   sectionHeader("Text");
-  const bool changed =
+  bool changed =
       ImGui::InputTextMultiline("##model_text", &s.model_text, ImVec2(width, ImGui::GetTextLineHeight() * 6.5f));
   recordLayout(state, "text_box");
+  const bool unknown = model_view && v->unknown_tokens > 0;
   if (state.compute.textTooLong()) {
     drawTextTooLong(state);
   } else if (model_view) {
     ImGui::TextDisabled("%lld of %lld characters (context)", static_cast<long long>(v->L),
                         static_cast<long long>(v->context));
-    if (v->unknown_tokens > 0)
+    if (unknown)
       warningText(std::to_string(v->unknown_tokens) + " character(s) outside the vocabulary: shown as \"(unk)\"");
   }
+  if (unknown || state.compute.textTooLong()) changed |= offerSampleText(state);
   return changed;
 }
 
