@@ -7,7 +7,8 @@ import unittest
 
 import guitest as g
 
-TEXT = "x = 1 + 2\n" * 12 + "abcdef"  # 126 characters; python-code's context is 128
+TEXT = "x = 1 + 2\n" * 12 + "abcdefgh"  # 128 characters: python-code's whole context
+MORE = "ijklmnopq"                      # 9 more: none of the texts typed on the way fits
 
 
 class TextTooLongTest(g.AppTestCase):
@@ -15,16 +16,16 @@ class TextTooLongTest(g.AppTestCase):
 
     def test_one_message_real_count_stale_maps(self):
         _, log, window, state = self.start("long", source="model", model="python-code", model_text=TEXT)
-        self.assertEqual((state["L"], state["text_tokens"], state["text_too_long"]), (126, [126, 128], False))
+        self.assertEqual((state["L"], state["text_tokens"], state["text_too_long"]), (128, [128, 128], False))
         before = self.capture(window, "fits.png")[2]
         rect = state["rects"]["focus_probs"]
 
-        # Type 11 more characters at the end: 137 of 128.
+        # Type 9 more characters at the end: 137 of 128.
         x, y, w, h = state["rects"]["text_box"]
         seen = len(g.read_state_log(log))
         self.x.xdotool("mousemove", "--window", window, int(x + w / 2), int(y + h - 6))
         self.x.xdotool("click", 1)
-        self.x.xdotool("type", "--delay", "40", "ghijklmnopq")
+        self.x.xdotool("type", "--delay", "40", MORE)
         self.x.xdotool("mousemove", "--window", window, 120, 6)
         state = g.wait_for_new_state(log, seen, lambda s: s["text_tokens"] == [137, 128] and not s["pending"]
                                      and "text_too_long" in s["rects"], timeout=30)
@@ -41,11 +42,11 @@ class TextTooLongTest(g.AppTestCase):
         # Not repeated: no error above the controls, none in the status bar.
         self.assertNotIn("control_error", state["rects"])
         self.assertNotIn("status_note", state["rects"])
-        # The last good maps stay (126 tokens), dimmed as out of date.
+        # The last good maps stay (128 tokens), dimmed as out of date.
         self.assertTrue(state["maps_stale"])
-        self.assertEqual(state["L"], 126)
+        self.assertEqual(state["L"], 128)
         after = self.capture(window, "too_long.png")[2]
-        px, py = g.cell_pixel(rect, 126, 126, 120, 2)
+        px, py = g.cell_pixel(rect, 128, 128, 120, 2)
         self.assertLess(sum(after[py][px]), 0.6 * sum(before[py][px]) + 30, (before[py][px], after[py][px]))
 
         # Delete back to 128: the message goes, the maps are current again.
@@ -64,7 +65,7 @@ class TextTooLongTest(g.AppTestCase):
         """No maps yet: the count and the message, without the dimmed-maps sentence."""
         _, log, window, state = self.start("long_start", ready=lambda s: s["generation"] > 0 and not s["pending"]
                                            and "text_too_long" in s["rects"],
-                                           source="model", model="python-code", model_text=TEXT + "ghijklmnopq")
+                                           source="model", model="python-code", model_text=TEXT + MORE)
         self.assertEqual((state["text_tokens"], state["text_too_long"]), ([137, 128], True))
         self.assertEqual(state["text_too_long_message"],
                          "The model reads at most 128 characters: shorten the text by 9.")

@@ -626,11 +626,15 @@ void drawControlPanel(AppState& state) {
       ImGui::BeginDisabled();
       ImGui::BeginGroup();
     }
+    // Greyed under a trained model: they show the model's values; the user's come back after.
+    const Settings user = state.settings;
+    state.settings = controlsShown(state);
     changed |= drawModelSection(state);
     changed |= drawMaskSection(state, sizes);
     changed |= drawScalingSection(state);
     changed |= drawVariantsSection(state);
     changed |= drawTeachingSection(state);
+    if (trained) state.settings = user;
     if (imported || trained) {
       ImGui::EndGroup();
       ImGui::EndDisabled();

@@ -40,6 +40,17 @@ std::string mistakeDiffSummary(const AppState& state) {
   return text;
 }
 
+Settings controlsShown(const AppState& state) {
+  const InputFacts& f = state.compute.facts;
+  if (state.settings.source != InputSource::Model || !f.known || f.H <= 0) return state.settings;
+  Settings shown;  // the sandbox's defaults: no padding, dropout, mistake or variant
+  shown.source = state.settings.source;
+  shown.heads = f.H;
+  shown.head_dim = f.D_q / f.H;
+  shown.mask = MaskSpec::parse("causal");
+  return shown;
+}
+
 std::string textTooLongMessage(const AppState& state) {
   const InputFacts& f = state.compute.facts;
   if (!state.compute.textTooLong()) return "";
@@ -59,6 +70,8 @@ void controlsToJson(const AppState& state, nlohmann::json& line) {
   line["log_scale"] = s.log_scale;
   line["folded_layout"] = s.folded_layout;
   line["mistake"] = mistakeName(s.mistake);
+  const Settings shown = controlsShown(state);  // what the (greyed) controls show
+  line["controls_shown"] = {{"heads", shown.heads}, {"head_dim", shown.head_dim}, {"mask", shown.mask.toString()}};
   line["dropout"] = s.dropout;
   line["train"] = s.train;
   if (s.source == InputSource::Model) {
