@@ -289,6 +289,18 @@ bool drawModelSection(AppState& state) {
   return changed;
 }
 
+// What masked scores become; the seed listings each choice comes from are in the tooltip.
+bool drawFillCombo(AppState& state) {
+  const char* fills[] = {"-inf", "-1e9"};
+  const bool changed = enumCombo("fill", state.settings.fill, fills);
+  recordLayout(state, "fill_combo");
+  state.script.layout.recordText("fill_combo", std::string(fills[0]) + " / " + fills[1]);
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("what masked scores become: -inf is added (the additive mask of seed listing 002); "
+                      "-1e9 is masked_fill(mask == 0, -1e9) (seed listings 000 and 003)");
+  return changed;
+}
+
 bool drawMaskSection(AppState& state, const KnownSizes& sizes) {
   Settings& s = state.settings;
   MaskSpec& m = s.mask;
@@ -360,13 +372,7 @@ bool drawMaskSection(AppState& state, const KnownSizes& sizes) {
     }
   }
 
-  const char* fills[] = {"-inf", "-1e9"};
-  changed |= enumCombo("fill", s.fill, fills);
-  recordLayout(state, "fill_combo");
-  state.script.layout.recordText("fill_combo", std::string(fills[0]) + " / " + fills[1]);
-  if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("what masked scores become: -inf is added (the additive mask of seed listing 002); "
-                      "-1e9 is masked_fill(mask == 0, -1e9) (seed listings 000 and 003)");
+  changed |= drawFillCombo(state);
   return changed;
 }
 
