@@ -12,32 +12,33 @@ namespace {
 struct MistakeInfo {
   Mistake mistake;
   const char* name;
-  const char* description;
+  const char* effect;  // what goes wrong
+  const char* source;  // the reference listing it comes from ("" for None)
   const char* fix;
 };
 
 constexpr MistakeInfo kMistakes[] = {
-    {Mistake::None, "none", "correct multi-head attention", ""},
+    {Mistake::None, "none", "correct multi-head attention", "", ""},
     {Mistake::FloorDivisionScale, "floor-div-scale",
-     "scores // sqrt(d): floor division quantises scores to integers (seed 000's full listing)",
+     "scores // sqrt(d): floor division quantises scores to integers", "seed 000's full listing",
      "scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(d)"},
     {Mistake::KVReshapedWithQueryLength, "kv-reshape-with-L",
-     "K and V viewed as [B, L, H, d] with the query length: breaks cross-attention when S != L (seed 000's listing)",
+     "K and V viewed as [B, L, H, d] with the query length: breaks cross-attention when S != L", "seed 000's listing",
      "k = self.k_proj(k).view(B, S, H, d).transpose(1, 2)  # likewise v; S = k.size(1)"},
     {Mistake::NoHeadSplit, "no-head-split",
-     "no view + transpose(1, 2): attention over the full D gives one map shared by every head (seed 003, mistake 2)",
+     "no view + transpose(1, 2): attention over the full D gives one map shared by every head", "seed 003, mistake 2",
      "q = self.q_proj(q).view(B, L, H, d).transpose(1, 2)  # likewise k, v with S"},
     {Mistake::SharedProjection, "shared-linear",
-     "[nn.Linear(D, D)] * 4 is one layer used for q, k, v and o: self-attention scores turn symmetric (seed 003, mistake 4)",
+     "[nn.Linear(D, D)] * 4 is one layer used for q, k, v and o: self-attention scores turn symmetric", "seed 003, mistake 4",
      "self.linears = nn.ModuleList([nn.Linear(D, D) for _ in range(4)])"},
     {Mistake::NoScaling, "no-scale",
-     "scores not divided by sqrt(d): softmax saturates towards one-hot rows (seed 003, mistake 5)",
+     "scores not divided by sqrt(d): softmax saturates towards one-hot rows", "seed 003, mistake 5",
      "scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(d)"},
     {Mistake::ReshapeWithoutTranspose, "no-contiguous",
-     "heads merged by reshaping [B, H, L, d] without transpose(1, 2): output mixes positions across heads (seed 003, mistake 6)",
+     "heads merged by reshaping [B, H, L, d] without transpose(1, 2): output mixes positions across heads", "seed 003, mistake 6",
      "context = context.transpose(1, 2).contiguous().view(B, L, D)"},
     {Mistake::MaskNotBroadcast, "mask-not-broadcast",
-     "[B, S] padding mask used without unsqueeze: it aligns as [1, 1, B, S], wrong rows or a RuntimeError (seed 003, mistake 3)",
+     "[B, S] padding mask used without unsqueeze: it aligns as [1, 1, B, S], wrong rows or a RuntimeError", "seed 003, mistake 3",
      "mask = mask.unsqueeze(1).unsqueeze(2)  # [B, S] -> [B, 1, 1, S]"},
 };
 
@@ -60,7 +61,12 @@ Stage& findStage(std::vector<Stage>& stages, const char* name) {
 std::vector<Mistake> allMistakes() { return mistakeNames().values(); }
 
 const char* mistakeName(Mistake mistake) { return mistakeInfo(mistake).name; }
-const char* mistakeDescription(Mistake mistake) { return mistakeInfo(mistake).description; }
+std::string mistakeDescription(Mistake mistake) {
+  const MistakeInfo& info = mistakeInfo(mistake);
+  return *info.source ? std::string(info.effect) + " (" + info.source + ")" : info.effect;
+}
+const char* mistakeEffect(Mistake mistake) { return mistakeInfo(mistake).effect; }
+const char* mistakeSource(Mistake mistake) { return mistakeInfo(mistake).source; }
 const char* mistakeFix(Mistake mistake) { return mistakeInfo(mistake).fix; }
 
 const NameTable<Mistake>& mistakeNames() {

@@ -29,7 +29,9 @@ enum class Mistake {
 const NameTable<Mistake>& mistakeNames();
 std::vector<Mistake> allMistakes();          // in enum order, None first (for combos / --help)
 const char* mistakeName(Mistake mistake);    // "none", "floor-div-scale", ...
-const char* mistakeDescription(Mistake mistake);  // one line: what goes wrong, which seed
+std::string mistakeDescription(Mistake mistake);  // one line: what goes wrong (which seed listing)
+const char* mistakeEffect(Mistake mistake);       // what goes wrong, without the listing
+const char* mistakeSource(Mistake mistake);       // the seed listing, e.g. "seed 003, mistake 5" ("" for None)
 const char* mistakeFix(Mistake mistake);          // the correct PyTorch line ("" for None)
 
 // ---- the lab's steps in runAttention (internal to core/attention) ----

@@ -178,9 +178,16 @@ FolderModelRunner::FolderModelRunner(const std::string& folder) : folder_(folder
 
 FolderModelRunner::~FolderModelRunner() = default;
 
-ViewModel FolderModelRunner::view(const std::string& text) {
-  if (hf_) return viewFromHfRun(hf_->model(), hf_->run(tokenizeHf(hf_->model(), text)));
-  return viewFromModelRun(own_->model(), own_->run(text));
+ViewModel FolderModelRunner::view(const std::string& text, TextSize* size) {
+  if (hf_) {
+    ModelTokens tokens = tokenizeHf(hf_->model(), text);
+    if (size) *size = {static_cast<int64_t>(tokens.ids.size()), hf_->model().config.max_positions, "tokens"};
+    return viewFromHfRun(hf_->model(), hf_->run(std::move(tokens)));
+  }
+  ModelTokens tokens = tokenizeForModel(own_->model(), text);
+  const ModelConfig& c = own_->model().config;
+  if (size) *size = {static_cast<int64_t>(tokens.ids.size()), c.max_len, c.tokenizer == Tokenizer::Chars ? "characters" : "bytes"};
+  return viewFromModelRun(own_->model(), own_->runTokens(std::move(tokens)));
 }
 
 ViewModel viewOfModelFolder(const std::string& folder, const std::string& text) {

@@ -62,7 +62,14 @@ class FolderModelRunner {
  public:
   explicit FolderModelRunner(const std::string& folder);
   ~FolderModelRunner();
-  ViewModel view(const std::string& text);  // viewFromModelRun / viewFromHfRun of one run
+  // The text's size against the model's context, counted before the run (a text that does
+  // not fit is refused by the run, with this count for the app to show).
+  struct TextSize {
+    int64_t tokens = 0, context = 0;
+    const char* unit = "tokens";  // "characters" or "bytes" for attnscope-model/1 tokenizers
+  };
+  // viewFromModelRun / viewFromHfRun of one run; fills *size first when given.
+  ViewModel view(const std::string& text, TextSize* size = nullptr);
   const std::string& folder() const { return folder_; }
   int64_t heads() const { return heads_; }  // query heads H
   int64_t width() const { return width_; }  // d_model / hidden_size

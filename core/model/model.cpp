@@ -293,8 +293,11 @@ ModelTokens tokenizeForModel(const Model& model, const std::string& text) {
   }
   for (std::string& ch : utf8Characters(text)) {
     const auto it = model.char_ids.find(ch);
-    t.ids.push_back(it == model.char_ids.end() ? c.unk_id : it->second);
-    t.unknown.push_back(it == model.char_ids.end() ? 1 : 0);
+    const int64_t id = it == model.char_ids.end() ? c.unk_id : it->second;
+    t.ids.push_back(id);
+    // The unknown id is unknown even when its vocabulary entry is a character that matched
+    // (python-code's "\uFFFD": what a text box makes of an emoji it cannot hold).
+    t.unknown.push_back(id == c.unk_id ? 1 : 0);
     t.label.push_back(escapeToken(ch));
     t.text.push_back(std::move(ch));
   }

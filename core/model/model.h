@@ -75,7 +75,8 @@ struct Model {
 Model loadModel(const std::string& folder);
 
 // Text -> token ids. chars: one token per UTF-8 character; bytes: one per byte.
-// Characters outside the vocabulary get unk_id and are flagged unknown.
+// Characters outside the vocabulary get unk_id and are flagged unknown, as is a character
+// that matches the unknown id's own entry (a vocabulary whose unknown entry is "\uFFFD").
 struct ModelTokens {
   std::vector<int64_t> ids;          // [L]
   std::vector<std::string> text;     // [L] the input character (or byte) at each position

@@ -59,7 +59,7 @@ class FolderModel:
                     [b >= cfg["vocab_size"] for b in data])
         index = {c: i for i, c in enumerate(self.vocab) if len(c) == 1}
         ids = [index.get(c, cfg["unk_id"]) for c in text]
-        return ids, [c not in index for c in text]
+        return ids, [i == cfg["unk_id"] for i in ids]  # the unknown id is flagged even when its entry matched
 
 
 def sinusoidal(max_len, d):

@@ -95,6 +95,18 @@ TEST_F(ModelFolder, TokenizesCharactersAndFlagsUnknownOnes) {
   EXPECT_EQ(t.unknownCount(), 2);
 }
 
+// python-code's unknown entry is the character U+FFFD, which is also what the app's text box
+// (16-bit ImWchar) makes of a typed emoji: it matches, yet it is unknown and counted.
+TEST_F(ModelFolder, UnknownEntryThatIsACharacterIsFlagged) {
+  write();
+  std::ofstream(dir_ / "vocab.json") << R"(["\ufffd", "a", "b", "c", "é", "\n"])";
+  const Model model = loadModel(dir_.string());
+  const ModelTokens t = tokenizeForModel(model, "a\xef\xbf\xbd\xf0\x9f\x98\x80" "c");  // a, U+FFFD, U+1F600, c
+  EXPECT_EQ(t.ids, (std::vector<int64_t>{1, 0, 0, 3}));
+  EXPECT_EQ(t.unknown, (std::vector<uint8_t>{0, 1, 1, 0}));
+  EXPECT_EQ(t.unknownCount(), 2);
+}
+
 TEST_F(ModelFolder, BytesTokenizerOneIdPerByte) {
   const Model model = loadModel(write("bytes"));
   const ModelTokens t = tokenizeForModel(model, "aé");

@@ -12,13 +12,11 @@ namespace attnscope {
 namespace {
 
 constexpr auto kSpinnerDelay = std::chrono::milliseconds(100);
+const ComputeResult kNoResult;  // what the accessors read before the first result
 
 }  // namespace
 
-const ComputeResult& ComputeState::result() const {
-  static const ComputeResult kNone;
-  return latest ? *latest : kNone;
-}
+const ComputeResult& ComputeState::result() const { return latest ? *latest : kNoResult; }
 
 void receiveResult(AppState& state) {
   ComputeState& c = state.compute;
@@ -33,6 +31,7 @@ void receiveResult(AppState& state) {
   }
   c.latest = std::move(result);
   setFocus(state, state.view.focus);  // fewer heads or batch items than before: clamp
+  focusFeaturedHead(state);           // a first start: the head the caption talks about
   setZoom(state, state.view.zoom);    // a smaller map: the window moves inside it
   setStep(state, state.stepper.step);  // a shorter sequence: clamp
   markStateChanged(state);
@@ -87,6 +86,7 @@ void computeToJson(const AppState& state, nlohmann::json& line) {
   line["pending"] = c.pending();
   line["error"] = c.error();
   line["maps_stale"] = c.mapsStale();
+  line["text_too_long"] = c.textTooLong();
   line["busy"] = c.busy;
   line["progress"] = c.progress;    // a tiled overview in progress: fraction done; -1 otherwise
   line["cancelled"] = c.cancelled;  // the latest job was cancelled (the maps are the previous result's)

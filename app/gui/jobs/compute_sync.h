@@ -62,6 +62,9 @@ struct ComputeState {
   // The maps on screen are an older result: the latest recompute failed (error says why).
   // Not in the mistakes lab's case of a buggy run that threw: its correct run is shown.
   bool mapsStale() const { return (!error().empty() || cancelled) && view && !correctView(); }
+  // The latest job failed because a trained model's text is longer than its context: the
+  // message is shown once, under the text box; the maps only say they are out of date.
+  bool textTooLong() const { return !error().empty() && facts.context > 0 && facts.text_tokens > facts.context; }
 
  private:
   const ComputeResult& result() const;  // latest, or an empty result before the first

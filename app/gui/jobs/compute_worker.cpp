@@ -86,7 +86,21 @@ std::shared_ptr<const ViewModel> ComputeWorker::runModel(const Settings& setting
     model_runner_.reset();  // the old model's weights go before the new one's load
     model_runner_ = std::make_unique<FolderModelRunner>(folder);
   }
-  auto view = std::make_shared<const ViewModel>(model_runner_->view(settings.model_text));
+  // The text's size against the context reaches the app even when the run refuses the text.
+  FolderModelRunner::TextSize size;
+  const auto note_size = [&] {
+    facts.text_tokens = size.tokens;
+    facts.context = size.context;
+    facts.token_unit = size.unit;
+  };
+  std::shared_ptr<const ViewModel> view;
+  try {
+    view = std::make_shared<const ViewModel>(model_runner_->view(settings.model_text, &size));
+  } catch (const InputError&) {
+    note_size();
+    throw;
+  }
+  note_size();
   facts.known = true;
   facts.B = 1;
   facts.L = facts.S_key = facts.S_value = view->L;

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <string>
 
+#include "gui/render/token_text.h"
+
 namespace attnscope {
 
 void bindHeatmapProgram(const ImDrawList*, const ImDrawCmd* cmd) {
@@ -58,12 +60,15 @@ void addVerticalText(ImDrawList* list, ImVec2 anchor, ImU32 color, const char* t
 }
 
 // A failed recompute: the old map dimmed, with why it is out of date written across it
-// (wrapped and clipped to the map; tiles too small for text are only dimmed).
+// (wrapped to the map; when it does not fit, just "out of date"; tiles too small for that
+// are only dimmed).
 void drawStaleOverlay(ImDrawList* list, ImVec2 min, ImVec2 max, const std::string& error) {
   list->AddRectFilled(min, max, IM_COL32(16, 16, 20, 200));
   constexpr float kPad = 6.0f;
   if (max.x - min.x < 80.0f || max.y - min.y < 2 * ImGui::GetFontSize()) return;
-  const std::string text = "out of date: " + error;
+  const float wrap = max.x - min.x - 2 * kPad;
+  std::string text = "out of date: " + error;
+  if (ImGui::CalcTextSize(text.c_str(), nullptr, false, wrap).y > max.y - min.y - 2 * kPad) text = "out of date";
   const ImVec4 clip(min.x, min.y, max.x, max.y);
   list->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(min.x + kPad, min.y + kPad), IM_COL32(255, 130, 120, 255),
                 text.c_str(), nullptr, max.x - min.x - 2 * kPad, &clip);
@@ -172,7 +177,7 @@ void drawColorBar(HeatmapCanvas canvas, const ColorBarView& bar, ImVec2 size) {
 
 float widestLabel(const std::vector<std::string>& labels, float cap) {
   float widest = 0.0f;
-  for (const std::string& label : labels) widest = std::max(widest, ImGui::CalcTextSize(label.c_str()).x);
+  for (const std::string& label : labels) widest = std::max(widest, ImGui::CalcTextSize(visibleToken(label).c_str()).x);
   return std::min(widest, cap);
 }
 
@@ -193,7 +198,8 @@ AxisLabelsDrawn drawAxisLabels(const LabelSpan& rows, const LabelSpan& cols, ImV
     const float cell_h = (max.y - min.y) / static_cast<float>(rows.count);
     const int64_t step = static_cast<int64_t>(std::ceil(line_h / std::max(cell_h, 1e-3f)));
     for (int64_t i = 0; i < rows.count; i += step) {
-      const char* text = (*rows.labels)[static_cast<size_t>(rows.first + i)].c_str();
+      const std::string label = visibleToken((*rows.labels)[static_cast<size_t>(rows.first + i)]);
+      const char* text = label.c_str();
       const float w = ImGui::CalcTextSize(text).x;
       list->AddText(ImVec2(min.x - w - 4, min.y + cell_h * (static_cast<float>(i) + 0.5f) - line_h / 2),
                     color, text);
@@ -205,9 +211,9 @@ AxisLabelsDrawn drawAxisLabels(const LabelSpan& rows, const LabelSpan& cols, ImV
     const float cell_w = (max.x - min.x) / static_cast<float>(cols.count);
     const int64_t step = static_cast<int64_t>(std::ceil(line_h / std::max(cell_w, 1e-3f)));
     for (int64_t j = 0; j < cols.count; j += step) {
-      const char* text = (*cols.labels)[static_cast<size_t>(cols.first + j)].c_str();
+      const std::string label = visibleToken((*cols.labels)[static_cast<size_t>(cols.first + j)]);
       addVerticalText(list, ImVec2(min.x + cell_w * (static_cast<float>(j) + 0.5f) - line_h / 2, max.y + 4),
-                      color, text);
+                      color, label.c_str());
       if (drawn.first_col < 0) drawn.first_col = cols.first + j;
       drawn.last_col = cols.first + j;
     }

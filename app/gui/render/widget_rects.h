@@ -21,6 +21,8 @@ struct ScreenRect {
 struct WidgetRects {
   bool enabled = false;  // a state log is written
   std::map<std::string, ScreenRect> rects;
+  std::map<std::string, std::string> texts;  // labels and notes as drawn, for tests that read wording
+
 
   void record(const std::string& name, ImVec2 min, ImVec2 size) {
     if (enabled) rects[name] = ScreenRect{min.x, min.y, size.x, size.y};
@@ -29,6 +31,9 @@ struct WidgetRects {
   void recordItem(const std::string& name) {
     const ImVec2 min = ImGui::GetItemRectMin(), max = ImGui::GetItemRectMax();
     record(name, min, ImVec2(max.x - min.x, max.y - min.y));
+  }
+  void recordText(const std::string& name, const std::string& text) {
+    if (enabled) texts[name] = text;
   }
   // The current window (between Begin and End).
   void recordWindow(const std::string& name) { record(name, ImGui::GetWindowPos(), ImGui::GetWindowSize()); }

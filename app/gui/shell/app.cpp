@@ -76,6 +76,7 @@ void updateBeforeFrame(GLFWwindow* window, AppState& state) {
   updateHeadOrder(state);
   updateComparison(state);
   updateQueryFocus(state);
+  updatePredictions(state);
   const std::string title = windowTitle(state);
   if (title != state.ui.window_title) {
     state.ui.window_title = title;
@@ -85,6 +86,7 @@ void updateBeforeFrame(GLFWwindow* window, AppState& state) {
 
 void drawPanels(AppState& state) {
   state.script.layout.rects.clear();
+  state.script.layout.texts.clear();
   state.script.focus_axis = {};
   state.script.focus_note.clear();
   handleShortcuts(state);

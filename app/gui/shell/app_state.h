@@ -13,6 +13,7 @@
 //   open_dialog  the Ctrl+O dialog
 //   drafts    control-panel fields that may hold invalid input (never written to settings)
 //   stepper   the KV-cache stepper panel: open, the step shown, playing
+//   predictions  the predictions panel's pin (a clicked query row)
 //   persist   where and when the settings are saved
 //   script    the state log and widget rectangles (tests, scripting)
 #pragma once
@@ -105,6 +106,7 @@ struct AppState {
   UiState ui;
   ControlDrafts drafts;
   StepperState stepper;
+  PredictionsState predictions;
   PersistState persist;
   ScriptState script;
 };

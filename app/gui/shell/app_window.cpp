@@ -16,10 +16,31 @@ namespace {
 
 constexpr const char* kCjkFont = "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc";
 constexpr ImWchar kGreekGlyphs[] = {0x0370, 0x03FF, 0};  // must outlive the font atlas
+// Visible whitespace in token labels (render/token_text.h): ↵ U+21B5, ␣ U+2423.
+constexpr const char* kMarksFont = "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf";
+constexpr ImWchar kMarkGlyphs[] = {0x21B5, 0x21B5, 0x2423, 0x2423, 0};
+// Emoji and symbols (monochrome, Debian's fonts-symbola): the Basic Multilingual Plane's
+// symbols and dingbats, and U+FFFD, which the 16-bit ImWchar of Debian's ImGui 1.86 shows
+// for any character beyond it (most emoji).
+constexpr const char* kSymbolFont = "/usr/share/fonts/truetype/ancient-scripts/Symbola_hint.ttf";
+constexpr ImWchar kSymbolGlyphs[] = {0x2600, 0x27BF, 0x2B00, 0x2B55, 0xFFFD, 0xFFFD, 0};
+
+// Merges `ranges` of the font file at `path` into the default font (a note when it is missing).
+void mergeFont(const char* path, const ImWchar* ranges, const char* missing_note) {
+  if (!std::filesystem::exists(path)) {
+    std::fprintf(stderr, "attnscope: font %s not found; %s\n", path, missing_note);
+    return;
+  }
+  ImFontConfig config;
+  config.MergeMode = true;
+  ImGui::GetIO().Fonts->AddFontFromFileTTF(path, 13.0f, &config, ranges);
+}
 
 void loadFonts() {
   ImGuiIO& io = ImGui::GetIO();
   io.Fonts->AddFontDefault();
+  mergeFont(kMarksFont, kMarkGlyphs, "space and newline tokens will show as '?'");
+  mergeFont(kSymbolFont, kSymbolGlyphs, "emoji will show as '?'");
   if (!std::filesystem::exists(kCjkFont)) {
     std::fprintf(stderr, "attnscope: CJK font %s not found; Chinese text will show as '?'\n", kCjkFont);
     return;

@@ -28,7 +28,7 @@ void drawHelpOverlay(AppState& state) {
         {", / .", "stepper: one step back / forward"},
         {"P", "stepper: play / pause"},
         {"Home / End", "stepper: first / last step"},
-        {"Escape", "close this help or the open-bundle dialog"},
+        {"Escape", "close this help or the open-bundle dialog; leave a text box (its text stays)"},
         {"Ctrl+Q", "quit (settings are saved)"},
         {"Ctrl+click a slider", "type an exact value (clamped to the valid range)"},
         {"hover a heatmap cell", "tooltip with tokens, scores, mask and probability"},

@@ -74,7 +74,11 @@ HeatmapCanvas heatmapCanvas(AppState& state) { return {state.gpu, state.script.l
 void showResultState(const AppState& state, HeatmapView& view, bool crosshair) {
   if (crosshair && state.view.hover.valid()) view.hover_row = state.view.hover.row, view.hover_col = state.view.hover.col;
   const ComputeState& c = state.compute;
-  if (c.mapsStale()) view.stale = c.cancelled ? "overview cancelled (Recompute: status bar)" : c.error();
+  if (c.mapsStale()) {
+    view.stale = c.cancelled ? "overview cancelled (Recompute: status bar)"
+                 : c.textTooLong() ? "the last text that fit the context"  // the message is under the text box
+                                   : c.error();
+  }
   view.progress = c.progress;
 }
 

@@ -5,6 +5,7 @@
 #include <imgui.h>
 
 #include "gui/render/heatmap_widget.h"
+#include "gui/render/token_text.h"
 #include "gui/shell/app_state.h"
 
 namespace attnscope {

@@ -1,12 +1,14 @@
 #include "gui/shell/scripting.h"
 
 #include <glad/gl.h>
+#include <imgui.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <utility>
 #include <vector>
 
 #include "gui/features/exports/export_jobs.h"
@@ -23,9 +25,15 @@ void shellToJson(const AppState& state, int width, int height, nlohmann::json& l
   line["help_open"] = state.ui.show_help;
   line["partial_redraws"] = state.gpu.redraw.partial_frames;  // frames drawn on the kept pixels
   line["window"] = {width, height};
+  nlohmann::json glyphs = nlohmann::json::object();  // which special glyphs the font atlas has
+  const std::pair<const char*, ImWchar> marks[] = {
+      {"\u2423", 0x2423}, {"\u21b5", 0x21B5}, {"\u263a", 0x263A}, {"\u2764", 0x2764}, {"\ufffd", 0xFFFD}};
+  for (const auto& [mark, codepoint] : marks) glyphs[mark] = ImGui::GetFont()->FindGlyphNoFallback(codepoint) != nullptr;
+  line["font_glyphs"] = glyphs;
   nlohmann::json rects = nlohmann::json::object();
   for (const auto& [name, r] : state.script.layout.rects) rects[name] = {r.x, r.y, r.w, r.h};
   line["rects"] = rects;
+  line["texts"] = state.script.layout.texts;  // labels and notes as drawn (WidgetRects::recordText)
 }
 
 // One JSON line per visible change, composed from each feature's keys (tests read them).

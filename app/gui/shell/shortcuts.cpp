@@ -65,37 +65,60 @@ bool stepperKey(AppState& state, int key) {
   }
 }
 
+// Keys that work everywhere, also while a text box has the keyboard (no text box uses
+// them): F1, Ctrl+Q, Ctrl+S (Shift: every head, Alt: the window), Ctrl+Shift+H (HTML). True when `press` was one.
+bool globalKey(AppState& state, const UiState::KeyPress& press, bool popup_open) {
+  const bool ctrl = (press.mods & GLFW_MOD_CONTROL) != 0;
+  const bool shift = (press.mods & GLFW_MOD_SHIFT) != 0, alt = (press.mods & GLFW_MOD_ALT) != 0;
+  if (press.key == GLFW_KEY_F1) {
+    state.ui.show_help = !state.ui.show_help;
+    markStateChanged(state);
+    return true;
+  }
+  if (ctrl && press.key == GLFW_KEY_Q) {
+    state.ui.quit_requested = true;
+    return true;
+  }
+  if (ctrl && press.key == GLFW_KEY_S) {
+    if (popup_open) return true;
+    if (alt) state.exports.screenshot_requested = true;  // read after this frame is rendered
+    else requestFigureExport(state, shift ? "grid" : "view");
+    return true;
+  }
+  if (ctrl && shift && press.key == GLFW_KEY_H) {  // the HTML page of every layer and head
+    if (!popup_open) requestFigureExport(state, "html");
+    return true;
+  }
+  return false;
+}
+
+// Escape closes overlays, even from a text box, and leaves the text box, keeping its text
+// (called before any widget this frame: the text box never sees the key, which in ImGui
+// 1.86 would revert the edit).
+void escapeKey(AppState& state) {
+  UiState& ui = state.ui;
+  if (ImGui::GetIO().WantTextInput) ImGui::SetWindowFocus(nullptr);
+  if (ui.show_help) ui.show_help = false;
+  else if (state.compute.progress >= 0.0 && !state.open_dialog.modal_open) cancelCompute(state);  // a tiled overview
+  else state.open_dialog.close_requested = true;
+  markStateChanged(state);
+}
+
 }  // namespace
 
 void handleShortcuts(AppState& state) {
   UiState& ui = state.ui;
   std::vector<UiState::KeyPress> presses;
   presses.swap(ui.key_presses);
-  for (const UiState::KeyPress& press : presses) {
-    if (press.key != GLFW_KEY_ESCAPE) continue;  // Escape closes overlays, even from a text box
-    if (ui.show_help) ui.show_help = false;
-    else if (state.compute.progress >= 0.0 && !state.open_dialog.modal_open) cancelCompute(state);  // a tiled overview
-    else state.open_dialog.close_requested = true;
-    markStateChanged(state);
-  }
-  if (ImGui::GetIO().WantTextInput) return;  // typing in a text box
   const bool popup_open = ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId);
+  const bool typing = ImGui::GetIO().WantTextInput;  // the other keys belong to the text box
   for (const UiState::KeyPress& press : presses) {
+    if (press.key == GLFW_KEY_ESCAPE) escapeKey(state);
+    if (press.key == GLFW_KEY_ESCAPE || globalKey(state, press, popup_open) || typing) continue;
     const bool ctrl = (press.mods & GLFW_MOD_CONTROL) != 0;
-    const bool shift = (press.mods & GLFW_MOD_SHIFT) != 0, alt = (press.mods & GLFW_MOD_ALT) != 0;
-    if (press.key == GLFW_KEY_F1) {
-      ui.show_help = !ui.show_help;
-      markStateChanged(state);
-    }
-    if (ctrl && press.key == GLFW_KEY_Q) ui.quit_requested = true;
     if (press.key == GLFW_KEY_F5) toggleStepper(state);
     if (state.stepper.open && !ctrl && !popup_open && stepperKey(state, press.key)) continue;
     if (ctrl && press.key == GLFW_KEY_O) state.open_dialog.requested = true;
-    if (ctrl && press.key == GLFW_KEY_S && !popup_open) {
-      if (alt) state.exports.screenshot_requested = true;  // read after this frame is rendered
-      else requestFigureExport(state, shift ? "grid" : "view");
-    }
-    if (ctrl && shift && press.key == GLFW_KEY_H && !popup_open) requestFigureExport(state, "html");
     if (!state.compute.view || popup_open || ctrl) continue;
     if (press.key == GLFW_KEY_0 || press.key == GLFW_KEY_KP_0) setZoom(state, CellWindow{});  // whole map again
     setFocus(state, arrowTarget(state, press.key));

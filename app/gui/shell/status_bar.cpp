@@ -70,7 +70,9 @@ void drawStatusBar(AppState& state) {
       ImGui::Text("no result   |   memory %.0f MiB", residentMiB());
     }
     // A long error or warning is cut short of the hint at the right (the tooltip holds all of it).
-    const char* const hint = "F1: shortcuts";
+    // While a text box has the keyboard, the arrows and the other keys are its own.
+    const char* const hint = ImGui::GetIO().WantTextInput ? "text box has the keys (Esc leaves it; F1, Ctrl+S, Ctrl+Q work)"
+                                                          : "F1: shortcuts";
     const float hint_x = ImGui::GetWindowWidth() - ImGui::GetStyle().WindowPadding.x - ImGui::CalcTextSize(hint).x;
     const auto drawNote = [&](const ImVec4& color, const std::string& text) {
       ImGui::SameLine(0.0f, 3 * ImGui::CalcTextSize(" ").x);
@@ -86,7 +88,7 @@ void drawStatusBar(AppState& state) {
       ImGui::SameLine();
       if (ImGui::SmallButton("Recompute")) recomputeNow(state);
       recordLayout(state, "recompute_button");
-    } else if (state.compute.mapsStale()) {  // the numbers above are the previous result's
+    } else if (state.compute.mapsStale() && !state.compute.textTooLong()) {  // the numbers above are the previous result's
       drawNote(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "out of date: " + state.compute.error());
     } else if (v && !v->warnings.empty()) {
       drawNote(ImVec4(1.0f, 0.62f, 0.18f, 1.0f), v->warnings.front());
@@ -94,6 +96,7 @@ void drawStatusBar(AppState& state) {
     ImGui::SameLine(hint_x);
     ImGui::TextDisabled("%s", hint);
     recordLayout(state, "status_hint");
+    state.script.layout.recordText("status_hint", hint);
   }
   ImGui::End();
 }

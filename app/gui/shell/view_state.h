@@ -78,6 +78,9 @@ void chooseQuery(QueryFocusView& view, int64_t query, bool add);
 
 struct ViewState {
   ViewFocus focus;        // (layer, head, batch item); within the shown result's limits
+  // A first start (no saved settings): focus the model's featured head when its first run
+  // arrives (focusFeaturedHead, features/focus).
+  bool focus_featured_head = false;
   // The map kind chosen (focus view's chooser, a click on a map, the mask panel): the focus
   // view and grid show it, Ctrl+S exports it. Probabilities by default.
   MapKind map_kind = MapKind::Probs;

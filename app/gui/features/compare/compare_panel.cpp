@@ -96,8 +96,8 @@ void drawCellTooltip(const AppState& state, const ViewModel& view, int64_t b, in
   const ViewModel* va = pickedView(state, c.a);
   const ViewModel* vb = pickedView(state, c.b);
   ImGui::BeginTooltip();
-  ImGui::Text("query  %s  (i = %lld)", view.query_tokens[b][i].c_str(), static_cast<long long>(i));
-  ImGui::Text("key    %s  (j = %lld)", view.key_tokens[b][j].c_str(), static_cast<long long>(j));
+  ImGui::Text("query  %s  (i = %lld)", visibleToken(view.query_tokens[b][i]).c_str(), static_cast<long long>(i));
+  ImGui::Text("key    %s  (j = %lld)", visibleToken(view.key_tokens[b][j]).c_str(), static_cast<long long>(j));
   ImGui::Separator();
   ImGui::Text("A      %.6g", va->probs(c.a.layer, b, c.a.head)[i * view.S + j]);
   ImGui::Text("B      %.6g", vb->probs(c.b.layer, b, c.b.head)[i * view.S + j]);
@@ -123,9 +123,9 @@ void drawLargestDifferences(AppState& state, const ViewModel& view, int64_t b, f
     ImGui::TableNextColumn();
     ImGui::Text("(%lld, %lld)", static_cast<long long>(cell.row), static_cast<long long>(cell.col));
     ImGui::TableNextColumn();
-    ImGui::TextUnformatted(view.query_tokens[b][cell.row].c_str());
+    ImGui::TextUnformatted(visibleToken(view.query_tokens[b][cell.row]).c_str());
     ImGui::TableNextColumn();
-    ImGui::TextUnformatted(view.key_tokens[b][cell.col].c_str());
+    ImGui::TextUnformatted(visibleToken(view.key_tokens[b][cell.col]).c_str());
     ImGui::TableNextColumn();
     ImGui::Text("%.4f", cell.a);
     ImGui::TableNextColumn();

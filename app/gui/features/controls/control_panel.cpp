@@ -135,6 +135,32 @@ bool drawModelsSection(AppState& state) {
   return computeSettingsDiffer(before, s);
 }
 
+// A text longer than the model's context: the real count and the one message about it
+// (the maps keep the last text that fit, dimmed as out of date).
+void drawTextTooLong(AppState& state) {
+  const InputFacts& f = state.compute.facts;
+  ImGui::TextColored(ImVec4(1.0f, 0.35f, 0.35f, 1.0f), "%lld of %lld %s (context)", static_cast<long long>(f.text_tokens),
+                     static_cast<long long>(f.context), f.token_unit);
+  recordLayout(state, "text_count");
+  errorText(textTooLongMessage(state));
+  recordLayout(state, "text_too_long");
+}
+
+// A text that does not fit the model (characters outside its vocabulary, longer than its
+// context), e.g. code after switching to reverse-digits: one click restores the model's
+// sample text. True when clicked.
+bool offerSampleText(AppState& state) {
+  Settings& s = state.settings;
+  const std::string name = std::filesystem::path(s.model).filename().string();
+  const std::string sample = sampleText(name);
+  if (sample.empty() || sample == s.model_text) return false;
+  const bool clicked = ImGui::SmallButton(("use " + name + "'s sample text").c_str());
+  recordLayout(state, "restore_sample");
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", sample.c_str());
+  if (clicked) s.model_text = sample;
+  return clicked;
+}
+
 // A trained model's input: the text it reads, with its caption and notable heads.
 bool drawModelInput(AppState& state) {
   Settings& s = state.settings;
@@ -153,15 +179,19 @@ bool drawModelInput(AppState& state) {
     ImGui::TextWrapped("notable heads: %s", heads.c_str());
   }
   sectionHeader("Text");
-  const bool changed =
+  bool changed =
       ImGui::InputTextMultiline("##model_text", &s.model_text, ImVec2(width, ImGui::GetTextLineHeight() * 6.5f));
   recordLayout(state, "text_box");
-  if (model_view) {
+  const bool unknown = model_view && v->unknown_tokens > 0;
+  if (state.compute.textTooLong()) {
+    drawTextTooLong(state);
+  } else if (model_view) {
     ImGui::TextDisabled("%lld of %lld characters (context)", static_cast<long long>(v->L),
                         static_cast<long long>(v->context));
-    if (v->unknown_tokens > 0)
+    if (unknown)
       warningText(std::to_string(v->unknown_tokens) + " character(s) outside the vocabulary: shown as \"(unk)\"");
   }
+  if (unknown || state.compute.textTooLong()) changed |= offerSampleText(state);
   return changed;
 }
 
@@ -362,8 +392,19 @@ bool drawMaskTerm(AppState& state, const MaskTermKind& kind, const KnownSizes& s
   return changed;
 }
 
+// What masked scores become; the seed listings each choice comes from are in the tooltip.
+bool drawFillCombo(AppState& state) {
+  const char* fills[] = {"-inf", "-1e9"};
+  const bool changed = enumCombo("fill", state.settings.fill, fills);
+  recordLayout(state, "fill_combo");
+  state.script.layout.recordText("fill_combo", std::string(fills[0]) + " / " + fills[1]);
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("what masked scores become: -inf is added (the additive mask of seed listing 002); "
+                      "-1e9 is masked_fill(mask == 0, -1e9) (seed listings 000 and 003)");
+  return changed;
+}
+
 bool drawMaskSection(AppState& state, const KnownSizes& sizes) {
-  Settings& s = state.settings;
   bool changed = false;
   sectionHeader("Mask");
   bool after_flag = false;
@@ -372,8 +413,7 @@ bool drawMaskSection(AppState& state, const KnownSizes& sizes) {
     after_flag = kind.flag && kind.flag != &MaskSpec::padding;
   }
 
-  const char* fills[] = {"-inf (seed 002)", "-1e9 (seeds 000/003)"};
-  changed |= enumCombo("fill", s.fill, fills);
+  changed |= drawFillCombo(state);
   return changed;
 }
 
@@ -398,8 +438,21 @@ bool drawScalingSection(AppState& state) {
     changed |= ImGui::SliderFloat("factor", &s.scale_factor, 0.001f, 10.0f, "%.4g",
                                   kClamp | ImGuiSliderFlags_Logarithmic);
   }
+  // Dropout only runs in train mode (as nn.Dropout): p is greyed out in eval mode, saying why.
+  constexpr const char* kDropoutOff = "dropout only runs in train mode: tick train mode to use p";
+  ImGui::BeginDisabled(!s.train);
   changed |= ImGui::SliderFloat("dropout p", &s.dropout, 0.0f, 0.95f, "%.2f", kClamp);
+  ImGui::EndDisabled();
+  recordLayout(state, "dropout_slider");
+  if (!s.train && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("%s", kDropoutOff);
   changed |= ImGui::Checkbox("train mode", &s.train);
+  recordLayout(state, "train_mode");
+  if (!s.train) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("(eval: no dropout)");
+    recordLayout(state, "dropout_reason");
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", kDropoutOff);
+  }
   return changed;
 }
 
@@ -524,13 +577,16 @@ bool drawTeachingSection(AppState& state) {
         s.mistake = mistake;
         changed = true;
       }
-      if (ImGui::IsItemHovered() && mistake != Mistake::None) ImGui::SetTooltip("%s", mistakeDescription(mistake));
+      if (ImGui::IsItemHovered() && mistake != Mistake::None)
+        ImGui::SetTooltip("%s\nfrom %s", mistakeEffect(mistake), mistakeSource(mistake));
     }
     ImGui::EndCombo();
   }
   recordLayout(state, "mistake_combo");
   if (s.mistake != Mistake::None) {
-    warningText(mistakeDescription(s.mistake));
+    warningText(mistakeEffect(s.mistake));  // the seed listing it comes from: a tooltip
+    state.script.layout.recordText("mistake_note", mistakeEffect(s.mistake));
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("from %s", mistakeSource(s.mistake));
     warningText(std::string("fix: ") + mistakeFix(s.mistake));
   }
   return changed;
@@ -600,7 +656,10 @@ bool drawExportSection(AppState& state, const KnownSizes& sizes) {
 void drawControlPanel(AppState& state) {
   if (beginPanelWindow(state, "Controls", Panel::Controls)) {
     ImGui::PushItemWidth(-ImGui::GetContentRegionAvail().x * 0.42f);
-    if (!state.compute.error().empty()) errorText(state.compute.error());
+    if (!state.compute.error().empty() && !state.compute.textTooLong()) {  // too long: under the text box
+      errorText(state.compute.error());
+      recordLayout(state, "control_error");
+    }
     const KnownSizes sizes = knownSizes(state);
     bool changed = drawModelsSection(state);
     changed |= drawInputSection(state, sizes);
@@ -618,11 +677,15 @@ void drawControlPanel(AppState& state) {
       ImGui::BeginDisabled();
       ImGui::BeginGroup();
     }
+    // Greyed under a trained model: they show the model's values; the user's come back after.
+    const Settings user = state.settings;
+    state.settings = controlsShown(state);
     changed |= drawModelSection(state);
     changed |= drawMaskSection(state, sizes);
     changed |= drawScalingSection(state);
     changed |= drawVariantsSection(state);
     changed |= drawTeachingSection(state);
+    if (trained) state.settings = user;
     if (imported || trained) {
       ImGui::EndGroup();
       ImGui::EndDisabled();

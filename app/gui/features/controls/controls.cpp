@@ -40,6 +40,26 @@ std::string mistakeDiffSummary(const AppState& state) {
   return text;
 }
 
+Settings controlsShown(const AppState& state) {
+  const InputFacts& f = state.compute.facts;
+  if (state.settings.source != InputSource::Model || !f.known || f.H <= 0) return state.settings;
+  Settings shown;  // the sandbox's defaults: no padding, dropout, mistake or variant
+  shown.source = state.settings.source;
+  shown.heads = f.H;
+  shown.head_dim = f.D_q / f.H;
+  shown.mask = MaskSpec::parse("causal");
+  return shown;
+}
+
+std::string textTooLongMessage(const AppState& state) {
+  const InputFacts& f = state.compute.facts;
+  if (!state.compute.textTooLong()) return "";
+  std::string message = "The model reads at most " + std::to_string(f.context) + " " + f.token_unit +
+                        ": shorten the text by " + std::to_string(f.text_tokens - f.context) + ".";
+  if (state.compute.mapsStale()) message += " The dimmed maps show the last text that fit.";
+  return message;
+}
+
 void controlsToJson(const AppState& state, nlohmann::json& line) {
   const Settings& s = state.settings;
   line["source"] = inputSourceName(s.source);
@@ -50,10 +70,18 @@ void controlsToJson(const AppState& state, nlohmann::json& line) {
   line["log_scale"] = s.log_scale;
   line["folded_layout"] = s.folded_layout;
   line["mistake"] = mistakeName(s.mistake);
+  const Settings shown = controlsShown(state);  // what the (greyed) controls show
+  line["controls_shown"] = {{"heads", shown.heads}, {"head_dim", shown.head_dim}, {"mask", shown.mask.toString()}};
+  line["dropout"] = s.dropout;
+  line["train"] = s.train;
   if (s.source == InputSource::Model) {
     line["model"] = s.model;
     line["model_text"] = s.model_text;
   }
+  const InputFacts& f = state.compute.facts;
+  line["text_tokens"] = nullptr;  // a model's text: [tokens, context] of the latest job
+  if (f.context > 0) line["text_tokens"] = {f.text_tokens, f.context};
+  line["text_too_long_message"] = textTooLongMessage(state);
   line["models_listed"] = nlohmann::json::array();
   for (const ShippedModel& m : state.ui.shipped_models) line["models_listed"].push_back(m.name);
   line["correct_trace"] = state.compute.correctView() != nullptr;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attention/variants.h"
+#include "config/settings.h"
 
 namespace attnscope {
 
@@ -37,8 +38,17 @@ const std::vector<float>& ropeDecayCurve(RopeDecayCurve& curve, int64_t d, float
 std::string mistakeDiffSummary(const AppState& state);
 // The focused head's max |buggy - correct| probability; -1 when not available.
 float focusedDiffMax(const AppState& state);
+// The settings the sandbox's controls show: the user's, or under a trained model's run the
+// model's own (its heads H, head size D / H, causal mask; no padding, dropout, mistake or
+// variant), greyed out, so that no number on screen is the sandbox's.
+Settings controlsShown(const AppState& state);
+// A model's text longer than its context: the one message about it, shown under the text
+// box ("The model reads at most 128 characters: shorten the text by 9. ..."); "" otherwise.
+std::string textTooLongMessage(const AppState& state);
 void drawControlPanel(AppState& state);
-// State-log keys: source, settings_heads, settings_L, mask, colormap, log_scale, folded_layout, mistake, model, model_text, models_listed, correct_trace, diff_max, diff_summary.
+// State-log keys: source, settings_heads, settings_L, mask, colormap, log_scale, folded_layout, mistake, model, model_text, models_listed, correct_trace, diff_max, diff_summary,
+// text_tokens ([tokens, context] of a model's text, else null), text_too_long_message,
+// dropout (p), train, controls_shown (heads, head_dim, mask the control panel shows).
 void controlsToJson(const AppState& state, nlohmann::json& line);
 
 }  // namespace attnscope

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "gui/render/token_text.h"
 #include "gui/shell/app_state.h"
 
 namespace attnscope {
@@ -47,6 +48,7 @@ void hoverJson(const AppState& state, nlohmann::json& line) {
   line["hover"] = {state.view.hover.row, state.view.hover.col};
   line["hover_prob"] = nullptr;
   line["hover_score"] = nullptr;
+  line["hover_tokens"] = nullptr;  // [query, key] as the tooltip writes them (visibleToken)
   const ViewFocus& f = state.view.focus;
   const int64_t b = state.gpu.textures.batch_item;
   const ViewModel* shown = shownView(state);
@@ -55,6 +57,7 @@ void hoverJson(const AppState& state, nlohmann::json& line) {
       b >= shown->B || f.head >= shown->H || b < 0)
     return;
   const int64_t cell = hover.row * shown->S + hover.col;
+  line["hover_tokens"] = {visibleToken(shown->query_tokens[b][hover.row]), visibleToken(shown->key_tokens[b][hover.col])};
   line["hover_prob"] = shown->probs(f.layer, b, f.head)[cell];
   if (const float* scores = shown->scores(f.layer, b, f.head)) {
     if (shown->isAllowed(f.layer, b, hover.row, hover.col)) line["hover_score"] = scores[cell];
@@ -89,6 +92,20 @@ void tiledJson(const AppState& state, nlohmann::json& line) {
 }
 
 }  // namespace
+
+const HeadNote* featuredHead(const ViewModel& view) {
+  for (const HeadNote& note : view.notable_heads)
+    if (note.pattern == "induction") return &note;
+  return view.notable_heads.empty() ? nullptr : &view.notable_heads.front();  // best score first
+}
+
+void focusFeaturedHead(AppState& state) {
+  const ViewModel* v = state.compute.view.get();
+  if (!state.view.focus_featured_head || !v) return;
+  state.view.focus_featured_head = false;
+  if (v->source != ViewSource::ModelRun) return;
+  if (const HeadNote* note = featuredHead(*v)) setFocus(state, ViewFocus{note->layer, note->head, 0});
+}
 
 void focusToJson(const AppState& state, nlohmann::json& line) {
   line["focused_layer"] = state.view.focus.layer;

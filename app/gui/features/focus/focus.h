@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gui/jobs/tile_worker.h"
+#include "view/view_model.h"
 #include "view/zoom.h"
 
 namespace attnscope {
@@ -32,6 +33,12 @@ void updateZoomTile(AppState& state);
 // Heatmaps side by side in the focus view: 3 when a teaching mistake's buggy and correct
 // probabilities are both shown (beside the scores), else 2.
 int focusMapCount(const AppState& state);
+// The head a trained model's caption features: its induction head when training.json names
+// one, else its best-scoring notable head; null when it names none.
+const HeadNote* featuredHead(const ViewModel& view);
+// After a result arrives on a first start (ViewState::focus_featured_head): a model run's
+// featured head gets the focus, once; any other first result ends the wait.
+void focusFeaturedHead(AppState& state);
 void drawFocusPanel(AppState& state);
 // State-log keys: focused_layer, focused_head, batch_item, selected_view, focus_tab, hover, hover_prob, hover_score, map_hover, hover_exact, tiled, zoom_tile, zoom_window, zoomed, focus_axis, zoom_textures_built.
 void focusToJson(const AppState& state, nlohmann::json& line);

@@ -28,8 +28,8 @@ void drawTraceCellTooltip(const AttentionTrace& t, int64_t b, int64_t h, int64_t
   const bool row_masked = t.fully_masked.data[b * t.L + i] != 0;                  // [B, L]
   ImGui::BeginTooltip();
   if (heading) ImGui::TextDisabled("%s", heading);
-  ImGui::Text("query  %s  (i = %lld)", q_tokens[i].c_str(), static_cast<long long>(i));
-  ImGui::Text("key    %s  (j = %lld)", k_tokens[j].c_str(), static_cast<long long>(j));
+  ImGui::Text("query  %s  (i = %lld)", visibleToken(q_tokens[i]).c_str(), static_cast<long long>(i));
+  ImGui::Text("key    %s  (j = %lld)", visibleToken(k_tokens[j]).c_str(), static_cast<long long>(j));
   ImGui::Separator();
   ImGui::Text("raw score  q.k     %.5g", rawScore(t, b, h, i, j));
   if (allowed) {
@@ -53,8 +53,8 @@ void drawImportedCellTooltip(const ViewModel& view, int64_t layer, int64_t b, in
                              const std::vector<std::string>& q_tokens, const std::vector<std::string>& k_tokens) {
   ImGui::BeginTooltip();
   ImGui::TextDisabled("%s, head %lld (imported)", view.maps[layer].name.c_str(), static_cast<long long>(h));
-  ImGui::Text("query  %s  (i = %lld)", q_tokens[i].c_str(), static_cast<long long>(i));
-  ImGui::Text("key    %s  (j = %lld)", k_tokens[j].c_str(), static_cast<long long>(j));
+  ImGui::Text("query  %s  (i = %lld)", visibleToken(q_tokens[i]).c_str(), static_cast<long long>(i));
+  ImGui::Text("key    %s  (j = %lld)", visibleToken(k_tokens[j]).c_str(), static_cast<long long>(j));
   ImGui::Separator();
   ImGui::Text("probability        %.9g", view.probs(layer, b, h)[i * view.S + j]);
   ImGui::EndTooltip();
@@ -66,8 +66,8 @@ void drawTiledCellTooltip(const ViewModel& view, const WindowTile* tile, int64_t
   const TiledMaps& m = *view.tiled;
   const TiledAttention& t = *m.attention;
   ImGui::BeginTooltip();
-  ImGui::Text("query  %s  (i = %lld)", m.query_tokens[b][i].c_str(), static_cast<long long>(i));
-  ImGui::Text("key    %s  (j = %lld)", m.key_tokens[b][j].c_str(), static_cast<long long>(j));
+  ImGui::Text("query  %s  (i = %lld)", visibleToken(m.query_tokens[b][i]).c_str(), static_cast<long long>(i));
+  ImGui::Text("key    %s  (j = %lld)", visibleToken(m.key_tokens[b][j]).c_str(), static_cast<long long>(j));
   ImGui::Separator();
   float prob = 0.0f, score = 0.0f;
   bool allowed = false;
@@ -228,8 +228,7 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
   }
   zoomAndPan(state, hit, g, v.mapL(), v.mapS());
   if (hit.clicked && !v.predictions.empty() && state.view.selected_query != hit.row) {
-    state.view.selected_query = hit.row;  // the predictions panel keeps this query
-    markStateChanged(state);
+    pinPrediction(state, hit.row);  // the predictions panel keeps this query
   }
   const ImVec2 map_max(map_min.x + g.map_w, map_min.y + g.map_h);
   const LabelSpan rows{map.row_labels ? &q_tokens : nullptr, g.window.row0, g.window.rows};
@@ -362,19 +361,31 @@ FocusScene focusScene(const AppState& state) {
   return scene;
 }
 
+// What the focus view shows, numbered as everywhere: 0-based, with "of N" counts
+// ("layer 1 of 2   head 3 of 4   batch item 0 of 1"); a named layer keeps its name
+// ("h.5 (layer 5 of 12)").
+std::string focusHeading(const ViewModel& shown, const FocusGeometry& g) {
+  const auto of = [](const char* what, int64_t index, int64_t count) {
+    return std::string(what) + " " + std::to_string(index) + " of " + std::to_string(count);
+  };
+  std::string text;
+  if (shown.layers > 1) {
+    const std::string& name = shown.maps[g.layer].name;
+    const std::string layer = of("layer", g.layer, shown.layers);
+    text = (name == "layer " + std::to_string(g.layer) ? layer : name + " (" + layer + ")") + "   ";
+  }
+  text += of("head", g.h, shown.H) + "   " + of("batch item", g.b, shown.B) + "   L = " + std::to_string(shown.mapL()) +
+          (shown.layers > 1 ? " queries x S = " : " queries (rows) x S = ") + std::to_string(shown.mapS()) +
+          (shown.layers > 1 ? " keys" : " keys (columns)");
+  return text;
+}
+
 void drawFocusHeading(AppState& state, const FocusScene& scene) {
   const ViewModel& shown = *scene.shown;
   const FocusGeometry& g = scene.g;
-  if (shown.layers > 1) {
-    ImGui::Text("%s (%lld of %lld)   head %lld of %lld   batch item %lld   L = %lld queries x S = %lld keys",
-                shown.maps[g.layer].name.c_str(), static_cast<long long>(g.layer), static_cast<long long>(shown.layers),
-                static_cast<long long>(g.h), static_cast<long long>(shown.H), static_cast<long long>(g.b),
-                static_cast<long long>(shown.mapL()), static_cast<long long>(shown.mapS()));
-  } else {
-    ImGui::Text("head %lld of %lld   batch item %lld   L = %lld queries (rows) x S = %lld keys (columns)",
-                static_cast<long long>(g.h), static_cast<long long>(shown.H), static_cast<long long>(g.b),
-                static_cast<long long>(shown.mapL()), static_cast<long long>(shown.mapS()));
-  }
+  const std::string heading = focusHeading(shown, g);
+  ImGui::TextUnformatted(heading.c_str());
+  state.script.layout.recordText("focus_heading", heading);
   if (scene.tiled) {  // how the maps show a source too large to hold, where it is always seen
     ImGui::SameLine();
     ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.3f, 1.0f), "   tiled: %s",

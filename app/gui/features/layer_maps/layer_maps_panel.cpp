@@ -117,8 +117,8 @@ void drawLayerMapsView(AppState& state) {
     const float value = v->acrossLayers(kind)->map(layer, b)[hit.row * L + hit.col];
     ImGui::BeginTooltip();
     ImGui::TextDisabled("%s", title.c_str());
-    ImGui::Text("output position  %s  (i = %lld)", tokens[hit.row].c_str(), static_cast<long long>(hit.row));
-    ImGui::Text("input token      %s  (j = %lld)", tokens[hit.col].c_str(), static_cast<long long>(hit.col));
+    ImGui::Text("output position  %s  (i = %lld)", visibleToken(tokens[hit.row]).c_str(), static_cast<long long>(hit.row));
+    ImGui::Text("input token      %s  (j = %lld)", visibleToken(tokens[hit.col]).c_str(), static_cast<long long>(hit.col));
     ImGui::Separator();
     ImGui::Text("%-16s %.6g", info.label, value);
     ImGui::EndTooltip();

@@ -128,7 +128,8 @@ std::string loadStartupSettings(const AppOptions& options, AppState& state) {
     state.view.focus = recovered.focus;
     state.ui.notice = recovered.notice;
   } else {
-    state.settings.source = InputSource::Model;  // a first start opens on the code model
+    state.settings.source = InputSource::Model;  // a first start opens on the code model,
+    state.view.focus_featured_head = true;        // on the head its caption talks about
   }
   if (isModelFolder(options.bundle)) {
     // attnscope MODEL: the model on the saved text (or the model's own sample text).

@@ -203,24 +203,28 @@ void drawConstraints(AppState& state) {
   }
   constraintLine("L_K = L_V", f.known, f.S_key == f.S_value,
                  f.known ? "(" + std::to_string(f.S_key) + ", " + std::to_string(f.S_value) + ")" : "");
-  // A D the user typed in the control panel is checked before any job is posted.
-  const bool typed_bad = !state.drafts.control_error.empty();
+  // A D the user typed in the sandbox's controls is checked before any job is posted; else
+  // the numbers are the run's (a trained model's own H, not the sandbox's heads setting).
+  const bool typed_bad = !state.drafts.control_error.empty() && state.settings.source != InputSource::Model;
   const int64_t D = typed_bad ? state.drafts.typed_model_dim : f.D_q;
-  const int64_t H = state.settings.heads;
-  constraintLine("D % H == 0", typed_bad || f.known, !typed_bad && (H > 0 && f.D_q % H == 0),
-                 (typed_bad || f.known) ? "D=" + std::to_string(D) + ", H=" + std::to_string(H) +
-                                               (D % H == 0 ? ", d=" + std::to_string(D / H) : ", remainder " + std::to_string(D % H))
-                                        : "");
+  const int64_t H = typed_bad ? state.settings.heads : f.H;
+  const std::string detail = (typed_bad || f.known) && H > 0
+                                 ? "D=" + std::to_string(D) + ", H=" + std::to_string(H) +
+                                       (D % H == 0 ? ", d=" + std::to_string(D / H) : ", remainder " + std::to_string(D % H))
+                                 : "";
+  constraintLine("D % H == 0", typed_bad || f.known, !typed_bad && (H > 0 && f.D_q % H == 0), detail);
+  state.script.layout.recordText("constraint_heads", detail);
 }
 
 }  // namespace
 
 void drawPipelinePanel(AppState& state) {
   if (beginPanelWindow(state, "Shape pipeline", Panel::Pipeline)) {
-    if (ImGui::Checkbox("folded heads (seed 004: [B*H, L, d])", &state.settings.folded_layout)) {
-      settingsEdited(state);
-    }
+    constexpr const char* kFoldedLabel = "folded heads [B*H, L, d]";
+    if (ImGui::Checkbox(kFoldedLabel, &state.settings.folded_layout)) settingsEdited(state);
     recordLayout(state, "folded_toggle");
+    state.script.layout.recordText("folded_toggle", kFoldedLabel);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("heads folded into the batch, as in seed listing 004");
     // A trained model's run: the focused layer's attention (every layer has its trace).
     const ViewModel* model_run = state.compute.view && state.compute.view->source == ViewSource::ModelRun &&
                                          state.compute.error().empty()

@@ -13,6 +13,22 @@ PredictionPosition predictionPosition(const AppState& state) {
   return {L - 1, "last position"};
 }
 
+void pinPrediction(AppState& state, int64_t row) {
+  state.view.selected_query = row;
+  state.predictions.pinned_text = state.settings.model_text;
+  markStateChanged(state);
+}
+
+void clearPredictionPin(AppState& state) {
+  if (state.view.selected_query < 0) return;
+  state.view.selected_query = -1;
+  markStateChanged(state);
+}
+
+void updatePredictions(AppState& state) {
+  if (state.settings.model_text != state.predictions.pinned_text) clearPredictionPin(state);
+}
+
 bool showsPredictions(const AppState& state) {
   return state.settings.source == InputSource::Model && state.compute.view && !state.compute.view->predictions.empty();
 }
@@ -27,6 +43,8 @@ void predictionsToJson(const AppState& state, nlohmann::json& line) {
     line["predictions"] = {{"position", at.position}, {"why", at.why}, {"top", top}, {"actual", p.actual},
                            {"actual_prob", p.actual_prob}, {"actual_is_top", p.actual_is_top}};
   }
+  line["predictions_pin"] = nullptr;
+  if (state.view.selected_query >= 0) line["predictions_pin"] = state.view.selected_query;
   if (v && v->source == ViewSource::ModelRun) {
     line["query_tokens"] = v->query_tokens[0];
     line["model_name"] = v->model;

@@ -16,13 +16,14 @@ constexpr ImU32 kBarColor = IM_COL32(76, 139, 230, 255);     // a guess's probab
 constexpr ImU32 kActualColor = IM_COL32(70, 200, 100, 255);  // the guess that is the actual next character
 const ImVec4 kHit(0.45f, 0.9f, 0.5f, 1.0f);
 const ImVec4 kMiss(1.0f, 0.62f, 0.18f, 1.0f);
+const ImVec4 kPinColor(1.0f, 0.8f, 0.2f, 1.0f);  // as the focused tile's outline
 
 // One guess: the token, a bar as long as its probability, the percentage.
 void drawGuessRow(AppState& state, int rank, const TokenGuess& guess, bool actual, float label_w) {
   ImGui::AlignTextToFramePadding();
   ImGui::Text("%d.", rank + 1);
   ImGui::SameLine();
-  const std::string quoted = "'" + guess.label + "'";
+  const std::string quoted = "'" + visibleToken(guess.label) + "'";
   ImGui::TextUnformatted(quoted.c_str());
   ImGui::SameLine(label_w);
   const float percent_w = ImGui::CalcTextSize("100.0%").x + 8.0f;
@@ -40,6 +41,17 @@ void drawGuessRow(AppState& state, int rank, const TokenGuess& guess, bool actua
   ImGui::Text("%5.1f%%", 100.0 * guess.prob);
 }
 
+// The pin (a clicked query row): where it is, and a button that clears it.
+void drawPin(AppState& state) {
+  if (state.view.selected_query < 0) return;
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextColored(kPinColor, "pinned at position %lld", static_cast<long long>(state.view.selected_query));
+  ImGui::SameLine();
+  if (ImGui::SmallButton("unpin")) clearPredictionPin(state);
+  recordLayout(state, "predictions_unpin");
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("follow the end of the text again (typing also unpins)");
+}
+
 }  // namespace
 
 void drawPredictionsPanel(AppState& state) {
@@ -52,24 +64,26 @@ void drawPredictionsPanel(AppState& state) {
     } else {
       const NextTokenPredictions& p = v.predictions[at.position];
       const std::string& token = v.query_tokens[0][at.position];
-      ImGui::Text("after '%s' at position %lld", token.c_str(), static_cast<long long>(at.position));
+      ImGui::Text("after '%s' at position %lld", visibleToken(token).c_str(), static_cast<long long>(at.position));
       ImGui::SameLine();
       ImGui::TextDisabled("(%s)", at.why);
       recordLayout(state, "predictions_heading");
+      drawPin(state);
       float label_w = 0.0f;
-      for (const TokenGuess& guess : p.top) label_w = std::max(label_w, ImGui::CalcTextSize(("5. '" + guess.label + "'").c_str()).x);
+      for (const TokenGuess& guess : p.top)
+        label_w = std::max(label_w, ImGui::CalcTextSize(("5. '" + visibleToken(guess.label) + "'").c_str()).x);
       label_w += 2 * ImGui::GetStyle().ItemSpacing.x;
       for (size_t rank = 0; rank < p.top.size(); ++rank)
         drawGuessRow(state, static_cast<int>(rank), p.top[rank], !p.actual.empty() && p.top[rank].label == p.actual, label_w);
       if (p.actual.empty()) {
         ImGui::TextDisabled("last position: what the model expects next");
       } else {
-        ImGui::TextColored(p.actual_is_top ? kHit : kMiss, "actual next '%s' (%.1f%%): %s", p.actual.c_str(),
+        ImGui::TextColored(p.actual_is_top ? kHit : kMiss, "actual next '%s' (%.1f%%): %s", visibleToken(p.actual).c_str(),
                            100.0 * p.actual_prob, p.actual_is_top ? "the top guess" : "not the top guess");
       }
       recordLayout(state, "predictions_actual");
       ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
-      ImGui::TextWrapped("hover or click a query row of a map to see its predictions");
+      ImGui::TextWrapped("hover a query row of a map to see its predictions; a click pins it until you type");
       ImGui::PopStyleColor();
     }
   }

@@ -26,7 +26,8 @@ void drawQueryButtons(AppState& state, const std::vector<std::string>& tokens) {
   const float right = ImGui::GetCursorScreenPos().x + ImGui::GetContentRegionAvail().x;
   for (size_t i = 0; i < tokens.size(); ++i) {
     const bool chosen = std::binary_search(choice.queries.begin(), choice.queries.end(), static_cast<int64_t>(i));
-    const float width = ImGui::CalcTextSize(tokens[i].c_str()).x + 2 * ImGui::GetStyle().FramePadding.x;
+    const std::string label = visibleToken(tokens[i]);
+    const float width = ImGui::CalcTextSize(label.c_str()).x + 2 * ImGui::GetStyle().FramePadding.x;
     if (i > 0) {
       ImGui::SameLine();
       if (ImGui::GetCursorScreenPos().x + width > right) ImGui::NewLine();
@@ -39,7 +40,7 @@ void drawQueryButtons(AppState& state, const std::vector<std::string>& tokens) {
     if (chosen) ImGui::PopStyleColor();
     const ImVec2 min = ImGui::GetItemRectMin();
     ImGui::GetWindowDrawList()->AddText(ImVec2(min.x + ImGui::GetStyle().FramePadding.x, min.y + ImGui::GetStyle().FramePadding.y),
-                                        ImGui::GetColorU32(ImGuiCol_Text), tokens[i].c_str());
+                                        ImGui::GetColorU32(ImGuiCol_Text), label.c_str());
     if (clicked) {
       chooseQuery(choice, static_cast<int64_t>(i), ImGui::GetIO().KeyCtrl);
       markStateChanged(state);
@@ -73,7 +74,7 @@ void drawChart(AppState& state, const float* bars, int64_t S, const std::vector<
   recordLayout(state, name);
   if (ImGui::IsItemHovered()) {
     const int64_t j = std::clamp<int64_t>(static_cast<int64_t>((ImGui::GetIO().MousePos.x - pos.x) / bar_w), 0, S - 1);
-    ImGui::SetTooltip("%s\nkey %s (j = %lld): %.4f", head_name.c_str(), keys[j].c_str(), static_cast<long long>(j), bars[j]);
+    ImGui::SetTooltip("%s\nkey %s (j = %lld): %.4f", head_name.c_str(), visibleToken(keys[j]).c_str(), static_cast<long long>(j), bars[j]);
   }
 }
 
@@ -91,7 +92,7 @@ void drawQueryFocusPanel(AppState& state) {
   // As many lines as the tokens need (estimated from their widths), at most 3; then it scrolls.
   float tokens_w = 0.0f;
   for (const std::string& token : view->query_tokens[b])
-    tokens_w += ImGui::CalcTextSize(token.c_str()).x + 2 * ImGui::GetStyle().FramePadding.x + ImGui::GetStyle().ItemSpacing.x;
+    tokens_w += ImGui::CalcTextSize(visibleToken(token).c_str()).x + 2 * ImGui::GetStyle().FramePadding.x + ImGui::GetStyle().ItemSpacing.x;
   const float lines = std::min(3.0f, std::ceil(tokens_w / std::max(1.0f, ImGui::GetContentRegionAvail().x - 20.0f)));
   ImGui::BeginChild("query_tokens", ImVec2(0, lines * ImGui::GetFrameHeightWithSpacing() + 4.0f));
   drawQueryButtons(state, view->query_tokens[b]);

@@ -150,9 +150,13 @@ void drawStepperPanel(AppState& state) {
       if (trace && t < static_cast<int64_t>(trace->query_tokens.size())) token = trace->query_tokens[t];
       if (trace && b < static_cast<int64_t>(trace->batch_query_tokens.size())) token = trace->batch_query_tokens[b][t];
       stepButtons(state, run->L);
-      ImGui::TextWrapped("step %lld / %lld: token \"%s\" fed; new row %lld (head %lld, item %lld)",
-                  static_cast<long long>(t), static_cast<long long>(run->L - 1), token.c_str(),
-                  static_cast<long long>(t), static_cast<long long>(h), static_cast<long long>(b));
+      // 0-based like every label, with the count: step 9 of 10 is the last.
+      char line[256];
+      std::snprintf(line, sizeof line, "step %lld of %lld: token \"%s\" fed; new row %lld (head %lld, item %lld)",
+                    static_cast<long long>(t), static_cast<long long>(run->L), visibleToken(token).c_str(),
+                    static_cast<long long>(t), static_cast<long long>(h), static_cast<long long>(b));
+      ImGui::TextWrapped("%s", line);
+      state.script.layout.recordText("stepper_step", line);
       drawRow(state, *run, step, b, h, trace);
       const int64_t entries = static_cast<int64_t>(step.cached.size());
       sectionHeader("Cache");
