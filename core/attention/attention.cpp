@@ -309,73 +309,81 @@ RunPlan planRun(const AttentionOptions& options, const RunSizes& z) {
 namespace {
 
 // ---- kernel: projections, per-head maps, context, output into the trace's buffers ----
-// `reuse_projections`: q_proj .. v already hold these inputs' projections (incremental).
-// `cache` (null = none): raw scores of earlier runs, still valid when the projections are
-// reused and the maps have the same shape and head split; emptied otherwise.
-RawScoreBlocks runKernel(AttentionTrace& t, const AttentionInputs& in, const AttentionOptions& options,
-                         const RunPlan& plan, bool reuse_projections, RawScoreCache* cache) {
-  const int64_t B = t.B, L = t.L, S = t.S, D = t.D, H = t.H, d = t.d, G = t.G;
-  if (!reuse_projections) {
-    // One GEMM over all B*T rows each; shared-linear makes k, v (and o below) reuse q's layer.
-    reshapeReusing(t.q_proj, {B, L, D});
-    reshapeReusing(t.k_proj, {B, S, G * d});
-    reshapeReusing(t.v_proj, {B, S, G * d});
-    linearInto(in.query.data.data(), B * L, in.w_q, in.b_q, t.q_proj.data.data());
-    linearInto(in.key.data.data(), B * S, plan.shared_projection ? in.w_q : in.w_k,
-               plan.shared_projection ? in.b_q : in.b_k, t.k_proj.data.data());
-    linearInto(in.value.data.data(), B * S, plan.shared_projection ? in.w_q : in.w_v,
-               plan.shared_projection ? in.b_q : in.b_v, t.v_proj.data.data());
-    // K and V are split with their own length S (seed 000 wrongly used L). With the
-    // no-head-split mistake these per-head views are still filled for display; the maths
-    // below uses the unsplit projections instead.
-    splitHeadsInto(t.q_proj, B, L, H, d, t.q);
-    splitHeadsInto(t.k_proj, B, S, G, d, t.k);
-    splitHeadsInto(t.v_proj, B, S, G, d, t.v);
-    if (options.rope) {  // after the head split, before Q K^T (Hugging Face LLaMA order)
-      applyRope(t.q, options.rope_base, options.rope_style, options.rope_inv_freq);
-      applyRope(t.k, options.rope_base, options.rope_style, options.rope_inv_freq);
-    }
-  }
 
-  // Maps: [B, H, L, S]. Raw scores only when asked for (they are scores / scale where
-  // allowed, and rawScore() derives any cell from q and k).
-  const Shape maps_shape{B, H, L, S};
+// One GEMM over all B*T rows each; shared-linear makes k, v (and o) reuse q's layer.
+void projectInputs(AttentionTrace& t, const AttentionInputs& in, const AttentionOptions& options, const RunPlan& plan) {
+  const int64_t B = t.B, L = t.L, S = t.S, D = t.D, H = t.H, d = t.d, G = t.G;
+  reshapeReusing(t.q_proj, {B, L, D});
+  reshapeReusing(t.k_proj, {B, S, G * d});
+  reshapeReusing(t.v_proj, {B, S, G * d});
+  linearInto(in.query.data.data(), B * L, in.w_q, in.b_q, t.q_proj.data.data());
+  linearInto(in.key.data.data(), B * S, plan.shared_projection ? in.w_q : in.w_k,
+             plan.shared_projection ? in.b_q : in.b_k, t.k_proj.data.data());
+  linearInto(in.value.data.data(), B * S, plan.shared_projection ? in.w_q : in.w_v,
+             plan.shared_projection ? in.b_q : in.b_v, t.v_proj.data.data());
+  // K and V are split with their own length S (seed 000 wrongly used L). With the
+  // no-head-split mistake these per-head views are still filled for display; the maths
+  // uses the unsplit projections instead.
+  splitHeadsInto(t.q_proj, B, L, H, d, t.q);
+  splitHeadsInto(t.k_proj, B, S, G, d, t.k);
+  splitHeadsInto(t.v_proj, B, S, G, d, t.v);
+  if (options.rope) {  // after the head split, before Q K^T (Hugging Face LLaMA order)
+    applyRope(t.q, options.rope_base, options.rope_style, options.rope_inv_freq);
+    applyRope(t.k, options.rope_base, options.rope_style, options.rope_inv_freq);
+  }
+}
+
+// Maps: [B, H, L, S]. Raw scores only when asked for (they are scores / scale where
+// allowed, and rawScore() derives any cell from q and k). The cache is emptied unless the
+// projections are reused and the maps keep their shape and head split.
+void prepareMaps(AttentionTrace& t, const AttentionOptions& options, const RunPlan& plan, bool reuse_projections,
+                 RawScoreCache* cache) {
+  const Shape maps_shape{t.B, t.H, t.L, t.S};
   if (options.keep_raw_scores) reshapeReusing(t.raw_scores, maps_shape); else t.raw_scores = Tensor();
   reshapeReusing(t.scores, maps_shape);
   reshapeReusing(t.probs, maps_shape);
   if (t.dropout_applied) reshapeReusing(t.probs_dropped, maps_shape); else t.probs_dropped = Tensor();
-  reshapeReusing(t.context_heads, {B, H, L, d});
-  const int64_t blocks = rowBlocks(L);
-  if (cache && !(reuse_projections && cache->shape == maps_shape && cache->split_heads == plan.split_heads)) {
-    const size_t size = static_cast<size_t>(numel(maps_shape));
-    if (cache->size != size) {
-      cache->raw.reset();  // the old buffer goes before the new one comes
-      cache->raw.reset(new float[size]);  // not zero-filled: only the keys a block holds are read
-      cache->size = size;
-    }
-    cache->spans.assign(static_cast<size_t>(B * H * blocks), RowSpan{});
-    cache->shape = maps_shape;
-    cache->split_heads = plan.split_heads;
+  reshapeReusing(t.context_heads, {t.B, t.H, t.L, t.d});
+  if (!cache || (reuse_projections && cache->shape == maps_shape && cache->split_heads == plan.split_heads)) return;
+  const size_t size = static_cast<size_t>(numel(maps_shape));
+  if (cache->size != size) {
+    cache->raw.reset();  // the old buffer goes before the new one comes
+    cache->raw.reset(new float[size]);  // not zero-filled: only the keys a block holds are read
+    cache->size = size;
   }
+  cache->spans.assign(static_cast<size_t>(t.B * t.H * rowBlocks(t.L)), RowSpan{});
+  cache->shape = maps_shape;
+  cache->split_heads = plan.split_heads;
+}
+
+// The mask is the same for every head: row spans [B][L] and fully masked rows once per item.
+std::vector<std::vector<RowSpan>> maskRowSpans(AttentionTrace& t) {
+  const int64_t B = t.B, L = t.L, S = t.S;
   t.fully_masked = BoolTensor({B, L});
-  // The mask is the same for every head: row spans and fully masked rows once per item.
   std::vector<std::vector<RowSpan>> spans(B);
   for (int64_t b = 0; b < B; ++b) {
     spans[b] = rowSpans(&t.mask.allowed.data[b * L * S], L, S);
     for (int64_t i = 0; i < L; ++i) t.fully_masked.data[b * L + i] = spans[b][i].begin == spans[b][i].end;
   }
-  const DropoutRule dropout{options.dropout, options.seed};
-  std::vector<RawScoreBlocks> counts(static_cast<size_t>(B * H));  // [B, H]: each map's own, no sharing between threads
-  auto slot = [&](int64_t b, size_t map_offset, const float* q, const float* k, const float* v, int64_t c, float* ctx,
-                  int64_t ld_ctx) {
+  return spans;
+}
+
+// Where one head's map and context go: the trace's buffers and the raw-score cache.
+struct HeadSlots {
+  AttentionTrace& t;
+  const std::vector<std::vector<RowSpan>>& spans;
+  RawScoreCache* cache;
+
+  HeadSlot operator()(int64_t b, size_t map_offset, const float* q, const float* k, const float* v, int64_t c,
+                      float* ctx, int64_t ld_ctx) const {
     HeadSlot s;
     s.q = q, s.k = k, s.v = v, s.c = c;
-    s.allowed = &t.mask.allowed.data[b * L * S];
+    s.allowed = &t.mask.allowed.data[b * t.L * t.S];
     s.spans = spans[b].data();
     s.raw = t.raw_scores.empty() ? nullptr : &t.raw_scores.data[map_offset];
     if (cache && !s.raw) {
       s.cache = &cache->raw[map_offset];
-      s.cached = &cache->spans[map_offset / static_cast<size_t>(L * S) * blocks];
+      s.cached = &cache->spans[map_offset / static_cast<size_t>(t.L * t.S) * rowBlocks(t.L)];
     }
     s.scores = &t.scores.data[map_offset];
     s.probs = &t.probs.data[map_offset];
@@ -383,51 +391,71 @@ RawScoreBlocks runKernel(AttentionTrace& t, const AttentionInputs& in, const Att
     s.dropout_offset = map_offset;
     s.ctx = ctx, s.ld_ctx = ld_ctx;
     return s;
-  };
+  }
+};
 
-  if (!plan.split_heads) {
-    // One [L, S] map per batch item from the full D (Q K^T over all D columns), drawn in
-    // every head slot; context = probs V over the full D, already [B, L, D].
-    reshapeReusing(t.context, {B, L, D});
-    const size_t map_size = static_cast<size_t>(L) * S;
-    for (int64_t b = 0; b < B; ++b) {
-      const size_t first = static_cast<size_t>(b) * H * map_size;
-      counts[b * H] = attendHead(slot(b, first, &t.q_proj.data[b * L * D], &t.k_proj.data[b * S * D],
-                                      &t.v_proj.data[b * S * D], D, &t.context.data[b * L * D], D),
-                                 L, S, plan.rule, dropout);
-      for (Tensor* maps : {&t.raw_scores, &t.scores, &t.probs, &t.probs_dropped}) {
-        if (maps->empty()) continue;  // raw scores not kept, or no dropout
-        for (int64_t h = 1; h < H; ++h) {
-          std::copy_n(&maps->data[first], map_size, &maps->data[first + h * map_size]);
-        }
-      }
-    }
-    splitHeadsInto(t.context, B, L, H, d, t.context_heads);
-  } else {
-    // Threads only pay off for real work: waking them costs more than a small demo's whole
-    // computation, and far more when the cores are busy with something else (the GUI).
-    const int64_t BH = B * H;
-    const double flops_per_head = 4.0 * static_cast<double>(L) * static_cast<double>(S) * static_cast<double>(d + 4);
-    const bool parallel = BH > 1 && flops_per_head * static_cast<double>(BH) > 2e6;
-#pragma omp parallel for schedule(dynamic) if (parallel)
-    for (int64_t bh = 0; bh < BH; ++bh) {
-      const int64_t b = bh / H, h = bh % H;
-      const int64_t kv = b * G + kvHeadOf(h, H, G);  // the [B, G, S, d] slot this head reads
-      counts[bh] = attendHead(slot(b, static_cast<size_t>(bh) * L * S, &t.q.data[bh * L * d], &t.k.data[kv * S * d],
-                                   &t.v.data[kv * S * d], d, &t.context_heads.data[bh * L * d], d),
-                              L, S, plan.ruleForHead(h), dropout);
-    }
-    if (plan.merge_transposed) {
-      mergeHeadsInto(t.context_heads, B, H, L, d, t.context);
-    } else {
-      // context.reshape(B, L, D) on [B, H, L, d]: the same row-major buffer, relabelled.
-      t.context = t.context_heads;
-      t.context.shape = {B, L, D};
+// The no-head-split mistake: one [L, S] map per batch item from the full D (Q K^T over all
+// D columns), drawn in every head slot; context = probs V over the full D, already [B, L, D].
+void attendUnsplit(AttentionTrace& t, const RunPlan& plan, const DropoutRule& dropout, const HeadSlots& slot,
+                   std::vector<RawScoreBlocks>& counts) {
+  const int64_t B = t.B, L = t.L, S = t.S, D = t.D, H = t.H;
+  reshapeReusing(t.context, {B, L, D});
+  const size_t map_size = static_cast<size_t>(L) * S;
+  for (int64_t b = 0; b < B; ++b) {
+    const size_t first = static_cast<size_t>(b) * H * map_size;
+    counts[b * H] = attendHead(slot(b, first, &t.q_proj.data[b * L * D], &t.k_proj.data[b * S * D],
+                                    &t.v_proj.data[b * S * D], D, &t.context.data[b * L * D], D),
+                               L, S, plan.rule, dropout);
+    for (Tensor* maps : {&t.raw_scores, &t.scores, &t.probs, &t.probs_dropped}) {
+      if (maps->empty()) continue;  // raw scores not kept, or no dropout
+      for (int64_t h = 1; h < H; ++h) std::copy_n(&maps->data[first], map_size, &maps->data[first + h * map_size]);
     }
   }
+  splitHeadsInto(t.context, B, L, H, t.d, t.context_heads);
+}
 
-  reshapeReusing(t.output, {B, L, plan.shared_projection ? D : in.w_o.dim(0)});
-  linearInto(t.context.data.data(), B * L, plan.shared_projection ? in.w_q : in.w_o,
+// Every (batch item, head) map on its own, in parallel when that pays; then the heads merged.
+void attendHeads(AttentionTrace& t, const RunPlan& plan, const DropoutRule& dropout, const HeadSlots& slot,
+                 std::vector<RawScoreBlocks>& counts) {
+  const int64_t B = t.B, L = t.L, S = t.S, D = t.D, H = t.H, d = t.d, G = t.G;
+  // Threads only pay off for real work: waking them costs more than a small demo's whole
+  // computation, and far more when the cores are busy with something else (the GUI).
+  const int64_t BH = B * H;
+  const double flops_per_head = 4.0 * static_cast<double>(L) * static_cast<double>(S) * static_cast<double>(d + 4);
+  const bool parallel = BH > 1 && flops_per_head * static_cast<double>(BH) > 2e6;
+#pragma omp parallel for schedule(dynamic) if (parallel)
+  for (int64_t bh = 0; bh < BH; ++bh) {
+    const int64_t b = bh / H, h = bh % H;
+    const int64_t kv = b * G + kvHeadOf(h, H, G);  // the [B, G, S, d] slot this head reads
+    counts[bh] = attendHead(slot(b, static_cast<size_t>(bh) * L * S, &t.q.data[bh * L * d], &t.k.data[kv * S * d],
+                                 &t.v.data[kv * S * d], d, &t.context_heads.data[bh * L * d], d),
+                            L, S, plan.ruleForHead(h), dropout);
+  }
+  if (plan.merge_transposed) {
+    mergeHeadsInto(t.context_heads, B, H, L, d, t.context);
+  } else {
+    // context.reshape(B, L, D) on [B, H, L, d]: the same row-major buffer, relabelled.
+    t.context = t.context_heads;
+    t.context.shape = {B, L, D};
+  }
+}
+
+// `reuse_projections`: q_proj .. v already hold these inputs' projections (incremental).
+// `cache` (null = none): raw scores of earlier runs, still valid when the projections are
+// reused and the maps have the same shape and head split; emptied otherwise.
+RawScoreBlocks runKernel(AttentionTrace& t, const AttentionInputs& in, const AttentionOptions& options,
+                         const RunPlan& plan, bool reuse_projections, RawScoreCache* cache) {
+  if (!reuse_projections) projectInputs(t, in, options, plan);
+  prepareMaps(t, options, plan, reuse_projections, cache);
+  const std::vector<std::vector<RowSpan>> spans = maskRowSpans(t);
+  const DropoutRule dropout{options.dropout, options.seed};
+  std::vector<RawScoreBlocks> counts(static_cast<size_t>(t.B * t.H));  // [B, H]: each map's own, no sharing between threads
+  const HeadSlots slot{t, spans, cache};
+  if (plan.split_heads) attendHeads(t, plan, dropout, slot, counts);
+  else attendUnsplit(t, plan, dropout, slot, counts);
+
+  reshapeReusing(t.output, {t.B, t.L, plan.shared_projection ? t.D : in.w_o.dim(0)});
+  linearInto(t.context.data.data(), t.B * t.L, plan.shared_projection ? in.w_q : in.w_o,
              plan.shared_projection ? in.b_q : in.b_o, t.output.data.data());
   RawScoreBlocks total;
   for (const RawScoreBlocks& c : counts) {
