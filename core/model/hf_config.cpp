@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/config_limits.h"
 #include "tensor/text_file.h"
 
 namespace attnscope {
@@ -13,9 +14,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr int64_t kMaxDim = 1 << 16;
-constexpr int64_t kMaxLayers = 1024;
-constexpr int64_t kMaxVocab = 1 << 24;
 constexpr int64_t kMaxPositions = 1 << 20;
 constexpr size_t kMaxConfigBytes = size_t{16} << 20;
 

@@ -9,6 +9,7 @@
 
 #include "attention/attention.h"
 #include "config/text_input.h"
+#include "model/config_limits.h"
 #include "tensor/memory.h"
 #include "tensor/npy.h"
 #include "tensor/text_file.h"
@@ -19,10 +20,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// Guards against configs that would allocate absurd tables before any tensor is read.
-constexpr int64_t kMaxDim = 1 << 16;
-constexpr int64_t kMaxLayers = 1024;
-constexpr int64_t kMaxVocab = 1 << 24;
 constexpr size_t kMaxJsonBytes = size_t{64} << 20;   // config.json, vocab.json, training.json
 
 json readJsonFile(const std::string& path) {

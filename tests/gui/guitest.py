@@ -339,3 +339,25 @@ def count_runs(row_pixels, x0, x1, min_width=8):
             runs += width >= min_width
             width = 0
     return runs + (width >= min_width)
+
+
+def model_settled(state):
+    """A trained model's run is drawn and nothing is pending or failing."""
+    return settled(state) and state.get("view_source") == "model run" and state["error"] == ""
+
+
+def wait_after(log, count, predicate, timeout=20):
+    """Like guitest.wait_for_state, over the lines after the first `count` only: a state
+    from before an action cannot satisfy the wait for its effect."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for state in reversed(read_state_log(log)[count:]):
+            if predicate(state):
+                return state
+        time.sleep(0.1)
+    lines = read_state_log(log)
+    raise AssertionError("state never matched after line %d; last line: %s" % (count, lines[-1] if lines else "none"))
+
+
+def line_count(log):
+    return len(read_state_log(log))

@@ -9,8 +9,7 @@ import guitest as g
 TEXT = "x = 1\n"
 
 
-def model_settled(state):
-    return g.settled(state) and state.get("view_source") == "model run" and state["error"] == ""
+model_settled = g.model_settled
 
 
 class EmojiTest(g.AppTestCase):

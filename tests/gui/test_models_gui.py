@@ -15,29 +15,15 @@ SNIPPET = "def area(width, height):\n    return width * height\n\nprint(area(3, 
 BAR_COLOURS = {(76, 139, 230), (70, 200, 100)}  # predictions_panel.cpp: kBarColor, kActualColor
 
 
-def model_settled(state):
-    return g.settled(state) and state.get("view_source") == "model run" and state["error"] == ""
+model_settled = g.model_settled
 
 
 def tiles(state):
     return sorted(k for k in state["rects"] if k.startswith("grid_tile_"))
 
 
-def wait_after(log, count, predicate, timeout=20):
-    """Like guitest.wait_for_state, over the lines after the first `count` only: a state
-    from before an action cannot satisfy the wait for its effect."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        for state in reversed(g.read_state_log(log)[count:]):
-            if predicate(state):
-                return state
-        time.sleep(0.1)
-    lines = g.read_state_log(log)
-    raise AssertionError("state never matched after line %d; last line: %s" % (count, lines[-1] if lines else "none"))
-
-
-def line_count(log):
-    return len(g.read_state_log(log))
+wait_after = g.wait_after
+line_count = g.line_count
 
 
 def bar_pixels(rows, rect):

@@ -8,8 +8,7 @@ import unittest
 import guitest as g
 
 
-def model_settled(state):
-    return g.settled(state) and state.get("view_source") == "model run" and state["error"] == ""
+model_settled = g.model_settled
 
 
 class PipelineNumbersTest(g.AppTestCase):

@@ -8,8 +8,7 @@ CODE = "x = area(3, 4)\n"
 SAMPLE = "3111445858=8585441113."  # reverse-digits' sample (core/config/model_source.cpp)
 
 
-def model_settled(state):
-    return g.settled(state) and state.get("view_source") == "model run" and state["error"] == ""
+model_settled = g.model_settled
 
 
 class SampleTextTest(g.AppTestCase):

@@ -11,8 +11,7 @@ import guitest as g
 TEXT = "def f(x):\n    return x\n"
 
 
-def model_settled(state):
-    return g.settled(state) and state.get("view_source") == "model run" and state["error"] == ""
+model_settled = g.model_settled
 
 
 class TextBoxKeysTest(g.AppTestCase):
