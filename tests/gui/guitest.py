@@ -189,6 +189,15 @@ class AppTestCase(unittest.TestCase):
         # (Ctrl+Q): the server then holds the keys and auto-repeats them into the next app.
         self.x.xdotool("keyup", keys)
 
+    def type_at_text_end(self, window, state, text, delay=60):
+        """Types `text` at the end of the text box (a click below its last line puts the
+        cursor there), then parks the pointer on the title bar (no hover)."""
+        x, y, w, h = state["rects"]["text_box"]
+        self.x.xdotool("mousemove", "--window", window, int(x + w / 2), int(y + h - 6))
+        self.x.xdotool("click", 1)
+        self.x.xdotool("type", "--delay", str(delay), text)
+        self.x.xdotool("mousemove", "--window", window, 120, 6)
+
     def export_zoomed_window(self, window, log, head, size, win):
         """Ctrl+S on a zoomed focus view of map (layer 0, head, batch item 0) of a causal
         size x size map showing window win [row0, rows, col0, cols]: checks that the export

@@ -21,12 +21,8 @@ class EmojiTest(g.AppTestCase):
         for mark in ("\u263a", "\u2764", "\ufffd"):
             self.assertTrue(state["font_glyphs"][mark], mark)
         self.assertEqual(state["unknown_tokens"], 0)
-        x, y, w, h = state["rects"]["text_box"]
         seen = len(g.read_state_log(log))
-        self.x.xdotool("mousemove", "--window", window, int(x + w / 2), int(y + h - 6))
-        self.x.xdotool("click", 1)
-        self.x.xdotool("type", "--delay", "100", "a\U0001F600b")
-        self.x.xdotool("mousemove", "--window", window, 120, 6)
+        self.type_at_text_end(window, state, "a\U0001F600b", delay=100)
         state = g.wait_for_new_state(log, seen, lambda s: model_settled(s) and s["L"] == len(TEXT) + 3
                                      and s["model_text"].endswith("b"), timeout=30)
         self.assertEqual(state["model_text"], TEXT + "a\ufffdb")  # what the text box holds

@@ -76,13 +76,10 @@ class HfModelGuiTest(g.AppTestCase):
         self.assertTrue(all(t["label"] and 0 < t["prob"] <= 1 for t in p["top"]))
         self.assertEqual([t["prob"] for t in p["top"]], sorted((t["prob"] for t in p["top"]), reverse=True))
 
-        # Type TEXT at the end of the text (a click below the last line puts the cursor there).
+        # Type TEXT at the end of the text.
         start_text = state["model_text"]
-        x, y, w, h = state["rects"]["text_box"]
-        self.x.xdotool("mousemove", "--window", window, int(x + w / 2), int(y + h - 6))
-        self.x.xdotool("click", 1)
         n = line_count(log)
-        self.x.xdotool("type", "--delay", "40", TEXT)
+        self.type_at_text_end(window, state, TEXT, delay=40)
         typed = start_text + TEXT
         state = wait_after(log, n, lambda s: llama_settled(s) and s["model_text"] == typed and s["L"] == len(typed))
         labels = state["query_tokens"][len(start_text):]  # byte-level BPE: one token per ASCII character

@@ -33,12 +33,8 @@ class PredictionsPinTest(g.AppTestCase):
         state = self.pin_row(window, log, state, 5)
 
         # Type at the end of the text: the predictions follow the new last position.
-        x, y, w, h = state["rects"]["text_box"]
         seen = len(g.read_state_log(log))
-        self.x.xdotool("mousemove", "--window", window, int(x + w / 2), int(y + h - 6))
-        self.x.xdotool("click", 1)
-        self.x.xdotool("type", "--delay", "60", "y")
-        self.x.xdotool("mousemove", "--window", window, 120, 6)
+        self.type_at_text_end(window, state, "y")
         typed = TEXT + "y"
         state = g.wait_for_new_state(log, seen, lambda s: model_settled(s) and s["model_text"] == typed
                                      and s["L"] == len(typed) and s["hover"] == [-1, -1], timeout=30)
