@@ -11,10 +11,13 @@
 
 namespace attnscope {
 
-uint64_t ViewStamp::next() {
-  static std::atomic<uint64_t> last{0};
-  return ++last;
-}
+namespace {
+
+std::atomic<uint64_t> last_stamp{0};  // the newest stamp handed out (constant-initialized)
+
+}  // namespace
+
+uint64_t ViewStamp::next() { return ++last_stamp; }
 
 namespace {
 

@@ -63,7 +63,6 @@ void releaseZoomTextures(ZoomTextures& zoom) {
   }
   zoom.source = zoom.correct_source = 0;
   zoom.tile_maps = nullptr;
-  zoom.tile_maps = nullptr;
   zoom.window = {};
 }
 
