@@ -22,6 +22,7 @@ rows are masked) and the readable labels it draws are printed (no raw "Ä " or "Ä
 """
 import argparse
 import csv
+import inspect
 import json
 import os
 import subprocess
@@ -84,25 +85,28 @@ def save_models(root):
     import transformers as tf
     torch.manual_seed(0)
     folders = {}
+    fast_class = getattr(tf, "PreTrainedTokenizerFast", None) or tf.TokenizersBackend  # renamed in 5.x
+
+    def wrap(tok, **specials):  # the models read input_ids and attention_mask only
+        return fast_class(tokenizer_object=tok, model_input_names=["input_ids", "attention_mask"], **specials)
 
     tok = byte_level_tokenizer(["<|endoftext|>", "<pad>"], roberta=False)
-    fast = tf.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|endoftext|>", eos_token="<|endoftext|>",
-                                      unk_token="<|endoftext|>", pad_token="<pad>")
+    fast = wrap(tok, bos_token="<|endoftext|>", eos_token="<|endoftext|>", unk_token="<|endoftext|>",
+                pad_token="<pad>")
     config = tf.GPT2Config(vocab_size=len(fast), n_positions=64, n_embd=32, n_layer=2, n_head=4,
                            bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id,
                            pad_token_id=fast.pad_token_id)
     folders["gpt2"] = save(root, "gpt2", tf.GPT2Model(config), fast)
 
     tok = unigram_tokenizer()
-    fast = tf.PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
+    fast = wrap(tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
     config = tf.T5Config(vocab_size=len(fast), d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2,
                          num_heads=4, pad_token_id=fast.pad_token_id, eos_token_id=fast.eos_token_id,
                          decoder_start_token_id=fast.pad_token_id)
     folders["t5"] = save(root, "t5", tf.T5Model(config), fast)
 
     tok = byte_level_tokenizer(["<s>", "<pad>", "</s>", "<unk>", "<mask>"], roberta=True)
-    fast = tf.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
-                                      unk_token="<unk>", mask_token="<mask>")
+    fast = wrap(tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>", mask_token="<mask>")
     config = tf.BartConfig(vocab_size=len(fast), d_model=32, encoder_layers=2, decoder_layers=2,
                            encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
                            decoder_ffn_dim=64, max_position_embeddings=64, pad_token_id=fast.pad_token_id,
@@ -129,6 +133,8 @@ def reference(folder, decoder_texts):
     tokenizer = tf.AutoTokenizer.from_pretrained(folder, local_files_only=True)
     model = tf.AutoModel.from_pretrained(folder, local_files_only=True, attn_implementation="eager").eval()
     encoded = tokenizer(TEXTS, return_tensors="pt", padding=True)
+    accepted = inspect.signature(model.forward).parameters
+    encoded = {k: v for k, v in encoded.items() if k in accepted}  # model(**encoded), as its docs call it
     sides = {"encoder": (encoded["input_ids"].numpy(), encoded["attention_mask"].numpy())}
     with torch.no_grad():
         if model.config.is_encoder_decoder:

@@ -45,6 +45,7 @@ Run with /usr/bin/python3 on Debian (python3-torch, python3-numpy). Exit status:
 """
 import argparse
 import contextlib
+import inspect
 import json
 import os
 import shutil
@@ -400,6 +401,8 @@ def export_hf(model_id, texts, out, compressed=False, decoder_texts=None):
     model.eval()
     encoded = tokenizer(texts, return_tensors="pt", padding=True)
     encoder = token_rows(tokenizer, encoded["input_ids"].tolist(), encoded["attention_mask"].tolist())
+    accepted = inspect.signature(model.forward).parameters  # T5 and BART take no token_type_ids
+    encoded = {k: v for k, v in encoded.items() if k in accepted}
     notes = f"{len(texts)} text(s); tokens.json lists every item's tokens"
     decoder = None
     with torch.no_grad():
