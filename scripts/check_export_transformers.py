@@ -2,7 +2,7 @@
 """Checks scripts/export_attention.py's Hugging Face path against transformers itself, on a
 machine that has it (Debian 12 does not package transformers, so CI cannot run this).
 
-    python3 scripts/check_export_transformers.py OUT_DIR [--attnscope BUILD/app/attnscope]
+    python3 scripts/check_export_transformers.py OUT_DIR [--attnscope build/attnscope]
 
 Needs python3 with torch, transformers, tokenizers and numpy; nothing is downloaded. It
 writes into OUT_DIR (which must not exist):
