@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(cmake g++ make pkg-config libeigen3-dev libopenblas-openmp-dev libhwy-dev nlohmann-json3-dev libcli11-dev libzip-dev zlib1g-dev libxxhash-dev
           libpcre2-dev libutf8proc-dev
-          libstb-dev libcairo2-dev fonts-dejavu-core fonts-wqy-microhei fonts-symbola
+          libstb-dev libcairo2-dev fonts-dejavu-core fonts-wqy-microhei fonts-symbola fonts-lohit-deva
           libimgui-dev libglfw3-dev python3-glad libgl1-mesa-dev libgl1-mesa-dri)
 for arg in "$@"; do
   case "$arg" in

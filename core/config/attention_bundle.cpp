@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/bundle.h"
+#include "config/token_file.h"
 #include "tensor/memory.h"
 #include "tensor/npy.h"
 #include "tensor/npz.h"
@@ -45,6 +46,60 @@ void checkMapsShape(const std::string& file, const Shape& shape) {
   }
 }
 
+// tokens.json (labels or raw pieces per item), or tokens.txt / key_tokens.txt (one row).
+void readTokens(const fs::path& root, int64_t B, int64_t L, int64_t S, const std::string& maps_name,
+                ImportedMaps& imported) {
+  const fs::path json_path = root / "tokens.json";
+  if (present(json_path)) {
+    for (const char* text : {"tokens.txt", "key_tokens.txt"})
+      if (present(root / text))
+        throw InputError(root.string() + ": holds both tokens.json and " + text + "; keep one");
+    BundleTokens tokens = readTokensJson(json_path.string(), B, L, S, maps_name);
+    imported.query_tokens = std::move(tokens.query_labels);
+    imported.key_tokens = std::move(tokens.key_labels);
+    imported.query_pieces = std::move(tokens.query_pieces);
+    imported.key_pieces = std::move(tokens.key_pieces);
+    return;
+  }
+  if (present(root / "tokens.txt"))
+    imported.query_tokens = {readLabelFile(root / "tokens.txt", L, maps_name + " has L =")};
+  if (present(root / "key_tokens.txt"))
+    imported.key_tokens = {readLabelFile(root / "key_tokens.txt", S, maps_name + " has S =")};
+}
+
+// FILE [B, n] of 0 and 1 (bool, integer or float): 1 = a real token, 0 = padding.
+std::vector<uint8_t> readTokenMask(const fs::path& path, int64_t B, int64_t n, const char* axis) {
+  const NpyArray mask = readNpy(path.string());
+  if (mask.shape != Shape{B, n})
+    throw InputError(path.string() + ": expected [B, " + axis + "] = [" + std::to_string(B) + ", " +
+                     std::to_string(n) + "] (1 = token, 0 = padding), got " + shapeToString(mask.shape));
+  std::vector<uint8_t> flags(mask.values.size());
+  for (size_t c = 0; c < flags.size(); ++c) {
+    if (mask.values[c] != 0.0 && mask.values[c] != 1.0)
+      throw InputError(path.string() + ": expected 0 (padding) or 1 (token), got " + std::to_string(mask.values[c]) +
+                       " at [" + std::to_string(c / n) + ", " + std::to_string(c % n) + "]");
+    flags[c] = mask.values[c] != 0.0;
+  }
+  return flags;
+}
+
+// attention_mask.npy [B, S] (keys) and query_mask.npy [B, L] (queries; default: the
+// attention mask when S == L) as one [B, L, S] mask; empty when the bundle has neither.
+std::vector<uint8_t> readPadding(const fs::path& root, int64_t B, int64_t L, int64_t S) {
+  const fs::path keys_path = root / "attention_mask.npy", queries_path = root / "query_mask.npy";
+  const bool keys = present(keys_path), queries = present(queries_path);
+  if (!keys && !queries) return {};
+  const std::vector<uint8_t> key_ok = keys ? readTokenMask(keys_path, B, S, "S") : std::vector<uint8_t>(B * S, 1);
+  const std::vector<uint8_t> query_ok = queries ? readTokenMask(queries_path, B, L, "L")
+                                        : keys && S == L ? key_ok
+                                                         : std::vector<uint8_t>(B * L, 1);
+  std::vector<uint8_t> allowed(static_cast<size_t>(B * L * S));  // [B, L, S]
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = 0; j < S; ++j) allowed[(b * L + i) * S + j] = query_ok[b * L + i] && key_ok[b * S + j];
+  return allowed;
+}
+
 }  // namespace
 
 BundleKind bundleKind(const std::string& dir) {
@@ -82,12 +137,8 @@ ImportedMaps loadAttentionBundle(const std::string& dir) {
   const int64_t layers = shape[0], L = shape[3], S = shape[4];
   const std::string maps_name = fs::path(imported.origin).filename().string();
 
-  if (present(root / "tokens.txt"))
-    imported.query_tokens = {readLabelFile(root / "tokens.txt", L, maps_name + " has L =")};
-  if (present(root / "key_tokens.txt"))
-    imported.key_tokens = {readLabelFile(root / "key_tokens.txt", S, maps_name + " has S =")};
-  else if (S == L)
-    imported.key_tokens = imported.query_tokens;
+  readTokens(root, shape[1], L, S, maps_name, imported);
+  imported.allowed = readPadding(root, shape[1], L, S);
 
   const nlohmann::json meta = readBundleMeta(dir);
   const std::string json_path = (root / "bundle.json").string();

@@ -10,8 +10,12 @@
 //   attentions.npy  [layers, B, H, L, S] or [B, H, L, S] (one layer); float16/32/64
 //     or attentions.npz  the same array under the name "attentions" (np.savez or
 //                        np.savez_compressed)
+//   tokens.json     optional, per batch item: labels, or raw pieces + ids labelled by the
+//                   tokenizer's rules (config/token_file.h); or, for one row shared by every item:
 //   tokens.txt      optional, L query labels, one per line (indices when absent)
 //   key_tokens.txt  optional, S key labels (when absent: tokens.txt if S == L, else indices)
+//   attention_mask.npy  optional [B, S]: 1 = a real key, 0 = padding (masked in the view)
+//   query_mask.npy      optional [B, L]: the same for queries (default: attention_mask when S == L)
 //   bundle.json     optional: "model" (string), "layer_names" (one string per layer), "notes"
 #pragma once
 

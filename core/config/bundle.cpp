@@ -46,20 +46,23 @@ std::vector<std::string> readLabels(const fs::path& path, int64_t expected_count
 
 }  // namespace
 
-nlohmann::json readBundleMeta(const std::string& dir) {
-  const fs::path path = fs::path(dir) / "bundle.json";
-  if (!fileExists(path)) return nlohmann::json::object();
-  const std::string text = readSmallFile(path.string(), 16u << 20, "a bundle.json");
-  nlohmann::json meta;
+nlohmann::json readJsonFile(const std::string& path, size_t max_bytes, const std::string& what) {
+  const std::string text = readSmallFile(path, max_bytes, what);
   try {
-    meta = nlohmann::json::parse(text);
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     std::string why = e.what();
     // nlohmann messages start with "[json.exception.parse_error.101] "; keep the human part.
     const size_t bracket = why.find("] ");
     if (bracket != std::string::npos) why = why.substr(bracket + 2);
-    fail(path.string(), "not valid JSON (" + why + ")");
+    fail(path, "not valid JSON (" + why + ")");
   }
+}
+
+nlohmann::json readBundleMeta(const std::string& dir) {
+  const fs::path path = fs::path(dir) / "bundle.json";
+  if (!fileExists(path)) return nlohmann::json::object();
+  const nlohmann::json meta = readJsonFile(path.string(), 16u << 20, "a bundle.json");
   if (!meta.is_object()) fail(path.string(), "expected a JSON object");
   if (meta.contains("d_model")) {
     const auto& d = meta["d_model"];

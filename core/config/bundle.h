@@ -20,6 +20,10 @@ struct Bundle {
 // InputError naming the file and problem.
 Bundle loadBundle(const std::string& dir, int64_t default_model_dim, uint64_t seed);
 
+// A JSON file of at most max_bytes, parsed: InputError "PATH: not valid JSON (<why>)", or
+// readSmallFile's errors (WHAT names the kind of file in them).
+nlohmann::json readJsonFile(const std::string& path, size_t max_bytes, const std::string& what);
+
 // DIR/bundle.json as an object ({} when absent), without reading any tensor: lets callers
 // pick H (and so the default D) before loadBundle. InputError on malformed JSON.
 nlohmann::json readBundleMeta(const std::string& dir);

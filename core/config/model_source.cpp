@@ -160,6 +160,10 @@ ViewModel viewFromHfRun(const HfModel& model, const ModelRun& run) {
   view.model = model.name();
   view.notes = "Hugging Face " + model.config.model_type + " model (" + model.folder + ")";
   view.context = model.context();
+  std::vector<TokenPiece> pieces;  // the tooltips' raw piece and id
+  for (size_t t = 0; t < run.tokens.ids.size(); ++t) pieces.push_back({run.tokens.text[t], run.tokens.ids[t]});
+  view.query_pieces.assign(static_cast<size_t>(view.B), pieces);
+  view.key_pieces = view.query_pieces;
   return view;
 }
 

@@ -92,17 +92,20 @@ void summarizeMask(const ViewModel& view, int64_t l, int64_t b, const uint8_t* a
   const int64_t L = view.L, S = view.S;
   allowed_count = countAllowed(allowed, L * S);
   fully_masked = 0;
-  if (const AttentionTrace* trace = view.maps[l].trace.get()) {
-    if (trace->fully_masked.shape == Shape{view.B, L})
-      for (int64_t i = 0; i < L; ++i) fully_masked += trace->fully_masked.data[b * L + i] != 0;  // [B, L]
-    for (const MaskComponent& component : trace->mask.components) {
-      ComponentMap& map = parts.emplace_back();
-      map.name = component.name;
-      if (component.allowed.shape != Shape{view.B, L, S}) continue;  // hand-made traces: name only
-      const uint8_t* part = component.allowed.data.data() + b * L * S;  // [L, S]
-      map.map = maskTexture(part, L, S);
-      map.allowed_cells = countAllowed(part, L * S);
-    }
+  const AttentionTrace* trace = view.maps[l].trace.get();
+  if (!trace) {  // imported padding: rows with no allowed key
+    for (int64_t i = 0; i < L; ++i) fully_masked += countAllowed(allowed + i * S, S) == 0;
+    return;
+  }
+  if (trace->fully_masked.shape == Shape{view.B, L})
+    for (int64_t i = 0; i < L; ++i) fully_masked += trace->fully_masked.data[b * L + i] != 0;  // [B, L]
+  for (const MaskComponent& component : trace->mask.components) {
+    ComponentMap& map = parts.emplace_back();
+    map.name = component.name;
+    if (component.allowed.shape != Shape{view.B, L, S}) continue;  // hand-made traces: name only
+    const uint8_t* part = component.allowed.data.data() + b * L * S;  // [L, S]
+    map.map = maskTexture(part, L, S);
+    map.allowed_cells = countAllowed(part, L * S);
   }
 }
 
@@ -181,12 +184,10 @@ void warnNonDistributions(ViewModel& view, const std::string& origin) {
   view.warnings.push_back(text);
 }
 
-// [B][n] labels from per-item rows, one shared row, or none ("0".."n-1").
-std::vector<std::vector<std::string>> expandLabels(const std::vector<std::vector<std::string>>& rows, int64_t B,
-                                                   int64_t n, const char* what, const std::string& origin) {
-  std::vector<std::string> indices;
-  for (int64_t i = 0; i < n; ++i) indices.push_back(std::to_string(i));
-  if (rows.empty()) return std::vector<std::vector<std::string>>(B, indices);
+// [B][n] entries from per-item rows or one shared row (rows not empty).
+template <typename Entry>
+std::vector<std::vector<Entry>> expandRows(const std::vector<std::vector<Entry>>& rows, int64_t B, int64_t n,
+                                           const char* what, const std::string& origin) {
   if (rows.size() != 1 && static_cast<int64_t>(rows.size()) != B)
     throw InputError(origin + ": " + std::to_string(rows.size()) + " rows of " + what + " for B=" +
                      std::to_string(B) + " batch items (give one row, or one per item)");
@@ -194,7 +195,29 @@ std::vector<std::vector<std::string>> expandLabels(const std::vector<std::vector
     if (static_cast<int64_t>(row.size()) != n)
       throw InputError(origin + ": " + std::to_string(row.size()) + " " + what + " but the maps have " +
                        std::to_string(n));
-  return rows.size() == 1 ? std::vector<std::vector<std::string>>(B, rows[0]) : rows;
+  return rows.size() == 1 ? std::vector<std::vector<Entry>>(B, rows[0]) : rows;
+}
+
+// [B][n] labels from per-item rows, one shared row, or none ("0".."n-1").
+std::vector<std::vector<std::string>> expandLabels(const std::vector<std::vector<std::string>>& rows, int64_t B,
+                                                   int64_t n, const char* what, const std::string& origin) {
+  if (!rows.empty()) return expandRows(rows, B, n, what, origin);
+  std::vector<std::string> indices;
+  for (int64_t i = 0; i < n; ++i) indices.push_back(std::to_string(i));
+  return std::vector<std::vector<std::string>>(B, indices);
+}
+
+// Imported padding: one [B, L, S] mask shared by every layer.
+void attachImportedMask(ViewModel& view, std::vector<uint8_t> allowed, const std::string& origin) {
+  if (allowed.empty()) return;
+  if (static_cast<int64_t>(allowed.size()) != view.B * view.L * view.S)
+    throw InputError(origin + ": a mask of " + std::to_string(allowed.size()) + " cells for B=" +
+                     std::to_string(view.B) + " L=" + std::to_string(view.L) + " S=" + std::to_string(view.S));
+  const auto owner = std::make_shared<const std::vector<uint8_t>>(std::move(allowed));
+  for (LayerMaps& layer : view.maps) {
+    layer.allowed = std::shared_ptr<const uint8_t>(owner, owner->data());
+    layer.mask_name = "padding";
+  }
 }
 
 }  // namespace
@@ -396,6 +419,13 @@ ViewModel viewFromImported(ImportedMaps imported) {
   view.key_tokens = imported.key_tokens.empty() && view.S == view.L
                         ? view.query_tokens
                         : expandLabels(imported.key_tokens, view.B, view.S, "key tokens", origin);
+  if (!imported.query_pieces.empty())
+    view.query_pieces = expandRows(imported.query_pieces, view.B, view.L, "query pieces", origin);
+  if (!imported.key_pieces.empty())
+    view.key_pieces = expandRows(imported.key_pieces, view.B, view.S, "key pieces", origin);
+  else if (view.S == view.L)
+    view.key_pieces = view.query_pieces;
+  attachImportedMask(view, std::move(imported.allowed), origin);
   view.model = std::move(imported.model);
   view.notes = std::move(imported.notes);
   summarize(view);

@@ -66,6 +66,13 @@ struct LayerMaps {
   std::string mask_name;         // "causal+window:3", "none"; "" = unknown (imported)
 };
 
+// Where a label came from, when the source knows (a Hugging Face tokenizer, a bundle's
+// tokens.json): the vocabulary's raw piece ("Ġthe", "▁the", "<0x0A>") and its id.
+struct TokenPiece {
+  std::string raw;
+  int64_t id = -1;  // -1 = unknown
+};
+
 // A trained model's guess for the token after one query position (softmax of its logits
 // row, computed in core when the run is made).
 struct TokenGuess {
@@ -158,6 +165,9 @@ struct ViewModel {
   std::vector<LayerMaps> maps;                         // [layers]
   std::vector<std::vector<std::string>> query_tokens;  // [B][L]
   std::vector<std::vector<std::string>> key_tokens;    // [B][S]
+  // Raw pieces and ids behind the labels, where known; empty otherwise (tooltips show them).
+  std::vector<std::vector<TokenPiece>> query_pieces;   // [B][L] or empty
+  std::vector<std::vector<TokenPiece>> key_pieces;     // [B][S] or empty
   std::vector<MapRange> probs_ranges;                  // [layers, B, H]
   std::vector<MapRange> scores_ranges;                 // [layers, B, H]; empty without scores
   // Pooled copies, built only for maps larger than kTextureMaxSide (else empty):
@@ -240,6 +250,11 @@ struct ImportedMaps {
   Tensor maps;                                         // [layers, B, H, L, S] probabilities
   std::vector<std::vector<std::string>> query_tokens;  // [B][L], or one [L] row for every item
   std::vector<std::vector<std::string>> key_tokens;    // [B][S], one [S] row, or empty = query's
+  std::vector<std::vector<TokenPiece>> query_pieces;   // [B][L] or empty (labels only)
+  std::vector<std::vector<TokenPiece>> key_pieces;     // [B][S] or empty = query's when S == L
+  // Padding (attention_mask.npy): [B, L, S], 1 = a real query and key, 0 = padding; empty =
+  // every cell allowed. Shared by every layer; padded cells show as masked.
+  std::vector<uint8_t> allowed;
   std::vector<std::string> layer_names;                // [layers] or empty
   std::string model, notes;
   std::string origin;  // file the maps came from, named in warnings ("bundle/attentions.npy")

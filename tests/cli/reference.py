@@ -32,6 +32,21 @@ def case_dir(group, name):
     return path
 
 
+def export_map(bundle, out, what, fmt, b, layer=0, head=0):
+    """The .FMT file that `attnscope export BUNDLE --what WHAT` writes for one map of batch item b."""
+    proc = subprocess.run([BIN, "export", bundle, "--what", what, "--layers", str(layer), "--heads", str(head),
+                           "--batch", str(b), "--format", fmt, "--out", out], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return [p for p in proc.stdout.split() if p.endswith("." + fmt)][0]
+
+
+def csv_axes(path):
+    """(query labels, key labels) of an exported .csv (labels hold no commas here)."""
+    with open(path, encoding="utf-8") as f:
+        rows = [line.rstrip("\n").split(",") for line in f]
+    return [r[0] for r in rows[1:]], rows[0][1:]
+
+
 # ---------------------------------------------------------------- bundles
 
 def xavier(rng, rows, cols):

@@ -2,7 +2,11 @@
 nn.TransformerEncoder with B=2 and key padding becomes a bundle equal to torch's own
 per-head weights, which `attnscope export` reads back bit for bit; decoders give self- and
 cross-attention layers; existing folders are never overwritten; the Hugging Face path
-without transformers exits 2.
+without transformers exits 2. The Hugging Face path's writing (write_hf_export: the model's
+output attentions and the tokenizer's ids, pieces and masks as plain arrays) is checked with
+torch-made maps here, and read back by `attnscope export`: every item's own tokens, readable
+labels, padding masked. scripts/check_export_transformers.py checks the same against
+transformers itself where it is installed.
 
 Environment: ATTNSCOPE_BIN (the binary), ATTNSCOPE_TEST_TMP (scratch folder).
 """
@@ -132,6 +136,172 @@ class ExportAttentionScriptTest(unittest.TestCase):
         self.assertIn("transformers", proc.stderr)
         self.assertEqual(len(proc.stderr.strip().split("\n")), 1)
         self.assertFalse(os.path.exists(os.path.join(tmp, "bundle")))
+
+
+def padded_softmax(seed, B, H, L, S, query_mask, key_mask, causal=False):
+    """[B, H, L, S] float32 rows of torch.softmax over the allowed keys (padded keys, and keys
+    after the query when causal, get exactly 0), as a Hugging Face model returns them."""
+    g = torch.Generator().manual_seed(seed)
+    scores = torch.randn(B, H, L, S, generator=g, dtype=torch.float64)
+    allowed = torch.tensor(key_mask, dtype=torch.bool)[:, None, None, :].expand(B, H, L, S)
+    if causal:
+        allowed = allowed & torch.ones(L, S, dtype=torch.bool).tril()
+    scores = scores.masked_fill(~allowed, torch.finfo(torch.float64).min)
+    return torch.softmax(scores, dim=-1).float().numpy()
+
+
+# GPT-2 style: byte-level pieces ("Ġ" space, "Ċ" newline, "Î±" the bytes of α), item 1 padded.
+GPT2_ROWS = dict(
+    ids=[[464, 3797, 198, 26180, 50256], [40, 1842, 50256, 50256, 50256]],
+    pieces=[["The", "Ġcat", "Ċ", "Î±", "<|endoftext|>"], ["I", "Ġran", "<|endoftext|>", "<|endoftext|>",
+                                                            "<|endoftext|>"]],
+    special=[[False, False, False, False, True], [False, False, True, True, True]],
+    mask=[[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]],
+    piece_style="byte_level")
+GPT2_LABELS = [["The", "\u2423cat", "\u21b5", "\u03b1", "<|endoftext|>"],
+               ["I", "\u2423ran", "<|endoftext|>", "<|endoftext|>", "<|endoftext|>"]]
+
+
+class HuggingFaceWritingTest(unittest.TestCase):
+    """write_hf_export with plain arrays (no transformers), read back by attnscope."""
+
+    def test_decoder_only_batch_has_every_items_tokens_and_its_padding(self):
+        tmp = ref.case_dir("export_attention", "hf_decoder_only")
+        rows = export_attention.TokenRows(**GPT2_ROWS)
+        mask = np.array(GPT2_ROWS["mask"])
+        layers = [padded_softmax(seed, 2, 3, 5, 5, mask, mask, causal=True) for seed in range(2)]
+        bundle = os.path.join(tmp, "bundle")
+        written = export_attention.write_hf_export(bundle, {"attentions": layers}, rows, model="tiny-gpt2",
+                                                   notes="2 text(s)")
+        self.assertEqual(written, [bundle])
+        self.assertEqual(sorted(os.listdir(tmp)), ["bundle"])
+        self.assertEqual(sorted(os.listdir(bundle)), ["attention_mask.npy", "attentions.npy", "bundle.json",
+                                                      "tokens.json"])
+        np.testing.assert_array_equal(np.load(os.path.join(bundle, "attentions.npy")), np.stack(layers))
+        np.testing.assert_array_equal(np.load(os.path.join(bundle, "attention_mask.npy")), mask)
+        with open(os.path.join(bundle, "tokens.json"), encoding="utf-8") as f:
+            doc = json.load(f)
+        self.assertEqual(doc["piece_style"], "byte_level")
+        self.assertNotIn("key", doc)
+        self.assertEqual([[e["token"] for e in row] for row in doc["query"]], GPT2_ROWS["pieces"])
+        self.assertEqual([[e["id"] for e in row] for row in doc["query"]], GPT2_ROWS["ids"])
+        self.assertEqual([[e["special"] for e in row] for row in doc["query"]], GPT2_ROWS["special"])
+
+        out = os.path.join(tmp, "out")
+        for b in range(2):
+            with self.subTest(item=b):
+                queries, keys = ref.csv_axes(ref.export_map(bundle, out, "probs", "csv", b))
+                self.assertEqual(queries, GPT2_LABELS[b])  # item b's own tokens, readable
+                self.assertEqual(keys, GPT2_LABELS[b])
+                allowed = np.load(ref.export_map(bundle, out, "mask", "npy", b)) == 1
+                want = (mask[b][:, None] == 1) & (mask[b][None, :] == 1)  # padded keys and query rows
+                np.testing.assert_array_equal(allowed, want)
+                probs = np.load(ref.export_map(bundle, out, "probs", "npy", b, layer=1, head=2))
+                np.testing.assert_array_equal(probs, layers[1][b, 2])
+
+    def test_encoder_decoder_gives_three_sub_bundles(self):
+        tmp = ref.case_dir("export_attention", "hf_encoder_decoder")
+        encoder = export_attention.TokenRows(
+            ids=[[37, 1712, 5, 1], [8774, 1, 0, 0]], pieces=[["\u2581The", "\u2581cat", ".", "</s>"],
+                                                            ["\u2581Hi", "</s>", "<pad>", "<pad>"]],
+            special=[[False, False, False, True], [False, True, True, True]], mask=[[1, 1, 1, 1], [1, 1, 0, 0]],
+            piece_style="plain")
+        ids, dmask = export_attention.decoder_batch(0, 0, [[3, 206, 207], [12]], 2)
+        self.assertEqual((ids, dmask), ([[0, 3, 206, 207], [0, 12, 0, 0]], [[1, 1, 1, 1], [1, 1, 0, 0]]))
+        decoder = export_attention.TokenRows(
+            ids=ids, pieces=[["<pad>", "\u2581", "<0xCE>", "<0xB1>"], ["<pad>", "\u2581Ja", "<pad>", "<pad>"]],
+            special=[[True, False, False, False], [True, False, True, True]], mask=dmask, piece_style="plain")
+        emask, dmask = np.array(encoder.mask), np.array(dmask)
+        outputs = {
+            "encoder_attentions": [padded_softmax(1, 2, 2, 4, 4, emask, emask) for _ in range(2)],
+            "decoder_attentions": [padded_softmax(2, 2, 2, 4, 4, dmask, dmask, causal=True)] * 2,
+            "cross_attentions": [padded_softmax(3 + l, 2, 2, 4, 4, dmask, emask) for l in range(2)],
+        }
+        bundle = os.path.join(tmp, "bundle")
+        written = export_attention.write_hf_export(bundle, outputs, encoder, decoder, model="tiny-t5")
+        parts = ["encoder_self_attention", "decoder_self_attention", "cross_attention"]
+        self.assertEqual(written, [os.path.join(bundle, p) for p in parts])
+        self.assertEqual(sorted(os.listdir(bundle)), sorted(parts))
+        for part, key in zip(parts, ["encoder_attentions", "decoder_attentions", "cross_attentions"]):
+            np.testing.assert_array_equal(np.load(os.path.join(bundle, part, "attentions.npy")),
+                                          np.stack(outputs[key]))
+        cross = os.path.join(bundle, "cross_attention")
+        np.testing.assert_array_equal(np.load(os.path.join(cross, "attention_mask.npy")), emask)
+        np.testing.assert_array_equal(np.load(os.path.join(cross, "query_mask.npy")), dmask)
+        self.assertFalse(os.path.exists(os.path.join(bundle, "encoder_self_attention", "query_mask.npy")))
+        with open(os.path.join(bundle, "cross_attention", "bundle.json")) as f:
+            self.assertEqual(json.load(f)["layer_names"], ["cross attention 0", "cross attention 1"])
+
+        out = os.path.join(tmp, "out")
+        decoder_labels = [["<pad>", "\u2423", "\u03b1", "<0xB1>"], ["<pad>", "\u2423Ja", "<pad>", "<pad>"]]
+        encoder_labels = [["\u2423The", "\u2423cat", ".", "</s>"], ["\u2423Hi", "</s>", "<pad>", "<pad>"]]
+        for b in range(2):
+            with self.subTest(item=b):
+                queries, keys = ref.csv_axes(ref.export_map(cross, out, "probs", "csv", b))
+                self.assertEqual((queries, keys), (decoder_labels[b], encoder_labels[b]))
+                allowed = np.load(ref.export_map(cross, out, "mask", "npy", b)) == 1
+                np.testing.assert_array_equal(allowed, (dmask[b][:, None] == 1) & (emask[b][None, :] == 1))
+                encoder_bundle = os.path.join(bundle, "encoder_self_attention")
+                queries, keys = ref.csv_axes(ref.export_map(encoder_bundle, out, "probs", "csv", b))
+                self.assertEqual((queries, keys), (encoder_labels[b], encoder_labels[b]))
+
+    def test_bad_shapes_write_nothing(self):
+        tmp = ref.case_dir("export_attention", "hf_bad")
+        rows = export_attention.TokenRows(**GPT2_ROWS)
+        bundle = os.path.join(tmp, "bundle")
+        mask = np.ones((2, 6), dtype=int)
+        cases = [
+            ("attentions", {"attentions": [padded_softmax(0, 2, 3, 6, 6, mask, mask)]}, "tokens are [2, 5]"),
+            ("no cross", {"encoder_attentions": [np.zeros((2, 1, 5, 5))]}, "no decoder_attentions"),
+        ]
+        for name, outputs, message in cases:
+            with self.subTest(case=name):
+                with self.assertRaises(export_attention.BundleError) as caught:
+                    export_attention.write_hf_export(bundle, outputs, rows, rows if name == "no cross" else None)
+                self.assertIn(message, str(caught.exception))
+                self.assertEqual(os.listdir(tmp), [])
+        with self.assertRaises(export_attention.BundleError):
+            export_attention.decoder_batch(0, None, [[1], [1, 2]], 2)  # different lengths, no pad token
+        with self.assertRaises(export_attention.BundleError):
+            export_attention.decoder_batch(0, 0, [[1], [2], [3]], 2)  # 3 decoder texts for 2 texts
+
+    def test_tokenizer_results_become_token_rows(self):
+        """token_rows with a stand-in for a transformers tokenizer: pieces from
+        convert_ids_to_tokens, special ids, and the piece style from tokenizer.json's
+        pre-tokenizer / decoder as core/tokenizer decides it."""
+        class Backend:
+            def __init__(self, doc):
+                self.doc = doc
+
+            def to_str(self):
+                return json.dumps(self.doc)
+
+        class Tokenizer:
+            all_special_ids = [0]
+            vocab = {0: "<pad>", 5: "\u2581a", 6: "Ġb"}
+
+            def __init__(self, doc):
+                self.backend_tokenizer = Backend(doc)
+
+            def convert_ids_to_tokens(self, ids):
+                return [self.vocab[i] for i in ids]
+
+        sequence = {"type": "Sequence", "pretokenizers": [{"type": "Split"}, {"type": "ByteLevel"}]}
+        for doc, style in (({"pre_tokenizer": sequence, "decoder": None}, "byte_level"),
+                           ({"pre_tokenizer": {"type": "Metaspace"}, "decoder": {"type": "Metaspace"}}, "plain"),
+                           ({"pre_tokenizer": None, "decoder": {"type": "ByteLevel"}}, "byte_level")):
+            rows = export_attention.token_rows(Tokenizer(doc), [[5, 0], [6, 5]], [[1, 0], [1, 1]])
+            self.assertEqual(rows.piece_style, style)
+            self.assertEqual(rows.pieces, [["\u2581a", "<pad>"], ["Ġb", "\u2581a"]])
+            self.assertEqual(rows.special, [[False, True], [False, False]])
+
+    def test_model_argument_may_be_a_local_folder(self):
+        tmp = ref.case_dir("export_attention", "hf_folder")
+        self.assertEqual(export_attention._pretrained_source(tmp), (os.path.abspath(tmp), {"local_files_only": True}))
+        self.assertEqual(export_attention._pretrained_source("gpt2"), ("gpt2", {}))
+        with self.assertRaises(export_attention.BundleError) as caught:
+            export_attention._pretrained_source(os.path.join(tmp, "missing"))
+        self.assertIn("not a model folder", str(caught.exception))
 
 
 if __name__ == "__main__":

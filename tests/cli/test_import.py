@@ -1,7 +1,8 @@
 """Attention bundles (maps computed elsewhere) through `attnscope export`: the round trip
 is bit for bit for .npy, .npz, compressed .npz, float16 and float64 input; the layer x head
-atlas; rows that are not distributions warn; bad inputs exit 1 with one line naming the
-file and write nothing.
+atlas; rows that are not distributions warn; tokens.json labels every batch item (labels,
+or raw pieces labelled by the tokenizer's rules) and attention_mask.npy / query_mask.npy
+mask padding; bad inputs exit 1 with one line naming the file and write nothing.
 
 Environment: ATTNSCOPE_BIN (the binary), ATTNSCOPE_TEST_TMP (scratch folder).
 """
@@ -135,6 +136,102 @@ class ImportRoundTripTest(unittest.TestCase):
         self.assertIn("attentions.npy: 2 of %d rows are not probability distributions" % (LAYERS * B * H * L), lines[0])
         self.assertIn("[0, 0, 1, 0]", lines[0])
         np.testing.assert_array_equal(np.load(proc.stdout.split()[0]), maps[2, 1, 3])
+
+
+def write_json(path, doc):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f, ensure_ascii=False)
+
+
+class TokensJsonAndPaddingTest(unittest.TestCase):
+    def test_every_item_has_its_own_labels(self):
+        """Labels per item; raw pieces labelled as the tokenizer labels them (table-driven)."""
+        maps = random_maps(7, (1, 2, 2, 3, 3)).astype(np.float32)
+        cases = [  # (name, tokens.json document, labels of item 0, labels of item 1)
+            ("labels", {"query": [["a", "b", "c"], ["x", "y", "z"]]}, ["a", "b", "c"], ["x", "y", "z"]),
+            ("list_of_rows", [["a", "b", "c"], ["x", "y", "z"]], ["a", "b", "c"], ["x", "y", "z"]),
+            ("one_row_for_all", {"query": [["a", "b", "c"]]}, ["a", "b", "c"], ["a", "b", "c"]),
+            ("byte_level", {"piece_style": "byte_level", "query": [
+                [{"token": "Ġcat", "id": 3}, {"token": "Ċ", "id": 4}, {"token": "Ð¿", "id": 5}],
+                [{"token": "<s>", "id": 0, "special": True}, {"token": "ĠÎ±", "id": 6},
+                 {"token": "x", "label": "mine"}]]},
+             ["\u2423cat", "\u21b5", "\u043f"], ["<s>", "\u2423\u03b1", "mine"]),
+            ("plain", {"query": [
+                [{"token": "\u2581the"}, {"token": "<0xE0>"}, {"token": "<0xA4>"}],
+                [{"token": "<0xE0>"}, {"token": "<0xA4>"}, {"token": "<0xB9>"}]]},
+             ["\u2423the", "<0xE0>", "<0xA4>"], ["\u0939", "<0xA4>", "<0xB9>"]),
+        ]
+        for name, doc, want0, want1 in cases:
+            with self.subTest(case=name):
+                tmp = ref.case_dir("import_tokens_json", name)
+                bundle = write_attention_bundle(os.path.join(tmp, "bundle"), maps, tokens=False, key_tokens=False)
+                write_json(os.path.join(bundle, "tokens.json"), doc)
+                for b, want in ((0, want0), (1, want1)):
+                    queries, keys = ref.csv_axes(ref.export_map(bundle, os.path.join(tmp, "out"), "probs", "csv", b, head=1))
+                    self.assertEqual((queries, keys), (want, want))
+
+    def test_cross_attention_keys_and_padding(self):
+        """key rows for S != L; attention_mask [B, S] masks padded keys, query_mask [B, L]
+        padded queries; probabilities stay as stored; an old bundle (tokens.txt) still loads."""
+        L_, S_ = 3, 4
+        maps = random_maps(8, (2, 2, 2, L_, S_)).astype(np.float32)
+        key_mask = np.array([[1, 1, 1, 1], [1, 1, 0, 0]])
+        query_mask = np.array([[1, 1, 1], [1, 0, 0]], dtype=bool)
+        tmp = ref.case_dir("import_tokens_json", "cross")
+        bundle = write_attention_bundle(os.path.join(tmp, "bundle"), maps, tokens=False, key_tokens=False)
+        write_json(os.path.join(bundle, "tokens.json"), {"query": [["q0", "q1", "q2"], ["r0", "r1", "r2"]],
+                                                         "key": [["k0", "k1", "k2", "k3"], ["m0", "m1", "m2", "m3"]]})
+        np.save(os.path.join(bundle, "attention_mask.npy"), key_mask)
+        np.save(os.path.join(bundle, "query_mask.npy"), query_mask)
+        out = os.path.join(tmp, "out")
+        for b in range(2):
+            self.assertEqual(ref.csv_axes(ref.export_map(bundle, out, "probs", "csv", b, head=1)),
+                             ([["q0", "q1", "q2"], ["r0", "r1", "r2"]][b], [["k0", "k1", "k2", "k3"],
+                                                                            ["m0", "m1", "m2", "m3"]][b]))
+            allowed = np.load(ref.export_map(bundle, out, "mask", "npy", b)) == 1
+            np.testing.assert_array_equal(allowed, query_mask[b][:, None] & (key_mask[b][None, :] == 1))
+            self.assertEqual(np.load(ref.export_map(bundle, out, "probs", "npy", b, head=1)).tobytes(), maps[0, b, 1].tobytes())
+        # Self-attention: attention_mask alone masks padded keys and the padded query rows.
+        self_maps = random_maps(9, (1, 2, 2, 3, 3)).astype(np.float32)
+        old = write_attention_bundle(os.path.join(tmp, "old"), self_maps, key_tokens=False)  # tokens.txt
+        np.save(os.path.join(old, "attention_mask.npy"), np.array([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]]))
+        allowed = np.load(ref.export_map(old, out, "mask", "npy", 1)) == 1
+        np.testing.assert_array_equal(allowed, [[1, 1, 0], [1, 1, 0], [0, 0, 0]])
+        self.assertEqual(ref.csv_axes(ref.export_map(old, out, "probs", "csv", 1)), (["q0", "q1", "q2"], ["q0", "q1", "q2"]))
+
+    def test_bad_token_files_and_masks(self):
+        maps = random_maps(10, (1, 2, 2, 3, 3)).astype(np.float32)
+        cases = [  # (name, files {name: content}, needles)
+            ("both_token_files", {"tokens.json": [["a", "b", "c"]], "tokens.txt": "a\nb\nc\n"},
+             ["tokens.json and tokens.txt", "keep one"]),
+            ("short_row", {"tokens.json": {"query": [["a", "b"]]}}, ["tokens.json: query[0] has 2 tokens", "L = 3"]),
+            ("three_rows", {"tokens.json": {"query": [["a", "b", "c"]] * 3}}, ["tokens.json: query", "B = 2"]),
+            ("no_query", {"tokens.json": {"key": [["a", "b", "c"]]}}, ["tokens.json: no \"query\" rows"]),
+            ("bad_entry", {"tokens.json": {"query": [["a", 5, "c"]]}}, ["tokens.json: query[0][1]", "\"token\""]),
+            ("bad_id", {"tokens.json": {"query": [["a", {"token": "b", "id": "7"}, "c"]]}},
+             ["tokens.json: query[0][1]", "\"id\""]),
+            ("bad_style", {"tokens.json": {"piece_style": "bytes", "query": [["a", "b", "c"]]}},
+             ["tokens.json", "unknown piece style 'bytes'", "byte_level"]),
+            ("not_json", {"tokens.json": "{"}, ["tokens.json: not valid JSON"]),
+            ("mask_shape", {"attention_mask.npy": np.ones((2, 4))}, ["attention_mask.npy", "[B, S] = [2, 3]"]),
+            ("mask_values", {"attention_mask.npy": np.array([[1, 1, 2], [1, 0, 0]])},
+             ["attention_mask.npy", "expected 0 (padding) or 1", "[0, 2]"]),
+            ("query_mask_shape", {"query_mask.npy": np.ones((2,))}, ["query_mask.npy", "[B, L] = [2, 3]"]),
+        ]
+        for name, files, needles in cases:
+            with self.subTest(case=name):
+                tmp = ref.case_dir("import_tokens_json_errors", name)
+                bundle = write_attention_bundle(os.path.join(tmp, "bundle"), maps, tokens=False, key_tokens=False)
+                for file_name, content in files.items():
+                    path = os.path.join(bundle, file_name)
+                    if isinstance(content, np.ndarray):
+                        np.save(path, content)
+                    elif isinstance(content, str):
+                        with open(path, "w") as f:
+                            f.write(content)
+                    else:
+                        write_json(path, content)
+                ImportErrorTest.assert_refused(self, name, bundle, needles)
 
 
 class ImportErrorTest(unittest.TestCase):

@@ -331,6 +331,41 @@ TEST(ViewModelTest, ImportedMapsLabelsAndNoWarningForDistributions) {
   EXPECT_EQ(mask.values, std::vector<float>(8, 1.0f));
 }
 
+TEST(ViewModelTest, ImportedPaddingMasksEveryLayerAndPiecesFollowTheLabels) {
+  // B = 2, L = 2, S = 3: item 1's last key and last query are padding.
+  ImportedMaps maps = importedUniform(2, 2, 1, 2, 3);
+  maps.allowed = {1, 1, 1, 1, 1, 1,   // item 0 [L, S]
+                  1, 1, 0, 0, 0, 0};  // item 1
+  maps.query_tokens = {{"a", "b"}, {"c", "d"}};
+  maps.key_tokens = {{"k", "l", "m"}};
+  maps.query_pieces = {{{"\u0120a", 7}, {"b", 8}}, {{"c", 9}, {"<pad>", 0}}};
+  maps.key_pieces = {{{"k", 1}, {"l", 2}, {"m", -1}}};
+  const ViewModel view = viewFromImported(std::move(maps));
+  ASSERT_TRUE(view.hasMask());
+  EXPECT_EQ(view.maps[1].mask_name, "padding");
+  EXPECT_EQ(view.allowed(0, 1), view.allowed(1, 1));  // one mask shared by every layer
+  EXPECT_FALSE(view.isAllowed(1, 1, 0, 2));
+  EXPECT_TRUE(view.isAllowed(1, 0, 1, 2));
+  EXPECT_EQ(view.allowed_counts, (std::vector<int64_t>{6, 2, 6, 2}));      // [layers, B]
+  EXPECT_EQ(view.fully_masked_counts, (std::vector<int64_t>{0, 1, 0, 1}));  // the padded query row
+  EXPECT_EQ(view.probsRange(0, 1, 0).allowed_cells, 2);
+  EXPECT_EQ(view.textureMap(MapKind::Probs, 0, 1, 0).values[2], -INFINITY);
+  EXPECT_EQ(view.query_pieces[0][0].raw, "\u0120a");
+  EXPECT_EQ(view.query_pieces[1][1].id, 0);
+  ASSERT_EQ(view.key_pieces.size(), 2u);  // one row for every item
+  EXPECT_EQ(view.key_pieces[1][2].id, -1);
+
+  ImportedMaps wrong_mask = importedUniform(1, 2, 1, 2, 3);
+  wrong_mask.allowed = {1, 1, 1};
+  EXPECT_THROW(viewFromImported(std::move(wrong_mask)), InputError);
+  ImportedMaps wrong_pieces = importedUniform(1, 1, 1, 2, 2);
+  wrong_pieces.query_pieces = {{{"a", 1}}};
+  EXPECT_THROW(viewFromImported(std::move(wrong_pieces)), InputError);
+  ImportedMaps self = importedUniform(1, 1, 1, 2, 2);  // S == L: keys share the query pieces
+  self.query_pieces = {{{"a", 1}, {"b", 2}}};
+  EXPECT_EQ(viewFromImported(std::move(self)).key_pieces[0][1].raw, "b");
+}
+
 TEST(ViewModelTest, ImportedRowsThatAreNotDistributionsWarnOnce) {
   struct Case {
     const char* name;

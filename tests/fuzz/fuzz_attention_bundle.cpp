@@ -1,4 +1,5 @@
-// Attention-bundle loader: attentions.npy or .npz, token lists and bundle.json, built from
+// Attention-bundle loader: attentions.npy or .npz, token lists (tokens.txt, tokens.json), padding
+// masks and bundle.json, built from
 // one fuzzer input (see writeSections), then loaded and turned into a view model.
 #include <algorithm>
 #include <cstdint>
@@ -11,8 +12,8 @@ namespace {
 
 attnscope::fuzz::Scratch scratch;
 
-const char* const kNames[] = {"attentions.npy", "attentions.npz", "tokens.txt", "key_tokens.txt", "bundle.json",
-                              "query.npy"};
+const char* const kNames[] = {"attentions.npy", "attentions.npz", "tokens.txt", "key_tokens.txt", "tokens.json",
+                              "attention_mask.npy", "query_mask.npy", "bundle.json", "query.npy"};
 
 }  // namespace
 

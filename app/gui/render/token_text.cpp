@@ -1,5 +1,11 @@
 #include "gui/render/token_text.h"
 
+#include <imgui.h>
+#include <imgui_internal.h>  // ImTextCharFromUtf8
+
+#include <algorithm>
+#include <cstdio>
+
 namespace attnscope {
 
 std::string visibleToken(const std::string& label) {
@@ -22,6 +28,41 @@ std::string visibleToken(const std::string& label) {
     }
   }
   return out;
+}
+
+std::string pieceNote(const std::vector<std::vector<TokenPiece>>& pieces, int64_t b, int64_t at) {
+  if (b < 0 || b >= static_cast<int64_t>(pieces.size())) return "";
+  const std::vector<TokenPiece>& row = pieces[static_cast<size_t>(b)];
+  if (at < 0 || at >= static_cast<int64_t>(row.size())) return "";
+  const TokenPiece& piece = row[static_cast<size_t>(at)];
+  std::string note = "piece \"";
+  for (const char c : piece.raw) {
+    char escaped[8];
+    std::snprintf(escaped, sizeof escaped, "\\x%02X", static_cast<unsigned char>(c));
+    note += static_cast<unsigned char>(c) < 0x20 || c == 0x7F ? std::string(escaped) : std::string(1, c);
+  }
+  note += "\"";
+  if (piece.id >= 0) note += "  id " + std::to_string(piece.id);
+  return note;
+}
+
+std::vector<std::string> missingGlyphs(const std::vector<std::string>& labels) {
+  std::vector<std::string> missing;
+  const ImFont* font = ImGui::GetFont();
+  for (const std::string& label : labels) {
+    const std::string shown = visibleToken(label);
+    const char* text = shown.c_str();
+    const char* end = text + shown.size();
+    while (text < end) {
+      unsigned int c = 0;
+      text += std::max(1, ImTextCharFromUtf8(&c, text, end));
+      if (font->FindGlyphNoFallback(static_cast<ImWchar>(c))) continue;
+      char name[16];
+      std::snprintf(name, sizeof name, "U+%04X", c);
+      if (std::find(missing.begin(), missing.end(), name) == missing.end()) missing.push_back(name);
+    }
+  }
+  return missing;
 }
 
 }  // namespace attnscope

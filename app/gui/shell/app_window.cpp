@@ -25,22 +25,44 @@ constexpr ImWchar kMarkGlyphs[] = {0x21B5, 0x21B5, 0x2423, 0x2423, 0};
 constexpr const char* kSymbolFont = "/usr/share/fonts/truetype/ancient-scripts/Symbola_hint.ttf";
 constexpr ImWchar kSymbolGlyphs[] = {0x2600, 0x27BF, 0x2B00, 0x2B55, 0xFFFD, 0xFFFD, 0};
 
+// The scripts a token label can hold (README, "Tokenizers"), merged after the fonts above,
+// which keep the glyphs they gave: Latin Extended A/B, IPA, spacing modifiers, combining
+// marks, Greek, Cyrillic (and its supplement), Hebrew, Arabic, Latin Extended Additional
+// (Vietnamese), general punctuation and block elements (SentencePiece's "▁" in raw pieces)
+// from DejaVu Sans (fonts-dejavu-core); Devanagari from Lohit (fonts-lohit-deva), whose tall
+// line metrics need a larger size for letters as high as the Latin ones. ImGui 1.86 draws
+// characters one by one, without shaping: Arabic letters show in their isolated forms,
+// Devanagari without conjuncts.
+constexpr ImWchar kDejaVuScripts[] = {0x0100, 0x036F, 0x0370, 0x052F, 0x0590, 0x06FF, 0x1E00, 0x1EFF,
+                                      0x2000, 0x206F, 0x2580, 0x259F, 0};
+constexpr ImWchar kDevanagariGlyphs[] = {0x0900, 0x097F, 0};
+struct MergedFont {
+  const char* path;
+  const ImWchar* ranges;  // must outlive the font atlas
+  float pixels;           // the size it is rasterised at
+  const char* missing_note;
+};
+constexpr MergedFont kScriptFonts[] = {
+    {"/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", kDejaVuScripts, 13.0f,
+     "Latin Extended, Greek, Cyrillic, Hebrew and Arabic labels will show as '?'"},
+    {"/usr/share/fonts/truetype/lohit-devanagari/Lohit-Devanagari.ttf", kDevanagariGlyphs, 19.0f,
+     "Devanagari labels will show as '?'"},
+};
+
 // Merges `ranges` of the font file at `path` into the default font (a note when it is missing).
-void mergeFont(const char* path, const ImWchar* ranges, const char* missing_note) {
+void mergeFont(const char* path, const ImWchar* ranges, const char* missing_note, float pixels = 13.0f) {
   if (!std::filesystem::exists(path)) {
     std::fprintf(stderr, "attnscope: font %s not found; %s\n", path, missing_note);
     return;
   }
   ImFontConfig config;
   config.MergeMode = true;
-  ImGui::GetIO().Fonts->AddFontFromFileTTF(path, 13.0f, &config, ranges);
+  ImGui::GetIO().Fonts->AddFontFromFileTTF(path, pixels, &config, ranges);
 }
 
-void loadFonts() {
+// The CJK font (Chinese, simplified common) and the Greek of the same file.
+void mergeCjkFont() {
   ImGuiIO& io = ImGui::GetIO();
-  io.Fonts->AddFontDefault();
-  mergeFont(kMarksFont, kMarkGlyphs, "space and newline tokens will show as '?'");
-  mergeFont(kSymbolFont, kSymbolGlyphs, "emoji will show as '?'");
   if (!std::filesystem::exists(kCjkFont)) {
     std::fprintf(stderr, "attnscope: CJK font %s not found; Chinese text will show as '?'\n", kCjkFont);
     return;
@@ -53,6 +75,15 @@ void loadFonts() {
   ImFontConfig greek;  // proportional, unlike the CJK glyphs' minimum advance
   greek.MergeMode = true;
   io.Fonts->AddFontFromFileTTF(kCjkFont, 14.0f, &greek, kGreekGlyphs);  // the mistakes lab's "Δp"
+}
+
+void loadFonts() {
+  ImGuiIO& io = ImGui::GetIO();
+  io.Fonts->AddFontDefault();
+  mergeFont(kMarksFont, kMarkGlyphs, "space and newline tokens will show as '?'");
+  mergeFont(kSymbolFont, kSymbolGlyphs, "emoji will show as '?'");
+  mergeCjkFont();
+  for (const MergedFont& font : kScriptFonts) mergeFont(font.path, font.ranges, font.missing_note, font.pixels);
 }
 
 void applyStyle() {

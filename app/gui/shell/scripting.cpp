@@ -30,6 +30,7 @@ void shellToJson(const AppState& state, int width, int height, nlohmann::json& l
       {"\u2423", 0x2423}, {"\u21b5", 0x21B5}, {"\u263a", 0x263A}, {"\u2764", 0x2764}, {"\ufffd", 0xFFFD}};
   for (const auto& [mark, codepoint] : marks) glyphs[mark] = ImGui::GetFont()->FindGlyphNoFallback(codepoint) != nullptr;
   line["font_glyphs"] = glyphs;
+  line["font_atlas"] = {ImGui::GetIO().Fonts->TexWidth, ImGui::GetIO().Fonts->TexHeight};  // pixels
   nlohmann::json rects = nlohmann::json::object();
   for (const auto& [name, r] : state.script.layout.rects) rects[name] = {r.x, r.y, r.w, r.h};
   line["rects"] = rects;

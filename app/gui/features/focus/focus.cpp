@@ -49,6 +49,7 @@ void hoverJson(const AppState& state, nlohmann::json& line) {
   line["hover_prob"] = nullptr;
   line["hover_score"] = nullptr;
   line["hover_tokens"] = nullptr;  // [query, key] as the tooltip writes them (visibleToken)
+  line["hover_pieces"] = nullptr;  // [query, key] raw piece and id lines of the tooltip ("" = none)
   const ViewFocus& f = state.view.focus;
   const int64_t b = state.gpu.textures.batch_item;
   const ViewModel* shown = shownView(state);
@@ -58,6 +59,7 @@ void hoverJson(const AppState& state, nlohmann::json& line) {
     return;
   const int64_t cell = hover.row * shown->S + hover.col;
   line["hover_tokens"] = {visibleToken(shown->query_tokens[b][hover.row]), visibleToken(shown->key_tokens[b][hover.col])};
+  line["hover_pieces"] = {pieceNote(shown->query_pieces, b, hover.row), pieceNote(shown->key_pieces, b, hover.col)};
   line["hover_prob"] = shown->probs(f.layer, b, f.head)[cell];
   if (const float* scores = shown->scores(f.layer, b, f.head)) {
     if (shown->isAllowed(f.layer, b, hover.row, hover.col)) line["hover_score"] = scores[cell];
@@ -123,6 +125,18 @@ void focusToJson(const AppState& state, nlohmann::json& line) {
   const FocusAxisDrawn& axis = state.script.focus_axis;
   line["focus_axis"] = {{"rows", {axis.first_row, axis.last_row}}, {"cols", {axis.first_col, axis.last_col}}};
   line["zoom_textures_built"] = state.gpu.zoom.rebuilds;
+  // Characters of the shown item's labels and raw pieces (the tooltip's) that the font atlas
+  // cannot draw ("U+0915").
+  line["label_glyphs_missing"] = nlohmann::json::array();
+  const int64_t b = state.gpu.textures.batch_item;
+  if (v && b >= 0 && b < v->B) {
+    std::vector<std::string> labels = v->query_tokens[b];
+    labels.insert(labels.end(), v->key_tokens[b].begin(), v->key_tokens[b].end());
+    for (const auto* pieces : {&v->query_pieces, &v->key_pieces})
+      if (b < static_cast<int64_t>(pieces->size()))
+        for (const TokenPiece& piece : (*pieces)[b]) labels.push_back(piece.raw);
+    line["label_glyphs_missing"] = missingGlyphs(labels);
+  }
 }
 
 }  // namespace attnscope

@@ -19,8 +19,20 @@
 namespace attnscope {
 namespace {
 
+// The hovered cell's query and key: label and position, each followed by its raw piece and
+// id where the view has them (Hugging Face tokenizers, bundles with tokens.json).
+void drawTokenLines(const ViewModel& v, int64_t b, int64_t i, int64_t j, const std::vector<std::string>& q_tokens,
+                    const std::vector<std::string>& k_tokens) {
+  ImGui::Text("query  %s  (i = %lld)", visibleToken(q_tokens[i]).c_str(), static_cast<long long>(i));
+  const std::string q_piece = pieceNote(v.query_pieces, b, i);
+  if (!q_piece.empty()) ImGui::TextDisabled("       %s", q_piece.c_str());
+  ImGui::Text("key    %s  (j = %lld)", visibleToken(k_tokens[j]).c_str(), static_cast<long long>(j));
+  const std::string k_piece = pieceNote(v.key_pieces, b, j);
+  if (!k_piece.empty()) ImGui::TextDisabled("       %s", k_piece.c_str());
+}
+
 // Core trace cells: raw and scaled score, mask, probability (and after dropout).
-void drawTraceCellTooltip(const AttentionTrace& t, int64_t b, int64_t h, int64_t i, int64_t j,
+void drawTraceCellTooltip(const ViewModel& v, const AttentionTrace& t, int64_t b, int64_t h, int64_t i, int64_t j,
                           const std::vector<std::string>& q_tokens, const std::vector<std::string>& k_tokens,
                           const char* heading) {
   const size_t cell = static_cast<size_t>(((b * t.H + h) * t.L + i) * t.S + j);  // [B, H, L, S]
@@ -28,8 +40,7 @@ void drawTraceCellTooltip(const AttentionTrace& t, int64_t b, int64_t h, int64_t
   const bool row_masked = t.fully_masked.data[b * t.L + i] != 0;                  // [B, L]
   ImGui::BeginTooltip();
   if (heading) ImGui::TextDisabled("%s", heading);
-  ImGui::Text("query  %s  (i = %lld)", visibleToken(q_tokens[i]).c_str(), static_cast<long long>(i));
-  ImGui::Text("key    %s  (j = %lld)", visibleToken(k_tokens[j]).c_str(), static_cast<long long>(j));
+  drawTokenLines(v, b, i, j, q_tokens, k_tokens);
   ImGui::Separator();
   ImGui::Text("raw score  q.k     %.5g", rawScore(t, b, h, i, j));
   if (allowed) {
@@ -48,15 +59,16 @@ void drawTraceCellTooltip(const AttentionTrace& t, int64_t b, int64_t h, int64_t
   ImGui::EndTooltip();
 }
 
-// Imported cells: the stored probability, exactly (9 significant digits round-trip a float).
+// Imported cells: the stored probability, exactly (9 significant digits round-trip a float),
+// and whether the bundle's padding masks the cell.
 void drawImportedCellTooltip(const ViewModel& view, int64_t layer, int64_t b, int64_t h, int64_t i, int64_t j,
                              const std::vector<std::string>& q_tokens, const std::vector<std::string>& k_tokens) {
   ImGui::BeginTooltip();
   ImGui::TextDisabled("%s, head %lld (imported)", view.maps[layer].name.c_str(), static_cast<long long>(h));
-  ImGui::Text("query  %s  (i = %lld)", visibleToken(q_tokens[i]).c_str(), static_cast<long long>(i));
-  ImGui::Text("key    %s  (j = %lld)", visibleToken(k_tokens[j]).c_str(), static_cast<long long>(j));
+  drawTokenLines(view, b, i, j, q_tokens, k_tokens);
   ImGui::Separator();
   ImGui::Text("probability        %.9g", view.probs(layer, b, h)[i * view.S + j]);
+  if (view.hasMask()) ImGui::Text("masked (padding)   %s", view.isAllowed(layer, b, i, j) ? "no" : "yes");
   ImGui::EndTooltip();
 }
 
@@ -243,7 +255,7 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
     drawTiledCellTooltip(v, map.tile, g.b, g.h, hit.row, hit.col);
   } else if (hit.hovered) {
     state.view.hover_next = {hit.row, hit.col};
-    if (t) drawTraceCellTooltip(*t, g.b, g.h, hit.row, hit.col, q_tokens, k_tokens, map.tooltip_heading);
+    if (t) drawTraceCellTooltip(v, *t, g.b, g.h, hit.row, hit.col, q_tokens, k_tokens, map.tooltip_heading);
     else drawImportedCellTooltip(v, g.layer, g.b, g.h, hit.row, hit.col, q_tokens, k_tokens);
   }
   drawFullyMaskedMarks(v, t, g, map_min, map_max);
