@@ -1,8 +1,8 @@
 """Issue 21, the logit lens in the app: the predictions panel's "Logit lens" tab shows a
 layers x positions table of the top-1 token (n_layers + 1 rows for a shipped model, whose
 top-1 tokens are those of `attnscope model run --lens`); hovering a cell shows its top 5;
-clicking a cell focuses its layer and pins its position as the query row. Nothing of the
-table is cut off at the default 1440 x 900 window."""
+clicking a cell focuses its layer and pins its position as the query row (outlined in the
+focus view's maps). Nothing of the table is cut off at the default 1440 x 900 window."""
 import json
 import os
 import unittest
@@ -19,6 +19,16 @@ def inside(inner, outer):
     x, y, w, h = inner
     X, Y, W, H = outer
     return x >= X - 0.5 and y >= Y - 0.5 and x + w <= X + W + 0.5 and y + h <= Y + H + 0.5
+
+
+def pin_pixels(shot, rect, L, row):
+    """Pixels of the pin colour (255, 204, 51) along the top edge of query row `row` of a
+    map in rect (the map's own border excluded)."""
+    _, _, pixels = shot
+    x, y, w, h = rect
+    top = int(y + row * h / L)
+    return sum(1 for yy in range(top - 2, top + 3) for xx in range(int(x) + 4, int(x + w) - 4)
+               if pixels[yy][xx][0] >= 245 and 190 <= pixels[yy][xx][1] <= 215 and 35 <= pixels[yy][xx][2] <= 70)
 
 
 class LensGuiTest(g.AppTestCase):
@@ -50,7 +60,8 @@ class LensGuiTest(g.AppTestCase):
 
         # A new tab bar lays its tabs out a frame after it first shows.
         state = g.wait_for_state(log, lambda s: s["rects"].get("lens_tab", [0, 0, 0, 0])[2] > 0)
-        self.screenshot(window, "lens-next-token-tab.png")
+        probs_rect = state["rects"]["focus_probs"]
+        self.assertEqual(pin_pixels(self.capture(window, "lens-next-token-tab.png"), probs_rect, len(TEXT), 3), 0)
         state = self.click_until(window, log, state["rects"]["lens_tab"],
                                  lambda s: s["lens"]["shown"] and "lens_row_0" in s["rects"])
         rows = sorted(k for k in state["rects"] if k.startswith("lens_row_"))
@@ -84,7 +95,9 @@ class LensGuiTest(g.AppTestCase):
         state = self.click_until(window, log, state["rects"]["lens_cell_0_3"],
                                  lambda s: s["lens"]["clicked"] == {"layer": 0, "position": 3})
         self.assertEqual((state["focused_layer"], state["predictions_pin"]), (0, 3))
-        self.screenshot(window, "lens-clicked.png")
+        # The pinned query row is outlined in the focus view's maps.
+        self.assertGreater(pin_pixels(self.capture(window, "lens-clicked.png"), probs_rect, len(TEXT), 3),
+                           probs_rect[2] / 2)
 
         # The next-token tab shows the pinned position, its last line still inside the panel.
         state = self.click_until(window, log, state["rects"]["predictions_tab"],
