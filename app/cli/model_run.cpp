@@ -14,6 +14,7 @@
 #include "cli/run_command.h"
 #include "cli/run_options.h"
 #include "model/hf_model.h"
+#include "model/logit_lens.h"
 #include "model/transformer.h"
 #include "tensor/npy.h"
 
@@ -25,6 +26,7 @@ struct ModelRunFlags {
   ModelTextFlags text;
   std::string ids;  // "1,2,3": token ids instead of a text
   std::string out;
+  bool lens = false;  // also write lens_ids.npy and lens_probs.npy
 };
 
 // What the summary prints of either kind of model.
@@ -68,6 +70,7 @@ void printSummary(const ModelFacts& f, const ModelRun& run, const std::vector<Pr
   }
   std::cout << "\n  wrote   attentions.npy " << shapeToString({f.n_layers, 1, f.n_heads, L, L});
   if (!run.logits.empty()) std::cout << ", logits.npy " << shapeToString({L, f.vocab});
+  if (!run.residuals.empty()) std::cout << ", lens_ids.npy and lens_probs.npy " << shapeToString({f.n_layers + 1, L, kLensTop});
   std::cout << ", tokens.txt to " << out << "\n";
   if (top.empty()) {
     std::cout << "  no next-token scores: the folder has no masked-LM head\n";
@@ -82,12 +85,23 @@ void printSummary(const ModelFacts& f, const ModelRun& run, const std::vector<Pr
               << std::fixed << std::setprecision(4) << top[i].prob << "  (id " << top[i].id << ")\n";
 }
 
-// Writes the outputs of one run (staged, then renamed into place) and prints the summary.
-int writeRun(const ModelFacts& facts, const ModelRun& run, const std::vector<Prediction>& top, const std::string& out) {
+// Writes the outputs of one run (staged, then renamed into place) and prints the summary;
+// lens_ids.npy (int64) and lens_probs.npy (float32), [N + 1, L, 5], when the lens is not empty.
+int writeRun(const ModelFacts& facts, const ModelRun& run, const std::vector<Prediction>& top, const LogitLens& lens,
+             const std::string& out) {
   std::vector<OutputFile> files = {
       {"attentions.npy", [&](const std::string& p) { writeNpy(p, stackAttentions(run)); }},
       {"tokens.txt", [&](const std::string& p) { writeFileAtomic(p, tokensText(run.tokens)); }}};
   if (!run.logits.empty()) files.push_back({"logits.npy", [&](const std::string& p) { writeNpy(p, run.logits); }});
+  const Shape lens_shape = {lens.layers, lens.positions, lens.k};
+  if (!lens.empty()) {
+    files.push_back({"lens_ids.npy", [&](const std::string& p) { writeNpyInt64(p, lens_shape, lens.ids); }});
+    files.push_back({"lens_probs.npy", [&](const std::string& p) {
+                       Tensor probs(lens_shape);
+                       probs.data = lens.probs;
+                       writeNpy(p, probs);
+                     }});
+  }
   writeOutputFiles(out, "model", files);
   printSummary(facts, run, top, out);
   return 0;
@@ -119,8 +133,11 @@ int hfModelRun(const ModelRunFlags& flags) {
   const std::string text = flags.text.given() ? readModelText(flags.text) : "";
   auto model = std::make_shared<const HfModel>(loadHfModel(flags.model));
   ModelTokens tokens = flags.ids.empty() ? tokenizeHf(*model, text) : hfTokensFromIds(*model, parseIds(flags.ids));
+  if (flags.lens && model->lm_head.empty())
+    throw InputError(model->folder + ": --lens needs an output head, and this encoder has no masked-LM head (cls.predictions)");
   checkOutDir(flags.out);
   HfRunner runner(model);
+  runner.keepResiduals(flags.lens);
   const ModelRun& run = runner.run(std::move(tokens));
   const HfConfig& c = model->config;
   const ModelFacts facts{model->name() + " (" + c.model_type + ")", c.n_layers, c.heads, c.hidden, c.max_positions, c.vocab,
@@ -131,7 +148,7 @@ int hfModelRun(const ModelRunFlags& flags) {
     const std::vector<double> p = nextTokenProbs(run.logits, static_cast<int64_t>(run.tokens.ids.size()) - 1);
     for (int64_t id : topIds(p, 5)) top.push_back({id, hfTokenLabel(*model, id), p[id]});
   }
-  return writeRun(facts, run, top, flags.out);
+  return writeRun(facts, run, top, hfLens(*model, run), flags.out);
 }
 
 int modelRun(const ModelRunFlags& flags) {
@@ -141,11 +158,12 @@ int modelRun(const ModelRunFlags& flags) {
   auto model = std::make_shared<const Model>(loadModel(flags.model));
   checkOutDir(flags.out);
   ModelRunner runner(model);
+  runner.keepResiduals(flags.lens);
   const ModelRun& run = runner.run(text);
   const ModelConfig& c = model->config;
   const ModelFacts facts{c.name, c.n_layers, c.n_heads, c.d_model, c.max_len, c.vocab_size, c.unk_id, true};
   const int64_t L = static_cast<int64_t>(run.tokens.ids.size());
-  return writeRun(facts, run, topPredictions(*model, run.logits, L - 1, 5), flags.out);
+  return writeRun(facts, run, topPredictions(*model, run.logits, L - 1, 5), modelLens(*model, run), flags.out);
 }
 
 }  // namespace
@@ -164,6 +182,9 @@ int runModelCommand(int argc, char** argv) {
   addModelTextOptions(*run, flags.text);
   run->add_option("--ids", flags.ids, "Hugging Face folders: token ids separated by commas instead of a text");
   run->add_option("--out", flags.out, "output folder (created if missing)")->required();
+  run->add_flag("--lens", flags.lens,
+                "logit lens: also write lens_ids.npy (int64) and lens_probs.npy (float32), [n_layers + 1, L, 5]: the "
+                "top-5 tokens of the output head applied to the embeddings (0) and to the residual stream after each layer");
   run->footer(
       "Text longer than the model's context (max_len) is refused; characters outside the vocabulary\n"
       "become the unknown id (marked 'unknown' in tokens.txt). Exit status: 0 ok, 1 bad input (one\n"

@@ -115,14 +115,28 @@ Settings settingsForModel(Settings base, const std::string& folder) {
 
 namespace {
 
-// The maps, labels and top-5 predictions of one run of either kind of model; label(id)
-// names a vocabulary entry. No predictions without logits (an encoder without MLM head).
-ViewModel viewFromRun(const ModelRun& run, const std::function<std::string(int64_t)>& label) {
+// The lens of one run with its guesses labelled (empty lens: empty table).
+LensTable lensTable(const LogitLens& lens, const std::function<std::string(int64_t)>& label) {
+  LensTable table;
+  if (lens.empty()) return table;
+  table.layers = lens.layers;
+  table.positions = lens.positions;
+  table.cells.resize(lens.layers * lens.positions);
+  for (int64_t cell = 0; cell < lens.layers * lens.positions; ++cell)
+    for (int64_t rank = 0; rank < lens.k; ++rank)
+      table.cells[cell].push_back({label(lens.ids[cell * lens.k + rank]), lens.probs[cell * lens.k + rank]});
+  return table;
+}
+
+// The maps, labels, top-5 predictions and logit lens of one run of either kind of model;
+// label(id) names a vocabulary entry. No predictions without logits (an encoder without MLM head).
+ViewModel viewFromRun(const ModelRun& run, const LogitLens& lens, const std::function<std::string(int64_t)>& label) {
   std::vector<std::shared_ptr<const AttentionTrace>> traces;
   for (const AttentionTrace& trace : run.layers) traces.push_back(std::make_shared<const AttentionTrace>(trace));
   ViewModel view = viewFromTraces(traces);
   view.unknown_tokens = run.tokens.unknownCount();
   if (run.logits.empty()) return view;
+  view.lens = lensTable(lens, label);
   const int64_t L = static_cast<int64_t>(run.tokens.ids.size());
   view.predictions.resize(L);
   for (int64_t t = 0; t < L; ++t) {
@@ -143,7 +157,7 @@ ViewModel viewFromRun(const ModelRun& run, const std::function<std::string(int64
 }  // namespace
 
 ViewModel viewFromModelRun(const Model& model, const ModelRun& run) {
-  ViewModel view = viewFromRun(run, [&](int64_t id) { return tokenLabel(model, id); });
+  ViewModel view = viewFromRun(run, modelLens(model, run), [&](int64_t id) { return tokenLabel(model, id); });
   view.model = model.config.name;
   view.notes = model.caption;
   view.context = model.config.max_len;
@@ -156,7 +170,7 @@ ViewModel viewFromModelRun(const Model& model, const ModelRun& run) {
 }
 
 ViewModel viewFromHfRun(const HfModel& model, const ModelRun& run) {
-  ViewModel view = viewFromRun(run, [&](int64_t id) { return hfTokenLabel(model, id); });
+  ViewModel view = viewFromRun(run, hfLens(model, run), [&](int64_t id) { return hfTokenLabel(model, id); });
   view.model = model.name();
   view.notes = "Hugging Face " + model.config.model_type + " model (" + model.folder + ")";
   view.context = model.context();
@@ -182,16 +196,36 @@ FolderModelRunner::FolderModelRunner(const std::string& folder) : folder_(folder
 
 FolderModelRunner::~FolderModelRunner() = default;
 
+// The lens keeps the view quick: off above kLensBudget multiply-adds ((N + 1) L D V), with
+// the reason for the app to show; "" when it fits.
+std::string lensOffReason(int64_t layers, int64_t L, int64_t D, int64_t V) {
+  constexpr double kLensBudget = 1e10;
+  const double cost = static_cast<double>(layers + 1) * L * D * V;
+  if (cost <= kLensBudget) return "";
+  const int64_t fits = static_cast<int64_t>(kLensBudget / (static_cast<double>(layers + 1) * D * V));
+  return "logit lens off: " + std::to_string(L) + " tokens; it is computed for up to " + std::to_string(fits) +
+         " tokens of this model (`attnscope model run --lens` has no limit)";
+}
+
 ViewModel FolderModelRunner::view(const std::string& text, TextSize* size) {
   if (hf_) {
     ModelTokens tokens = tokenizeHf(hf_->model(), text);
-    if (size) *size = {static_cast<int64_t>(tokens.ids.size()), hf_->model().config.max_positions, "tokens"};
-    return viewFromHfRun(hf_->model(), hf_->run(std::move(tokens)));
+    const HfConfig& c = hf_->model().config;
+    if (size) *size = {static_cast<int64_t>(tokens.ids.size()), c.max_positions, "tokens"};
+    const std::string off = lensOffReason(c.n_layers, static_cast<int64_t>(tokens.ids.size()), c.hidden, c.vocab);
+    hf_->keepResiduals(off.empty());
+    ViewModel view = viewFromHfRun(hf_->model(), hf_->run(std::move(tokens)));
+    if (!view.predictions.empty()) view.lens.off_reason = off;
+    return view;
   }
   ModelTokens tokens = tokenizeForModel(own_->model(), text);
   const ModelConfig& c = own_->model().config;
   if (size) *size = {static_cast<int64_t>(tokens.ids.size()), c.max_len, c.tokenizer == Tokenizer::Chars ? "characters" : "bytes"};
-  return viewFromModelRun(own_->model(), own_->runTokens(std::move(tokens)));
+  const std::string off = lensOffReason(c.n_layers, static_cast<int64_t>(tokens.ids.size()), c.d_model, c.vocab_size);
+  own_->keepResiduals(off.empty());
+  ViewModel view = viewFromModelRun(own_->model(), own_->runTokens(std::move(tokens)));
+  view.lens.off_reason = off;
+  return view;
 }
 
 ViewModel viewOfModelFolder(const std::string& folder, const std::string& text) {

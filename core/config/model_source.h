@@ -10,6 +10,7 @@
 
 #include "config/settings.h"
 #include "model/hf_model.h"
+#include "model/logit_lens.h"
 #include "model/transformer.h"
 #include "view/view_model.h"
 
@@ -49,7 +50,8 @@ Settings settingsForModel(Settings base, const std::string& folder);
 
 // The view of one model run: one layer per block (probabilities, scores, causal mask),
 // query/key labels with unknown characters marked "(unk)", the top-5 predictions after
-// every position, the model's name, caption and notable heads.
+// every position, the logit lens (when the run kept its residuals), the model's name,
+// caption and notable heads.
 ViewModel viewFromModelRun(const Model& model, const ModelRun& run);
 // The same for a Hugging Face folder: labels from its tokenizer; no predictions for an
 // encoder without masked-LM head (its MLM guesses otherwise).

@@ -66,6 +66,10 @@ ModelTokens tokenizeHf(const HfModel& model, const std::string& text);
 ModelTokens hfTokensFromIds(const HfModel& model, const std::vector<int64_t>& ids);
 std::string hfTokenLabel(const HfModel& model, int64_t id);
 
+// The output head: logits [L, V] of residual x [L, D] (final norm, lm_head or BERT's MLM head,
+// final soft-capping); empty logits for an encoder without masked-LM head.
+void hfOutputLogits(const HfModel& model, const Tensor& x, Tensor& logits);
+
 // Runs one model on token after token of text; buffers are kept between runs.
 class HfRunner {
  public:
@@ -73,19 +77,21 @@ class HfRunner {
   // InputError for no tokens, more tokens than the context, or an id outside the vocabulary.
   const ModelRun& run(ModelTokens tokens);
   const HfModel& model() const { return *model_; }
+  // Keep the residual stream after every layer in ModelRun::residuals (the logit lens).
+  void keepResiduals(bool keep) { keep_residuals_ = keep; }
 
  private:
   void embed(const ModelTokens& tokens);
   void layer(int64_t i, const std::vector<std::string>& labels);
   void attention(int64_t i, const Tensor& input, const std::vector<std::string>& labels, Tensor& out);
   void mlp(const HfLayer& w, const Tensor& input, Tensor& out);
-  void unembed();
 
   std::shared_ptr<const HfModel> model_;
   std::vector<AttentionOptions> options_;  // [N]
   std::vector<AttentionInputs> attn_;      // [N]: the attention weights (copied once), inputs per run
   Tensor x_, h_, a_, m_, gate_, up_;  // [L, D] residual, normed, attention out, MLP out; [L, M] hidden
   ModelRun run_;
+  bool keep_residuals_ = false;
 };
 
 }  // namespace attnscope

@@ -197,28 +197,24 @@ void HfRunner::layer(int64_t i, const std::vector<std::string>& labels) {
   addInto(x_, m_);
 }
 
-void HfRunner::unembed() {
-  const HfModel& m = *model_;
+void hfOutputLogits(const HfModel& m, const Tensor& x, Tensor& logits) {
   const HfConfig& c = m.config;
-  const int64_t L = x_.dim(0), V = c.vocab;
   if (m.lm_head.empty()) {  // an encoder without masked-LM head: no scores
-    run_.logits = Tensor();
+    logits = Tensor();
     return;
   }
-  if (!m.final_norm.empty()) {
-    applyNorm(c.family->norm, m.final_norm, c.norm_eps, x_, h_);
-    std::swap(x_, h_);
-  }
+  Tensor normed = x, scratch;  // [L, D]
+  if (!m.final_norm.empty()) applyNorm(c.family->norm, m.final_norm, c.norm_eps, x, normed);
   if (!m.mlm_transform.weight.empty()) {  // BERT: LayerNorm(act(dense(x)))
-    linear(x_, m.mlm_transform, h_);
-    for (float& v : h_.data) v = activate(v, c.activation);
-    applyNorm(c.family->norm, m.mlm_norm, c.norm_eps, h_, x_);
+    linear(normed, m.mlm_transform, scratch);
+    for (float& v : scratch.data) v = activate(v, c.activation);
+    applyNorm(c.family->norm, m.mlm_norm, c.norm_eps, scratch, normed);
   }
-  reshape(run_.logits, L, V);
-  linearInto(x_.data.data(), L, m.lm_head, m.lm_bias, run_.logits.data.data());
+  reshape(logits, x.dim(0), c.vocab);
+  linearInto(normed.data.data(), x.dim(0), m.lm_head, m.lm_bias, logits.data.data());
   if (c.final_softcap) {
     const double cap = *c.final_softcap;
-    for (float& v : run_.logits.data) v = static_cast<float>(cap * std::tanh(v / cap));
+    for (float& v : logits.data) v = static_cast<float>(cap * std::tanh(v / cap));
   }
 }
 
@@ -237,9 +233,14 @@ const ModelRun& HfRunner::run(ModelTokens tokens) {
   std::vector<std::string> labels;
   for (size_t t = 0; t < tokens.label.size(); ++t) labels.push_back(tokens.unknown[t] ? tokens.label[t] + " (unk)" : tokens.label[t]);
   embed(tokens);
+  run_.residuals = Tensor();
+  if (keep_residuals_) storeResidual(x_, 0, c.n_layers + 1, run_.residuals);
   run_.layers.resize(c.n_layers);
-  for (int64_t i = 0; i < c.n_layers; ++i) layer(i, labels);
-  unembed();
+  for (int64_t i = 0; i < c.n_layers; ++i) {
+    layer(i, labels);
+    if (keep_residuals_) storeResidual(x_, i + 1, c.n_layers + 1, run_.residuals);
+  }
+  hfOutputLogits(m, x_, run_.logits);
   run_.tokens = std::move(tokens);
   return run_;
 }

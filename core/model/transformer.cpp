@@ -83,6 +83,24 @@ std::vector<Prediction> topPredictions(const Model& model, const Tensor& logits,
   return out;
 }
 
+void storeResidual(const Tensor& x, int64_t index, int64_t slots, Tensor& residuals) {
+  const int64_t L = x.dim(0), D = x.dim(1);
+  if (index == 0) {
+    residuals.shape = {slots, L, D};
+    residuals.data.resize(slots * L * D);
+  }
+  std::copy(x.data.begin(), x.data.end(), residuals.data.begin() + index * L * D);
+}
+
+void modelOutputLogits(const Model& model, const Tensor& x, Tensor& logits) {
+  const ModelConfig& c = model.config;
+  const int64_t L = x.dim(0), D = c.d_model, V = c.vocab_size;
+  Tensor normed({L, D});
+  layerNorm(x, model.ln_f_weight, model.ln_f_bias, c.ln_eps, L, D, normed);
+  reshape(logits, L, V);
+  MatrixMap(logits.data.data(), L, V).noalias() = ConstMatrixMap(normed.data.data(), L, D) * matrix(model.lm_head).transpose();
+}
+
 ModelRunner::ModelRunner(std::shared_ptr<const Model> model) : model_(std::move(model)) {
   const ModelConfig& c = model_->config;
   options_.heads = c.n_heads;
@@ -109,7 +127,7 @@ const ModelRun& ModelRunner::runTokens(ModelTokens tokens) {
   const Model& m = *model_;
   const ModelConfig& c = m.config;
   const int64_t L = static_cast<int64_t>(tokens.ids.size());
-  const int64_t D = c.d_model, V = c.vocab_size, M = c.d_mlp;
+  const int64_t D = c.d_model, M = c.d_mlp;
   if (L == 0) throw InputError("the text is empty: give at least one " + std::string(c.tokenizer == Tokenizer::Chars ? "character" : "byte"));
   if (L > c.max_len) throw InputError(contextOverflowMessage(m, L));
 
@@ -121,6 +139,8 @@ const ModelRun& ModelRunner::runTokens(ModelTokens tokens) {
     const float* p = &m.pos_emb.data[t * D];
     for (int64_t j = 0; j < D; ++j) x_.data[t * D + j] = e[j] + p[j];
   }
+  run_.residuals = Tensor();
+  if (keep_residuals_) storeResidual(x_, 0, c.n_layers + 1, run_.residuals);
   std::vector<std::string> labels;
   for (size_t t = 0; t < tokens.label.size(); ++t)
     labels.push_back(tokens.unknown[t] ? tokens.label[t] + " (unk)" : tokens.label[t]);
@@ -140,22 +160,21 @@ const ModelRun& ModelRunner::runTokens(ModelTokens tokens) {
     const Tensor& attn_out = run_.layers[i].output;  // [1, L, D], o-projection included
     for (int64_t n = 0; n < L * D; ++n) x_.data[n] += attn_out.data[n];
 
-    if (!c.mlp) continue;
-    layerNorm(x_, b.ln2_weight, b.ln2_bias, c.ln_eps, L, D, h_);
-    reshape(mid_, L, M);
-    MatrixMap mid(mid_.data.data(), L, M);
-    mid.noalias() = ConstMatrixMap(h_.data.data(), L, D) * matrix(b.w_in).transpose();
-    mid.rowwise() += ConstRowVector(b.b_in.data.data(), M);
-    for (float& v : mid_.data) v = gelu(v, c.activation);
-    MatrixMap x(x_.data.data(), L, D);
-    x.noalias() += mid * matrix(b.w_out).transpose();
-    x.rowwise() += ConstRowVector(b.b_out.data.data(), D);
+    if (c.mlp) {
+      layerNorm(x_, b.ln2_weight, b.ln2_bias, c.ln_eps, L, D, h_);
+      reshape(mid_, L, M);
+      MatrixMap mid(mid_.data.data(), L, M);
+      mid.noalias() = ConstMatrixMap(h_.data.data(), L, D) * matrix(b.w_in).transpose();
+      mid.rowwise() += ConstRowVector(b.b_in.data.data(), M);
+      for (float& v : mid_.data) v = gelu(v, c.activation);
+      MatrixMap x(x_.data.data(), L, D);
+      x.noalias() += mid * matrix(b.w_out).transpose();
+      x.rowwise() += ConstRowVector(b.b_out.data.data(), D);
+    }
+    if (keep_residuals_) storeResidual(x_, i + 1, c.n_layers + 1, run_.residuals);
   }
 
-  // logits [L, V] = ln_f(x) lm_head^T
-  layerNorm(x_, m.ln_f_weight, m.ln_f_bias, c.ln_eps, L, D, h_);
-  reshape(run_.logits, L, V);
-  MatrixMap(run_.logits.data.data(), L, V).noalias() = ConstMatrixMap(h_.data.data(), L, D) * matrix(m.lm_head).transpose();
+  modelOutputLogits(m, x_, run_.logits);
   run_.tokens = std::move(tokens);
   return run_;
 }

@@ -19,7 +19,15 @@ struct ModelRun {
   ModelTokens tokens;                  // [L]
   std::vector<AttentionTrace> layers;  // [N], each B = 1: probs [1, H, L, L]
   Tensor logits;                       // [L, V]: logits[t] scores the token after position t
+  Tensor residuals;                    // [N + 1, L, D] when the runner keeps them (keepResiduals):
+                                       // [0] the embeddings, [k] the residual stream after k layers
 };
+
+// residuals [slots, L, D]: slot `index` = x [L, D]; slot 0 sizes the tensor.
+void storeResidual(const Tensor& x, int64_t index, int64_t slots, Tensor& residuals);
+
+// The output head of an attnscope-model/1 model: logits [L, V] = ln_f(x [L, D]) lm_head^T.
+void modelOutputLogits(const Model& model, const Tensor& x, Tensor& logits);
 
 struct Prediction {
   int64_t id = 0;
@@ -48,6 +56,8 @@ class ModelRunner {
 
   const Model& model() const { return *model_; }
   const ModelRun& last() const { return run_; }
+  // Keep the residual stream after every layer in ModelRun::residuals (the logit lens).
+  void keepResiduals(bool keep) { keep_residuals_ = keep; }
 
  private:
   std::shared_ptr<const Model> model_;
@@ -57,6 +67,7 @@ class ModelRunner {
   Tensor h_;    // [L, D] LayerNorm output
   Tensor mid_;  // [L, M] MLP hidden
   ModelRun run_;
+  bool keep_residuals_ = false;
 };
 
 // Text longer than the context: the error message used by run() (for callers that check first).

@@ -466,6 +466,12 @@ void writeNpy(const std::string& path, const BoolTensor& tensor) {
               tensor.data.size());
 }
 
+void writeNpyInt64(const std::string& path, const Shape& shape, const std::vector<int64_t>& values) {
+  if (static_cast<int64_t>(values.size()) != numel(shape))
+    throw std::logic_error("writeNpyInt64: data size does not match shape " + shapeToString(shape));
+  writeAtomic(path, npyHeader("<i8", shape), reinterpret_cast<const char*>(values.data()), values.size() * sizeof(int64_t));
+}
+
 void writeFileAtomic(const std::string& path, const std::string& bytes) {
   writeAtomic(path, std::string(), bytes.data(), bytes.size());
 }

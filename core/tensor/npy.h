@@ -30,6 +30,7 @@ std::vector<int64_t> readNpyInt(const std::string& path);  // int32/int64, 1-D
 // Written to a temporary name in the same folder, then renamed: no partial file on failure.
 void writeNpy(const std::string& path, const Tensor& tensor);       // float32
 void writeNpy(const std::string& path, const BoolTensor& tensor);   // bool
+void writeNpyInt64(const std::string& path, const Shape& shape, const std::vector<int64_t>& values);
 
 // Writes bytes to `path` atomically (temp file + rename). Throws InputError on failure.
 void writeFileAtomic(const std::string& path, const std::string& bytes);

@@ -86,6 +86,17 @@ struct NextTokenPredictions {
   bool actual_is_top = false;   // the top guess is the actual next character
 };
 
+// The logit lens of a model run (model/logit_lens.h), labelled: for layer l (0 = the
+// embeddings, k = the residual stream after k layers) and position t, the top guesses of the
+// model's output head on that residual (computed in core when the run is made).
+struct LensTable {
+  int64_t layers = 0, positions = 0;           // N + 1, L
+  std::vector<std::vector<TokenGuess>> cells;  // [layers * positions], best first (k = 5)
+  std::string off_reason;                      // why a model run has no lens ("" when it has one)
+  bool empty() const { return cells.empty(); }
+  const std::vector<TokenGuess>& at(int64_t layer, int64_t position) const { return cells.at(layer * positions + position); }
+};
+
 // A head that a trained model's training.json names as the best for one pattern.
 struct HeadNote {
   int64_t layer = 0, head = 0;
@@ -183,6 +194,7 @@ struct ViewModel {
   std::string notes;                                   // imported: bundle.json "notes"; model run: the caption
   // Model runs (config/model_source.h) only; empty otherwise:
   std::vector<NextTokenPredictions> predictions;       // [L] the guess after each query position
+  LensTable lens;                                      // the logit lens; empty without output head
   std::vector<HeadNote> notable_heads;                 // from training.json, best score first
   int64_t unknown_tokens = 0;                          // characters outside the vocabulary (unk id)
   int64_t context = 0;                                 // the model's max_len (tokens)

@@ -294,19 +294,40 @@ def gelu_tanh(x):
     return F.gelu(x, approximate="tanh")
 
 
-def forward(cfg, tensors, ids):
-    """float64 logits [L, V] (None for an encoder without MLM head) and attention [N][H, L, L]."""
+def weights_of(cfg, tensors):
+    prefix = {"gpt2": "transformer.", "gpt_neox": "gpt_neox.", "bert": "bert."}.get(cfg["model_type"], "model.")
+    first = next(n for n in tensors if "emb" in n or "wte" in n)
+    return Weights(tensors, prefix if first.startswith(prefix) else "")
+
+
+def forward(cfg, tensors, ids, residuals=None):
+    """float64 logits [L, V] (None for an encoder without MLM head) and attention [N][H, L, L].
+    residuals, a list: gets the embeddings and the residual stream after each layer, [L, D] each."""
     kind = cfg["model_type"]
     fn = {"gpt2": forward_gpt2, "gpt_neox": forward_neox, "bert": forward_bert}.get(kind, forward_llama_like)
-    prefix = {"gpt2": "transformer.", "gpt_neox": "gpt_neox.", "bert": "bert."}.get(kind, "model.")
-    first = next(n for n in tensors if "emb" in n or "wte" in n)
-    return fn(cfg, Weights(tensors, prefix if first.startswith(prefix) else ""), torch.tensor(ids))
+    keep = residuals.append if residuals is not None else (lambda x: None)
+    return fn(cfg, weights_of(cfg, tensors), torch.tensor(ids), keep)
 
 
-def forward_gpt2(cfg, w, ids):
+def output_head(cfg, tensors, x):
+    """The family's output head on residuals x [L, D]: logits [L, V] (None without one)."""
+    kind = cfg["model_type"]
+    fn = {"gpt2": head_gpt2, "gpt_neox": head_neox, "bert": head_bert}.get(kind, head_llama_like)
+    return fn(cfg, weights_of(cfg, tensors), x)
+
+
+def lens_probs(cfg, tensors, ids):
+    """The logit lens: softmax of the output head on every residual, [N + 1, L, V] (float64)."""
+    residuals = []
+    forward(cfg, tensors, ids, residuals)
+    return np.stack([torch.softmax(output_head(cfg, tensors, x), dim=-1).numpy() for x in residuals])
+
+
+def forward_gpt2(cfg, w, ids, keep):
     D, H, L = cfg["n_embd"], cfg["n_head"], len(ids)
     eps = cfg["layer_norm_epsilon"]
     x = w("wte.weight")[ids] + w("wpe.weight")[:L]
+    keep(x)
     attns = []
     for i in range(cfg["n_layer"]):
         h = "h.%d." % i
@@ -319,8 +340,13 @@ def forward_gpt2(cfg, w, ids):
         m = F.layer_norm(x, (D,), w(h + "ln_2.weight"), w(h + "ln_2.bias"), eps)
         m = gelu_tanh(m @ w(h + "mlp.c_fc.weight") + w(h + "mlp.c_fc.bias"))
         x = x + m @ w(h + "mlp.c_proj.weight") + w(h + "mlp.c_proj.bias")
-    x = F.layer_norm(x, (D,), w("ln_f.weight"), w("ln_f.bias"), eps)
-    return x @ w("wte.weight").T, attns
+        keep(x)
+    return head_gpt2(cfg, w, x), attns
+
+
+def head_gpt2(cfg, w, x):
+    x = F.layer_norm(x, (cfg["n_embd"],), w("ln_f.weight"), w("ln_f.bias"), cfg["layer_norm_epsilon"])
+    return x @ w("wte.weight").T
 
 
 def rms(x, weight, eps, plus_one=False):
@@ -342,7 +368,7 @@ def sliding_layers(cfg):
     return [False] * N
 
 
-def forward_llama_like(cfg, w, ids):
+def forward_llama_like(cfg, w, ids, keep):
     kind = cfg["model_type"]
     D, H, L = cfg["hidden_size"], cfg["num_attention_heads"], len(ids)
     G = cfg.get("num_key_value_heads", H)
@@ -355,6 +381,7 @@ def forward_llama_like(cfg, w, ids):
     x = w("embed_tokens.weight")[ids]
     if gemma:
         x = x * math.sqrt(D)
+    keep(x)
     attns = []
     for i in range(cfg["num_hidden_layers"]):
         h = "layers.%d." % i
@@ -382,20 +409,27 @@ def forward_llama_like(cfg, w, ids):
             x = x + o
             m = rms(x, w(h + "post_attention_layernorm.weight"), eps)
             x = x + lin("mlp.down_proj", F.silu(lin("mlp.gate_proj", m)) * lin("mlp.up_proj", m))
-    x = rms(x, w("norm.weight"), eps, gemma)
+        keep(x)
+    return head_llama_like(cfg, w, x), attns
+
+
+def head_llama_like(cfg, w, x):
+    gemma = cfg["model_type"] == "gemma2"
+    x = rms(x, w("norm.weight"), cfg["rms_norm_eps"], gemma)
     head = w("embed_tokens.weight") if cfg["tie_word_embeddings"] else w.head("lm_head.weight")
     logits = x @ head.T
     if gemma and cfg.get("final_logit_softcapping"):
         cap = cfg["final_logit_softcapping"]
         logits = torch.tanh(logits / cap) * cap
-    return logits, attns
+    return logits
 
 
-def forward_neox(cfg, w, ids):
+def forward_neox(cfg, w, ids, keep):
     D, H, L = cfg["hidden_size"], cfg["num_attention_heads"], len(ids)
     d, eps = D // H, cfg["layer_norm_eps"]
     inv, dim = rope_inv_freq(cfg, d)
     x = w("embed_in.weight")[ids]
+    keep(x)
     attns = []
     for i in range(cfg["num_hidden_layers"]):
         h = "layers.%d." % i
@@ -418,17 +452,24 @@ def forward_neox(cfg, w, ids):
         else:
             x = x + attn_out
             x = x + mlp(ln2(x))
-    x = F.layer_norm(x, (D,), w("final_layer_norm.weight"), w("final_layer_norm.bias"), eps)
-    return x @ w.head("embed_out.weight").T, attns
+        keep(x)
+    return head_neox(cfg, w, x), attns
 
 
-def forward_bert(cfg, w, ids):
+def head_neox(cfg, w, x):
+    x = F.layer_norm(x, (cfg["hidden_size"],), w("final_layer_norm.weight"), w("final_layer_norm.bias"),
+                     cfg["layer_norm_eps"])
+    return x @ w.head("embed_out.weight").T
+
+
+def forward_bert(cfg, w, ids, keep):
     D, H, L = cfg["hidden_size"], cfg["num_attention_heads"], len(ids)
     eps = cfg["layer_norm_eps"]
     e = "embeddings."
     x = w(e + "word_embeddings.weight")[ids] + w(e + "position_embeddings.weight")[:L] + \
         w(e + "token_type_embeddings.weight")[0]
     x = F.layer_norm(x, (D,), w(e + "LayerNorm.weight"), w(e + "LayerNorm.bias"), eps)
+    keep(x)
     attns = []
     everything = torch.ones(L, L, dtype=torch.bool)
     for i in range(cfg["num_hidden_layers"]):
@@ -441,12 +482,18 @@ def forward_bert(cfg, w, ids):
                          w(h + "attention.output.LayerNorm.bias"), eps)
         m = lin("output.dense", F.gelu(lin("intermediate.dense", x)))
         x = F.layer_norm(m + x, (D,), w(h + "output.LayerNorm.weight"), w(h + "output.LayerNorm.bias"), eps)
+        keep(x)
+    return head_bert(cfg, w, x), attns
+
+
+def head_bert(cfg, w, x):
+    D, eps, e = cfg["hidden_size"], cfg["layer_norm_eps"], "embeddings."
     if w.head("cls.predictions.transform.dense.weight") is None:
-        return None, attns
+        return None
     t = F.gelu(x @ w.head("cls.predictions.transform.dense.weight").T + w.head("cls.predictions.transform.dense.bias"))
     t = F.layer_norm(t, (D,), w.head("cls.predictions.transform.LayerNorm.weight"),
                      w.head("cls.predictions.transform.LayerNorm.bias"), eps)
-    return t @ w(e + "word_embeddings.weight").T + w.head("cls.predictions.bias"), attns
+    return t @ w(e + "word_embeddings.weight").T + w.head("cls.predictions.bias")
 
 
 # ---------------------------------------------------------------- small tokenizers

@@ -72,8 +72,10 @@ def sinusoidal(max_len, d):
     return pe
 
 
-def forward(model, ids):
-    """logits [L, V] and the attention probabilities of every layer, [N][H, L, L] (float64)."""
+def forward(model, ids, residuals=None):
+    """logits [L, V] and the attention probabilities of every layer, [N][H, L, L] (float64).
+    residuals, a list: gets the embeddings and the residual stream after each layer, [L, D] each."""
+    keep = residuals.append if residuals is not None else (lambda v: None)
     cfg = model.cfg
     D, H, L = cfg["d_model"], cfg["n_heads"], len(ids)
     d = D // H
@@ -82,6 +84,7 @@ def forward(model, ids):
     idx = torch.tensor(ids)
     pos = t("pos_emb") if cfg["positional"] == "learned" else sinusoidal(cfg["max_len"], D)
     x = t("tok_emb")[idx] + pos[:L]
+    keep(x)
 
     def ln(v, prefix):
         return torch.nn.functional.layer_norm(v, (D,), t(prefix + ".weight"), t(prefix + ".bias"), eps)
@@ -107,9 +110,23 @@ def forward(model, ids):
             approximate = "tanh" if cfg["activation"] == "gelu_tanh" else "none"
             x = x + linear(torch.nn.functional.gelu(hidden, approximate=approximate),
                            p + "mlp.w_out", p + "mlp.b_out")
+        keep(x)
+    return output_head(model, x).numpy(), attentions
+
+
+def output_head(model, x):
+    """logits [L, V] = ln_f(x [L, D]) lm_head^T."""
+    cfg, t = model.cfg, model.tensor
     head = t("tok_emb") if cfg["tied_embeddings"] else t("lm_head")
-    logits = ln(x, "ln_f") @ head.T
-    return logits.numpy(), attentions
+    x = torch.nn.functional.layer_norm(x, (cfg["d_model"],), t("ln_f.weight"), t("ln_f.bias"), cfg["ln_eps"])
+    return x @ head.T
+
+
+def lens_probs(model, ids):
+    """The logit lens: softmax of the output head on every residual, [N + 1, L, V] (float64)."""
+    residuals = []
+    forward(model, ids, residuals)
+    return np.stack([torch.softmax(output_head(model, x), dim=-1).numpy() for x in residuals])
 
 
 # ---------------------------------------------------------------- random models

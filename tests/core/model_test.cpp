@@ -13,6 +13,7 @@
 
 #include "config/model_source.h"
 #include "config/run.h"
+#include "model/logit_lens.h"
 #include "model/transformer.h"
 #include "tensor/npy.h"
 
@@ -190,6 +191,38 @@ TEST_F(ModelFolder, ViewOfAModelRunHasPredictionsForEveryPosition) {
     EXPECT_NEAR(got.actual_prob, p[next], 1e-9);
     EXPECT_EQ(got.actual_is_top, t + 1 != 2 && next == best) << t;  // an unknown character is never "right"
   }
+}
+
+// The logit lens (numbers against PyTorch: tests/cli/test_logit_lens.py): residuals only when
+// asked for, [N + 1, L, 5] ids and probabilities, the last layer the model's own softmax, a
+// runner reused without residuals drops them, and the app's view carries the labelled lens.
+TEST_F(ModelFolder, LogitLensLastLayerIsTheModelsOutput) {
+  auto model = std::make_shared<const Model>(loadModel(write()));
+  ModelRunner runner(model);
+  EXPECT_TRUE(runner.run("abca").residuals.empty());
+  const LogitLens lens = lensOfTokens(runner, tokenizeForModel(*model, "cab\na"));
+  const ModelRun& run = runner.last();
+  const int64_t L = 5;
+  EXPECT_EQ(run.residuals.shape, (Shape{3, L, 8}));
+  ASSERT_EQ((std::vector<int64_t>{lens.layers, lens.positions, lens.k}), (std::vector<int64_t>{3, L, 5}));
+  ASSERT_EQ(lens.ids.size(), 3u * L * 5);
+  for (int64_t t = 0; t < L; ++t) {
+    const std::vector<double> p = nextTokenProbs(run.logits, t);
+    const std::vector<int64_t> top = topIds(p, 5);
+    for (int64_t r = 0; r < 5; ++r) {
+      EXPECT_EQ(lens.ids[lens.at(2, t, r)], top[r]) << t;
+      EXPECT_EQ(lens.probs[lens.at(2, t, r)], static_cast<float>(p[top[r]])) << t;
+      if (r > 0) {
+        EXPECT_GE(lens.probs[lens.at(0, t, r - 1)], lens.probs[lens.at(0, t, r)]);
+      }
+    }
+  }
+  const ViewModel view = viewFromModelRun(*model, run);
+  ASSERT_EQ(view.lens.layers, 3);
+  EXPECT_EQ(view.lens.at(2, 1).front().label, view.predictions[1].top.front().label);
+  runner.keepResiduals(false);
+  EXPECT_TRUE(runner.run("ab").residuals.empty());
+  EXPECT_TRUE(viewFromModelRun(*model, runner.last()).lens.empty());
 }
 
 TEST_F(ModelFolder, TrainingLogGivesCaptionAndNotableHeads) {

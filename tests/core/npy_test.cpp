@@ -77,6 +77,16 @@ TEST_F(NpyFiles, FloatRoundTripKeepsShapeAndBits) {
   for (size_t i = 0; i < t.data.size(); ++i) EXPECT_EQ(back.values[i], static_cast<double>(t.data[i]));
 }
 
+TEST_F(NpyFiles, Int64RoundTrip) {
+  const std::vector<int64_t> values = {0, -1, 50256, int64_t{1} << 40, 7, 8};
+  writeNpyInt64(path("ids.npy"), {2, 1, 3}, values);
+  const NpyArray back = readNpy(path("ids.npy"));
+  EXPECT_EQ(back.dtype, NpyDtype::Int64);
+  EXPECT_EQ(back.shape, (Shape{2, 1, 3}));
+  for (size_t i = 0; i < values.size(); ++i) EXPECT_EQ(back.values[i], static_cast<double>(values[i]));
+  EXPECT_THROW(writeNpyInt64(path("bad.npy"), {4}, values), std::logic_error);
+}
+
 TEST_F(NpyFiles, BoolRoundTripAndScalarAndEmptyShapes) {
   BoolTensor m({3, 4});
   for (size_t i = 0; i < m.data.size(); ++i) m.data[i] = (i * 7) % 3 == 0;

@@ -109,6 +109,10 @@ HeatmapHit drawHeatmap(HeatmapCanvas canvas, const HeatmapView& view, ImVec2 siz
 
   const float cell_w = size.x / static_cast<float>(view.cols);
   const float cell_h = size.y / static_cast<float>(view.rows);
+  if (const int64_t marked = view.marked_row - view.row0; view.marked_row >= 0 && marked >= 0 && marked < view.rows) {
+    const float y0 = min.y + cell_h * static_cast<float>(marked);
+    list->AddRect(ImVec2(min.x, y0), ImVec2(max.x, y0 + cell_h), IM_COL32(255, 204, 51, 255), 0.0f, 0, 2.0f);
+  }
   const int64_t hover_row = view.hover_row - view.row0, hover_col = view.hover_col - view.col0;
   if (view.hover_row >= 0 && view.hover_col >= 0 && hover_row >= 0 && hover_row < view.rows && hover_col >= 0 &&
       hover_col < view.cols) {

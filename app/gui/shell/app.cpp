@@ -77,6 +77,7 @@ void updateBeforeFrame(GLFWwindow* window, AppState& state) {
   updateComparison(state);
   updateQueryFocus(state);
   updatePredictions(state);
+  updateLens(state);
   const std::string title = windowTitle(state);
   if (title != state.ui.window_title) {
     state.ui.window_title = title;

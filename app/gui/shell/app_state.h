@@ -14,6 +14,7 @@
 //   drafts    control-panel fields that may hold invalid input (never written to settings)
 //   stepper   the KV-cache stepper panel: open, the step shown, playing
 //   predictions  the predictions panel's pin (a clicked query row)
+//   lens      the logit lens tab: shown, the hovered and the clicked cell
 //   persist   where and when the settings are saved
 //   script    the state log and widget rectangles (tests, scripting)
 #pragma once
@@ -35,6 +36,7 @@
 #include "gui/features/focus/focus.h"
 #include "gui/features/head_grid/head_grid.h"
 #include "gui/features/layer_maps/layer_maps.h"
+#include "gui/features/lens/lens.h"
 #include "gui/features/mask/mask.h"
 #include "gui/features/metrics/metrics.h"
 #include "gui/features/open/open_dialog.h"
@@ -107,6 +109,7 @@ struct AppState {
   ControlDrafts drafts;
   StepperState stepper;
   PredictionsState predictions;
+  LensState lens;
   PersistState persist;
   ScriptState script;
 };

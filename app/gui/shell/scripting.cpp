@@ -40,7 +40,7 @@ void shellToJson(const AppState& state, int width, int height, nlohmann::json& l
 // One JSON line per visible change, composed from each feature's keys (tests read them).
 void writeStateLog(AppState& state, int width, int height) {
   nlohmann::json line;
-  for (auto toJson : {computeToJson, controlsToJson, focusToJson, layerMapsToJson, exportsToJson, predictionsToJson,
+  for (auto toJson : {computeToJson, controlsToJson, focusToJson, layerMapsToJson, exportsToJson, predictionsToJson, lensToJson,
                       maskToJson, headGridToJson, headTableToJson, compareToJson, queryFocusToJson, stepperToJson,
                       openDialogToJson})
     toJson(state, line);

@@ -231,6 +231,7 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
   map.view.range = map.range;
   map.view.log_scale = map.log_scale;
   map.view.outlined = selected;
+  map.view.marked_row = v.predictions.empty() ? -1 : state.view.selected_query;  // the pinned query row
   map.view.name = map.layout_name;
   showResultState(state, map.view, !v.tiled);  // tiled: hover holds the overview block; this map shows real cells
   const HeatmapHit hit = drawHeatmap(heatmapCanvas(state), map.view, ImVec2(g.map_w, g.map_h));

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <string>
 
+#include "gui/features/lens/lens.h"
 #include "gui/shell/panels.h"
 
 namespace attnscope {
@@ -52,40 +53,63 @@ void drawPin(AppState& state) {
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("follow the end of the text again (typing also unpins)");
 }
 
+// The next-token tab: the top 5 at one query position.
+void drawNextToken(AppState& state) {
+  const ViewModel& v = *state.compute.view;
+  const PredictionPosition at = predictionPosition(state);
+  if (at.position < 0) {
+    ImGui::TextWrapped("no predictions: fix the text (see the message in the control panel)");
+    return;
+  }
+  const NextTokenPredictions& p = v.predictions[at.position];
+  const std::string& token = v.query_tokens[0][at.position];
+  ImGui::Text("after '%s' at position %lld", visibleToken(token).c_str(), static_cast<long long>(at.position));
+  ImGui::SameLine();
+  ImGui::TextDisabled("(%s)", at.why);
+  recordLayout(state, "predictions_heading");
+  drawPin(state);
+  float label_w = 0.0f;
+  for (const TokenGuess& guess : p.top)
+    label_w = std::max(label_w, ImGui::CalcTextSize(("5. '" + visibleToken(guess.label) + "'").c_str()).x);
+  label_w += 2 * ImGui::GetStyle().ItemSpacing.x;
+  for (size_t rank = 0; rank < p.top.size(); ++rank)
+    drawGuessRow(state, static_cast<int>(rank), p.top[rank], !p.actual.empty() && p.top[rank].label == p.actual, label_w);
+  if (p.actual.empty()) {
+    ImGui::TextDisabled("last position: what the model expects next");
+  } else {
+    ImGui::TextColored(p.actual_is_top ? kHit : kMiss, "actual next '%s' (%.1f%%): %s", visibleToken(p.actual).c_str(),
+                       100.0 * p.actual_prob, p.actual_is_top ? "the top guess" : "not the top guess");
+  }
+  recordLayout(state, "predictions_actual");
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+  ImGui::TextWrapped("hover a query row of a map to see its predictions; a click pins it until you type");
+  ImGui::PopStyleColor();
+}
+
 }  // namespace
 
+// Two tabs: the next token at one position, and the logit lens (features/lens).
 void drawPredictionsPanel(AppState& state) {
   if (!showsPredictions(state)) return;
-  if (beginPanelWindow(state, "Next-token predictions", Panel::Predictions)) {
-    const ViewModel& v = *state.compute.view;
-    const PredictionPosition at = predictionPosition(state);
-    if (at.position < 0) {
-      ImGui::TextWrapped("no predictions: fix the text (see the message in the control panel)");
-    } else {
-      const NextTokenPredictions& p = v.predictions[at.position];
-      const std::string& token = v.query_tokens[0][at.position];
-      ImGui::Text("after '%s' at position %lld", visibleToken(token).c_str(), static_cast<long long>(at.position));
-      ImGui::SameLine();
-      ImGui::TextDisabled("(%s)", at.why);
-      recordLayout(state, "predictions_heading");
-      drawPin(state);
-      float label_w = 0.0f;
-      for (const TokenGuess& guess : p.top)
-        label_w = std::max(label_w, ImGui::CalcTextSize(("5. '" + visibleToken(guess.label) + "'").c_str()).x);
-      label_w += 2 * ImGui::GetStyle().ItemSpacing.x;
-      for (size_t rank = 0; rank < p.top.size(); ++rank)
-        drawGuessRow(state, static_cast<int>(rank), p.top[rank], !p.actual.empty() && p.top[rank].label == p.actual, label_w);
-      if (p.actual.empty()) {
-        ImGui::TextDisabled("last position: what the model expects next");
-      } else {
-        ImGui::TextColored(p.actual_is_top ? kHit : kMiss, "actual next '%s' (%.1f%%): %s", visibleToken(p.actual).c_str(),
-                           100.0 * p.actual_prob, p.actual_is_top ? "the top guess" : "not the top guess");
-      }
-      recordLayout(state, "predictions_actual");
-      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
-      ImGui::TextWrapped("hover a query row of a map to see its predictions; a click pins it until you type");
-      ImGui::PopStyleColor();
+  if (beginPanelWindow(state, "Next-token predictions", Panel::Predictions) && ImGui::BeginTabBar("##predictions_tabs")) {
+    state.script.layout.recordWindow("predictions_panel");
+    const bool next_open = ImGui::BeginTabItem("Next token");
+    recordLayout(state, "predictions_tab");
+    if (next_open) {
+      drawNextToken(state);
+      ImGui::EndTabItem();
     }
+    const bool lens_open = ImGui::BeginTabItem("Logit lens");
+    recordLayout(state, "lens_tab");
+    if (lens_open) {
+      drawLensTable(state);
+      ImGui::EndTabItem();
+    }
+    if (lens_open != state.lens.shown) {
+      state.lens.shown = lens_open;
+      markStateChanged(state);
+    }
+    ImGui::EndTabBar();
   }
   ImGui::End();
 }

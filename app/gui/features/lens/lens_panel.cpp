@@ -1,0 +1,139 @@
+// The logit lens table: one row per lens layer (the embeddings, then after each layer), one
+// column per position, each cell the top-1 token on its probability's colour (viridis, 0 to
+// 1). The first column (layer names) and the header row (the input tokens) stay in view
+// while the table scrolls. Cells are drawn for the visible window only (L can be 1024).
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "gui/features/lens/lens.h"
+#include "gui/shell/panels.h"
+#include "view/colormap.h"
+
+namespace attnscope {
+namespace {
+
+constexpr float kCellW = 56.0f;
+const ImVec4 kPinColor(1.0f, 0.8f, 0.2f, 1.0f);  // as the predictions panel's pin
+
+std::string rowName(int64_t layer) { return layer == 0 ? "emb" : "L" + std::to_string(layer); }
+
+// Geometry of the table in one frame: `origin` is cell space (0, 0) on screen, scrolled.
+struct LensGrid {
+  ImVec2 origin, clip_min, clip_max;
+  float label_w = 0, cell_h = 0;
+  ImVec2 cellMin(int64_t layer, int64_t position) const {
+    return ImVec2(origin.x + label_w + position * kCellW, origin.y + cell_h * (layer + 1));
+  }
+};
+
+void drawCell(const LensGrid& g, const TokenGuess& top, ImVec2 min, bool outlined) {
+  ImDrawList* list = ImGui::GetWindowDrawList();
+  const Rgb c = colormapColor(Colormap::Viridis, static_cast<float>(top.prob), 0.0f, 1.0f);
+  const ImVec2 max(min.x + kCellW - 1, min.y + g.cell_h - 1);
+  list->AddRectFilled(min, max, IM_COL32(c[0], c[1], c[2], 255));
+  const bool light = 0.299f * c[0] + 0.587f * c[1] + 0.114f * c[2] > 140.0f;
+  const std::string text = fitText(visibleToken(top.label), kCellW - 6);
+  list->AddText(ImVec2(min.x + 3, min.y + 2), light ? IM_COL32(10, 10, 10, 255) : IM_COL32(240, 240, 240, 255), text.c_str());
+  if (outlined) list->AddRect(min, max, ImGui::GetColorU32(kPinColor), 0.0f, 0, 2.0f);
+}
+
+// The visible cells, then the frozen header row (tokens) and label column over them.
+void drawGrid(AppState& state, const ViewModel& v, const LensGrid& g) {
+  const LensTable& lens = v.lens;
+  ImDrawList* list = ImGui::GetWindowDrawList();
+  const int64_t t0 = std::max<int64_t>(0, static_cast<int64_t>((g.clip_min.x - g.origin.x - g.label_w) / kCellW));
+  const int64_t t1 = std::min(lens.positions, static_cast<int64_t>(std::ceil((g.clip_max.x - g.origin.x - g.label_w) / kCellW)));
+  const int64_t l0 = std::max<int64_t>(0, static_cast<int64_t>((g.clip_min.y - g.origin.y) / g.cell_h) - 1);
+  const int64_t l1 = std::min(lens.layers, static_cast<int64_t>(std::ceil((g.clip_max.y - g.origin.y) / g.cell_h)));
+  list->PushClipRect(ImVec2(g.clip_min.x + g.label_w, g.clip_min.y + g.cell_h), g.clip_max, true);
+  for (int64_t l = l0; l < l1; ++l)
+    for (int64_t t = t0; t < t1; ++t) {
+      const ImVec2 min = g.cellMin(l, t);
+      drawCell(g, lens.at(l, t).front(), min, state.lens.clicked == LensCell{l, t});
+      if (min.x >= g.clip_min.x + g.label_w && min.x + kCellW <= g.clip_max.x && min.y >= g.clip_min.y + g.cell_h)
+        state.script.layout.record("lens_cell_" + std::to_string(l) + "_" + std::to_string(t), min, ImVec2(kCellW - 1, g.cell_h - 1));
+    }
+  list->PopClipRect();
+  const ImU32 header_bg = ImGui::GetColorU32(ImGuiCol_WindowBg), text = ImGui::GetColorU32(ImGuiCol_Text);
+  list->PushClipRect(ImVec2(g.clip_min.x + g.label_w, g.clip_min.y), g.clip_max, true);
+  list->AddRectFilled(g.clip_min, ImVec2(g.clip_max.x, g.clip_min.y + g.cell_h), header_bg);
+  for (int64_t t = t0; t < t1; ++t) {
+    const ImVec2 at(g.origin.x + g.label_w + t * kCellW + 3, g.clip_min.y + 2);
+    list->AddText(at, ImGui::GetColorU32(ImGuiCol_TextDisabled), fitText(visibleToken(v.query_tokens[0][t]), kCellW - 6).c_str());
+  }
+  list->PopClipRect();
+  list->PushClipRect(ImVec2(g.clip_min.x, g.clip_min.y + g.cell_h), g.clip_max, true);
+  list->AddRectFilled(ImVec2(g.clip_min.x, g.clip_min.y + g.cell_h), ImVec2(g.clip_min.x + g.label_w, g.clip_max.y), header_bg);
+  for (int64_t l = l0; l < l1; ++l) {
+    const ImVec2 at(g.clip_min.x + 3, g.cellMin(l, 0).y + 2);
+    list->AddText(at, text, rowName(l).c_str());
+    if (at.y >= g.clip_min.y + g.cell_h && at.y + g.cell_h - 2 <= g.clip_max.y)
+      state.script.layout.record("lens_row_" + std::to_string(l), ImVec2(g.clip_min.x, at.y - 2), ImVec2(g.label_w, g.cell_h - 1));
+  }
+  list->PopClipRect();
+}
+
+// The cell under the pointer (tooltip: its top 5) and a click on it.
+void hoverAndClick(AppState& state, const ViewModel& v, const LensGrid& g) {
+  LensCell cell;
+  const ImVec2 m = ImGui::GetMousePos();
+  if (ImGui::IsWindowHovered() && m.x >= g.clip_min.x + g.label_w && m.y >= g.clip_min.y + g.cell_h &&
+      m.x < g.clip_max.x && m.y < g.clip_max.y) {
+    const int64_t t = static_cast<int64_t>(std::floor((m.x - g.origin.x - g.label_w) / kCellW));
+    const int64_t l = static_cast<int64_t>(std::floor((m.y - g.origin.y) / g.cell_h)) - 1;
+    if (l >= 0 && l < v.lens.layers && t >= 0 && t < v.lens.positions) cell = {l, t};
+  }
+  if (cell != state.lens.hovered) {
+    state.lens.hovered = cell;
+    markStateChanged(state);
+  }
+  if (!cell.valid()) return;
+  ImGui::BeginTooltip();
+  ImGui::Text("%s at position %lld '%s'", cell.layer == 0 ? "embeddings" : ("after layer " + std::to_string(cell.layer)).c_str(),
+              static_cast<long long>(cell.position), visibleToken(v.query_tokens[0][cell.position]).c_str());
+  const std::vector<TokenGuess>& top = v.lens.at(cell.layer, cell.position);
+  const float percent_x = ImGui::CalcTextSize("5. 'mmmmmmmm' ").x;
+  for (size_t rank = 0; rank < top.size(); ++rank) {
+    ImGui::Text("%zu. '%s'", rank + 1, visibleToken(top[rank].label).c_str());
+    ImGui::SameLine(percent_x);
+    ImGui::Text("%5.1f%%", 100.0 * top[rank].prob);
+  }
+  ImGui::TextDisabled("click: focus layer %lld, query row %lld", static_cast<long long>(lensMapLayer(cell.layer)),
+                      static_cast<long long>(cell.position));
+  ImGui::EndTooltip();
+  if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) focusLensCell(state, cell);
+}
+
+}  // namespace
+
+void drawLensTable(AppState& state) {
+  const ViewModel& v = *state.compute.view;
+  if (v.lens.empty()) {
+    ImGui::TextWrapped("%s", v.lens.off_reason.empty() ? "no logit lens for this result" : v.lens.off_reason.c_str());
+    recordLayout(state, "lens_off");
+    return;
+  }
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+  ImGui::TextWrapped("top-1 token per layer (rows) and position; colour: its probability");
+  ImGui::PopStyleColor();
+  ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(0, 0));
+  ImGui::BeginChild("##lens_table", ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
+  LensGrid g;
+  ImDrawList* list = ImGui::GetWindowDrawList();
+  g.clip_min = list->GetClipRectMin();
+  g.clip_max = list->GetClipRectMax();
+  g.origin = ImGui::GetCursorScreenPos();
+  g.cell_h = std::floor(ImGui::GetTextLineHeight() + 5.0f);
+  g.label_w = ImGui::CalcTextSize(rowName(v.lens.layers - 1).c_str()).x + 12.0f;
+  ImGui::Dummy(ImVec2(g.label_w + v.lens.positions * kCellW, g.cell_h * (v.lens.layers + 1)));
+  state.script.layout.record("lens_table", g.clip_min, ImVec2(g.clip_max.x - g.clip_min.x, g.clip_max.y - g.clip_min.y));
+  drawGrid(state, v, g);
+  hoverAndClick(state, v, g);
+  ImGui::EndChild();
+  ImGui::PopStyleVar();
+}
+
+}  // namespace attnscope

@@ -1,0 +1,111 @@
+"""Issue 21, the logit lens in the app: the predictions panel's "Logit lens" tab shows a
+layers x positions table of the top-1 token (n_layers + 1 rows for a shipped model, whose
+top-1 tokens are those of `attnscope model run --lens`); hovering a cell shows its top 5;
+clicking a cell focuses its layer and pins its position as the query row (outlined in the
+focus view's maps). Nothing of the table is cut off at the default 1440 x 900 window."""
+import json
+import os
+import unittest
+
+import numpy as np
+
+import guitest as g
+
+TEXT = "def f(x):\n    return x + 1\n"
+MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "assets", "models", "python-code")
+
+
+def inside(inner, outer):
+    x, y, w, h = inner
+    X, Y, W, H = outer
+    return x >= X - 0.5 and y >= Y - 0.5 and x + w <= X + W + 0.5 and y + h <= Y + H + 0.5
+
+
+def pin_pixels(shot, rect, L, row):
+    """Pixels of the pin colour (255, 204, 51) along the top edge of query row `row` of a
+    map in rect (the map's own border excluded)."""
+    _, _, pixels = shot
+    x, y, w, h = rect
+    top = int(y + row * h / L)
+    return sum(1 for yy in range(top - 2, top + 3) for xx in range(int(x) + 4, int(x + w) - 4)
+               if pixels[yy][xx][0] >= 245 and 190 <= pixels[yy][xx][1] <= 215 and 35 <= pixels[yy][xx][2] <= 70)
+
+
+class LensGuiTest(g.AppTestCase):
+    SCRATCH = "lens-gui-"
+
+    def cli_top1(self):
+        """Top-1 labels [layers][positions] of `attnscope model run --lens` on TEXT, None where
+        the vocabulary entry is not plain printable ASCII (its label is escaped)."""
+        out = os.path.join(self.dir, "cli-lens")
+        text_file = out + ".txt"
+        with open(text_file, "w", encoding="utf-8", newline="") as f:
+            f.write(TEXT)
+        result = self.x.run("model", "run", MODEL, "--text-file", text_file, "--lens", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(os.path.join(MODEL, "vocab.json"), encoding="utf-8") as f:
+            vocab = json.load(f)
+        ids = np.load(os.path.join(out, "lens_ids.npy"))[..., 0]
+        plain = lambda s: len(s) == 1 and "!" <= s <= "~" and s != "\\"
+        return [[vocab[i] if plain(vocab[i]) else None for i in row] for row in ids.tolist()]
+
+    def test_lens_table(self):
+        _, log, window, state = self.start("lens", ready=g.model_settled, source="model", model="python-code",
+                                           model_text=TEXT)
+        lens = state["lens"]
+        self.assertEqual((lens["layers"], lens["positions"], lens["shown"]), (3, len(TEXT), False))
+        for want, got in zip(sum(self.cli_top1(), []), sum(lens["top1"], [])):
+            if want is not None:
+                self.assertEqual(got, want)
+
+        # A new tab bar lays its tabs out a frame after it first shows.
+        state = g.wait_for_state(log, lambda s: s["rects"].get("lens_tab", [0, 0, 0, 0])[2] > 0)
+        probs_rect = state["rects"]["focus_probs"]
+        self.assertEqual(pin_pixels(self.capture(window, "lens-next-token-tab.png"), probs_rect, len(TEXT), 3), 0)
+        state = self.click_until(window, log, state["rects"]["lens_tab"],
+                                 lambda s: s["lens"]["shown"] and "lens_row_0" in s["rects"])
+        rows = sorted(k for k in state["rects"] if k.startswith("lens_row_"))
+        self.assertEqual(rows, ["lens_row_0", "lens_row_1", "lens_row_2"])  # n_layers + 1
+        table = state["rects"]["lens_table"]
+        width, height = state["window"]
+        self.assertEqual((width, height), (1440, 900))
+        self.assertTrue(inside(table, state["rects"]["predictions_panel"]), table)
+        for name, rect in state["rects"].items():
+            if name.startswith("lens_row_") or name.startswith("lens_cell_"):
+                self.assertTrue(inside(rect, table), (name, rect, table))
+        self.assertIn("lens_cell_2_0", state["rects"])  # the last row is drawn whole
+
+        # Hover: the cell's top 5 in the tooltip (state log), best first, its top-1 as in the table.
+        x, y, w, h = state["rects"]["lens_cell_1_2"]
+        seen = g.line_count(log)
+        self.x.xdotool("mousemove", "--window", window, int(x + w / 2), int(y + h / 2))
+        hovered = g.wait_for_new_state(log, seen, lambda s: s["lens"]["hovered"] is not None)["lens"]
+        self.assertEqual((hovered["hovered"]["layer"], hovered["hovered"]["position"]), (1, 2))
+        probs = [t["prob"] for t in hovered["hovered"]["top"]]
+        self.assertEqual(len(probs), 5)
+        self.assertEqual(probs, sorted(probs, reverse=True))
+        self.assertLessEqual(sum(probs), 1.0 + 1e-6)
+        self.assertEqual(hovered["hovered"]["top"][0]["label"], hovered["top1"][1][2])
+        self.screenshot(window, "lens-hover.png")
+
+        # Click: layer 2's row focuses map layer 1 and pins query row 4.
+        state = self.click_until(window, log, state["rects"]["lens_cell_2_4"],
+                                 lambda s: s["lens"]["clicked"] == {"layer": 2, "position": 4})
+        self.assertEqual((state["focused_layer"], state["predictions_pin"]), (1, 4))
+        state = self.click_until(window, log, state["rects"]["lens_cell_0_3"],
+                                 lambda s: s["lens"]["clicked"] == {"layer": 0, "position": 3})
+        self.assertEqual((state["focused_layer"], state["predictions_pin"]), (0, 3))
+        # The pinned query row is outlined in the focus view's maps.
+        self.assertGreater(pin_pixels(self.capture(window, "lens-clicked.png"), probs_rect, len(TEXT), 3),
+                           probs_rect[2] / 2)
+
+        # The next-token tab shows the pinned position, its last line still inside the panel.
+        state = self.click_until(window, log, state["rects"]["predictions_tab"],
+                                 lambda s: not s["lens"]["shown"] and "predictions_unpin" in s["rects"])
+        self.assertEqual(state["predictions"]["position"], 3)
+        self.assertTrue(inside(state["rects"]["predictions_actual"], state["rects"]["predictions_panel"]))
+        self.screenshot(window, "lens-pinned-next-token.png")
+
+
+if __name__ == "__main__":
+    unittest.main()
