@@ -122,6 +122,7 @@ ViewModel viewFromRun(const ModelRun& run, const std::function<std::string(int64
   for (const AttentionTrace& trace : run.layers) traces.push_back(std::make_shared<const AttentionTrace>(trace));
   ViewModel view = viewFromTraces(traces);
   view.unknown_tokens = run.tokens.unknownCount();
+  view.first_computed = run.first_computed;
   if (run.logits.empty()) return view;
   const int64_t L = static_cast<int64_t>(run.tokens.ids.size());
   view.predictions.resize(L);

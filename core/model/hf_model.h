@@ -66,12 +66,16 @@ ModelTokens tokenizeHf(const HfModel& model, const std::string& text);
 ModelTokens hfTokensFromIds(const HfModel& model, const std::vector<int64_t>& ids);
 std::string hfTokenLabel(const HfModel& model, int64_t id);
 
-// Runs one model on token after token of text; buffers are kept between runs.
+// Runs one model on token after token of text; buffers are kept between runs. A causal
+// model keeps each layer's K, V and map rows (attention/cached_rows.h): a run computes from
+// the first token that differs from the last run's (from its 64-row block) and equals a
+// from-scratch run bit for bit; ModelRun::first_computed says where it started.
 class HfRunner {
  public:
   explicit HfRunner(std::shared_ptr<const HfModel> model);
   // InputError for no tokens, more tokens than the context, or an id outside the vocabulary.
   const ModelRun& run(ModelTokens tokens);
+  void reset();  // forget the cache: the next run computes every row
   const HfModel& model() const { return *model_; }
 
  private:
@@ -84,6 +88,7 @@ class HfRunner {
   std::shared_ptr<const HfModel> model_;
   std::vector<AttentionOptions> options_;  // [N]
   std::vector<AttentionInputs> attn_;      // [N]: the attention weights (copied once), inputs per run
+  int64_t start_ = 0;  // the first position this run computes; the buffers below hold rows [start_, L)
   Tensor x_, h_, a_, m_, gate_, up_;  // [L, D] residual, normed, attention out, MLP out; [L, M] hidden
   ModelRun run_;
 };

@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "attention/kernel.h"
+#include "attention/cached_rows.h"
 #include "model/hf_model.h"
 
 namespace attnscope {
@@ -47,9 +47,10 @@ float activate(float x, HfActivation kind) {
   return x;
 }
 
-void linear(const Tensor& x, const HfLinear& w, Tensor& out) {
+// out = x w^T + b for x holding rows [start, start + rows) (the grid of cached_rows.h).
+void linear(const Tensor& x, int64_t start, const HfLinear& w, Tensor& out) {
   reshape(out, x.dim(0), w.weight.dim(0));
-  linearInto(x.data.data(), x.dim(0), w.weight, w.bias, out.data.data());
+  linearRows(x.data.data(), start, start + x.dim(0), w.weight, w.bias, out.data.data());
 }
 
 void addInto(Tensor& x, const Tensor& y) {
@@ -120,13 +121,13 @@ void HfRunner::embed(const ModelTokens& tokens) {
   const HfConfig& c = m.config;
   const int64_t L = static_cast<int64_t>(tokens.ids.size()), D = c.hidden;
   const float scale = c.family->embed_scale_sqrt_d ? std::sqrt(static_cast<float>(D)) : 1.0f;
-  reshape(x_, L, D);
-  for (int64_t t = 0; t < L; ++t)
+  reshape(x_, L - start_, D);  // rows [start_, L) only
+  for (int64_t t = start_; t < L; ++t)
     for (int64_t j = 0; j < D; ++j) {
       float v = m.embed.data[tokens.ids[t] * D + j] * scale;
       if (!m.positions.empty()) v += m.positions.data[t * D + j];
       if (!m.token_type.empty()) v += m.token_type.data[j];
-      x_.data[t * D + j] = v;
+      x_.data[(t - start_) * D + j] = v;
     }
   if (!m.embed_norm.empty()) {
     applyNorm(c.family->norm, m.embed_norm, c.norm_eps, x_, h_);
@@ -135,29 +136,21 @@ void HfRunner::embed(const ModelTokens& tokens) {
 }
 
 void HfRunner::attention(int64_t i, const Tensor& input, const std::vector<std::string>& labels, Tensor& out) {
-  AttentionInputs& in = attn_[i];
-  const int64_t L = input.dim(0), D = input.dim(1);
-  in.query.shape = {1, L, D};
-  in.query.data = input.data;
-  in.key = in.query;
-  in.value = in.query;
-  in.query_tokens = labels;
-  in.key_tokens = labels;
-  run_.layers[i] = runAttention(in, options_[i]);
-  out = run_.layers[i].output;
-  out.shape = {L, D};
+  const int64_t L = static_cast<int64_t>(labels.size());
+  reshape(out, input.dim(0), attn_[i].w_o.dim(0));
+  attendRows(run_.layers[i], attn_[i], options_[i], input.data.data(), start_, L, labels, out.data.data());
 }
 
 void HfRunner::mlp(const HfLayer& w, const Tensor& input, Tensor& out) {
   const HfConfig& c = model_->config;
-  linear(input, w.up, up_);
+  linear(input, start_, w.up, up_);
   if (c.family->mlp == HfMlp::Gated) {
-    linear(input, w.gate, gate_);
+    linear(input, start_, w.gate, gate_);
     for (size_t n = 0; n < up_.data.size(); ++n) up_.data[n] *= activate(gate_.data[n], c.activation);
   } else {
     for (float& v : up_.data) v = activate(v, c.activation);
   }
-  linear(up_, w.down, out);
+  linear(up_, start_, w.down, out);
 }
 
 void HfRunner::layer(int64_t i, const std::vector<std::string>& labels) {
@@ -200,7 +193,7 @@ void HfRunner::layer(int64_t i, const std::vector<std::string>& labels) {
 void HfRunner::unembed() {
   const HfModel& m = *model_;
   const HfConfig& c = m.config;
-  const int64_t L = x_.dim(0), V = c.vocab;
+  const int64_t rows = x_.dim(0), L = start_ + rows, V = c.vocab;
   if (m.lm_head.empty()) {  // an encoder without masked-LM head: no scores
     run_.logits = Tensor();
     return;
@@ -210,15 +203,16 @@ void HfRunner::unembed() {
     std::swap(x_, h_);
   }
   if (!m.mlm_transform.weight.empty()) {  // BERT: LayerNorm(act(dense(x)))
-    linear(x_, m.mlm_transform, h_);
+    linear(x_, start_, m.mlm_transform, h_);
     for (float& v : h_.data) v = activate(v, c.activation);
     applyNorm(c.family->norm, m.mlm_norm, c.norm_eps, h_, x_);
   }
-  reshape(run_.logits, L, V);
-  linearInto(x_.data.data(), L, m.lm_head, m.lm_bias, run_.logits.data.data());
+  reshape(run_.logits, L, V);  // rows [0, start_) kept
+  float* logits = &run_.logits.data[start_ * V];
+  linearRows(x_.data.data(), start_, L, m.lm_head, m.lm_bias, logits);
   if (c.final_softcap) {
     const double cap = *c.final_softcap;
-    for (float& v : run_.logits.data) v = static_cast<float>(cap * std::tanh(v / cap));
+    for (int64_t n = 0; n < rows * V; ++n) logits[n] = static_cast<float>(cap * std::tanh(logits[n] / cap));
   }
 }
 
@@ -234,14 +228,34 @@ const ModelRun& HfRunner::run(ModelTokens tokens) {
     if (id < 0 || id >= c.vocab)
       throw InputError("token id " + std::to_string(id) + " is outside the vocabulary (vocab_size " +
                        std::to_string(c.vocab) + " in " + c.config_path + ")");
+  // Causal: the positions before the first changed token keep their rows (cached_rows.h).
+  const std::vector<int64_t>& before = run_.tokens.ids;
+  int64_t prefix = 0;
+  if (c.family->causal && !run_.layers.empty())
+    while (prefix < std::min<int64_t>(L, before.size()) && before[prefix] == tokens.ids[prefix]) ++prefix;
+  if (prefix == L && before.size() == tokens.ids.size()) {  // nothing changed
+    run_.first_computed = L;
+    run_.tokens = std::move(tokens);
+    return run_;
+  }
+  start_ = rowGridStart(prefix);
+  run_.first_computed = L;  // until the run succeeds: a failed run computed nothing usable
   std::vector<std::string> labels;
   for (size_t t = 0; t < tokens.label.size(); ++t) labels.push_back(tokens.unknown[t] ? tokens.label[t] + " (unk)" : tokens.label[t]);
-  embed(tokens);
-  run_.layers.resize(c.n_layers);
-  for (int64_t i = 0; i < c.n_layers; ++i) layer(i, labels);
-  unembed();
+  try {
+    embed(tokens);
+    run_.layers.resize(c.n_layers);
+    for (int64_t i = 0; i < c.n_layers; ++i) layer(i, labels);
+    unembed();
+  } catch (...) {
+    reset();  // a half-updated cache must not be kept
+    throw;
+  }
+  run_.first_computed = start_;
   run_.tokens = std::move(tokens);
   return run_;
 }
+
+void HfRunner::reset() { run_ = ModelRun(); }
 
 }  // namespace attnscope

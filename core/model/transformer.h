@@ -19,6 +19,10 @@ struct ModelRun {
   ModelTokens tokens;                  // [L]
   std::vector<AttentionTrace> layers;  // [N], each B = 1: probs [1, H, L, L]
   Tensor logits;                       // [L, V]: logits[t] scores the token after position t
+  // The run computed rows [first_computed, L) (maps, logits); the rows before it were kept
+  // from the run before, whose tokens agreed up to there. 0 = a full forward.
+  int64_t first_computed = 0;
+  int64_t rowsComputed() const { return static_cast<int64_t>(tokens.ids.size()) - first_computed; }
 };
 
 struct Prediction {
@@ -37,7 +41,9 @@ std::vector<int64_t> topIds(const std::vector<double>& p, int64_t k);
 std::vector<Prediction> topPredictions(const Model& model, const Tensor& logits, int64_t position, int64_t k);
 
 // Runs one model again and again (one keystroke after another): the per-layer attention
-// inputs, with their weights, and the activation buffers are kept between runs.
+// weights, the activation buffers and each layer's K, V and map rows are kept between runs
+// (attention/cached_rows.h). A run computes from the first token that differs from the last
+// run's (from its 64-row block) and equals a from-scratch run bit for bit.
 class ModelRunner {
  public:
   explicit ModelRunner(std::shared_ptr<const Model> model);
@@ -45,6 +51,7 @@ class ModelRunner {
   // Throws InputError for an empty text or one longer than the context (max_len tokens).
   const ModelRun& run(const std::string& text);
   const ModelRun& runTokens(ModelTokens tokens);
+  void reset();  // forget the cache: the next run computes every row
 
   const Model& model() const { return *model_; }
   const ModelRun& last() const { return run_; }
@@ -52,10 +59,14 @@ class ModelRunner {
  private:
   std::shared_ptr<const Model> model_;
   AttentionOptions options_;
-  std::vector<AttentionInputs> attn_;  // [N]: weights set once, query/key/value per run
-  Tensor x_;    // [L, D] residual stream
-  Tensor h_;    // [L, D] LayerNorm output
-  Tensor mid_;  // [L, M] MLP hidden
+  void forward(const ModelTokens& tokens, int64_t start);  // rows [start, L) into run_
+
+  std::vector<AttentionInputs> attn_;  // [N]: the attention weights, set once
+  // Rows [start, L) of the run being computed:
+  Tensor x_;    // [n, D] residual stream
+  Tensor h_;    // [n, D] LayerNorm output
+  Tensor a_;    // [n, D] attention or MLP output
+  Tensor mid_;  // [n, M] MLP hidden
   ModelRun run_;
 };
 

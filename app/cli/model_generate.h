@@ -1,0 +1,41 @@
+// `attnscope model generate MODEL --text PROMPT --tokens N [--greedy | --temperature T
+// --top-k K --top-p P --seed S] --out DIR`: generation through the runner's KV cache
+// (model/generate.h); writes generated.txt, tokens.txt, attentions.npy and steps.json.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/run_options.h"
+#include "model/transformer.h"
+
+namespace attnscope {
+
+struct GenerateFlags {
+  std::string model;
+  ModelTextFlags text;
+  std::string ids;  // Hugging Face folders: prompt token ids
+  int64_t tokens = 0;
+  bool greedy = false;
+  std::optional<double> temperature, top_p;
+  std::optional<int64_t> top_k;
+  std::optional<uint64_t> seed;
+  std::string out;
+};
+
+void addGenerateOptions(CLI::App& app, GenerateFlags& flags);
+int modelGenerate(const GenerateFlags& flags);
+
+// tokens.txt of `model run` and `model generate`: one line per position,
+// "position<TAB>id<TAB>token" (escaped), a fourth column "unknown" for a token outside the
+// vocabulary, and from first_generated on a fifth column "generated" (the fourth then empty
+// unless unknown). first_generated = L: no generated positions.
+std::string tokensText(const ModelTokens& tokens, int64_t first_generated);
+
+// "1, 2,3" -> {1, 2, 3}; InputError for anything else.
+std::vector<int64_t> parseIds(const std::string& text);
+
+}  // namespace attnscope
