@@ -65,22 +65,13 @@ std::vector<int64_t> hfEos(const HfModel& model) {
   return eos;
 }
 
-struct Prepared {
-  CausalModel model;
-  ModelTokens prompt;
-  std::string name;
-  std::function<std::string(int64_t)> text;  // a token's text for generated.txt
-};
-
-Prepared prepareHf(const GenerateFlags& flags, std::shared_ptr<HfRunner>& keep) {
-  auto hf = std::make_shared<const HfModel>(loadHfModel(flags.model));
+Loaded loadHf(const std::string& folder) {
+  auto hf = std::make_shared<const HfModel>(loadHfModel(folder));
   if (!hf->config.family->causal)
-    throw InputError(flags.model + ": " + hf->config.model_type + " is an encoder: generation needs a causal model");
-  if (hf->lm_head.empty()) throw InputError(flags.model + ": no language-model head to generate with");
-  keep = std::make_shared<HfRunner>(hf);
-  Prepared p;
-  p.prompt = flags.ids.empty() ? tokenizeHf(*hf, readModelText(flags.text)) : hfTokensFromIds(*hf, parseIds(flags.ids));
-  HfRunner* runner = keep.get();
+    throw InputError(folder + ": " + hf->config.model_type + " is an encoder: generation needs a causal model");
+  if (hf->lm_head.empty()) throw InputError(folder + ": no language-model head to generate with");
+  auto runner = std::make_shared<HfRunner>(hf);
+  Loaded p;
   p.model.run = [runner](const ModelTokens& tokens) -> const ModelRun& { return runner->run(tokens); };
   p.model.append = [hf](ModelTokens& tokens, int64_t id) {
     const ModelTokens one = hfTokensFromIds(*hf, {id});
@@ -93,18 +84,18 @@ Prepared prepareHf(const GenerateFlags& flags, std::shared_ptr<HfRunner>& keep) 
   p.model.context = hf->context();
   p.model.eos = hfEos(*hf);
   p.name = hf->name() + " (" + hf->config.model_type + ")";
+  p.vocab = hf->config.vocab;
   p.text = [hf](int64_t id) { return hfTokenText(*hf, id); };
+  p.encode = [hf](const std::string& text) { return tokenizeHf(*hf, text); };
+  p.from_ids = [hf](const std::vector<int64_t>& ids) { return hfTokensFromIds(*hf, ids); };
+  p.reset = [runner] { runner->reset(); };
   return p;
 }
 
-Prepared prepareOwn(const GenerateFlags& flags, std::shared_ptr<ModelRunner>& keep) {
-  if (!flags.ids.empty()) throw UsageError("generate: --ids is for Hugging Face model folders; give --text or --text-file");
-  auto model = std::make_shared<const Model>(loadModel(flags.model));
-  keep = std::make_shared<ModelRunner>(model);
-  Prepared p;
-  p.prompt = tokenizeForModel(*model, readModelText(flags.text));
-  if (p.prompt.ids.empty()) throw InputError("the prompt is empty: give at least one character");
-  ModelRunner* runner = keep.get();
+Loaded loadOwn(const std::string& folder) {
+  auto model = std::make_shared<const Model>(loadModel(folder));
+  auto runner = std::make_shared<ModelRunner>(model);
+  Loaded p;
   p.model.run = [runner](const ModelTokens& tokens) -> const ModelRun& { return runner->runTokens(tokens); };
   p.model.append = [model](ModelTokens& tokens, int64_t id) {
     tokens.ids.push_back(id);
@@ -115,7 +106,19 @@ Prepared prepareOwn(const GenerateFlags& flags, std::shared_ptr<ModelRunner>& ke
   p.model.label = [model](int64_t id) { return tokenLabel(*model, id); };
   p.model.context = model->config.max_len;
   p.name = model->config.name;
+  p.vocab = model->config.vocab_size;
   p.text = [model](int64_t id) { return model->vocab.at(id); };
+  p.encode = [model](const std::string& text) {
+    ModelTokens tokens = tokenizeForModel(*model, text);
+    if (tokens.ids.empty()) throw InputError("the prompt is empty: give at least one character");
+    return tokens;
+  };
+  p.from_ids = [p](const std::vector<int64_t>& ids) {
+    ModelTokens tokens;
+    for (int64_t id : ids) p.model.append(tokens, id);
+    return tokens;
+  };
+  p.reset = [runner] { runner->reset(); };
   return p;
 }
 
@@ -131,6 +134,8 @@ nlohmann::json stepsJson(const Generation& g) {
 }
 
 }  // namespace
+
+Loaded loadCausalModel(const std::string& folder) { return isHfModelFolder(folder) ? loadHf(folder) : loadOwn(folder); }
 
 void addGenerateOptions(CLI::App& app, GenerateFlags& flags) {
   app.add_option("MODEL", flags.model, "model folder (attnscope-model/1 or a causal Hugging Face folder)")->required();
@@ -154,19 +159,21 @@ int modelGenerate(const GenerateFlags& flags) {
   if (!flags.text.given() && flags.ids.empty()) throw UsageError("generate: give --text TEXT, --text-file FILE or --ids IDS");
   if (flags.text.given() && !flags.ids.empty()) throw UsageError("generate: give either a text or --ids, not both");
   const SamplingSettings sampling = samplingOf(flags);
-  std::shared_ptr<HfRunner> hf_runner;
-  std::shared_ptr<ModelRunner> own_runner;
-  Prepared p = isHfModelFolder(flags.model) ? prepareHf(flags, hf_runner) : prepareOwn(flags, own_runner);
-  const int64_t P = static_cast<int64_t>(p.prompt.ids.size());
+  const bool hf = isHfModelFolder(flags.model);
+  if (!hf && !flags.ids.empty())
+    throw UsageError("generate: --ids is for Hugging Face model folders; give --text or --text-file");
+  Loaded p = loadCausalModel(flags.model);
+  const ModelTokens prompt = flags.ids.empty() ? p.encode(readModelText(flags.text)) : p.from_ids(parseIds(flags.ids));
+  const int64_t P = static_cast<int64_t>(prompt.ids.size());
   if (P >= p.model.context)
     throw InputError("the prompt has " + std::to_string(P) + " tokens and " + p.name + "'s context is " +
                      std::to_string(p.model.context) + ": no room to generate");
   checkOutDir(flags.out);
   std::cout << "attnscope model generate: " << p.name << "\n";
-  for (int64_t id : p.prompt.ids) std::cout << p.text(id);
+  for (int64_t id : prompt.ids) std::cout << p.text(id);
   std::cout << std::flush;
   std::string generated;
-  const Generation g = generate(p.model, p.prompt, flags.tokens, sampling, [&](const GenerationStep& step) {
+  const Generation g = generate(p.model, prompt, flags.tokens, sampling, [&](const GenerationStep& step) {
     const std::string text = p.text(step.id);
     generated += text;
     std::cout << text << std::flush;

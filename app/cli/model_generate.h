@@ -5,11 +5,14 @@
 
 #include <cstdint>
 #include <optional>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/run_options.h"
+#include "model/generate.h"
 #include "model/transformer.h"
 
 namespace attnscope {
@@ -27,6 +30,19 @@ struct GenerateFlags {
 };
 
 void addGenerateOptions(CLI::App& app, GenerateFlags& flags);
+
+// A causal folder of either kind, loaded with its runner (kept alive by the functions).
+// InputError for an encoder or a folder without language-model head.
+struct Loaded {
+  CausalModel model;
+  std::string name;
+  int64_t vocab = 0;
+  std::function<std::string(int64_t)> text;  // a token's text (generated.txt)
+  std::function<ModelTokens(const std::string&)> encode;
+  std::function<ModelTokens(const std::vector<int64_t>&)> from_ids;
+  std::function<void()> reset;  // forget the runner's cache
+};
+Loaded loadCausalModel(const std::string& folder);
 int modelGenerate(const GenerateFlags& flags);
 
 // tokens.txt of `model run` and `model generate`: one line per position,

@@ -224,6 +224,28 @@ class Incremental(unittest.TestCase):
             self.assertEqual(row["first_computed"], changed // 64 * 64, texts[n])
 
 
+class BenchModel(unittest.TestCase):
+    def test_json_fields(self):
+        folder = ref.case_dir("gen", "bench")
+        cfg, tensors = hf.make_model("llama", P=160, seed=50, G=2)
+        hf.write_folder(folder, cfg, tensors)
+        result = subprocess.run([ref.BIN, "bench", "--model", folder, "--tokens", "20,70", "--generate", "3", "--json"],
+                                capture_output=True, text=True, timeout=120)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        rows = json.loads(result.stdout)
+        self.assertEqual([r["L"] for r in rows], [20, 70])
+        for r in rows:
+            self.assertEqual(list(r), ["model", "L", "load_ms", "forward_ms", "append_ms", "generated", "step_ms",
+                                       "peak_rss_mb"])
+            self.assertEqual(r["generated"], 3)
+            self.assertTrue(all(r[k] >= 0 for k in ["load_ms", "forward_ms", "append_ms", "step_ms"]))
+            self.assertGreater(r["peak_rss_mb"], 0)
+        result = subprocess.run([ref.BIN, "bench", "--model", folder, "--tokens", "200"], capture_output=True,
+                                text=True, timeout=120)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("context is 160", result.stderr)
+
+
 class GenerateBadInput(unittest.TestCase):
     def setUp(self):
         self.folder = ref.case_dir("gen", "bad")
