@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -234,6 +235,30 @@ TEST_F(ModelFolder, SettingsForModelBuildTheSameView) {
 }
 
 // Switching models keeps what the user typed; untouched sample texts follow the model.
+// The app's runner keeps the rows before the first changed character (from its 64-row
+// block): the view says which rows the run computed.
+TEST(ModelSource, ViewsComputeFromTheFirstChangedBlock) {
+  const std::vector<ShippedModel> shipped = shippedModels();
+  const auto it = std::find_if(shipped.begin(), shipped.end(), [](const ShippedModel& m) { return m.name == "python-code"; });
+  ASSERT_NE(it, shipped.end());
+  FolderModelRunner runner(it->folder);
+  const std::string text(70, 'a');
+  struct Step {
+    std::string text;
+    int64_t first_computed;
+  };
+  for (const Step& step : {Step{text, 0}, Step{text + "b", 64}, Step{text + "b", 71}, Step{text.substr(0, 66), 64},
+                           Step{"ab" + text.substr(0, 50), 0}, Step{text.substr(0, 66), 0}}) {
+    const ViewModel view = runner.view(step.text);
+    EXPECT_EQ(view.first_computed, step.first_computed) << step.text.size();
+    EXPECT_EQ(view.L, static_cast<int64_t>(step.text.size()));
+    const ViewModel fresh = viewOfModelFolder(it->folder, step.text);
+    for (int64_t layer = 0; layer < view.layers; ++layer)
+      EXPECT_EQ(0, std::memcmp(view.probs(layer, 0, 0), fresh.probs(layer, 0, 0),
+                               sizeof(float) * view.H * view.L * view.L)) << step.text.size();
+  }
+}
+
 TEST(ModelSource, TextForModel) {
   EXPECT_EQ(textForModel(kDefaultModelText, "reverse-digits"), sampleText("reverse-digits"));
   EXPECT_EQ(textForModel(sampleText("reverse-digits"), "python-code"), kDefaultModelText);
