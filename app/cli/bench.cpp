@@ -22,6 +22,7 @@
 #include "attention/attention.h"
 #include "attention/kernel.h"
 #include "attention/tiles.h"
+#include "cli/bench_model.h"
 #include "cli/commands.h"
 #include "cli/run_command.h"
 #include "tensor/memory.h"
@@ -255,12 +256,27 @@ int runBenchCommand(int argc, char** argv) {
   app.add_option("--mode", flags.mode, "auto (tiled when the maps pass 2 GiB), full or tiled")
       ->check(CLI::IsMember({"auto", "full", "tiled"}))
       ->capture_default_str();
+  BenchModelFlags model;
+  app.add_option("--model", model.model, "time a model folder instead (either kind): load, full forward, one "
+                                         "appended token, peak RSS per --tokens size");
+  app.add_option("--tokens", model.tokens, "with --model: sequence lengths L, comma-separated")->capture_default_str();
+  app.add_option("--generate", model.generate, "with --model: also generate N tokens per size (step_ms: median per token)");
   app.footer(
+      "With --model, JSON fields per size: model, L, load_ms, forward_ms, append_ms, peak_rss_mb (and\n"
+      "generated, step_ms with --generate).\n"
       "JSON fields per size: L, S, D, H, B, mode (full or tiled), median_ms, gflops, gemm_peak_gflops,\n"
       "peak_rss_mb (the process's peak so far), plus overview_ms and tile_ms when tiled.\n"
       "Compare with PyTorch side by side: /usr/bin/python3 scripts/bench_vs_torch.py\n"
       "Example: attnscope bench --sizes 1024:1024:768:12 --threads 2 --json");
-  return runCommand(app, argc, argv, [&] { return bench(flags); });
+  return runCommand(app, argc, argv, [&] {
+    if (model.model.empty()) return bench(flags);
+    if (flags.threads) {
+      omp_set_num_threads(*flags.threads);
+      openblas_set_num_threads(*flags.threads);
+    }
+    model.json = flags.json;
+    return benchModel(model);
+  });
 }
 
 }  // namespace attnscope

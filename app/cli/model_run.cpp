@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/model_generate.h"
 #include "cli/out_folder.h"
 #include "cli/run_command.h"
 #include "cli/run_options.h"
@@ -43,17 +44,6 @@ Tensor stackAttentions(const ModelRun& run) {
   const size_t per_layer = first.probs.data.size();
   for (size_t i = 0; i < run.layers.size(); ++i)
     std::copy(run.layers[i].probs.data.begin(), run.layers[i].probs.data.end(), out.data.begin() + i * per_layer);
-  return out;
-}
-
-// tokens.txt: one line per position, "position<TAB>id<TAB>token" (escaped: \n, \t, \\, \xNN),
-// with a fourth column "unknown" when the character is outside the vocabulary.
-std::string tokensText(const ModelTokens& tokens) {
-  std::string out;
-  for (size_t t = 0; t < tokens.ids.size(); ++t) {
-    out += std::to_string(t) + "\t" + std::to_string(tokens.ids[t]) + "\t" + tokens.label[t];
-    out += tokens.unknown[t] ? "\tunknown\n" : "\n";
-  }
   return out;
 }
 
@@ -91,42 +81,12 @@ int writeRun(const ModelFacts& facts, const ModelRun& run, const std::vector<Pre
              const std::string& out) {
   std::vector<OutputFile> files = {
       {"attentions.npy", [&](const std::string& p) { writeNpy(p, stackAttentions(run)); }},
-      {"tokens.txt", [&](const std::string& p) { writeFileAtomic(p, tokensText(run.tokens)); }}};
+      {"tokens.txt", [&](const std::string& p) { writeFileAtomic(p, tokensText(run.tokens, static_cast<int64_t>(run.tokens.ids.size()))); }}};
   if (!run.logits.empty()) files.push_back({"logits.npy", [&](const std::string& p) { writeNpy(p, run.logits); }});
-  const Shape lens_shape = {lens.layers, lens.positions, lens.k};
-  if (!lens.empty()) {
-    files.push_back({"lens_ids.npy", [&](const std::string& p) { writeNpyInt64(p, lens_shape, lens.ids); }});
-    files.push_back({"lens_probs.npy", [&](const std::string& p) {
-                       Tensor probs(lens_shape);
-                       probs.data = lens.probs;
-                       writeNpy(p, probs);
-                     }});
-  }
+  addLensFiles(lens, files);
   writeOutputFiles(out, "model", files);
   printSummary(facts, run, top, out);
   return 0;
-}
-
-// "1, 2,3" -> {1, 2, 3}; InputError for anything else.
-std::vector<int64_t> parseIds(const std::string& text) {
-  std::vector<int64_t> ids;
-  size_t at = 0;
-  while (at <= text.size()) {
-    const size_t comma = std::min(text.find(',', at), text.size());
-    const std::string item = text.substr(at, comma - at);
-    size_t used = 0;
-    long long id = -1;
-    try {
-      id = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || item.find_first_not_of(" ", used) != std::string::npos || id < 0)
-      throw InputError("--ids: '" + item + "' is not a token id (give non-negative integers separated by commas)");
-    ids.push_back(id);
-    at = comma + 1;
-  }
-  return ids;
 }
 
 int hfModelRun(const ModelRunFlags& flags) {
@@ -168,6 +128,39 @@ int modelRun(const ModelRunFlags& flags) {
 
 }  // namespace
 
+std::string tokensText(const ModelTokens& tokens, int64_t first_generated) {
+  std::string out;
+  for (size_t t = 0; t < tokens.ids.size(); ++t) {
+    out += std::to_string(t) + "\t" + std::to_string(tokens.ids[t]) + "\t" + tokens.label[t];
+    const bool generated = static_cast<int64_t>(t) >= first_generated;
+    if (tokens.unknown[t] || generated) out += tokens.unknown[t] ? "\tunknown" : "\t";
+    out += generated ? "\tgenerated\n" : "\n";
+  }
+  return out;
+}
+
+std::vector<int64_t> parseIds(const std::string& text) {
+  std::vector<int64_t> ids;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    size_t used = 0;
+    long long id = -1;
+    try {
+      id = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || item.find_first_not_of(" ", used) != std::string::npos || id < 0)
+      throw InputError("--ids: '" + item + "' is not a token id (give non-negative integers separated by commas)");
+    ids.push_back(id);
+    at = comma + 1;
+  }
+  return ids;
+}
+
+
 int runModelCommand(int argc, char** argv) {
   CLI::App app{"Run a trained transformer (a model folder in the attnscope-model/1 format, or a Hugging Face "
                "model folder) on a text.",
@@ -185,16 +178,32 @@ int runModelCommand(int argc, char** argv) {
   run->add_flag("--lens", flags.lens,
                 "logit lens: also write lens_ids.npy (int64) and lens_probs.npy (float32), [n_layers + 1, L, 5]: the "
                 "top-5 tokens of the output head applied to the embeddings (0) and to the residual stream after each layer");
+  GenerateFlags generate;
+  CLI::App* gen = app.add_subcommand("generate", "generate N tokens after a prompt through the KV cache: writes "
+                                                  "generated.txt, tokens.txt, attentions.npy and steps.json");
+  addGenerateOptions(*gen, generate);
   run->footer(
       "Text longer than the model's context (max_len) is refused; characters outside the vocabulary\n"
       "become the unknown id (marked 'unknown' in tokens.txt). Exit status: 0 ok, 1 bad input (one\n"
       "line on stderr naming the file), 2 usage error.\n"
       "Example: attnscope model run assets/models/python-code --text 'def f(x):' --out result");
   return runCommand(app, argc, argv, [&] {
+    if (gen->parsed()) return modelGenerate(generate);
     if (!flags.text.given() && flags.ids.empty()) throw UsageError("run: give --text TEXT, --text-file FILE or --ids IDS");
     if (flags.text.given() && !flags.ids.empty()) throw UsageError("run: give either a text or --ids, not both");
     return modelRun(flags);
   });
+}
+
+void addLensFiles(const LogitLens& lens, std::vector<OutputFile>& files) {
+  if (lens.empty()) return;
+  const Shape shape = {lens.layers, lens.positions, lens.k};
+  files.push_back({"lens_ids.npy", [&lens, shape](const std::string& p) { writeNpyInt64(p, shape, lens.ids); }});
+  files.push_back({"lens_probs.npy", [&lens, shape](const std::string& p) {
+                     Tensor probs(shape);
+                     probs.data = lens.probs;
+                     writeNpy(p, probs);
+                   }});
 }
 
 }  // namespace attnscope

@@ -139,6 +139,8 @@ std::vector<std::string> indexLabels(int64_t n) {
   return labels;
 }
 
+}  // namespace
+
 std::vector<Stage> buildStages(const AttentionTrace& t, const AttentionOptions& options) {
   const int64_t B = t.B, L = t.L, S = t.S, D = t.D, H = t.H, d = t.d, G = t.G;
   std::string scores_code = "scores = torch.matmul(q, k.transpose(-2, -1))";
@@ -205,8 +207,6 @@ std::vector<Stage> buildStages(const AttentionTrace& t, const AttentionOptions& 
   stages.insert(stages.end(), tail.begin(), tail.end());
   return stages;
 }
-
-}  // namespace
 
 uint64_t estimateTraceBytes(int64_t B, int64_t L, int64_t S, int64_t D, int64_t Dq, int64_t Dk,
                             int64_t Dv, int64_t H) {

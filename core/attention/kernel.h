@@ -42,6 +42,9 @@ struct RunSizes {
 // InputError names the tensor.
 RunSizes validateInputs(const AttentionInputs& in, const AttentionOptions& options);
 
+// The pipeline's stages as the seeds write them, for a filled trace.
+std::vector<Stage> buildStages(const AttentionTrace& t, const AttentionOptions& options);
+
 // What the run does, mistakes lab included: each mistake's change is decided here.
 struct RunPlan {
   ScoreRule rule;                  // head 0's; ruleForHead gives each head its ALiBi slope

@@ -68,13 +68,15 @@ const VariantRow kVariants[] = {
        [](const AttentionOptions& o, const VariantSizes&) { o.mask.checkSinks(); }},
 };
 
-// Rotation angles pos * inv_freq[i] as cos/sin tables [T, inv_freq.size()], in double.
-void ropeTables(int64_t T, const std::vector<double>& inv_freq, std::vector<float>& cos_t, std::vector<float>& sin_t) {
+// Rotation angles pos * inv_freq[i] as cos/sin tables [T, inv_freq.size()], in double
+// (rows of positions before `first` are left unset).
+void ropeTables(int64_t first, int64_t T, const std::vector<double>& inv_freq, std::vector<float>& cos_t,
+                std::vector<float>& sin_t) {
   const int64_t half = static_cast<int64_t>(inv_freq.size());
   cos_t.resize(T * half);
   sin_t.resize(T * half);
   for (int64_t i = 0; i < half; ++i) {
-    for (int64_t t = 0; t < T; ++t) {
+    for (int64_t t = first; t < T; ++t) {
       const double angle = static_cast<double>(t) * inv_freq[i];
       cos_t[t * half + i] = static_cast<float>(std::cos(angle));
       sin_t[t * half + i] = static_cast<float>(std::sin(angle));
@@ -142,13 +144,17 @@ std::vector<double> ropeInvFreq(int64_t d, double base, const std::vector<double
 }
 
 void applyRope(Tensor& x, double base, RopeStyle style, const std::vector<double>& inv_freq) {
+  applyRopeFrom(x, 0, base, style, inv_freq);
+}
+
+void applyRopeFrom(Tensor& x, int64_t first, double base, RopeStyle style, const std::vector<double>& inv_freq) {
   const int64_t N = x.dim(0) * x.dim(1), T = x.dim(2), d = x.dim(3);
   const std::vector<double> freq = ropeInvFreq(d, base, inv_freq);
   const int64_t half = static_cast<int64_t>(freq.size()), rotated = 2 * half;
   std::vector<float> cos_t, sin_t;
-  ropeTables(T, freq, cos_t, sin_t);
+  ropeTables(first, T, freq, cos_t, sin_t);
   for (int64_t n = 0; n < N; ++n)
-    for (int64_t t = 0; t < T; ++t) {
+    for (int64_t t = first; t < T; ++t) {
       float* v = &x.data[(n * T + t) * d];
       for (int64_t i = 0; i < half; ++i)
         rotatePair(v[pairFirst(i, style)], v[pairSecond(i, rotated, style)], cos_t[t * half + i], sin_t[t * half + i]);

@@ -61,6 +61,8 @@ std::vector<double> ropeInvFreq(int64_t d, double base, const std::vector<double
 // pairs (i, i + r/2) (RotateHalf) or (2i, 2i + 1) (Interleaved) of the first r features.
 // Angles and their sines are computed in double (positions past 1000 keep full float precision).
 void applyRope(Tensor& x, double base, RopeStyle style, const std::vector<double>& inv_freq = {});
+// The same for positions [first, T) only (a cache's new rows; earlier rows are left alone).
+void applyRopeFrom(Tensor& x, int64_t first, double base, RopeStyle style, const std::vector<double>& inv_freq = {});
 // Rotates one head vector x[0..d) at position pos (a KV cache rotates each key once, when
 // it enters the cache).
 void rotateAt(float* x, int64_t d, int64_t pos, double base, RopeStyle style, const std::vector<double>& inv_freq = {});

@@ -135,6 +135,7 @@ ViewModel viewFromRun(const ModelRun& run, const LogitLens& lens, const std::fun
   for (const AttentionTrace& trace : run.layers) traces.push_back(std::make_shared<const AttentionTrace>(trace));
   ViewModel view = viewFromTraces(traces);
   view.unknown_tokens = run.tokens.unknownCount();
+  view.first_computed = run.first_computed;
   if (run.logits.empty()) return view;
   view.lens = lensTable(lens, label);
   const int64_t L = static_cast<int64_t>(run.tokens.ids.size());

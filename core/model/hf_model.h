@@ -66,16 +66,21 @@ ModelTokens tokenizeHf(const HfModel& model, const std::string& text);
 ModelTokens hfTokensFromIds(const HfModel& model, const std::vector<int64_t>& ids);
 std::string hfTokenLabel(const HfModel& model, int64_t id);
 
-// The output head: logits [L, V] of residual x [L, D] (final norm, lm_head or BERT's MLM head,
-// final soft-capping); empty logits for an encoder without masked-LM head.
-void hfOutputLogits(const HfModel& model, const Tensor& x, Tensor& logits);
+// The output head on the residual rows x [rows, D] at positions [start, start + rows) (the row
+// grid of attention/cached_rows.h): logits [rows, V] (final norm, lm_head or BERT's MLM head,
+// final soft-capping). The model must have a head (lm_head not empty).
+void hfOutputLogits(const HfModel& model, const Tensor& x, int64_t start, float* logits);
 
-// Runs one model on token after token of text; buffers are kept between runs.
+// Runs one model on token after token of text; buffers are kept between runs. A causal
+// model keeps each layer's K, V and map rows (attention/cached_rows.h): a run computes from
+// the first token that differs from the last run's (from its 64-row block) and equals a
+// from-scratch run bit for bit; ModelRun::first_computed says where it started.
 class HfRunner {
  public:
   explicit HfRunner(std::shared_ptr<const HfModel> model);
   // InputError for no tokens, more tokens than the context, or an id outside the vocabulary.
   const ModelRun& run(ModelTokens tokens);
+  void reset();  // forget the cache: the next run computes every row
   const HfModel& model() const { return *model_; }
   // Keep the residual stream after every layer in ModelRun::residuals (the logit lens).
   void keepResiduals(bool keep) { keep_residuals_ = keep; }
@@ -85,10 +90,12 @@ class HfRunner {
   void layer(int64_t i, const std::vector<std::string>& labels);
   void attention(int64_t i, const Tensor& input, const std::vector<std::string>& labels, Tensor& out);
   void mlp(const HfLayer& w, const Tensor& input, Tensor& out);
+  void unembed();  // logits rows [start_, L)
 
   std::shared_ptr<const HfModel> model_;
   std::vector<AttentionOptions> options_;  // [N]
   std::vector<AttentionInputs> attn_;      // [N]: the attention weights (copied once), inputs per run
+  int64_t start_ = 0;  // the first position this run computes; the buffers below hold rows [start_, L)
   Tensor x_, h_, a_, m_, gate_, up_;  // [L, D] residual, normed, attention out, MLP out; [L, M] hidden
   ModelRun run_;
   bool keep_residuals_ = false;

@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "attention/kernel.h"
+#include "attention/cached_rows.h"
 #include "model/hf_model.h"
 
 namespace attnscope {
@@ -47,9 +47,10 @@ float activate(float x, HfActivation kind) {
   return x;
 }
 
-void linear(const Tensor& x, const HfLinear& w, Tensor& out) {
+// out = x w^T + b for x holding rows [start, start + rows) (the grid of cached_rows.h).
+void linear(const Tensor& x, int64_t start, const HfLinear& w, Tensor& out) {
   reshape(out, x.dim(0), w.weight.dim(0));
-  linearInto(x.data.data(), x.dim(0), w.weight, w.bias, out.data.data());
+  linearRows(x.data.data(), start, start + x.dim(0), w.weight, w.bias, out.data.data());
 }
 
 void addInto(Tensor& x, const Tensor& y) {
@@ -120,13 +121,13 @@ void HfRunner::embed(const ModelTokens& tokens) {
   const HfConfig& c = m.config;
   const int64_t L = static_cast<int64_t>(tokens.ids.size()), D = c.hidden;
   const float scale = c.family->embed_scale_sqrt_d ? std::sqrt(static_cast<float>(D)) : 1.0f;
-  reshape(x_, L, D);
-  for (int64_t t = 0; t < L; ++t)
+  reshape(x_, L - start_, D);  // rows [start_, L) only
+  for (int64_t t = start_; t < L; ++t)
     for (int64_t j = 0; j < D; ++j) {
       float v = m.embed.data[tokens.ids[t] * D + j] * scale;
       if (!m.positions.empty()) v += m.positions.data[t * D + j];
       if (!m.token_type.empty()) v += m.token_type.data[j];
-      x_.data[t * D + j] = v;
+      x_.data[(t - start_) * D + j] = v;
     }
   if (!m.embed_norm.empty()) {
     applyNorm(c.family->norm, m.embed_norm, c.norm_eps, x_, h_);
@@ -135,29 +136,21 @@ void HfRunner::embed(const ModelTokens& tokens) {
 }
 
 void HfRunner::attention(int64_t i, const Tensor& input, const std::vector<std::string>& labels, Tensor& out) {
-  AttentionInputs& in = attn_[i];
-  const int64_t L = input.dim(0), D = input.dim(1);
-  in.query.shape = {1, L, D};
-  in.query.data = input.data;
-  in.key = in.query;
-  in.value = in.query;
-  in.query_tokens = labels;
-  in.key_tokens = labels;
-  run_.layers[i] = runAttention(in, options_[i]);
-  out = run_.layers[i].output;
-  out.shape = {L, D};
+  const int64_t L = static_cast<int64_t>(labels.size());
+  reshape(out, input.dim(0), attn_[i].w_o.dim(0));
+  attendRows(run_.layers[i], attn_[i], options_[i], input.data.data(), start_, L, labels, out.data.data());
 }
 
 void HfRunner::mlp(const HfLayer& w, const Tensor& input, Tensor& out) {
   const HfConfig& c = model_->config;
-  linear(input, w.up, up_);
+  linear(input, start_, w.up, up_);
   if (c.family->mlp == HfMlp::Gated) {
-    linear(input, w.gate, gate_);
+    linear(input, start_, w.gate, gate_);
     for (size_t n = 0; n < up_.data.size(); ++n) up_.data[n] *= activate(gate_.data[n], c.activation);
   } else {
     for (float& v : up_.data) v = activate(v, c.activation);
   }
-  linear(up_, w.down, out);
+  linear(up_, start_, w.down, out);
 }
 
 void HfRunner::layer(int64_t i, const std::vector<std::string>& labels) {
@@ -197,25 +190,32 @@ void HfRunner::layer(int64_t i, const std::vector<std::string>& labels) {
   addInto(x_, m_);
 }
 
-void hfOutputLogits(const HfModel& m, const Tensor& x, Tensor& logits) {
+void hfOutputLogits(const HfModel& m, const Tensor& x, int64_t start, float* logits) {
   const HfConfig& c = m.config;
-  if (m.lm_head.empty()) {  // an encoder without masked-LM head: no scores
-    logits = Tensor();
-    return;
-  }
-  Tensor normed = x, scratch;  // [L, D]
+  const int64_t rows = x.dim(0), V = c.vocab;
+  Tensor normed = x, scratch;  // [rows, D]
   if (!m.final_norm.empty()) applyNorm(c.family->norm, m.final_norm, c.norm_eps, x, normed);
   if (!m.mlm_transform.weight.empty()) {  // BERT: LayerNorm(act(dense(x)))
-    linear(normed, m.mlm_transform, scratch);
+    linear(normed, start, m.mlm_transform, scratch);
     for (float& v : scratch.data) v = activate(v, c.activation);
     applyNorm(c.family->norm, m.mlm_norm, c.norm_eps, scratch, normed);
   }
-  reshape(logits, x.dim(0), c.vocab);
-  linearInto(normed.data.data(), x.dim(0), m.lm_head, m.lm_bias, logits.data.data());
+  linearRows(normed.data.data(), start, start + rows, m.lm_head, m.lm_bias, logits);
   if (c.final_softcap) {
     const double cap = *c.final_softcap;
-    for (float& v : logits.data) v = static_cast<float>(cap * std::tanh(v / cap));
+    for (int64_t n = 0; n < rows * V; ++n) logits[n] = static_cast<float>(cap * std::tanh(logits[n] / cap));
   }
+}
+
+void HfRunner::unembed() {
+  const HfModel& m = *model_;
+  if (m.lm_head.empty()) {  // an encoder without masked-LM head: no scores
+    run_.logits = Tensor();
+    return;
+  }
+  const int64_t V = m.config.vocab, L = start_ + x_.dim(0);
+  reshape(run_.logits, L, V);  // rows [0, start_) kept
+  hfOutputLogits(m, x_, start_, &run_.logits.data[start_ * V]);
 }
 
 const ModelRun& HfRunner::run(ModelTokens tokens) {
@@ -230,19 +230,41 @@ const ModelRun& HfRunner::run(ModelTokens tokens) {
     if (id < 0 || id >= c.vocab)
       throw InputError("token id " + std::to_string(id) + " is outside the vocabulary (vocab_size " +
                        std::to_string(c.vocab) + " in " + c.config_path + ")");
+  // Causal: the positions before the first changed token keep their rows (cached_rows.h),
+  // and their residuals when the last run kept them too.
+  const std::vector<int64_t>& before = run_.tokens.ids;
+  int64_t prefix = 0;
+  if (c.family->causal && !run_.layers.empty() && (!keep_residuals_ || !run_.residuals.empty()))
+    while (prefix < std::min<int64_t>(L, before.size()) && before[prefix] == tokens.ids[prefix]) ++prefix;
+  if (prefix == L && before.size() == tokens.ids.size()) {  // nothing changed
+    run_.first_computed = L;
+    run_.tokens = std::move(tokens);
+    return run_;
+  }
+  start_ = rowGridStart(prefix);
+  run_.first_computed = L;  // until the run succeeds: a failed run computed nothing usable
   std::vector<std::string> labels;
   for (size_t t = 0; t < tokens.label.size(); ++t) labels.push_back(tokens.unknown[t] ? tokens.label[t] + " (unk)" : tokens.label[t]);
-  embed(tokens);
-  run_.residuals = Tensor();
-  if (keep_residuals_) storeResidual(x_, 0, c.n_layers + 1, run_.residuals);
-  run_.layers.resize(c.n_layers);
-  for (int64_t i = 0; i < c.n_layers; ++i) {
-    layer(i, labels);
-    if (keep_residuals_) storeResidual(x_, i + 1, c.n_layers + 1, run_.residuals);
+  try {
+    embed(tokens);
+    if (keep_residuals_) resizeResiduals(c.n_layers + 1, L, c.hidden, run_.residuals);
+    else run_.residuals = Tensor();
+    if (keep_residuals_) storeResidualRows(x_, 0, start_, run_.residuals);
+    run_.layers.resize(c.n_layers);
+    for (int64_t i = 0; i < c.n_layers; ++i) {
+      layer(i, labels);
+      if (keep_residuals_) storeResidualRows(x_, i + 1, start_, run_.residuals);
+    }
+    unembed();
+  } catch (...) {
+    reset();  // a half-updated cache must not be kept
+    throw;
   }
-  hfOutputLogits(m, x_, run_.logits);
+  run_.first_computed = start_;
   run_.tokens = std::move(tokens);
   return run_;
 }
+
+void HfRunner::reset() { run_ = ModelRun(); }
 
 }  // namespace attnscope

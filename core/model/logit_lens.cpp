@@ -24,11 +24,21 @@ LogitLens logitLens(const Tensor& residuals, const OutputHead& head, int64_t k) 
 }
 
 LogitLens modelLens(const Model& model, const ModelRun& run, int64_t k) {
-  return logitLens(run.residuals, [&](const Tensor& x, Tensor& logits) { modelOutputLogits(model, x, logits); }, k);
+  return logitLens(run.residuals, [&](const Tensor& x, Tensor& logits) {
+    logits = Tensor({x.dim(0), model.config.vocab_size});
+    modelOutputLogits(model, x, 0, logits.data.data());
+  }, k);
 }
 
 LogitLens hfLens(const HfModel& model, const ModelRun& run, int64_t k) {
-  return logitLens(run.residuals, [&](const Tensor& x, Tensor& logits) { hfOutputLogits(model, x, logits); }, k);
+  return logitLens(run.residuals, [&](const Tensor& x, Tensor& logits) {
+    if (model.lm_head.empty()) {  // an encoder without masked-LM head: no lens
+      logits = Tensor();
+      return;
+    }
+    logits = Tensor({x.dim(0), model.config.vocab});
+    hfOutputLogits(model, x, 0, logits.data.data());
+  }, k);
 }
 
 LogitLens lensOfTokens(ModelRunner& runner, ModelTokens tokens, int64_t k) {

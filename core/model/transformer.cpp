@@ -4,17 +4,10 @@
 #include <cmath>
 #include <numeric>
 
-#include <Eigen/Dense>
+#include "attention/cached_rows.h"
 
 namespace attnscope {
 namespace {
-
-using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using MatrixMap = Eigen::Map<RowMatrix>;
-using ConstMatrixMap = Eigen::Map<const RowMatrix>;
-using ConstRowVector = Eigen::Map<const Eigen::RowVectorXf>;
-
-ConstMatrixMap matrix(const Tensor& t) { return ConstMatrixMap(t.data.data(), t.dim(0), t.dim(1)); }
 
 // out [L, D] = LayerNorm(x [L, D]) * weight + bias; mean and biased variance in double.
 void layerNorm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps, int64_t L, int64_t D,
@@ -83,22 +76,26 @@ std::vector<Prediction> topPredictions(const Model& model, const Tensor& logits,
   return out;
 }
 
-void storeResidual(const Tensor& x, int64_t index, int64_t slots, Tensor& residuals) {
-  const int64_t L = x.dim(0), D = x.dim(1);
-  if (index == 0) {
-    residuals.shape = {slots, L, D};
-    residuals.data.resize(slots * L * D);
-  }
-  std::copy(x.data.begin(), x.data.end(), residuals.data.begin() + index * L * D);
+void resizeResiduals(int64_t slots, int64_t L, int64_t D, Tensor& residuals) {
+  const int64_t old_L = residuals.shape.size() == 3 && residuals.dim(0) == slots && residuals.dim(2) == D ? residuals.dim(1) : 0;
+  const int64_t kept = std::min(old_L, L);
+  Tensor resized({slots, L, D});
+  for (int64_t s = 0; s < slots; ++s)
+    std::copy_n(residuals.data.begin() + s * old_L * D, kept * D, resized.data.begin() + s * L * D);
+  residuals = std::move(resized);
 }
 
-void modelOutputLogits(const Model& model, const Tensor& x, Tensor& logits) {
+void storeResidualRows(const Tensor& x, int64_t index, int64_t start, Tensor& residuals) {
+  const int64_t L = residuals.dim(1), D = residuals.dim(2);
+  std::copy(x.data.begin(), x.data.end(), residuals.data.begin() + (index * L + start) * D);
+}
+
+void modelOutputLogits(const Model& model, const Tensor& x, int64_t start, float* logits) {
   const ModelConfig& c = model.config;
-  const int64_t L = x.dim(0), D = c.d_model, V = c.vocab_size;
-  Tensor normed({L, D});
-  layerNorm(x, model.ln_f_weight, model.ln_f_bias, c.ln_eps, L, D, normed);
-  reshape(logits, L, V);
-  MatrixMap(logits.data.data(), L, V).noalias() = ConstMatrixMap(normed.data.data(), L, D) * matrix(model.lm_head).transpose();
+  const int64_t rows = x.dim(0), D = c.d_model;
+  Tensor normed({rows, D});
+  layerNorm(x, model.ln_f_weight, model.ln_f_bias, c.ln_eps, rows, D, normed);
+  linearRows(normed.data.data(), start, start + rows, model.lm_head, Tensor(), logits);
 }
 
 ModelRunner::ModelRunner(std::shared_ptr<const Model> model) : model_(std::move(model)) {
@@ -127,20 +124,53 @@ const ModelRun& ModelRunner::runTokens(ModelTokens tokens) {
   const Model& m = *model_;
   const ModelConfig& c = m.config;
   const int64_t L = static_cast<int64_t>(tokens.ids.size());
-  const int64_t D = c.d_model, M = c.d_mlp;
   if (L == 0) throw InputError("the text is empty: give at least one " + std::string(c.tokenizer == Tokenizer::Chars ? "character" : "byte"));
   if (L > c.max_len) throw InputError(contextOverflowMessage(m, L));
+  // The positions before the first changed token keep their rows (attention/cached_rows.h).
+  const std::vector<int64_t>& before = run_.tokens.ids;
+  int64_t prefix = 0;
+  if (!run_.layers.empty() && (!keep_residuals_ || !run_.residuals.empty()))  // residuals kept last run too
+    while (prefix < std::min<int64_t>(L, before.size()) && before[prefix] == tokens.ids[prefix]) ++prefix;
+  if (prefix == L && before.size() == tokens.ids.size() && run_.tokens.label == tokens.label) {  // nothing changed
+    run_.first_computed = L;
+    run_.tokens = std::move(tokens);
+    return run_;
+  }
+  const int64_t start = rowGridStart(prefix);
+  run_.first_computed = L;
+  try {
+    forward(tokens, start);
+  } catch (...) {
+    reset();  // a half-updated cache must not be kept
+    throw;
+  }
+  run_.first_computed = start;
+  run_.tokens = std::move(tokens);
+  return run_;
+}
 
-  // x [L, D] = tok_emb[ids] + pos_emb[:L]
-  reshape(x_, L, D);
-  reshape(h_, L, D);
-  for (int64_t t = 0; t < L; ++t) {
+void ModelRunner::reset() { run_ = ModelRun(); }
+
+void ModelRunner::forward(const ModelTokens& tokens, int64_t start) {
+  const Model& m = *model_;
+  const ModelConfig& c = m.config;
+  const int64_t L = static_cast<int64_t>(tokens.ids.size()), n = L - start;
+  const int64_t D = c.d_model, V = c.vocab_size, M = c.d_mlp;
+  // x [n, D] = tok_emb[ids] + pos_emb, rows [start, L)
+  reshape(x_, n, D);
+  reshape(h_, n, D);
+  reshape(a_, n, D);
+  for (int64_t t = start; t < L; ++t) {
     const float* e = &m.tok_emb.data[tokens.ids[t] * D];
     const float* p = &m.pos_emb.data[t * D];
-    for (int64_t j = 0; j < D; ++j) x_.data[t * D + j] = e[j] + p[j];
+    for (int64_t j = 0; j < D; ++j) x_.data[(t - start) * D + j] = e[j] + p[j];
   }
-  run_.residuals = Tensor();
-  if (keep_residuals_) storeResidual(x_, 0, c.n_layers + 1, run_.residuals);
+  if (keep_residuals_) {
+    resizeResiduals(c.n_layers + 1, L, D, run_.residuals);
+    storeResidualRows(x_, 0, start, run_.residuals);
+  } else {
+    run_.residuals = Tensor();
+  }
   std::vector<std::string> labels;
   for (size_t t = 0; t < tokens.label.size(); ++t)
     labels.push_back(tokens.unknown[t] ? tokens.label[t] + " (unk)" : tokens.label[t]);
@@ -148,35 +178,25 @@ const ModelRun& ModelRunner::runTokens(ModelTokens tokens) {
   run_.layers.resize(c.n_layers);
   for (int64_t i = 0; i < c.n_layers; ++i) {
     const BlockWeights& b = m.blocks[i];
-    AttentionInputs& in = attn_[i];
-    layerNorm(x_, b.ln1_weight, b.ln1_bias, c.ln_eps, L, D, h_);
-    in.query.shape = {1, L, D};
-    in.query.data = h_.data;  // self-attention: query = key = value = ln1(x)
-    in.key = in.query;
-    in.value = in.query;
-    in.query_tokens = labels;
-    in.key_tokens = labels;
-    run_.layers[i] = runAttention(in, options_);
-    const Tensor& attn_out = run_.layers[i].output;  // [1, L, D], o-projection included
-    for (int64_t n = 0; n < L * D; ++n) x_.data[n] += attn_out.data[n];
+    layerNorm(x_, b.ln1_weight, b.ln1_bias, c.ln_eps, n, D, h_);
+    // self-attention: query = key = value = ln1(x); output o-projection included
+    attendRows(run_.layers[i], attn_[i], options_, h_.data.data(), start, L, labels, a_.data.data());
+    for (int64_t k = 0; k < n * D; ++k) x_.data[k] += a_.data[k];
 
     if (c.mlp) {
-      layerNorm(x_, b.ln2_weight, b.ln2_bias, c.ln_eps, L, D, h_);
-      reshape(mid_, L, M);
-      MatrixMap mid(mid_.data.data(), L, M);
-      mid.noalias() = ConstMatrixMap(h_.data.data(), L, D) * matrix(b.w_in).transpose();
-      mid.rowwise() += ConstRowVector(b.b_in.data.data(), M);
+      layerNorm(x_, b.ln2_weight, b.ln2_bias, c.ln_eps, n, D, h_);
+      reshape(mid_, n, M);
+      linearRows(h_.data.data(), start, L, b.w_in, b.b_in, mid_.data.data());
       for (float& v : mid_.data) v = gelu(v, c.activation);
-      MatrixMap x(x_.data.data(), L, D);
-      x.noalias() += mid * matrix(b.w_out).transpose();
-      x.rowwise() += ConstRowVector(b.b_out.data.data(), D);
+      linearRows(mid_.data.data(), start, L, b.w_out, b.b_out, a_.data.data());
+      for (int64_t k = 0; k < n * D; ++k) x_.data[k] += a_.data[k];
     }
-    if (keep_residuals_) storeResidual(x_, i + 1, c.n_layers + 1, run_.residuals);
+    if (keep_residuals_) storeResidualRows(x_, i + 1, start, run_.residuals);
   }
 
-  modelOutputLogits(m, x_, run_.logits);
-  run_.tokens = std::move(tokens);
-  return run_;
+  // logits [L, V] = ln_f(x) lm_head^T; rows [0, start) kept
+  reshape(run_.logits, L, V);
+  modelOutputLogits(m, x_, start, &run_.logits.data[start * V]);
 }
 
 }  // namespace attnscope

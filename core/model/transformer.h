@@ -19,15 +19,23 @@ struct ModelRun {
   ModelTokens tokens;                  // [L]
   std::vector<AttentionTrace> layers;  // [N], each B = 1: probs [1, H, L, L]
   Tensor logits;                       // [L, V]: logits[t] scores the token after position t
-  Tensor residuals;                    // [N + 1, L, D] when the runner keeps them (keepResiduals):
+  Tensor residuals;                    // [N + 1, L, D] when the runner keeps them (keepResiduals),
                                        // [0] the embeddings, [k] the residual stream after k layers
+  // The run computed rows [first_computed, L) (maps, logits); the rows before it were kept
+  // from the run before, whose tokens agreed up to there. 0 = a full forward.
+  int64_t first_computed = 0;
+  int64_t rowsComputed() const { return static_cast<int64_t>(tokens.ids.size()) - first_computed; }
 };
 
-// residuals [slots, L, D]: slot `index` = x [L, D]; slot 0 sizes the tensor.
-void storeResidual(const Tensor& x, int64_t index, int64_t slots, Tensor& residuals);
+// residuals [slots, L, D] resized for L positions; each slot's rows [0, min(old L, L)) kept
+// (a run keeps the residuals of the positions before its first changed token).
+void resizeResiduals(int64_t slots, int64_t L, int64_t D, Tensor& residuals);
+// Slot `index`'s rows [start, start + n) = x [n, D].
+void storeResidualRows(const Tensor& x, int64_t index, int64_t start, Tensor& residuals);
 
-// The output head of an attnscope-model/1 model: logits [L, V] = ln_f(x [L, D]) lm_head^T.
-void modelOutputLogits(const Model& model, const Tensor& x, Tensor& logits);
+// The output head of an attnscope-model/1 model on the residual rows x [rows, D] at positions
+// [start, start + rows): logits [rows, V] = ln_f(x) lm_head^T (the row grid of cached_rows.h).
+void modelOutputLogits(const Model& model, const Tensor& x, int64_t start, float* logits);
 
 struct Prediction {
   int64_t id = 0;
@@ -45,7 +53,9 @@ std::vector<int64_t> topIds(const std::vector<double>& p, int64_t k);
 std::vector<Prediction> topPredictions(const Model& model, const Tensor& logits, int64_t position, int64_t k);
 
 // Runs one model again and again (one keystroke after another): the per-layer attention
-// inputs, with their weights, and the activation buffers are kept between runs.
+// weights, the activation buffers and each layer's K, V and map rows are kept between runs
+// (attention/cached_rows.h). A run computes from the first token that differs from the last
+// run's (from its 64-row block) and equals a from-scratch run bit for bit.
 class ModelRunner {
  public:
   explicit ModelRunner(std::shared_ptr<const Model> model);
@@ -53,6 +63,7 @@ class ModelRunner {
   // Throws InputError for an empty text or one longer than the context (max_len tokens).
   const ModelRun& run(const std::string& text);
   const ModelRun& runTokens(ModelTokens tokens);
+  void reset();  // forget the cache: the next run computes every row
 
   const Model& model() const { return *model_; }
   const ModelRun& last() const { return run_; }
@@ -62,10 +73,14 @@ class ModelRunner {
  private:
   std::shared_ptr<const Model> model_;
   AttentionOptions options_;
-  std::vector<AttentionInputs> attn_;  // [N]: weights set once, query/key/value per run
-  Tensor x_;    // [L, D] residual stream
-  Tensor h_;    // [L, D] LayerNorm output
-  Tensor mid_;  // [L, M] MLP hidden
+  void forward(const ModelTokens& tokens, int64_t start);  // rows [start, L) into run_
+
+  std::vector<AttentionInputs> attn_;  // [N]: the attention weights, set once
+  // Rows [start, L) of the run being computed:
+  Tensor x_;    // [n, D] residual stream
+  Tensor h_;    // [n, D] LayerNorm output
+  Tensor a_;    // [n, D] attention or MLP output
+  Tensor mid_;  // [n, M] MLP hidden
   ModelRun run_;
   bool keep_residuals_ = false;
 };

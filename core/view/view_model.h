@@ -198,6 +198,9 @@ struct ViewModel {
   std::vector<HeadNote> notable_heads;                 // from training.json, best score first
   int64_t unknown_tokens = 0;                          // characters outside the vocabulary (unk id)
   int64_t context = 0;                                 // the model's max_len (tokens)
+  // The run computed rows [first_computed, L); rows before it were kept from the run before
+  // (a causal model's cache, model/transformer.h ModelRun). 0 = every row.
+  int64_t first_computed = 0;
   // Tiled: the real map behind the overview; null otherwise.
   std::shared_ptr<const TiledMaps> tiled;
   // The core's trace (CoreTrace: the one layer's) for the pipeline panel; null otherwise.

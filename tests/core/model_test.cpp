@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -225,6 +226,27 @@ TEST_F(ModelFolder, LogitLensLastLayerIsTheModelsOutput) {
   EXPECT_TRUE(viewFromModelRun(*model, runner.last()).lens.empty());
 }
 
+// The lens after incremental runs: residuals of the kept prefix are kept only when the run
+// before kept them too (else the run computes from 0), and equal a fresh runner's bit for bit.
+TEST_F(ModelFolder, LogitLensAfterIncrementalRunsEqualsAFreshRun) {
+  auto model = std::make_shared<const Model>(loadModel(write()));
+  const std::string text = "cab\nabcab";
+  ModelRunner fresh(model);
+  const LogitLens want = lensOfTokens(fresh, tokenizeForModel(*model, text));
+  const Tensor want_residuals = fresh.last().residuals;
+  ModelRunner runner(model);
+  runner.run(text.substr(0, 4));  // residuals off: the next run must start from 0
+  const LogitLens after_off = lensOfTokens(runner, tokenizeForModel(*model, text));
+  EXPECT_EQ(runner.last().first_computed, 0);
+  EXPECT_EQ(after_off.ids, want.ids);
+  EXPECT_EQ(after_off.probs, want.probs);
+  lensOfTokens(runner, tokenizeForModel(*model, text.substr(0, 6)));  // shrink, then grow with residuals on
+  const LogitLens grown = lensOfTokens(runner, tokenizeForModel(*model, text));
+  EXPECT_EQ(runner.last().residuals.data, want_residuals.data);
+  EXPECT_EQ(grown.ids, want.ids);
+  EXPECT_EQ(grown.probs, want.probs);
+}
+
 TEST_F(ModelFolder, TrainingLogGivesCaptionAndNotableHeads) {
   const std::string dir = write();
   std::ofstream(fs::path(dir) / "training.json") << R"({"caption": "Trained on abc.",
@@ -267,6 +289,30 @@ TEST_F(ModelFolder, SettingsForModelBuildTheSameView) {
 }
 
 // Switching models keeps what the user typed; untouched sample texts follow the model.
+// The app's runner keeps the rows before the first changed character (from its 64-row
+// block): the view says which rows the run computed.
+TEST(ModelSource, ViewsComputeFromTheFirstChangedBlock) {
+  const std::vector<ShippedModel> shipped = shippedModels();
+  const auto it = std::find_if(shipped.begin(), shipped.end(), [](const ShippedModel& m) { return m.name == "python-code"; });
+  ASSERT_NE(it, shipped.end());
+  FolderModelRunner runner(it->folder);
+  const std::string text(70, 'a');
+  struct Step {
+    std::string text;
+    int64_t first_computed;
+  };
+  for (const Step& step : {Step{text, 0}, Step{text + "b", 64}, Step{text + "b", 71}, Step{text.substr(0, 66), 64},
+                           Step{"ab" + text.substr(0, 50), 0}, Step{text.substr(0, 66), 0}}) {
+    const ViewModel view = runner.view(step.text);
+    EXPECT_EQ(view.first_computed, step.first_computed) << step.text.size();
+    EXPECT_EQ(view.L, static_cast<int64_t>(step.text.size()));
+    const ViewModel fresh = viewOfModelFolder(it->folder, step.text);
+    for (int64_t layer = 0; layer < view.layers; ++layer)
+      EXPECT_EQ(0, std::memcmp(view.probs(layer, 0, 0), fresh.probs(layer, 0, 0),
+                               sizeof(float) * view.H * view.L * view.L)) << step.text.size();
+  }
+}
+
 TEST(ModelSource, TextForModel) {
   EXPECT_EQ(textForModel(kDefaultModelText, "reverse-digits"), sampleText("reverse-digits"));
   EXPECT_EQ(textForModel(sampleText("reverse-digits"), "python-code"), kDefaultModelText);

@@ -50,6 +50,9 @@ void predictionsToJson(const AppState& state, nlohmann::json& line) {
     line["model_name"] = v->model;
     line["caption"] = v->notes;
     line["unknown_tokens"] = v->unknown_tokens;
+    // The model's cache: the last run computed rows [first_computed, L) only.
+    line["first_computed_position"] = v->first_computed;
+    line["rows_computed"] = v->L - v->first_computed;
   }
 }
 

@@ -1,0 +1,119 @@
+// `attnscope bench --model FOLDER [--tokens 128,512,1024] [--generate N] [--json]`: a model
+// folder of either kind on random token ids (seeded), per size: the load, a full forward
+// keeping every layer's maps, one appended token through the KV cache, the peak RSS; with
+// --generate N, the median time per generated token (greedy) after a prompt of that size.
+#include "cli/bench_model.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/model_generate.h"
+#include "cli/run_command.h"
+
+namespace attnscope {
+namespace {
+
+double msSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+double peakRss() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
+}
+
+std::vector<int64_t> parseTokenSizes(const std::string& text) {
+  std::vector<int64_t> sizes;
+  std::stringstream list(text);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    size_t used = 0;
+    long long n = 0;
+    try {
+      n = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || n < 2) throw UsageError("--tokens: '" + item + "' is not a length >= 2");
+    sizes.push_back(n);
+  }
+  if (sizes.empty()) throw UsageError("--tokens: empty list");
+  return sizes;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+int benchModel(const BenchModelFlags& flags) {
+  const std::vector<int64_t> sizes = parseTokenSizes(flags.tokens);
+  if (flags.generate && *flags.generate < 1) throw UsageError("--generate must be at least 1");
+  const auto load_start = std::chrono::steady_clock::now();
+  Loaded m = loadCausalModel(flags.model);
+  const double load_ms = msSince(load_start);
+  for (int64_t L : sizes)
+    if (L > m.model.context)
+      throw InputError("--tokens " + std::to_string(L) + ": " + m.name + "'s context is " + std::to_string(m.model.context));
+  nlohmann::ordered_json results = nlohmann::ordered_json::array();
+  if (!flags.json)
+    std::printf("attnscope bench --model %s\n%7s %9s %11s %10s %9s%s\n", m.name.c_str(), "L", "load_ms", "forward_ms",
+                "append_ms", "peak_rss", flags.generate ? "   step_ms" : "");
+  std::mt19937_64 rng(42);
+  for (int64_t L : sizes) {
+    std::vector<int64_t> ids(L);
+    for (int64_t& id : ids) id = static_cast<int64_t>(rng() % static_cast<uint64_t>(m.vocab));
+    const ModelTokens tokens = m.from_ids(ids);
+    ModelTokens shorter = tokens;
+    for (auto* column : {&shorter.text, &shorter.label}) column->pop_back();
+    shorter.ids.pop_back();
+    shorter.unknown.pop_back();
+    m.reset();
+    auto start = std::chrono::steady_clock::now();
+    m.model.run(tokens);  // every row: a full forward, all maps kept
+    const double forward_ms = msSince(start);
+    m.model.run(shorter);
+    start = std::chrono::steady_clock::now();
+    m.model.run(tokens);  // one more position through the cache
+    const double append_ms = msSince(start);
+    nlohmann::ordered_json r = {{"model", m.name}, {"L", L}, {"load_ms", load_ms}, {"forward_ms", forward_ms},
+                                {"append_ms", append_ms}};
+    if (flags.generate) {
+      m.reset();
+      const int64_t room = std::min<int64_t>(*flags.generate, m.model.context - L);
+      ModelTokens prompt = L < m.model.context ? tokens : shorter;
+      CausalModel no_eos = m.model;
+      no_eos.eos.clear();
+      const Generation g = generate(no_eos, prompt, std::max<int64_t>(room, 1), SamplingSettings{}, {});
+      std::vector<double> step_ms;
+      for (size_t s = 1; s < g.steps.size(); ++s) step_ms.push_back(g.steps[s].ms);  // step 0 includes the prompt
+      r["generated"] = g.steps.size();
+      r["step_ms"] = median(step_ms);
+    }
+    r["peak_rss_mb"] = peakRss();
+    if (!flags.json) {
+      std::printf("%7ld %9.1f %11.1f %10.1f %6.0f MB", static_cast<long>(L), load_ms, forward_ms, append_ms,
+                  r["peak_rss_mb"].get<double>());
+      if (flags.generate) std::printf(" %9.1f", r["step_ms"].get<double>());
+      std::printf("\n");
+      std::fflush(stdout);
+    }
+    results.push_back(r);
+  }
+  if (flags.json) std::cout << results.dump(2) << "\n";
+  return 0;
+}
+
+}  // namespace attnscope

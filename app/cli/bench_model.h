@@ -1,0 +1,21 @@
+// `attnscope bench --model FOLDER`: times a model folder's runtime (README, "attnscope bench").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace attnscope {
+
+struct BenchModelFlags {
+  std::string model;
+  std::string tokens = "128,512,1024";  // sequence lengths L
+  std::optional<int64_t> generate;     // N greedy tokens per size: step_ms
+  bool json = false;
+};
+
+// JSON fields per size: model, L, load_ms, forward_ms, append_ms, (generated, step_ms with
+// --generate), peak_rss_mb.
+int benchModel(const BenchModelFlags& flags);
+
+}  // namespace attnscope

@@ -1,0 +1,65 @@
+// `attnscope model generate MODEL --text PROMPT --tokens N [--greedy | --temperature T
+// --top-k K --top-p P --seed S] --out DIR`: generation through the runner's KV cache
+// (model/generate.h); writes generated.txt, tokens.txt, attentions.npy and steps.json.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/out_folder.h"
+#include "cli/run_options.h"
+#include "model/generate.h"
+#include "model/logit_lens.h"
+#include "model/transformer.h"
+
+namespace attnscope {
+
+struct GenerateFlags {
+  std::string model;
+  ModelTextFlags text;
+  std::string ids;  // Hugging Face folders: prompt token ids
+  int64_t tokens = 0;
+  bool greedy = false;
+  std::optional<double> temperature, top_p;
+  std::optional<int64_t> top_k;
+  std::optional<uint64_t> seed;
+  bool lens = false;  // also lens_ids.npy and lens_probs.npy over the final sequence
+  std::string out;
+};
+
+void addGenerateOptions(CLI::App& app, GenerateFlags& flags);
+
+// A causal folder of either kind, loaded with its runner (kept alive by the functions).
+// InputError for an encoder or a folder without language-model head.
+struct Loaded {
+  CausalModel model;
+  std::string name;
+  int64_t vocab = 0;
+  std::function<std::string(int64_t)> text;  // a token's text (generated.txt)
+  std::function<ModelTokens(const std::string&)> encode;
+  std::function<ModelTokens(const std::vector<int64_t>&)> from_ids;
+  std::function<void()> reset;  // forget the runner's cache
+  std::function<LogitLens(const ModelTokens&)> lens;  // the logit lens of a token sequence
+};
+Loaded loadCausalModel(const std::string& folder);
+int modelGenerate(const GenerateFlags& flags);
+
+// tokens.txt of `model run` and `model generate`: one line per position,
+// "position<TAB>id<TAB>token" (escaped), a fourth column "unknown" for a token outside the
+// vocabulary, and from first_generated on a fifth column "generated" (the fourth then empty
+// unless unknown). first_generated = L: no generated positions.
+std::string tokensText(const ModelTokens& tokens, int64_t first_generated);
+
+// lens_ids.npy (int64) and lens_probs.npy (float32), [N + 1, L, 5], when the lens is not
+// empty (model run and model generate --lens); the files refer to lens, which must outlive them.
+void addLensFiles(const LogitLens& lens, std::vector<OutputFile>& files);
+
+// "1, 2,3" -> {1, 2, 3}; InputError for anything else.
+std::vector<int64_t> parseIds(const std::string& text);
+
+}  // namespace attnscope

@@ -1,0 +1,38 @@
+// Causal self-attention that keeps what it computed (a model's KV cache): the trace of a
+// layer holds, per position, K (after RoPE) and V, the map rows and the output rows, and a
+// run computes only the rows from a given position on; the rows before it are kept.
+//
+// Bit for bit: OpenBLAS gives a row a value that depends on how many rows its call covers,
+// so every row-wise GEMM here runs on a fixed grid of 64-row blocks at absolute positions.
+// A run from position p recomputes from the start of p's block (rowGridStart(p)), and each
+// block makes exactly the calls a from-scratch run of the same length makes: an incremental
+// run equals a from-scratch run bit for bit, and the full forward is this path from 0.
+//
+// Sizes: L positions, Din input width, D = H*d, G K/V heads, Do output width.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "attention/attention.h"
+
+namespace attnscope {
+
+// The first position a run that must recompute `position` computes: its 64-row block's start.
+int64_t rowGridStart(int64_t position);
+
+// y rows [start, L) = x rows [start, L) W^T + b, one GEMM per 64-row block of the grid.
+// x: [L - start, Din] and y: [L - start, Dout] hold only those rows; start on the grid.
+void linearRows(const float* x, int64_t start, int64_t L, const Tensor& w, const Tensor& b, float* y);
+
+// Recomputes rows [start, L) of one causal self-attention layer into trace `t`, keeping
+// rows [0, start) of the previous run (its K, V, maps and outputs). weights: w_q .. b_o of
+// the layer (query/key/value unused); options: causal mask (window allowed), GQA, RoPE,
+// soft-cap, scale. start: on the grid, at most t.L (0 = a full run, which also validates
+// the weights). x: [L - start, Din] the layer's input rows; out: [L - start, Do] their
+// outputs. labels: [L] token labels. InputError for bad weights (full runs).
+void attendRows(AttentionTrace& t, const AttentionInputs& weights, const AttentionOptions& options, const float* x,
+                int64_t start, int64_t L, const std::vector<std::string>& labels, float* out);
+
+}  // namespace attnscope

@@ -1,0 +1,143 @@
+#include "model/generate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+namespace attnscope {
+namespace {
+
+double msSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Row i of every layer's map [H, L, L], keys 0..i (a causal row has nothing after i), as
+// the run that first computed it gave it. rows[layer * H + h] holds rows 0, 1, ... back to back.
+class RowCollector {
+ public:
+  void add(const ModelRun& run) {
+    const int64_t L = static_cast<int64_t>(run.tokens.ids.size());
+    H_ = run.layers.front().H;
+    rows_.resize(run.layers.size() * H_);
+    for (; have_ < L; ++have_)
+      for (size_t layer = 0; layer < run.layers.size(); ++layer)
+        for (int64_t h = 0; h < H_; ++h) {
+          const float* row = &run.layers[layer].probs.data[(h * L + have_) * L];
+          rows_[layer * H_ + h].insert(rows_[layer * H_ + h].end(), row, row + have_ + 1);
+        }
+  }
+  Tensor stack() const {  // [n_layers, 1, H, L, L]
+    const int64_t N = static_cast<int64_t>(rows_.size()) / H_, L = have_;
+    Tensor out({N, 1, H_, L, L});
+    for (size_t m = 0; m < rows_.size(); ++m) {
+      const float* src = rows_[m].data();
+      for (int64_t i = 0; i < L; src += i + 1, ++i) std::copy_n(src, i + 1, &out.data[(m * L + i) * L]);
+    }
+    return out;
+  }
+
+ private:
+  int64_t H_ = 0, have_ = 0;
+  std::vector<std::vector<float>> rows_;  // [n_layers * H]
+};
+
+GenerationStep describe(const CausalModel& model, const Tensor& logits, int64_t row, int64_t id) {
+  const std::vector<double> p = nextTokenProbs(logits, row);
+  GenerationStep step;
+  step.position = row + 1;
+  step.id = id;
+  step.token = model.label(id);
+  step.prob = p[id];
+  step.rank = 1;
+  for (size_t j = 0; j < p.size(); ++j)
+    if (p[j] > p[id] || (p[j] == p[id] && static_cast<int64_t>(j) < id)) ++step.rank;
+  for (int64_t t : topIds(p, 5)) step.top.push_back({t, model.label(t), p[t]});
+  return step;
+}
+
+}  // namespace
+
+int64_t TokenSampler::pick(const float* logits, int64_t V) {
+  if (settings_.greedy) return std::max_element(logits, logits + V) - logits;  // first maximum: the smaller id
+  const double top = *std::max_element(logits, logits + V);
+  std::vector<double> p(V);
+  for (int64_t v = 0; v < V; ++v) p[v] = std::exp((logits[v] - top) / settings_.temperature);
+  std::vector<int64_t> order(V);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return p[a] > p[b]; });
+  int64_t keep = settings_.top_k > 0 ? std::min(settings_.top_k, V) : V;
+  auto mass = [&](int64_t n) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) sum += p[order[i]];
+    return sum;
+  };
+  if (settings_.top_p < 1.0) {
+    const double total = mass(keep);
+    double cumulative = 0.0;
+    for (int64_t i = 0; i < keep; ++i) {
+      cumulative += p[order[i]] / total;
+      if (cumulative >= settings_.top_p) {
+        keep = i + 1;
+        break;
+      }
+    }
+  }
+  const double total = mass(keep);
+  const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+  double cumulative = 0.0;
+  for (int64_t i = 0; i < keep; ++i) {
+    cumulative += p[order[i]] / total;
+    if (u < cumulative) return order[i];
+  }
+  return order[keep - 1];
+}
+
+Generation generate(const CausalModel& model, const ModelTokens& prompt, int64_t max_new,
+                    const SamplingSettings& sampling, const std::function<void(const GenerationStep&)>& on_step) {
+  const int64_t P = static_cast<int64_t>(prompt.ids.size());
+  if (P >= model.context)
+    throw InputError("the prompt has " + std::to_string(P) + " tokens and the model's context is " +
+                     std::to_string(model.context) + ": no room to generate");
+  Generation g;
+  g.prompt_length = P;
+  g.stop = "tokens";
+  ModelTokens tokens = prompt;
+  TokenSampler sampler(sampling);
+  RowCollector rows;
+  auto start = std::chrono::steady_clock::now();
+  const ModelRun* run = &model.run(tokens);
+  double run_ms = msSince(start);
+  rows.add(*run);
+  for (int64_t step = 0; step < max_new; ++step) {
+    const int64_t L = static_cast<int64_t>(tokens.ids.size());
+    if (L >= model.context) {
+      g.stop = "context";
+      break;
+    }
+    start = std::chrono::steady_clock::now();
+    const int64_t V = run->logits.dim(1);
+    const int64_t id = sampler.pick(&run->logits.data[(L - 1) * V], V);
+    GenerationStep chosen = describe(model, run->logits, L - 1, id);
+    chosen.ms = run_ms + msSince(start);
+    model.append(tokens, id);
+    if (on_step) on_step(chosen);
+    g.steps.push_back(std::move(chosen));
+    // The next step's logits, or the last token's own rows: one more position per layer.
+    start = std::chrono::steady_clock::now();
+    run = &model.run(tokens);
+    run_ms = msSince(start);
+    rows.add(*run);
+    if (std::find(model.eos.begin(), model.eos.end(), id) != model.eos.end()) {
+      g.stop = "eos";
+      break;
+    }
+  }
+  g.run.tokens = run->tokens;
+  g.run.logits = run->logits;
+  g.run.first_computed = run->first_computed;
+  g.attentions = rows.stack();
+  return g;
+}
+
+}  // namespace attnscope

@@ -1,0 +1,75 @@
+// Generation through a model's KV cache (issue 21): each step appends the chosen token and
+// runs the model again, which computes only the new position's rows (attention/cached_rows.h:
+// from the start of its 64-row block). Works for both kinds of model folders through
+// CausalModel. Sampling procedure (README, "attnscope model generate"):
+//   greedy: the largest logit (ties: the smaller id);
+//   sampling: p = softmax(logits / T) in double; ids ordered by p (ties: the smaller id first);
+//   top-k keeps the first k (k = 0: all); top-p keeps the shortest prefix of those whose
+//   renormalised mass reaches P (at least one id); u = (mt19937_64(seed)() >> 11) * 2^-53 picks
+//   the first id whose cumulative renormalised probability exceeds u.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "model/transformer.h"
+
+namespace attnscope {
+
+struct SamplingSettings {
+  bool greedy = true;
+  double temperature = 1.0;  // > 0
+  int64_t top_k = 0;         // 0 = off
+  double top_p = 1.0;        // in (0, 1]; 1 = off
+  uint64_t seed = 0;
+};
+
+class TokenSampler {
+ public:
+  explicit TokenSampler(const SamplingSettings& settings) : settings_(settings), rng_(settings.seed) {}
+  int64_t pick(const float* logits, int64_t V);  // logits [V]
+
+ private:
+  SamplingSettings settings_;
+  std::mt19937_64 rng_;
+};
+
+// A causal model of either kind.
+struct CausalModel {
+  std::function<const ModelRun&(const ModelTokens& tokens)> run;  // through the runner's cache
+  std::function<void(ModelTokens& tokens, int64_t id)> append;    // one generated token
+  std::function<std::string(int64_t)> label;                      // one printable line
+  int64_t context = 0;
+  std::vector<int64_t> eos;  // end-of-sequence ids (none: generation stops at N or the context)
+};
+
+struct GenerationStep {
+  int64_t position = 0;  // where the chosen token goes
+  int64_t id = 0;
+  std::string token;     // its label
+  double prob = 0.0;     // softmax(logits) at temperature 1
+  int64_t rank = 0;      // 1 = the model's most likely token
+  std::vector<Prediction> top;  // the model's top-5 (temperature 1)
+  double ms = 0.0;       // this step's run plus the choice
+};
+
+struct Generation {
+  ModelRun run;                  // the final run's tokens and logits (no layers: see attentions)
+  int64_t prompt_length = 0;
+  std::vector<GenerationStep> steps;
+  std::string stop;              // "tokens", "eos" or "context"
+  // [n_layers, 1, H, L, L]: row t as the run that first computed position t gave it (the
+  // prompt's rows from the first run, each generated token's row from the step after it).
+  Tensor attentions;
+};
+
+// Generates up to max_new tokens after the prompt. InputError when the prompt already fills
+// the context. on_step (may be empty) sees each step as it is chosen.
+Generation generate(const CausalModel& model, const ModelTokens& prompt, int64_t max_new,
+                    const SamplingSettings& sampling, const std::function<void(const GenerationStep&)>& on_step);
+
+}  // namespace attnscope

@@ -1,0 +1,293 @@
+"""`attnscope model generate` (README, "attnscope model generate") and the runners' KV cache
+(attention/cached_rows.h), against independent float64 references: model_reference.py for
+the shipped attnscope-model/1 folders, hf_reference.py for one random Hugging Face folder per
+causal family (GQA, MQA-free llama; mistral's sliding window; gemma2's sliding layers).
+
+- greedy decoding: 20 steps equal the reference's greedy tokens (a step whose reference top
+  two logits lie within GAP_TOL of each other ends the comparison: float32 may pick either);
+- rows: attentions.npy (each row as the step that first computed it) equals the reference's
+  full forward over the final sequence within 1e-5;
+- steps.json: prob and rank agree with the reference logits; fixed-seed sampling repeats;
+- incremental runs (append, insert in the middle, delete, replace) equal fresh runs bit for
+  bit (attnscope_incremental), and compute only from the first changed token's 64-row block;
+- bad input: one line, exit 2 for usage and 1 for input, nothing written.
+"""
+import json
+import os
+import subprocess
+import unittest
+
+import numpy as np
+import torch
+
+import hf_reference as hf
+import model_reference as ref
+
+ATTN_TOL = 1e-5
+PROB_TOL = 1e-4
+GAP_TOL = 1e-3
+STEPS = 20
+INCREMENTAL_BIN = os.environ.get("ATTNSCOPE_INCREMENTAL_BIN", "")
+
+# name, family, make_model options (context P = 160: the sequences cross a 64-row block)
+FAMILIES = [
+    ("gpt2", "gpt2", dict(seed=41)),
+    ("llama-gqa", "llama", dict(seed=42, G=2)),
+    ("mistral-window5", "mistral", dict(seed=43, G=2, window=5)),
+    ("qwen2", "qwen2", dict(seed=44, G=2)),
+    ("gemma2-sliding", "gemma2", dict(seed=45, G=2, window=4, N=3)),
+    ("gpt-neox", "gpt_neox", dict(seed=46, rotary=0.5)),
+]
+PROMPT = [3, 14, 15, 9, 2, 6]
+
+
+def generate(folder, out, *args):
+    return subprocess.run([ref.BIN, "model", "generate", folder, *args, "--out", out], capture_output=True,
+                          text=True, timeout=120)
+
+
+def reference_greedy(forward, prompt, steps):
+    """Greedy ids after the prompt, cut at the first near-tie of the top two logits."""
+    ids = list(prompt)
+    for _ in range(steps):
+        logits = torch.as_tensor(forward(ids)[-1])
+        top2 = torch.topk(logits, 2).values
+        nxt = int(torch.argmax(logits))
+        ids.append(nxt)
+        if float(top2[0] - top2[1]) < GAP_TOL:
+            return ids, True
+    return ids, False
+
+
+def read_outputs(out):
+    with open(os.path.join(out, "steps.json"), encoding="utf-8") as f:
+        steps = json.load(f)
+    with open(os.path.join(out, "tokens.txt"), encoding="utf-8") as f:
+        lines = f.read().split("\n")[:-1]
+    return steps, lines, np.load(os.path.join(out, "attentions.npy"))
+
+
+class GenerateHf(unittest.TestCase):
+    def check_steps(self, steps, logits_of, prompt_len):
+        for n, step in enumerate(steps):
+            self.assertEqual(sorted(step), ["id", "ms", "position", "prob", "rank", "tok" + "en", "top"])
+            self.assertEqual(step["position"], prompt_len + n)
+            logits = torch.as_tensor(logits_of(step["position"]))  # the reference's scores after position - 1
+            p = torch.softmax(logits, -1).numpy()
+            self.assertAlmostEqual(step["prob"], p[step["id"]], delta=PROB_TOL)
+            self.assertGreaterEqual(step["rank"], 1 + int(np.sum(p > p[step["id"]] + PROB_TOL)))
+            self.assertLessEqual(step["rank"], 1 + int(np.sum(p > p[step["id"]] - PROB_TOL)))
+            self.assertEqual(len(step["top"]), 5)
+            for (tid, _, prob), want in zip(step["top"], np.sort(p)[::-1][:5]):
+                self.assertAlmostEqual(prob, want, delta=PROB_TOL)
+                self.assertAlmostEqual(p[tid], prob, delta=PROB_TOL)
+            self.assertGreaterEqual(step["ms"], 0.0)
+
+    def test_greedy_rows_and_steps_match_reference(self):
+        for name, family, opts in FAMILIES:
+            with self.subTest(model=name):
+                folder = ref.case_dir("gen", name)
+                cfg, tensors = hf.make_model(family, P=160, **opts)
+                stored = hf.write_folder(folder, cfg, tensors)
+                out = folder + "-out"
+                result = generate(folder, out, "--ids", ",".join(map(str, PROMPT)), "--tokens", str(STEPS), "--greedy")
+                self.assertEqual(result.returncode, 0, result.stderr)
+                steps, lines, attn = read_outputs(out)
+                got = PROMPT + [s["id"] for s in steps]
+                want, tie = reference_greedy(lambda ids: hf.forward(cfg, stored, ids)[0], PROMPT, STEPS)
+                self.assertEqual(got[:len(want)], want)
+                if not tie:
+                    self.assertEqual(len(got), len(PROMPT) + STEPS)
+                logits, attns = hf.forward(cfg, stored, got)
+                np.testing.assert_allclose(attn, torch.stack(attns).unsqueeze(1).numpy(), atol=ATTN_TOL, rtol=0)
+                self.check_steps(steps, lambda position: logits[position - 1], len(PROMPT))
+                self.assertEqual(len(lines), len(got))
+                for t, line in enumerate(lines):
+                    cols = line.split("\t")
+                    self.assertEqual((int(cols[0]), int(cols[1])), (t, got[t]))
+                    self.assertEqual(cols[4:], ["generated"] if t >= len(PROMPT) else [])
+
+    def test_sampling_repeats_with_a_seed(self):
+        folder = ref.case_dir("gen", "sampling")
+        cfg, tensors = hf.make_model("llama", P=160, seed=47, G=2)
+        stored = hf.write_folder(folder, cfg, tensors)
+        runs = []
+        for n, seed in enumerate(["7", "7", "8"]):
+            out = os.path.join(folder + "-out", str(n))
+            result = generate(folder, out, "--ids", "1,2,3", "--tokens", "12", "--temperature", "1.5", "--top-k", "40",
+                              "--top-p", "0.95", "--seed", seed)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            runs.append(read_outputs(out)[0])
+        ids = [[s["id"] for s in steps] for steps in runs]
+        self.assertEqual(ids[0], ids[1])
+        self.assertNotEqual(ids[0], ids[2])
+        logits, _ = hf.forward(cfg, stored, [1, 2, 3] + ids[0])
+        self.check_steps(runs[0], lambda position: logits[position - 1], 3)
+        self.assertTrue(any(s["rank"] > 1 for steps in runs for s in steps), "sampling never left the top token")
+
+    def test_stops_at_the_context_and_at_eos(self):
+        folder = ref.case_dir("gen", "stops")
+        cfg, tensors = hf.make_model("gpt2", P=10, seed=48)
+        stored = hf.write_folder(folder, cfg, tensors)
+        result = generate(folder, folder + "-out", "--ids", "1,2,3", "--tokens", "50")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        steps, lines, attn = read_outputs(folder + "-out")
+        self.assertEqual((len(steps), len(lines), attn.shape[-1]), (7, 10, 10))
+        self.assertIn("stopped at context", result.stdout)
+        first = steps[0]["id"]  # make the first greedy token the end of sequence
+        with open(os.path.join(folder, "config.json")) as f:
+            config = json.load(f)
+        config["eos_token_id"] = [9999, first]
+        with open(os.path.join(folder, "config.json"), "w") as f:
+            json.dump(config, f)
+        result = generate(folder, folder + "-eos", "--ids", "1,2,3", "--tokens", "50")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        steps, lines, attn = read_outputs(folder + "-eos")
+        self.assertEqual(([s["id"] for s in steps], attn.shape[-1]), ([first], 4))
+        self.assertIn("stopped at eos", result.stdout)
+
+
+class GenerateShipped(unittest.TestCase):
+    def test_greedy_matches_reference(self):
+        folder = os.path.join(ref.SHIPPED, "python-code")
+        model = ref.FolderModel(folder)
+        prompt_text = "def add(a, b):\n"
+        prompt, _ = model.encode(prompt_text)
+        out = ref.case_dir("gen", "shipped") + "/out"
+        result = generate(folder, out, "--text", prompt_text, "--tokens", str(STEPS))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        steps, lines, attn = read_outputs(out)
+        got = prompt + [s["id"] for s in steps]
+        want, _ = reference_greedy(lambda ids: ref.forward(model, ids)[0], prompt, STEPS)
+        self.assertEqual(got[:len(want)], want)
+        _, attns = ref.forward(model, got)
+        np.testing.assert_allclose(attn, np.stack([np.asarray(a) for a in attns])[:, None], atol=ATTN_TOL, rtol=0)
+        with open(os.path.join(out, "generated.txt"), encoding="utf-8") as f:
+            self.assertEqual(f.read(), "".join(model.vocab[i] for i in got[len(prompt):]))
+        self.assertIn(prompt_text, result.stdout)
+
+
+    def test_lens_over_the_final_sequence_equals_model_run(self):
+        """`generate --lens` writes the lens of the final sequence: the same files `model run
+        --lens` writes for the prompt plus the generated text."""
+        folder = os.path.join(ref.SHIPPED, "python-code")
+        base = ref.case_dir("gen", "lens")
+        result = generate(folder, base + "/gen", "--text", "def f(x):", "--tokens", "6", "--lens")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(os.path.join(base, "gen", "generated.txt"), encoding="utf-8") as f:
+            text = "def f(x):" + f.read()
+        run = subprocess.run([ref.BIN, "model", "run", folder, "--text", text, "--lens", "--out", base + "/run"],
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        for name, dtype in (("lens_ids.npy", np.int64), ("lens_probs.npy", np.float32)):
+            got, want = np.load(os.path.join(base, "gen", name)), np.load(os.path.join(base, "run", name))
+            self.assertEqual(got.dtype, dtype)
+            self.assertEqual(got.shape, (3, len(text), 5))
+            np.testing.assert_array_equal(got, want)
+
+def edits(base, rng, V):
+    """append, append across a block, insert in the middle, delete, replace everything."""
+    seqs = [base]
+    seqs.append(seqs[-1] + [int(rng.integers(V))])
+    seqs.append(seqs[-1] + list(map(int, rng.integers(0, V, 70))))       # crosses 64 and 128
+    seqs.append(seqs[-1][:40] + [int(rng.integers(V))] + seqs[-1][40:])  # insert in the middle
+    seqs.append(seqs[-1][:100] + seqs[-1][101:])                         # delete
+    seqs.append(seqs[-1][:90])                                           # delete the tail
+    seqs.append(list(map(int, rng.integers(0, V, 77))))                  # replace everything
+    return seqs
+
+
+def first_change(a, b):
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+class Incremental(unittest.TestCase):
+    def check(self, folder, seqs):
+        path = folder + "-inputs.json"
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(seqs, f)
+        result = subprocess.run([INCREMENTAL_BIN, folder, path], capture_output=True, text=True, timeout=120)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        rows = json.loads(result.stdout)
+        for n, (row, seq) in enumerate(zip(rows, seqs)):
+            self.assertTrue(row["identical"], "input %d differs from a fresh run" % n)
+            changed = 0 if n == 0 else first_change(seqs[n - 1], seq)
+            self.assertEqual(row["first_computed"], changed // 64 * 64, "input %d" % n)
+
+    def test_every_causal_family_equals_fresh_runs(self):
+        for name, family, opts in FAMILIES:
+            with self.subTest(model=name):
+                folder = ref.case_dir("gen-inc", name)
+                cfg, tensors = hf.make_model(family, P=160, **opts)
+                hf.write_folder(folder, cfg, tensors)
+                rng = np.random.default_rng(len(name))
+                self.check(folder, edits(list(map(int, rng.integers(0, cfg["vocab_size"], 50))), rng, cfg["vocab_size"]))
+
+    def test_shipped_model_text_edits(self):
+        folder = os.path.join(ref.SHIPPED, "python-code")
+        texts = ["def f(x):\n    return x", "def f(x):\n    return x + 1", "def g(x):\n    return x + 1",
+                 "def g(x):\n    return x + 1" * 4, "def g(x):\n    return x", "while True:\n    pass"]
+        model = ref.FolderModel(folder)
+        path = ref.case_dir("gen-inc", "shipped") + "/inputs.json"
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(texts, f)
+        result = subprocess.run([INCREMENTAL_BIN, folder, path], capture_output=True, text=True, timeout=120)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        for n, row in enumerate(json.loads(result.stdout)):
+            self.assertTrue(row["identical"], texts[n])
+            changed = 0 if n == 0 else first_change(model.encode(texts[n - 1])[0], model.encode(texts[n])[0])
+            self.assertEqual(row["first_computed"], changed // 64 * 64, texts[n])
+
+
+class BenchModel(unittest.TestCase):
+    def test_json_fields(self):
+        folder = ref.case_dir("gen", "bench")
+        cfg, tensors = hf.make_model("llama", P=160, seed=50, G=2)
+        hf.write_folder(folder, cfg, tensors)
+        result = subprocess.run([ref.BIN, "bench", "--model", folder, "--tokens", "20,70", "--generate", "3", "--json"],
+                                capture_output=True, text=True, timeout=120)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        rows = json.loads(result.stdout)
+        self.assertEqual([r["L"] for r in rows], [20, 70])
+        for r in rows:
+            self.assertEqual(list(r), ["model", "L", "load_ms", "forward_ms", "append_ms", "generated", "step_ms",
+                                       "peak_rss_mb"])
+            self.assertEqual(r["generated"], 3)
+            self.assertTrue(all(r[k] >= 0 for k in ["load_ms", "forward_ms", "append_ms", "step_ms"]))
+            self.assertGreater(r["peak_rss_mb"], 0)
+        result = subprocess.run([ref.BIN, "bench", "--model", folder, "--tokens", "200"], capture_output=True,
+                                text=True, timeout=120)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("context is 160", result.stderr)
+
+
+class GenerateBadInput(unittest.TestCase):
+    def setUp(self):
+        self.folder = ref.case_dir("gen", "bad")
+        cfg, tensors = hf.make_model("gpt2", P=8, seed=49)
+        hf.write_folder(self.folder, cfg, tensors)
+
+    def expect(self, code, message, *args):
+        out = os.path.join(self.folder + "-out", "new")
+        result = generate(self.folder, out, *args)
+        self.assertEqual(result.returncode, code, result.stderr)
+        self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+        self.assertIn(message, result.stderr)
+        self.assertFalse(os.path.exists(out))
+
+    def test_usage_errors(self):
+        self.expect(2, "--tokens must be at least 1", "--ids", "1,2", "--tokens", "0")
+        self.expect(2, "--temperature must be > 0", "--ids", "1,2", "--tokens", "3", "--temperature", "-1")
+        self.expect(2, "--top-p must be in (0, 1]", "--ids", "1,2", "--tokens", "3", "--top-p", "0")
+        self.expect(2, "--top-p must be in (0, 1]", "--ids", "1,2", "--tokens", "3", "--top-p", "1.5")
+        self.expect(2, "--greedy takes no", "--ids", "1,2", "--tokens", "3", "--greedy", "--seed", "1")
+
+    def test_prompt_at_the_context(self):
+        self.expect(1, "no room to generate", "--ids", "1,2,3,4,5,6,7,8", "--tokens", "3")
+
+
+if __name__ == "__main__":
+    unittest.main()
