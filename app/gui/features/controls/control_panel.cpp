@@ -340,17 +340,52 @@ bool drawLengthsTerm(AppState& state, const MaskTermKind& kind, int64_t span) {
   return changed;
 }
 
-// Padding: the valid length of every batch item (up to 16 sliders).
+// A text's valid lengths (up to 16 sliders): each follows its line's token count
+// (kFollowValidLen) until its slider sets it by hand; a button makes them all follow again.
+bool drawTextValidLens(AppState& state) {
+  Settings& s = state.settings;
+  const std::vector<int64_t> natural = textKeyLengths(s), shown = textValidLensShown(s);
+  const int64_t S = natural.empty() ? 0 : *std::max_element(natural.begin(), natural.end());
+  bool changed = false, by_hand = false;
+  for (size_t b = 0; b < shown.size() && b < 16; ++b) {
+    const bool set = b < s.valid_lens.size() && s.valid_lens[b] != kFollowValidLen;
+    by_hand |= set;
+    int64_t len = shown[b];
+    char label[48];
+    std::snprintf(label, sizeof label, "valid len [%zu]###valid_len%zu", b, b);  // the ID outlives the format
+    const int64_t low = 0;
+    if (ImGui::SliderScalar(label, ImGuiDataType_S64, &len, &low, &S, set ? "%lld (set)" : "%lld = its line", kClamp)) {
+      if (s.valid_lens.size() < shown.size()) s.valid_lens.resize(shown.size(), kFollowValidLen);
+      s.valid_lens[b] = len;
+      changed = true;
+    }
+    recordLayout(state, ("valid_len_" + std::to_string(b)).c_str());
+  }
+  if (by_hand) {
+    if (ImGui::SmallButton("follow the lines")) {
+      s.valid_lens.clear();
+      changed = true;
+    }
+    recordLayout(state, "valid_lens_follow");
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("every valid length follows its line's token count again");
+  }
+  return changed;
+}
+
+// Padding: the valid length of every batch item (up to 16 sliders). A text's follow its
+// lines (drawTextValidLens); other sources start at 3/4 of S.
 bool drawPaddingTerm(AppState& state, const MaskTermKind& kind, const KnownSizes& sizes) {
   Settings& s = state.settings;
+  const bool text = s.source == InputSource::Text;
   bool changed = false;
   if (ImGui::Checkbox(kind.label, &(s.mask.*kind.flag))) {
     s.valid_lens.clear();
-    if (s.mask.*kind.flag) s.valid_lens.assign(sizes.B, std::max<int64_t>(1, sizes.S * 3 / 4));
+    if (s.mask.*kind.flag && !text) s.valid_lens.assign(sizes.B, std::max<int64_t>(1, sizes.S * 3 / 4));
     changed = true;
   }
   recordLayout(state, termLayoutName(kind).c_str());
   if (!(s.mask.*kind.flag)) return changed;
+  if (text) return drawTextValidLens(state) || changed;
   if (sizes.known && static_cast<int64_t>(s.valid_lens.size()) != sizes.B) {
     s.valid_lens.resize(sizes.B, sizes.S);
     changed = true;
