@@ -196,6 +196,25 @@ bool drawModelInput(AppState& state) {
   return changed;
 }
 
+// An attention bundle's own facts (nothing of the sandbox applies to it): its model,
+// layers (named as in bundle.json), heads, tokens and notes.
+void drawImportedFacts(AppState& state, const ViewModel& v) {
+  std::string facts = (v.model.empty() ? "model not named" : "model: " + v.model) + "\n" +
+                      std::to_string(v.layers) + (v.layers == 1 ? " layer" : " layers");
+  if (!v.maps.empty() && v.maps.front().name != "layer 0")  // named in bundle.json (layer_names)
+    facts += " (" + v.maps.front().name + (v.layers > 1 ? " .. " + v.maps.back().name : "") + ")";
+  facts += " x " + std::to_string(v.H) + (v.H == 1 ? " head" : " heads") + "\n" + std::to_string(v.L) + " queries x " +
+           std::to_string(v.S) + " keys" + (v.B > 1 ? ", batch of " + std::to_string(v.B) : "");
+  ImGui::TextUnformatted(facts.c_str());
+  recordLayout(state, "source_facts");
+  state.script.layout.recordText("source_facts", facts);
+  if (v.notes.empty()) return;
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+  ImGui::TextWrapped("%s", v.notes.c_str());
+  ImGui::PopStyleColor();
+  recordLayout(state, "source_notes");
+}
+
 bool drawInputSection(AppState& state, const KnownSizes& sizes) {
   Settings& s = state.settings;
   if (s.source == InputSource::Model) return drawModelInput(state);
@@ -240,10 +259,7 @@ bool drawInputSection(AppState& state, const KnownSizes& sizes) {
       break;
     case InputSource::Bundle:
       ImGui::TextWrapped("%s", s.bundle_path.empty() ? "(no bundle chosen)" : s.bundle_path.c_str());
-      if (const ViewModel* v = state.compute.imported() ? state.compute.view.get() : nullptr) {
-        ImGui::TextDisabled("%s%s%lld layer%s x %lld heads", v->model.c_str(), v->model.empty() ? "" : ": ",
-                            static_cast<long long>(v->layers), v->layers == 1 ? "" : "s", static_cast<long long>(v->H));
-      }
+      if (const ViewModel* v = state.compute.imported() ? state.compute.view.get() : nullptr) drawImportedFacts(state, *v);
       if (ImGui::Button("Open bundle... (Ctrl+O)")) state.open_dialog.requested = true;
       break;
     case InputSource::Model:  // drawModelInput
@@ -687,6 +703,36 @@ bool drawExportSection(AppState& state, const KnownSizes& sizes) {
   return changed;
 }
 
+// Model, mask, scaling, variants and mistakes. A trained model fixes its own heads, causal
+// mask and scale: greyed out with the reason, they show the model's values (the user's
+// come back after).
+bool drawSandboxSections(AppState& state, const KnownSizes& sizes) {
+  const bool trained = state.settings.source == InputSource::Model;
+  constexpr const char* kReason = "a trained model fixes its heads, sizes, causal mask and scaling: pick the "
+                                  "random-weights sandbox under Models to change them";
+  if (trained) {
+    ImGui::Spacing();
+    warningText(kReason);
+    recordLayout(state, "imported_reason");
+    ImGui::BeginDisabled();
+    ImGui::BeginGroup();
+  }
+  const Settings user = state.settings;
+  state.settings = controlsShown(state);
+  bool changed = drawModelSection(state);
+  changed |= drawMaskSection(state, sizes);
+  changed |= drawScalingSection(state);
+  changed |= drawVariantsSection(state);
+  changed |= drawTeachingSection(state);
+  if (trained) {
+    state.settings = user;
+    ImGui::EndGroup();
+    ImGui::EndDisabled();
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("%s", kReason);
+  }
+  return changed;
+}
+
 }  // namespace
 
 void drawControlPanel(AppState& state) {
@@ -699,33 +745,16 @@ void drawControlPanel(AppState& state) {
     const KnownSizes sizes = knownSizes(state);
     bool changed = drawModelsSection(state);
     changed |= drawInputSection(state, sizes);
-    // Imported maps were computed elsewhere, a trained model fixes its own heads, causal
-    // mask and scale: what would change them is greyed out, with the reason.
-    const bool imported = state.compute.imported() && state.settings.source == InputSource::Bundle;
-    const bool trained = state.settings.source == InputSource::Model;
-    const char* reason = trained ? "a trained model fixes its heads, sizes, causal mask and scaling: pick the "
-                                   "random-weights sandbox under Models to change them"
-                                 : "imported attention maps: model, mask, scaling and mistakes need the model, so they are off";
-    if (imported || trained) {
+    if (state.compute.imported() && state.settings.source == InputSource::Bundle) {
+      // Imported maps were computed elsewhere: no sandbox control applies, none is drawn.
       ImGui::Spacing();
-      warningText(reason);
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+      ImGui::TextWrapped("imported attention maps: the model, mask, scaling and mistakes controls need the model "
+                         "that computed them, so they are not shown");
+      ImGui::PopStyleColor();
       recordLayout(state, "imported_reason");
-      ImGui::BeginDisabled();
-      ImGui::BeginGroup();
-    }
-    // Greyed under a trained model: they show the model's values; the user's come back after.
-    const Settings user = state.settings;
-    state.settings = controlsShown(state);
-    changed |= drawModelSection(state);
-    changed |= drawMaskSection(state, sizes);
-    changed |= drawScalingSection(state);
-    changed |= drawVariantsSection(state);
-    changed |= drawTeachingSection(state);
-    if (trained) state.settings = user;
-    if (imported || trained) {
-      ImGui::EndGroup();
-      ImGui::EndDisabled();
-      if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("%s", reason);
+    } else {
+      changed |= drawSandboxSections(state, sizes);
     }
     changed |= drawViewSection(state);
     changed |= drawExportSection(state, sizes);
