@@ -14,6 +14,7 @@
 //   drafts    control-panel fields that may hold invalid input (never written to settings)
 //   stepper   the KV-cache stepper panel: open, the step shown, playing
 //   predictions  the predictions panel's pin (a clicked query row)
+//   head_scroll  the head table and grid keeping the focused head in view
 //   persist   where and when the settings are saved
 //   script    the state log and widget rectangles (tests, scripting)
 #pragma once
@@ -34,6 +35,7 @@
 #include "gui/features/exports/export_state.h"
 #include "gui/features/focus/focus.h"
 #include "gui/features/head_grid/head_grid.h"
+#include "gui/features/head_scroll/head_scroll.h"
 #include "gui/features/layer_maps/layer_maps.h"
 #include "gui/features/mask/mask.h"
 #include "gui/features/metrics/metrics.h"
@@ -107,6 +109,7 @@ struct AppState {
   ControlDrafts drafts;
   StepperState stepper;
   PredictionsState predictions;
+  HeadScrollState head_scroll;
   PersistState persist;
   ScriptState script;
 };
