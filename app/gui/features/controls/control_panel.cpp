@@ -693,6 +693,13 @@ bool drawExportSection(AppState& state, const KnownSizes& sizes) {
   if (button("All heads", "Ctrl+Shift+S: every head in one grid figure", "export_grid_button", false)) {
     requestFigureExport(state, "grid");
   }
+  sameLineIfFits(checkboxWidth("full resolution"));
+  if (ImGui::Checkbox("full resolution", &state.exports.full_resolution_atlas)) markStateChanged(state);
+  recordLayout(state, "export_full_resolution");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("All heads: every cell of every map; without it the grid figure is at most %lld px on its "
+                      "longer side, cells pooled (the largest of each block) beyond, as its subtitle says",
+                      static_cast<long long>(kMaxAtlasSide));
   if (button("Export HTML", "Ctrl+Shift+H: every layer and head as one interactive page that opens in any browser",
              "export_html_button", false)) {
     requestFigureExport(state, "html");
