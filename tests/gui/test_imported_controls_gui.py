@@ -50,7 +50,8 @@ class ImportedControlsTest(g.AppTestCase):
                                            model_text="12=21.", dropout=0.3, train=True)
         self.assertIn("heads_slider", state["rects"])  # greyed, with the model's values
         self.assertEqual(state["controls_shown"], {"heads": 2, "head_dim": 32, "mask": "causal"})
-        self.assertNotIn("source_facts", state["texts"])
+        self.assertEqual((state["layers"], state["texts"]["source_facts"]), (1, "1 layer x 2 heads"))  # the run's facts
+        self.screenshot(window, "model.png")
 
 
 if __name__ == "__main__":

@@ -161,6 +161,14 @@ bool offerSampleText(AppState& state) {
   return clicked;
 }
 
+// "2 layers (h.0 .. h.1) x 3 heads": the layer names when the source gives them.
+std::string layersAndHeads(const ViewModel& v) {
+  std::string text = std::to_string(v.layers) + (v.layers == 1 ? " layer" : " layers");
+  if (!v.maps.empty() && v.maps.front().name != "layer 0")  // named (bundle.json's layer_names)
+    text += " (" + v.maps.front().name + (v.layers > 1 ? " .. " + v.maps.back().name : "") + ")";
+  return text + " x " + std::to_string(v.H) + (v.H == 1 ? " head" : " heads");
+}
+
 // A trained model's input: the text it reads, with its caption and notable heads.
 bool drawModelInput(AppState& state) {
   Settings& s = state.settings;
@@ -172,6 +180,12 @@ bool drawModelInput(AppState& state) {
     ImGui::TextWrapped("%s", v->notes.c_str());
     ImGui::PopStyleColor();
     recordLayout(state, "model_caption");
+  }
+  if (model_view) {  // the run's own facts (its heads and sizes are greyed below)
+    const std::string facts = layersAndHeads(*v);
+    ImGui::TextDisabled("%s", facts.c_str());
+    recordLayout(state, "source_facts");
+    state.script.layout.recordText("source_facts", facts);
   }
   if (model_view && !v->notable_heads.empty()) {
     std::string heads;
@@ -199,12 +213,9 @@ bool drawModelInput(AppState& state) {
 // An attention bundle's own facts (nothing of the sandbox applies to it): its model,
 // layers (named as in bundle.json), heads, tokens and notes.
 void drawImportedFacts(AppState& state, const ViewModel& v) {
-  std::string facts = (v.model.empty() ? "model not named" : "model: " + v.model) + "\n" +
-                      std::to_string(v.layers) + (v.layers == 1 ? " layer" : " layers");
-  if (!v.maps.empty() && v.maps.front().name != "layer 0")  // named in bundle.json (layer_names)
-    facts += " (" + v.maps.front().name + (v.layers > 1 ? " .. " + v.maps.back().name : "") + ")";
-  facts += " x " + std::to_string(v.H) + (v.H == 1 ? " head" : " heads") + "\n" + std::to_string(v.L) + " queries x " +
-           std::to_string(v.S) + " keys" + (v.B > 1 ? ", batch of " + std::to_string(v.B) : "");
+  const std::string facts = (v.model.empty() ? "model not named" : "model: " + v.model) + "\n" + layersAndHeads(v) +
+                            "\n" + std::to_string(v.L) + " queries x " + std::to_string(v.S) + " keys" +
+                            (v.B > 1 ? ", batch of " + std::to_string(v.B) : "");
   ImGui::TextUnformatted(facts.c_str());
   recordLayout(state, "source_facts");
   state.script.layout.recordText("source_facts", facts);
