@@ -12,10 +12,8 @@
 namespace attnscope {
 namespace {
 
-bool fits(const Figure& figure, int64_t max_side) {
-  const FigureGeometry g = figureGeometry(figure);
-  return std::max(g.width, g.height) <= max_side;
-}
+bool fits(const FigureGeometry& g, int64_t max_side) { return std::max(g.width, g.height) <= max_side; }
+bool fits(const Figure& figure, int64_t max_side) { return fits(figureGeometry(figure), max_side); }
 
 // Output block n of `out` over `count` cells covers [n * count / out, (n + 1) * count / out).
 int64_t blockStart(int64_t n, int64_t count, int64_t out) { return n * count / out; }
@@ -71,8 +69,8 @@ Figure pooledFigure(const Figure& figure, int64_t block, int64_t max_side) {
 }  // namespace
 
 std::optional<Figure> capFigureSize(const Figure& figure, int64_t max_side) {
-  if (fits(figure, max_side)) return std::nullopt;
   const FigureGeometry g = figureGeometry(figure);
+  if (fits(g, max_side)) return std::nullopt;
   const int64_t per_row = std::max<int64_t>(1, figure.grid_columns);
   const int64_t panel_rows = (static_cast<int64_t>(figure.panels.size()) + per_row - 1) / per_row;
   // Pixels of cells along each side, and the room left for them once titles, labels and
@@ -80,10 +78,13 @@ std::optional<Figure> capFigureSize(const Figure& figure, int64_t max_side) {
   const double cells_w = static_cast<double>(per_row * figure.cols), cells_h = static_cast<double>(panel_rows * figure.rows);
   const double room_w = max_side - (g.width - cells_w * g.cell_px), room_h = max_side - (g.height - cells_h * g.cell_px);
   const double cell = std::min(room_w / cells_w, room_h / cells_h);  // the cell size that would fit
-  Figure capped = figure;
-  for (int64_t px = std::min<int64_t>(g.cell_px - 1, static_cast<int64_t>(std::floor(cell))); px >= 1; --px) {
-    capped.cell_px = px;
-    if (fits(capped, max_side)) return capped;
+  const int64_t largest_px = std::min<int64_t>(g.cell_px - 1, static_cast<int64_t>(std::floor(cell)));
+  if (largest_px >= 1) {  // copied only when smaller cells may do (an atlas' cells are large)
+    Figure capped = figure;
+    for (int64_t px = largest_px; px >= 1; --px) {
+      capped.cell_px = px;
+      if (fits(capped, max_side)) return capped;
+    }
   }
   int64_t block = cell > 0 ? std::max<int64_t>(2, static_cast<int64_t>(std::ceil(1.0 / cell))) : 2;
   for (;; block = std::max(block + 1, block * 5 / 4)) {  // wider labels may need a few more steps

@@ -379,14 +379,15 @@ bool drawTextValidLens(AppState& state) {
     by_hand |= set;
     int64_t len = shown[b];
     char label[48];
-    std::snprintf(label, sizeof label, "valid len [%zu]###valid_len%zu", b, b);  // the ID outlives the format
+    // "###": the slider keeps its ID when its format changes from "= its line" to "(set)".
+    std::snprintf(label, sizeof label, "valid len [%zu]###valid_len%zu", b, b);
     const int64_t low = 0;
     if (ImGui::SliderScalar(label, ImGuiDataType_S64, &len, &low, &S, set ? "%lld (set)" : "%lld = its line", kClamp)) {
       if (s.valid_lens.size() < shown.size()) s.valid_lens.resize(shown.size(), kFollowValidLen);
       s.valid_lens[b] = len;
       changed = true;
     }
-    recordLayout(state, ("valid_len_" + std::to_string(b)).c_str());
+    recordLayout(state, "valid_len_" + std::to_string(b));
   }
   if (by_hand) {
     if (ImGui::SmallButton("follow the lines")) {
@@ -399,8 +400,8 @@ bool drawTextValidLens(AppState& state) {
   return changed;
 }
 
-// Padding: the valid length of every batch item (up to 16 sliders). A text's follow its
-// lines (drawTextValidLens); other sources start at 3/4 of S.
+// Padding: the valid length of every batch item (up to 16 sliders). A text's items follow
+// their lines (drawTextValidLens); other sources' start at 3/4 of S.
 bool drawPaddingTerm(AppState& state, const MaskTermKind& kind, const KnownSizes& sizes) {
   Settings& s = state.settings;
   const bool text = s.source == InputSource::Text;
