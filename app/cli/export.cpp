@@ -31,6 +31,7 @@ struct ExportFlags {
   std::optional<std::string> format;  // default: the settings' export formats (png)
   std::optional<std::string> colormap;
   std::optional<int64_t> cell_px;
+  bool full_resolution = false;  // grid: no cap at kMaxAtlasSide px
   std::optional<std::string> mask;
   std::optional<int64_t> heads_count;
   VariantFlags variants;
@@ -142,6 +143,7 @@ int exportCommand(const ExportFlags& flags) {
     if (*flags.cell_px < 0) throw UsageError("--cell-px: must be >= 1 (or 0 = auto), got " + std::to_string(*flags.cell_px));
     request.cell_px = *flags.cell_px;
   }
+  request.full_resolution = flags.full_resolution;
   if (flags.heads_count && *flags.heads_count < 1) {
     throw UsageError("--heads-count: must be >= 1, got " + std::to_string(*flags.heads_count));
   }
@@ -196,6 +198,8 @@ int runExportCommand(int argc, char** argv) {
   app.add_option("--format", flags.format, "formats, comma-separated: png, svg, pdf, npy, csv, html (default: the settings' formats, png); html: one self-contained page of every layer and head, attention_bN_<mask>_LxS.html");
   app.add_option("--colormap", flags.colormap, colormapNames().list(" or ") + " (scores are always diverging)");
   app.add_option("--cell-px", flags.cell_px, "pixels per cell (default: matrix >= 512 px on its longer side)");
+  app.add_flag("--full-resolution", flags.full_resolution,
+               "grid: every cell in the PNG/SVG/PDF (default: at most 4096 px on the longer side, cells pooled beyond)");
   app.add_option("--mask", flags.mask, "mask: none, or terms joined by '+' (causal, window:W, ...)");
   app.add_option("--heads-count", flags.heads_count, "number of heads H of the model");
   addVariantFlags(app, flags.variants);

@@ -109,19 +109,21 @@ std::vector<std::string> figureFormats(const std::vector<std::string>& formats) 
   return figure_formats;
 }
 
-OutputFile renderFile(const std::string& format, const Figure& figure) {
-  if (format == "png") return {format, renderFigurePng(figure), {}};
-  if (format == "svg") return {format, renderFigureSvg(figure), {}};
-  if (format == "pdf") return {format, renderFigurePdf(figure), {}};
+// Pictures from `image` (the grid atlas capped in size), data files from `figure`.
+OutputFile renderFile(const std::string& format, const Figure& figure, const Figure& image) {
+  if (format == "png") return {format, renderFigurePng(image), {}};
+  if (format == "svg") return {format, renderFigureSvg(image), {}};
+  if (format == "pdf") return {format, renderFigurePdf(image), {}};
   if (format == "csv") return {format, matrixCsv(figure), {}};
   return {format, {}, matrixTensor(figure)};
 }
 
 // The figure rendered in every format under base_name; the caller adds its settings JSON.
-FigureJob renderJob(const std::string& base_name, const Figure& figure, const std::vector<std::string>& formats) {
+FigureJob renderJob(const std::string& base_name, const Figure& figure, const std::vector<std::string>& formats,
+                    const Figure* image = nullptr) {
   FigureJob job;
   job.base_name = base_name;
-  for (const std::string& format : formats) job.files.push_back(renderFile(format, figure));
+  for (const std::string& format : formats) job.files.push_back(renderFile(format, figure, image ? *image : figure));
   return job;
 }
 
@@ -318,7 +320,10 @@ FigureJob itemJob(const Settings& settings, const ViewModel& view, const ExportR
                                          view.mapL(), view.mapS(), tiled_window || !view.tiled ? window : CellWindow{});
   // A tiled source's whole map is its overview: named so.
   if (view.tiled && !tiled_window) base_name += "_overview" + std::to_string(view.L) + "x" + std::to_string(view.S);
-  FigureJob job = renderJob(base_name, figure, plan.figure_formats);
+  // The atlas' pictures stay printable (kMaxAtlasSide) unless full resolution is asked for.
+  const std::optional<Figure> image =
+      item.what == "grid" && !request.full_resolution ? capFigureSize(figure, kMaxAtlasSide) : std::nullopt;
+  FigureJob job = renderJob(base_name, figure, plan.figure_formats, image ? &*image : nullptr);
   job.files.push_back({"json", reopenSettingsJson(settings, request, plan, item), {}});
   return job;
 }

@@ -79,6 +79,13 @@ std::string mapName(const ViewModel& view, int64_t layer, int64_t h) {
   return (view.layers > 1 ? ", " + view.maps[layer].name : std::string()) + ", head " + std::to_string(h);
 }
 
+// An atlas row's name in tile titles: the layer's own name when it has one ("h.5", from
+// bundle.json's layer_names), else "L5" (the default name is "layer 5").
+std::string atlasLayerName(const ViewModel& view, int64_t layer) {
+  const std::string& name = view.maps[layer].name;
+  return name.empty() || name == "layer " + std::to_string(layer) ? "L" + std::to_string(layer) : name;
+}
+
 }  // namespace
 
 std::pair<float, float> probsColorScale(const ViewModel& view, const std::vector<int64_t>& layers, int64_t b,
@@ -238,7 +245,7 @@ Figure gridFigure(const ViewModel& view, const std::vector<int64_t>& layers, int
   for (int64_t layer : layers)
     for (int64_t h = 0; h < view.H; ++h) {
       figure.panels.push_back(mapPanel(view, view.probs(layer, b, h), layer, b));
-      figure.panels.back().title = atlas ? "L" + std::to_string(layer) + " H" + std::to_string(h) : "head " + std::to_string(h);
+      figure.panels.back().title = atlas ? atlasLayerName(view, layer) + " H" + std::to_string(h) : "head " + std::to_string(h);
     }
   // One layer: today's square-ish head grid. Several: rows = layers, columns = heads.
   figure.grid_columns = atlas ? view.H : static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(view.H))));

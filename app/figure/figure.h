@@ -89,7 +89,8 @@ Rgb cellColor(const Figure& figure, const FigurePanel& panel, int64_t row, int64
 //           (InputError for sources without a mask)
 //   rollout, flow  (acrossLayersFigure) the map after a layer of the given kind
 //   grid    the layer x head atlas of the given layers: rows = layers, columns = heads,
-//           tiles "L2 H3", one shared probability range and colour bar; with one layer
+//           tiles "L2 H3" (a layer named in the bundle: "h.2 H3", as the app names its
+//           rows), one shared probability range and colour bar; with one layer
 //           today's head grid (tiles "head k", ceil(sqrt(H)) per row)
 // Titles and subtitles: with one layer exactly as before layers existed; with several the
 // layer's name joins the title. The subtitle names the layer's mask ("causal", "none").
@@ -102,6 +103,15 @@ Figure maskFigure(const ViewModel& view, int64_t layer, int64_t b, Colormap map)
 Figure acrossLayersFigure(const ViewModel& view, MapKind kind, int64_t layer, int64_t b, Colormap map);
 Figure gridFigure(const ViewModel& view, const std::vector<int64_t>& layers, int64_t b, Colormap map,
                   bool log_scale = false);
+
+// The grid atlas' longest side in pixels unless full resolution is asked for (a 144-head,
+// 512-token atlas is 6529 x 6656 px at one pixel per cell).
+inline constexpr int64_t kMaxAtlasSide = 4096;
+// The figure at most max_side px on its longer side: smaller cells first (down to 1 px),
+// then cells max-pooled in blocks (the app's block rule, view/downsample.h; masked only
+// when the whole block is, labels become index ranges "4-7"), the pooling named in the
+// subtitle. nullopt when it fits as it is.
+std::optional<Figure> capFigureSize(const Figure& figure, int64_t max_side);
 
 // A tiled source's window (view.tiled; window in real cells, not whole()): its exact
 // probabilities or scores ("probs" / "scores"), computed from Q and K (computeTile), with the
@@ -185,6 +195,7 @@ struct ExportRequest {
   int64_t cell_px = -1;                        // -1 = settings.cell_px (0 = auto)
   std::string out_dir;                         // empty = settings.export_dir or defaultExportDir()
   CellWindow window;                           // probs/scores/mask: only these rows and keys (app zoom)
+  bool full_resolution = false;                // grid: every cell, no cap at kMaxAtlasSide px (PNG/SVG/PDF)
 };
 
 // Any figure (the app's A - B map) as files named base_name (made free like every export)

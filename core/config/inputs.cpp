@@ -10,7 +10,8 @@ namespace attnscope {
 std::vector<int64_t> resolveValidLens(const std::vector<int64_t>& requested, const std::vector<int64_t>& natural,
                                       int64_t S) {
   std::vector<int64_t> lens = natural;
-  for (size_t b = 0; b < lens.size() && b < requested.size(); ++b) lens[b] = std::clamp<int64_t>(requested[b], 0, S);
+  for (size_t b = 0; b < lens.size() && b < requested.size(); ++b)
+    if (requested[b] != kFollowValidLen) lens[b] = std::clamp<int64_t>(requested[b], 0, S);
   return lens;
 }
 

@@ -30,8 +30,8 @@ Bundle bundleInputs(const Settings& settings);
 // checks that they agree). InputError when G does not divide H.
 void groupKeyValueHeads(const Settings& settings, AttentionInputs& inputs);
 
-// Valid lengths [B]: `requested` (the settings') wins where given, clamped to [0, S];
-// the other items keep `natural`.
+// Valid lengths [B]: `requested` (the settings') wins where given and not negative
+// (kFollowValidLen), clamped to [0, S]; the other items keep `natural`.
 std::vector<int64_t> resolveValidLens(const std::vector<int64_t>& requested, const std::vector<int64_t>& natural,
                                       int64_t S);
 

@@ -51,6 +51,10 @@ std::optional<ScaleSetting> scaleFromFactor(double factor);
 inline constexpr const char* kDefaultModelText =
     "def area(width, height):\n    return width * height\n\nprint(area(3, 4), area(width, height))\n";
 
+// A valid_lens entry that follows its item's natural length (a text line's token count,
+// else the full S) instead of a length set by hand.
+inline constexpr int64_t kFollowValidLen = -1;
+
 struct Settings {
   // input
   InputSource source = InputSource::Text;
@@ -60,7 +64,7 @@ struct Settings {
   int64_t synthetic_L = 12;                       // synthetic mode sizes
   int64_t synthetic_S = 12;
   int64_t batch = 1;                              // synthetic mode batch size
-  std::vector<int64_t> valid_lens;                // per batch item; empty = full length
+  std::vector<int64_t> valid_lens;                // per batch item; empty or kFollowValidLen = natural length
   std::string bundle_path;
   // trained model (source Model): a shipped model's name (assets/models/NAME) or a folder
   // path (any value with a '/'), run on model_text. See config/model_source.h.
@@ -167,5 +171,10 @@ AttentionOptions attentionOptions(const Settings& settings, int64_t model_dim);
 // per source, see config/inputs.h). Throws InputError for bad settings (no tokens, too
 // large, bad bundle, ...). A whole run (inputs + options): configureRun() in config/run.h.
 AttentionInputs buildInputs(const Settings& settings);
+
+// The token count of each text batch item's key line (its natural valid length, which the
+// padding mask follows until a length is set by hand); empty when the text has no tokens
+// or its key lines do not match.
+std::vector<int64_t> textKeyLengths(const Settings& settings);
 
 }  // namespace attnscope

@@ -83,12 +83,15 @@ class Reader {
       out = v.get<std::string>();
     });
   }
-  void integerList(const char* key, std::vector<int64_t>& out) const {
+  // Non-negative integers, or `lowest` where it means something (valid_lens' kFollowValidLen).
+  void integerList(const char* key, std::vector<int64_t>& out, int64_t lowest = 0) const {
     with(key, [&](const json& v) {
       if (!v.is_array()) fail(key, "must be a list of integers");
       std::vector<int64_t> list;
       for (const json& x : v) {
-        if (!x.is_number_integer() || x.get<int64_t>() < 0) fail(key, "must be a list of non-negative integers");
+        if (!x.is_number_integer() || (x.get<int64_t>() < 0 && x.get<int64_t>() != lowest))
+          fail(key, lowest < 0 ? "must be a list of non-negative integers (or " + std::to_string(lowest) + ")"
+                               : "must be a list of non-negative integers");
         list.push_back(x.get<int64_t>());
       }
       out = list;
@@ -181,7 +184,7 @@ Settings settingsFromJson(const json& j, std::vector<std::string>* problems) {
   r.integer("synthetic_L", s.synthetic_L, 1, kMaxLen);
   r.integer("synthetic_S", s.synthetic_S, 1, kMaxLen);
   r.integer("batch", s.batch, 1, 4096);
-  r.integerList("valid_lens", s.valid_lens);
+  r.integerList("valid_lens", s.valid_lens, kFollowValidLen);
   r.string("bundle_path", s.bundle_path);
   r.string("model", s.model);
   if (s.model.empty()) Reader::fail("model", "must name a shipped model or a model folder");

@@ -8,6 +8,7 @@ Environment: ATTNSCOPE_BIN (the binary), ATTNSCOPE_TEST_TMP (scratch folder).
 """
 import json
 import os
+import struct
 import subprocess
 import unittest
 import zipfile
@@ -113,6 +114,15 @@ class ImportRoundTripTest(unittest.TestCase):
         self.assertEqual(atlas.tobytes(), maps[:, 1].reshape(LAYERS * H, L, S).tobytes())
         with open(base + ".svg") as f:
             svg = f.read()
+        for layer in range(LAYERS):  # tiles titled with the bundle's layer names, as the app names its rows
+            for h in range(H):
+                self.assertIn(f">enc.{layer} H{h}</text>", svg)
+        # Without layer names: "L0 H0".
+        unnamed = write_attention_bundle(os.path.join(tmp, "unnamed"), maps)
+        proc = run("export", unnamed, "--what", "grid", "--format", "svg", "--out", os.path.join(tmp, "out_unnamed"))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with open(os.path.join(tmp, "out_unnamed", f"grid_b0_imported_L{L}xS{S}.svg")) as f:
+            svg = f.read()
         for layer in range(LAYERS):
             for h in range(H):
                 self.assertIn(f">L{layer} H{h}</text>", svg)
@@ -121,6 +131,25 @@ class ImportRoundTripTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         subset = np.load(os.path.join(out, f"grid_L0,2_b0_imported_L{L}xS{S}.npy"))
         self.assertEqual(subset.tobytes(), maps[[0, 2], 0].reshape(2 * H, L, S).tobytes())
+
+    def test_grid_picture_capped_at_4096_px_unless_full_resolution(self):
+        # 2 layers x 20 heads of 220 tokens: 9305 px wide at the default 2 px per cell.
+        tmp = ref.case_dir("import", "atlas_cap")
+        maps = random_maps(7, shape=(2, 1, 20, 220, 220)).astype(np.float32)
+        bundle = write_attention_bundle(os.path.join(tmp, "bundle"), maps, key_tokens=False)
+        sizes = {}
+        for name, flags in (("capped", ()), ("full", ("--full-resolution",))):
+            out = os.path.join(tmp, name)
+            proc = run("export", bundle, "--what", "grid", "--format", "png,npy", "--out", out, *flags)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            base = os.path.join(out, "grid_b0_imported_L220xS220")
+            with open(base + ".png", "rb") as f:
+                sizes[name] = struct.unpack(">II", f.read(24)[16:24])
+            self.assertEqual(np.load(base + ".npy").tobytes(), maps[:, 0].reshape(40, 220, 220).tobytes())
+        self.assertLessEqual(max(sizes["capped"]), 4096)
+        self.assertGreater(sizes["capped"][0], 2000)
+        self.assertGreater(max(sizes["full"]), 4096)
+        self.assertGreaterEqual(sizes["full"][0], 20 * 220)
 
     def test_rows_that_are_not_distributions_export_with_one_warning(self):
         tmp = ref.case_dir("import", "not_distributions")

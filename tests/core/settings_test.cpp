@@ -26,7 +26,7 @@ Settings unusualSettings() {
   s.synthetic_L = 31;
   s.synthetic_S = 17;
   s.batch = 3;
-  s.valid_lens = {5, 0, 17};
+  s.valid_lens = {5, kFollowValidLen, 17};  // -1: follows its line
   s.bundle_path = "/tmp/some bundle";
   s.heads = 6;
   s.head_dim = 3;
@@ -137,7 +137,7 @@ TEST(SettingsJson, WrongTypesAndValuesNameTheKey) {
       {{{"temperature", -1.5}}, "settings: 'temperature' must be > 0"},
       {{{"dropout", 1.0}}, "settings: 'dropout' must be in [0, 1)"},
       {{{"dropout", "0.1"}}, "settings: 'dropout' must be a number"},
-      {{{"valid_lens", {3, -1}}}, "settings: 'valid_lens' must be a list of non-negative integers"},
+      {{{"valid_lens", {3, -2}}}, "settings: 'valid_lens' must be a list of non-negative integers (or -1)"},
       {{{"valid_lens", 3}}, "settings: 'valid_lens' must be a list of integers"},
       {{{"seed", -4}}, "settings: 'seed' must be a non-negative integer"},
       {{{"prob_colormap", "rainbow"}}, "settings: 'prob_colormap' is invalid"},
@@ -373,9 +373,17 @@ TEST(BuildInputs, TextLinesAreBatchItemsPaddedWithValidLens) {
   in = buildInputs(s);
   EXPECT_EQ(in.valid_lens, (std::vector<int64_t>{2, 6, 1}));
 
-  // equal lengths: no valid_lens needed
+  // kFollowValidLen (-1) follows its line's token count (issue 22 item 2)
+  s.valid_lens = {kFollowValidLen, 2};
+  EXPECT_EQ(buildInputs(s).valid_lens, (std::vector<int64_t>{6, 2, 1}));
+  EXPECT_EQ(textKeyLengths(s), (std::vector<int64_t>{6, 3, 1}));
+
+  // equal lengths: no valid_lens needed, unless padding asks for them (the lines' lengths)
   s.valid_lens.clear();
   s.text = "a b\nc d";
+  EXPECT_EQ(buildInputs(s).valid_lens, (std::vector<int64_t>{2, 2}));
+  EXPECT_NO_THROW(runAttention(buildInputs(s), attentionOptions(s)));
+  s.mask = MaskSpec::parse("causal");
   EXPECT_TRUE(buildInputs(s).valid_lens.empty());
 }
 

@@ -198,6 +198,24 @@ class AppTestCase(unittest.TestCase):
         self.x.xdotool("type", "--delay", str(delay), text)
         self.x.xdotool("mousemove", "--window", window, 120, 6)
 
+    def type_into_slider(self, window, rect, text):
+        """Ctrl+click a slider (ImGui's text entry), type text and Return (each keystroke applies)."""
+        x, y, w, h = rect
+        self.x.xdotool("mousemove", "--window", window, int(x + w / 2), int(y + h / 2))
+        time.sleep(0.2)
+        self.x.xdotool("keydown", "ctrl")
+        self.x.xdotool("mousedown", 1)
+        time.sleep(0.15)
+        self.x.xdotool("mouseup", 1)
+        self.x.xdotool("keyup", "ctrl")
+        time.sleep(0.3)
+        self.press(window, "ctrl+a")
+        self.x.xdotool("type", "--delay", 120, "--window", window, text)
+        time.sleep(0.2)
+        self.x.xdotool("keydown", "Return")  # held over frames: ImGui 1.86 loses a press and release in one
+        time.sleep(0.2)
+        self.x.xdotool("keyup", "Return")
+
     def export_zoomed_window(self, window, log, head, size, win):
         """Ctrl+S on a zoomed focus view of map (layer 0, head, batch item 0) of a causal
         size x size map showing window win [row0, rows, col0, cols]: checks that the export

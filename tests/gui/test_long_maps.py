@@ -132,24 +132,6 @@ class LongMapsTest(g.TiledAppTestCase):
             time.sleep(0.5)
         self.fail("the zoom never settled")
 
-    def type_into_slider(self, window, rect, text):
-        """Ctrl+click a slider (ImGui's text entry), type text and Return (each keystroke applies)."""
-        x, y, w, h = rect
-        self.x.xdotool("mousemove", "--window", window, int(x + w / 2), int(y + h / 2))
-        time.sleep(0.2)
-        self.x.xdotool("keydown", "ctrl")
-        self.x.xdotool("mousedown", 1)
-        time.sleep(0.15)
-        self.x.xdotool("mouseup", 1)
-        self.x.xdotool("keyup", "ctrl")
-        time.sleep(0.3)
-        self.press(window, "ctrl+a")
-        self.x.xdotool("type", "--delay", 120, "--window", window, text)
-        time.sleep(0.2)
-        self.x.xdotool("keydown", "Return")  # held over frames: ImGui 1.86 loses a press and release in one
-        time.sleep(0.2)
-        self.x.xdotool("keyup", "Return")
-
     def test_progress_cancel_and_recompute(self):
         first = dict(source="synthetic", synthetic_L=2048, synthetic_S=2048, heads=2, head_dim=8, mask="causal")
         _, log, window, state = self.start("cancel", ready=lambda s: g.settled(s) and s.get("tiled") is not None,

@@ -15,6 +15,7 @@
 //   stepper   the KV-cache stepper panel: open, the step shown, playing
 //   predictions  the predictions panel's pin (a clicked query row)
 //   lens      the logit lens tab: shown, the hovered and the clicked cell
+//   head_scroll  the head table and grid keeping the focused head in view
 //   persist   where and when the settings are saved
 //   script    the state log and widget rectangles (tests, scripting)
 #pragma once
@@ -35,6 +36,7 @@
 #include "gui/features/exports/export_state.h"
 #include "gui/features/focus/focus.h"
 #include "gui/features/head_grid/head_grid.h"
+#include "gui/features/head_scroll/head_scroll.h"
 #include "gui/features/layer_maps/layer_maps.h"
 #include "gui/features/lens/lens.h"
 #include "gui/features/mask/mask.h"
@@ -110,6 +112,7 @@ struct AppState {
   StepperState stepper;
   PredictionsState predictions;
   LensState lens;
+  HeadScrollState head_scroll;
   PersistState persist;
   ScriptState script;
 };

@@ -161,6 +161,14 @@ bool offerSampleText(AppState& state) {
   return clicked;
 }
 
+// "2 layers (h.0 .. h.1) x 3 heads": the layer names when the source gives them.
+std::string layersAndHeads(const ViewModel& v) {
+  std::string text = std::to_string(v.layers) + (v.layers == 1 ? " layer" : " layers");
+  if (!v.maps.empty() && v.maps.front().name != "layer 0")  // named (bundle.json's layer_names)
+    text += " (" + v.maps.front().name + (v.layers > 1 ? " .. " + v.maps.back().name : "") + ")";
+  return text + " x " + std::to_string(v.H) + (v.H == 1 ? " head" : " heads");
+}
+
 // A trained model's input: the text it reads, with its caption and notable heads.
 bool drawModelInput(AppState& state) {
   Settings& s = state.settings;
@@ -172,6 +180,12 @@ bool drawModelInput(AppState& state) {
     ImGui::TextWrapped("%s", v->notes.c_str());
     ImGui::PopStyleColor();
     recordLayout(state, "model_caption");
+  }
+  if (model_view) {  // the run's own facts (its heads and sizes are greyed below)
+    const std::string facts = layersAndHeads(*v);
+    ImGui::TextDisabled("%s", facts.c_str());
+    recordLayout(state, "source_facts");
+    state.script.layout.recordText("source_facts", facts);
   }
   if (model_view && !v->notable_heads.empty()) {
     std::string heads;
@@ -194,6 +208,22 @@ bool drawModelInput(AppState& state) {
   }
   if (unknown || state.compute.textTooLong()) changed |= offerSampleText(state);
   return changed;
+}
+
+// An attention bundle's own facts (nothing of the sandbox applies to it): its model,
+// layers (named as in bundle.json), heads, tokens and notes.
+void drawImportedFacts(AppState& state, const ViewModel& v) {
+  const std::string facts = (v.model.empty() ? "model not named" : "model: " + v.model) + "\n" + layersAndHeads(v) +
+                            "\n" + std::to_string(v.L) + " queries x " + std::to_string(v.S) + " keys" +
+                            (v.B > 1 ? ", batch of " + std::to_string(v.B) : "");
+  ImGui::TextUnformatted(facts.c_str());
+  recordLayout(state, "source_facts");
+  state.script.layout.recordText("source_facts", facts);
+  if (v.notes.empty()) return;
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+  ImGui::TextWrapped("%s", v.notes.c_str());
+  ImGui::PopStyleColor();
+  recordLayout(state, "source_notes");
 }
 
 bool drawInputSection(AppState& state, const KnownSizes& sizes) {
@@ -240,10 +270,7 @@ bool drawInputSection(AppState& state, const KnownSizes& sizes) {
       break;
     case InputSource::Bundle:
       ImGui::TextWrapped("%s", s.bundle_path.empty() ? "(no bundle chosen)" : s.bundle_path.c_str());
-      if (const ViewModel* v = state.compute.imported() ? state.compute.view.get() : nullptr) {
-        ImGui::TextDisabled("%s%s%lld layer%s x %lld heads", v->model.c_str(), v->model.empty() ? "" : ": ",
-                            static_cast<long long>(v->layers), v->layers == 1 ? "" : "s", static_cast<long long>(v->H));
-      }
+      if (const ViewModel* v = state.compute.imported() ? state.compute.view.get() : nullptr) drawImportedFacts(state, *v);
       if (ImGui::Button("Open bundle... (Ctrl+O)")) state.open_dialog.requested = true;
       break;
     case InputSource::Model:  // drawModelInput
@@ -340,17 +367,53 @@ bool drawLengthsTerm(AppState& state, const MaskTermKind& kind, int64_t span) {
   return changed;
 }
 
-// Padding: the valid length of every batch item (up to 16 sliders).
+// A text's valid lengths (up to 16 sliders): each follows its line's token count
+// (kFollowValidLen) until its slider sets it by hand; a button makes them all follow again.
+bool drawTextValidLens(AppState& state) {
+  Settings& s = state.settings;
+  const std::vector<int64_t> natural = textKeyLengths(s), shown = textValidLensShown(s);
+  const int64_t S = natural.empty() ? 0 : *std::max_element(natural.begin(), natural.end());
+  bool changed = false, by_hand = false;
+  for (size_t b = 0; b < shown.size() && b < 16; ++b) {
+    const bool set = b < s.valid_lens.size() && s.valid_lens[b] != kFollowValidLen;
+    by_hand |= set;
+    int64_t len = shown[b];
+    char label[48];
+    // "###": the slider keeps its ID when its format changes from "= its line" to "(set)".
+    std::snprintf(label, sizeof label, "valid len [%zu]###valid_len%zu", b, b);
+    const int64_t low = 0;
+    if (ImGui::SliderScalar(label, ImGuiDataType_S64, &len, &low, &S, set ? "%lld (set)" : "%lld = its line", kClamp)) {
+      if (s.valid_lens.size() < shown.size()) s.valid_lens.resize(shown.size(), kFollowValidLen);
+      s.valid_lens[b] = len;
+      changed = true;
+    }
+    recordLayout(state, "valid_len_" + std::to_string(b));
+  }
+  if (by_hand) {
+    if (ImGui::SmallButton("follow the lines")) {
+      s.valid_lens.clear();
+      changed = true;
+    }
+    recordLayout(state, "valid_lens_follow");
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("every valid length follows its line's token count again");
+  }
+  return changed;
+}
+
+// Padding: the valid length of every batch item (up to 16 sliders). A text's items follow
+// their lines (drawTextValidLens); other sources' start at 3/4 of S.
 bool drawPaddingTerm(AppState& state, const MaskTermKind& kind, const KnownSizes& sizes) {
   Settings& s = state.settings;
+  const bool text = s.source == InputSource::Text;
   bool changed = false;
   if (ImGui::Checkbox(kind.label, &(s.mask.*kind.flag))) {
     s.valid_lens.clear();
-    if (s.mask.*kind.flag) s.valid_lens.assign(sizes.B, std::max<int64_t>(1, sizes.S * 3 / 4));
+    if (s.mask.*kind.flag && !text) s.valid_lens.assign(sizes.B, std::max<int64_t>(1, sizes.S * 3 / 4));
     changed = true;
   }
   recordLayout(state, termLayoutName(kind).c_str());
   if (!(s.mask.*kind.flag)) return changed;
+  if (text) return drawTextValidLens(state) || changed;
   if (sizes.known && static_cast<int64_t>(s.valid_lens.size()) != sizes.B) {
     s.valid_lens.resize(sizes.B, sizes.S);
     changed = true;
@@ -642,12 +705,49 @@ bool drawExportSection(AppState& state, const KnownSizes& sizes) {
   if (button("All heads", "Ctrl+Shift+S: every head in one grid figure", "export_grid_button", false)) {
     requestFigureExport(state, "grid");
   }
+  sameLineIfFits(checkboxWidth("full resolution"));
+  if (ImGui::Checkbox("full resolution", &state.exports.full_resolution_atlas)) markStateChanged(state);
+  recordLayout(state, "export_full_resolution");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("All heads: every cell of every map; without it the grid figure is at most %lld px on its "
+                      "longer side, cells pooled (the largest of each block) beyond, as its subtitle says",
+                      static_cast<long long>(kMaxAtlasSide));
   if (button("Export HTML", "Ctrl+Shift+H: every layer and head as one interactive page that opens in any browser",
              "export_html_button", false)) {
     requestFigureExport(state, "html");
   }
   if (button("Screenshot", "Ctrl+Alt+S: the whole window as a PNG", "screenshot_button", false)) {
     state.exports.screenshot_requested = true;
+  }
+  return changed;
+}
+
+// Model, mask, scaling, variants and mistakes. A trained model fixes its own heads, causal
+// mask and scale: greyed out with the reason, they show the model's values (the user's
+// come back after).
+bool drawSandboxSections(AppState& state, const KnownSizes& sizes) {
+  const bool trained = state.settings.source == InputSource::Model;
+  constexpr const char* kReason = "a trained model fixes its heads, sizes, causal mask and scaling: pick the "
+                                  "random-weights sandbox under Models to change them";
+  if (trained) {
+    ImGui::Spacing();
+    warningText(kReason);
+    recordLayout(state, "imported_reason");
+    ImGui::BeginDisabled();
+    ImGui::BeginGroup();
+  }
+  const Settings user = state.settings;
+  state.settings = controlsShown(state);
+  bool changed = drawModelSection(state);
+  changed |= drawMaskSection(state, sizes);
+  changed |= drawScalingSection(state);
+  changed |= drawVariantsSection(state);
+  changed |= drawTeachingSection(state);
+  if (trained) {
+    state.settings = user;
+    ImGui::EndGroup();
+    ImGui::EndDisabled();
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("%s", kReason);
   }
   return changed;
 }
@@ -664,33 +764,16 @@ void drawControlPanel(AppState& state) {
     const KnownSizes sizes = knownSizes(state);
     bool changed = drawModelsSection(state);
     changed |= drawInputSection(state, sizes);
-    // Imported maps were computed elsewhere, a trained model fixes its own heads, causal
-    // mask and scale: what would change them is greyed out, with the reason.
-    const bool imported = state.compute.imported() && state.settings.source == InputSource::Bundle;
-    const bool trained = state.settings.source == InputSource::Model;
-    const char* reason = trained ? "a trained model fixes its heads, sizes, causal mask and scaling: pick the "
-                                   "random-weights sandbox under Models to change them"
-                                 : "imported attention maps: model, mask, scaling and mistakes need the model, so they are off";
-    if (imported || trained) {
+    if (state.compute.imported() && state.settings.source == InputSource::Bundle) {
+      // Imported maps were computed elsewhere: no sandbox control applies, none is drawn.
       ImGui::Spacing();
-      warningText(reason);
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+      ImGui::TextWrapped("imported attention maps: the model, mask, scaling and mistakes controls need the model "
+                         "that computed them, so they are not shown");
+      ImGui::PopStyleColor();
       recordLayout(state, "imported_reason");
-      ImGui::BeginDisabled();
-      ImGui::BeginGroup();
-    }
-    // Greyed under a trained model: they show the model's values; the user's come back after.
-    const Settings user = state.settings;
-    state.settings = controlsShown(state);
-    changed |= drawModelSection(state);
-    changed |= drawMaskSection(state, sizes);
-    changed |= drawScalingSection(state);
-    changed |= drawVariantsSection(state);
-    changed |= drawTeachingSection(state);
-    if (trained) state.settings = user;
-    if (imported || trained) {
-      ImGui::EndGroup();
-      ImGui::EndDisabled();
-      if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("%s", reason);
+    } else {
+      changed |= drawSandboxSections(state, sizes);
     }
     changed |= drawViewSection(state);
     changed |= drawExportSection(state, sizes);

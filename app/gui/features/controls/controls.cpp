@@ -51,6 +51,15 @@ Settings controlsShown(const AppState& state) {
   return shown;
 }
 
+std::vector<int64_t> textValidLensShown(const Settings& settings) {
+  if (settings.source != InputSource::Text) return {};
+  std::vector<int64_t> lens = textKeyLengths(settings);
+  const int64_t S = lens.empty() ? 0 : *std::max_element(lens.begin(), lens.end());
+  for (size_t b = 0; b < lens.size() && b < settings.valid_lens.size(); ++b)
+    if (settings.valid_lens[b] != kFollowValidLen) lens[b] = std::clamp<int64_t>(settings.valid_lens[b], 0, S);
+  return lens;
+}
+
 std::string textTooLongMessage(const AppState& state) {
   const InputFacts& f = state.compute.facts;
   if (!state.compute.textTooLong()) return "";
@@ -72,6 +81,8 @@ void controlsToJson(const AppState& state, nlohmann::json& line) {
   line["mistake"] = mistakeName(s.mistake);
   const Settings shown = controlsShown(state);  // what the (greyed) controls show
   line["controls_shown"] = {{"heads", shown.heads}, {"head_dim", shown.head_dim}, {"mask", shown.mask.toString()}};
+  line["valid_lens"] = s.valid_lens;
+  line["valid_lens_shown"] = textValidLensShown(s);
   line["dropout"] = s.dropout;
   line["train"] = s.train;
   if (s.source == InputSource::Model) {

@@ -45,7 +45,11 @@ Settings controlsShown(const AppState& state);
 // A model's text longer than its context: the one message about it, shown under the text
 // box ("The model reads at most 128 characters: shorten the text by 9. ..."); "" otherwise.
 std::string textTooLongMessage(const AppState& state);
+// A text's valid length per batch item as the padding sliders show it: the one set by hand,
+// else its line's token count (followed as the text changes); empty for other sources.
+std::vector<int64_t> textValidLensShown(const Settings& settings);
 void drawControlPanel(AppState& state);
+// valid_lens (the settings', -1 = follows its line), valid_lens_shown (textValidLensShown).
 // State-log keys: source, settings_heads, settings_L, mask, colormap, log_scale, folded_layout, mistake, model, model_text, models_listed, correct_trace, diff_max, diff_summary,
 // text_tokens ([tokens, context] of a model's text, else null), text_too_long_message,
 // dropout (p), train, controls_shown (heads, head_dim, mask the control panel shows).

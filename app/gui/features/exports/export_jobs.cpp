@@ -74,6 +74,7 @@ ExportOutcome runJob(ExportRun& run, const ExportWorker::Job&) {
       request.focus = focus;
       request.formats = html ? std::vector<std::string>{"html"} : settings.export_formats;
       request.window = job.zoom;
+      request.full_resolution = job.full_resolution;
       // The grid of several layers is the layer x head atlas; any other figure is the focused layer's.
       if (!html && (job.kind != "grid" || view->layers == 1)) request.layers = {focus.layer};
       outcome.paths = exportFigures(settings, *view, request);
@@ -128,6 +129,7 @@ void requestFigureExport(AppState& state, const std::string& what) {
   ExportJob job;
   job.kind = kind;
   job.zoom = focus_map ? state.view.zoom : CellWindow{};
+  job.full_resolution = state.exports.full_resolution_atlas;
   state.exports.queue.push_back(std::move(job));
   markStateChanged(state);
 }
@@ -257,6 +259,7 @@ void exportsToJson(const AppState& state, nlohmann::json& line) {
   line["export_dir"] = exportFolder(state.settings);
   line["exporting"] = exportBusy(e);
   line["export_count"] = e.count;
+  line["export_full_resolution"] = e.full_resolution_atlas;
   line["last_export"] = nullptr;
   if (e.last) line["last_export"] = {{"kind", e.last->kind}, {"paths", e.last->paths}, {"error", e.last->error}};
   line["toast"] = nullptr;

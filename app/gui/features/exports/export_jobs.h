@@ -31,7 +31,7 @@ bool exportBusy(const ExportState& exports);  // a job is queued or running
 // Blocks until a running job ends (at shutdown, so no file is left half-written).
 void finishExports(ExportState& exports);
 
-// State-log keys: export_dir, exporting, export_count, last_export, toast.
+// State-log keys: export_dir, exporting, export_count, export_full_resolution, last_export, toast.
 void exportsToJson(const AppState& state, nlohmann::json& line);
 
 }  // namespace attnscope

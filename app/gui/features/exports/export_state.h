@@ -26,6 +26,7 @@ struct ExportJob {
                                    // "difference", "query_focus" or "screenshot"
   std::optional<RgbImage> window;  // screenshot pixels [height, width]
   CellWindow zoom;                 // probs/scores: the focus view's zoomed window (whole() = all)
+  bool full_resolution = false;    // grid: every cell, not capped at kMaxAtlasSide px
   // "difference" (the compare view's A - B) and "query_focus" (its bars): what the view
   // shows, copied when asked, written as base_name.{png,npy,json} / base_name.json.
   std::optional<Figure> figure;
@@ -63,6 +64,7 @@ struct ExportState {
   std::optional<ExportOutcome> last;
   int64_t count = 0;                        // finished exports (ok or failed)
   bool screenshot_requested = false;        // read the window after this frame renders
+  bool full_resolution_atlas = false;       // the Export section's checkbox (this session only)
   std::optional<Toast> toast;
   bool running() const { return worker && worker->busy(); }  // a job runs or waits to be taken
 };

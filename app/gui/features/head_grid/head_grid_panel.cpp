@@ -270,6 +270,7 @@ void drawLayerHeadGrid(AppState& state, const ViewModel& view, const ValueRange&
   tile.h = std::max(tile.h, 10.0f);
   state.view.grid_columns = static_cast<int>(H);
 
+  beginHeadRows(state.head_scroll.grid);
   const float grid_w = row_label_w + H * (tile.w + kGap);
   const float spare = std::max(0.0f, avail.x - kBarWidth - grid_w);
   const ImVec2 origin(ImGui::GetCursorScreenPos().x + std::floor(spare / 2), ImGui::GetCursorScreenPos().y);
@@ -292,8 +293,10 @@ void drawLayerHeadGrid(AppState& state, const ViewModel& view, const ValueRange&
     for (int64_t h = 0; h < H; ++h) {
       drawTile(state, view, l, h, ImVec2(origin.x + row_label_w + h * (tile.w + kGap), y), tile, range,
                "grid_tile_" + std::to_string(l) + "_" + std::to_string(h));
+      headRowDrawn(state, state.head_scroll.grid, l, h, H);
     }
   }
+  endHeadRows(state, state.head_scroll.grid);
   const ImVec2 side(origin.x + grid_w, origin.y);
   drawGridSide(state, side, origin.y + label_h, layers * (tile.h + kGap) - kGap, range);
   // Room for the last row, so the window scrolls to it when the tiles do not fit.

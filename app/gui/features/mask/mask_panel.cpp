@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "gui/features/exports/export_jobs.h"
 #include "gui/render/heatmap_widget.h"
@@ -12,6 +13,23 @@
 namespace attnscope {
 
 namespace {
+
+// Padding off over a text whose shorter lines were padded: "<pad> keys are attended (5 in
+// item 1): tick padding to mask them"; "" when no "<pad>" key is unmasked.
+std::string unmaskedPadNote(const AppState& state, const ViewModel& v) {
+  if (v.source != ViewSource::CoreTrace || state.settings.source != InputSource::Text || state.settings.mask.padding)
+    return "";
+  std::string where;
+  int64_t pads = 0;
+  for (size_t b = 0; b < v.key_tokens.size(); ++b) {
+    const auto n = std::count(v.key_tokens[b].begin(), v.key_tokens[b].end(), std::string("<pad>"));
+    if (n == 0) continue;
+    pads += n;
+    where += (where.empty() ? "" : ", ") + std::to_string(n) + " in item " + std::to_string(b);
+  }
+  if (pads == 0) return "";
+  return "<pad> keys are attended (" + where + "): tick padding to mask them";
+}
 
 // The layer's mask string with the Export button at its top right, the allowed cells and
 // the fully masked rows.
@@ -36,6 +54,11 @@ void drawMaskHeader(AppState& state, const ViewModel& v, int64_t layer) {
   }
   recordLayout(state, "export_mask_button");
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("export the combined mask as a figure");
+  if (const std::string note = unmaskedPadNote(state, v); !note.empty()) {
+    warningText(note);
+    recordLayout(state, "pad_note");
+    state.script.layout.recordText("pad_note", note);
+  }
   // A tiled source's counts are the real map's (its drawn mask is the overview's blocks).
   const int64_t allowed_cells = tex.allowed_cells[layer], fully_masked = tex.fully_masked_rows[layer];
   ImGui::Text("allowed %lld / %lld cells (%.1f%%)", static_cast<long long>(allowed_cells),
@@ -156,6 +179,9 @@ void maskToJson(const AppState& state, nlohmann::json& line) {
   const size_t layer = static_cast<size_t>(std::min(state.view.focus.layer, tex.layers - 1));  // the focused layer's mask
   line["allowed_cells"] = tex.allowed_cells[layer];
   line["fully_masked_rows"] = tex.fully_masked_rows[layer];
+  if (const ViewModel* v = state.compute.view.get(); v && v->allowed_counts.size() == static_cast<size_t>(v->layers * v->B))
+    line["allowed_cells_by_item"] = std::vector<int64_t>(v->allowed_counts.begin() + static_cast<int64_t>(layer) * v->B,
+                                                         v->allowed_counts.begin() + static_cast<int64_t>(layer + 1) * v->B);
 }
 
 }  // namespace attnscope

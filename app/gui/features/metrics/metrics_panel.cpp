@@ -107,6 +107,7 @@ void drawMetricsPanel(AppState& state) {
       }
       const ViewFocus focus = state.view.focus;
       const auto& infos = headMetricInfos();
+      beginHeadRows(state.head_scroll.table);
       for (size_t k = 0; k < view.order.size(); ++k) {
         const int64_t n = view.order[k], layer = n / table->H, head = n % table->H;
         ImGui::TableNextRow();
@@ -117,6 +118,7 @@ void drawMetricsPanel(AppState& state) {
           setFocus(state, ViewFocus{layer, head, focus.batch_item});
         }
         recordLayout(state, "metrics_row_" + std::to_string(k));
+        headRowDrawn(state, state.head_scroll.table, layer, head, table->H, ImGui::TableGetHeaderRowHeight());
         ImGui::TableSetColumnIndex(kGroupColumn);
         groupMarker(table->group(n, b));
         const HeadMetrics& m = table->row(layer, head, b);
@@ -127,6 +129,7 @@ void drawMetricsPanel(AppState& state) {
           else ImGui::Text("%.3f", value);
         }
       }
+      endHeadRows(state, state.head_scroll.table);
       ImGui::EndTable();
     }
   }
