@@ -1,0 +1,116 @@
+// The layers x heads overview (core/analysis/head_overview.h) and the head table's filter
+// (core/analysis/head_filter.h): the overview's values are the table's rows in layer-major
+// order with their finite range (a reference min/max written here, NaN skipped), at the
+// head counts the app must handle; the filter's words and thresholds keep the rows a plain
+// reference predicate keeps.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "analysis/head_filter.h"
+#include "analysis/head_overview.h"
+
+namespace attnscope {
+namespace {
+
+// A table of layers x H heads (B = 2) whose metrics are arbitrary distinct numbers; every
+// 7th head's induction is NaN (no repeated segment).
+HeadTable syntheticTable(int64_t layers, int64_t H) {
+  HeadTable t;
+  t.layers = layers, t.H = H, t.B = 2;
+  for (int64_t l = 0; l < layers; ++l)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t b = 0; b < 2; ++b) {
+        HeadMetrics m;
+        m.layer = l, m.head = h, m.batch = b;
+        const double x = static_cast<double>((l * 31 + h * 17 + b * 5) % 101);
+        m.entropy_bits = x / 10, m.sink_mass = 1.0 - x / 100, m.prev_mass = x / 200, m.max_prob = x / 101;
+        m.induction = (l * H + h) % 7 == 0 ? std::numeric_limits<double>::quiet_NaN() : x / 50;
+        t.metrics.push_back(m);
+      }
+  return t;
+}
+
+TEST(HeadOverview, ValuesAndRangeAtEveryHeadCount) {
+  struct Case {
+    int64_t layers, H;
+  };
+  for (const Case c : {Case{1, 2}, Case{12, 12}, Case{16, 32}, Case{32, 32}}) {
+    const HeadTable t = syntheticTable(c.layers, c.H);
+    for (const MetricInfo& info : headMetricInfos())
+      for (int64_t b = 0; b < 2; ++b) {
+        const HeadOverview o = headOverview(t, info, b);
+        ASSERT_EQ(o.values.size(), static_cast<size_t>(c.layers * c.H));
+        EXPECT_EQ(o.metric, info.name);
+        double low = INFINITY, high = -INFINITY;
+        for (int64_t l = 0; l < c.layers; ++l)
+          for (int64_t h = 0; h < c.H; ++h) {
+            const double want = t.row(l, h, b).*info.field;
+            const double got = o.at(l, h);
+            if (std::isnan(want)) {
+              EXPECT_TRUE(std::isnan(got));
+              continue;
+            }
+            EXPECT_EQ(got, want);
+            low = std::min(low, want), high = std::max(high, want);
+          }
+        EXPECT_EQ(o.low, low) << info.name;
+        EXPECT_EQ(o.high, high) << info.name;
+      }
+  }
+}
+
+TEST(HeadOverview, NoFiniteValueGivesAnEmptyRange) {
+  HeadTable t = syntheticTable(2, 2);
+  for (HeadMetrics& m : t.metrics) m.induction = std::numeric_limits<double>::quiet_NaN();
+  const HeadOverview o = headOverview(t, *findHeadMetric("induction"), 0);
+  EXPECT_EQ(o.low, 0.0);
+  EXPECT_EQ(o.high, 0.0);
+}
+
+TEST(HeadFilter, WordsAndThresholdsKeepWhatAReferenceKeeps) {
+  const HeadTable t = syntheticTable(12, 12);
+  struct Case {
+    std::string filter;
+    std::function<bool(const HeadMetrics&)> keep;  // the reference predicate
+  };
+  const std::vector<Case> cases = {
+      {"", [](const HeadMetrics&) { return true; }},
+      {"L1", [](const HeadMetrics& m) { return m.layer == 1; }},  // not L10, L11
+      {"l3 h5", [](const HeadMetrics& m) { return m.layer == 3 && m.head == 5; }},
+      {"entropy>5", [](const HeadMetrics& m) { return m.entropy_bits > 5; }},
+      {"entropy_bits>=5", [](const HeadMetrics& m) { return m.entropy_bits >= 5; }},
+      {"sink<0.3", [](const HeadMetrics& m) { return m.sink_mass < 0.3; }},
+      {"prev<=0.25 L2", [](const HeadMetrics& m) { return m.prev_mass <= 0.25 && m.layer == 2; }},
+      {"induction>0.5", [](const HeadMetrics& m) { return !std::isnan(m.induction) && m.induction > 0.5; }},
+      {"induc", [](const HeadMetrics& m) { return m.layer == 4 && m.head == 4; }},  // the pattern of L4 H4 below
+      {"maxp>0.9", [](const HeadMetrics& m) { return m.max_prob > 0.9; }},        // heading "max p" without its space
+  };
+  for (const Case& c : cases) {
+    const HeadFilter f = parseHeadFilter(c.filter);
+    EXPECT_EQ(f.error, "") << c.filter;
+    int64_t kept = 0;
+    for (int64_t l = 0; l < 12; ++l)
+      for (int64_t h = 0; h < 12; ++h) {
+        const HeadMetrics& m = t.row(l, h, 0);
+        const std::string text = "L" + std::to_string(l) + " H" + std::to_string(h) + (l == 4 && h == 4 ? " induction" : "");
+        EXPECT_EQ(f.passes(m, text), c.keep(m)) << c.filter << " at L" << l << " H" << h;
+        kept += f.passes(m, text);
+      }
+    if (!c.filter.empty()) EXPECT_LT(kept, 144) << c.filter;  // each case keeps fewer than all
+  }
+}
+
+TEST(HeadFilter, BadThresholdsSayWhy) {
+  EXPECT_EQ(parseHeadFilter("bogus>1").error, "\"bogus\" is not a metric (e.g. entropy, sink, prev, induction)");
+  EXPECT_EQ(parseHeadFilter("entropy>abc").error, "\"abc\" is not a number (in entropy>abc)");
+  EXPECT_TRUE(parseHeadFilter("entropy>abc").thresholds.empty());
+}
+
+}  // namespace
+}  // namespace attnscope
