@@ -40,7 +40,7 @@ void shellToJson(const AppState& state, int width, int height, nlohmann::json& l
 void writeStateLog(AppState& state, int width, int height) {
   nlohmann::json line;
   for (auto toJson : {computeToJson, controlsToJson, focusToJson, layerMapsToJson, exportsToJson, predictionsToJson,
-                      maskToJson, headGridToJson, headTableToJson, compareToJson, queryFocusToJson, stepperToJson,
+                      maskToJson, headGridToJson, overviewToJson, headTableToJson, compareToJson, queryFocusToJson, stepperToJson,
                       openDialogToJson})
     toJson(state, line);
   shellToJson(state, width, height, line);
