@@ -191,6 +191,7 @@ void drawOverview(AppState& state, const ViewModel& view) {
   CellGrid g = fitCells(ImVec2(avail.x - row_label_w - kBarWidth, avail.y - line - 4), view.layers, view.H);
   const float spare = std::max(0.0f, avail.x - row_label_w - kBarWidth - g.size().x);
   g.origin = ImVec2(top.x + std::floor(spare / 2) + row_label_w, top.y + line);
+  state.view.grid_columns = static_cast<int>(view.H);  // one row of cells per layer
   OverviewState& o = state.overview;
   if (g.w != o.cell_w || g.h != o.cell_h || g.gap != o.gap) {
     o.cell_w = g.w, o.cell_h = g.h, o.gap = g.gap;
