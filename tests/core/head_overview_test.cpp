@@ -1,5 +1,6 @@
 // The layers x heads overview (core/analysis/head_overview.h) and the head table's filter
-// (core/analysis/head_filter.h): the overview's values are the table's rows in layer-major
+// (core/analysis/head_filter.h), and the head groups' average linkage at hundreds of heads
+// (core/analysis/head_clusters.h): the overview's values are the table's rows in layer-major
 // order with their finite range (a reference min/max written here, NaN skipped), at the
 // head counts the app must handle; the filter's words and thresholds keep the rows a plain
 // reference predicate keeps.
@@ -9,9 +10,11 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "analysis/head_clusters.h"
 #include "analysis/head_filter.h"
 #include "analysis/head_overview.h"
 
@@ -102,7 +105,9 @@ TEST(HeadFilter, WordsAndThresholdsKeepWhatAReferenceKeeps) {
         EXPECT_EQ(f.passes(m, text), c.keep(m)) << c.filter << " at L" << l << " H" << h;
         kept += f.passes(m, text);
       }
-    if (!c.filter.empty()) EXPECT_LT(kept, 144) << c.filter;  // each case keeps fewer than all
+    if (!c.filter.empty()) {
+      EXPECT_LT(kept, 144) << c.filter;  // each case keeps fewer than all
+    }
   }
 }
 
@@ -110,6 +115,57 @@ TEST(HeadFilter, BadThresholdsSayWhy) {
   EXPECT_EQ(parseHeadFilter("bogus>1").error, "\"bogus\" is not a metric (e.g. entropy, sink, prev, induction)");
   EXPECT_EQ(parseHeadFilter("entropy>abc").error, "\"abc\" is not a number (in entropy>abc)");
   EXPECT_TRUE(parseHeadFilter("entropy>abc").thresholds.empty());
+}
+
+// Average linkage as a plain reference: every merge recomputes every pair of groups' mean
+// correlation from their members (ties: the first pair in group order).
+std::vector<int64_t> referenceGroups(const std::vector<std::vector<double>>& v, double min_correlation) {
+  const size_t N = v.size();
+  std::vector<std::vector<size_t>> groups;
+  for (size_t n = 0; n < N; ++n) groups.push_back({n});
+  for (;;) {
+    double best = -2;
+    size_t bx = 0, by = 0;
+    for (size_t x = 0; x < groups.size(); ++x)
+      for (size_t y = x + 1; y < groups.size(); ++y) {
+        double sum = 0;
+        for (size_t a : groups[x])
+          for (size_t b : groups[y]) sum += pearson(v[a], v[b]);
+        const double mean = sum / static_cast<double>(groups[x].size() * groups[y].size());
+        if (mean > best) best = mean, bx = x, by = y;
+      }
+    if (groups.size() < 2 || best < min_correlation) break;
+    groups[bx].insert(groups[bx].end(), groups[by].begin(), groups[by].end());
+    std::sort(groups[bx].begin(), groups[bx].end());
+    groups.erase(groups.begin() + static_cast<std::ptrdiff_t>(by));
+  }
+  std::sort(groups.begin(), groups.end());
+  std::vector<int64_t> group(N);
+  for (size_t g = 0; g < groups.size(); ++g)
+    for (size_t n : groups[g]) group[n] = static_cast<int64_t>(g);
+  return group;
+}
+
+TEST(HeadGroups, AverageLinkageMatchesAPlainReferenceAtManyHeads) {
+  std::mt19937 rng(11);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (const double noise : {0.3, 1.0}) {
+    // 120 heads, each one of 7 prototypes plus noise.
+    std::vector<std::vector<double>> prototypes(7, std::vector<double>(24)), heads;
+    for (auto& p : prototypes)
+      for (double& x : p) x = normal(rng);
+    for (int n = 0; n < 120; ++n) {
+      std::vector<double> h = prototypes[static_cast<size_t>(n * 5 % 7)];
+      for (double& x : h) x += noise * normal(rng);
+      heads.push_back(h);
+    }
+    for (const double threshold : {0.2, 0.5, 0.8}) {
+      const HeadClusters c = clusterVectors(heads, threshold);
+      const std::vector<int64_t> want = referenceGroups(heads, threshold);
+      EXPECT_EQ(c.group, want) << "noise " << noise << ", threshold " << threshold;
+      EXPECT_EQ(c.count, *std::max_element(want.begin(), want.end()) + 1);
+    }
+  }
 }
 
 }  // namespace
