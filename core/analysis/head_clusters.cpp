@@ -4,8 +4,13 @@
 #include <cmath>
 #include <string>
 
+#include <Eigen/Dense>
+
 namespace attnscope {
 namespace {
+
+// Below this sum of squared deviations a vector counts as constant (float maps summed in double).
+constexpr double kFlat = 1e-20;
 
 // map: [rows, cols] -> [min(rows, side), min(cols, side)] block means (row-major), appended.
 void appendPooled(const float* map, int64_t rows, int64_t cols, std::vector<double>& out) {
@@ -40,8 +45,6 @@ double pearson(const std::vector<double>& a, const std::vector<double>& b) {
     aa += da * da;
     bb += db * db;
   }
-  // Below this a vector counts as constant (float maps summed in double).
-  constexpr double kFlat = 1e-20;
   if (aa <= kFlat && bb <= kFlat) return a == b ? 1.0 : 0.0;
   if (aa <= kFlat || bb <= kFlat) return 0.0;
   return std::clamp(ab / std::sqrt(aa * bb), -1.0, 1.0);
@@ -64,6 +67,32 @@ HeadClusters clusterHeads(const MapStack& maps, int64_t batch, double min_correl
 }
 
 namespace {
+
+// [N, N] correlations of equally long vectors, as pearson() gives them pair by pair, through
+// one product of the centred unit-length vectors (a GEMM: 1024 heads of 4096 pooled cells
+// in a fraction of a second, where N^2 / 2 pearson calls took seconds).
+std::vector<double> correlations(const std::vector<std::vector<double>>& vectors) {
+  const int64_t N = static_cast<int64_t>(vectors.size());
+  const int64_t K = N > 0 ? static_cast<int64_t>(vectors[0].size()) : 0;
+  Eigen::MatrixXd z = Eigen::MatrixXd::Zero(K, N);  // column n: vector n centred, unit length (0 when flat)
+  std::vector<uint8_t> flat(static_cast<size_t>(N));
+  for (int64_t n = 0; n < N; ++n) {
+    const Eigen::Map<const Eigen::VectorXd> v(vectors[n].data(), K);
+    const Eigen::VectorXd d = v.array() - v.mean();
+    const double squares = d.squaredNorm();
+    flat[n] = squares <= kFlat;
+    if (!flat[n]) z.col(n) = d / std::sqrt(squares);
+  }
+  const Eigen::MatrixXd r = z.transpose() * z;
+  std::vector<double> out(static_cast<size_t>(N * N), 1.0);
+  for (int64_t a = 0; a < N; ++a)
+    for (int64_t b = a + 1; b < N; ++b) {
+      double value = std::clamp(r(a, b), -1.0, 1.0);
+      if (flat[a] || flat[b]) value = flat[a] && flat[b] && vectors[a] == vectors[b] ? 1.0 : 0.0;
+      out[a * N + b] = out[b * N + a] = value;
+    }
+  return out;
+}
 
 // Average-linkage agglomeration of N heads given their [N, N] correlations: merges the two
 // groups with the highest mean pairwise correlation while it is at least min_correlation;
@@ -112,14 +141,7 @@ std::vector<std::vector<int64_t>> averageLinkage(const std::vector<double>& corr
 HeadClusters clusterVectors(const std::vector<std::vector<double>>& vectors, double min_correlation) {
   const int64_t N = static_cast<int64_t>(vectors.size());
   HeadClusters result;
-  result.correlation.assign(static_cast<size_t>(N * N), 1.0);
-#pragma omp parallel for schedule(dynamic)
-  for (int64_t a = 0; a < N; ++a) {
-    for (int64_t b = a + 1; b < N; ++b) {
-      const double r = pearson(vectors[a], vectors[b]);
-      result.correlation[a * N + b] = result.correlation[b * N + a] = r;
-    }
-  }
+  result.correlation = correlations(vectors);
 
   std::vector<std::vector<int64_t>> groups = averageLinkage(result.correlation, N, min_correlation);
   std::sort(groups.begin(), groups.end());  // by first member
