@@ -4,11 +4,10 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "tensor/interrupt.h"  // Progress, Cancelled: heavy analyses report and stop through them
 #include "tensor/tensor.h"
 #include "view/view_model.h"
 
@@ -47,14 +46,5 @@ MapStack mapStackOf(const Tensor& probs, const BoolTensor& fully_masked = {},
 // From the view model (borrowed: it must outlive the stack): every layer's probabilities,
 // its query tokens, and as fully masked the rows where layer 0 allows no key.
 MapStack mapStackOf(const ViewModel& view);
-
-// Heavy analyses report progress in [0, 1] through this; returning false cancels them,
-// and they throw Cancelled.
-using Progress = std::function<bool(double fraction)>;
-
-class Cancelled : public std::runtime_error {
- public:
-  Cancelled() : std::runtime_error("cancelled") {}
-};
 
 }  // namespace attnscope

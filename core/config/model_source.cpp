@@ -182,9 +182,9 @@ ViewModel viewFromHfRun(const HfModel& model, const ModelRun& run) {
   return view;
 }
 
-FolderModelRunner::FolderModelRunner(const std::string& folder) : folder_(folder) {
+FolderModelRunner::FolderModelRunner(const std::string& folder, const Progress& progress) : folder_(folder) {
   if (isHfModelFolder(folder)) {
-    hf_ = std::make_unique<HfRunner>(std::make_shared<const HfModel>(loadHfModel(folder)));
+    hf_ = std::make_unique<HfRunner>(std::make_shared<const HfModel>(loadHfModel(folder, true, progress)));
     const HfConfig& c = hf_->model().config;
     heads_ = c.heads;
     width_ = c.hidden;

@@ -62,7 +62,10 @@ ViewModel viewFromHfRun(const HfModel& model, const ModelRun& run);
 // what the app's worker can keep between runs. InputError naming the file on bad input.
 class FolderModelRunner {
  public:
-  explicit FolderModelRunner(const std::string& folder);
+  // progress follows a Hugging Face folder's weights as they are converted (loadHfModel);
+  // returning false stops the load (Cancelled). An attnscope-model/1 folder (small .npy
+  // files) loads without it.
+  explicit FolderModelRunner(const std::string& folder, const Progress& progress = {});
   ~FolderModelRunner();
   // The text's size against the model's context, counted before the run (a text that does
   // not fit is refused by the run, with this count for the app to show).

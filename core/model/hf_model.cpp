@@ -23,7 +23,7 @@ std::string layerName(const char* pattern, int64_t i) {
 // first, converted only when all are present and their float32 copy fits memory.
 class WeightPlan {
  public:
-  WeightPlan(const SafetensorsFolder& store, std::string prefix) : store_(store), prefix_(std::move(prefix)) {}
+  WeightPlan(SafetensorsFolder& store, std::string prefix) : store_(store), prefix_(std::move(prefix)) {}
 
   std::string base(const std::string& name) const { return prefix_ + name; }
   bool has(const std::string& full) const { return store_.has(full); }
@@ -48,9 +48,19 @@ class WeightPlan {
     add(name + ".weight", conv1d ? Shape{in, out} : Shape{out, in}, &dst.weight, why, head);
     if (bias) add(name + ".bias", {out}, &dst.bias, why, head);
   }
-  void load(const std::string& folder) {
+  // The memory rule first (from the headers alone), then the files' data: mapped, checked
+  // against their sizes, converted tensor by tensor with progress (bytes converted).
+  void load(const std::string& folder, const Progress& progress) {
     checkMemory(bytes_, folder + ": the weights as float32 (" + std::to_string(bytes_ >> 20) + " MiB)");
-    for (const Item& item : items_) *item.dst = store_.read(item.name, item.shape, item.why);
+    store_.mapData();
+    uint64_t done = 0;
+    if (progress && !progress(0.0)) throw Cancelled();
+    for (const Item& item : items_) {
+      *item.dst = store_.read(item.name, item.shape, item.why);
+      done += static_cast<uint64_t>(numel(item.shape)) * sizeof(float);
+      if (progress && !progress(bytes_ > 0 ? static_cast<double>(done) / static_cast<double>(bytes_) : 1.0))
+        throw Cancelled();
+    }
   }
 
  private:
@@ -60,7 +70,7 @@ class WeightPlan {
     Tensor* dst;
     std::string why;
   };
-  const SafetensorsFolder& store_;
+  SafetensorsFolder& store_;
   std::string prefix_;
   std::vector<Item> items_;
   uint64_t bytes_ = 0;
@@ -188,7 +198,7 @@ bool hasTokenizerFiles(const std::string& folder) {
 
 std::string HfModel::name() const { return fs::path(folder).filename().string(); }
 
-HfModel loadHfModel(const std::string& folder, bool with_tokenizer) {
+HfModel loadHfModel(const std::string& folder, bool with_tokenizer, const Progress& progress) {
   std::error_code ec;
   if (!fs::is_directory(folder, ec)) throw InputError(folder + ": not a model folder (no such directory)");
   HfModel m;
@@ -196,7 +206,7 @@ HfModel loadHfModel(const std::string& folder, bool with_tokenizer) {
   m.config = readHfConfig(folder);
   const HfConfig& c = m.config;
   const HfFamily& f = *c.family;
-  const SafetensorsFolder store = SafetensorsFolder::open(folder);
+  SafetensorsFolder store = SafetensorsFolder::open(folder);
   m.tensor_prefix = tensorPrefix(c, store);
   WeightPlan plan(store, m.tensor_prefix);
   const int64_t D = c.hidden;
@@ -211,7 +221,7 @@ HfModel loadHfModel(const std::string& folder, bool with_tokenizer) {
   for (int64_t i = 0; i < c.n_layers; ++i) planLayer(c, i, plan, m.layers[i], planned[i]);
   if (*f.names.final_norm) plan.norm(f.names.final_norm, D, f.norm_bias, m.final_norm, "final norm");
   planHead(c, store, plan, m);
-  plan.load(folder);
+  plan.load(folder, progress);
   for (int64_t i = 0; i < c.n_layers; ++i) finishLayer(c, m.layers[i], planned[i]);
   if (!token_types.empty()) {
     m.token_type = rows(token_types, 0, 1);

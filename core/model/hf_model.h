@@ -6,7 +6,8 @@
 //
 // Memory rule: the weights are converted to float32 once, at load, when their float32 size
 // fits the memory this process may still allocate (MemAvailable, or less under `ulimit -v`,
-// the budget checkMemory uses); otherwise the folder is refused before anything is converted.
+// the budget checkMemory uses); otherwise the folder is refused with that estimate before
+// anything past the safetensors headers is read (before a truncated file's own error).
 #pragma once
 
 #include <memory>
@@ -17,6 +18,7 @@
 #include "attention/attention.h"
 #include "model/hf_config.h"
 #include "model/transformer.h"
+#include "tensor/interrupt.h"
 #include "tokenizer/tokenizer.h"
 
 namespace attnscope {
@@ -56,8 +58,9 @@ struct HfModel {
 
 // Reads config.json, maps and validates every tensor, converts the weights (memory rule
 // above) and loads the tokenizer when the folder has one. InputError naming the file (and
-// the tensor or field) on any problem.
-HfModel loadHfModel(const std::string& folder, bool with_tokenizer = true);
+// the tensor or field) on any problem. progress (optional) follows the conversion, as the
+// fraction of the float32 bytes converted; returning false stops the load (Cancelled).
+HfModel loadHfModel(const std::string& folder, bool with_tokenizer = true, const Progress& progress = {});
 
 // The folder's tokens of a text (add_special_tokens = true) as ModelTokens: labels are the
 // tokenizer's readable labels (escaped to one line), unknown marks the unk token.

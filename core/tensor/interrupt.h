@@ -5,10 +5,20 @@
 #pragma once
 
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace attnscope {
+
+// Long work (heavy analyses, loading a model folder) reports progress in [0, 1] through
+// this; returning false cancels it, and it throws Cancelled.
+using Progress = std::function<bool(double fraction)>;
+
+class Cancelled : public std::runtime_error {
+ public:
+  Cancelled() : std::runtime_error("cancelled") {}
+};
 
 // Call first thing in main(), before any other thread starts: blocks the signals in this
 // thread (every later thread inherits that) and starts the one thread that waits for them.

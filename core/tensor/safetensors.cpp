@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
 
 #include <Eigen/Core>
 #include <nlohmann/json.hpp>
@@ -70,7 +71,7 @@ Shape readShape(const json& v, const std::string& path, const std::string& tenso
   return shape;
 }
 
-SafetensorsEntry readEntry(const json& v, const std::string& path, const std::string& tensor, uint64_t data_bytes) {
+SafetensorsEntry readEntry(const json& v, const std::string& path, const std::string& tensor) {
   if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets"))
     fail(path, "tensor \"" + tensor + "\" must be an object with \"dtype\", \"shape\" and \"data_offsets\"");
   SafetensorsEntry e;
@@ -85,11 +86,8 @@ SafetensorsEntry readEntry(const json& v, const std::string& path, const std::st
     fail(path, "tensor \"" + tensor + "\": \"data_offsets\" must be [begin, end] (non-negative integers)");
   e.begin = off[0].get<uint64_t>();
   e.end = off[1].get<uint64_t>();
-  if (e.begin > e.end || e.end > data_bytes)
-    fail(path, "tensor \"" + tensor + "\": data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
-                   "] out of range (the data section has " + std::to_string(data_bytes) + " bytes)");
   const uint64_t want = static_cast<uint64_t>(numel(e.shape)) * elem;
-  if (e.end - e.begin != want)
+  if (e.begin <= e.end && e.end - e.begin != want)  // begin > end: out of range (checkDataRange)
     fail(path, "tensor \"" + tensor + "\": data_offsets span " + std::to_string(e.end - e.begin) + " bytes but " +
                    e.dtype + " " + shapeToString(e.shape) + " needs " + std::to_string(want));
   return e;
@@ -113,27 +111,53 @@ uint64_t safetensorsDtypeBytes(const std::string& dtype) {
   return 0;
 }
 
-SafetensorsHeader parseSafetensorsHeader(const uint8_t* bytes, uint64_t size, const std::string& path) {
+namespace {
+
+// The header's length field, checked against the file's size.
+uint64_t headerLength(const uint8_t* first8, uint64_t size, const std::string& path) {
   if (size < 8) fail(path, "truncated: " + std::to_string(size) + " bytes, but a safetensors file starts with an 8-byte header length");
-  const uint64_t n = readLength(bytes);
+  const uint64_t n = readLength(first8);
   if (n > size - 8)
     fail(path, "header length " + std::to_string(n) + " goes beyond the file (" + std::to_string(size) + " bytes): truncated or not safetensors");
   if (n > kMaxHeaderBytes) fail(path, "header length " + std::to_string(n) + " is over the 100 MiB a safetensors header may have");
+  return n;
+}
+
+// The n bytes of JSON after the length field: every entry checked, except that its data
+// lies inside the file (checkDataRange).
+SafetensorsHeader parseHeaderJson(const uint8_t* text, uint64_t n, const std::string& path) {
   json j;
   try {
-    j = json::parse(bytes + 8, bytes + 8 + n);
+    j = json::parse(text, text + n);
   } catch (const json::exception&) {
     fail(path, "the header is not valid JSON (not a safetensors file?)");
   }
   if (!j.is_object()) fail(path, "the header must be a JSON object {name: {dtype, shape, data_offsets}}");
   SafetensorsHeader h;
   h.data_start = 8 + n;
-  const uint64_t data_bytes = size - h.data_start;
   for (const auto& [name, v] : j.items()) {
     if (name == "__metadata__") continue;
-    h.tensors.emplace(name, readEntry(v, path, name, data_bytes));
+    h.tensors.emplace(name, readEntry(v, path, name));
   }
   checkOverlaps(h, path);
+  return h;
+}
+
+// Every tensor's data lies inside a file of file_size bytes.
+void checkDataRange(const SafetensorsHeader& h, uint64_t file_size, const std::string& path) {
+  const uint64_t data_bytes = file_size > h.data_start ? file_size - h.data_start : 0;
+  for (const auto& [name, e] : h.tensors)
+    if (e.begin > e.end || e.end > data_bytes)
+      fail(path, "tensor \"" + name + "\": data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
+                     "] out of range (the data section has " + std::to_string(data_bytes) + " bytes)");
+}
+
+}  // namespace
+
+SafetensorsHeader parseSafetensorsHeader(const uint8_t* bytes, uint64_t size, const std::string& path) {
+  const uint64_t n = headerLength(bytes, size, path);
+  SafetensorsHeader h = parseHeaderJson(bytes + 8, n, path);
+  checkDataRange(h, size, path);
   return h;
 }
 
@@ -200,10 +224,50 @@ class MappedFile {
   uint64_t size_ = 0;
 };
 
+namespace {
+
+// n bytes at offset of an open file; InputError naming the file when it cannot be read.
+std::vector<uint8_t> readAt(int fd, uint64_t offset, uint64_t n, const std::string& path) {
+  std::vector<uint8_t> bytes(n);
+  uint64_t done = 0;
+  while (done < n) {
+    const ssize_t got = ::pread(fd, bytes.data() + done, n - done, static_cast<off_t>(offset + done));
+    if (got <= 0) fail(path, got < 0 ? std::string("cannot read (") + std::strerror(errno) + ")" : "truncated while reading the header");
+    done += static_cast<uint64_t>(got);
+  }
+  return bytes;
+}
+
+// The header of a file, read with two small reads (length, JSON): nothing past it.
+SafetensorsHeader readHeaderOnly(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(path, std::string("cannot open (") + std::strerror(errno) + ")");
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) fail(path, "not a regular file");
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  const std::vector<uint8_t> length = readAt(fd, 0, std::min<uint64_t>(size, 8), path);
+  const uint64_t n = headerLength(length.data(), size, path);
+  return parseHeaderJson(readAt(fd, 8, n, path).data(), n, path);
+}
+
+}  // namespace
+
+// A file's header, read when the folder opens; its data mapped only by mapData().
 struct SafetensorsFolder::Shard {
-  explicit Shard(const std::string& path) : file(path), header(parseSafetensorsHeader(file.data(), file.size(), path)) {}
-  MappedFile file;
+  explicit Shard(std::string file_path) : path(std::move(file_path)), header(readHeaderOnly(path)) {}
+  void map() {
+    if (file) return;
+    auto mapped = std::make_unique<MappedFile>(path);
+    checkDataRange(header, mapped->size(), path);
+    file = std::move(mapped);
+  }
+  std::string path;
   SafetensorsHeader header;
+  std::unique_ptr<MappedFile> file;  // null until mapped
 };
 
 SafetensorsFolder::SafetensorsFolder() = default;
@@ -260,10 +324,14 @@ SafetensorsFolder SafetensorsFolder::open(const std::string& folder) {
     }
     const Shard& shard = *out.shards_[it->second];
     if (!shard.header.tensors.count(name))
-      fail(shard.file.path(), "tensor \"" + name + "\" is missing (" + index.string() + " lists it in this file)");
+      fail(shard.path, "tensor \"" + name + "\" is missing (" + index.string() + " lists it in this file)");
     out.where_[name] = it->second;
   }
   return out;
+}
+
+void SafetensorsFolder::mapData() {
+  for (const std::unique_ptr<Shard>& shard : shards_) shard->map();
 }
 
 bool SafetensorsFolder::has(const std::string& name) const { return where_.count(name) > 0; }
@@ -272,7 +340,7 @@ const SafetensorsEntry& SafetensorsFolder::entry(const std::string& name) const 
   return shards_[where_.at(name)]->header.tensors.at(name);
 }
 
-std::string SafetensorsFolder::fileOf(const std::string& name) const { return shards_[where_.at(name)]->file.path(); }
+std::string SafetensorsFolder::fileOf(const std::string& name) const { return shards_[where_.at(name)]->path; }
 
 std::string SafetensorsFolder::describe() const { return describe_; }
 
@@ -287,8 +355,9 @@ void SafetensorsFolder::checkShape(const std::string& name, const Shape& shape, 
 Tensor SafetensorsFolder::read(const std::string& name, const Shape& shape, const std::string& why) const {
   checkShape(name, shape, why);
   const Shard& shard = *shards_[where_.at(name)];
+  if (!shard.file) throw std::logic_error("SafetensorsFolder::read before mapData()");
   Tensor t(shape);
-  convertSafetensor(shard.file.data(), shard.header, name, shard.file.path(), t.data.data());
+  convertSafetensor(shard.file->data(), shard.header, name, shard.path, t.data.data());
   return t;
 }
 

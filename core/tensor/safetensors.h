@@ -45,11 +45,15 @@ void convertSafetensor(const uint8_t* file_bytes, const SafetensorsHeader& heade
 
 class MappedFile;  // tensor/safetensors.cpp
 
-// Every tensor of a model folder's safetensors file(s), mapped read-only.
+// Every tensor of a model folder's safetensors file(s). open() reads only the headers
+// (shapes and dtypes are known before any data is touched: a caller can refuse a folder
+// that cannot fit memory first); mapData() maps the files read-only and checks that every
+// tensor's data lies inside its file (a truncated file is refused there).
 class SafetensorsFolder {
  public:
   // FOLDER/model.safetensors.index.json when present, else FOLDER/model.safetensors.
   static SafetensorsFolder open(const std::string& folder);
+  void mapData();  // before read()
   SafetensorsFolder();
   ~SafetensorsFolder();
   SafetensorsFolder(SafetensorsFolder&&) noexcept;

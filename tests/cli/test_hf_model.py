@@ -305,11 +305,10 @@ class HfBadInput(unittest.TestCase):
             json.dump({"weight_map": {"model.norm.weight": "model-00002-of-00002.safetensors"}}, f)
         self.expect("model-00002-of-00002.safetensors: missing (listed in", "model.safetensors.index.json")
 
-    @unittest.skipIf(os.environ.get("ATTNSCOPE_SANITIZED") == "1",
-                     "AddressSanitizer reserves terabytes of address space: no `ulimit -v` under it")
-    def test_weights_beyond_the_memory_budget(self):
-        """A sparse 2 GiB F16 file (4 GiB as float32) under `ulimit -v 4 GiB` is refused before
-        any weight is converted (the mapping itself takes half the budget)."""
+    def write_promising_header(self, sparse_data):
+        """A config and a safetensors header whose weights are 4 GiB as float32 (V = 2^20,
+        D = 1024, F16). sparse_data: the file also holds the data (sparse zeros, no disk);
+        else it stops right after the header. Returns the float32 size in MiB."""
         V, D = 1 << 20, 1024
         self.set_config(vocab_size=V, hidden_size=D, num_hidden_layers=1, num_attention_heads=8,
                         num_key_value_heads=8, intermediate_size=D, tie_word_embeddings=True)
@@ -329,7 +328,11 @@ class HfBadInput(unittest.TestCase):
         self.addCleanup(os.remove, self.file)
         with open(self.file, "wb") as f:
             f.write(struct.pack("<Q", len(text)) + text)
-            f.truncate(8 + len(text) + offset)  # sparse: zeros, no disk
+            if sparse_data:
+                f.truncate(8 + len(text) + offset)
+        return (2 * offset) >> 20
+
+    def expect_refused_under_4_gib(self, mib):
         limit = 4 << 30
         result = subprocess.run([ref.BIN, "model", "run", self.folder, "--ids", "1", "--out", self.out],
                                 capture_output=True, text=True, timeout=60,
@@ -339,7 +342,25 @@ class HfBadInput(unittest.TestCase):
         lines = result.stderr.strip().splitlines()
         self.assertEqual(len(lines), 1, result.stderr)
         self.assertRegex(lines[0], r"^attnscope model: %s: the weights as float32 \(%d MiB\) needs [0-9.]+ GiB but only "
-                                   r"[0-9.]+ GiB is available$" % (re.escape(self.folder), (2 * offset) >> 20))
+                                   r"[0-9.]+ GiB is available$" % (re.escape(self.folder), mib))
+        self.assertFalse(os.path.exists(self.out))
+
+    @unittest.skipIf(os.environ.get("ATTNSCOPE_SANITIZED") == "1",
+                     "AddressSanitizer reserves terabytes of address space: no `ulimit -v` under it")
+    def test_weights_beyond_the_memory_budget(self):
+        """A sparse 2 GiB F16 file (4 GiB as float32) under `ulimit -v 4 GiB` is refused before
+        any weight is converted (and before the file is mapped)."""
+        self.expect_refused_under_4_gib(self.write_promising_header(sparse_data=True))
+
+    @unittest.skipIf(os.environ.get("ATTNSCOPE_SANITIZED") == "1",
+                     "AddressSanitizer reserves terabytes of address space: no `ulimit -v` under it")
+    def test_header_promising_more_than_memory(self):
+        """Only a config and a safetensors header (no data at all): the memory rule refuses it
+        with the estimate from the header alone, before the file's data would be read (and
+        so before the truncated file's own error)."""
+        self.expect_refused_under_4_gib(self.write_promising_header(sparse_data=False))
+        # Without the memory limit the same file is refused as truncated: the size check came first.
+        self.expect("model.safetensors", "out of range")
 
     def test_id_outside_vocabulary(self):
         result = run(self.folder, self.out, "--ids", "1,%d" % self.cfg["vocab_size"])

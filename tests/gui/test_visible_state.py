@@ -124,6 +124,10 @@ class LongContent(guitest.AppTestCase):
         p = np.exp(x - x.max(-1, keepdims=True))
         np.save(os.path.join(bundle, "attentions.npy"), (p / p.sum(-1, keepdims=True)).astype(np.float32))
         app, log, window, state = self.start("many_heads", bundle)
+        # 144 heads open on the layers x heads overview; its checkbox switches to the tiles.
+        self.assertTrue(state["overview"]["shown"])
+        state = self.click_until(window, log, state["rects"]["overview_toggle"],
+                                 lambda s: not s["overview"]["shown"] and "export_grid_small" in s["rects"])
         # The grid: the colour bar's top tick label (centred on the bar's top edge) stays
         # clear of the Export button above it.
         button, bar = state["rects"]["export_grid_small"], state["rects"]["grid_colorbar"]

@@ -18,6 +18,24 @@ const ComputeResult kNoResult;  // what the accessors read before the first resu
 
 const ComputeResult& ComputeState::result() const { return latest ? *latest : kNoResult; }
 
+namespace {
+
+// A cancelled load: the model fields go back to the shown model's (posted as such, so the
+// maps shown are current again; its weights load again on the next run that needs them).
+void returnToShownModel(AppState& state, const std::string& folder) {
+  ComputeState& c = state.compute;
+  c.load_cancelled = folder;
+  if (!c.view) return;  // nothing shown yet: the maps stay empty, marked cancelled
+  state.settings.source = c.shown_settings.source;
+  state.settings.model = c.shown_settings.model;
+  state.settings.model_text = c.shown_settings.model_text;
+  c.posted_settings = state.settings;
+  c.cancelled = false;
+  saveLater(state);
+}
+
+}  // namespace
+
 void receiveResult(AppState& state) {
   ComputeState& c = state.compute;
   std::shared_ptr<const ComputeResult> result = c.worker->poll();
@@ -28,7 +46,9 @@ void receiveResult(AppState& state) {
   if (result->view) {
     c.view = result->view;
     c.compute_ms = result->milliseconds;
+    c.shown_settings = result->settings;
   }
+  if (!result->load_cancelled.empty()) returnToShownModel(state, result->load_cancelled);
   c.latest = std::move(result);
   setFocus(state, state.view.focus);  // fewer heads or batch items than before: clamp
   focusFeaturedHead(state);           // a first start: the head the caption talks about
@@ -57,6 +77,7 @@ void recomputeNow(AppState& state) {
   c.posted_generation = c.worker->post(state.settings, decode);
   c.posted_at = std::chrono::steady_clock::now();
   c.cancelled = false;  // the maps shown stay, marked in progress instead
+  c.load_cancelled.clear();
   markStateChanged(state);
 }
 
@@ -70,8 +91,10 @@ void updateBusy(AppState& state) {
   ComputeState& c = state.compute;
   const double fraction = c.pending() ? c.worker->progress() : -1.0;
   const double progress = fraction < 0.0 ? -1.0 : std::floor(fraction * 100.0) / 100.0;
-  if (progress != c.progress) {
+  const bool loading = progress >= 0.0 && c.worker->loading();
+  if (progress != c.progress || loading != c.loading) {
     c.progress = progress;
+    c.loading = loading;
     markStateChanged(state);
   }
   const bool busy = c.pending() && std::chrono::steady_clock::now() - c.posted_at > kSpinnerDelay;
@@ -88,8 +111,10 @@ void computeToJson(const AppState& state, nlohmann::json& line) {
   line["maps_stale"] = c.mapsStale();
   line["text_too_long"] = c.textTooLong();
   line["busy"] = c.busy;
-  line["progress"] = c.progress;    // a tiled overview in progress: fraction done; -1 otherwise
+  line["progress"] = c.progress;    // a tiled overview or a load in progress: fraction done; -1 otherwise
+  line["loading"] = c.loading;      // ... a model folder's weights
   line["cancelled"] = c.cancelled;  // the latest job was cancelled (the maps are the previous result's)
+  line["load_cancelled"] = c.load_cancelled;  // the folder whose load was cancelled ("" = none since the last post)
   line["compute_runs"] = c.runs();
   line["projections_reused"] = c.projectionsReused();
   line["raw_scores_reused"] = c.rawScoresReused();

@@ -26,8 +26,11 @@ struct ComputeState {
   std::chrono::steady_clock::time_point posted_at;
   bool posted_decode = false;      // the KV-cache stepper asked for the decoding
   bool busy = false;               // a recompute has run > ~100 ms: spinner shown
-  double progress = -1.0;          // a tiled overview in progress: fraction done (whole percents); < 0 otherwise
+  double progress = -1.0;          // a tiled overview or a load in progress: fraction done (whole percents); < 0 otherwise
+  bool loading = false;            // ... and it is a model folder's load
   bool cancelled = false;          // the latest job was cancelled: the maps shown are older (until the next post)
+  std::string load_cancelled;      // the folder whose load was cancelled last ("" until one is; cleared by the next post)
+  Settings shown_settings;         // the settings of the job that made view (a cancelled load returns to them)
   // The latest result, as the worker made it (null before the first): error, incremental
   // reuse, the mistakes lab's correct run, the stepper's decoding. Read through the accessors.
   std::shared_ptr<const ComputeResult> latest;
@@ -77,11 +80,12 @@ void postIfSettingsChanged(AppState& state);
 // Shows the spinner once a recompute has run for ~100 ms; follows a tiled overview's progress.
 void updateBusy(AppState& state);
 // Stops a tiled overview in progress (Cancel button, Escape); the maps shown stay, marked stale.
+// Stops a model folder's load the same way; the settings then return to the shown model's.
 void cancelCompute(AppState& state);
 // Posts the settings again, changed or not (after a cancel).
 void recomputeNow(AppState& state);
 
-// State-log keys: generation, pending, error, maps_stale, busy, progress, cancelled, compute_runs, projections_reused, raw_scores_reused, compute_ms; the shown result's sizes, variants and mask components.
+// State-log keys: generation, pending, error, maps_stale, busy, progress, loading, cancelled, load_cancelled, compute_runs, projections_reused, raw_scores_reused, compute_ms; the shown result's sizes, variants and mask components.
 void computeToJson(const AppState& state, nlohmann::json& line);
 
 }  // namespace attnscope

@@ -4,12 +4,21 @@
 #include <chrono>
 #include <exception>
 #include <optional>
+#include <thread>
 
 #include "config/model_source.h"
 #include "config/run.h"
+#include "tensor/memory.h"
 
 namespace attnscope {
 namespace {
+
+// Test hook (GUI tests of a long load's progress and Cancel): milliseconds to wait after
+// each tensor of a model folder is converted. Unset or 0 in normal use.
+constexpr const char* kLoadDelayVariable = "ATTNSCOPE_TEST_LOAD_DELAY_MS";
+std::chrono::milliseconds loadDelay() {
+  return std::chrono::milliseconds(bytesFromEnvironment(kLoadDelayVariable).value_or(0));
+}
 
 constexpr int kWorkerNice = 10;  // 0 is the UI's; 10 gives it about 10x the CPU share under contention
 
@@ -80,11 +89,38 @@ ComputeWorker::ComputeWorker()
     : jobs_([this](ComputeRequest& request, const Jobs::Job& job) { return compute(request, job); },
             JobOptions{JobPolicy::Latest, kWorkerNice, -1.0}) {}
 
-std::shared_ptr<const ViewModel> ComputeWorker::runModel(const Settings& settings, InputFacts& facts) {
+// Loads a model folder with progress; Cancelled when the job is cancelled or superseded.
+void ComputeWorker::loadFolder(const std::string& folder, const Jobs::Job& job) {
+  model_runner_.reset();  // the old model's weights go before the new one's load
+  const std::chrono::milliseconds delay = loadDelay();
+  loading_ = true;
+  struct Done {
+    const Jobs::Job& job;
+    std::atomic<bool>& loading;
+    ~Done() {
+      job.progress(-1.0);
+      loading = false;
+    }
+  } done{job, loading_};
+  model_runner_ = std::make_unique<FolderModelRunner>(folder, [&](double fraction) {
+    job.progress(fraction);
+    if (delay.count() > 0) std::this_thread::sleep_for(delay);
+    return job.keepGoing();
+  });
+}
+
+std::shared_ptr<const ViewModel> ComputeWorker::runModel(const Settings& settings, ComputeResult& result,
+                                                         const Jobs::Job& job) {
+  InputFacts& facts = result.facts;
   const std::string folder = modelFolder(settings);
   if (!model_runner_ || folder != model_runner_->folder()) {
-    model_runner_.reset();  // the old model's weights go before the new one's load
-    model_runner_ = std::make_unique<FolderModelRunner>(folder);
+    try {
+      loadFolder(folder, job);
+    } catch (const Cancelled&) {
+      result.cancelled = true;
+      result.load_cancelled = folder;
+      return nullptr;
+    }
   }
   // The text's size against the context reaches the app even when the run refuses the text.
   FolderModelRunner::TextSize size;
@@ -185,10 +221,11 @@ ComputeResult ComputeWorker::compute(const ComputeRequest& request, const Jobs::
   const Settings& settings = request.settings;
   ComputeResult result;
   result.generation = job.generation();
+  result.settings = settings;
   const auto start = std::chrono::steady_clock::now();
   std::optional<Run> run;  // kept for the correct run and the decoding, also when the run threw
   ViewRunners runners;
-  runners.model = [&](const Settings& s) { return runModel(s, result.facts); };
+  runners.model = [&](const Settings& s) { return runModel(s, result, job); };
   runners.core = [&](Run configured) {
     run = std::move(configured);
     return runCore(*run, result, job);

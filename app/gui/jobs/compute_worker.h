@@ -8,6 +8,7 @@
 // head, with progress and cancel; the view model then holds the overview (ViewSource::Tiled).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -41,7 +42,9 @@ struct ComputeResult {
   uint64_t generation = 0;
   std::shared_ptr<const ViewModel> view;        // what the views show (ranges, pooled copies); null on error
   std::string error;                            // InputError message, "" on success
-  bool cancelled = false;                       // a tiled overview was cancelled: no view, no error
+  bool cancelled = false;                       // a tiled overview or a load was cancelled: no view, no error
+  std::string load_cancelled;                   // the model folder whose load was cancelled ("" otherwise)
+  Settings settings;                            // the job's settings (what view, when made, shows)
   bool tiled = false;                           // the maps were computed in tiles
   double milliseconds = 0.0;                    // configureRun + runAttention wall time
   // Incremental recomputes (state log, tests): attention runs this worker has done so far,
@@ -82,18 +85,22 @@ class ComputeWorker {
   uint64_t post(const Settings& settings, bool decode = false) { return jobs_.post({settings, decode}); }
   // The result of the newest job, once, when it has finished; stale results never appear.
   std::shared_ptr<const ComputeResult> poll() { return jobs_.poll(); }
-  // While a tiled overview computes: the fraction done in [0, 1] (< 0 otherwise).
+  // While a tiled overview computes or a model folder loads: the fraction done in [0, 1]
+  // (< 0 otherwise); loading() tells which.
   double progress() const { return jobs_.progress(); }
+  bool loading() const { return loading_; }
   // Stops the newest job if it is a tiled overview (at its next row block, or as soon as it
-  // starts); its result says cancelled.
+  // starts) or a model folder's load (at its next tensor); its result says cancelled.
   void cancel() { jobs_.cancel(); }
 
  private:
   using Jobs = LatestJobWorker<ComputeRequest, ComputeResult>;
   ComputeResult compute(const ComputeRequest& request, const Jobs::Job& job);
-  // A trained model's run on the settings' text: the model is loaded once per folder and
-  // its runner keeps its buffers from one keystroke to the next.
-  std::shared_ptr<const ViewModel> runModel(const Settings& settings, InputFacts& facts);
+  // A trained model's run on the settings' text: the model is loaded once per folder (with
+  // progress and cancel; null when cancelled) and its runner keeps its buffers from one
+  // keystroke to the next.
+  std::shared_ptr<const ViewModel> runModel(const Settings& settings, ComputeResult& result, const Jobs::Job& job);
+  void loadFolder(const std::string& folder, const Jobs::Job& job);
   // configureRun's run: the full path in workspace_, or the tiled overview.
   std::shared_ptr<const ViewModel> runCore(Run& run, ComputeResult& result, const Jobs::Job& job);
   // The overview of every head of a tiled run (with progress and cancel); null when
@@ -109,6 +116,7 @@ class ComputeWorker {
   AttentionWorkspace workspace_;      // buffers and projections reused
   TiledWorkspace tiled_workspace_;    // a tiled run's Q and K reused
   int64_t runs_ = 0;                  // workspace_.run calls
+  std::atomic<bool> loading_{false};  // a model folder's weights are being converted
   Jobs jobs_;                         // last member: its thread starts after the others exist
 };
 

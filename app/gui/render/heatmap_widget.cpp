@@ -74,12 +74,13 @@ void drawStaleOverlay(ImDrawList* list, ImVec2 min, ImVec2 max, const std::strin
                 text.c_str(), nullptr, max.x - min.x - 2 * kPad, &clip);
 }
 
-// A tiled overview in progress over the previous result: dimmed a little, with a note.
-void drawProgressOverlay(ImDrawList* list, ImVec2 min, ImVec2 max, double progress) {
+// A tiled overview (or a model's load) in progress over the previous result: dimmed a
+// little, with a note.
+void drawProgressOverlay(ImDrawList* list, ImVec2 min, ImVec2 max, double progress, const char* what) {
   list->AddRectFilled(min, max, IM_COL32(16, 16, 20, 110));
   if (max.x - min.x < 120.0f || max.y - min.y < 2 * ImGui::GetFontSize()) return;
   char text[96];
-  std::snprintf(text, sizeof text, "previous result; new overview %.0f%%", 100.0 * progress);
+  std::snprintf(text, sizeof text, "previous result; %s %.0f%%", what, 100.0 * progress);
   const ImVec4 clip(min.x, min.y, max.x, max.y);
   list->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(min.x + 6, min.y + 6), IM_COL32(255, 210, 120, 255),
                 text, nullptr, max.x - min.x - 12, &clip);
@@ -130,7 +131,7 @@ HeatmapHit drawHeatmap(HeatmapCanvas canvas, const HeatmapView& view, ImVec2 siz
   if (!view.stale.empty()) {
     drawStaleOverlay(list, min, max, view.stale);
   } else if (view.progress >= 0.0) {
-    drawProgressOverlay(list, min, max, view.progress);
+    drawProgressOverlay(list, min, max, view.progress, view.progress_what);
   }
 
   if (ImGui::IsItemHovered()) {

@@ -36,6 +36,7 @@ struct HeatmapView {
   int64_t marked_row = -1;         // map row outlined in the pin colour (a pinned query row; -1: none)
   std::string stale;               // non-empty: the maps are out of date; dimmed, with this reason
   double progress = -1.0;          // >= 0: a newer overview is computing (fraction done); dimmed
+  const char* progress_what = "new overview";  // ... or what else is in progress ("loading the model")
 };
 
 // Where heatmaps and colour bars draw: the GL program, lookup textures and per-frame draw

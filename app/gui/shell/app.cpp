@@ -74,6 +74,7 @@ void updateBeforeFrame(GLFWwindow* window, AppState& state) {
                                          state.view.focus, state.view.zoom, state.zoom_tile.ready());
   if (textures_changed) ++gpu.texture_generation;
   updateHeadOrder(state);
+  updateOverview(state);
   updateComparison(state);
   updateQueryFocus(state);
   updatePredictions(state);

@@ -7,6 +7,7 @@
 //   compare   the compare view's A - B, cached for its picks
 //   query_focus  the query focus bars, cached for the chosen rows
 //   layer_maps  rollout / flow being built for the shown view
+//   overview  the head grid's layers x heads overview: shown or not, its metric and values
 //   exports   the export queue, the running job, the toast
 //   gpu       GL objects and the textures of the latest result
 //   ui        overlays, dialogs, keys pressed since the last frame, one-line notices
@@ -42,6 +43,7 @@
 #include "gui/features/mask/mask.h"
 #include "gui/features/metrics/metrics.h"
 #include "gui/features/open/open_dialog.h"
+#include "gui/features/overview/overview.h"
 #include "gui/features/persistence/persistence.h"
 #include "gui/features/pipeline/pipeline.h"
 #include "gui/features/predictions/predictions.h"
@@ -104,6 +106,7 @@ struct AppState {
   CompareState compare;
   QueryFocusState query_focus;
   LayerMapsState layer_maps;
+  OverviewState overview;
   ExportState exports;
   OpenDialogState open_dialog;
   GpuState gpu;

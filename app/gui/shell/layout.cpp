@@ -80,6 +80,7 @@ void showResultState(const AppState& state, HeatmapView& view, bool crosshair) {
                                    : c.error();
   }
   view.progress = c.progress;
+  if (c.loading) view.progress_what = "loading the model";
 }
 
 ImU32 groupColor(int64_t group) {

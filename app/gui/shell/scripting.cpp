@@ -41,8 +41,8 @@ void shellToJson(const AppState& state, int width, int height, nlohmann::json& l
 void writeStateLog(AppState& state, int width, int height) {
   nlohmann::json line;
   for (auto toJson : {computeToJson, controlsToJson, focusToJson, layerMapsToJson, exportsToJson, predictionsToJson, lensToJson,
-                      maskToJson, headGridToJson, headTableToJson, headScrollToJson, compareToJson, queryFocusToJson,
-                      stepperToJson,
+                      maskToJson, headGridToJson, overviewToJson, headTableToJson, headScrollToJson, compareToJson,
+                      queryFocusToJson, stepperToJson,
                       openDialogToJson})
     toJson(state, line);
   shellToJson(state, width, height, line);

@@ -99,7 +99,7 @@ void escapeKey(AppState& state) {
   UiState& ui = state.ui;
   if (ImGui::GetIO().WantTextInput) ImGui::SetWindowFocus(nullptr);
   if (ui.show_help) ui.show_help = false;
-  else if (state.compute.progress >= 0.0 && !state.open_dialog.modal_open) cancelCompute(state);  // a tiled overview
+  else if (state.compute.progress >= 0.0 && !state.open_dialog.modal_open) cancelCompute(state);  // a tiled overview or a load
   else state.open_dialog.close_requested = true;
   markStateChanged(state);
 }

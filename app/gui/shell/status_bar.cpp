@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "gui/jobs/compute_sync.h"
@@ -28,15 +29,24 @@ double residentMiB() {
 void drawStatusBar(AppState& state) {
   if (beginPanelWindow(state, "##status", Panel::StatusBar,
                        ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoScrollbar)) {
-    if (state.compute.progress >= 0.0) {  // a tiled overview: progress and Cancel (Escape)
-      char label[64];
-      std::snprintf(label, sizeof label, "overview of every head %.0f%%", 100.0 * state.compute.progress);
-      ImGui::ProgressBar(static_cast<float>(state.compute.progress), ImVec2(260, 0), label);
-      recordLayout(state, "overview_progress");
+    if (state.compute.progress >= 0.0) {  // a tiled overview or a load: progress and Cancel (Escape)
+      const bool loading = state.compute.loading;
+      char label[160];
+      if (loading) {
+        std::snprintf(label, sizeof label, "loading %s: weights %.0f%%",
+                      fitText(std::filesystem::path(state.compute.posted_settings.model).filename().string(), 120).c_str(),
+                      100.0 * state.compute.progress);
+      } else {
+        std::snprintf(label, sizeof label, "overview of every head %.0f%%", 100.0 * state.compute.progress);
+      }
+      ImGui::ProgressBar(static_cast<float>(state.compute.progress), ImVec2(loading ? 320 : 260, 0), label);
+      recordLayout(state, loading ? "load_progress" : "overview_progress");
       ImGui::SameLine();
       if (ImGui::SmallButton("Cancel")) cancelCompute(state);
-      recordLayout(state, "overview_cancel");
-      if (ImGui::IsItemHovered()) ImGui::SetTooltip("stop computing the overview (Escape); the maps shown stay");
+      recordLayout(state, loading ? "load_cancel" : "overview_cancel");
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(loading ? "stop loading the model folder (Escape); the model shown stays"
+                                  : "stop computing the overview (Escape); the maps shown stay");
       ImGui::SameLine();
     }
     if (state.compute.busy) {  // a recompute has run for more than ~100 ms
@@ -90,6 +100,8 @@ void drawStatusBar(AppState& state) {
       recordLayout(state, "recompute_button");
     } else if (state.compute.mapsStale() && !state.compute.textTooLong()) {  // the numbers above are the previous result's
       drawNote(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "out of date: " + state.compute.error());
+    } else if (!state.compute.load_cancelled.empty()) {
+      drawNote(ImVec4(1.0f, 0.62f, 0.18f, 1.0f), "loading " + state.compute.load_cancelled + " cancelled: the model shown stays");
     } else if (v && !v->warnings.empty()) {
       drawNote(ImVec4(1.0f, 0.62f, 0.18f, 1.0f), v->warnings.front());
     }

@@ -42,6 +42,10 @@ struct HeadTableView {
   uint64_t order_generation = 0;  // what order was computed for (result, batch item, sort)
   int64_t order_batch = -1;
   HeadSort order_sort;
+  std::string filter;           // typed in the table's filter box (analysis/head_filter.h)
+  std::string filter_error;     // why a threshold in it is ignored ("" = none)
+  std::vector<int64_t> visible;  // the rows of order the filter keeps, in table order
+  std::string visible_filter;   // the filter visible was computed for
 };
 
 // What the focus panel shows: the focused maps, the compare view or query focus.

@@ -1,6 +1,8 @@
 // Small multiples: every (layer, head) probability map of the batch item on one shared
 // colour scale. One layer: the head grid (heads wrap into as many rows as fill the panel).
 // Several layers: a layer x head grid, rows = layers, columns = heads, both labelled.
+// More heads than kOverviewAutoHeads (or the user's toggle): the layers x heads overview
+// (features/overview) instead of tiles.
 // The focused map is outlined; click a tile (or use the arrow keys) to focus it. A strip
 // under each tile shows its group (heads that attend alike, from the head metrics table);
 // with "order grid by table" the tiles wrap in the table's order, every layer's heads in
@@ -321,6 +323,11 @@ void drawHeadGridPanel(AppState& state) {
     const ViewTextures::AcrossLayers* across = tex.builtFrom(view) ? tex.acrossLayers(state.view.map_kind) : nullptr;
     if (across) {
       drawLayerMapsGrid(state, *view, *across);
+      ImGui::End();
+      return;
+    }
+    if (overviewShown(state, *view)) {  // many heads: one coloured cell each (features/overview)
+      drawOverview(state, *view);
       ImGui::End();
       return;
     }

@@ -1,5 +1,6 @@
 #include "gui/features/metrics/metrics.h"
 
+#include "analysis/head_filter.h"
 #include "gui/shell/app_state.h"
 
 namespace attnscope {
@@ -12,14 +13,54 @@ const HeadTable* shownHeadTable(const AppState& state) {
   return matches ? table : nullptr;
 }
 
+std::string headLabel(const HeadTable& table, int64_t n) {
+  const int64_t layer = n / table.H, head = n % table.H;
+  return table.layers > 1 ? "L" + std::to_string(layer) + " H" + std::to_string(head) : "head " + std::to_string(head);
+}
+
+namespace {
+
+// What the filter's words match in row n: its label and the patterns training.json names.
+std::string rowText(const HeadTable& table, const ViewModel* view, int64_t n) {
+  std::string text = headLabel(table, n);
+  if (view)
+    for (const HeadNote& note : view->notable_heads)
+      if (note.layer * table.H + note.head == n) text += " " + note.pattern;
+  return text;
+}
+
+// The rows of t.order that the filter keeps.
+void filterRows(AppState& state, const HeadTable* table) {
+  HeadTableView& t = state.view.table;
+  const HeadFilter filter = parseHeadFilter(t.filter);
+  t.filter_error = filter.error;
+  t.visible.clear();
+  const int64_t b = state.view.focus.batch_item;
+  for (int64_t n : t.order)
+    if (filter.empty() || filter.passes(table->row(n / table->H, n % table->H, b), rowText(*table, shownView(state), n)))
+      t.visible.push_back(n);
+  t.visible_filter = t.filter;
+}
+
+}  // namespace
+
 void updateHeadOrder(AppState& state) {
   HeadTableView& t = state.view.table;
   const HeadTable* table = shownHeadTable(state);
   const int64_t b = state.view.focus.batch_item;
   const uint64_t generation = state.compute.traceGeneration();
-  if (generation == t.order_generation && b == t.order_batch && t.sort == t.order_sort) return;
-  t.order = table && b < table->B ? headOrder(*table, b, t.sort) : std::vector<int64_t>{};
-  t.order_generation = generation, t.order_batch = b, t.order_sort = t.sort;
+  const bool order_current = generation == t.order_generation && b == t.order_batch && t.sort == t.order_sort;
+  if (order_current && t.filter == t.visible_filter) return;
+  if (!order_current) {
+    t.order = table && b < table->B ? headOrder(*table, b, t.sort) : std::vector<int64_t>{};
+    t.order_generation = generation, t.order_batch = b, t.order_sort = t.sort;
+  }
+  if (table) {
+    filterRows(state, table);
+  } else {
+    t.visible.clear();
+    t.visible_filter = t.filter;
+  }
   markStateChanged(state);
 }
 
@@ -43,8 +84,11 @@ void headTableToJson(const AppState& state, nlohmann::json& line) {
       row[info.name] = std::isnan(m.*info.field) ? nlohmann::json() : nlohmann::json(m.*info.field);
     values.push_back(row);
   }
+  nlohmann::json visible = nlohmann::json::array();  // the rows the filter keeps, as drawn
+  for (int64_t n : t.visible) visible.push_back({n / table->H, n % table->H});
   line["head_table"] = {{"sort_column", headColumnName(t.sort.column)}, {"descending", t.sort.descending},
-                        {"order_grid", t.order_grid}, {"order", order}, {"groups", groups}, {"values", values}};
+                        {"order_grid", t.order_grid}, {"order", order}, {"groups", groups}, {"values", values},
+                        {"filter", t.filter}, {"filter_error", t.filter_error}, {"visible", visible}};
 }
 
 }  // namespace attnscope

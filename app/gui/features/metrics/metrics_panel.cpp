@@ -5,6 +5,9 @@
 // come from the HeadTable the worker built with the view model; this panel only draws.
 #include <imgui.h>
 #include <imgui_internal.h>  // TableSetColumnSortDirection: a sort restored from view.json
+#include <imgui_stdlib.h>
+
+#include <algorithm>
 
 #include <cmath>
 #include <cstdio>
@@ -27,11 +30,6 @@ std::vector<ColumnInfo> tableColumns() {
       {"group", headColumnName(kGroupColumn), "group of heads whose maps correlate (Pearson r >= 0.5, average linkage)"}};
   for (const MetricInfo& info : headMetricInfos()) columns.push_back({info.heading, info.name, info.description});
   return columns;
-}
-
-std::string headLabel(const HeadTable& table, int64_t n) {
-  const int64_t layer = n / table.H, head = n % table.H;
-  return table.layers > 1 ? "L" + std::to_string(layer) + " H" + std::to_string(head) : "head " + std::to_string(head);
 }
 
 // Sort state from a click on a header (ImGui keeps the direction toggling).
@@ -57,6 +55,23 @@ void groupMarker(int64_t group) {
   ImGui::Text("%lld", static_cast<long long>(group));
 }
 
+// The filter box (words of a label or pattern, metric thresholds) and what it keeps.
+void drawFilter(AppState& state) {
+  HeadTableView& t = state.view.table;
+  ImGui::SetNextItemWidth(std::max(120.0f, ImGui::GetContentRegionAvail().x - 150.0f));
+  if (ImGui::InputTextWithHint("##metrics_filter", "filter: L3  H5  induc  entropy>2  sink<0.1", &t.filter))
+    updateHeadOrder(state);  // this frame already draws (and logs) the rows kept
+  recordLayout(state, "metrics_filter");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("rows that match every word: a label (L3, H5) or pattern (induc), or a metric threshold\n"
+                      "METRIC>V, >=, <, <=: a column heading without spaces (entropy, maxp, distance, sink, diag, prev,\n"
+                      "eff.keys, induction) or its JSON name (entropy_bits, sink_mass, ...)");
+  ImGui::SameLine();
+  if (!t.filter_error.empty()) errorText(t.filter_error);
+  else ImGui::TextDisabled("%zu of %zu heads", t.visible.size(), t.order.size());
+  recordLayout(state, "metrics_filter_count");
+}
+
 }  // namespace
 
 void drawMetricsPanel(AppState& state) {
@@ -76,8 +91,11 @@ void drawMetricsPanel(AppState& state) {
     recordLayout(state, "metrics_order_grid");
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("lay out the head grid's tiles in this table's order");
     ImGui::SameLine();
+    if (const ViewModel* shown = shownView(state)) drawOverviewToggle(state, *shown);
+    ImGui::SameLine();
     ImGui::TextDisabled("batch item %lld, %lld group%s", static_cast<long long>(b),
                         static_cast<long long>(table->clusters[b].count), table->clusters[b].count == 1 ? "" : "s");
+    drawFilter(state);
 
     const std::vector<ColumnInfo> columns = tableColumns();
     const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
@@ -108,8 +126,8 @@ void drawMetricsPanel(AppState& state) {
       const ViewFocus focus = state.view.focus;
       const auto& infos = headMetricInfos();
       beginHeadRows(state.head_scroll.table);
-      for (size_t k = 0; k < view.order.size(); ++k) {
-        const int64_t n = view.order[k], layer = n / table->H, head = n % table->H;
+      for (size_t k = 0; k < view.visible.size(); ++k) {
+        const int64_t n = view.visible[k], layer = n / table->H, head = n % table->H;
         ImGui::TableNextRow();
         ImGui::TableSetColumnIndex(kHeadColumn);
         const bool focused = layer == focus.layer && head == focus.head;

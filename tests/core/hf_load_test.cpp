@@ -1,0 +1,129 @@
+// Loading a Hugging Face folder (model/hf_model.h): progress follows the float32 bytes
+// converted (from 0 to 1, never backwards) and returning false cancels the load; the memory
+// rule refuses a folder from its safetensors header alone, before the file's data (a file
+// that stops right after its header is refused by the memory rule, not as truncated). The
+// folder is a tiny random Llama written here (config.json, one F32 safetensors file).
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/hf_model.h"
+
+namespace attnscope {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr int64_t D = 8, M = 16, V = 16;
+
+// Shapes of a 2-layer Llama with tied embeddings (nn.Linear weights [out, in]).
+std::vector<std::pair<std::string, std::vector<int64_t>>> llamaTensors() {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> t = {{"model.embed_tokens.weight", {V, D}},
+                                                                  {"model.norm.weight", {D}}};
+  for (int i = 0; i < 2; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    t.push_back({p + "input_layernorm.weight", {D}});
+    t.push_back({p + "post_attention_layernorm.weight", {D}});
+    for (const char* n : {"q", "k", "v", "o"}) t.push_back({p + "self_attn." + n + "_proj.weight", {D, D}});
+    t.push_back({p + "mlp.gate_proj.weight", {M, D}});
+    t.push_back({p + "mlp.up_proj.weight", {M, D}});
+    t.push_back({p + "mlp.down_proj.weight", {D, M}});
+  }
+  return t;
+}
+
+// Writes FOLDER/config.json and model.safetensors (F32, element k of a tensor = k / 1000);
+// with_data = false stops the file right after its header. Returns the float32 bytes.
+uint64_t writeLlama(const fs::path& folder, bool with_data) {
+  fs::create_directories(folder);
+  std::ofstream(folder / "config.json")
+      << R"({"model_type": "llama", "hidden_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2,
+            "num_key_value_heads": 2, "intermediate_size": 16, "vocab_size": 16, "max_position_embeddings": 16,
+            "rms_norm_eps": 1e-5, "tie_word_embeddings": true})";
+  nlohmann::json header = nlohmann::json::object();
+  std::string data;
+  for (const auto& [name, shape] : llamaTensors()) {
+    int64_t n = 1;
+    for (int64_t dim : shape) n *= dim;
+    header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {data.size(), data.size() + 4 * n}}};
+    for (int64_t k = 0; k < n; ++k) {
+      const float x = static_cast<float>(k) / 1000.0f;
+      data.append(reinterpret_cast<const char*>(&x), sizeof x);
+    }
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  std::ofstream file(folder / "model.safetensors", std::ios::binary);
+  const uint64_t length = text.size();
+  for (int i = 0; i < 8; ++i) file.put(static_cast<char>((length >> (8 * i)) & 0xff));
+  file << text;
+  if (with_data) file << data;
+  return data.size();
+}
+
+class HfLoad : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/hf-load-XXXXXX";
+    root_ = mkdtemp(pattern);
+  }
+  void TearDown() override {
+    fs::remove_all(root_);
+    unsetenv("ATTNSCOPE_MEMORY_BYTES");
+  }
+  fs::path root_;
+};
+
+TEST_F(HfLoad, ProgressRunsFromZeroToOneAndTheWeightsArrive) {
+  const fs::path folder = root_ / "m";
+  writeLlama(folder, true);
+  std::vector<double> seen;
+  const HfModel m = loadHfModel(folder.string(), false, [&](double f) {
+    seen.push_back(f);
+    return true;
+  });
+  ASSERT_EQ(seen.size(), llamaTensors().size() + 1);  // once before, once after each tensor
+  EXPECT_EQ(seen.front(), 0.0);
+  EXPECT_EQ(seen.back(), 1.0);
+  for (size_t k = 1; k < seen.size(); ++k) EXPECT_GT(seen[k], seen[k - 1]);
+  ASSERT_EQ(m.embed.shape, (Shape{V, D}));
+  for (int64_t k = 0; k < V * D; ++k) EXPECT_EQ(m.embed.data[k], static_cast<float>(k) / 1000.0f);
+}
+
+TEST_F(HfLoad, ReturningFalseCancels) {
+  const fs::path folder = root_ / "m";
+  writeLlama(folder, true);
+  int calls = 0;
+  EXPECT_THROW(loadHfModel(folder.string(), false, [&](double) { return ++calls < 4; }), Cancelled);
+  EXPECT_EQ(calls, 4);  // stopped at the first false
+}
+
+TEST_F(HfLoad, MemoryRuleComesBeforeTheData) {
+  const fs::path folder = root_ / "m";
+  const uint64_t bytes = writeLlama(folder, false);  // the header only: the data is missing
+  setenv("ATTNSCOPE_MEMORY_BYTES", std::to_string(bytes - 1).c_str(), 1);
+  try {
+    loadHfModel(folder.string(), false);
+    FAIL() << "loaded";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(folder.string() + ": the weights as float32 (0 MiB) needs ", 0), 0u) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(ATTNSCOPE_MEMORY_BYTES)"), std::string::npos) << e.what();
+  }
+  // Within the budget the same file is refused as what it is: its data is missing.
+  setenv("ATTNSCOPE_MEMORY_BYTES", std::to_string(bytes).c_str(), 1);
+  try {
+    loadHfModel(folder.string(), false);
+    FAIL() << "loaded";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("out of range (the data section has 0 bytes)"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace attnscope
