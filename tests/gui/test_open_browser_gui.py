@@ -94,6 +94,23 @@ class OpenBrowserGuiTest(g.AppTestCase):
         state = wait_after(log, 0, lambda s: model_settled(s) and s["source"] == "model", timeout=30)
         self.assertEqual((state["model_name"], state["layers"], state["heads"]), ("reverse-digits", 1, 2))
 
+    def test_places_and_double_click(self):
+        _, log, window, state = self.start("places", source="text", heads=2, head_dim=8)
+        state = self.open_dialog(window, log)
+        shipped = os.path.join(REPO, "assets", "models") + "/"
+        state = self.click_until(window, log, state["rects"]["open_place:" + shipped],
+                                 lambda s: s["open_browser"]["input"] == shipped and "open_entry:reverse-digits" in s["rects"])
+        self.assertIn({"name": "reverse-digits", "kind": "model"}, state["open_browser"]["entries"])
+        # A double click on a model folder opens it.
+        x, y, w, h = state["rects"]["open_entry:reverse-digits"]
+        n = line_count(log)
+        self.x.xdotool("mousemove", "--window", window, int(x + 20), int(y + h / 2))
+        time.sleep(0.2)
+        self.x.xdotool("click", "--repeat", "2", "--delay", "80", 1)
+        state = wait_after(log, n, lambda s: not s["modal_open"], timeout=10)
+        state = wait_after(log, n, lambda s: model_settled(s) and s["source"] == "model", timeout=30)
+        self.assertEqual(state["model_name"], "reverse-digits")
+
     def test_enter_opens_bundles_and_settings_and_explains_the_rest(self):
         root = self.make_tree("kinds")
         _, log, window, state = self.start("kinds", source="text", heads=2, head_dim=8)

@@ -52,6 +52,11 @@ class PanelLayoutGuiTest(g.AppTestCase):
                           lambda s: abs(s["panels"]["controls"][2] - (w + 80)) <= 3)
         self.assertGreater(state["panel_sizes"]["left"], 0)
         self.assertAlmostEqual(state["panels"]["head_grid"][0], state["panels"]["controls"][2], delta=0.5)
+        # The head grid | head metrics border: 50 px to the left (the table widens).
+        tx, ty, tw, th = state["panels"]["metrics"]
+        state = self.drag(window, log, (tx, ty + th / 2), (-50, 0),
+                          lambda s: abs(s["panels"]["metrics"][2] - (tw + 50)) <= 3)
+        self.assertGreater(state["panel_sizes"]["table"], 0)
         # The head grid / focus border: 60 px up.
         gx, gy, gw, gh = state["panels"]["head_grid"]
         state = self.drag(window, log, (gx + gw / 2, gy + gh), (0, -60),

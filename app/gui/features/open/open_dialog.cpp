@@ -167,12 +167,14 @@ void startBrowsing(AppState& state) {
   dialog.listed_for = "\n";  // list on the first frame
 }
 
-void drawPlaces(OpenDialogState& dialog) {
+void drawPlaces(AppState& state) {
+  OpenDialogState& dialog = state.open_dialog;
   ImGui::BeginChild("##places", ImVec2(kPlacesWidth, kListHeight), true);
   ImGui::TextDisabled("Places");
   for (const std::string& place : dialog.places) {
     const std::string name = fs::path(place.back() == '/' ? place.substr(0, place.size() - 1) : place).filename().string();
     if (ImGui::Selectable((name.empty() ? place : name + "##" + place).c_str())) setInput(dialog, place);
+    recordLayout(state, "open_place:" + place);
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", place.c_str());
   }
   ImGui::EndChild();
@@ -228,7 +230,7 @@ void drawBrowser(AppState& state) {
   recordLayout(state, "open_path_box");
   relist(state);
   if (dialog.selected != selected_before) markStateChanged(state);
-  drawPlaces(dialog);
+  drawPlaces(state);
   ImGui::SameLine();
   drawEntries(state, dialog.selected != selected_before);
   if (!dialog.error.empty()) errorText(dialog.error);
