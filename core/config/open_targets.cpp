@@ -11,8 +11,9 @@ namespace attnscope {
 namespace fs = std::filesystem;
 namespace {
 
-// A settings file is small; bigger JSON files (tokenizer.json, ...) are not read.
-constexpr std::uintmax_t kSettingsMaxBytes = 1 << 20;
+// A settings file is a few KB; bigger JSON files (tokenizer.json, ...) are not read, so a
+// folder of large JSON files still lists at typing speed.
+constexpr std::uintmax_t kSettingsMaxBytes = 64 << 10;
 
 bool present(const fs::path& path) {
   std::error_code ec;

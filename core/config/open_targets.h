@@ -1,6 +1,6 @@
-// What the app opens (Ctrl+O, `attnscope PATH`), recognised by what a path holds, and the
+// What the open dialog (Ctrl+O) opens, recognised by what a path holds, and the
 // listing of a folder the open dialog browses: no graphics, no reading beyond the names
-// (and a settings file's first bytes).
+// (and a .json file of at most 64 KB, to tell a settings file).
 #pragma once
 
 #include <string>
@@ -13,7 +13,7 @@ enum class OpenKind {
   Model,            // config.json: a model folder (attnscope-model/1 or Hugging Face)
   TensorBundle,     // query.npy (+ key, value, weights, masks)
   AttentionBundle,  // attentions.npy / attentions.npz
-  Settings,         // a settings JSON (its top level has "source"), e.g. one beside a figure
+  Settings,         // a settings JSON (at most 64 KB, its top level has "source"), e.g. one beside a figure
   Other,            // anything else (not listed)
 };
 // The row of a kind: its label in the dialog ("model", "bundle", ...; "" for a folder).
