@@ -83,7 +83,9 @@ void updatePanelBorders(AppState& state) {
   if (drag.dragged >= 0) {
     const Border& border = kBorders[drag.dragged];
     float& size = state.view.panel_sizes.*border.size;
-    const float wanted = fractionAt(state, border, io.MousePos);
+    const ImVec2 pointer = border.vertical ? ImVec2(io.MousePos.x - drag.grab_offset, io.MousePos.y)
+                                           : ImVec2(io.MousePos.x, io.MousePos.y - drag.grab_offset);
+    const float wanted = fractionAt(state, border, pointer);
     if (std::isfinite(wanted) && wanted != size) {
       size = wanted;
       markStateChanged(state);
@@ -99,6 +101,7 @@ void updatePanelBorders(AppState& state) {
     drawBorderLine(border, line, held);
     if (!held && ImGui::IsMouseClicked(0)) {
       drag.dragged = b;
+      drag.grab_offset = (border.vertical ? io.MousePos.x : io.MousePos.y) - line.at;
       markStateChanged(state);
     }
   }

@@ -9,7 +9,8 @@ namespace attnscope {
 struct AppState;
 
 struct PanelBordersState {
-  int dragged = -1;  // index of the border held by the mouse, -1 = none
+  int dragged = -1;         // index of the border held by the mouse, -1 = none
+  float grab_offset = 0.0f;  // pointer minus border when it was picked up (no jump on the first move)
 };
 
 // Before the panels: the border under the pointer shows a resize cursor and a line; a drag
