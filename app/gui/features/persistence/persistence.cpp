@@ -103,7 +103,7 @@ void applyPersistentView(const nlohmann::json& j, ViewState& view) {
   if (const auto sizes = j.find("panel_sizes"); sizes != j.end() && sizes->is_object()) {
     for (const auto& [name, size] : kPanelSizeFields)
       if (const auto value = sizes->find(name); value != sizes->end() && value->is_number() &&
-                                                 std::fabs(value->get<double>()) < 1e6)  // a float, not a size
+                                                 std::fabs(value->get<double>()) < 1e6)  // 1e300 is no fraction (nor a float)
         view.panel_sizes.*size = static_cast<float>(value->get<double>());
   }
   // Recent model folders that are still model folders, oldest first so the newest ends first.
