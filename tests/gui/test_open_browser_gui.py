@@ -76,8 +76,14 @@ class OpenBrowserGuiTest(g.AppTestCase):
         state = self.key_until(log, "Return", lambda s: s["open_browser"]["input"] == root + "/models/")
         self.assertTrue(state["modal_open"])
         self.assertEqual([e["name"] for e in state["open_browser"]["entries"]], ["..", "reverse-digits"])
-        # Backspace right after the '/': one folder up; then Tab completes "mo" to "models/".
+        # The ".." entry goes up; Enter on "models" again, then Backspace right after the '/': up.
+        state = self.key_until(log, "Down", lambda s: s["open_browser"]["selected"] == 0)
+        state = self.key_until(log, "Return", lambda s: s["open_browser"]["input"] == root + "/")
+        for i in range(3):
+            state = self.key_until(log, "Down", lambda s, i=i: s["open_browser"]["selected"] == i)
+        state = self.key_until(log, "Return", lambda s: s["open_browser"]["input"] == root + "/models/")
         state = self.key_until(log, "BackSpace", lambda s: s["open_browser"]["input"] == root + "/")
+        # Tab completes "mo" to "models/".
         n = line_count(log)
         self.x.xdotool("type", "--delay", "20", "mo")
         wait_after(log, n, lambda s: s["open_browser"]["input"] == root + "/mo")
@@ -87,6 +93,8 @@ class OpenBrowserGuiTest(g.AppTestCase):
         wait_after(log, n, lambda s: s["open_browser"]["input"] == root + "/models/rev")
         state = self.key_until(log, "Tab", lambda s: s["open_browser"]["input"] == root + "/models/reverse-digits/")
         self.assertEqual(state["open_error"], "")
+        state = wait_after(log, 0, lambda s: s["texts"].get("open_hint") == "Enter opens this model")
+        self.assertEqual(state["open_browser"]["input_kind"], "model")
         self.screenshot(window, "completed.png")
         # One Enter opens the model folder.
         state = self.key_until(log, "Return", lambda s: not s["modal_open"])

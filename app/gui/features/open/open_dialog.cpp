@@ -138,15 +138,20 @@ int pathBoxCallback(ImGuiInputTextCallbackData* data) {
   return 0;
 }
 
-// Recent model folders, the shipped models, home and the current folder.
-std::vector<std::string> browsePlaces(const AppState& state) {
-  std::vector<std::string> places = state.view.recent_models;
+// Recent model folders (by name), the shipped models, home and the current folder.
+void listPlaces(const AppState& state, OpenDialogState& dialog) {
+  dialog.places.clear();
+  dialog.place_labels.clear();
+  const auto add = [&dialog](const std::string& label, const std::string& path) {
+    dialog.place_labels.push_back(label + "##" + path);
+    dialog.places.push_back(path);
+  };
+  for (const std::string& folder : state.view.recent_models) add(fs::path(folder).filename().string(), folder);
   std::error_code ec;
   if (const std::string assets = assetsDir(); !assets.empty() && fs::is_directory(assets + "/models", ec))
-    places.push_back(assets + "/models/");
-  if (const char* home = std::getenv("HOME"); home && *home) places.push_back(std::string(home) + "/");
-  if (const fs::path cwd = fs::current_path(ec); !ec) places.push_back(cwd.string() + "/");
-  return places;
+    add("shipped models", assets + "/models/");
+  if (const char* home = std::getenv("HOME"); home && *home) add("home", std::string(home) + "/");
+  if (const fs::path cwd = fs::current_path(ec); !ec) add("current folder", cwd.string() + "/");
 }
 
 void startBrowsing(AppState& state) {
@@ -154,7 +159,7 @@ void startBrowsing(AppState& state) {
   ImGui::OpenPopup(kOpenTitle);
   dialog.requested = false;
   dialog.error.clear();
-  dialog.places = browsePlaces(state);
+  listPlaces(state, dialog);
   if (dialog.path_input.empty()) {
     std::error_code ec;
     const fs::path cwd = fs::current_path(ec);
@@ -171,9 +176,9 @@ void drawPlaces(AppState& state) {
   OpenDialogState& dialog = state.open_dialog;
   ImGui::BeginChild("##places", ImVec2(kPlacesWidth, kListHeight), true);
   ImGui::TextDisabled("Places");
-  for (const std::string& place : dialog.places) {
-    const std::string name = fs::path(place.back() == '/' ? place.substr(0, place.size() - 1) : place).filename().string();
-    if (ImGui::Selectable((name.empty() ? place : name + "##" + place).c_str())) setInput(dialog, place);
+  for (size_t i = 0; i < dialog.places.size(); ++i) {
+    const std::string& place = dialog.places[i];
+    if (ImGui::Selectable(dialog.place_labels[i].c_str())) setInput(dialog, place);
     recordLayout(state, "open_place:" + place);
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", place.c_str());
   }
@@ -209,6 +214,7 @@ void relist(AppState& state) {
   const BrowsePath split = splitBrowsePath(dialog.path_input);
   dialog.entries = listBrowseFolder(split.folder, split.prefix);
   dialog.listed_for = dialog.path_input;
+  dialog.input_kind = openKind(dialog.path_input);
   dialog.selected = -1;
   dialog.error.clear();
   markStateChanged(state);
@@ -233,7 +239,13 @@ void drawBrowser(AppState& state) {
   drawPlaces(state);
   ImGui::SameLine();
   drawEntries(state, dialog.selected != selected_before);
-  if (!dialog.error.empty()) errorText(dialog.error);
+  if (!dialog.error.empty()) {
+    errorText(dialog.error);
+  } else if (dialog.selected < 0 && opensDirectly(dialog.input_kind)) {
+    const std::string hint = std::string("Enter opens this ") + openKindLabel(dialog.input_kind);
+    ImGui::TextColored(ImVec4(0.45f, 0.85f, 0.45f, 1.0f), "%s", hint.c_str());
+    state.script.layout.recordText("open_hint", hint);
+  }
   if (ImGui::Button("Open", ImVec2(120, 0)) || submitted) tryOpen(state, [&] { submit(state); });
   relist(state);  // a folder chosen this frame: its listing is in this frame's state line
 }
@@ -271,7 +283,10 @@ void openDialogToJson(const AppState& state, nlohmann::json& line) {
   nlohmann::json entries = nlohmann::json::array();
   for (const BrowseEntry& e : dialog.entries)
     entries.push_back({{"name", e.name}, {"kind", e.kind == OpenKind::Folder ? "folder" : openKindLabel(e.kind)}});
-  line["open_browser"] = {{"input", dialog.path_input}, {"entries", entries}, {"selected", dialog.selected},
+  line["open_browser"] = {{"input", dialog.path_input},
+                          {"input_kind", dialog.input_kind == OpenKind::Folder ? "folder" : openKindLabel(dialog.input_kind)},
+                          {"entries", entries},
+                          {"selected", dialog.selected},
                           {"places", dialog.places}};
 }
 

@@ -25,7 +25,9 @@ struct OpenDialogState {
   // The folder the path box points into, listed and filtered by what follows its last '/'.
   std::string listed_for;           // path_input the listing was made for
   std::vector<BrowseEntry> entries;
+  OpenKind input_kind = OpenKind::Other;  // what the typed path itself is
   std::vector<std::string> places;  // recent model folders, the shipped models, home, current folder
+  std::vector<std::string> place_labels;  // as listed: the folder's name, "shipped models", "home", ...
   int selected = -1;                // Up/Down's entry; -1 = the typed path
   // A path set by the list (click, Enter on a folder, Backspace up): the active path box
   // takes it in its callback next frame (ImGui keeps its own copy of an active box's text).
@@ -36,8 +38,8 @@ struct OpenDialogState {
 };
 
 void drawOpenDialog(AppState& state);
-// State-log keys: modal_open, open_error, open_browser {input, entries [{name, kind}],
-// selected, places}.
+// State-log keys: modal_open, open_error, open_browser {input, input_kind, entries [{name,
+// kind}], selected, places}.
 void openDialogToJson(const AppState& state, nlohmann::json& line);
 
 }  // namespace attnscope
