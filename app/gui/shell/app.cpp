@@ -92,6 +92,7 @@ void drawPanels(AppState& state) {
   state.script.focus_axis = {};
   state.script.focus_note.clear();
   handleShortcuts(state);
+  updatePanelBorders(state);  // before the panels: a dragged border moves them this frame
   drawControlPanel(state);
   drawMetricsPanel(state);   // before the grid: a sort or row click shows in the grid this frame
   drawHeadGridPanel(state);

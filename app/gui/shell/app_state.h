@@ -12,6 +12,7 @@
 //   gpu       GL objects and the textures of the latest result
 //   ui        overlays, dialogs, keys pressed since the last frame, one-line notices
 //   open_dialog  the Ctrl+O dialog
+//   panel_borders  the border between panels being dragged
 //   drafts    control-panel fields that may hold invalid input (never written to settings)
 //   stepper   the KV-cache stepper panel: open, the step shown, playing
 //   predictions  the predictions panel's pin (a clicked query row)
@@ -44,6 +45,7 @@
 #include "gui/features/metrics/metrics.h"
 #include "gui/features/open/open_dialog.h"
 #include "gui/features/overview/overview.h"
+#include "gui/features/panel_borders/panel_borders.h"
 #include "gui/features/persistence/persistence.h"
 #include "gui/features/pipeline/pipeline.h"
 #include "gui/features/predictions/predictions.h"
@@ -109,6 +111,7 @@ struct AppState {
   OverviewState overview;
   ExportState exports;
   OpenDialogState open_dialog;
+  PanelBordersState panel_borders;
   GpuState gpu;
   UiState ui;
   ControlDrafts drafts;

@@ -13,6 +13,16 @@ constexpr ImU32 kGroupColors[] = {
     IM_COL32(176, 122, 161, 255), IM_COL32(255, 157, 167, 255), IM_COL32(156, 117, 95, 255),
     IM_COL32(186, 176, 172, 255)};
 
+// Smallest panel sizes a dragged border leaves, in pixels.
+constexpr float kMinColumn = 180.0f, kMinCentre = 2 * kMinColumn, kMinBand = 80.0f;  // centre: grid + table
+
+// The one clamp of a size the user dragged (or view.json held): `fraction` of `total` within
+// [lo, hi] pixels; the automatic size, untouched, when unset or not a positive number.
+float chosenSize(float fraction, float total, float automatic, float lo, float hi) {
+  if (!(fraction > 0.0f) || !std::isfinite(fraction)) return automatic;
+  return std::floor(std::clamp(fraction * total, lo, std::max(lo, hi)));
+}
+
 }  // namespace
 
 PanelRect panelRect(const AppState& state, Panel panel) {
@@ -21,8 +31,11 @@ PanelRect panelRect(const AppState& state, Panel panel) {
   const float width = viewport->WorkSize.x, height = viewport->WorkSize.y;
   const float status_h = std::floor(ImGui::GetFrameHeight() + 8.0f);
   const float body_h = height - status_h;
-  const float left_w = std::clamp(std::floor(width * 0.2f), 260.0f, 330.0f);
-  const float right_w = std::clamp(std::floor(width * 0.24f), 300.0f, 400.0f);
+  const PanelSizes& chosen = state.view.panel_sizes;
+  const float right_w = chosenSize(chosen.right, width, std::clamp(std::floor(width * 0.24f), 300.0f, 400.0f),
+                                   kMinColumn, width - kMinColumn - kMinCentre);
+  const float left_w = chosenSize(chosen.left, width, std::clamp(std::floor(width * 0.2f), 260.0f, 330.0f),
+                                  kMinColumn, width - right_w - kMinCentre);
   const float centre_w = width - left_w - right_w;
   // The focus view's square maps are limited by its width; give the head grid whatever
   // height they leave (between 30% and 50%), so neither panel keeps an empty band.
@@ -34,14 +47,19 @@ PanelRect panelRect(const AppState& state, Panel panel) {
   const float focus_map = (focus_inner_w - 2 * (70.0f + 58.0f)) / maps;  // minus row labels and colour bars
   const float tab_bar_h = ImGui::GetFrameHeightWithSpacing();  // Maps / Compare tabs
   const float focus_h = focus_map + ImGui::GetFrameHeight() + (maps == 3 ? 8.0f : 7.0f) * line_h + 60.0f + tab_bar_h;
-  const float grid_h = std::floor(std::clamp(body_h - focus_h, body_h * 0.30f, body_h * 0.50f));
+  const float grid_h = chosenSize(chosen.grid, body_h, std::floor(std::clamp(body_h - focus_h, body_h * 0.30f, body_h * 0.50f)),
+                                  kMinBand, body_h - 2 * kMinBand);
   // A trained model's predictions take the top of the right column.
-  const float predictions_h = showsPredictions(state) ? std::floor(body_h * 0.30f) : 0.0f;
-  const float mask_h = std::floor(body_h * (predictions_h > 0 ? 0.30f : 0.36f));
+  const float predictions_h =
+      showsPredictions(state) ? chosenSize(chosen.predictions, body_h, std::floor(body_h * 0.30f), kMinBand, body_h - 2 * kMinBand)
+                              : 0.0f;
+  const float mask_h = chosenSize(chosen.mask, body_h, std::floor(body_h * (predictions_h > 0 ? 0.30f : 0.36f)), kMinBand,
+                                  body_h - predictions_h - kMinBand);
   const float stepper_h = state.stepper.open ? std::floor((body_h - predictions_h - mask_h) * 0.6f) : 0.0f;
   const float right_x = origin.x + left_w + centre_w;
   // The head metrics table takes the right part of the grid's band.
-  const float table_w = std::floor(std::clamp(centre_w * 0.42f, 280.0f, 520.0f));
+  const float table_w = chosenSize(chosen.table, centre_w, std::floor(std::clamp(centre_w * 0.42f, 280.0f, 520.0f)),
+                                   kMinColumn, centre_w - kMinColumn);
   switch (panel) {
     case Panel::Controls: return {origin, ImVec2(left_w, body_h)};
     case Panel::HeadGrid: return {ImVec2(origin.x + left_w, origin.y), ImVec2(centre_w - table_w, grid_h)};

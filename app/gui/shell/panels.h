@@ -12,7 +12,8 @@ namespace attnscope {
 
 enum class Panel { Controls, HeadGrid, Metrics, Focus, Predictions, Mask, Pipeline, Stepper, StatusBar };
 
-// Fixed layout filling the main viewport: controls left, head grid (with the head metrics
+// Layout filling the main viewport (the borders between panels can be dragged:
+// ViewState::panel_sizes, clamped here to the window): controls left, head grid (with the head metrics
 // table right of it) over the focus view in the centre, mask over pipeline on the right
 // (a trained model's predictions above them; the KV-cache stepper, when open, between
 // them), status line along the bottom.
@@ -20,7 +21,7 @@ struct PanelRect {
   ImVec2 pos, size;
 };
 PanelRect panelRect(const AppState& state, Panel panel);
-// Begin() for a panel window at its fixed rectangle (End() as usual).
+// Begin() for a panel window at its rectangle (End() as usual).
 bool beginPanelWindow(const AppState& state, const char* title, Panel panel, ImGuiWindowFlags extra_flags = 0);
 
 void drawStatusBar(AppState& state);

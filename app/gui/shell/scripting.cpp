@@ -42,8 +42,7 @@ void writeStateLog(AppState& state, int width, int height) {
   nlohmann::json line;
   for (auto toJson : {computeToJson, controlsToJson, focusToJson, layerMapsToJson, exportsToJson, predictionsToJson, lensToJson,
                       maskToJson, headGridToJson, overviewToJson, headTableToJson, headScrollToJson, compareToJson,
-                      queryFocusToJson, stepperToJson,
-                      openDialogToJson})
+                      queryFocusToJson, stepperToJson, openDialogToJson, panelBordersToJson})
     toJson(state, line);
   shellToJson(state, width, height, line);
   const std::string text = line.dump();

@@ -80,6 +80,28 @@ struct QueryFocusView {
 // Click a query token: choose only it; Ctrl+click: add it to (or take it out of) the choice.
 void chooseQuery(QueryFocusView& view, int64_t query, bool add);
 
+// Panel sizes the user set by dragging the borders between panels (features/panel_borders),
+// as fractions: left and right columns of the window's width, the head metrics table of the
+// centre column's width, the head grid, predictions and mask of the panel area's height.
+// 0 = the automatic size. Kept in view.json as read; panelRect (shell/layout.cpp) is the one
+// place that clamps them to what the window allows.
+struct PanelSizes {
+  float left = 0, right = 0, table = 0, grid = 0, predictions = 0, mask = 0;
+  bool operator==(const PanelSizes& o) const {
+    return left == o.left && right == o.right && table == o.table && grid == o.grid &&
+           predictions == o.predictions && mask == o.mask;
+  }
+  bool operator!=(const PanelSizes& o) const { return !(*this == o); }
+};
+// The sizes by name, as view.json and the state log spell them.
+struct PanelSizeField {
+  const char* name;
+  float PanelSizes::*size;
+};
+inline constexpr PanelSizeField kPanelSizeFields[] = {
+    {"left", &PanelSizes::left}, {"right", &PanelSizes::right},        {"table", &PanelSizes::table},
+    {"grid", &PanelSizes::grid}, {"predictions", &PanelSizes::predictions}, {"mask", &PanelSizes::mask}};
+
 struct ViewState {
   ViewFocus focus;        // (layer, head, batch item); within the shown result's limits
   // A first start (no saved settings): focus the model's featured head when its first run
@@ -109,6 +131,7 @@ struct ViewState {
   // Model runs: the query position whose next-token predictions are shown when no map is
   // hovered (clicked in a map); -1 = the last position. Clamped where it is read.
   int64_t selected_query = -1;
+  PanelSizes panel_sizes;
 };
 
 inline constexpr size_t kRecentModels = 8;

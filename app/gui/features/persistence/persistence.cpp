@@ -3,6 +3,7 @@
 #include "gui/shell/app_state.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -73,6 +74,10 @@ nlohmann::json persistentViewJson(const ViewState& view) {
                                  {"order_grid", view.table.order_grid}}}};
   if (view.compare.chosen) j["compare"] = {{"a", pickJson(view.compare.a)}, {"b", pickJson(view.compare.b)}};
   if (!view.recent_models.empty()) j["recent_models"] = view.recent_models;
+  if (view.panel_sizes != PanelSizes{}) {
+    nlohmann::json& sizes = j["panel_sizes"];
+    for (const auto& [name, size] : kPanelSizeFields) sizes[name] = view.panel_sizes.*size;
+  }
   return j;
 }
 
@@ -93,6 +98,13 @@ void applyPersistentView(const nlohmann::json& j, ViewState& view) {
     MapPick a, b;
     if (compare->contains("a") && compare->contains("b") && readPick((*compare)["a"], a) && readPick((*compare)["b"], b))
       view.compare = {a, b, true};
+  }
+  // Panel sizes as saved: numbers only; panelRect clamps them to the window.
+  if (const auto sizes = j.find("panel_sizes"); sizes != j.end() && sizes->is_object()) {
+    for (const auto& [name, size] : kPanelSizeFields)
+      if (const auto value = sizes->find(name); value != sizes->end() && value->is_number() &&
+                                                 std::fabs(value->get<double>()) < 1e6)  // 1e300 is no fraction (nor a float)
+        view.panel_sizes.*size = static_cast<float>(value->get<double>());
   }
   // Recent model folders that are still model folders, oldest first so the newest ends first.
   if (const auto recent = j.find("recent_models"); recent != j.end() && recent->is_array()) {

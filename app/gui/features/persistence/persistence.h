@@ -18,7 +18,7 @@ struct AppState;
 // Empty paths = do not persist (e.g. under --frames).
 struct PersistState {
   std::string settings_save_path;
-  std::string view_save_path;  // view.json: the head table's sort, order grid, compare picks
+  std::string view_save_path;  // view.json: the head table's sort, order grid, compare picks, panel sizes
   std::string ini_path;
   bool dirty = false;
   std::chrono::steady_clock::time_point changed_at;
@@ -31,8 +31,8 @@ std::string loadStartupSettings(const AppOptions& options, AppState& state);
 
 // What of the view state outlives a run (view.json beside settings.json): the head table's
 // sort column and direction, "order grid by table", and the compare view's picks once the
-// user chose them. What is missing or malformed keeps its default; picks are clamped where
-// they are used.
+// user chose them, the panel sizes the user dragged. What is missing or malformed keeps its
+// default; picks and panel sizes are clamped where they are used.
 nlohmann::json persistentViewJson(const ViewState& view);
 void applyPersistentView(const nlohmann::json& j, ViewState& view);
 

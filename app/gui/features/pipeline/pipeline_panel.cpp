@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gui/shell/panels.h"
@@ -216,6 +217,14 @@ void drawConstraints(AppState& state) {
   state.script.layout.recordText("constraint_heads", detail);
 }
 
+// The run's shapes line ("B=1 L=17 ..."), as drawn and as logged (texts.pipeline_shapes).
+void shapesLine(AppState& state, const std::vector<std::pair<const char*, int64_t>>& shapes) {
+  std::string line;
+  for (const auto& [name, value] : shapes) line += (line.empty() ? "" : " ") + std::string(name) + "=" + std::to_string(value);
+  ImGui::TextDisabled("%s", line.c_str());
+  state.script.layout.recordText("pipeline_shapes", line);
+}
+
 }  // namespace
 
 void drawPipelinePanel(AppState& state) {
@@ -235,9 +244,7 @@ void drawPipelinePanel(AppState& state) {
     if (model_run) ImGui::TextDisabled("%s, layer %lld: its attention", model_run->model.c_str(),
                                        static_cast<long long>(state.view.focus.layer));
     if (const AttentionTrace* t = layer_trace ? layer_trace : state.compute.trace()) {
-      ImGui::TextDisabled("B=%lld L=%lld S=%lld D=%lld H=%lld d=%lld", static_cast<long long>(t->B),
-                          static_cast<long long>(t->L), static_cast<long long>(t->S), static_cast<long long>(t->D),
-                          static_cast<long long>(t->H), static_cast<long long>(t->d));
+      shapesLine(state, {{"B", t->B}, {"L", t->L}, {"S", t->S}, {"D", t->D}, {"H", t->H}, {"d", t->d}});
       drawConstraints(state);
       if (!t->variants.empty()) drawVariants(*t);
       if (t->mistake != Mistake::None) drawMistake(*t);
@@ -245,9 +252,7 @@ void drawPipelinePanel(AppState& state) {
       ImGui::TextDisabled("hover a shape for its PyTorch line");
       for (const Chain& chain : buildChains(*t, state.settings.folded_layout)) drawChain(chain);
     } else if (const ViewModel* v = state.compute.imported() ? state.compute.view.get() : nullptr) {
-      ImGui::TextDisabled("layers=%lld B=%lld H=%lld L=%lld S=%lld", static_cast<long long>(v->layers),
-                          static_cast<long long>(v->B), static_cast<long long>(v->H), static_cast<long long>(v->L),
-                          static_cast<long long>(v->S));
+      shapesLine(state, {{"layers", v->layers}, {"B", v->B}, {"H", v->H}, {"L", v->L}, {"S", v->S}});
       ImGui::TextWrapped("imported attention maps%s%s: computed elsewhere, so there are no stages to show.",
                          v->model.empty() ? "" : " from ", v->model.c_str());
       if (!v->notes.empty()) ImGui::TextWrapped("notes: %s", v->notes.c_str());
