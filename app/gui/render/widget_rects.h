@@ -24,8 +24,9 @@ struct WidgetRects {
   std::map<std::string, std::string> texts;  // labels and notes as drawn, for tests that read wording
 
 
+  // An empty name records nothing.
   void record(const std::string& name, ImVec2 min, ImVec2 size) {
-    if (enabled) rects[name] = ScreenRect{min.x, min.y, size.x, size.y};
+    if (enabled && !name.empty()) rects[name] = ScreenRect{min.x, min.y, size.x, size.y};
   }
   // ImGui's last item.
   void recordItem(const std::string& name) {

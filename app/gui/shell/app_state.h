@@ -120,9 +120,6 @@ FocusLimits focusLimits(const AppState& state);
 // The one way to move the focus: clamped to focusLimits, saved with the settings, logged.
 void setFocus(AppState& state, ViewFocus wanted);
 
-// Records ImGui's last item's rectangle for the layout log.
-inline void recordLayout(AppState& state, const std::string& name) { state.script.layout.recordItem(name); }
-
 // Marks the visible state as changed so one state-log line is written after this frame.
 inline void markStateChanged(AppState& state) { state.script.pending = true; }
 // Schedules the debounced save of settings and focus, and a state-log line.

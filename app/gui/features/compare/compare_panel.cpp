@@ -24,17 +24,16 @@ bool pickCombo(AppState& state, const std::string& id, const std::vector<std::st
   bool changed = false;
   ImGui::SetNextItemWidth(width);
   const std::string preview = items[static_cast<size_t>(std::clamp<int64_t>(value, 0, items.size() - 1))];
-  if (ImGui::BeginCombo(("##" + id).c_str(), preview.c_str())) {
+  WidgetRects& rects = state.script.layout;
+  if (ui::Combo combo(rects, id, ("##" + id).c_str(), preview.c_str()); combo) {
     for (size_t k = 0; k < items.size(); ++k) {
-      if (ImGui::Selectable(items[k].c_str(), static_cast<int64_t>(k) == value) && static_cast<int64_t>(k) != value) {
+      if (ui::selectable(rects, id + "_item_" + std::to_string(k), items[k].c_str(), static_cast<int64_t>(k) == value) &&
+          static_cast<int64_t>(k) != value) {
         value = static_cast<int64_t>(k);
         changed = true;
       }
-      recordLayout(state, id + "_item_" + std::to_string(k));
     }
-    ImGui::EndCombo();
   }
-  recordLayout(state, id);
   return changed;
 }
 
@@ -133,8 +132,7 @@ void drawLargestDifferences(AppState& state, const ViewModel& view, int64_t b, f
     ImGui::TableNextColumn();
     ImGui::Text("%+.4f", cell.diff);
   }
-  ImGui::EndTable();
-  recordLayout(state, "compare_largest");
+  ui::endTable(state.script.layout, "compare_largest");
 }
 
 // One of the three maps: A, B or A - B.
@@ -228,8 +226,7 @@ void drawCompareControls(AppState& state, const ViewModel& view) {
   ImGui::SameLine(0, 24);
   changed |= drawPickControls(state, "B", picks.b, view, has_correct);
   ImGui::SameLine(0, 16);
-  if (ImGui::Button("swap")) std::swap(picks.a, picks.b), changed = true;
-  recordLayout(state, "compare_swap");
+  if (ui::button(state.script.layout, "compare_swap", "swap")) std::swap(picks.a, picks.b), changed = true;
   if (changed) {
     picks.chosen = true;
     saveLater(state);
@@ -239,8 +236,7 @@ void drawCompareControls(AppState& state, const ViewModel& view) {
 // Under the maps: the export button, the largest difference and the list of cells.
 void drawCompareFooter(AppState& state, const ViewModel& view) {
   const CompareState& c = state.compare;
-  if (ImGui::SmallButton("Export A - B")) requestDifferenceExport(state);
-  recordLayout(state, "compare_export");
+  if (ui::smallButton(state.script.layout, "compare_export", "Export A - B")) requestDifferenceExport(state);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("write A - B as PNG and .npy [L, S], with a JSON naming A and B");
   ImGui::SameLine();
   if (!c.comparison.largest.empty()) {

@@ -153,9 +153,9 @@ void chooseQueryByLabel(AppState& state, ImVec2 top_left, float label_w, const F
   for (int64_t r = 0; r < g.window.rows; ++r) {
     ImGui::SetCursorScreenPos(ImVec2(top_left.x, top_left.y + cell_h * static_cast<float>(r)));
     ImGui::PushID(static_cast<int>(r));
-    const bool clicked = ImGui::InvisibleButton("##query_label", ImVec2(std::max(1.0f, label_w - 4), cell_h));
+    const bool clicked = ui::invisibleButton(state.script.layout, r == 0 ? "focus_query_label_0" : "", "##query_label",
+                                             ImVec2(std::max(1.0f, label_w - 4), cell_h));
     ImGui::PopID();
-    if (r == 0) recordLayout(state, "focus_query_label_0");
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("click: this query in every head (Query focus); Ctrl+click: add it");
     if (!clicked) continue;
     chooseQuery(state.view.query_focus, g.window.row0 + r, ImGui::GetIO().KeyCtrl);
@@ -191,12 +191,11 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
     // Title line: a small Export button, then the title (yellow when Ctrl+S exports this map).
     const MapKind view = *map.export_view;
     ImGui::PushID(map.id);
-    if (ImGui::SmallButton("Export")) {
+    if (ui::smallButton(state.script.layout, std::string("export_") + mapKindName(view) + "_button", "Export")) {
       state.view.map_kind = view;
       requestFigureExport(state, mapKindName(view));
     }
     ImGui::PopID();
-    recordLayout(state, std::string("export_") + mapKindName(view) + "_button");
     if (ImGui::IsItemHovered()) {
       ImGui::SetTooltip("export this heatmap as a figure (formats and folder under Export in the control panel)");
     }
@@ -204,12 +203,12 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
   }
   // The title is cut to the map's width: it never runs into the next map's title.
   const std::string title = fitText(map.title, x0 + label_w + g.map_w - ImGui::GetCursorScreenPos().x);
+  const std::string title_name = std::string(map.layout_name) + "_title";
   if (selected) {
-    ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.2f, 1.0f), "%s", title.c_str());
+    ui::text(state.script.layout, title_name, ui::coloredText(ImVec4(1.0f, 0.8f, 0.2f, 1.0f)), "%s", title.c_str());
   } else {
-    ImGui::TextUnformatted(title.c_str());
+    ui::textUnformatted(state.script.layout, title_name, title);
   }
-  recordLayout(state, std::string(map.layout_name) + "_title");
   const ImVec2 map_min(x0 + label_w, y0 + g.line_h);
   ImGui::SetCursorScreenPos(map_min);
   map.view.rows = g.window.rows;
@@ -280,7 +279,9 @@ std::string tiledPoolingNote(const AppState& state, const ViewModel& v, const Ce
 }
 
 // Under the maps: the visible window and how the texture shows it, or how to zoom.
-void drawZoomLine(const CellWindow& w, bool zoomed, int64_t L, int64_t S, const std::string& tiled_note) {
+void drawZoomLine(WidgetRects& rects, const CellWindow& w, bool zoomed, int64_t L, int64_t S,
+                  const std::string& tiled_note) {
+  constexpr const char* kName = "focus_zoom_line";
   const int64_t texels_r = std::min(w.rows, kTextureMaxSide), texels_c = std::min(w.cols, kTextureMaxSide);
   const bool pooled = texels_r < w.rows || texels_c < w.cols;
   char pooling[220] = "";
@@ -291,15 +292,17 @@ void drawZoomLine(const CellWindow& w, bool zoomed, int64_t L, int64_t S, const 
                   static_cast<long long>(texels_c), static_cast<long long>(w.rows), static_cast<long long>(w.cols));
   if (zoomed) {
     // The how-to hint only while the line has room for it (F1 lists it too).
-    ImGui::TextDisabled("zoom: queries %lld-%lld of %lld, keys %lld-%lld of %lld%s%s",
-                        static_cast<long long>(w.row0), static_cast<long long>(w.row0 + w.rows - 1),
-                        static_cast<long long>(L), static_cast<long long>(w.col0),
-                        static_cast<long long>(w.col0 + w.cols - 1), static_cast<long long>(S), pooling,
-                        pooled || !tiled_note.empty() ? "" : "   (wheel zooms, drag pans, 0 resets)");
+    ui::text(rects, kName, ui::disabledText(), "zoom: queries %lld-%lld of %lld, keys %lld-%lld of %lld%s%s",
+                     static_cast<long long>(w.row0), static_cast<long long>(w.row0 + w.rows - 1),
+                     static_cast<long long>(L), static_cast<long long>(w.col0),
+                     static_cast<long long>(w.col0 + w.cols - 1), static_cast<long long>(S), pooling,
+                     pooled || !tiled_note.empty() ? "" : "   (wheel zooms, drag pans, 0 resets)");
   } else if (!tiled_note.empty()) {
-    ImGui::TextDisabled("%s   (wheel zooms around the pointer, drag pans, 0 resets)", tiled_note.c_str());
+    ui::text(rects, kName, ui::disabledText(), "%s   (wheel zooms around the pointer, drag pans, 0 resets)",
+             tiled_note.c_str());
   } else {
-    ImGui::TextDisabled("whole map%s   (wheel over a map zooms around the pointer, drag pans, 0 resets)", pooling);
+    ui::text(rects, kName, ui::disabledText(), "whole map%s   (wheel over a map zooms around the pointer, drag pans, 0 resets)",
+                     pooling);
   }
 }
 
@@ -388,9 +391,8 @@ void drawFocusHeading(AppState& state, const FocusScene& scene) {
   state.script.layout.recordText("focus_heading", heading);
   if (scene.tiled) {  // how the maps show a source too large to hold, where it is always seen
     ImGui::SameLine();
-    ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.3f, 1.0f), "   tiled: %s",
-                       tiledPoolingNote(state, *scene.v, g.window, scene.zoomed).c_str());
-    recordLayout(state, "focus_tiled_note");
+    ui::text(state.script.layout, "focus_tiled_note", ui::coloredText(ImVec4(1.0f, 0.8f, 0.3f, 1.0f)), "   tiled: %s",
+                    tiledPoolingNote(state, *scene.v, g.window, scene.zoomed).c_str());
   }
 }
 
@@ -487,8 +489,7 @@ float drawCrashBlock(AppState& state, const FocusGeometry& g, ImVec2 origin) {
   ImGui::TextColored(ImVec4(1.0f, 0.35f, 0.35f, 1.0f), "the buggy code crashes with:");
   ImGui::TextColored(ImVec4(1.0f, 0.35f, 0.35f, 1.0f), "%s", state.compute.error().c_str());
   ImGui::PopTextWrapPos();
-  ImGui::EndGroup();
-  recordLayout(state, "focus_crash");
+  ui::endGroup(state.script.layout, "focus_crash");
   return block_w;
 }
 
@@ -497,19 +498,18 @@ float drawCrashBlock(AppState& state, const FocusGeometry& g, ImVec2 origin) {
 void drawMistakeLine(AppState& state, const FocusScene& scene) {
   const std::string summary = mistakeDiffSummary(state);
   if (!summary.empty()) {
-    ImGui::TextColored(ImVec4(1.0f, 0.62f, 0.18f, 1.0f), "%s", summary.c_str());
-    recordLayout(state, "focus_diff_summary");
+    ui::text(state.script.layout, "focus_diff_summary", ui::coloredText(ImVec4(1.0f, 0.62f, 0.18f, 1.0f)), "%s",
+             summary.c_str());
   }
   if (!scene.v) return;
   ImGui::SameLine();
-  if (ImGui::SmallButton("difference view")) {
+  if (ui::smallButton(state.script.layout, "focus_difference_view", "difference view")) {
     const FocusGeometry& g = scene.g;
     state.view.compare = {{g.layer, g.h, false, Mistake::None}, {g.layer, g.h, true, Mistake::None}, true};
     state.view.tab = FocusTab::Compare;
     state.view.tab_requested = true;
     saveLater(state);
   }
-  recordLayout(state, "focus_difference_view");
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("show with mistake - correct, cell by cell (Compare tab)");
 }
 
@@ -526,8 +526,8 @@ void drawFocusFooter(AppState& state, const FocusScene& scene) {
   }
   if (v) ImGui::TextDisabled("yellow outline: the map Ctrl+S exports (click a map to choose)");
   state.script.focus_note = scene.tiled ? tiledPoolingNote(state, *v, g.window, scene.zoomed) : "";
-  drawZoomLine(g.window, scene.zoomed, scene.shown->mapL(), scene.shown->mapS(), state.script.focus_note);
-  recordLayout(state, "focus_zoom_line");
+  drawZoomLine(state.script.layout, g.window, scene.zoomed, scene.shown->mapL(), scene.shown->mapS(),
+               state.script.focus_note);
   const ViewTextures& tex = state.gpu.textures;
   const int64_t fully_masked = (t || scene.tiled) && tex.hasMask() ? tex.fully_masked_rows[g.layer] : 0;
   if (fully_masked <= 0) return;
@@ -585,8 +585,8 @@ void drawFocusPanel(AppState& state) {
           {FocusTab::Maps, "Maps"}, {FocusTab::Compare, "Compare A / B"}, {FocusTab::QueryFocus, "Query focus"}};
       for (const auto& [tab, label] : tabs) {
         const bool requested = state.view.tab_requested && state.view.tab == tab;
-        const bool open = ImGui::BeginTabItem(label, nullptr, requested ? ImGuiTabItemFlags_SetSelected : 0);
-        recordLayout(state, std::string("focus_tab_") + focusTabName(tab));
+        const bool open = ui::beginTabItem(state.script.layout, std::string("focus_tab_") + focusTabName(tab), label,
+                                           requested ? ImGuiTabItemFlags_SetSelected : 0);
         if (!open) continue;
         if (state.view.tab != tab && !state.view.tab_requested) {
           state.view.tab = tab;

@@ -25,16 +25,14 @@ void drawMaskHeader(AppState& state, const ViewModel& v, int64_t layer) {
   ImGui::PushTextWrapPos(button_x - ImGui::GetStyle().ItemSpacing.x);
   // The layer's own mask (a trained model's is causal whatever the sandbox's setting).
   const std::string& mask_name = v.maps[layer].mask_name;
-  ImGui::Text("mask = %s   batch item %lld", (mask_name.empty() ? state.settings.mask.toString() : mask_name).c_str(),
-              static_cast<long long>(tex.batch_item));
+  ui::text(state.script.layout, "mask_header", ui::plainText(), "mask = %s   batch item %lld",
+           (mask_name.empty() ? state.settings.mask.toString() : mask_name).c_str(), static_cast<long long>(tex.batch_item));
   ImGui::PopTextWrapPos();
-  recordLayout(state, "mask_header");
   ImGui::SameLine(button_x);
-  if (ImGui::SmallButton("Export##mask")) {
+  if (ui::smallButton(state.script.layout, "export_mask_button", "Export##mask")) {
     state.view.map_kind = MapKind::Mask;
     requestFigureExport(state, "mask");
   }
-  recordLayout(state, "export_mask_button");
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("export the combined mask as a figure");
   // A tiled source's counts are the real map's (its drawn mask is the overview's blocks).
   const int64_t allowed_cells = tex.allowed_cells[layer], fully_masked = tex.fully_masked_rows[layer];

@@ -72,8 +72,7 @@ void drawMetricsPanel(AppState& state) {
       return;
     }
     const int64_t b = state.view.focus.batch_item;
-    if (ImGui::Checkbox("order grid by table", &view.order_grid)) saveLater(state);
-    recordLayout(state, "metrics_order_grid");
+    if (ui::checkbox(state.script.layout, "metrics_order_grid", "order grid by table", &view.order_grid)) saveLater(state);
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("lay out the head grid's tiles in this table's order");
     ImGui::SameLine();
     ImGui::TextDisabled("batch item %lld, %lld group%s", static_cast<long long>(b),
@@ -101,8 +100,7 @@ void drawMetricsPanel(AppState& state) {
       ImGui::TableNextRow(ImGuiTableRowFlags_Headers);
       for (size_t c = 0; c < columns.size(); ++c) {
         ImGui::TableSetColumnIndex(static_cast<int>(c));
-        ImGui::TableHeader(columns[c].heading.c_str());
-        recordLayout(state, "metrics_header_" + columns[c].name);
+        ui::tableHeader(state.script.layout, "metrics_header_" + columns[c].name, columns[c].heading.c_str());
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s\nclick to sort, again to reverse", columns[c].description.c_str());
       }
       const ViewFocus focus = state.view.focus;
@@ -113,10 +111,11 @@ void drawMetricsPanel(AppState& state) {
         ImGui::TableSetColumnIndex(kHeadColumn);
         const bool focused = layer == focus.layer && head == focus.head;
         const std::string label = headLabel(*table, n) + "##row" + std::to_string(n);
-        if (ImGui::Selectable(label.c_str(), focused, ImGuiSelectableFlags_SpanAllColumns) && !focused) {
+        if (ui::selectable(state.script.layout, "metrics_row_" + std::to_string(k), label.c_str(), focused,
+                           ImGuiSelectableFlags_SpanAllColumns) &&
+            !focused) {
           setFocus(state, ViewFocus{layer, head, focus.batch_item});
         }
-        recordLayout(state, "metrics_row_" + std::to_string(k));
         ImGui::TableSetColumnIndex(kGroupColumn);
         groupMarker(table->group(n, b));
         const HeadMetrics& m = table->row(layer, head, b);

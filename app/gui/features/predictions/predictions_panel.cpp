@@ -35,8 +35,7 @@ void drawGuessRow(AppState& state, int rank, const TokenGuess& guess, bool actua
   const float filled = std::max(2.0f, bar_w * static_cast<float>(guess.prob));
   list->AddRectFilled(ImVec2(pos.x, pos.y + 3), ImVec2(pos.x + filled, pos.y + 3 + bar_h),
                       actual ? kActualColor : kBarColor);
-  ImGui::Dummy(ImVec2(bar_w, ImGui::GetFrameHeight()));
-  recordLayout(state, "prediction_row_" + std::to_string(rank));
+  ui::dummy(state.script.layout, "prediction_row_" + std::to_string(rank), ImVec2(bar_w, ImGui::GetFrameHeight()));
   ImGui::SameLine();
   ImGui::Text("%5.1f%%", 100.0 * guess.prob);
 }
@@ -47,8 +46,7 @@ void drawPin(AppState& state) {
   ImGui::AlignTextToFramePadding();
   ImGui::TextColored(kPinColor, "pinned at position %lld", static_cast<long long>(state.view.selected_query));
   ImGui::SameLine();
-  if (ImGui::SmallButton("unpin")) clearPredictionPin(state);
-  recordLayout(state, "predictions_unpin");
+  if (ui::smallButton(state.script.layout, "predictions_unpin", "unpin")) clearPredictionPin(state);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("follow the end of the text again (typing also unpins)");
 }
 
@@ -66,8 +64,7 @@ void drawPredictionsPanel(AppState& state) {
       const std::string& token = v.query_tokens[0][at.position];
       ImGui::Text("after '%s' at position %lld", visibleToken(token).c_str(), static_cast<long long>(at.position));
       ImGui::SameLine();
-      ImGui::TextDisabled("(%s)", at.why);
-      recordLayout(state, "predictions_heading");
+      ui::text(state.script.layout, "predictions_heading", ui::disabledText(), "(%s)", at.why);
       drawPin(state);
       float label_w = 0.0f;
       for (const TokenGuess& guess : p.top)
@@ -76,12 +73,12 @@ void drawPredictionsPanel(AppState& state) {
       for (size_t rank = 0; rank < p.top.size(); ++rank)
         drawGuessRow(state, static_cast<int>(rank), p.top[rank], !p.actual.empty() && p.top[rank].label == p.actual, label_w);
       if (p.actual.empty()) {
-        ImGui::TextDisabled("last position: what the model expects next");
+        ui::text(state.script.layout, "predictions_actual", ui::disabledText(), "last position: what the model expects next");
       } else {
-        ImGui::TextColored(p.actual_is_top ? kHit : kMiss, "actual next '%s' (%.1f%%): %s", visibleToken(p.actual).c_str(),
-                           100.0 * p.actual_prob, p.actual_is_top ? "the top guess" : "not the top guess");
+        ui::text(state.script.layout, "predictions_actual", ui::coloredText(p.actual_is_top ? kHit : kMiss),
+                        "actual next '%s' (%.1f%%): %s", visibleToken(p.actual).c_str(), 100.0 * p.actual_prob,
+                        p.actual_is_top ? "the top guess" : "not the top guess");
       }
-      recordLayout(state, "predictions_actual");
       ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
       ImGui::TextWrapped("hover a query row of a map to see its predictions; a click pins it until you type");
       ImGui::PopStyleColor();
