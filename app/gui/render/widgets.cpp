@@ -62,15 +62,28 @@ bool inputTextWithHint(WidgetRects& rects, const std::string& name, const char* 
                        std::string* text) {
   return recorded(rects, name, ImGui::InputTextWithHint(label, hint, text));
 }
+// <name>_label: the label right of the arrow, as it would be drawn whole.
 bool collapsingHeader(WidgetRects& rects, const std::string& name, const char* label) {
-  return recorded(rects, name, ImGui::CollapsingHeader(label));
+  const bool open = recorded(rects, name, ImGui::CollapsingHeader(label));
+  const ImVec2 min = ImGui::GetItemRectMin(), max = ImGui::GetItemRectMax();
+  const float arrow_w = ImGui::GetFontSize() + 3 * ImGui::GetStyle().FramePadding.x;
+  rects.record(name + "_label", ImVec2(min.x + arrow_w, min.y),
+               ImVec2(ImGui::CalcTextSize(label, nullptr, true).x, max.y - min.y));
+  return open;
 }
 bool beginTabItem(WidgetRects& rects, const std::string& name, const char* label, ImGuiTabItemFlags flags) {
   return recorded(rects, name, ImGui::BeginTabItem(label, nullptr, flags));
 }
+// The header's rectangle is its cell's (whose background reaches into the table's padding);
+// <name>_label is the label's as it would be drawn whole, what must fit its column.
 void tableHeader(WidgetRects& rects, const std::string& name, const char* label) {
+  const ImVec2 label_min = ImGui::GetCursorScreenPos();
   ImGui::TableHeader(label);
   rects.recordItem(name);
+  rects.clips.erase(name);
+  const ImVec2 min = ImGui::GetItemRectMin(), max = ImGui::GetItemRectMax();
+  rects.record(name + "_label", ImVec2(label_min.x, min.y),
+               ImVec2(ImGui::CalcTextSize(label, nullptr, true).x, max.y - min.y));
 }
 void progressBar(WidgetRects& rects, const std::string& name, float fraction, ImVec2 size, const char* overlay) {
   ImGui::ProgressBar(fraction, size, overlay);
@@ -104,6 +117,7 @@ void text(WidgetRects& rects, const std::string& name, const TextLook& look, con
 void textUnformatted(WidgetRects& rects, const std::string& name, const std::string& text) {
   ImGui::TextUnformatted(text.c_str(), text.c_str() + text.size());
   rects.recordItem(name);
+  rects.recordText(name, text);
 }
 
 void endGroup(WidgetRects& rects, const std::string& name) {

@@ -55,6 +55,7 @@ inline TextLook wrappedText() { return {std::nullopt, true}; }
 // Text as ImGui::Text, TextDisabled, TextColored or TextWrapped draw it; the rectangle is the
 // text's as drawn (a test compares it with its panel's).
 void text(WidgetRects& rects, const std::string& name, const TextLook& look, const char* format, ...) IM_FMTARGS(4);
+// Also records the text (labels cut to fit end in "..").
 void textUnformatted(WidgetRects& rects, const std::string& name, const std::string& text);
 
 // EndGroup() / EndTable() that record the group's or table's rectangle.

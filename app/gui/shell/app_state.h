@@ -90,6 +90,7 @@ struct ScriptState {
   std::string last_line;                             // last line written (avoid duplicates)
   WidgetRects layout;                                // widget rectangles of the last frame
   std::map<std::string, ScreenRect> layout_logged;   // as in the last state-log line
+  std::map<std::string, ScreenRect> clips_logged;    // (scroll ranges settle a frame late)
 };
 
 struct AppState {

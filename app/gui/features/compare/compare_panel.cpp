@@ -151,9 +151,15 @@ struct CompareGeometry {
   float line_h = 0, row_label_w = 0, col_label_h = 0, bar_w = 58.0f, gap = 12.0f, map_w = 0, map_h = 0;
 };
 
-CompareGeometry compareGeometry(AppState& state, const ViewModel& view, int64_t b) {
+ColorBarView colorBarOf(const ComparedMap& shown) {
+  return {shown.colormap, shown.range, false, shown.bar_format, std::string(shown.layout) + "_colorbar"};
+}
+
+CompareGeometry compareGeometry(AppState& state, const ViewModel& view, int64_t b, const std::vector<ComparedMap>& maps) {
   CompareGeometry g;
   g.line_h = ImGui::GetTextLineHeightWithSpacing();
+  for (const ComparedMap& shown : maps)  // room for the widest tick labels, 12 px from the map
+    if (shown.color_bar) g.bar_w = std::max(g.bar_w, 12.0f + colorBarWidth(colorBarOf(shown)));
   const LabelWidths& widths = tokenLabelWidths(state.ui.label_widths, view, b);
   g.row_label_w = widths.query + 8.0f, g.col_label_h = widths.key + 8.0f;
   const ImVec2 avail = ImGui::GetContentRegionAvail();
@@ -191,7 +197,12 @@ float drawComparedMap(AppState& state, const ViewModel& view, const ComparedMap&
   const int64_t b = state.compare.batch_item;
   const float label_w = shown.row_labels ? g.row_label_w : 0.0f;
   ImGui::SetCursorScreenPos(ImVec2(x + label_w, y));
-  ImGui::TextUnformatted(shown.title.c_str());
+  // The title fits over the map and its colour bar, shorter without the run's note when it
+  // must: never into the next map's title.
+  const float title_w = g.map_w + (shown.color_bar ? g.bar_w : 0.0f);
+  const std::vector<std::string> forms{shown.title, shown.title.substr(0, shown.title.find(" ("))};
+  ui::textUnformatted(state.script.layout, std::string(shown.layout) + "_title",
+                      fitText(forms[firstFitting(forms, title_w)], title_w));
   const ImVec2 map_min(x + label_w, y + g.line_h);
   ImGui::SetCursorScreenPos(map_min);
   HeatmapView heatmap;
@@ -212,7 +223,7 @@ float drawComparedMap(AppState& state, const ViewModel& view, const ComparedMap&
   }
   if (shown.color_bar) {
     ImGui::SetCursorScreenPos(ImVec2(map_max.x + 12, map_min.y));
-    drawColorBar(heatmapCanvas(state), {shown.colormap, shown.range, false, shown.bar_format, ""},
+    drawColorBar(heatmapCanvas(state), colorBarOf(shown),
                  ImVec2(g.bar_w - 12, g.map_h));
   }
   return label_w + g.map_w + (shown.color_bar ? g.bar_w : 0.0f) + g.gap;
@@ -267,10 +278,11 @@ void drawComparePanel(AppState& state) {
     ImGui::TextDisabled("comparing...");
     return;
   }
-  const CompareGeometry g = compareGeometry(state, *view, c.batch_item);
+  const std::vector<ComparedMap> maps = comparedMaps(state, *view, tex_a, tex_b);
+  const CompareGeometry g = compareGeometry(state, *view, c.batch_item, maps);
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   float x = origin.x;
-  for (const ComparedMap& shown : comparedMaps(state, *view, tex_a, tex_b))
+  for (const ComparedMap& shown : maps)
     x += drawComparedMap(state, *view, shown, g, x, origin.y);
   ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + g.line_h + g.map_h + g.col_label_h + 4));
   drawCompareFooter(state, *view);

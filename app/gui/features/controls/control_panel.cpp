@@ -259,8 +259,9 @@ bool drawModelSection(AppState& state) {
   sectionHeader("Model");
   changed |= sliderInt64(state.script.layout, "heads_slider", "heads H", &s.heads, 1, 16);
   ImGui::Checkbox("type D instead of d", &state.drafts.size_by_model_dim);
-  ImGui::SameLine();
-  ImGui::TextDisabled("D = H*d = %lld", static_cast<long long>(s.modelDim()));
+  const std::string model_dim = "D = H*d = " + std::to_string(s.modelDim());
+  sameLineIfFits(ImGui::CalcTextSize(model_dim.c_str()).x);
+  ui::text(state.script.layout, "model_dim_note", ui::disabledText(), "%s", model_dim.c_str());
   state.drafts.control_error.clear();
   if (state.drafts.size_by_model_dim) {
     if (ImGui::InputScalar("model size D", ImGuiDataType_S64, &state.drafts.typed_model_dim)) {
@@ -467,7 +468,11 @@ bool drawVariantsSection(AppState& state) {
   // Folded until used, so the sections below keep their place.
   ImGui::SetNextItemOpen(s.kv_heads > 0 || s.rope || s.alibi || s.softcap > 0.0f, ImGuiCond_Once);
   WidgetRects& rects = state.script.layout;
-  const bool open = ui::collapsingHeader(rects, "variants_header", "Variants: GQA, RoPE, ALiBi, soft-cap");
+  // The whole title while it fits the panel (the ID stays the same).
+  const bool fits = ImGui::CalcTextSize("Variants: GQA, RoPE, ALiBi, soft-cap").x + 3 * ImGui::GetFrameHeight() <=
+                    ImGui::GetContentRegionAvail().x;
+  const bool open = ui::collapsingHeader(
+      rects, "variants_header", fits ? "Variants: GQA, RoPE, ALiBi, soft-cap###variants" : "Variants###variants");
   // kv heads: a divisor of H; 0 in the settings means G = H.
   const std::vector<int64_t> choices = divisors(s.heads);
   if (s.kv_heads > 0 && s.heads % s.kv_heads != 0) {  // H changed under it: the nearest G below
@@ -635,17 +640,35 @@ bool drawExportSection(AppState& state, const KnownSizes& sizes) {
   return changed;
 }
 
+// The run's error goes under the section the user last edited (at the top before any
+// edit): above it, it would push the control just changed down, off screen.
+struct ErrorPlacement {
+  AppState& state;
+  int section = 0;
+  bool drawn = false;
+  // After each section: notes an edit and draws the error when it belongs here.
+  bool after(bool edited) {
+    if (edited) state.drafts.edited_section = section;
+    if (section++ == state.drafts.edited_section) draw();
+    return edited;
+  }
+  void draw() {
+    if (drawn || state.compute.error().empty() || state.compute.textTooLong()) return;  // too long: under the text box
+    errorText(state.script.layout, "control_error", state.compute.error());
+    drawn = true;
+  }
+};
+
 }  // namespace
 
 void drawControlPanel(AppState& state) {
   if (beginPanelWindow(state, "Controls", Panel::Controls)) {
     ImGui::PushItemWidth(-ImGui::GetContentRegionAvail().x * 0.42f);
-    if (!state.compute.error().empty() && !state.compute.textTooLong()) {  // too long: under the text box
-      errorText(state.script.layout, "control_error", state.compute.error());
-    }
+    ErrorPlacement error{state};
+    if (state.drafts.edited_section < 0) error.draw();
     const KnownSizes sizes = knownSizes(state);
-    bool changed = drawModelsSection(state);
-    changed |= drawInputSection(state, sizes);
+    bool changed = error.after(drawModelsSection(state));
+    changed |= error.after(drawInputSection(state, sizes));
     // Imported maps were computed elsewhere, a trained model fixes its own heads, causal
     // mask and scale: what would change them is greyed out, with the reason.
     const bool imported = state.compute.imported() && state.settings.source == InputSource::Bundle;
@@ -662,19 +685,19 @@ void drawControlPanel(AppState& state) {
     // Greyed under a trained model: they show the model's values; the user's come back after.
     const Settings user = state.settings;
     state.settings = controlsShown(state);
-    changed |= drawModelSection(state);
-    changed |= drawMaskSection(state, sizes);
-    changed |= drawScalingSection(state);
-    changed |= drawVariantsSection(state);
-    changed |= drawTeachingSection(state);
+    changed |= error.after(drawModelSection(state));
+    changed |= error.after(drawMaskSection(state, sizes));
+    changed |= error.after(drawScalingSection(state));
+    changed |= error.after(drawVariantsSection(state));
+    changed |= error.after(drawTeachingSection(state));
     if (trained) state.settings = user;
     if (imported || trained) {
       ImGui::EndGroup();
       ImGui::EndDisabled();
       if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("%s", reason);
     }
-    changed |= drawViewSection(state);
-    changed |= drawExportSection(state, sizes);
+    changed |= error.after(drawViewSection(state));
+    changed |= error.after(drawExportSection(state, sizes));
     ImGui::PopItemWidth();
     if (changed) settingsEdited(state);
   }

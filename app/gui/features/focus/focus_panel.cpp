@@ -104,6 +104,7 @@ void drawTiledCellTooltip(const ViewModel& view, const WindowTile* tile, int64_t
 // fully-masked-row marks and (optionally) its colour bar.
 struct FocusMap {
   const char* title = "";
+  const char* short_title = nullptr;  // when the title does not fit over the map
   const char* id = "";
   const char* layout_name = "";
   const ViewModel* source = nullptr;  // its values (tooltip, fully masked rows)
@@ -201,8 +202,12 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
     }
     ImGui::SameLine();
   }
-  // The title is cut to the map's width: it never runs into the next map's title.
-  const std::string title = fitText(map.title, x0 + label_w + g.map_w - ImGui::GetCursorScreenPos().x);
+  // The title, else its short form, fits the map's width: it never runs into the next map's
+  // title (cut as a last resort).
+  const float title_w = x0 + label_w + g.map_w - ImGui::GetCursorScreenPos().x;
+  std::vector<std::string> forms{map.title};
+  if (map.short_title) forms.emplace_back(map.short_title);
+  const std::string title = fitText(forms[firstFitting(forms, title_w)], title_w);
   const std::string title_name = std::string(map.layout_name) + "_title";
   if (selected) {
     ui::text(state.script.layout, title_name, ui::coloredText(ImVec4(1.0f, 0.8f, 0.2f, 1.0f)), "%s", title.c_str());
@@ -248,7 +253,8 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
   drawFullyMaskedMarks(v, t, g, map_min, map_max);
   if (map.color_bar) {
     ImGui::SetCursorScreenPos(ImVec2(map_max.x + 12, map_min.y));
-    drawColorBar(heatmapCanvas(state), {map.view.colormap, map.range, map.log_scale, map.bar_format, ""},
+    drawColorBar(heatmapCanvas(state),
+                 {map.view.colormap, map.range, map.log_scale, map.bar_format, std::string(map.layout_name) + "_colorbar"},
                  ImVec2(g.bar_w - 12, g.map_h));
   }
 }
@@ -419,6 +425,7 @@ void addThisRunMaps(const AppState& state, const FocusScene& scene, std::vector<
   if (v->hasScores()) {
     FocusMap& scores = addThisRunMap(maps, scene, "focus_scores", scene.use_zoom_textures ? zoom.scores : tex.scores[focused]);
     scores.title = scene.correct ? "scores (scaled)" : "scores (scaled, before softmax)";  // 3 maps: less room
+    scores.short_title = "scores";
     scores.view.colormap = Colormap::Diverging;
     scores.range = {-tex.score_abs_max[focused], tex.score_abs_max[focused]};
     scores.export_view = MapKind::Scores;
@@ -429,6 +436,7 @@ void addThisRunMaps(const AppState& state, const FocusScene& scene, std::vector<
   probs.title = scene.correct ? (dropout ? "with mistake (dropout)" : "with mistake")
                 : v->source == ViewSource::Imported ? "probabilities (imported)"
                 : (dropout ? "probabilities (after dropout)" : "probabilities (softmax over keys)");
+  probs.short_title = scene.correct ? "with mistake" : "probabilities";
   probs.view.colormap = state.settings.prob_colormap;
   probs.range = {state.settings.log_scale ? tex.prob_min_positive : 0.0f, tex.prob_max};
   probs.log_scale = state.settings.log_scale;
@@ -441,6 +449,7 @@ void addCorrectRunMap(const AppState& state, const FocusScene& scene, std::vecto
   const ViewTextures& correct_tex = state.gpu.correct_textures;
   FocusMap& right = maps.emplace_back();
   right.title = "correct (no mistake)";
+  right.short_title = "correct";
   right.id = right.layout_name = "focus_correct";
   right.source = scene.correct;
   right.view.texture = scene.zoomed ? state.gpu.zoom.correct_probs : correct_tex.probs[correct_tex.index(0, scene.g.h)];
@@ -456,6 +465,24 @@ void addCorrectRunMap(const AppState& state, const FocusScene& scene, std::vecto
   right.row_labels = false;
 }
 
+// The note under the maps when query rows of the focused layer have every key masked;
+// "" when none has.
+std::string fullyMaskedNote(const AppState& state, const FocusScene& scene) {
+  const ViewModel* v = scene.v;
+  const AttentionTrace* t = v ? v->maps[scene.g.layer].trace.get() : nullptr;
+  const ViewTextures& tex = state.gpu.textures;
+  const int64_t fully_masked = (t || scene.tiled) && tex.hasMask() ? tex.fully_masked_rows[scene.g.layer] : 0;
+  if (fully_masked <= 0) return "";
+  const bool neg_inf = (t ? t->fill : scene.tiled->attention->fill) == MaskFill::NegInf;
+  char note[320];
+  std::snprintf(note, sizeof note,
+                "%lld fully masked row%s (red marks): every key is masked, so PyTorch's softmax returns NaN there; "
+                "shown as masked with probability %s.",
+                static_cast<long long>(fully_masked), fully_masked == 1 ? "" : "s",
+                neg_inf ? "0" : "1/S (the -1e9 fill gives a uniform row)");
+  return note;
+}
+
 // Map sizes that fit the panel: every map the same size, the labels and colour bars beside.
 void fitFocusGeometry(AppState& state, const FocusScene& scene, const std::vector<FocusMap>& maps, float gap,
                       FocusGeometry& g) {
@@ -464,6 +491,9 @@ void fitFocusGeometry(AppState& state, const FocusScene& scene, const std::vecto
   g.row_label_w = widths.query + 8.0f;
   g.col_label_h = widths.key + 8.0f;
   g.bar_w = 58.0f;
+  for (const FocusMap& map : maps)  // room for the widest tick labels, 12 px from the map
+    if (map.color_bar)
+      g.bar_w = std::max(g.bar_w, 12.0f + colorBarWidth({map.view.colormap, map.range, map.log_scale, map.bar_format, ""}));
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   // A crashed mistake run keeps the two-map geometry (its message takes the left place);
   // so does an imported map without scores (the same size as a computed one).
@@ -472,7 +502,11 @@ void fitFocusGeometry(AppState& state, const FocusScene& scene, const std::vecto
   for (const FocusMap& map : maps) fixed_w += mapExtraWidth(map, g);
   if (maps.size() < 2) fixed_w += g.row_label_w + g.bar_w;
   const float max_w = (avail.x - fixed_w) / static_cast<float>(slots);
-  const float max_h = avail.y - g.line_h * (scene.correct ? 4.2f : 3.2f) - g.col_label_h;
+  // Room for the title line above and the footer below: legend, outline note, zoom line
+  // (and the mistake line beside a correct run), then the fully-masked-rows note.
+  const std::string note = fullyMaskedNote(state, scene);
+  const float note_h = note.empty() ? 0.0f : ImGui::CalcTextSize(note.c_str(), nullptr, false, avail.x).y + 4.0f;
+  const float max_h = avail.y - g.line_h * (scene.correct ? 5.2f : 4.2f) - g.col_label_h - note_h;
   const float aspect = static_cast<float>(scene.shown->mapS()) / static_cast<float>(scene.shown->mapL());
   g.map_h = std::max(16.0f, std::floor(std::min(max_h, max_w / aspect)));
   g.map_w = std::max(16.0f, std::floor(std::min(max_h, max_w / aspect) * aspect));
@@ -518,7 +552,6 @@ void drawFocusFooter(AppState& state, const FocusScene& scene) {
   if (scene.correct) drawMistakeLine(state, scene);
   const ViewModel* v = scene.v;
   const FocusGeometry& g = scene.g;
-  const AttentionTrace* t = v ? v->maps[g.layer].trace.get() : nullptr;
   if (v && !v->hasMask()) {
     ImGui::TextDisabled("rows: query tokens   columns: key tokens   values as stored in the bundle");
   } else {
@@ -528,15 +561,10 @@ void drawFocusFooter(AppState& state, const FocusScene& scene) {
   state.script.focus_note = scene.tiled ? tiledPoolingNote(state, *v, g.window, scene.zoomed) : "";
   drawZoomLine(state.script.layout, g.window, scene.zoomed, scene.shown->mapL(), scene.shown->mapS(),
                state.script.focus_note);
-  const ViewTextures& tex = state.gpu.textures;
-  const int64_t fully_masked = (t || scene.tiled) && tex.hasMask() ? tex.fully_masked_rows[g.layer] : 0;
-  if (fully_masked <= 0) return;
-  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.45f, 1.0f));
-  ImGui::TextWrapped("%lld fully masked row%s (red marks): every key is masked, so PyTorch's softmax "
-                     "returns NaN there; shown as masked with probability %s.",
-                     static_cast<long long>(fully_masked), fully_masked == 1 ? "" : "s",
-                     (t ? t->fill : scene.tiled->attention->fill) == MaskFill::NegInf ? "0" : "1/S (the -1e9 fill gives a uniform row)");
-  ImGui::PopStyleColor();
+  const std::string note = fullyMaskedNote(state, scene);
+  if (note.empty()) return;
+  ui::text(state.script.layout, "focus_fully_masked_note",
+           ui::TextLook{ImVec4(1.0f, 0.45f, 0.45f, 1.0f), true}, "%s", note.c_str());
 }
 
 // The "Maps" tab: scores and probabilities of the focused map (and the correct run's), or

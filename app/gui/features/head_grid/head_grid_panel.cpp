@@ -57,19 +57,21 @@ std::string clearPatterns(const ViewModel& view, int64_t layer, int64_t head) {
   return text;
 }
 
-// The pattern label in a tile's top-right corner (the masked half of a causal map).
-// Cut to "induc.." when the tile is narrower than the name; nothing when not even that fits.
-void drawTileNote(AppState& state, std::string note, ImVec2 pos, TileSize size, const std::string& name) {
-  note = fitText(note, size.w - 8);
-  if (note == "..") return;  // not even one character fits
+// The pattern label in a tile's top-right corner (the masked half of a causal map): the
+// whole note, else its first word ("previous token" -> "previous"), else none (the tile's
+// tooltip names it). Never a word cut short.
+void drawTileNote(AppState& state, const std::string& whole, ImVec2 pos, TileSize size, const std::string& name) {
+  const std::vector<std::string> forms{whole, whole.substr(0, whole.find_first_of(" ,"))};
+  const std::string& note = forms[firstFitting(forms, size.w - 6)];
   const ImVec2 text = ImGui::CalcTextSize(note.c_str());
-  if (text.x + 8 > size.w || text.y + 6 > size.h) return;  // no room on a tiny tile
+  if (text.x + 6 > size.w || text.y + 6 > size.h) return;  // no room on a tiny tile
   const ImVec2 min(pos.x + size.w - text.x - 6, pos.y + 3), max(pos.x + size.w - 2, pos.y + text.y + 5);
   ImDrawList* list = ImGui::GetWindowDrawList();
   list->AddRectFilled(min, max, IM_COL32(20, 21, 26, 220), 3.0f);
   list->AddText(ImVec2(min.x + 2, min.y + 1), IM_COL32(255, 255, 255, 255), note.c_str());
-  state.script.layout.record("grid_note" + name.substr(std::string("grid_tile").size()), min,
-                             ImVec2(max.x - min.x, max.y - min.y));
+  const std::string note_name = "grid_note" + name.substr(std::string("grid_tile").size());
+  state.script.layout.record(note_name, min, ImVec2(max.x - min.x, max.y - min.y));
+  state.script.layout.recordText(note_name, note);
 }
 
 // One tile: the map of (layer, head) at pos; click focuses it.

@@ -74,9 +74,11 @@ void drawMetricsPanel(AppState& state) {
     const int64_t b = state.view.focus.batch_item;
     if (ui::checkbox(state.script.layout, "metrics_order_grid", "order grid by table", &view.order_grid)) saveLater(state);
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("lay out the head grid's tiles in this table's order");
-    ImGui::SameLine();
-    ImGui::TextDisabled("batch item %lld, %lld group%s", static_cast<long long>(b),
-                        static_cast<long long>(table->clusters[b].count), table->clusters[b].count == 1 ? "" : "s");
+    const int64_t groups = table->clusters[b].count;
+    const std::string about = "batch item " + std::to_string(b) + ", " + std::to_string(groups) + " group" +
+                              (groups == 1 ? "" : "s");
+    sameLineIfFits(ImGui::CalcTextSize(about.c_str()).x);  // else on a line of its own
+    ui::text(state.script.layout, "metrics_groups", ui::disabledText(), "%s", about.c_str());
 
     const std::vector<ColumnInfo> columns = tableColumns();
     const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |

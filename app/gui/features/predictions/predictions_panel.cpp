@@ -63,8 +63,9 @@ void drawPredictionsPanel(AppState& state) {
       const NextTokenPredictions& p = v.predictions[at.position];
       const std::string& token = v.query_tokens[0][at.position];
       ImGui::Text("after '%s' at position %lld", visibleToken(token).c_str(), static_cast<long long>(at.position));
-      ImGui::SameLine();
-      ui::text(state.script.layout, "predictions_heading", ui::disabledText(), "(%s)", at.why);
+      const std::string why = std::string("(") + at.why + ")";
+      sameLineIfFits(ImGui::CalcTextSize(why.c_str()).x);  // else on the next line
+      ui::text(state.script.layout, "predictions_heading", ui::disabledText(), "%s", why.c_str());
       drawPin(state);
       float label_w = 0.0f;
       for (const TokenGuess& guess : p.top)
@@ -73,9 +74,10 @@ void drawPredictionsPanel(AppState& state) {
       for (size_t rank = 0; rank < p.top.size(); ++rank)
         drawGuessRow(state, static_cast<int>(rank), p.top[rank], !p.actual.empty() && p.top[rank].label == p.actual, label_w);
       if (p.actual.empty()) {
-        ui::text(state.script.layout, "predictions_actual", ui::disabledText(), "last position: what the model expects next");
-      } else {
-        ui::text(state.script.layout, "predictions_actual", ui::coloredText(p.actual_is_top ? kHit : kMiss),
+        ui::text(state.script.layout, "predictions_actual", ui::TextLook{ImGui::GetStyle().Colors[ImGuiCol_TextDisabled], true},
+                 "last position: what the model expects next");
+      } else {  // wrapped: a long token must not run out of the panel
+        ui::text(state.script.layout, "predictions_actual", ui::TextLook{p.actual_is_top ? kHit : kMiss, true},
                         "actual next '%s' (%.1f%%): %s", visibleToken(p.actual).c_str(), 100.0 * p.actual_prob,
                         p.actual_is_top ? "the top guess" : "not the top guess");
       }
