@@ -5,7 +5,7 @@ table headers' labels and colour-bar labels too) lies inside the area where it c
 whole, its panel's visible part ("clips": the window or table cell it was drawn in, over the
 window's scroll range when it scrolls); pop-up windows (F1 help) lie inside the app's window;
 no label is cut short to "..", and the map titles of a row do not run into each other.
-Journeys: a trained model's first view, the F1 help, Compare A / B, the mistakes lab's three
+Journeys: a trained model's first view, the F1 help, Compare A / B, Query focus, the mistakes lab's three
 maps with a long mask, the sandbox with every variant open.
 An error does not push the control just changed: it shows under that control's section."""
 import os
@@ -102,6 +102,14 @@ class LayoutFitsTest(g.AppTestCase):
                 state = self.settled_again(log, count, lambda s: "compare_diff" in s["rects"] and
                                            "help_overlay" not in s["rects"])
                 self.assertFits(state, window, "compare " + size)
+
+                count = g.line_count(log)
+                self.click(window, state["rects"]["focus_tab_query_focus"])
+                state = self.settled_again(log, count, lambda s: "query_token_3" in s["rects"])
+                count = g.line_count(log)
+                self.click(window, state["rects"]["query_token_3"])
+                state = self.settled_again(log, count, lambda s: "query_title_1_3" in s["rects"])
+                self.assertFits(state, window, "query focus " + size)
 
     def test_mistakes_lab_with_a_long_mask(self):
         for size in SIZES:
