@@ -5,8 +5,8 @@ table headers' labels and colour-bar labels too) lies inside the area where it c
 whole, its panel's visible part ("clips": the window or table cell it was drawn in, over the
 window's scroll range when it scrolls); pop-up windows (F1 help) lie inside the app's window;
 no label is cut short to "..", and the map titles of a row do not run into each other.
-Journeys: a trained model's first view, the F1 help, Compare A / B, Query focus, the mistakes lab's three
-maps with a long mask, the sandbox with every variant open.
+Journeys: a trained model's first view, the F1 help, Compare A / B, Query focus, the mistakes
+lab's three maps with a long mask, the sandbox with every variant open and the KV-cache stepper (F5).
 An error does not push the control just changed: it shows under that control's section."""
 import os
 import time
@@ -124,9 +124,13 @@ class LayoutFitsTest(g.AppTestCase):
         for size in SIZES:
             with self.subTest(size=size):
                 _, log, window, state = self.start("variants_" + size, "--size", size, text="one two three four",
-                                                   heads=4, head_dim=8, kv_heads=2, rope=True, alibi=True, softcap=5.0)
+                                                   heads=4, head_dim=8, kv_heads=2, rope=True, alibi=True, softcap=5.0,
+                                                   mask="causal")
                 state = self.settled_again(log, 0, lambda s: g.settled(s) and "rope_decay_plot" in s["rects"])
                 self.assertFits(state, window, "variants " + size)
+
+                state = self.press_until(window, log, "F5", lambda s: s.get("stepper") and "stepper_step" in s["texts"])
+                self.assertFits(state, window, "stepper " + size)
 
     def test_error_shows_under_the_changed_control(self):
         for size in SIZES:
