@@ -147,10 +147,32 @@ HeatmapHit drawHeatmap(HeatmapCanvas canvas, const HeatmapView& view, ImVec2 siz
   return hit;
 }
 
-void drawColorBar(HeatmapCanvas canvas, const ColorBarView& bar, ImVec2 size) {
+namespace {
+
+// The tick label at fraction f of the bar (0 bottom .. 1 top).
+std::string colorBarLabel(const ColorBarView& bar, float f) {
   const ValueRange range = bar.range;
+  float value = range.low + (range.high - range.low) * f;
+  if (bar.log_scale) {
+    const float lo = log10Floor(range.low), hi = log10Floor(range.high);
+    value = std::pow(10.0f, lo + (hi - lo) * f);
+  }
+  char label[32];
+  std::snprintf(label, sizeof label, bar.label_format, value);
+  return label;
+}
+
+}  // namespace
+
+float colorBarWidth(const ColorBarView& bar) {
+  float widest = 0.0f;
+  for (float f : {0.0f, 0.5f, 1.0f}) widest = std::max(widest, ImGui::CalcTextSize(colorBarLabel(bar, f).c_str()).x);
+  return kColorBarStripWidth + kColorBarLabelGap + widest;
+}
+
+void drawColorBar(HeatmapCanvas canvas, const ColorBarView& bar, ImVec2 size) {
   const ImVec2 min = ImGui::GetCursorScreenPos();
-  const float bar_w = std::min(14.0f, size.x);
+  const float bar_w = std::min(kColorBarStripWidth, size.x);
   const ImVec2 max(min.x + bar_w, min.y + size.y);
   ImGui::Dummy(size);
   if (!bar.name.empty()) canvas.rects.recordItem(bar.name);
@@ -164,20 +186,21 @@ void drawColorBar(HeatmapCanvas canvas, const ColorBarView& bar, ImVec2 size) {
 
   const ImU32 text_color = ImGui::GetColorU32(ImGuiCol_Text);
   const float line_h = ImGui::GetTextLineHeight();
-  char label[32];
+  float widest = 0.0f;
   for (int k = 0; k < 3; ++k) {
     const float f = static_cast<float>(k) / 2.0f;  // 0 bottom .. 1 top
-    float value = range.low + (range.high - range.low) * f;
-    if (bar.log_scale) {
-      const float lo = log10Floor(range.low), hi = log10Floor(range.high);
-      value = std::pow(10.0f, lo + (hi - lo) * f);
-    }
-    std::snprintf(label, sizeof label, bar.label_format, value);
+    const std::string text = colorBarLabel(bar, f);
+    const char* label = text.c_str();
     const float y = max.y - size.y * f;
     list->AddLine(ImVec2(max.x, y), ImVec2(max.x + 3, y), text_color);
     const float text_y = std::clamp(y - line_h / 2, min.y - line_h / 2, max.y - line_h / 2);
-    list->AddText(ImVec2(max.x + 5, text_y), text_color, label);
+    list->AddText(ImVec2(max.x + kColorBarLabelGap, text_y), text_color, label);
+    widest = std::max(widest, ImGui::CalcTextSize(label).x);
   }
+  // <name>_labels: where the tick labels reach (tests check that none is cut off).
+  if (!bar.name.empty())
+    canvas.rects.record(bar.name + "_labels", ImVec2(max.x + kColorBarLabelGap, min.y - line_h / 2),
+                        ImVec2(widest, size.y + line_h));
 }
 
 float widestLabel(const std::vector<std::string>& labels, float cap) {

@@ -71,7 +71,11 @@ struct ColorBarView {
   const char* label_format = "%.3g";
   std::string name;
 };
+// The strip is kColorBarStripWidth wide, its tick labels kColorBarLabelGap right of it.
+constexpr float kColorBarStripWidth = 14.0f, kColorBarLabelGap = 5.0f;
 void drawColorBar(HeatmapCanvas canvas, const ColorBarView& bar, ImVec2 size);
+// Width the bar takes with its tick labels (to size the room beside a map).
+float colorBarWidth(const ColorBarView& bar);
 
 // Which labels of a token list an axis shows: [first, first + count). count 0 = none.
 struct LabelSpan {

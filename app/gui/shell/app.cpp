@@ -87,8 +87,7 @@ void updateBeforeFrame(GLFWwindow* window, AppState& state) {
 }
 
 void drawPanels(AppState& state) {
-  state.script.layout.rects.clear();
-  state.script.layout.texts.clear();
+  state.script.layout.clear();
   state.script.focus_axis = {};
   state.script.focus_note.clear();
   handleShortcuts(state);
@@ -126,8 +125,10 @@ void noteFrameChanges(AppState& state) {
     markStateChanged(state);
   }
   // Auto-sized windows (toast, help) settle a frame after they change: log that too.
-  if (state.script.state_log && state.script.layout.rects != state.script.layout_logged) {
+  if (state.script.state_log && (state.script.layout.rects != state.script.layout_logged ||
+                                 state.script.layout.clips != state.script.clips_logged)) {
     state.script.layout_logged = state.script.layout.rects;
+    state.script.clips_logged = state.script.layout.clips;
     markStateChanged(state);
   }
   if (state.view.map_hover_next != state.view.map_hover) markStateChanged(state);

@@ -98,6 +98,7 @@ struct ScriptState {
   std::string last_line;                             // last line written (avoid duplicates)
   WidgetRects layout;                                // widget rectangles of the last frame
   std::map<std::string, ScreenRect> layout_logged;   // as in the last state-log line
+  std::map<std::string, ScreenRect> clips_logged;    // (scroll ranges settle a frame late)
 };
 
 struct AppState {
@@ -131,9 +132,6 @@ const ViewModel* shownView(const AppState& state);
 FocusLimits focusLimits(const AppState& state);
 // The one way to move the focus: clamped to focusLimits, saved with the settings, logged.
 void setFocus(AppState& state, ViewFocus wanted);
-
-// Records ImGui's last item's rectangle for the layout log.
-inline void recordLayout(AppState& state, const std::string& name) { state.script.layout.recordItem(name); }
 
 // Marks the visible state as changed so one state-log line is written after this frame.
 inline void markStateChanged(AppState& state) { state.script.pending = true; }

@@ -1,9 +1,28 @@
 // F1: every keyboard shortcut.
 #include <imgui.h>
 
+#include <algorithm>
+#include <cctype>
+#include <string>
+
 #include "gui/shell/panels.h"
 
 namespace attnscope {
+namespace {
+
+// "Ctrl+Shift+S" -> "help_row_ctrl_shift_s": the layout name of a row's description.
+std::string rowName(const char* key) {
+  std::string name = "help_row_";
+  for (const char* c = key; *c; ++c) {
+    const bool alnum = std::isalnum(static_cast<unsigned char>(*c)) != 0;
+    if (alnum) name += static_cast<char>(std::tolower(static_cast<unsigned char>(*c)));
+    else if (name.back() != '_') name += '_';
+  }
+  if (name.back() == '_') name.pop_back();
+  return name;
+}
+
+}  // namespace
 
 void drawHelpOverlay(AppState& state) {
   if (!state.ui.show_help) return;
@@ -43,13 +62,17 @@ void drawHelpOverlay(AppState& state) {
         {"drag a focus map", "pan the zoomed window"},
         {"0", "reset the zoom: the whole map again"},
     };
+    // Descriptions wrap at a width that fits the smallest window (1280 wide) beside the keys.
+    const float text_w = std::min(560.0f, viewport->WorkSize.x * 0.5f);
     if (ImGui::BeginTable("shortcuts", 2, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) {
+      ImGui::TableSetupColumn("key", ImGuiTableColumnFlags_WidthFixed);
+      ImGui::TableSetupColumn("does", ImGuiTableColumnFlags_WidthFixed, text_w);
       for (const auto& row : rows) {
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
         ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.3f, 1.0f), "%s", row[0]);
         ImGui::TableNextColumn();
-        ImGui::TextUnformatted(row[1]);
+        ui::text(state.script.layout, rowName(row[0]), ui::wrappedText(), "%s", row[1]);
       }
       ImGui::EndTable();
     }

@@ -125,6 +125,16 @@ void warningText(const std::string& message) {
   ImGui::PopStyleColor();
 }
 
+void errorText(WidgetRects& rects, const std::string& name, const std::string& message) {
+  errorText(message);
+  rects.recordItem(name);
+}
+
+void warningText(WidgetRects& rects, const std::string& name, const std::string& message) {
+  warningText(message);
+  rects.recordItem(name);
+}
+
 void sameLineIfFits(float width) {
   ImGui::SameLine();
   if (ImGui::GetContentRegionAvail().x < width) ImGui::NewLine();
@@ -154,6 +164,11 @@ void drawSpinner(float radius) {
   ImDrawList* list = ImGui::GetWindowDrawList();
   list->PathArcTo(centre, radius - 2, t, t + 4.2f, 24);
   list->PathStroke(ImGui::GetColorU32(ImGuiCol_ButtonActive), 0, 3.0f);
+}
+
+void drawSpinner(WidgetRects& rects, const std::string& name, float radius) {
+  drawSpinner(radius);
+  rects.recordItem(name);
 }
 
 }  // namespace attnscope

@@ -24,8 +24,7 @@ void drawNotice(AppState& state) {
     ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + width - 28);
     ImGui::TextColored(ImVec4(1.0f, 0.85f, 0.5f, 1.0f), "%s", state.ui.notice.c_str());
     ImGui::PopTextWrapPos();
-    const bool dismiss = ImGui::Button("Dismiss");
-    recordLayout(state, "notice_dismiss");
+    const bool dismiss = ui::button(state.script.layout, "notice_dismiss", "Dismiss");
     state.script.layout.recordWindow("notice");
     if (dismiss) {
       state.ui.notice.clear();

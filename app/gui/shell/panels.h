@@ -6,6 +6,7 @@
 
 #include "gui/render/heatmap_widget.h"
 #include "gui/render/token_text.h"
+#include "gui/render/widgets.h"
 #include "gui/shell/app_state.h"
 
 namespace attnscope {
@@ -40,6 +41,10 @@ void sectionHeader(const char* text);
 void errorText(const std::string& message);
 void warningText(const std::string& message);
 void drawSpinner(float radius);
+// The same, recorded under `name` (the spinner's rectangle too).
+void errorText(WidgetRects& rects, const std::string& name, const std::string& message);
+void warningText(WidgetRects& rects, const std::string& name, const std::string& message);
+void drawSpinner(WidgetRects& rects, const std::string& name, float radius);
 // Marker colour of head group g (groups of similar heads), shared by the table and the grid.
 ImU32 groupColor(int64_t group);
 // SameLine() when an item `width` pixels wide still fits on the current line.

@@ -34,6 +34,9 @@ void shellToJson(const AppState& state, int width, int height, nlohmann::json& l
   nlohmann::json rects = nlohmann::json::object();
   for (const auto& [name, r] : state.script.layout.rects) rects[name] = {r.x, r.y, r.w, r.h};
   line["rects"] = rects;
+  nlohmann::json clips = nlohmann::json::object();  // where each rectangle can be seen whole
+  for (const auto& [name, r] : state.script.layout.clips) clips[name] = {r.x, r.y, r.w, r.h};
+  line["clips"] = clips;
   line["texts"] = state.script.layout.texts;  // labels and notes as drawn (WidgetRects::recordText)
 }
 

@@ -29,6 +29,7 @@ double residentMiB() {
 void drawStatusBar(AppState& state) {
   if (beginPanelWindow(state, "##status", Panel::StatusBar,
                        ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoScrollbar)) {
+    WidgetRects& rects = state.script.layout;
     if (state.compute.progress >= 0.0) {  // a tiled overview or a load: progress and Cancel (Escape)
       const bool loading = state.compute.loading;
       char label[160];
@@ -39,19 +40,17 @@ void drawStatusBar(AppState& state) {
       } else {
         std::snprintf(label, sizeof label, "overview of every head %.0f%%", 100.0 * state.compute.progress);
       }
-      ImGui::ProgressBar(static_cast<float>(state.compute.progress), ImVec2(loading ? 320 : 260, 0), label);
-      recordLayout(state, loading ? "load_progress" : "overview_progress");
+      ui::progressBar(rects, loading ? "load_progress" : "overview_progress", static_cast<float>(state.compute.progress),
+                      ImVec2(loading ? 320 : 260, 0), label);
       ImGui::SameLine();
-      if (ImGui::SmallButton("Cancel")) cancelCompute(state);
-      recordLayout(state, loading ? "load_cancel" : "overview_cancel");
+      if (ui::smallButton(rects, loading ? "load_cancel" : "overview_cancel", "Cancel")) cancelCompute(state);
       if (ImGui::IsItemHovered())
         ImGui::SetTooltip(loading ? "stop loading the model folder (Escape); the model shown stays"
                                   : "stop computing the overview (Escape); the maps shown stay");
       ImGui::SameLine();
     }
     if (state.compute.busy) {  // a recompute has run for more than ~100 ms
-      drawSpinner(ImGui::GetTextLineHeight() / 2 + 1);
-      recordLayout(state, "spinner");
+      drawSpinner(rects, "spinner", ImGui::GetTextLineHeight() / 2 + 1);
       ImGui::SameLine();
       ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.3f, 1.0f), "computing... %.1f s",
                          std::chrono::duration<double>(std::chrono::steady_clock::now() - state.compute.posted_at).count());
@@ -87,17 +86,15 @@ void drawStatusBar(AppState& state) {
     const auto drawNote = [&](const ImVec4& color, const std::string& text) {
       ImGui::SameLine(0.0f, 3 * ImGui::CalcTextSize(" ").x);
       const float room = hint_x - ImGui::GetStyle().ItemSpacing.x - ImGui::GetCursorPosX();
-      ImGui::TextColored(color, "%s", fitText(text, room).c_str());
-      recordLayout(state, "status_note");
+      ui::text(rects, "status_note", ui::coloredText(color), "%s", fitText(text, room).c_str());
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", text.c_str());
     };
     if (state.compute.mapsStale() && state.compute.cancelled) {
       ImGui::SameLine();
-      ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "   cancelled: the maps shown are the previous result's");
-      recordLayout(state, "cancelled_note");
+      ui::text(rects, "cancelled_note", ui::coloredText(ImVec4(1.0f, 0.45f, 0.4f, 1.0f)),
+                      "   cancelled: the maps shown are the previous result's");
       ImGui::SameLine();
-      if (ImGui::SmallButton("Recompute")) recomputeNow(state);
-      recordLayout(state, "recompute_button");
+      if (ui::smallButton(rects, "recompute_button", "Recompute")) recomputeNow(state);
     } else if (state.compute.mapsStale() && !state.compute.textTooLong()) {  // the numbers above are the previous result's
       drawNote(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "out of date: " + state.compute.error());
     } else if (!state.compute.load_cancelled.empty()) {
@@ -106,8 +103,7 @@ void drawStatusBar(AppState& state) {
       drawNote(ImVec4(1.0f, 0.62f, 0.18f, 1.0f), v->warnings.front());
     }
     ImGui::SameLine(hint_x);
-    ImGui::TextDisabled("%s", hint);
-    recordLayout(state, "status_hint");
+    ui::text(rects, "status_hint", ui::disabledText(), "%s", hint);
     state.script.layout.recordText("status_hint", hint);
   }
   ImGui::End();

@@ -24,17 +24,16 @@ bool pickCombo(AppState& state, const std::string& id, const std::vector<std::st
   bool changed = false;
   ImGui::SetNextItemWidth(width);
   const std::string preview = items[static_cast<size_t>(std::clamp<int64_t>(value, 0, items.size() - 1))];
-  if (ImGui::BeginCombo(("##" + id).c_str(), preview.c_str())) {
+  WidgetRects& rects = state.script.layout;
+  if (ui::Combo combo(rects, id, ("##" + id).c_str(), preview.c_str()); combo) {
     for (size_t k = 0; k < items.size(); ++k) {
-      if (ImGui::Selectable(items[k].c_str(), static_cast<int64_t>(k) == value) && static_cast<int64_t>(k) != value) {
+      if (ui::selectable(rects, id + "_item_" + std::to_string(k), items[k].c_str(), static_cast<int64_t>(k) == value) &&
+          static_cast<int64_t>(k) != value) {
         value = static_cast<int64_t>(k);
         changed = true;
       }
-      recordLayout(state, id + "_item_" + std::to_string(k));
     }
-    ImGui::EndCombo();
   }
-  recordLayout(state, id);
   return changed;
 }
 
@@ -133,8 +132,7 @@ void drawLargestDifferences(AppState& state, const ViewModel& view, int64_t b, f
     ImGui::TableNextColumn();
     ImGui::Text("%+.4f", cell.diff);
   }
-  ImGui::EndTable();
-  recordLayout(state, "compare_largest");
+  ui::endTable(state.script.layout, "compare_largest");
 }
 
 // One of the three maps: A, B or A - B.
@@ -153,9 +151,15 @@ struct CompareGeometry {
   float line_h = 0, row_label_w = 0, col_label_h = 0, bar_w = 58.0f, gap = 12.0f, map_w = 0, map_h = 0;
 };
 
-CompareGeometry compareGeometry(AppState& state, const ViewModel& view, int64_t b) {
+ColorBarView colorBarOf(const ComparedMap& shown) {
+  return {shown.colormap, shown.range, false, shown.bar_format, std::string(shown.layout) + "_colorbar"};
+}
+
+CompareGeometry compareGeometry(AppState& state, const ViewModel& view, int64_t b, const std::vector<ComparedMap>& maps) {
   CompareGeometry g;
   g.line_h = ImGui::GetTextLineHeightWithSpacing();
+  for (const ComparedMap& shown : maps)  // room for the widest tick labels, 12 px from the map
+    if (shown.color_bar) g.bar_w = std::max(g.bar_w, 12.0f + colorBarWidth(colorBarOf(shown)));
   const LabelWidths& widths = tokenLabelWidths(state.ui.label_widths, view, b);
   g.row_label_w = widths.query + 8.0f, g.col_label_h = widths.key + 8.0f;
   const ImVec2 avail = ImGui::GetContentRegionAvail();
@@ -193,7 +197,12 @@ float drawComparedMap(AppState& state, const ViewModel& view, const ComparedMap&
   const int64_t b = state.compare.batch_item;
   const float label_w = shown.row_labels ? g.row_label_w : 0.0f;
   ImGui::SetCursorScreenPos(ImVec2(x + label_w, y));
-  ImGui::TextUnformatted(shown.title.c_str());
+  // The title fits over the map and its colour bar, shorter without the run's note when it
+  // must: never into the next map's title.
+  const float title_w = g.map_w + (shown.color_bar ? g.bar_w : 0.0f);
+  const std::vector<std::string> forms{shown.title, shown.title.substr(0, shown.title.find(" ("))};
+  ui::textUnformatted(state.script.layout, std::string(shown.layout) + "_title",
+                      fitText(forms[firstFitting(forms, title_w)], title_w));
   const ImVec2 map_min(x + label_w, y + g.line_h);
   ImGui::SetCursorScreenPos(map_min);
   HeatmapView heatmap;
@@ -214,7 +223,7 @@ float drawComparedMap(AppState& state, const ViewModel& view, const ComparedMap&
   }
   if (shown.color_bar) {
     ImGui::SetCursorScreenPos(ImVec2(map_max.x + 12, map_min.y));
-    drawColorBar(heatmapCanvas(state), {shown.colormap, shown.range, false, shown.bar_format, ""},
+    drawColorBar(heatmapCanvas(state), colorBarOf(shown),
                  ImVec2(g.bar_w - 12, g.map_h));
   }
   return label_w + g.map_w + (shown.color_bar ? g.bar_w : 0.0f) + g.gap;
@@ -228,8 +237,7 @@ void drawCompareControls(AppState& state, const ViewModel& view) {
   ImGui::SameLine(0, 24);
   changed |= drawPickControls(state, "B", picks.b, view, has_correct);
   ImGui::SameLine(0, 16);
-  if (ImGui::Button("swap")) std::swap(picks.a, picks.b), changed = true;
-  recordLayout(state, "compare_swap");
+  if (ui::button(state.script.layout, "compare_swap", "swap")) std::swap(picks.a, picks.b), changed = true;
   if (changed) {
     picks.chosen = true;
     saveLater(state);
@@ -239,8 +247,7 @@ void drawCompareControls(AppState& state, const ViewModel& view) {
 // Under the maps: the export button, the largest difference and the list of cells.
 void drawCompareFooter(AppState& state, const ViewModel& view) {
   const CompareState& c = state.compare;
-  if (ImGui::SmallButton("Export A - B")) requestDifferenceExport(state);
-  recordLayout(state, "compare_export");
+  if (ui::smallButton(state.script.layout, "compare_export", "Export A - B")) requestDifferenceExport(state);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("write A - B as PNG and .npy [L, S], with a JSON naming A and B");
   ImGui::SameLine();
   if (!c.comparison.largest.empty()) {
@@ -271,10 +278,11 @@ void drawComparePanel(AppState& state) {
     ImGui::TextDisabled("comparing...");
     return;
   }
-  const CompareGeometry g = compareGeometry(state, *view, c.batch_item);
+  const std::vector<ComparedMap> maps = comparedMaps(state, *view, tex_a, tex_b);
+  const CompareGeometry g = compareGeometry(state, *view, c.batch_item, maps);
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   float x = origin.x;
-  for (const ComparedMap& shown : comparedMaps(state, *view, tex_a, tex_b))
+  for (const ComparedMap& shown : maps)
     x += drawComparedMap(state, *view, shown, g, x, origin.y);
   ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + g.line_h + g.map_h + g.col_label_h + 4));
   drawCompareFooter(state, *view);

@@ -24,6 +24,11 @@ bool sliderInt64(const char* label, int64_t* value, int64_t low, int64_t high,
                  ImGuiSliderFlags flags = kClamp) {
   return ImGui::SliderScalar(label, ImGuiDataType_S64, value, &low, &high, "%lld", flags);
 }
+// The same, recorded under `name`.
+bool sliderInt64(WidgetRects& rects, const std::string& name, const char* label, int64_t* value, int64_t low,
+                 int64_t high, ImGuiSliderFlags flags = kClamp) {
+  return ui::sliderScalar(rects, name, label, ImGuiDataType_S64, value, &low, &high, "%lld", flags);
+}
 
 // Sizes of the current inputs: from the latest result when there is one, else the settings.
 // Until the first result arrives the sizes are unknown and nothing is adjusted to them.
@@ -53,9 +58,10 @@ bool parseSegments(const std::string& text, std::vector<int64_t>& out) {
 
 // A combo over an enum whose values are 0, 1, ... in the order of names.
 template <typename Enum, int N>
-bool enumCombo(const char* label, Enum& value, const char* const (&names)[N]) {
+bool enumCombo(WidgetRects& rects, const std::string& name, const char* label, Enum& value,
+               const char* const (&names)[N]) {
   int index = static_cast<int>(value);
-  if (!ImGui::Combo(label, &index, names, N)) return false;
+  if (!ui::combo(rects, name, label, &index, names, N)) return false;
   value = static_cast<Enum>(index);
   return true;
 }
@@ -66,11 +72,10 @@ bool optionalTermControls(AppState& state, const char* label, const char* layout
                           int64_t start, int64_t span) {
   bool changed = false;
   bool on = term >= 0;
-  if (ImGui::Checkbox(label, &on)) {
+  if (ui::checkbox(state.script.layout, layout_name, label, &on)) {
     term = on ? std::min(start, span) : -1;
     changed = true;
   }
-  recordLayout(state, layout_name);
   if (on) {
     ImGui::SameLine();
     ImGui::SetNextItemWidth(-1);
@@ -108,27 +113,24 @@ bool drawModelsSection(AppState& state) {
   const Settings before = s;
   sectionHeader("Models");
   ImGui::SetNextItemWidth(-1);
-  if (ImGui::BeginCombo("##models", modelChoiceLabel(s).c_str())) {
+  WidgetRects& rects = state.script.layout;
+  if (ui::Combo combo(rects, "models_combo", "##models", modelChoiceLabel(s).c_str()); combo) {
     for (const ShippedModel& m : state.ui.shipped_models) {
-      const bool picked = ImGui::Selectable(m.name.c_str(), s.source == InputSource::Model && s.model == m.name);
-      recordLayout(state, "models_item_" + m.name);
-      if (picked) pickModel(state, m.name);
+      const bool current = s.source == InputSource::Model && s.model == m.name;
+      if (ui::selectable(rects, "models_item_" + m.name, m.name.c_str(), current)) pickModel(state, m.name);
     }
     for (const std::string& folder : state.view.recent_models) {
       const std::string label = "folder: " + std::filesystem::path(folder).filename().string();
       if (ImGui::Selectable(label.c_str(), s.source == InputSource::Model && s.model == folder)) pickModel(state, folder);
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", folder.c_str());
     }
-    const bool sandbox = ImGui::Selectable(kSandboxLabel, s.source != InputSource::Model);
-    recordLayout(state, "models_item_sandbox");
+    const bool sandbox = ui::selectable(rects, "models_item_sandbox", kSandboxLabel, s.source != InputSource::Model);
     if (sandbox && s.source == InputSource::Model) {
       s.source = InputSource::Text;
       setFocus(state, ViewFocus{});
     }
     if (ImGui::Selectable("Open model folder... (Ctrl+O)")) state.open_dialog.requested = true;
-    ImGui::EndCombo();
   }
-  recordLayout(state, "models_combo");
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("a trained model (assets/models, or a folder you open), or random weights with every control");
   if (state.ui.shipped_models.empty()) ImGui::TextDisabled("no shipped models found (assets/models)");
@@ -139,11 +141,10 @@ bool drawModelsSection(AppState& state) {
 // (the maps keep the last text that fit, dimmed as out of date).
 void drawTextTooLong(AppState& state) {
   const InputFacts& f = state.compute.facts;
-  ImGui::TextColored(ImVec4(1.0f, 0.35f, 0.35f, 1.0f), "%lld of %lld %s (context)", static_cast<long long>(f.text_tokens),
-                     static_cast<long long>(f.context), f.token_unit);
-  recordLayout(state, "text_count");
-  errorText(textTooLongMessage(state));
-  recordLayout(state, "text_too_long");
+  ui::text(state.script.layout, "text_count", ui::coloredText(ImVec4(1.0f, 0.35f, 0.35f, 1.0f)),
+           "%lld of %lld %s (context)",
+                  static_cast<long long>(f.text_tokens), static_cast<long long>(f.context), f.token_unit);
+  errorText(state.script.layout, "text_too_long", textTooLongMessage(state));
 }
 
 // A text that does not fit the model (characters outside its vocabulary, longer than its
@@ -154,8 +155,7 @@ bool offerSampleText(AppState& state) {
   const std::string name = std::filesystem::path(s.model).filename().string();
   const std::string sample = sampleText(name);
   if (sample.empty() || sample == s.model_text) return false;
-  const bool clicked = ImGui::SmallButton(("use " + name + "'s sample text").c_str());
-  recordLayout(state, "restore_sample");
+  const bool clicked = ui::smallButton(state.script.layout, "restore_sample", ("use " + name + "'s sample text").c_str());
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", sample.c_str());
   if (clicked) s.model_text = sample;
   return clicked;
@@ -177,14 +177,12 @@ bool drawModelInput(AppState& state) {
   const bool model_view = v && v->source == ViewSource::ModelRun;
   if (model_view && !v->notes.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
-    ImGui::TextWrapped("%s", v->notes.c_str());
+    ui::text(state.script.layout, "model_caption", ui::wrappedText(), "%s", v->notes.c_str());
     ImGui::PopStyleColor();
-    recordLayout(state, "model_caption");
   }
   if (model_view) {  // the run's own facts (its heads and sizes are greyed below)
     const std::string facts = layersAndHeads(*v);
-    ImGui::TextDisabled("%s", facts.c_str());
-    recordLayout(state, "source_facts");
+    ui::text(state.script.layout, "source_facts", ui::disabledText(), "%s", facts.c_str());
     state.script.layout.recordText("source_facts", facts);
   }
   if (model_view && !v->notable_heads.empty()) {
@@ -193,9 +191,8 @@ bool drawModelInput(AppState& state) {
     ImGui::TextWrapped("notable heads: %s", heads.c_str());
   }
   sectionHeader("Text");
-  bool changed =
-      ImGui::InputTextMultiline("##model_text", &s.model_text, ImVec2(width, ImGui::GetTextLineHeight() * 6.5f));
-  recordLayout(state, "text_box");
+  bool changed = ui::inputTextMultiline(state.script.layout, "text_box", "##model_text", &s.model_text,
+                                        ImVec2(width, ImGui::GetTextLineHeight() * 6.5f));
   const bool unknown = model_view && v->unknown_tokens > 0;
   if (state.compute.textTooLong()) {
     drawTextTooLong(state);
@@ -216,14 +213,10 @@ void drawImportedFacts(AppState& state, const ViewModel& v) {
   const std::string facts = (v.model.empty() ? "model not named" : "model: " + v.model) + "\n" + layersAndHeads(v) +
                             "\n" + std::to_string(v.L) + " queries x " + std::to_string(v.S) + " keys" +
                             (v.B > 1 ? ", batch of " + std::to_string(v.B) : "");
-  ImGui::TextUnformatted(facts.c_str());
-  recordLayout(state, "source_facts");
-  state.script.layout.recordText("source_facts", facts);
+  ui::textUnformatted(state.script.layout, "source_facts", facts);
   if (v.notes.empty()) return;
-  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
-  ImGui::TextWrapped("%s", v.notes.c_str());
-  ImGui::PopStyleColor();
-  recordLayout(state, "source_notes");
+  ui::text(state.script.layout, "source_notes", ui::TextLook{ImGui::GetStyle().Colors[ImGuiCol_TextDisabled], true}, "%s",
+           v.notes.c_str());
 }
 
 bool drawInputSection(AppState& state, const KnownSizes& sizes) {
@@ -232,14 +225,12 @@ bool drawInputSection(AppState& state, const KnownSizes& sizes) {
   bool changed = false;
   sectionHeader("Input");
   int source = static_cast<int>(s.source);
-  changed |= ImGui::RadioButton("text", &source, static_cast<int>(InputSource::Text));
-  recordLayout(state, "source_text");
+  WidgetRects& rects = state.script.layout;
+  changed |= ui::radioButton(rects, "source_text", "text", &source, static_cast<int>(InputSource::Text));
   ImGui::SameLine();
-  changed |= ImGui::RadioButton("synthetic", &source, static_cast<int>(InputSource::Synthetic));
-  recordLayout(state, "source_synthetic");
+  changed |= ui::radioButton(rects, "source_synthetic", "synthetic", &source, static_cast<int>(InputSource::Synthetic));
   ImGui::SameLine();
-  changed |= ImGui::RadioButton("bundle", &source, static_cast<int>(InputSource::Bundle));
-  recordLayout(state, "source_bundle");
+  changed |= ui::radioButton(rects, "source_bundle", "bundle", &source, static_cast<int>(InputSource::Bundle));
   s.source = static_cast<InputSource>(source);
 
   const float width = ImGui::GetContentRegionAvail().x;
@@ -248,8 +239,8 @@ bool drawInputSection(AppState& state, const KnownSizes& sizes) {
       ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
       ImGui::TextWrapped("text: one line per batch item");
       ImGui::PopStyleColor();
-      changed |= ImGui::InputTextMultiline("##text", &s.text, ImVec2(width, ImGui::GetTextLineHeight() * 3.6f));
-      recordLayout(state, "text_box");
+      changed |= ui::inputTextMultiline(rects, "text_box", "##text", &s.text,
+                                        ImVec2(width, ImGui::GetTextLineHeight() * 3.6f));
       changed |= ImGui::Checkbox("cross-attention (K/V text)", &s.cross_attention);
       if (s.cross_attention) {
         changed |= ImGui::InputTextMultiline("##key_text", &s.key_text,
@@ -257,8 +248,8 @@ bool drawInputSection(AppState& state, const KnownSizes& sizes) {
       }
       break;
     case InputSource::Synthetic:
-      changed |= sliderInt64("L (queries)", &s.synthetic_L, 1, kMaxSyntheticLength, kClamp | ImGuiSliderFlags_Logarithmic);
-      recordLayout(state, "L_slider");
+      changed |= sliderInt64(rects, "L_slider", "L (queries)", &s.synthetic_L, 1, kMaxSyntheticLength,
+                             kClamp | ImGuiSliderFlags_Logarithmic);
       changed |= ImGui::Checkbox("cross-attention (S != L)", &s.cross_attention);
       if (s.cross_attention) {
         changed |= sliderInt64("S (keys)", &s.synthetic_S, 1, kMaxSyntheticLength, kClamp | ImGuiSliderFlags_Logarithmic);
@@ -288,11 +279,11 @@ bool drawModelSection(AppState& state) {
   Settings& s = state.settings;
   bool changed = false;
   sectionHeader("Model");
-  changed |= sliderInt64("heads H", &s.heads, 1, 16);
-  recordLayout(state, "heads_slider");
+  changed |= sliderInt64(state.script.layout, "heads_slider", "heads H", &s.heads, 1, 16);
   ImGui::Checkbox("type D instead of d", &state.drafts.size_by_model_dim);
-  ImGui::SameLine();
-  ImGui::TextDisabled("D = H*d = %lld", static_cast<long long>(s.modelDim()));
+  const std::string model_dim = "D = H*d = " + std::to_string(s.modelDim());
+  sameLineIfFits(ImGui::CalcTextSize(model_dim.c_str()).x);
+  ui::text(state.script.layout, "model_dim_note", ui::disabledText(), "%s", model_dim.c_str());
   state.drafts.control_error.clear();
   if (state.drafts.size_by_model_dim) {
     if (ImGui::InputScalar("model size D", ImGuiDataType_S64, &state.drafts.typed_model_dim)) {
@@ -382,19 +373,18 @@ bool drawTextValidLens(AppState& state) {
     // "###": the slider keeps its ID when its format changes from "= its line" to "(set)".
     std::snprintf(label, sizeof label, "valid len [%zu]###valid_len%zu", b, b);
     const int64_t low = 0;
-    if (ImGui::SliderScalar(label, ImGuiDataType_S64, &len, &low, &S, set ? "%lld (set)" : "%lld = its line", kClamp)) {
+    if (ui::sliderScalar(state.script.layout, "valid_len_" + std::to_string(b), label, ImGuiDataType_S64, &len, &low, &S,
+                         set ? "%lld (set)" : "%lld = its line", kClamp)) {
       if (s.valid_lens.size() < shown.size()) s.valid_lens.resize(shown.size(), kFollowValidLen);
       s.valid_lens[b] = len;
       changed = true;
     }
-    recordLayout(state, "valid_len_" + std::to_string(b));
   }
   if (by_hand) {
-    if (ImGui::SmallButton("follow the lines")) {
+    if (ui::smallButton(state.script.layout, "valid_lens_follow", "follow the lines")) {
       s.valid_lens.clear();
       changed = true;
     }
-    recordLayout(state, "valid_lens_follow");
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("every valid length follows its line's token count again");
   }
   return changed;
@@ -406,12 +396,11 @@ bool drawPaddingTerm(AppState& state, const MaskTermKind& kind, const KnownSizes
   Settings& s = state.settings;
   const bool text = s.source == InputSource::Text;
   bool changed = false;
-  if (ImGui::Checkbox(kind.label, &(s.mask.*kind.flag))) {
+  if (ui::checkbox(state.script.layout, termLayoutName(kind), kind.label, &(s.mask.*kind.flag))) {
     s.valid_lens.clear();
     if (s.mask.*kind.flag && !text) s.valid_lens.assign(sizes.B, std::max<int64_t>(1, sizes.S * 3 / 4));
     changed = true;
   }
-  recordLayout(state, termLayoutName(kind).c_str());
   if (!(s.mask.*kind.flag)) return changed;
   if (text) return drawTextValidLens(state) || changed;
   if (sizes.known && static_cast<int64_t>(s.valid_lens.size()) != sizes.B) {
@@ -451,16 +440,13 @@ bool drawMaskTerm(AppState& state, const MaskTermKind& kind, const KnownSizes& s
   if (kind.count)
     return optionalTermControls(state, kind.label, termLayoutName(kind).c_str(), m.*kind.count, termStart(kind), span);
   if (after_flag) sameLineIfFits(checkboxWidth(kind.label));
-  const bool changed = ImGui::Checkbox(kind.label, &(m.*kind.flag));
-  recordLayout(state, termLayoutName(kind).c_str());
-  return changed;
+  return ui::checkbox(state.script.layout, termLayoutName(kind), kind.label, &(m.*kind.flag));
 }
 
 // What masked scores become; the seed listings each choice comes from are in the tooltip.
 bool drawFillCombo(AppState& state) {
   const char* fills[] = {"-inf", "-1e9"};
-  const bool changed = enumCombo("fill", state.settings.fill, fills);
-  recordLayout(state, "fill_combo");
+  const bool changed = enumCombo(state.script.layout, "fill_combo", "fill", state.settings.fill, fills);
   state.script.layout.recordText("fill_combo", std::string(fills[0]) + " / " + fills[1]);
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("what masked scores become: -inf is added (the additive mask of seed listing 002); "
@@ -505,16 +491,14 @@ bool drawScalingSection(AppState& state) {
   // Dropout only runs in train mode (as nn.Dropout): p is greyed out in eval mode, saying why.
   constexpr const char* kDropoutOff = "dropout only runs in train mode: tick train mode to use p";
   ImGui::BeginDisabled(!s.train);
-  changed |= ImGui::SliderFloat("dropout p", &s.dropout, 0.0f, 0.95f, "%.2f", kClamp);
+  WidgetRects& rects = state.script.layout;
+  changed |= ui::sliderFloat(rects, "dropout_slider", "dropout p", &s.dropout, 0.0f, 0.95f, "%.2f", kClamp);
   ImGui::EndDisabled();
-  recordLayout(state, "dropout_slider");
   if (!s.train && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("%s", kDropoutOff);
-  changed |= ImGui::Checkbox("train mode", &s.train);
-  recordLayout(state, "train_mode");
+  changed |= ui::checkbox(rects, "train_mode", "train mode", &s.train);
   if (!s.train) {
     ImGui::SameLine();
-    ImGui::TextDisabled("(eval: no dropout)");
-    recordLayout(state, "dropout_reason");
+    ui::text(rects, "dropout_reason", ui::disabledText(), "(eval: no dropout)");
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", kDropoutOff);
   }
   return changed;
@@ -540,8 +524,12 @@ bool drawVariantsSection(AppState& state) {
   bool changed = false;
   // Folded until used, so the sections below keep their place.
   ImGui::SetNextItemOpen(s.kv_heads > 0 || s.rope || s.alibi || s.softcap > 0.0f, ImGuiCond_Once);
-  const bool open = ImGui::CollapsingHeader("Variants: GQA, RoPE, ALiBi, soft-cap");
-  recordLayout(state, "variants_header");
+  WidgetRects& rects = state.script.layout;
+  // The whole title while it fits the panel (the ID stays the same).
+  const bool fits = ImGui::CalcTextSize("Variants: GQA, RoPE, ALiBi, soft-cap").x + 3 * ImGui::GetFrameHeight() <=
+                    ImGui::GetContentRegionAvail().x;
+  const bool open = ui::collapsingHeader(
+      rects, "variants_header", fits ? "Variants: GQA, RoPE, ALiBi, soft-cap###variants" : "Variants###variants");
   // kv heads: a divisor of H; 0 in the settings means G = H.
   const std::vector<int64_t> choices = divisors(s.heads);
   if (s.kv_heads > 0 && s.heads % s.kv_heads != 0) {  // H changed under it: the nearest G below
@@ -555,22 +543,21 @@ bool drawVariantsSection(AppState& state) {
   char label[48];
   std::snprintf(label, sizeof label, "%lld%s", static_cast<long long>(G),
                 G == 1 ? " (MQA)" : G == s.heads ? " (MHA)" : " (GQA)");
-  if (ImGui::SliderInt("K/V heads G", &index, 0, static_cast<int>(choices.size()) - 1, label, kClamp)) {
+  if (ui::sliderInt(rects, "kv_heads_slider", "K/V heads G", &index, 0, static_cast<int>(choices.size()) - 1, label,
+                    kClamp)) {
     const int64_t chosen = choices[std::clamp<int>(index, 0, static_cast<int>(choices.size()) - 1)];
     s.kv_heads = chosen == s.heads ? 0 : chosen;
     changed = true;
   }
-  recordLayout(state, "kv_heads_slider");
   variantTooltip(Variant::GroupedQuery);
 
-  changed |= ImGui::Checkbox("RoPE", &s.rope);
-  recordLayout(state, "rope_checkbox");
+  changed |= ui::checkbox(rects, "rope_checkbox", "RoPE", &s.rope);
   variantTooltip(Variant::Rope);
   if (s.rope) {
     ImGui::SameLine();
     const char* styles[] = {"rotate-half (LLaMA)", "interleaved (GPT-J)"};
     ImGui::SetNextItemWidth(-1);
-    changed |= enumCombo("##rope_style", s.rope_style, styles);
+    changed |= enumCombo(rects, "rope_style_combo", "##rope_style", s.rope_style, styles);
     changed |= ImGui::SliderFloat("RoPE base", &s.rope_base, 100.0f, 1000000.0f, "%.0f",
                                   kClamp | ImGuiSliderFlags_Logarithmic);
     // How the score between two fixed vectors decays with relative distance, for the head
@@ -579,25 +566,22 @@ bool drawVariantsSection(AppState& state) {
     const int64_t head_dim = trace ? trace->d : s.head_dim;
     const int64_t d = std::max<int64_t>(head_dim - head_dim % 2, 2);
     const std::vector<float>& decay = ropeDecayCurve(state.ui.rope_curve, d, s.rope_base, s.rope_style);
-    ImGui::PlotLines("##rope_decay", decay.data(), static_cast<int>(decay.size()), 0,
-                     "RoPE score vs distance 0..256", -1.0f, 1.0f,
-                     ImVec2(ImGui::GetContentRegionAvail().x, ImGui::GetTextLineHeight() * 4.0f));
-    recordLayout(state, "rope_decay_plot");
+    ui::plotLines(rects, "rope_decay_plot", "##rope_decay", decay.data(), static_cast<int>(decay.size()),
+                  "RoPE score vs distance 0..256", -1.0f, 1.0f,
+                  ImVec2(ImGui::GetContentRegionAvail().x, ImGui::GetTextLineHeight() * 4.0f));
     if (ImGui::IsItemHovered()) {
       ImGui::SetTooltip("<R_m u, R_0 u> / d for u = ones(d), d = %lld: the score of one fixed pair of vectors\n"
                         "as their relative distance m grows (RoFormer, 3.4.3)", static_cast<long long>(d));
     }
   }
-  changed |= ImGui::Checkbox("ALiBi", &s.alibi);
-  recordLayout(state, "alibi_checkbox");
+  changed |= ui::checkbox(rects, "alibi_checkbox", "ALiBi", &s.alibi);
   variantTooltip(Variant::Alibi);
   sameLineIfFits(checkboxWidth("soft-cap") + 60.0f);
   bool capped = s.softcap > 0.0f;
-  if (ImGui::Checkbox("soft-cap", &capped)) {
+  if (ui::checkbox(rects, "softcap_checkbox", "soft-cap", &capped)) {
     s.softcap = capped ? 5.0f : 0.0f;
     changed = true;
   }
-  recordLayout(state, "softcap_checkbox");
   variantTooltip(Variant::SoftCap);
   if (capped) {
     changed |= ImGui::SliderFloat("cap", &s.softcap, 0.1f, 100.0f, "%.2f", kClamp | ImGuiSliderFlags_Logarithmic);
@@ -609,18 +593,17 @@ bool drawViewSection(AppState& state) {
   Settings& s = state.settings;
   bool changed = false;
   sectionHeader("View");
-  if (ImGui::BeginCombo("colours", colormapName(s.prob_colormap))) {
+  WidgetRects& rects = state.script.layout;
+  if (ui::Combo combo(rects, "colormap_combo", "colours", colormapName(s.prob_colormap)); combo) {
     for (Colormap map : allColormaps()) {
-      const bool picked = ImGui::Selectable(colormapName(map), map == s.prob_colormap);
-      recordLayout(state, std::string("colormap_item_") + colormapName(map));
+      const bool picked =
+          ui::selectable(rects, std::string("colormap_item_") + colormapName(map), colormapName(map), map == s.prob_colormap);
       if (picked && map != s.prob_colormap) {
         s.prob_colormap = map;
         changed = true;
       }
     }
-    ImGui::EndCombo();
   }
-  recordLayout(state, "colormap_combo");
   changed |= ImGui::Checkbox("log scale", &s.log_scale);
   sameLineIfFits(checkboxWidth("folded [B*H,L,d]"));
   changed |= ImGui::Checkbox("folded [B*H,L,d]", &s.folded_layout);
@@ -633,7 +616,9 @@ bool drawTeachingSection(AppState& state) {
   bool changed = false;
   sectionHeader("Teaching: common mistake");
   ImGui::SetNextItemWidth(-1);
-  if (ImGui::BeginCombo("##mistake", s.mistake == Mistake::None ? "none (correct attention)" : mistakeName(s.mistake))) {
+  if (ui::Combo combo(state.script.layout, "mistake_combo", "##mistake",
+                      s.mistake == Mistake::None ? "none (correct attention)" : mistakeName(s.mistake));
+      combo) {
     for (Mistake mistake : allMistakes()) {
       if (ImGui::Selectable(mistake == Mistake::None ? "none (correct attention)" : mistakeName(mistake),
                             mistake == s.mistake) &&
@@ -644,9 +629,7 @@ bool drawTeachingSection(AppState& state) {
       if (ImGui::IsItemHovered() && mistake != Mistake::None)
         ImGui::SetTooltip("%s\nfrom %s", mistakeEffect(mistake), mistakeSource(mistake));
     }
-    ImGui::EndCombo();
   }
-  recordLayout(state, "mistake_combo");
   if (s.mistake != Mistake::None) {
     warningText(mistakeEffect(s.mistake));  // the seed listing it comes from: a tooltip
     state.script.layout.recordText("mistake_note", mistakeEffect(s.mistake));
@@ -664,8 +647,8 @@ bool drawExportSection(AppState& state, const KnownSizes& sizes) {
   ImGui::TextDisabled("to");
   ImGui::SameLine();
   ImGui::SetNextItemWidth(-1);
-  changed |= ImGui::InputTextWithHint("##export_dir", defaultExportDir().c_str(), &s.export_dir);
-  recordLayout(state, "export_folder");
+  changed |=
+      ui::inputTextWithHint(state.script.layout, "export_folder", "##export_dir", defaultExportDir().c_str(), &s.export_dir);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("export folder (created when missing)");
   const std::vector<std::string> formats = exportFormatNames();
   for (size_t i = 0; i < formats.size(); ++i) {
@@ -693,8 +676,7 @@ bool drawExportSection(AppState& state, const KnownSizes& sizes) {
   auto button = [&](const std::string& label, const char* tip, const char* layout_name, bool first) {
     const float width = ImGui::CalcTextSize(label.c_str()).x + 2 * ImGui::GetStyle().FramePadding.x;
     if (!first) sameLineIfFits(width);
-    const bool pressed = ImGui::Button(label.c_str());
-    recordLayout(state, layout_name);
+    const bool pressed = ui::button(state.script.layout, layout_name, label.c_str());
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tip);
     return pressed;
   };
@@ -706,8 +688,8 @@ bool drawExportSection(AppState& state, const KnownSizes& sizes) {
     requestFigureExport(state, "grid");
   }
   sameLineIfFits(checkboxWidth("full resolution"));
-  if (ImGui::Checkbox("full resolution", &state.exports.full_resolution_atlas)) markStateChanged(state);
-  recordLayout(state, "export_full_resolution");
+  if (ui::checkbox(state.script.layout, "export_full_resolution", "full resolution", &state.exports.full_resolution_atlas))
+    markStateChanged(state);
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("All heads: every cell of every map; without it the grid figure is at most %lld px on its "
                       "longer side, cells pooled (the largest of each block) beyond, as its subtitle says",
@@ -722,27 +704,45 @@ bool drawExportSection(AppState& state, const KnownSizes& sizes) {
   return changed;
 }
 
+// The run's error goes under the section the user last edited (at the top before any
+// edit): above it, it would push the control just changed down, off screen.
+struct ErrorPlacement {
+  AppState& state;
+  int section = 0;
+  bool drawn = false;
+  // After each section: notes an edit and draws the error when it belongs here.
+  bool after(bool edited) {
+    if (edited) state.drafts.edited_section = section;
+    if (section++ == state.drafts.edited_section) draw();
+    return edited;
+  }
+  void draw() {
+    if (drawn || state.compute.error().empty() || state.compute.textTooLong()) return;  // too long: under the text box
+    errorText(state.script.layout, "control_error", state.compute.error());
+    drawn = true;
+  }
+};
+
 // Model, mask, scaling, variants and mistakes. A trained model fixes its own heads, causal
 // mask and scale: greyed out with the reason, they show the model's values (the user's
 // come back after).
-bool drawSandboxSections(AppState& state, const KnownSizes& sizes) {
+bool drawSandboxSections(AppState& state, const KnownSizes& sizes, ErrorPlacement& error) {
   const bool trained = state.settings.source == InputSource::Model;
   constexpr const char* kReason = "a trained model fixes its heads, sizes, causal mask and scaling: pick the "
                                   "random-weights sandbox under Models to change them";
   if (trained) {
     ImGui::Spacing();
-    warningText(kReason);
-    recordLayout(state, "imported_reason");
+    warningText(state.script.layout, "imported_reason", kReason);
     ImGui::BeginDisabled();
     ImGui::BeginGroup();
   }
   const Settings user = state.settings;
   state.settings = controlsShown(state);
-  bool changed = drawModelSection(state);
-  changed |= drawMaskSection(state, sizes);
-  changed |= drawScalingSection(state);
-  changed |= drawVariantsSection(state);
-  changed |= drawTeachingSection(state);
+  bool changed = error.after(drawModelSection(state));
+  changed |= error.after(drawMaskSection(state, sizes));
+  changed |= error.after(drawScalingSection(state));
+  changed |= error.after(drawVariantsSection(state));
+  changed |= error.after(drawTeachingSection(state));
   if (trained) {
     state.settings = user;
     ImGui::EndGroup();
@@ -757,26 +757,23 @@ bool drawSandboxSections(AppState& state, const KnownSizes& sizes) {
 void drawControlPanel(AppState& state) {
   if (beginPanelWindow(state, "Controls", Panel::Controls)) {
     ImGui::PushItemWidth(-ImGui::GetContentRegionAvail().x * 0.42f);
-    if (!state.compute.error().empty() && !state.compute.textTooLong()) {  // too long: under the text box
-      errorText(state.compute.error());
-      recordLayout(state, "control_error");
-    }
+    ErrorPlacement error{state};
+    if (state.drafts.edited_section < 0) error.draw();
     const KnownSizes sizes = knownSizes(state);
-    bool changed = drawModelsSection(state);
-    changed |= drawInputSection(state, sizes);
+    bool changed = error.after(drawModelsSection(state));
+    changed |= error.after(drawInputSection(state, sizes));
     if (state.compute.imported() && state.settings.source == InputSource::Bundle) {
       // Imported maps were computed elsewhere: no sandbox control applies, none is drawn.
       ImGui::Spacing();
-      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
-      ImGui::TextWrapped("imported attention maps: the model, mask, scaling and mistakes controls need the model "
-                         "that computed them, so they are not shown");
-      ImGui::PopStyleColor();
-      recordLayout(state, "imported_reason");
+      ui::text(state.script.layout, "imported_reason",
+               ui::TextLook{ImGui::GetStyle().Colors[ImGuiCol_TextDisabled], true},
+               "imported attention maps: the model, mask, scaling and mistakes controls need the model "
+               "that computed them, so they are not shown");
     } else {
-      changed |= drawSandboxSections(state, sizes);
+      changed |= drawSandboxSections(state, sizes, error);
     }
-    changed |= drawViewSection(state);
-    changed |= drawExportSection(state, sizes);
+    changed |= error.after(drawViewSection(state));
+    changed |= error.after(drawExportSection(state, sizes));
     ImGui::PopItemWidth();
     if (changed) settingsEdited(state);
   }

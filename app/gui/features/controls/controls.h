@@ -20,6 +20,7 @@ struct ControlDrafts {
   int64_t typed_model_dim = 64;
   std::string segments_input;
   std::string control_error;       // e.g. "D=100 is not divisible by H=3"
+  int edited_section = -1;         // the section last edited (the run's error shows under it); -1: none yet
 };
 
 // The Variants section's RoPE score-vs-distance curve, recomputed only when d, base or

@@ -116,6 +116,7 @@ void drawTiledCellTooltip(const ViewModel& view, const WindowTile* tile, int64_t
 // fully-masked-row marks and (optionally) its colour bar.
 struct FocusMap {
   const char* title = "";
+  const char* short_title = nullptr;  // when the title does not fit over the map
   const char* id = "";
   const char* layout_name = "";
   const ViewModel* source = nullptr;  // its values (tooltip, fully masked rows)
@@ -165,9 +166,9 @@ void chooseQueryByLabel(AppState& state, ImVec2 top_left, float label_w, const F
   for (int64_t r = 0; r < g.window.rows; ++r) {
     ImGui::SetCursorScreenPos(ImVec2(top_left.x, top_left.y + cell_h * static_cast<float>(r)));
     ImGui::PushID(static_cast<int>(r));
-    const bool clicked = ImGui::InvisibleButton("##query_label", ImVec2(std::max(1.0f, label_w - 4), cell_h));
+    const bool clicked = ui::invisibleButton(state.script.layout, r == 0 ? "focus_query_label_0" : "", "##query_label",
+                                             ImVec2(std::max(1.0f, label_w - 4), cell_h));
     ImGui::PopID();
-    if (r == 0) recordLayout(state, "focus_query_label_0");
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("click: this query in every head (Query focus); Ctrl+click: add it");
     if (!clicked) continue;
     chooseQuery(state.view.query_focus, g.window.row0 + r, ImGui::GetIO().KeyCtrl);
@@ -203,25 +204,28 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
     // Title line: a small Export button, then the title (yellow when Ctrl+S exports this map).
     const MapKind view = *map.export_view;
     ImGui::PushID(map.id);
-    if (ImGui::SmallButton("Export")) {
+    if (ui::smallButton(state.script.layout, std::string("export_") + mapKindName(view) + "_button", "Export")) {
       state.view.map_kind = view;
       requestFigureExport(state, mapKindName(view));
     }
     ImGui::PopID();
-    recordLayout(state, std::string("export_") + mapKindName(view) + "_button");
     if (ImGui::IsItemHovered()) {
       ImGui::SetTooltip("export this heatmap as a figure (formats and folder under Export in the control panel)");
     }
     ImGui::SameLine();
   }
-  // The title is cut to the map's width: it never runs into the next map's title.
-  const std::string title = fitText(map.title, x0 + label_w + g.map_w - ImGui::GetCursorScreenPos().x);
+  // The title, else its short form, fits the map's width: it never runs into the next map's
+  // title (cut as a last resort).
+  const float title_w = x0 + label_w + g.map_w - ImGui::GetCursorScreenPos().x;
+  std::vector<std::string> forms{map.title};
+  if (map.short_title) forms.emplace_back(map.short_title);
+  const std::string title = fitText(forms[firstFitting(forms, title_w)], title_w);
+  const std::string title_name = std::string(map.layout_name) + "_title";
   if (selected) {
-    ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.2f, 1.0f), "%s", title.c_str());
+    ui::text(state.script.layout, title_name, ui::coloredText(ImVec4(1.0f, 0.8f, 0.2f, 1.0f)), "%s", title.c_str());
   } else {
-    ImGui::TextUnformatted(title.c_str());
+    ui::textUnformatted(state.script.layout, title_name, title);
   }
-  recordLayout(state, std::string(map.layout_name) + "_title");
   const ImVec2 map_min(x0 + label_w, y0 + g.line_h);
   ImGui::SetCursorScreenPos(map_min);
   map.view.rows = g.window.rows;
@@ -262,7 +266,8 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
   drawFullyMaskedMarks(v, t, g, map_min, map_max);
   if (map.color_bar) {
     ImGui::SetCursorScreenPos(ImVec2(map_max.x + 12, map_min.y));
-    drawColorBar(heatmapCanvas(state), {map.view.colormap, map.range, map.log_scale, map.bar_format, ""},
+    drawColorBar(heatmapCanvas(state),
+                 {map.view.colormap, map.range, map.log_scale, map.bar_format, std::string(map.layout_name) + "_colorbar"},
                  ImVec2(g.bar_w - 12, g.map_h));
   }
 }
@@ -293,7 +298,9 @@ std::string tiledPoolingNote(const AppState& state, const ViewModel& v, const Ce
 }
 
 // Under the maps: the visible window and how the texture shows it, or how to zoom.
-void drawZoomLine(const CellWindow& w, bool zoomed, int64_t L, int64_t S, const std::string& tiled_note) {
+void drawZoomLine(WidgetRects& rects, const CellWindow& w, bool zoomed, int64_t L, int64_t S,
+                  const std::string& tiled_note) {
+  constexpr const char* kName = "focus_zoom_line";
   const int64_t texels_r = std::min(w.rows, kTextureMaxSide), texels_c = std::min(w.cols, kTextureMaxSide);
   const bool pooled = texels_r < w.rows || texels_c < w.cols;
   char pooling[220] = "";
@@ -304,15 +311,17 @@ void drawZoomLine(const CellWindow& w, bool zoomed, int64_t L, int64_t S, const 
                   static_cast<long long>(texels_c), static_cast<long long>(w.rows), static_cast<long long>(w.cols));
   if (zoomed) {
     // The how-to hint only while the line has room for it (F1 lists it too).
-    ImGui::TextDisabled("zoom: queries %lld-%lld of %lld, keys %lld-%lld of %lld%s%s",
-                        static_cast<long long>(w.row0), static_cast<long long>(w.row0 + w.rows - 1),
-                        static_cast<long long>(L), static_cast<long long>(w.col0),
-                        static_cast<long long>(w.col0 + w.cols - 1), static_cast<long long>(S), pooling,
-                        pooled || !tiled_note.empty() ? "" : "   (wheel zooms, drag pans, 0 resets)");
+    ui::text(rects, kName, ui::disabledText(), "zoom: queries %lld-%lld of %lld, keys %lld-%lld of %lld%s%s",
+                     static_cast<long long>(w.row0), static_cast<long long>(w.row0 + w.rows - 1),
+                     static_cast<long long>(L), static_cast<long long>(w.col0),
+                     static_cast<long long>(w.col0 + w.cols - 1), static_cast<long long>(S), pooling,
+                     pooled || !tiled_note.empty() ? "" : "   (wheel zooms, drag pans, 0 resets)");
   } else if (!tiled_note.empty()) {
-    ImGui::TextDisabled("%s   (wheel zooms around the pointer, drag pans, 0 resets)", tiled_note.c_str());
+    ui::text(rects, kName, ui::disabledText(), "%s   (wheel zooms around the pointer, drag pans, 0 resets)",
+             tiled_note.c_str());
   } else {
-    ImGui::TextDisabled("whole map%s   (wheel over a map zooms around the pointer, drag pans, 0 resets)", pooling);
+    ui::text(rects, kName, ui::disabledText(), "whole map%s   (wheel over a map zooms around the pointer, drag pans, 0 resets)",
+                     pooling);
   }
 }
 
@@ -401,9 +410,8 @@ void drawFocusHeading(AppState& state, const FocusScene& scene) {
   state.script.layout.recordText("focus_heading", heading);
   if (scene.tiled) {  // how the maps show a source too large to hold, where it is always seen
     ImGui::SameLine();
-    ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.3f, 1.0f), "   tiled: %s",
-                       tiledPoolingNote(state, *scene.v, g.window, scene.zoomed).c_str());
-    recordLayout(state, "focus_tiled_note");
+    ui::text(state.script.layout, "focus_tiled_note", ui::coloredText(ImVec4(1.0f, 0.8f, 0.3f, 1.0f)), "   tiled: %s",
+                    tiledPoolingNote(state, *scene.v, g.window, scene.zoomed).c_str());
   }
 }
 
@@ -430,6 +438,7 @@ void addThisRunMaps(const AppState& state, const FocusScene& scene, std::vector<
   if (v->hasScores()) {
     FocusMap& scores = addThisRunMap(maps, scene, "focus_scores", scene.use_zoom_textures ? zoom.scores : tex.scores[focused]);
     scores.title = scene.correct ? "scores (scaled)" : "scores (scaled, before softmax)";  // 3 maps: less room
+    scores.short_title = "scores";
     scores.view.colormap = Colormap::Diverging;
     scores.range = {-tex.score_abs_max[focused], tex.score_abs_max[focused]};
     scores.export_view = MapKind::Scores;
@@ -440,6 +449,7 @@ void addThisRunMaps(const AppState& state, const FocusScene& scene, std::vector<
   probs.title = scene.correct ? (dropout ? "with mistake (dropout)" : "with mistake")
                 : v->source == ViewSource::Imported ? "probabilities (imported)"
                 : (dropout ? "probabilities (after dropout)" : "probabilities (softmax over keys)");
+  probs.short_title = scene.correct ? "with mistake" : "probabilities";
   probs.view.colormap = state.settings.prob_colormap;
   probs.range = {state.settings.log_scale ? tex.prob_min_positive : 0.0f, tex.prob_max};
   probs.log_scale = state.settings.log_scale;
@@ -452,6 +462,7 @@ void addCorrectRunMap(const AppState& state, const FocusScene& scene, std::vecto
   const ViewTextures& correct_tex = state.gpu.correct_textures;
   FocusMap& right = maps.emplace_back();
   right.title = "correct (no mistake)";
+  right.short_title = "correct";
   right.id = right.layout_name = "focus_correct";
   right.source = scene.correct;
   right.view.texture = scene.zoomed ? state.gpu.zoom.correct_probs : correct_tex.probs[correct_tex.index(0, scene.g.h)];
@@ -467,6 +478,24 @@ void addCorrectRunMap(const AppState& state, const FocusScene& scene, std::vecto
   right.row_labels = false;
 }
 
+// The note under the maps when query rows of the focused layer have every key masked;
+// "" when none has.
+std::string fullyMaskedNote(const AppState& state, const FocusScene& scene) {
+  const ViewModel* v = scene.v;
+  const AttentionTrace* t = v ? v->maps[scene.g.layer].trace.get() : nullptr;
+  const ViewTextures& tex = state.gpu.textures;
+  const int64_t fully_masked = (t || scene.tiled) && tex.hasMask() ? tex.fully_masked_rows[scene.g.layer] : 0;
+  if (fully_masked <= 0) return "";
+  const bool neg_inf = (t ? t->fill : scene.tiled->attention->fill) == MaskFill::NegInf;
+  char note[320];
+  std::snprintf(note, sizeof note,
+                "%lld fully masked row%s (red marks): every key is masked, so PyTorch's softmax returns NaN there; "
+                "shown as masked with probability %s.",
+                static_cast<long long>(fully_masked), fully_masked == 1 ? "" : "s",
+                neg_inf ? "0" : "1/S (the -1e9 fill gives a uniform row)");
+  return note;
+}
+
 // Map sizes that fit the panel: every map the same size, the labels and colour bars beside.
 void fitFocusGeometry(AppState& state, const FocusScene& scene, const std::vector<FocusMap>& maps, float gap,
                       FocusGeometry& g) {
@@ -475,6 +504,9 @@ void fitFocusGeometry(AppState& state, const FocusScene& scene, const std::vecto
   g.row_label_w = widths.query + 8.0f;
   g.col_label_h = widths.key + 8.0f;
   g.bar_w = 58.0f;
+  for (const FocusMap& map : maps)  // room for the widest tick labels, 12 px from the map
+    if (map.color_bar)
+      g.bar_w = std::max(g.bar_w, 12.0f + colorBarWidth({map.view.colormap, map.range, map.log_scale, map.bar_format, ""}));
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   // A crashed mistake run keeps the two-map geometry (its message takes the left place);
   // so does an imported map without scores (the same size as a computed one).
@@ -483,7 +515,11 @@ void fitFocusGeometry(AppState& state, const FocusScene& scene, const std::vecto
   for (const FocusMap& map : maps) fixed_w += mapExtraWidth(map, g);
   if (maps.size() < 2) fixed_w += g.row_label_w + g.bar_w;
   const float max_w = (avail.x - fixed_w) / static_cast<float>(slots);
-  const float max_h = avail.y - g.line_h * (scene.correct ? 4.2f : 3.2f) - g.col_label_h;
+  // Room for the title line above and the footer below: legend, outline note, zoom line
+  // (and the mistake line beside a correct run), then the fully-masked-rows note.
+  const std::string note = fullyMaskedNote(state, scene);
+  const float note_h = note.empty() ? 0.0f : ImGui::CalcTextSize(note.c_str(), nullptr, false, avail.x).y + 4.0f;
+  const float max_h = avail.y - g.line_h * (scene.correct ? 5.2f : 4.2f) - g.col_label_h - note_h;
   const float aspect = static_cast<float>(scene.shown->mapS()) / static_cast<float>(scene.shown->mapL());
   g.map_h = std::max(16.0f, std::floor(std::min(max_h, max_w / aspect)));
   g.map_w = std::max(16.0f, std::floor(std::min(max_h, max_w / aspect) * aspect));
@@ -500,8 +536,7 @@ float drawCrashBlock(AppState& state, const FocusGeometry& g, ImVec2 origin) {
   ImGui::TextColored(ImVec4(1.0f, 0.35f, 0.35f, 1.0f), "the buggy code crashes with:");
   ImGui::TextColored(ImVec4(1.0f, 0.35f, 0.35f, 1.0f), "%s", state.compute.error().c_str());
   ImGui::PopTextWrapPos();
-  ImGui::EndGroup();
-  recordLayout(state, "focus_crash");
+  ui::endGroup(state.script.layout, "focus_crash");
   return block_w;
 }
 
@@ -510,19 +545,18 @@ float drawCrashBlock(AppState& state, const FocusGeometry& g, ImVec2 origin) {
 void drawMistakeLine(AppState& state, const FocusScene& scene) {
   const std::string summary = mistakeDiffSummary(state);
   if (!summary.empty()) {
-    ImGui::TextColored(ImVec4(1.0f, 0.62f, 0.18f, 1.0f), "%s", summary.c_str());
-    recordLayout(state, "focus_diff_summary");
+    ui::text(state.script.layout, "focus_diff_summary", ui::coloredText(ImVec4(1.0f, 0.62f, 0.18f, 1.0f)), "%s",
+             summary.c_str());
   }
   if (!scene.v) return;
   ImGui::SameLine();
-  if (ImGui::SmallButton("difference view")) {
+  if (ui::smallButton(state.script.layout, "focus_difference_view", "difference view")) {
     const FocusGeometry& g = scene.g;
     state.view.compare = {{g.layer, g.h, false, Mistake::None}, {g.layer, g.h, true, Mistake::None}, true};
     state.view.tab = FocusTab::Compare;
     state.view.tab_requested = true;
     saveLater(state);
   }
-  recordLayout(state, "focus_difference_view");
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("show with mistake - correct, cell by cell (Compare tab)");
 }
 
@@ -531,7 +565,6 @@ void drawFocusFooter(AppState& state, const FocusScene& scene) {
   if (scene.correct) drawMistakeLine(state, scene);
   const ViewModel* v = scene.v;
   const FocusGeometry& g = scene.g;
-  const AttentionTrace* t = v ? v->maps[g.layer].trace.get() : nullptr;
   if (v && !v->hasMask()) {
     ImGui::TextDisabled("rows: query tokens   columns: key tokens   values as stored in the bundle");
   } else {
@@ -539,17 +572,12 @@ void drawFocusFooter(AppState& state, const FocusScene& scene) {
   }
   if (v) ImGui::TextDisabled("yellow outline: the map Ctrl+S exports (click a map to choose)");
   state.script.focus_note = scene.tiled ? tiledPoolingNote(state, *v, g.window, scene.zoomed) : "";
-  drawZoomLine(g.window, scene.zoomed, scene.shown->mapL(), scene.shown->mapS(), state.script.focus_note);
-  recordLayout(state, "focus_zoom_line");
-  const ViewTextures& tex = state.gpu.textures;
-  const int64_t fully_masked = (t || scene.tiled) && tex.hasMask() ? tex.fully_masked_rows[g.layer] : 0;
-  if (fully_masked <= 0) return;
-  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.45f, 1.0f));
-  ImGui::TextWrapped("%lld fully masked row%s (red marks): every key is masked, so PyTorch's softmax "
-                     "returns NaN there; shown as masked with probability %s.",
-                     static_cast<long long>(fully_masked), fully_masked == 1 ? "" : "s",
-                     (t ? t->fill : scene.tiled->attention->fill) == MaskFill::NegInf ? "0" : "1/S (the -1e9 fill gives a uniform row)");
-  ImGui::PopStyleColor();
+  drawZoomLine(state.script.layout, g.window, scene.zoomed, scene.shown->mapL(), scene.shown->mapS(),
+               state.script.focus_note);
+  const std::string note = fullyMaskedNote(state, scene);
+  if (note.empty()) return;
+  ui::text(state.script.layout, "focus_fully_masked_note",
+           ui::TextLook{ImVec4(1.0f, 0.45f, 0.45f, 1.0f), true}, "%s", note.c_str());
 }
 
 // The "Maps" tab: scores and probabilities of the focused map (and the correct run's), or
@@ -598,8 +626,8 @@ void drawFocusPanel(AppState& state) {
           {FocusTab::Maps, "Maps"}, {FocusTab::Compare, "Compare A / B"}, {FocusTab::QueryFocus, "Query focus"}};
       for (const auto& [tab, label] : tabs) {
         const bool requested = state.view.tab_requested && state.view.tab == tab;
-        const bool open = ImGui::BeginTabItem(label, nullptr, requested ? ImGuiTabItemFlags_SetSelected : 0);
-        recordLayout(state, std::string("focus_tab_") + focusTabName(tab));
+        const bool open = ui::beginTabItem(state.script.layout, std::string("focus_tab_") + focusTabName(tab), label,
+                                           requested ? ImGuiTabItemFlags_SetSelected : 0);
         if (!open) continue;
         if (state.view.tab != tab && !state.view.tab_requested) {
           state.view.tab = tab;

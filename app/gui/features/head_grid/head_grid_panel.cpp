@@ -59,19 +59,21 @@ std::string clearPatterns(const ViewModel& view, int64_t layer, int64_t head) {
   return text;
 }
 
-// The pattern label in a tile's top-right corner (the masked half of a causal map).
-// Cut to "induc.." when the tile is narrower than the name; nothing when not even that fits.
-void drawTileNote(AppState& state, std::string note, ImVec2 pos, TileSize size, const std::string& name) {
-  note = fitText(note, size.w - 8);
-  if (note == "..") return;  // not even one character fits
+// The pattern label in a tile's top-right corner (the masked half of a causal map): the
+// whole note, else its first word ("previous token" -> "previous"), else none (the tile's
+// tooltip names it). Never a word cut short.
+void drawTileNote(AppState& state, const std::string& whole, ImVec2 pos, TileSize size, const std::string& name) {
+  const std::vector<std::string> forms{whole, whole.substr(0, whole.find_first_of(" ,"))};
+  const std::string& note = forms[firstFitting(forms, size.w - 6)];
   const ImVec2 text = ImGui::CalcTextSize(note.c_str());
-  if (text.x + 8 > size.w || text.y + 6 > size.h) return;  // no room on a tiny tile
+  if (text.x + 6 > size.w || text.y + 6 > size.h) return;  // no room on a tiny tile
   const ImVec2 min(pos.x + size.w - text.x - 6, pos.y + 3), max(pos.x + size.w - 2, pos.y + text.y + 5);
   ImDrawList* list = ImGui::GetWindowDrawList();
   list->AddRectFilled(min, max, IM_COL32(20, 21, 26, 220), 3.0f);
   list->AddText(ImVec2(min.x + 2, min.y + 1), IM_COL32(255, 255, 255, 255), note.c_str());
-  state.script.layout.record("grid_note" + name.substr(std::string("grid_tile").size()), min,
-                             ImVec2(max.x - min.x, max.y - min.y));
+  const std::string note_name = "grid_note" + name.substr(std::string("grid_tile").size());
+  state.script.layout.record(note_name, min, ImVec2(max.x - min.x, max.y - min.y));
+  state.script.layout.recordText(note_name, note);
 }
 
 // One tile: the map of (layer, head) at pos; click focuses it.
@@ -108,17 +110,16 @@ void drawTile(AppState& state, const ViewModel& view, int64_t layer, int64_t hea
   if (hit.clicked && !focused) setFocus(state, ViewFocus{layer, head, focus.batch_item});
 }
 
-void coloredLabel(bool focused, const char* text) {
+void coloredLabel(WidgetRects& rects, const std::string& name, bool focused, const std::string& text) {
   ImGui::PushStyleColor(ImGuiCol_Text, focused ? kFocusedLabel : ImGui::GetStyle().Colors[ImGuiCol_Text]);
-  ImGui::TextUnformatted(text);
+  ui::textUnformatted(rects, name, text);
   ImGui::PopStyleColor();
 }
 
 // The Export button and, below it, the colour bar right of the tiles.
 void drawGridSide(AppState& state, ImVec2 top_left, float bar_top, float tiles_h, const ValueRange& range) {
   ImGui::SetCursorScreenPos(ImVec2(top_left.x + 4, top_left.y));
-  if (ImGui::SmallButton("Export##grid")) requestFigureExport(state, "grid");
-  recordLayout(state, "export_grid_small");
+  if (ui::smallButton(state.script.layout, "export_grid_small", "Export##grid")) requestFigureExport(state, "grid");
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("export every map as one figure with a shared colour bar (Ctrl+Shift+S)");
   // The top tick label is centred on the bar's top edge: start half a line below the button.
   const float top = std::max(bar_top, ImGui::GetItemRectMax().y + ImGui::GetTextLineHeight() / 2 + 2);
@@ -213,8 +214,8 @@ void drawHeadGrid(AppState& state, const ViewModel& view, const std::vector<Grid
     const bool focused = head == focus.head && layer == focus.layer;
     const std::string name = several_layers ? "grid_tile_" + std::to_string(layer) + "_" + std::to_string(head)
                                             : "grid_tile_" + std::to_string(head);
-    coloredLabel(focused, fitText(labels(layer, head)[form], tile.w).c_str());
-    recordLayout(state, "grid_label_" + name.substr(std::string("grid_tile_").size()));
+    coloredLabel(state.script.layout, "grid_label_" + name.substr(std::string("grid_tile_").size()), focused,
+                 fitText(labels(layer, head)[form], tile.w));
     drawTile(state, view, layer, head, ImVec2(pos.x, pos.y + label_h), tile, range, name);
   }
   const int rows = layout.rows(count);
@@ -233,7 +234,8 @@ void drawLayerMapsGrid(AppState& state, const ViewModel& view, const ViewTexture
     const ImVec2 pos = layout.tilePos(l);
     const bool focused = l == state.view.focus.layer;
     ImGui::SetCursorScreenPos(pos);
-    coloredLabel(focused, (std::string(info.label) + " after " + view.maps[l].name).c_str());
+    coloredLabel(state.script.layout, "layer_map_label_" + std::to_string(l), focused,
+                 std::string(info.label) + " after " + view.maps[l].name);
     ImGui::SetCursorScreenPos(ImVec2(pos.x, pos.y + layout.label_h));
     HeatmapView map;
     map.texture = maps.maps[static_cast<size_t>(l)];
@@ -282,7 +284,7 @@ void drawLayerHeadGrid(AppState& state, const ViewModel& view, const ValueRange&
   for (int64_t h = 0; h < H; ++h) {
     ImGui::SetCursorScreenPos(ImVec2(origin.x + row_label_w + h * (tile.w + kGap), origin.y));
     const std::string label = (long_labels ? "head " : "") + std::to_string(h);
-    coloredLabel(h == focus.head, label.c_str());
+    coloredLabel(state.script.layout, "grid_head_label_" + std::to_string(h), h == focus.head, label);
   }
   for (int64_t l = 0; l < layers; ++l) {
     const float y = origin.y + label_h + l * (tile.h + kGap);
@@ -290,8 +292,7 @@ void drawLayerHeadGrid(AppState& state, const ViewModel& view, const ValueRange&
     const std::string name = fitText(view.maps[l].name, row_label_w - 8);
     const float text_w = ImGui::CalcTextSize(name.c_str()).x;
     ImGui::SetCursorScreenPos(ImVec2(origin.x + row_label_w - 8 - text_w, y + (tile.h - ImGui::GetTextLineHeight()) / 2));
-    coloredLabel(l == focus.layer, name.c_str());
-    recordLayout(state, "grid_layer_label_" + std::to_string(l));
+    coloredLabel(state.script.layout, "grid_layer_label_" + std::to_string(l), l == focus.layer, name);
     for (int64_t h = 0; h < H; ++h) {
       drawTile(state, view, l, h, ImVec2(origin.x + row_label_w + h * (tile.w + kGap), y), tile, range,
                "grid_tile_" + std::to_string(l) + "_" + std::to_string(h));

@@ -23,12 +23,13 @@ void drawMapKindChooser(AppState& state) {
     const std::string why = layerMapsUnavailable(state, info.kind);
     ImGui::SameLine();
     if (!why.empty()) ImGui::BeginDisabled();
-    if (ImGui::RadioButton(info.label, state.view.map_kind == info.kind) && state.view.map_kind != info.kind) {
+    if (ui::radioButton(state.script.layout, std::string("map_kind_") + info.name, info.label,
+                        state.view.map_kind == info.kind) &&
+        state.view.map_kind != info.kind) {
       state.view.map_kind = info.kind;
       markStateChanged(state);
     }
     if (!why.empty()) ImGui::EndDisabled();
-    recordLayout(state, std::string("map_kind_") + info.name);
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) {
       if (!why.empty()) ImGui::SetTooltip("%s", why.c_str());
       else if (info.across_layers)
@@ -45,15 +46,12 @@ void drawLayerMapsProgress(AppState& state, const MapKindInfo& info) {
   LayerMapsState& job = state.layer_maps;
   if (job.building()) {
     ImGui::Text("building %s for every layer ...", info.label);
-    ImGui::ProgressBar(static_cast<float>(job.progress()), ImVec2(260, 0));
-    recordLayout(state, "layer_maps_progress");
+    ui::progressBar(state.script.layout, "layer_maps_progress", static_cast<float>(job.progress()), ImVec2(260, 0));
     ImGui::SameLine();
-    if (ImGui::Button("Cancel##layer_maps")) cancelLayerMaps(state);
-    recordLayout(state, "layer_maps_cancel");
+    if (ui::button(state.script.layout, "layer_maps_cancel", "Cancel##layer_maps")) cancelLayerMaps(state);
   } else if (!job.error.empty()) {
     errorText(job.error);
-    if (ImGui::Button("Build again##layer_maps")) retryLayerMaps(state);
-    recordLayout(state, "layer_maps_retry");
+    if (ui::button(state.script.layout, "layer_maps_retry", "Build again##layer_maps")) retryLayerMaps(state);
   } else {
     ImGui::TextDisabled("building %s ...", info.label);
   }
@@ -91,8 +89,8 @@ void drawLayerMapsView(AppState& state) {
 
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   ImGui::SetCursorScreenPos(ImVec2(origin.x + label_w, origin.y));
-  if (ImGui::SmallButton("Export##layer_map")) requestFigureExport(state, info.name);
-  recordLayout(state, std::string("export_") + info.name + "_button");
+  if (ui::smallButton(state.script.layout, std::string("export_") + info.name + "_button", "Export##layer_map"))
+    requestFigureExport(state, info.name);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("export this map as a figure (Ctrl+S; formats under Export)");
   ImGui::SameLine();
   const std::string title = acrossLayersTitle(kind, v->maps[layer].name);

@@ -112,8 +112,8 @@ void hoverAndClick(AppState& state, const ViewModel& v, const LensGrid& g) {
 void drawLensTable(AppState& state) {
   const ViewModel& v = *state.compute.view;
   if (v.lens.empty()) {
-    ImGui::TextWrapped("%s", v.lens.off_reason.empty() ? "no logit lens for this result" : v.lens.off_reason.c_str());
-    recordLayout(state, "lens_off");
+    ui::text(state.script.layout, "lens_off", ui::wrappedText(), "%s",
+             v.lens.off_reason.empty() ? "no logit lens for this result" : v.lens.off_reason.c_str());
     return;
   }
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);

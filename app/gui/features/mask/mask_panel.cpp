@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "gui/features/exports/export_jobs.h"
 #include "gui/render/heatmap_widget.h"
@@ -43,20 +44,17 @@ void drawMaskHeader(AppState& state, const ViewModel& v, int64_t layer) {
   ImGui::PushTextWrapPos(button_x - ImGui::GetStyle().ItemSpacing.x);
   // The layer's own mask (a trained model's is causal whatever the sandbox's setting).
   const std::string& mask_name = v.maps[layer].mask_name;
-  ImGui::Text("mask = %s   batch item %lld", (mask_name.empty() ? state.settings.mask.toString() : mask_name).c_str(),
-              static_cast<long long>(tex.batch_item));
+  ui::text(state.script.layout, "mask_header", ui::plainText(), "mask = %s   batch item %lld",
+           (mask_name.empty() ? state.settings.mask.toString() : mask_name).c_str(), static_cast<long long>(tex.batch_item));
   ImGui::PopTextWrapPos();
-  recordLayout(state, "mask_header");
   ImGui::SameLine(button_x);
-  if (ImGui::SmallButton("Export##mask")) {
+  if (ui::smallButton(state.script.layout, "export_mask_button", "Export##mask")) {
     state.view.map_kind = MapKind::Mask;
     requestFigureExport(state, "mask");
   }
-  recordLayout(state, "export_mask_button");
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("export the combined mask as a figure");
   if (const std::string note = unmaskedPadNote(state, v); !note.empty()) {
-    warningText(note);
-    recordLayout(state, "pad_note");
+    warningText(state.script.layout, "pad_note", note);
     state.script.layout.recordText("pad_note", note);
   }
   // A tiled source's counts are the real map's (its drawn mask is the overview's blocks).
@@ -112,13 +110,24 @@ void drawMaskComponents(AppState& state, const ViewModel& v, int64_t layer, Heat
   const size_t parts = tex.components[layer].size();
   const float aspect = static_cast<float>(v.S) / static_cast<float>(v.L);
   const float text_h = ImGui::GetTextLineHeightWithSpacing();
-  const int columns = parts > 2 ? 2 : 1;
-  const float cell = std::floor(std::min(width / columns - 8, 90.0f));
+  // Two columns when more than two terms, unless a term's kind ("segments") would not fit
+  // over its image: then one.
+  const auto cellFor = [&](int n) { return std::floor(std::min(width / static_cast<float>(n) - 8, 90.0f)); };
+  int columns = parts > 2 ? 2 : 1;
+  for (size_t c = 0; c < parts && columns == 2; ++c) {
+    const std::string& name = t->mask.components[c].name;
+    if (ImGui::CalcTextSize(name.substr(0, name.find(':')).c_str()).x > cellFor(2)) columns = 1;
+  }
+  const float cell = cellFor(columns);
   for (size_t c = 0; c < parts && cell > 16; ++c) {
     const float x = top_left.x + static_cast<float>(c % columns) * (cell + 8);
     const float y = top_left.y + static_cast<float>(c / columns) * (cell + 2 * text_h + 4);
     ImGui::SetCursorScreenPos(ImVec2(x, y));
-    ImGui::TextUnformatted(t->mask.components[c].name.c_str());
+    // The term's name, or its kind alone ("segments" for "segments:4,6"): never into the next.
+    const std::string& name = t->mask.components[c].name;
+    const std::vector<std::string> forms{name, name.substr(0, name.find(':'))};
+    ui::textUnformatted(state.script.layout, "mask_component_" + std::to_string(c) + "_title",
+                        fitText(forms[firstFitting(forms, cell)], cell));
     ImGui::SetCursorScreenPos(ImVec2(x, y + text_h));
     view.texture = tex.components[layer][c];
     const float w = std::floor(std::min(cell, cell * aspect)), h = std::floor(w / aspect);

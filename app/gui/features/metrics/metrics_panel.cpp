@@ -59,17 +59,16 @@ void groupMarker(int64_t group) {
 void drawFilter(AppState& state) {
   HeadTableView& t = state.view.table;
   ImGui::SetNextItemWidth(std::max(120.0f, ImGui::GetContentRegionAvail().x - 150.0f));
-  if (ImGui::InputTextWithHint("##metrics_filter", "filter: L3  H5  induc  entropy>2  sink<0.1", &t.filter))
+  if (ui::inputTextWithHint(state.script.layout, "metrics_filter", "##metrics_filter",
+                            "filter: L3  H5  induc  entropy>2  sink<0.1", &t.filter))
     updateHeadOrder(state);  // this frame already draws (and logs) the rows kept
-  recordLayout(state, "metrics_filter");
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("rows that match every word: a label (L3, H5) or pattern (induc), or a metric threshold\n"
                       "METRIC>V, >=, <, <=: a column heading without spaces (entropy, maxp, distance, sink, diag, prev,\n"
                       "eff.keys, induction) or its JSON name (entropy_bits, sink_mass, ...)");
   ImGui::SameLine();
-  if (!t.filter_error.empty()) errorText(t.filter_error);
-  else ImGui::TextDisabled("%zu of %zu heads", t.visible.size(), t.order.size());
-  recordLayout(state, "metrics_filter_count");
+  if (!t.filter_error.empty()) errorText(state.script.layout, "metrics_filter_count", t.filter_error);
+  else ui::text(state.script.layout, "metrics_filter_count", ui::disabledText(), "%zu of %zu heads", t.visible.size(), t.order.size());
 }
 
 }  // namespace
@@ -87,14 +86,15 @@ void drawMetricsPanel(AppState& state) {
       return;
     }
     const int64_t b = state.view.focus.batch_item;
-    if (ImGui::Checkbox("order grid by table", &view.order_grid)) saveLater(state);
-    recordLayout(state, "metrics_order_grid");
+    if (ui::checkbox(state.script.layout, "metrics_order_grid", "order grid by table", &view.order_grid)) saveLater(state);
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("lay out the head grid's tiles in this table's order");
     ImGui::SameLine();
     if (const ViewModel* shown = shownView(state)) drawOverviewToggle(state, *shown);
-    ImGui::SameLine();
-    ImGui::TextDisabled("batch item %lld, %lld group%s", static_cast<long long>(b),
-                        static_cast<long long>(table->clusters[b].count), table->clusters[b].count == 1 ? "" : "s");
+    const int64_t groups = table->clusters[b].count;
+    const std::string about = "batch item " + std::to_string(b) + ", " + std::to_string(groups) + " group" +
+                              (groups == 1 ? "" : "s");
+    sameLineIfFits(ImGui::CalcTextSize(about.c_str()).x);  // else on a line of its own
+    ui::text(state.script.layout, "metrics_groups", ui::disabledText(), "%s", about.c_str());
     drawFilter(state);
 
     const std::vector<ColumnInfo> columns = tableColumns();
@@ -119,8 +119,7 @@ void drawMetricsPanel(AppState& state) {
       ImGui::TableNextRow(ImGuiTableRowFlags_Headers);
       for (size_t c = 0; c < columns.size(); ++c) {
         ImGui::TableSetColumnIndex(static_cast<int>(c));
-        ImGui::TableHeader(columns[c].heading.c_str());
-        recordLayout(state, "metrics_header_" + columns[c].name);
+        ui::tableHeader(state.script.layout, "metrics_header_" + columns[c].name, columns[c].heading.c_str());
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s\nclick to sort, again to reverse", columns[c].description.c_str());
       }
       const ViewFocus focus = state.view.focus;
@@ -132,10 +131,11 @@ void drawMetricsPanel(AppState& state) {
         ImGui::TableSetColumnIndex(kHeadColumn);
         const bool focused = layer == focus.layer && head == focus.head;
         const std::string label = headLabel(*table, n) + "##row" + std::to_string(n);
-        if (ImGui::Selectable(label.c_str(), focused, ImGuiSelectableFlags_SpanAllColumns) && !focused) {
+        if (ui::selectable(state.script.layout, "metrics_row_" + std::to_string(k), label.c_str(), focused,
+                           ImGuiSelectableFlags_SpanAllColumns) &&
+            !focused) {
           setFocus(state, ViewFocus{layer, head, focus.batch_item});
         }
-        recordLayout(state, "metrics_row_" + std::to_string(k));
         headRowDrawn(state, state.head_scroll.table, layer, head, table->H, ImGui::TableGetHeaderRowHeight());
         ImGui::TableSetColumnIndex(kGroupColumn);
         groupMarker(table->group(n, b));

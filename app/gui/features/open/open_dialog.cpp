@@ -178,8 +178,8 @@ void drawPlaces(AppState& state) {
   ImGui::TextDisabled("Places");
   for (size_t i = 0; i < dialog.places.size(); ++i) {
     const std::string& place = dialog.places[i];
-    if (ImGui::Selectable(dialog.place_labels[i].c_str())) setInput(dialog, place);
-    recordLayout(state, "open_place:" + place);
+    if (ui::selectable(state.script.layout, "open_place:" + place, dialog.place_labels[i].c_str(), false))
+      setInput(dialog, place);
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", place.c_str());
   }
   ImGui::EndChild();
@@ -193,11 +193,11 @@ void drawEntries(AppState& state, bool selection_moved) {
     const BrowseEntry& entry = dialog.entries[i];
     const bool folder = entry.kind != OpenKind::Settings;
     const std::string label = entry.name + (folder ? "/" : "") + "##entry" + std::to_string(i);
-    if (ImGui::Selectable(label.c_str(), dialog.selected == i, ImGuiSelectableFlags_AllowDoubleClick)) {
+    if (ui::selectable(state.script.layout, "open_entry:" + entry.name, label.c_str(), dialog.selected == i,
+                       ImGuiSelectableFlags_AllowDoubleClick)) {
       dialog.selected = i;
       if (!opensDirectly(entry.kind) || ImGui::IsMouseDoubleClicked(0)) tryOpen(state, [&] { chooseEntry(state, i); });
     }
-    recordLayout(state, "open_entry:" + entry.name);
     if (selection_moved && dialog.selected == i) ImGui::SetScrollHereY();
     if (const char* kind = openKindLabel(entry.kind); *kind) {
       ImGui::SameLine(ImGui::GetContentRegionMax().x - ImGui::CalcTextSize(kind).x);
@@ -230,10 +230,9 @@ void drawBrowser(AppState& state) {
   const int selected_before = dialog.selected;
   constexpr ImGuiInputTextFlags kFlags = ImGuiInputTextFlags_EnterReturnsTrue | ImGuiInputTextFlags_CallbackCompletion |
                                          ImGuiInputTextFlags_CallbackHistory | ImGuiInputTextFlags_CallbackAlways;
-  const bool submitted = ImGui::InputTextWithHint("##bundle_path", "/path/to/folder/", &dialog.path_input, kFlags,
-                                                  pathBoxCallback, &dialog);
+  const bool submitted = ui::inputTextWithHint(state.script.layout, "open_path_box", "##bundle_path", "/path/to/folder/",
+                                               &dialog.path_input, kFlags, pathBoxCallback, &dialog);
   dialog.box_active = ImGui::IsItemActive();
-  recordLayout(state, "open_path_box");
   relist(state);
   if (dialog.selected != selected_before) markStateChanged(state);
   drawPlaces(state);

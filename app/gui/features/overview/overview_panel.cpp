@@ -32,18 +32,17 @@ void drawHeader(AppState& state, const ViewModel& view) {
   ImGui::TextUnformatted("colour by");
   ImGui::SameLine();
   ImGui::SetNextItemWidth(120);
-  if (ImGui::BeginCombo("##overview_metric", current ? current->heading : o.metric.c_str())) {
+  if (ui::Combo combo(state.script.layout, "overview_metric", "##overview_metric",
+                      current ? current->heading : o.metric.c_str());
+      combo) {
     for (const MetricInfo& info : headMetricInfos()) {
-      if (ImGui::Selectable(info.heading, current == &info)) {
+      if (ui::selectable(state.script.layout, std::string("overview_metric_") + info.name, info.heading, current == &info)) {
         o.metric = info.name;
         updateOverview(state);  // this frame already draws (and logs) the new colours
       }
-      recordLayout(state, std::string("overview_metric_") + info.name);
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", info.description);
     }
-    ImGui::EndCombo();
   }
-  recordLayout(state, "overview_metric");
   ImGui::SameLine();
   drawOverviewToggle(state, view);
   ImGui::SameLine();
@@ -144,8 +143,7 @@ void drawCells(AppState& state, const CellGrid& g) {
 void handlePointer(AppState& state, const ViewModel& view, const CellGrid& g) {
   OverviewState& o = state.overview;
   ImGui::SetCursorScreenPos(g.origin);
-  ImGui::InvisibleButton("##overview_grid", g.size());
-  recordLayout(state, "overview_grid");
+  ui::invisibleButton(state.script.layout, "overview_grid", "##overview_grid", g.size());
   int64_t hovered = -1;
   if (ImGui::IsItemHovered()) {
     const ImVec2 mouse = ImGui::GetIO().MousePos;
@@ -167,11 +165,10 @@ void handlePointer(AppState& state, const ViewModel& view, const CellGrid& g) {
 
 void drawOverviewToggle(AppState& state, const ViewModel& view) {
   bool shown = overviewShown(state, view);
-  if (ImGui::Checkbox("overview", &shown)) {
+  if (ui::checkbox(state.script.layout, "overview_toggle", "overview", &shown)) {
     state.overview.chosen = shown;
     markStateChanged(state);
   }
-  recordLayout(state, "overview_toggle");
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("layers x heads overview: one cell per head, coloured by a head metric\n"
                       "(on by itself above %lld heads; off: a map tile per head)",

@@ -230,8 +230,8 @@ void shapesLine(AppState& state, const std::vector<std::pair<const char*, int64_
 void drawPipelinePanel(AppState& state) {
   if (beginPanelWindow(state, "Shape pipeline", Panel::Pipeline)) {
     constexpr const char* kFoldedLabel = "folded heads [B*H, L, d]";
-    if (ImGui::Checkbox(kFoldedLabel, &state.settings.folded_layout)) settingsEdited(state);
-    recordLayout(state, "folded_toggle");
+    if (ui::checkbox(state.script.layout, "folded_toggle", kFoldedLabel, &state.settings.folded_layout))
+      settingsEdited(state);
     state.script.layout.recordText("folded_toggle", kFoldedLabel);
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("heads folded into the batch, as in seed listing 004");
     // A trained model's run: the focused layer's attention (every layer has its trace).

@@ -36,8 +36,7 @@ void drawGuessRow(AppState& state, int rank, const TokenGuess& guess, bool actua
   const float filled = std::max(2.0f, bar_w * static_cast<float>(guess.prob));
   list->AddRectFilled(ImVec2(pos.x, pos.y + 3), ImVec2(pos.x + filled, pos.y + 3 + bar_h),
                       actual ? kActualColor : kBarColor);
-  ImGui::Dummy(ImVec2(bar_w, ImGui::GetFrameHeight()));
-  recordLayout(state, "prediction_row_" + std::to_string(rank));
+  ui::dummy(state.script.layout, "prediction_row_" + std::to_string(rank), ImVec2(bar_w, ImGui::GetFrameHeight()));
   ImGui::SameLine();
   ImGui::Text("%5.1f%%", 100.0 * guess.prob);
 }
@@ -48,8 +47,7 @@ void drawPin(AppState& state) {
   ImGui::AlignTextToFramePadding();
   ImGui::TextColored(kPinColor, "pinned at position %lld", static_cast<long long>(state.view.selected_query));
   ImGui::SameLine();
-  if (ImGui::SmallButton("unpin")) clearPredictionPin(state);
-  recordLayout(state, "predictions_unpin");
+  if (ui::smallButton(state.script.layout, "predictions_unpin", "unpin")) clearPredictionPin(state);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("follow the end of the text again (typing also unpins)");
 }
 
@@ -64,9 +62,9 @@ void drawNextToken(AppState& state) {
   const NextTokenPredictions& p = v.predictions[at.position];
   const std::string& token = v.query_tokens[0][at.position];
   ImGui::Text("after '%s' at position %lld", visibleToken(token).c_str(), static_cast<long long>(at.position));
-  ImGui::SameLine();
-  ImGui::TextDisabled("(%s)", at.why);
-  recordLayout(state, "predictions_heading");
+  const std::string why = std::string("(") + at.why + ")";
+  sameLineIfFits(ImGui::CalcTextSize(why.c_str()).x);  // else on the next line
+  ui::text(state.script.layout, "predictions_heading", ui::disabledText(), "%s", why.c_str());
   drawPin(state);
   float label_w = 0.0f;
   for (const TokenGuess& guess : p.top)
@@ -75,12 +73,13 @@ void drawNextToken(AppState& state) {
   for (size_t rank = 0; rank < p.top.size(); ++rank)
     drawGuessRow(state, static_cast<int>(rank), p.top[rank], !p.actual.empty() && p.top[rank].label == p.actual, label_w);
   if (p.actual.empty()) {
-    ImGui::TextDisabled("last position: what the model expects next");
-  } else {
-    ImGui::TextColored(p.actual_is_top ? kHit : kMiss, "actual next '%s' (%.1f%%): %s", visibleToken(p.actual).c_str(),
-                       100.0 * p.actual_prob, p.actual_is_top ? "the top guess" : "not the top guess");
+    ui::text(state.script.layout, "predictions_actual", ui::TextLook{ImGui::GetStyle().Colors[ImGuiCol_TextDisabled], true},
+             "last position: what the model expects next");
+  } else {  // wrapped: a long token must not run out of the panel
+    ui::text(state.script.layout, "predictions_actual", ui::TextLook{p.actual_is_top ? kHit : kMiss, true},
+             "actual next '%s' (%.1f%%): %s", visibleToken(p.actual).c_str(), 100.0 * p.actual_prob,
+             p.actual_is_top ? "the top guess" : "not the top guess");
   }
-  recordLayout(state, "predictions_actual");
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
   ImGui::TextWrapped("hover a query row of a map to see its predictions; a click pins it until you type");
   ImGui::PopStyleColor();
@@ -93,14 +92,12 @@ void drawPredictionsPanel(AppState& state) {
   if (!showsPredictions(state)) return;
   if (beginPanelWindow(state, "Next-token predictions", Panel::Predictions) && ImGui::BeginTabBar("##predictions_tabs")) {
     state.script.layout.recordWindow("predictions_panel");
-    const bool next_open = ImGui::BeginTabItem("Next token");
-    recordLayout(state, "predictions_tab");
+    const bool next_open = ui::beginTabItem(state.script.layout, "predictions_tab", "Next token");
     if (next_open) {
       drawNextToken(state);
       ImGui::EndTabItem();
     }
-    const bool lens_open = ImGui::BeginTabItem("Logit lens");
-    recordLayout(state, "lens_tab");
+    const bool lens_open = ui::beginTabItem(state.script.layout, "lens_tab", "Logit lens");
     if (lens_open) {
       drawLensTable(state);
       ImGui::EndTabItem();

@@ -35,7 +35,8 @@ void drawQueryButtons(AppState& state, const std::vector<std::string>& tokens) {
     // An unlabelled button with the token drawn on it: tokens may hold "##" (WordPiece).
     if (chosen) ImGui::PushStyleColor(ImGuiCol_Button, kChosen);
     ImGui::PushID(static_cast<int>(i));
-    const bool clicked = ImGui::Button("##query", ImVec2(width, ImGui::GetFrameHeight()));
+    const bool clicked =
+        ui::button(state.script.layout, "query_token_" + std::to_string(i), "##query", ImVec2(width, ImGui::GetFrameHeight()));
     ImGui::PopID();
     if (chosen) ImGui::PopStyleColor();
     const ImVec2 min = ImGui::GetItemRectMin();
@@ -45,7 +46,6 @@ void drawQueryButtons(AppState& state, const std::vector<std::string>& tokens) {
       chooseQuery(choice, static_cast<int64_t>(i), ImGui::GetIO().KeyCtrl);
       markStateChanged(state);
     }
-    recordLayout(state, "query_token_" + std::to_string(i));
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("query %zu: click to focus it, Ctrl+click to add it", i);
   }
 }
@@ -70,8 +70,7 @@ void drawChart(AppState& state, const float* bars, int64_t S, const std::vector<
     list->AddRectFilled(ImVec2(x0, pos.y + size.y - h), ImVec2(x1, pos.y + size.y), kBarColor);
   }
   ImGui::SetCursorScreenPos(pos);
-  ImGui::InvisibleButton(("##" + name).c_str(), size);
-  recordLayout(state, name);
+  ui::invisibleButton(state.script.layout, name, ("##" + name).c_str(), size);
   if (ImGui::IsItemHovered()) {
     const int64_t j = std::clamp<int64_t>(static_cast<int64_t>((ImGui::GetIO().MousePos.x - pos.x) / bar_w), 0, S - 1);
     ImGui::SetTooltip("%s\nkey %s (j = %lld): %.4f", head_name.c_str(), visibleToken(keys[j]).c_str(), static_cast<long long>(j), bars[j]);
@@ -98,11 +97,9 @@ void drawQueryFocusPanel(AppState& state) {
   drawQueryButtons(state, view->query_tokens[b]);
   ImGui::EndChild();
   int combine = static_cast<int>(choice.combine);
-  bool changed = ImGui::RadioButton("mean", &combine, static_cast<int>(RowCombine::Mean));
-  recordLayout(state, "query_mean");
+  bool changed = ui::radioButton(state.script.layout, "query_mean", "mean", &combine, static_cast<int>(RowCombine::Mean));
   ImGui::SameLine();
-  changed |= ImGui::RadioButton("sum", &combine, static_cast<int>(RowCombine::Sum));
-  recordLayout(state, "query_sum");
+  changed |= ui::radioButton(state.script.layout, "query_sum", "sum", &combine, static_cast<int>(RowCombine::Sum));
   if (changed) {
     choice.combine = static_cast<RowCombine>(combine);
     markStateChanged(state);
@@ -115,8 +112,7 @@ void drawQueryFocusPanel(AppState& state) {
   }
   const int64_t chosen = static_cast<int64_t>(q.choice.queries.size());
   ImGui::SameLine();
-  if (ImGui::SmallButton("Export JSON")) requestQueryFocusExport(state);
-  recordLayout(state, "query_export");
+  if (ui::smallButton(state.script.layout, "query_export", "Export JSON")) requestQueryFocusExport(state);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("write these bars [layers][heads][keys] with the queries and tokens as JSON");
   ImGui::SameLine();
   ImGui::Text("  %s of %lld quer%s over the keys, every layer and head (bars 0 to %lld)",
@@ -146,9 +142,9 @@ void drawQueryFocusPanel(AppState& state) {
       const std::string suffix = std::to_string(l) + "_" + std::to_string(h);
       const std::string title =
           fitText(chartTitles(view->maps[l].name, l, h, layers > 1)[title_form], chart_w);
-      if (focused) ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.2f, 1.0f), "%s", title.c_str());
-      else ImGui::TextUnformatted(title.c_str());
-      recordLayout(state, "query_title_" + suffix);
+      const std::string title_name = "query_title_" + suffix;
+      if (focused) ui::text(state.script.layout, title_name, ui::coloredText(ImVec4(1.0f, 0.8f, 0.2f, 1.0f)), "%s", title.c_str());
+      else ui::textUnformatted(state.script.layout, title_name, title);
       const std::string head_name = (layers > 1 ? view->maps[l].name + ", " : "") + "head " + std::to_string(h);
       drawChart(state, bars + (l * H + h) * S, S, view->key_tokens[b], top, ImVec2(pos.x, pos.y + line_h),
                 ImVec2(chart_w, chart_h), "query_chart_" + suffix, head_name);

@@ -58,25 +58,21 @@ std::string positionsText(const std::vector<int64_t>& positions) {
 void stepButtons(AppState& state, int64_t steps) {
   StepperState& s = state.stepper;
   const ImVec2 size(ImGui::GetFrameHeight() * 1.6f, 0);
-  if (ImGui::Button("|<", size)) setStep(state, 0);
-  recordLayout(state, "stepper_first");
+  WidgetRects& rects = state.script.layout;
+  if (ui::button(rects, "stepper_first", "|<", size)) setStep(state, 0);
   ImGui::SameLine();
-  if (ImGui::Button("<", size)) setStep(state, s.step - 1);
-  recordLayout(state, "stepper_back");
+  if (ui::button(rects, "stepper_back", "<", size)) setStep(state, s.step - 1);
   ImGui::SameLine();
-  if (ImGui::Button(s.playing ? "pause" : "play", ImVec2(size.x * 2.0f, 0))) {
+  if (ui::button(rects, "stepper_play", s.playing ? "pause" : "play", ImVec2(size.x * 2.0f, 0))) {
     s.playing = !s.playing;
     if (s.playing && s.step + 1 >= steps) setStep(state, 0);
     s.next_step_at = std::chrono::steady_clock::now() + kStepperPlayInterval;
     markStateChanged(state);
   }
-  recordLayout(state, "stepper_play");
   ImGui::SameLine();
-  if (ImGui::Button(">", size)) setStep(state, s.step + 1);
-  recordLayout(state, "stepper_forward");
+  if (ui::button(rects, "stepper_forward", ">", size)) setStep(state, s.step + 1);
   ImGui::SameLine();
-  if (ImGui::Button(">|", size)) setStep(state, steps - 1);
-  recordLayout(state, "stepper_last");
+  if (ui::button(rects, "stepper_last", ">|", size)) setStep(state, steps - 1);
   disabledWrapped("keys: , and . step, P plays, Home / End, F5 closes");
 }
 
@@ -108,8 +104,7 @@ void drawRow(AppState& state, const KvCacheRun& run, const DecodeStep& step, int
     list->AddRectFilled(a, z, toU32(colour));
     if (j < run.sinks && cell >= 4.0f) list->AddRect(a, z, kSinkOutline, 0.0f, 0, 2.0f);
   }
-  ImGui::Dummy(ImVec2(width, kRowHeight));
-  recordLayout(state, "stepper_row");
+  ui::dummy(state.script.layout, "stepper_row", ImVec2(width, kRowHeight));
   if (ImGui::IsItemHovered()) {
     const int64_t j = std::clamp<int64_t>(static_cast<int64_t>((ImGui::GetMousePos().x - pos.x) / cell), 0, L - 1);
     if (j > step.position) ImGui::SetTooltip("key %lld: not fed yet", static_cast<long long>(j));
@@ -167,8 +162,8 @@ void drawStepperPanel(AppState& state) {
       } else {
         ImGui::TextWrapped("no window: nothing is evicted; this step used %lld entries", static_cast<long long>(entries));
       }
-      ImGui::Text("K+V per head group: %s", bytesText(run->bytesPerGroup(entries)).c_str());
-      recordLayout(state, "stepper_bytes");
+      ui::text(state.script.layout, "stepper_bytes", ui::plainText(), "K+V per head group: %s",
+               bytesText(run->bytesPerGroup(entries)).c_str());
       ImGui::Text("K+V per layer (G=%lld): %s", static_cast<long long>(run->G),
                   bytesText(run->bytesPerLayer(entries)).c_str());
       disabledWrapped("= 2 (K, V) x B=" + std::to_string(run->B) + " x " + std::to_string(entries) + " entries x d=" +
