@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/run_options.h"
+#include "config/generation_bundle.h"
 #include "model/transformer.h"
 
 namespace attnscope {
@@ -29,11 +30,7 @@ struct GenerateFlags {
 void addGenerateOptions(CLI::App& app, GenerateFlags& flags);
 int modelGenerate(const GenerateFlags& flags);
 
-// tokens.txt of `model run` and `model generate`: one line per position,
-// "position<TAB>id<TAB>token" (escaped), a fourth column "unknown" for a token outside the
-// vocabulary, and from first_generated on a fifth column "generated" (the fourth then empty
-// unless unknown). first_generated = L: no generated positions.
-std::string tokensText(const ModelTokens& tokens, int64_t first_generated);
+// tokensText (tokens.txt) and stepsJson: config/generation_bundle.h.
 
 // "1, 2,3" -> {1, 2, 3}; InputError for anything else.
 std::vector<int64_t> parseIds(const std::string& text);

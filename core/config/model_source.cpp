@@ -136,6 +136,9 @@ ViewModel viewFromRun(const ModelRun& run, const std::function<std::string(int64
       p.actual = run.tokens.label[t + 1];
       p.actual_prob = probs[next];
       p.actual_is_top = !run.tokens.unknown[t + 1] && top.front() == next;
+      p.actual_rank = 1;  // as GenerationStep::rank: ties go to the smaller id
+      for (size_t j = 0; j < probs.size(); ++j)
+        if (probs[j] > probs[next] || (probs[j] == probs[next] && static_cast<int64_t>(j) < next)) ++p.actual_rank;
     }
   }
   return view;
@@ -189,6 +192,20 @@ ViewModel FolderModelRunner::view(const std::string& text, TextSize* size) {
   const ModelConfig& c = own_->model().config;
   if (size) *size = {static_cast<int64_t>(tokens.ids.size()), c.max_len, c.tokenizer == Tokenizer::Chars ? "characters" : "bytes"};
   return viewFromModelRun(own_->model(), own_->runTokens(std::move(tokens)));
+}
+
+ModelTokens FolderModelRunner::tokenize(const std::string& text) const {
+  return hf_ ? tokenizeHf(hf_->model(), text) : tokenizeForModel(own_->model(), text);
+}
+
+CausalModel FolderModelRunner::causalModel() { return hf_ ? causalModelOf(*hf_) : causalModelOf(*own_); }
+
+ViewModel FolderModelRunner::viewOf(const ModelRun& run) const {
+  return hf_ ? viewFromHfRun(hf_->model(), run) : viewFromModelRun(own_->model(), run);
+}
+
+std::string FolderModelRunner::tokenText(int64_t id) const {
+  return hf_ ? hfTokenText(hf_->model(), id) : own_->model().vocab.at(id);
 }
 
 ViewModel viewOfModelFolder(const std::string& folder, const std::string& text) {

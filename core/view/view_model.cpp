@@ -398,6 +398,7 @@ ViewModel viewFromImported(ImportedMaps imported) {
                         : expandLabels(imported.key_tokens, view.B, view.S, "key tokens", origin);
   view.model = std::move(imported.model);
   view.notes = std::move(imported.notes);
+  view.first_generated = imported.first_generated;
   summarize(view);
   warnNonDistributions(view, origin);
   return view;

@@ -14,6 +14,7 @@
 //   drafts    control-panel fields that may hold invalid input (never written to settings)
 //   stepper   the KV-cache stepper panel: open, the step shown, playing
 //   predictions  the predictions panel's pin (a clicked query row)
+//   generate  the Generate control: its worker, the newest snapshot, Ctrl+S bundles
 //   persist   where and when the settings are saved
 //   script    the state log and widget rectangles (tests, scripting)
 #pragma once
@@ -33,6 +34,7 @@
 #include "gui/features/controls/controls.h"
 #include "gui/features/exports/export_state.h"
 #include "gui/features/focus/focus.h"
+#include "gui/features/generate/generate.h"
 #include "gui/features/head_grid/head_grid.h"
 #include "gui/features/layer_maps/layer_maps.h"
 #include "gui/features/mask/mask.h"
@@ -107,6 +109,7 @@ struct AppState {
   ControlDrafts drafts;
   StepperState stepper;
   PredictionsState predictions;
+  GenerateState generate;
   PersistState persist;
   ScriptState script;
 };

@@ -41,7 +41,7 @@ void writeStateLog(AppState& state, int width, int height) {
   nlohmann::json line;
   for (auto toJson : {computeToJson, controlsToJson, focusToJson, layerMapsToJson, exportsToJson, predictionsToJson,
                       maskToJson, headGridToJson, headTableToJson, compareToJson, queryFocusToJson, stepperToJson,
-                      openDialogToJson})
+                      openDialogToJson, generateToJson})
     toJson(state, line);
   shellToJson(state, width, height, line);
   const std::string text = line.dump();

@@ -82,6 +82,7 @@ bool globalKey(AppState& state, const UiState::KeyPress& press, bool popup_open)
   if (ctrl && press.key == GLFW_KEY_S) {
     if (popup_open) return true;
     if (alt) state.exports.screenshot_requested = true;  // read after this frame is rendered
+    else if (!shift && generationShown(state)) requestGenerationBundle(state);  // a generation: as a bundle
     else requestFigureExport(state, shift ? "grid" : "view");
     return true;
   }

@@ -664,6 +664,7 @@ void drawControlPanel(AppState& state) {
     const KnownSizes sizes = knownSizes(state);
     bool changed = drawModelsSection(state);
     changed |= drawInputSection(state, sizes);
+    if (state.settings.source == InputSource::Model) drawGenerateSection(state);
     // Imported maps were computed elsewhere, a trained model fixes its own heads, causal
     // mask and scale: what would change them is greyed out, with the reason.
     const bool imported = state.compute.imported() && state.settings.source == InputSource::Bundle;

@@ -52,6 +52,17 @@ void drawPin(AppState& state) {
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("follow the end of the text again (typing also unpins)");
 }
 
+// A generated position: the token the Generate control chose, and its rank when sampling
+// picked one that was not the top guess.
+void drawChosen(const NextTokenPredictions& p) {
+  const std::string token = visibleToken(p.actual);
+  if (p.actual_is_top)
+    ImGui::TextColored(kHit, "chosen '%s' (%.1f%%): the top guess", token.c_str(), 100.0 * p.actual_prob);
+  else
+    ImGui::TextColored(kMiss, "chosen '%s' (%.1f%%): sampled at rank %lld", token.c_str(), 100.0 * p.actual_prob,
+                       static_cast<long long>(p.actual_rank));
+}
+
 }  // namespace
 
 void drawPredictionsPanel(AppState& state) {
@@ -77,6 +88,8 @@ void drawPredictionsPanel(AppState& state) {
         drawGuessRow(state, static_cast<int>(rank), p.top[rank], !p.actual.empty() && p.top[rank].label == p.actual, label_w);
       if (p.actual.empty()) {
         ImGui::TextDisabled("last position: what the model expects next");
+      } else if (chosenByGeneration(v, at.position)) {
+        drawChosen(p);
       } else {
         ImGui::TextColored(p.actual_is_top ? kHit : kMiss, "actual next '%s' (%.1f%%): %s", visibleToken(p.actual).c_str(),
                            100.0 * p.actual_prob, p.actual_is_top ? "the top guess" : "not the top guess");

@@ -1,0 +1,95 @@
+// The Generate section of the control panel (model folders): how many tokens, greedy or
+// sampling settings, Generate / Stop, Follow, and the text so far (prompt, then the
+// generated tokens in colour) with a button that puts it into the text box.
+#include <imgui.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "gui/features/generate/generate.h"
+#include "gui/shell/panels.h"
+
+namespace attnscope {
+namespace {
+
+const ImVec4 kGenerated(0.45f, 0.9f, 0.5f, 1.0f);
+
+void drawSamplingControls(AppState& state) {
+  GenerateControls& c = state.generate.controls;
+  ImGui::Checkbox("greedy", &c.greedy);
+  recordLayout(state, "generate_greedy");
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("always the most likely token; off: sample (temperature, top-k, top-p, seed)");
+  if (c.greedy) return;
+  ImGui::SliderFloat("temperature", &c.temperature, 0.05f, 2.0f, "%.2f", ImGuiSliderFlags_AlwaysClamp);
+  ImGui::InputInt("top-k (0 = all)", &c.top_k);
+  c.top_k = std::max(0, c.top_k);
+  ImGui::SliderFloat("top-p", &c.top_p, 0.05f, 1.0f, "%.2f", ImGuiSliderFlags_AlwaysClamp);
+  ImGui::InputInt("seed", &c.seed);
+  c.seed = std::max(0, c.seed);
+}
+
+void drawButtons(AppState& state) {
+  GenerateState& g = state.generate;
+  ImGui::BeginDisabled(g.running);
+  if (ImGui::Button("Generate")) startGeneration(state);
+  ImGui::EndDisabled();
+  recordLayout(state, "generate_button");
+  ImGui::SameLine();
+  ImGui::BeginDisabled(!g.running);
+  if (ImGui::Button("Stop")) stopGeneration(state, "stop button");
+  ImGui::EndDisabled();
+  recordLayout(state, "generate_stop");
+  ImGui::SameLine();
+  ImGui::Checkbox("Follow", &g.controls.follow);
+  recordLayout(state, "generate_follow");
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("a zoomed focus view keeps the newest row in view");
+}
+
+// Where the generation stands, the text so far and the button that puts it into the text box.
+void drawProgress(AppState& state) {
+  const GenerateState& g = state.generate;
+  const GenerationSnapshot* s = g.snapshot.get();
+  if (!s) {
+    if (g.running) ImGui::TextDisabled("loading the model...");
+    return;
+  }
+  if (!s->error.empty()) {
+    errorText(s->error);
+    return;
+  }
+  const long long steps = static_cast<long long>(s->steps.size());
+  if (g.running) ImGui::Text("generating: %lld of %d tokens", steps, g.controls.tokens);
+  else ImGui::Text("%lld tokens, stopped at %s%s%s", steps, s->stop.c_str(), g.stopped_by.empty() ? "" : " by ",
+                   g.stopped_by.c_str());
+  recordLayout(state, "generate_status");
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+  ImGui::TextWrapped("%s", s->prompt_text.c_str());
+  ImGui::PopStyleColor();
+  ImGui::PushStyleColor(ImGuiCol_Text, kGenerated);
+  ImGui::TextWrapped("%s", s->generated_text.c_str());
+  ImGui::PopStyleColor();
+  recordLayout(state, "generate_text");
+  if (g.running || s->generated_text.empty()) return;
+  if (ImGui::SmallButton("put into the text box")) {
+    state.settings.model_text = s->prompt_text + s->generated_text;
+    settingsEdited(state);
+  }
+  recordLayout(state, "generate_use_text");
+}
+
+}  // namespace
+
+void drawGenerateSection(AppState& state) {
+  sectionHeader("Generate");
+  GenerateControls& c = state.generate.controls;
+  const GenerateControls before = c;
+  ImGui::InputInt("tokens", &c.tokens);
+  c.tokens = std::clamp(c.tokens, 1, 4096);
+  recordLayout(state, "generate_tokens");
+  drawSamplingControls(state);
+  drawButtons(state);
+  if (std::memcmp(&before, &c, sizeof c) != 0) markStateChanged(state);  // plain numbers and flags (state log)
+  drawProgress(state);
+}
+
+}  // namespace attnscope

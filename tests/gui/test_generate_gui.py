@@ -1,0 +1,155 @@
+"""Generation in the app (issue 21): the Generate control on a shipped model writes 10
+tokens one at a time (the state log's L grows row by row, 10 rows in all, the grid and the
+focus view with it); the predictions panel marks the chosen token at the newest step (and
+its rank when sampling picked another); Ctrl+S writes the generation as an attention bundle
+that `attnscope export` reads back equal to `attnscope model generate` of the same prompt;
+Stop, and editing the text box, halt a long generation on a random Hugging Face folder."""
+import glob
+import os
+import subprocess
+import sys
+import time
+import unittest
+
+import numpy as np
+
+import guitest as g
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
+import hf_reference as hf  # noqa: E402  (the CLI tests' random-folder writer)
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+PROMPT = "def area(w, h):\n    return "
+wait_after = g.wait_after
+line_count = g.line_count
+
+
+def generated(state):
+    gen = state.get("generate")
+    return gen is not None and not gen["running"] and gen["stop"] != ""
+
+
+class GenerateGuiTest(g.AppTestCase):
+    SCRATCH = "generate-gui-"
+
+    def set_tokens(self, window, log, state, count):
+        """Types n into the Generate section's token count."""
+        n = line_count(log)
+        x, y, w, h = state["rects"]["generate_tokens"]
+        self.x.xdotool("mousemove", "--window", window, int(x + 20), int(y + h / 2))
+        self.x.xdotool("click", 1)
+        time.sleep(0.2)
+        self.press(window, "ctrl+a")
+        self.x.xdotool("type", "--delay", "60", str(count))
+        self.x.xdotool("mousemove", "--window", window, 120, 6)
+        return wait_after(log, n, lambda s: s["generate"]["max_tokens"] == count)
+
+    def generate(self, window, log, state, until):
+        n = line_count(log)
+        self.click(window, state["rects"]["generate_button"])
+        self.x.xdotool("mousemove", "--window", window, 120, 6)
+        return wait_after(log, n, until, timeout=60)
+
+    def test_generate_ten_tokens_predictions_and_bundle(self):
+        export_dir = os.path.join(self.dir, "exports")
+        app, log, window, state = self.start("greedy", ready=g.model_settled, source="model", model="python-code",
+                                             model_text=PROMPT, export_dir=export_dir)
+        L0 = state["L"]
+        self.assertEqual(L0, len(PROMPT))
+        state = self.set_tokens(window, log, state, 10)
+        n = line_count(log)
+        state = self.generate(window, log, state, generated)
+        self.assertEqual((state["generate"]["stop"], state["generate"]["steps"]), ("tokens", 10))
+        self.assertEqual(state["L"], L0 + 10)  # the grid and the focus view: 10 more rows
+        self.assertEqual(state["generate"]["rows"], L0 + 10)
+        rows = [s["L"] for s in g.read_state_log(log)[n:] if "L" in s]
+        self.assertEqual(rows, sorted(rows))  # rows are only added (token by token: the long test below)
+        self.assertEqual(len(state["query_tokens"]), L0 + 10)
+        # The predictions panel: the newest step's top-5, the chosen (greedy: the top) token marked.
+        p = state["predictions"]
+        last = state["generate"]["last"]
+        self.assertEqual((p["position"], p["why"], p["chosen"]), (L0 + 8, "newest step", True))
+        self.assertEqual((p["actual"], p["actual_rank"], p["actual_is_top"]), (last["token"], 1, True))
+        self.assertEqual(p["top"][0]["label"], last["token"])
+        self.screenshot(window, "generated.png")
+
+        # Ctrl+S on the generation: a bundle that `attnscope export` reads back equal.
+        n = line_count(log)
+        self.press(window, "ctrl+s")
+        state = wait_after(log, n, lambda s: s["generate"]["bundle"] and not s["generate"]["bundle_writing"])
+        self.assertEqual(state["generate"]["bundle_error"], "")
+        bundle = state["generate"]["bundle"]
+        self.assertEqual(os.path.dirname(bundle), export_dir)
+        with open(os.path.join(bundle, "tokens.txt")) as f:
+            lines = f.read().splitlines()
+        self.assertEqual([line.endswith("\tgenerated") for line in lines], [False] * L0 + [True] * 10)
+        reference = os.path.join(self.dir, "reference")
+        subprocess.run([g.BIN, "model", "generate", os.path.join(REPO, "assets", "models", "python-code"), "--text",
+                        PROMPT, "--tokens", "10", "--greedy", "--out", reference],
+                       capture_output=True, text=True, timeout=60, check=True)
+        expected = np.load(os.path.join(reference, "attentions.npy"))
+        figures = os.path.join(self.dir, "figures")
+        subprocess.run([g.BIN, "export", bundle, "--format", "npy", "--what", "probs",
+                        "--layers", "all", "--heads", "all", "--out", figures],
+                       capture_output=True, text=True, timeout=60, check=True)
+        files = sorted(glob.glob(os.path.join(figures, "probs_L*_H*_b0_*.npy")))
+        self.assertEqual(len(files), expected.shape[0] * expected.shape[2])
+        for layer in range(expected.shape[0]):
+            for head in range(expected.shape[2]):
+                (path,) = glob.glob(os.path.join(figures, "probs_L%d_H%d_b0_*.npy" % (layer, head)))
+                np.testing.assert_allclose(np.load(path), expected[layer, 0, head], atol=1e-6)
+        with open(os.path.join(reference, "tokens.txt")) as f:
+            self.assertEqual(f.read().splitlines(), lines)
+
+        # A second Ctrl+S never overwrites the first bundle.
+        n = line_count(log)
+        self.press(window, "ctrl+s")
+        state = wait_after(log, n, lambda s: s["generate"]["bundle"] != bundle and not s["generate"]["bundle_writing"])
+        self.assertEqual(state["generate"]["bundle_error"], "")
+        self.assertTrue(os.path.isfile(os.path.join(bundle, "attentions.npy")))
+
+    def test_sampling_marks_the_rank(self):
+        app, log, window, state = self.start("sampling", ready=g.model_settled, source="model", model="python-code",
+                                             model_text=PROMPT)
+        state = self.set_tokens(window, log, state, 12)
+        state = self.click_until(window, log, state["rects"]["generate_greedy"], lambda s: not s["generate"]["greedy"])
+        state = self.generate(window, log, state, generated)
+        p, last = state["predictions"], state["generate"]["last"]
+        self.assertTrue(p["chosen"])
+        self.assertEqual((p["actual"], p["actual_rank"]), (last["token"], last["rank"]))
+        self.assertEqual(p["actual_is_top"], last["rank"] == 1)
+
+    def test_stop_and_editing_halt_a_long_generation(self):
+        folder = os.path.join(self.dir, "tiny-llama")
+        cfg, tensors = hf.make_model("llama", seed=41, V=256, P=1024, G=2, N=2, H=4, D=32)
+        hf.write_folder(folder, cfg, tensors)
+        hf.write_byte_level_bpe(folder)
+        app, log, window, state = self.start("stop", ready=g.model_settled, source="model", model=folder,
+                                             model_text="def f(a, b): return a + b")
+        L0 = state["L"]
+        state = self.set_tokens(window, log, state, 900)
+        state = self.generate(window, log, state, lambda s: s["generate"]["steps"] >= 2)
+        n = line_count(log)
+        self.click_until(window, log, state["rects"]["generate_stop"], lambda s: s["generate"]["stopped_by"] != "")
+        state = wait_after(log, n, generated)
+        gen = state["generate"]
+        # Token by token: every line while it ran had one grid row per token so far.
+        running = [s for s in g.read_state_log(log) if s.get("generate", {}).get("running") and s["generate"]["steps"]]
+        self.assertTrue(all(s["L"] == L0 + s["generate"]["steps"] == s["generate"]["rows"] for s in running))
+        self.assertGreater(len({s["L"] for s in running}), 1, "the rows appeared at once, not token by token")
+        self.assertEqual((gen["stop"], gen["stopped_by"]), ("stopped", "stop button"))
+        self.assertLess(gen["steps"], 900)
+        self.assertEqual(state["L"], L0 + gen["steps"])
+
+        # Editing the text box stops it too; the text box keeps the typed character.
+        state = self.generate(window, log, state, lambda s: s["generate"]["running"] and s["generate"]["steps"] >= 2)
+        n = line_count(log)
+        self.type_at_text_end(window, state, "!")
+        state = wait_after(log, n, lambda s: generated(s) and g.model_settled(s) and s["L"] == L0 + 1, timeout=60)
+        self.assertEqual(state["generate"]["stopped_by"], "text edited")
+        self.assertLess(state["generate"]["steps"], 900)
+        self.assertTrue(state["model_text"].endswith("!"))
+
+
+if __name__ == "__main__":
+    unittest.main()
