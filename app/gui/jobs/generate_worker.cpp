@@ -49,8 +49,8 @@ GenerationSnapshot GenerateWorker::run(const GenerateRequest& request, const Job
       snapshot.tokens = run.tokens;
       ViewModel view = runner_->viewOf(run);
       view.first_generated = snapshot.prompt_length;
-      snapshot.head_table = std::make_shared<const HeadTable>(headTableOf(view));
       snapshot.view = std::make_shared<const ViewModel>(std::move(view));
+      snapshot.head_table = std::make_shared<const HeadTable>(headTableOf(*snapshot.view));  // stamped with it
       publish(snapshot);
       return job.keepGoing();
     };

@@ -38,6 +38,9 @@ void showSnapshot(AppState& state) {
   if (!g.shown || !g.snapshot || !g.snapshot->view || state.compute.view == g.snapshot->view) return;
   state.compute.view = g.snapshot->view;
   state.compute.head_table = g.snapshot->head_table;
+  state.view.table.order_generation = ~uint64_t{0};  // the table's order is measured again
+  InputFacts& facts = state.compute.facts;  // the pipeline panel's sizes: the sequence so far
+  facts.L = facts.S_key = facts.S_value = g.snapshot->view->L;
   setFocus(state, state.view.focus);
   setZoom(state, state.view.zoom);
   setStep(state, state.stepper.step);
