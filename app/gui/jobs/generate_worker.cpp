@@ -50,7 +50,9 @@ GenerationSnapshot GenerateWorker::run(const GenerateRequest& request, const Job
       ViewModel view = runner_->viewOf(run);
       view.first_generated = snapshot.prompt_length;
       snapshot.view = std::make_shared<const ViewModel>(std::move(view));
-      snapshot.head_table = std::make_shared<const HeadTable>(headTableOf(*snapshot.view));  // stamped with it
+      snapshot.head_table =  // stamped with its view
+          std::make_shared<const HeadTable>(headTableOf(*snapshot.view, 0.5, request.recent_window));
+      snapshot.mass = std::make_shared<const GenerationMass>(generationMass(*snapshot.view, request.recent_window));
       publish(snapshot);
       return job.keepGoing();
     };

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/generation_mass.h"
 #include "analysis/head_table.h"
 #include "config/model_source.h"
 #include "gui/jobs/latest_job_worker.h"
@@ -25,13 +26,15 @@ struct GenerateRequest {
   std::string text;    // the prompt
   int64_t tokens = 0;  // how many to generate (at most)
   SamplingSettings sampling;
+  int64_t recent_window = kDefaultRecentWindow;  // W of the mass on the last W tokens
 };
 
 // The sequence so far: made once on the worker, read by the UI.
 struct GenerationSnapshot {
   uint64_t job = 0;                               // the job that made it
   std::shared_ptr<const ViewModel> view;          // prompt + generated tokens so far (first_generated set)
-  std::shared_ptr<const HeadTable> head_table;    // of view
+  std::shared_ptr<const HeadTable> head_table;    // of view (with the gen_* columns)
+  std::shared_ptr<const GenerationMass> mass;     // per head: sink and last-W mass per step
   ModelTokens tokens;                             // the sequence so far
   std::vector<GenerationStep> steps;              // one per generated token
   int64_t prompt_length = 0;

@@ -72,6 +72,7 @@ void startGeneration(AppState& state) {
   request.text = state.settings.model_text;
   request.tokens = std::max(1, g.controls.tokens);
   request.sampling = samplingOf(g.controls);
+  request.recent_window = std::max(1, g.controls.recent_window);
   g.job = g.worker->start(std::move(request));
   g.running = g.shown = true;
   g.stopped_by.clear();
@@ -155,6 +156,17 @@ void generateToJson(const AppState& state, nlohmann::json& line) {
   if (s && !s->steps.empty())
     j["last"] = {{"id", s->steps.back().id}, {"token", s->steps.back().token}, {"rank", s->steps.back().rank},
                  {"prob", s->steps.back().prob}};
+  j["mass"] = nullptr;  // the focused head's series over the steps (the plots)
+  if (s && s->mass && s->mass->steps > 0) {
+    const ViewFocus& f = state.view.focus;
+    const GenerationMass& m = *s->mass;
+    if (f.layer < m.layers && f.head < m.H && f.batch_item < m.B) {
+      const float* sink = m.sinkSeries(f.layer, f.batch_item, f.head);
+      const float* recent = m.recentSeries(f.layer, f.batch_item, f.head);
+      j["mass"] = {{"layer", f.layer}, {"head", f.head}, {"window", m.window},
+                   {"sink", std::vector<float>(sink, sink + m.steps)}, {"recent", std::vector<float>(recent, recent + m.steps)}};
+    }
+  }
   line["generate"] = j;
 }
 

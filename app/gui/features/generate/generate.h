@@ -25,6 +25,7 @@ struct GenerateControls {
   float temperature = 1.0f, top_p = 1.0f;
   int top_k = 0, seed = 0;
   bool follow = true;  // the focus view keeps the newest row in its zoom window
+  int recent_window = 8;  // W: the plots' and the head table's mass on the last W tokens
 };
 
 // A bundle written by Ctrl+S (on its own thread: the maps can be large).
@@ -58,7 +59,7 @@ bool generationShown(const AppState& state);
 void requestGenerationBundle(AppState& state);
 void finishGeneration(AppState& state);  // at shutdown: a bundle being written is finished
 void drawGenerateSection(AppState& state);  // in the control panel, for model folders
-// State-log key: generate {running, shown, job, max_tokens, greedy, steps, last (the newest step: id, token, rank, prob), prompt_tokens, stop, stopped_by, rows, text (up to 200 bytes), follow, bundle, bundle_writing, bundle_error}.
+// State-log key: generate {running, shown, job, max_tokens, greedy, steps, last (the newest step: id, token, rank, prob), prompt_tokens, stop, stopped_by, rows, text (up to 200 bytes), follow, bundle, bundle_writing, bundle_error, mass {layer, head, window, sink [steps], recent [steps]} of the focused head}.
 void generateToJson(const AppState& state, nlohmann::json& line);
 
 }  // namespace attnscope

@@ -62,12 +62,15 @@ void drawProgress(AppState& state) {
   else ImGui::Text("%lld tokens, stopped at %s%s%s", steps, s->stop.c_str(), g.stopped_by.empty() ? "" : " by ",
                    g.stopped_by.c_str());
   recordLayout(state, "generate_status");
+  ImGui::BeginChild("generate_text", ImVec2(0, ImGui::GetTextLineHeightWithSpacing() * 6.0f), true);
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
   ImGui::TextWrapped("%s", s->prompt_text.c_str());
   ImGui::PopStyleColor();
   ImGui::PushStyleColor(ImGuiCol_Text, kGenerated);
   ImGui::TextWrapped("%s", s->generated_text.c_str());
   ImGui::PopStyleColor();
+  if (g.running && g.controls.follow) ImGui::SetScrollHereY(1.0f);  // the newest token in view
+  ImGui::EndChild();
   recordLayout(state, "generate_text");
   if (g.running || s->generated_text.empty()) return;
   if (ImGui::SmallButton("put into the text box")) {
@@ -75,6 +78,25 @@ void drawProgress(AppState& state) {
     settingsEdited(state);
   }
   recordLayout(state, "generate_use_text");
+}
+
+// The focused head over the generation: the mass each step gives to the first token and to
+// the last W tokens (core: analysis/generation_mass.h), one small plot each.
+void drawMassPlots(AppState& state) {
+  const GenerationSnapshot* s = state.generate.snapshot.get();
+  const ViewFocus& f = state.view.focus;
+  if (!s || !s->mass || s->mass->steps == 0 || f.layer >= s->mass->layers || f.head >= s->mass->H ||
+      f.batch_item >= s->mass->B)
+    return;
+  const GenerationMass& m = *s->mass;
+  const int steps = static_cast<int>(m.steps);
+  const ImVec2 size(ImGui::GetContentRegionAvail().x, ImGui::GetTextLineHeight() * 2.5f);
+  ImGui::Text("L%lldH%lld over %d steps (0..1):", static_cast<long long>(f.layer), static_cast<long long>(f.head), steps);
+  ImGui::PlotLines("##gen_sink", m.sinkSeries(f.layer, f.batch_item, f.head), steps, 0, "first token (sink)", 0.0f, 1.0f, size);
+  recordLayout(state, "generate_plot_sink");
+  const std::string recent = "last " + std::to_string(m.window) + " tokens";
+  ImGui::PlotLines("##gen_recent", m.recentSeries(f.layer, f.batch_item, f.head), steps, 0, recent.c_str(), 0.0f, 1.0f, size);
+  recordLayout(state, "generate_plot_recent");
 }
 
 }  // namespace
@@ -87,9 +109,13 @@ void drawGenerateSection(AppState& state) {
   c.tokens = std::clamp(c.tokens, 1, 4096);
   recordLayout(state, "generate_tokens");
   drawSamplingControls(state);
+  ImGui::InputInt("last W", &c.recent_window);
+  c.recent_window = std::clamp(c.recent_window, 1, 4096);
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("the plots and the head table's 'gen last W': mass on the last W tokens");
   drawButtons(state);
   if (std::memcmp(&before, &c, sizeof c) != 0) markStateChanged(state);  // plain numbers and flags (state log)
   drawProgress(state);
+  drawMassPlots(state);
 }
 
 }  // namespace attnscope
