@@ -71,6 +71,17 @@ class GenerateGuiTest(g.AppTestCase):
         self.assertEqual((p["position"], p["why"], p["chosen"]), (L0 + 8, "newest step", True))
         self.assertEqual((p["actual"], p["actual_rank"], p["actual_is_top"]), (last["token"], 1, True))
         self.assertEqual(p["top"][0]["label"], last["token"])
+        # Over the generation: the focused head's mass per step, its means in the head table.
+        mass = state["generate"]["mass"]
+        self.assertEqual((mass["layer"], mass["head"], mass["window"]), (state["focused_layer"], state["focused_head"], 8))
+        self.assertEqual((len(mass["sink"]), len(mass["recent"])), (10, 10))
+        self.assertTrue(all(0 <= v <= 1 + 1e-6 for v in mass["sink"] + mass["recent"]))
+        focused = state["head_table"]["order"].index([mass["layer"], mass["head"]])
+        row = state["head_table"]["values"][focused]
+        self.assertAlmostEqual(row["gen_sink_mass"], sum(mass["sink"]) / 10, delta=1e-6)
+        self.assertAlmostEqual(row["gen_recent_mass"], sum(mass["recent"]) / 10, delta=1e-6)
+        self.assertIn("generate_plot_sink", state["rects"])
+        self.assertIn("generate_plot_recent", state["rects"])
         self.screenshot(window, "generated.png")
 
         # Ctrl+S on the generation: a bundle that `attnscope export` reads back equal.
