@@ -130,6 +130,27 @@ class GenerateGuiTest(g.AppTestCase):
         self.assertEqual((p["actual"], p["actual_rank"]), (last["token"], last["rank"]))
         self.assertEqual(p["actual_is_top"], last["rank"] == 1)
 
+    def test_follow_keeps_the_newest_row_in_a_zoomed_focus_view(self):
+        app, log, window, state = self.start("follow", ready=g.model_settled, source="model", model="python-code",
+                                             model_text=PROMPT)
+        L0 = state["L"]
+        rect = state["rects"]["focus_probs"]
+        self.move_to_cell(window, rect, (0, L0, 0, L0), 5, 3)  # zoom in around an early cell
+        g.wait_for_state(log, lambda s: s["hover"] == [5, 3])
+        for _ in range(3):
+            self.x.xdotool("click", 4)
+            time.sleep(0.15)
+        state = g.wait_for_state(log, lambda s: s["zoomed"])
+        self.x.xdotool("mousemove", "--window", window, 120, 6)
+        row0, rows, col0, cols = state["zoom_window"]
+        self.assertLess(row0 + rows, L0)  # the last row is out of the window
+        state = self.set_tokens(window, log, state, 10)
+        state = self.generate(window, log, state, generated)
+        self.assertEqual(state["L"], L0 + 10)
+        row0, rows_after, col0, cols_after = state["zoom_window"]
+        self.assertEqual((row0 + rows_after, col0 + cols_after), (L0 + 10, L0 + 10))  # the newest row and key in view
+        self.assertEqual((rows_after, cols_after), (rows, cols))  # same zoom, scrolled
+
     def test_stop_and_editing_halt_a_long_generation(self):
         folder = os.path.join(self.dir, "tiny-llama")
         cfg, tensors = hf.make_model("llama", seed=41, V=256, P=1024, G=2, N=2, H=4, D=32)
