@@ -26,6 +26,11 @@ struct GenerateControls {
   int top_k = 0, seed = 0;
   bool follow = true;  // the focus view keeps the newest row in its zoom window
   int recent_window = 8;  // W: the plots' and the head table's mass on the last W tokens
+  bool operator==(const GenerateControls& o) const {
+    return tokens == o.tokens && greedy == o.greedy && temperature == o.temperature && top_p == o.top_p &&
+           top_k == o.top_k && seed == o.seed && follow == o.follow && recent_window == o.recent_window;
+  }
+  bool operator!=(const GenerateControls& o) const { return !(*this == o); }
 };
 
 // A bundle written by Ctrl+S (on its own thread: the maps can be large).

@@ -4,7 +4,6 @@
 #include <imgui.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include "gui/features/generate/generate.h"
 #include "gui/shell/panels.h"
@@ -113,7 +112,7 @@ void drawGenerateSection(AppState& state) {
   c.recent_window = std::clamp(c.recent_window, 1, 4096);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("the plots and the head table's 'gen last W': mass on the last W tokens");
   drawButtons(state);
-  if (std::memcmp(&before, &c, sizeof c) != 0) markStateChanged(state);  // plain numbers and flags (state log)
+  if (before != c) markStateChanged(state);  // the state log shows the controls
   drawProgress(state);
   drawMassPlots(state);
 }
