@@ -65,6 +65,7 @@ class GenerateGuiTest(g.AppTestCase):
         rows = [s["L"] for s in g.read_state_log(log)[n:] if "L" in s]
         self.assertEqual(rows, sorted(rows))  # rows are only added (token by token: the long test below)
         self.assertEqual(len(state["query_tokens"]), L0 + 10)
+        labels = state["query_tokens"]
         # The predictions panel: the newest step's top-5, the chosen (greedy: the top) token marked.
         p = state["predictions"]
         last = state["generate"]["last"]
@@ -118,6 +119,11 @@ class GenerateGuiTest(g.AppTestCase):
         state = wait_after(log, n, lambda s: s["generate"]["bundle"] != bundle and not s["generate"]["bundle_writing"])
         self.assertEqual(state["generate"]["bundle_error"], "")
         self.assertTrue(os.path.isfile(os.path.join(bundle, "attentions.npy")))
+
+        # The bundle reopens in the app: the same maps' size and token labels.
+        other, _, _, reopened = self.start("reopen", bundle, ready=lambda s: g.settled(s) and s.get("L") == L0 + 10)
+        self.assertEqual((reopened["view_source"], reopened["error"], reopened["layers"]), ("imported", "", 2))
+        self.assertEqual([line.split("\t")[2] for line in lines], labels)  # the labels it reads
 
     def test_sampling_marks_the_rank(self):
         app, log, window, state = self.start("sampling", ready=g.model_settled, source="model", model="python-code",
