@@ -178,6 +178,17 @@ class GenerateGuiTest(g.AppTestCase):
         self.assertEqual((gen["stop"], gen["stopped_by"]), ("stopped", "stop button"))
         self.assertLess(gen["steps"], 900)
         self.assertEqual(state["L"], L0 + gen["steps"])
+        # The stepper on the generation: the runner's cache of a GQA model (2 K/V heads of 8).
+        self.press(window, "F5")
+        g.wait_for_state(log, lambda s: s.get("stepper") and "model_cache" in s["stepper"])
+        self.press(window, "End")
+        L = state["L"]
+        state = g.wait_for_state(log, lambda s: s.get("stepper") and s["stepper"].get("model_cache") and
+                                 s["stepper"]["step"] == L - 1)
+        cache = state["stepper"]["model_cache"]
+        self.assertEqual([(l["entries"], l["kv_heads"], l["head_dim"], l["bytes"]) for l in cache["layers"]],
+                         [(L, 2, 8, 2 * L * 2 * 8 * 4)] * 2)
+        self.press(window, "F5")
 
         # Editing the text box stops it too; the text box keeps the typed character.
         state = self.generate(window, log, state, lambda s: s["generate"]["running"] and s["generate"]["steps"] >= 2)
