@@ -51,9 +51,10 @@ void showSnapshot(AppState& state) {
 void takeBundleResult(AppState& state) {
   GenerateState& g = state.generate;
   if (!g.writer) return;
-  if (std::shared_ptr<const std::string> error = g.writer->poll()) {
-    g.bundle_error = *error;
-    showToast(state, error->empty() ? "wrote generation bundle " + g.last_bundle : *error, !error->empty());
+  if (std::shared_ptr<const BundleWritten> written = g.writer->poll()) {
+    g.bundle_error = written->error;
+    showToast(state, written->error.empty() ? "wrote generation bundle " + written->dir : written->error,
+              !written->error.empty());
   }
 }
 
@@ -118,14 +119,14 @@ void requestGenerationBundle(AppState& state) {
   if (!generationShown(state)) return;
   if (!g.writer)
     g.writer = std::make_unique<BundleWriter>(
-        [](BundleWrite& write, const BundleWriter::Job&) -> std::string {
+        [](BundleWrite& write, const BundleWriter::Job&) -> BundleWritten {
           try {
             const GenerationSnapshot& s = *write.generation;
             writeGenerationBundle(write.dir, {s.view.get(), s.tokens, s.prompt_length, s.steps, s.generated_text});
           } catch (const std::exception& e) {
-            return e.what();
+            return {write.dir, e.what()};
           }
-          return "";
+          return {write.dir, ""};
         },
         JobOptions{JobPolicy::Queue, 0, -1.0});
   g.last_bundle = freshFolderName(exportFolder(state.settings), "generation");

@@ -38,7 +38,10 @@ struct BundleWrite {
   std::string dir;
   std::shared_ptr<const GenerationSnapshot> generation;
 };
-using BundleWriter = LatestJobWorker<BundleWrite, std::string>;  // result: "" or the error
+struct BundleWritten {
+  std::string dir, error;  // error: "" when written
+};
+using BundleWriter = LatestJobWorker<BundleWrite, BundleWritten>;
 
 struct GenerateState {
   GenerateControls controls;
