@@ -5,6 +5,7 @@ its rank when sampling picked another); Ctrl+S writes the generation as an atten
 that `attnscope export` reads back equal to `attnscope model generate` of the same prompt;
 Stop, and editing the text box, halt a long generation on a random Hugging Face folder."""
 import glob
+import json
 import os
 import subprocess
 import sys
@@ -32,17 +33,16 @@ def generated(state):
 class GenerateGuiTest(g.AppTestCase):
     SCRATCH = "generate-gui-"
 
-    def set_tokens(self, window, log, state, count):
-        """Types n into the Generate section's token count."""
+    def set_tokens(self, window, log, state, count, field="tokens", key="max_tokens"):
+        """Types count into the Generate section's token count (or another number field)."""
+        time.sleep(0.3)  # the section's layout settles a frame after a change above it
         n = line_count(log)
-        x, y, w, h = state["rects"]["generate_tokens"]
-        self.x.xdotool("mousemove", "--window", window, int(x + 20), int(y + h / 2))
-        self.x.xdotool("click", 1)
+        self.click(window, g.read_state_log(log)[-1]["rects"]["generate_" + field], dx=20)
         time.sleep(0.2)
         self.press(window, "ctrl+a")
         self.x.xdotool("type", "--delay", "60", str(count))
         self.x.xdotool("mousemove", "--window", window, 120, 6)
-        return wait_after(log, n, lambda s: s["generate"]["max_tokens"] == count)
+        return wait_after(log, n, lambda s: s["generate"][key] == count)
 
     def generate(self, window, log, state, until):
         n = line_count(log)
@@ -130,11 +130,22 @@ class GenerateGuiTest(g.AppTestCase):
                                              model_text=PROMPT)
         state = self.set_tokens(window, log, state, 12)
         state = self.click_until(window, log, state["rects"]["generate_greedy"], lambda s: not s["generate"]["greedy"])
+        state = self.set_tokens(window, log, state, 5, field="seed", key="seed")  # its 12th token is not the top one
         state = self.generate(window, log, state, generated)
         p, last = state["predictions"], state["generate"]["last"]
         self.assertTrue(p["chosen"])
-        self.assertEqual((p["actual"], p["actual_rank"]), (last["token"], last["rank"]))
-        self.assertEqual(p["actual_is_top"], last["rank"] == 1)
+        self.assertEqual((p["actual"], p["actual_rank"], p["actual_is_top"]), (last["token"], last["rank"], False))
+        self.assertGreater(last["rank"], 1)
+        # The same draw as `attnscope model generate --temperature 1 --seed 5`.
+        reference = os.path.join(self.dir, "sampled")
+        subprocess.run([g.BIN, "model", "generate", os.path.join(REPO, "assets", "models", "python-code"), "--text",
+                        PROMPT, "--tokens", "12", "--temperature", "1", "--seed", "5", "--out", reference],
+                       capture_output=True, text=True, timeout=60, check=True)
+        with open(os.path.join(reference, "generated.txt")) as f:
+            self.assertEqual(state["generate"]["text"], f.read())
+        with open(os.path.join(reference, "steps.json")) as f:
+            self.assertEqual(json.load(f)[-1]["rank"], last["rank"])
+        self.screenshot(window, "sampled.png")
 
     def test_follow_keeps_the_newest_row_in_a_zoomed_focus_view(self):
         app, log, window, state = self.start("follow", ready=g.model_settled, source="model", model="python-code",

@@ -144,6 +144,7 @@ void generateToJson(const AppState& state, nlohmann::json& line) {
   const GenerateState& g = state.generate;
   nlohmann::json j = {{"running", g.running}, {"shown", g.shown}, {"job", g.job}, {"stopped_by", g.stopped_by},
                       {"max_tokens", g.controls.tokens}, {"greedy", g.controls.greedy}, {"window", g.controls.recent_window},
+                      {"seed", g.controls.seed}, {"temperature", g.controls.temperature},
                       {"follow", g.controls.follow}, {"bundle", g.last_bundle}, {"bundle_error", g.bundle_error},
                       {"bundle_writing", g.writer && g.writer->busy()}};
   const GenerationSnapshot* s = g.snapshot.get();

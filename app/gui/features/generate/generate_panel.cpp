@@ -13,18 +13,20 @@ namespace {
 
 const ImVec4 kGenerated(0.45f, 0.9f, 0.5f, 1.0f);
 
+// Labels end in ##generate: the sandbox's own "seed" and "temperature" share the window.
 void drawSamplingControls(AppState& state) {
   GenerateControls& c = state.generate.controls;
-  ImGui::Checkbox("greedy", &c.greedy);
+  ImGui::Checkbox("greedy##generate", &c.greedy);
   recordLayout(state, "generate_greedy");
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("always the most likely token; off: sample (temperature, top-k, top-p, seed)");
   if (c.greedy) return;
-  ImGui::SliderFloat("temperature", &c.temperature, 0.05f, 2.0f, "%.2f", ImGuiSliderFlags_AlwaysClamp);
-  ImGui::InputInt("top-k (0 = all)", &c.top_k);
+  ImGui::SliderFloat("temperature##generate", &c.temperature, 0.05f, 2.0f, "%.2f", ImGuiSliderFlags_AlwaysClamp);
+  ImGui::InputInt("top-k (0 = all)##generate", &c.top_k);
   c.top_k = std::max(0, c.top_k);
-  ImGui::SliderFloat("top-p", &c.top_p, 0.05f, 1.0f, "%.2f", ImGuiSliderFlags_AlwaysClamp);
-  ImGui::InputInt("seed", &c.seed);
+  ImGui::SliderFloat("top-p##generate", &c.top_p, 0.05f, 1.0f, "%.2f", ImGuiSliderFlags_AlwaysClamp);
+  ImGui::InputInt("seed##generate", &c.seed);
   c.seed = std::max(0, c.seed);
+  recordLayout(state, "generate_seed");
 }
 
 void drawButtons(AppState& state) {
@@ -35,11 +37,11 @@ void drawButtons(AppState& state) {
   recordLayout(state, "generate_button");
   ImGui::SameLine();
   ImGui::BeginDisabled(!g.running);
-  if (ImGui::Button("Stop")) stopGeneration(state, "stop button");
+  if (ImGui::Button("Stop##generate")) stopGeneration(state, "stop button");
   ImGui::EndDisabled();
   recordLayout(state, "generate_stop");
   ImGui::SameLine();
-  ImGui::Checkbox("Follow", &g.controls.follow);
+  ImGui::Checkbox("Follow##generate", &g.controls.follow);
   recordLayout(state, "generate_follow");
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("a zoomed focus view keeps the newest row in view");
 }
@@ -104,11 +106,11 @@ void drawGenerateSection(AppState& state) {
   sectionHeader("Generate");
   GenerateControls& c = state.generate.controls;
   const GenerateControls before = c;
-  ImGui::InputInt("tokens", &c.tokens);
+  ImGui::InputInt("tokens##generate", &c.tokens);
   c.tokens = std::clamp(c.tokens, 1, 4096);
   recordLayout(state, "generate_tokens");
   drawSamplingControls(state);
-  ImGui::InputInt("last W", &c.recent_window);
+  ImGui::InputInt("last W##generate", &c.recent_window);
   c.recent_window = std::clamp(c.recent_window, 1, 4096);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("the plots and the head table's 'gen last W': mass on the last W tokens");
   drawButtons(state);
