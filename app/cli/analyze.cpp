@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "analysis/generation_mass.h"
 #include "analysis/head_clusters.h"
 #include "analysis/head_metrics.h"
 #include "analysis/head_table.h"
@@ -40,6 +41,7 @@ struct AnalyzeFlags {
   bool json = false;
   std::optional<std::string> sort;  // METRIC or METRIC:asc
   double min_correlation = 0.5;
+  int64_t recent = kDefaultRecentWindow;  // W of the gen_recent_mass column
   bool rollout = false;
   bool flow = false;
   std::string out;
@@ -164,6 +166,7 @@ void printJson(const std::vector<HeadMetrics>& rows, const std::vector<size_t>& 
     const HeadMetrics& m = rows[k];
     nlohmann::ordered_json object = {{"layer", m.layer}, {"head", m.head}, {"batch", m.batch}};
     for (const MetricInfo& info : headMetricInfos()) {
+      if (isGenerationMetric(info) && view.first_generated < 0) continue;  // only over a generation
       const double value = m.*info.field;
       object[info.name] = std::isnan(value) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(value);
     }
@@ -184,13 +187,16 @@ void printTable(const Analyzed& source, const std::vector<HeadMetrics>& rows, co
             << (source.dropout_applied ? "; probabilities after dropout" : "") << "\n\n";
 
   std::vector<std::string> headings = {"layer", "head", "batch"};
-  for (const MetricInfo& info : headMetricInfos()) headings.push_back(info.heading);
+  const bool generation = view.first_generated >= 0;  // the gen_* columns: only over a generation
+  for (const MetricInfo& info : headMetricInfos())
+    if (generation || !isGenerationMetric(info)) headings.push_back(info.heading);
   headings.push_back("group");
   std::vector<std::vector<std::string>> cells;
   for (size_t k : order) {
     const HeadMetrics& m = rows[k];
     std::vector<std::string> line = {std::to_string(m.layer), std::to_string(m.head), std::to_string(m.batch)};
-    for (const MetricInfo& info : headMetricInfos()) line.push_back(formatMetric(m.*info.field));
+    for (const MetricInfo& info : headMetricInfos())
+      if (generation || !isGenerationMetric(info)) line.push_back(formatMetric(m.*info.field));
     line.push_back(std::to_string(clusters[m.batch].group[m.layer * view.H + m.head]));
     cells.push_back(line);
   }
@@ -268,7 +274,7 @@ int analyze(const AnalyzeFlags& flags) {
   if ((flags.rollout || flags.flow) && view.tiled)
     throw InputError("--rollout / --flow need the full maps; this run is measured in tiles (L=" +
                      std::to_string(view.mapL()) + ", S=" + std::to_string(view.mapS()) + ", H=" + std::to_string(view.H) + ")");
-  const HeadTable table = headTableOf(view, flags.min_correlation);
+  const HeadTable table = headTableOf(view, flags.min_correlation, flags.recent);
   const std::vector<HeadMetrics>& rows = table.metrics;
   const std::vector<HeadClusters>& clusters = table.clusters;
   std::vector<size_t> order(rows.size());
@@ -295,6 +301,8 @@ int runAnalyzeCommand(int argc, char** argv) {
   app.add_option("--text", flags.text, "run the trained model folder given as MODEL (instead of BUNDLE) on this text");
   app.add_flag("--json", flags.json, "print one JSON array of objects (one per layer, head, batch item) on stdout");
   app.add_option("--sort", flags.sort, "order rows by a metric, largest first (METRIC:asc for smallest first)");
+  app.add_option("--recent", flags.recent,
+                 "a generation bundle: W of the gen_recent_mass column (mass on the last W tokens, default 8)");
   app.add_option("--min-correlation", flags.min_correlation,
                  "group heads whose maps correlate at least this much (Pearson r, default 0.5)");
   app.add_flag("--rollout", flags.rollout, "write attention rollout [layers, B, L, L] to OUT/rollout.npy");
@@ -303,7 +311,8 @@ int runAnalyzeCommand(int argc, char** argv) {
   app.footer(
       "Metrics are means over the query rows that are not fully masked (null / '-' when there is none).\n"
       "JSON fields: layer, head, batch, entropy_bits, max_prob, mean_distance, sink_mass, diag_mass,\n"
-      "prev_mass, effective_keys, induction, cluster. Run options as in `attnscope compute`;\n"
+      "prev_mass, effective_keys, induction, cluster; a generation bundle (tokens.txt with the `generated`\n"
+      "column) also gen_sink_mass and gen_recent_mass (--recent W). Run options as in `attnscope compute`;\n"
       "MODEL --text TEXT analyzes every layer of a trained model folder (see `attnscope model run`).\n"
       "Exit status: 0 ok, 1 bad input (one line on stderr naming the file), 2 usage error.\n"
       "Example: attnscope analyze --demo --heads 4 --mask causal --json");
@@ -316,6 +325,7 @@ int runAnalyzeCommand(int argc, char** argv) {
     }
     checkRunFlags(flags.run);
     if (flags.sort) parseSort(*flags.sort);
+    if (flags.recent < 1) throw UsageError("--recent: W must be at least 1, got " + std::to_string(flags.recent));
     if (!(flags.min_correlation >= -1.0 && flags.min_correlation <= 1.0))
       throw UsageError("--min-correlation: r must be in [-1, 1], got " + formatNumber(flags.min_correlation));
     if ((flags.rollout || flags.flow) && flags.out.empty()) throw UsageError("--rollout and --flow need --out DIR");

@@ -39,50 +39,13 @@ SamplingSettings samplingOf(const GenerateFlags& f) {
   return s;
 }
 
-// A token's text as typed: labels turn the marks back into a space, newline and tab.
-std::string hfTokenText(const HfModel& model, int64_t id) {
-  if (!model.tokenizer) return "#" + std::to_string(id);
-  std::string text = model.tokenizer->label(id);
-  for (auto [mark, plain] : {std::pair{kSpaceMark, " "}, {kNewlineMark, "\n"}, {kTabMark, "\t"}})
-    for (size_t at = text.find(mark); at != std::string::npos; at = text.find(mark, at + 1))
-      text.replace(at, std::string(mark).size(), plain);
-  return text;
-}
-
-// config.json's eos_token_id (a number or a list), else the tokenizer's end-of-sequence token.
-std::vector<int64_t> hfEos(const HfModel& model) {
-  std::vector<int64_t> eos;
-  const nlohmann::json config = nlohmann::json::parse(readSmallFile(model.config.config_path, 64u << 20, "config.json"),
-                                                      nullptr, false);
-  if (config.is_object() && config.contains("eos_token_id")) {
-    const nlohmann::json& e = config["eos_token_id"];
-    if (e.is_number_integer()) eos.push_back(e.get<int64_t>());
-    if (e.is_array())
-      for (const nlohmann::json& id : e)
-        if (id.is_number_integer()) eos.push_back(id.get<int64_t>());
-  }
-  if (eos.empty() && model.tokenizer && model.tokenizer->eosId()) eos.push_back(*model.tokenizer->eosId());
-  return eos;
-}
-
+// The runner lives as long as the functions that hold it (causalModelOf keeps a reference).
 Loaded loadHf(const std::string& folder) {
   auto hf = std::make_shared<const HfModel>(loadHfModel(folder));
-  if (!hf->config.family->causal)
-    throw InputError(folder + ": " + hf->config.model_type + " is an encoder: generation needs a causal model");
-  if (hf->lm_head.empty()) throw InputError(folder + ": no language-model head to generate with");
   auto runner = std::make_shared<HfRunner>(hf);
   Loaded p;
-  p.model.run = [runner](const ModelTokens& tokens) -> const ModelRun& { return runner->run(tokens); };
-  p.model.append = [hf](ModelTokens& tokens, int64_t id) {
-    const ModelTokens one = hfTokensFromIds(*hf, {id});
-    tokens.ids.push_back(id);
-    tokens.text.push_back(one.text[0]);
-    tokens.label.push_back(one.label[0]);
-    tokens.unknown.push_back(one.unknown[0]);
-  };
-  p.model.label = [hf](int64_t id) { return hfTokenLabel(*hf, id); };
-  p.model.context = hf->context();
-  p.model.eos = hfEos(*hf);
+  p.model = causalModelOf(*runner);
+  p.model.run = [runner, run = p.model.run](const ModelTokens& tokens) -> const ModelRun& { return run(tokens); };
   p.name = hf->name() + " (" + hf->config.model_type + ")";
   p.vocab = hf->config.vocab;
   p.text = [hf](int64_t id) { return hfTokenText(*hf, id); };
@@ -97,15 +60,8 @@ Loaded loadOwn(const std::string& folder) {
   auto model = std::make_shared<const Model>(loadModel(folder));
   auto runner = std::make_shared<ModelRunner>(model);
   Loaded p;
-  p.model.run = [runner](const ModelTokens& tokens) -> const ModelRun& { return runner->runTokens(tokens); };
-  p.model.append = [model](ModelTokens& tokens, int64_t id) {
-    tokens.ids.push_back(id);
-    tokens.text.push_back(model->vocab.at(id));
-    tokens.label.push_back(tokenLabel(*model, id));
-    tokens.unknown.push_back(0);
-  };
-  p.model.label = [model](int64_t id) { return tokenLabel(*model, id); };
-  p.model.context = model->config.max_len;
+  p.model = causalModelOf(*runner);
+  p.model.run = [runner, run = p.model.run](const ModelTokens& tokens) -> const ModelRun& { return run(tokens); };
   p.name = model->config.name;
   p.vocab = model->config.vocab_size;
   p.text = [model](int64_t id) { return model->vocab.at(id); };
@@ -114,25 +70,14 @@ Loaded loadOwn(const std::string& folder) {
     if (tokens.ids.empty()) throw InputError("the prompt is empty: give at least one character");
     return tokens;
   };
-  p.from_ids = [p](const std::vector<int64_t>& ids) {
+  p.from_ids = [append = p.model.append](const std::vector<int64_t>& ids) {
     ModelTokens tokens;
-    for (int64_t id : ids) p.model.append(tokens, id);
+    for (int64_t id : ids) append(tokens, id);
     return tokens;
   };
   p.reset = [runner] { runner->reset(); };
   p.lens = [runner](const ModelTokens& tokens) { return lensOfTokens(*runner, tokens); };
   return p;
-}
-
-nlohmann::json stepsJson(const Generation& g) {
-  nlohmann::json steps = nlohmann::json::array();
-  for (const GenerationStep& s : g.steps) {
-    nlohmann::json top = nlohmann::json::array();
-    for (const Prediction& p : s.top) top.push_back({p.id, p.label, p.prob});
-    steps.push_back({{"position", s.position}, {"id", s.id}, {"token", s.token}, {"prob", s.prob},
-                     {"rank", s.rank}, {"top", top}, {"ms", s.ms}});
-  }
-  return steps;
 }
 
 }  // namespace
@@ -189,7 +134,7 @@ int modelGenerate(const GenerateFlags& flags) {
       {"generated.txt", [&](const std::string& path) { writeFileAtomic(path, generated); }},
       {"tokens.txt", [&](const std::string& path) { writeFileAtomic(path, tokensText(g.run.tokens, P)); }},
       {"attentions.npy", [&](const std::string& path) { writeNpy(path, g.attentions); }},
-      {"steps.json", [&](const std::string& path) { writeFileAtomic(path, stepsJson(g).dump(1) + "\n"); }}};
+      {"steps.json", [&](const std::string& path) { writeFileAtomic(path, stepsJson(g.steps).dump(1) + "\n"); }}};
   addLensFiles(lens, files);
   writeOutputFiles(flags.out, "model", files);
   std::cout << "  wrote   generated.txt, tokens.txt, attentions.npy " << shapeToString(g.attentions.shape)

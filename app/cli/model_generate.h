@@ -13,6 +13,7 @@
 
 #include "cli/out_folder.h"
 #include "cli/run_options.h"
+#include "config/generation_bundle.h"
 #include "model/generate.h"
 #include "model/logit_lens.h"
 #include "model/transformer.h"
@@ -49,11 +50,7 @@ struct Loaded {
 Loaded loadCausalModel(const std::string& folder);
 int modelGenerate(const GenerateFlags& flags);
 
-// tokens.txt of `model run` and `model generate`: one line per position,
-// "position<TAB>id<TAB>token" (escaped), a fourth column "unknown" for a token outside the
-// vocabulary, and from first_generated on a fifth column "generated" (the fourth then empty
-// unless unknown). first_generated = L: no generated positions.
-std::string tokensText(const ModelTokens& tokens, int64_t first_generated);
+// tokensText (tokens.txt) and stepsJson: config/generation_bundle.h.
 
 // lens_ids.npy (int64) and lens_probs.npy (float32), [N + 1, L, 5], when the lens is not
 // empty (model run and model generate --lens); the files refer to lens, which must outlive them.

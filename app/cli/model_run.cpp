@@ -128,17 +128,6 @@ int modelRun(const ModelRunFlags& flags) {
 
 }  // namespace
 
-std::string tokensText(const ModelTokens& tokens, int64_t first_generated) {
-  std::string out;
-  for (size_t t = 0; t < tokens.ids.size(); ++t) {
-    out += std::to_string(t) + "\t" + std::to_string(tokens.ids[t]) + "\t" + tokens.label[t];
-    const bool generated = static_cast<int64_t>(t) >= first_generated;
-    if (tokens.unknown[t] || generated) out += tokens.unknown[t] ? "\tunknown" : "\t";
-    out += generated ? "\tgenerated\n" : "\n";
-  }
-  return out;
-}
-
 std::vector<int64_t> parseIds(const std::string& text) {
   std::vector<int64_t> ids;
   size_t at = 0;

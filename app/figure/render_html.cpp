@@ -209,8 +209,10 @@ json kindsJson(const ViewModel& view, const EncodedMaps& encoded, const std::vec
 // The head metrics table of batch item b (as the app's): every metric, NaN as null, and the group.
 json metricsJson(const ViewModel& view, const std::vector<int64_t>& layers, int64_t b) {
   json columns = json::array(), rows = json::array();
+  const bool generation = view.first_generated >= 0;  // the gen_* columns: only over a generation
   for (const MetricInfo& info : headMetricInfos())
-    columns.push_back({{"name", info.name}, {"heading", info.heading}, {"description", info.description}});
+    if (generation || !isGenerationMetric(info))
+      columns.push_back({{"name", info.name}, {"heading", info.heading}, {"description", info.description}});
   if (view.tiled && view.tiled->metric_sums.empty()) return {{"columns", columns}, {"rows", rows}};
   const HeadTable table = headTableOf(view);
   for (size_t index = 0; index < layers.size(); ++index)
@@ -219,6 +221,7 @@ json metricsJson(const ViewModel& view, const std::vector<int64_t>& layers, int6
       const HeadMetrics& metrics = table.row(layer, h, b);
       json values = json::array();
       for (const MetricInfo& info : headMetricInfos()) {
+        if (!generation && isGenerationMetric(info)) continue;
         const double v = metrics.*info.field;
         values.push_back(std::isfinite(v) ? json(v) : json(nullptr));
       }

@@ -62,8 +62,17 @@ const std::vector<MetricInfo>& headMetricInfos() {
        &HeadMetrics::effective_keys},
       {"induction", "induction", "repeated segment: probability on the token after the first occurrence",
        &HeadMetrics::induction},
+      {"gen_sink_mass", "gen sink", "generation: mean over the generated steps of the probability on the first token",
+       &HeadMetrics::gen_sink_mass},
+      {"gen_recent_mass", "gen last W",
+       "generation: mean over the generated steps of the probability on the last W tokens (W = 8 unless set)",
+       &HeadMetrics::gen_recent_mass},
   };
   return infos;
+}
+
+bool isGenerationMetric(const MetricInfo& info) {
+  return info.field == &HeadMetrics::gen_sink_mass || info.field == &HeadMetrics::gen_recent_mass;
 }
 
 const MetricInfo* findHeadMetric(const std::string& name) {

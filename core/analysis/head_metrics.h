@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,10 @@ struct HeadMetrics {
   double prev_mass = 0;       // p[i, i - 1] over rows i >= 1 (0 for i - 1 >= S); NaN when none
   double effective_keys = 0;  // 2^(row entropy in bits), averaged per row
   double induction = 0;       // see inductionScore; NaN without a repeated segment
+  // Over a generation (analysis/generation_mass.h): the means over the generated steps of
+  // p[t, 0] and of the mass on the last W keys; NaN when the maps are no generation.
+  double gen_sink_mass = std::numeric_limits<double>::quiet_NaN();
+  double gen_recent_mass = std::numeric_limits<double>::quiet_NaN();
   int64_t rows = 0;           // query rows in the means (NaN metrics when 0)
 };
 
@@ -32,6 +37,9 @@ struct MetricInfo {
   double HeadMetrics::*field;
 };
 const std::vector<MetricInfo>& headMetricInfos();  // the seven issue metrics, then induction
+// The two columns over a generation (gen_sink_mass, gen_recent_mass): outputs that are not
+// about a generation leave them out.
+bool isGenerationMetric(const MetricInfo& info);
 // nullptr when unknown.
 const MetricInfo* findHeadMetric(const std::string& name);
 

@@ -1,5 +1,7 @@
 #include "analysis/head_table.h"
 
+#include "analysis/generation_mass.h"
+
 #include <algorithm>
 
 namespace attnscope {
@@ -43,7 +45,7 @@ HeadTable tiledHeadTable(const ViewModel& view, double min_correlation) {
 
 }  // namespace
 
-HeadTable headTableOf(const ViewModel& view, double min_correlation) {
+HeadTable headTableOf(const ViewModel& view, double min_correlation, int64_t recent_window) {
   if (view.tiled) return tiledHeadTable(view, min_correlation);
   const MapStack maps = mapStackOf(view);
   HeadTable table;
@@ -51,6 +53,7 @@ HeadTable headTableOf(const ViewModel& view, double min_correlation) {
   table.source_stamp = view.stamp.value();
   table.layers = maps.layers, table.H = maps.H, table.B = maps.B;
   table.metrics = headMetrics(maps);
+  addGenerationMass(view, recent_window, table.metrics);
   table.clusters = clustersPerItem(maps, min_correlation);
   return table;
 }

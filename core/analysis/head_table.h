@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/generation_mass.h"
 #include "analysis/head_clusters.h"
 #include "analysis/head_metrics.h"
 #include "view/view_model.h"
@@ -32,7 +33,9 @@ struct HeadTable {
 
 // A tiled view's table comes from what its overview measured of the real maps
 // (TiledMaps::metric_sums, block_means; InputError when it measured nothing).
-HeadTable headTableOf(const ViewModel& view, double min_correlation = 0.5);
+// A generation's view (first_generated >= 0) also gets the gen_* columns, over the last
+// recent_window keys (analysis/generation_mass.h).
+HeadTable headTableOf(const ViewModel& view, double min_correlation = 0.5, int64_t recent_window = kDefaultRecentWindow);
 
 // What a tiled overview measures for the head table, as headTableOf measures a full view:
 // every metric, block means of kClusterPoolSide for the groups, and the induction keys of

@@ -31,6 +31,30 @@ std::vector<std::string> readLabelFile(const fs::path& path, int64_t expected, c
   return labels;
 }
 
+// tokens.txt as `model run` / `model generate` write it: every line
+// `position<TAB>id<TAB>token[<TAB>unknown[<TAB>generated]]` with position = its line index.
+// Then the labels are the third column and *first_generated the first line marked
+// `generated` (-1 when none); otherwise the lines are the labels, unchanged.
+std::vector<std::string> modelRunLabels(std::vector<std::string> lines, int64_t* first_generated) {
+  std::vector<std::string> labels;
+  int64_t first = -1;
+  for (size_t t = 0; t < lines.size(); ++t) {
+    const std::string& line = lines[t];
+    const std::string index = std::to_string(t) + "\t";
+    const size_t id_end = line.find('\t', index.size());
+    if (line.compare(0, index.size(), index) != 0 || id_end == std::string::npos || id_end == index.size() ||
+        line.find_first_not_of("0123456789", index.size()) != id_end)
+      return lines;
+    const size_t label_end = line.find('\t', id_end + 1);
+    labels.push_back(line.substr(id_end + 1, label_end == std::string::npos ? std::string::npos : label_end - id_end - 1));
+    if (first < 0 && label_end != std::string::npos && line.size() >= 10 &&
+        line.compare(line.size() - 10, 10, "\tgenerated") == 0)
+      first = static_cast<int64_t>(t);
+  }
+  *first_generated = first;
+  return labels;
+}
+
 // Refuses a wrong rank, an empty axis, or maps too large for memory, before reading data.
 void checkMapsShape(const std::string& file, const Shape& shape) {
   if (shape.size() != 4 && shape.size() != 5)
@@ -62,9 +86,12 @@ void readTokens(const fs::path& root, int64_t B, int64_t L, int64_t S, const std
     return;
   }
   if (present(root / "tokens.txt"))
-    imported.query_tokens = {readLabelFile(root / "tokens.txt", L, maps_name + " has L =")};
+    imported.query_tokens = {modelRunLabels(readLabelFile(root / "tokens.txt", L, maps_name + " has L ="),
+                                            &imported.first_generated)};
   if (present(root / "key_tokens.txt"))
     imported.key_tokens = {readLabelFile(root / "key_tokens.txt", S, maps_name + " has S =")};
+  else if (S == L)
+    imported.key_tokens = imported.query_tokens;
 }
 
 // FILE [B, n] of 0 and 1 (bool, integer or float): 1 = a real token, 0 = padding.

@@ -150,6 +150,9 @@ ViewModel viewFromRun(const ModelRun& run, const LogitLens& lens, const std::fun
       p.actual = run.tokens.label[t + 1];
       p.actual_prob = probs[next];
       p.actual_is_top = !run.tokens.unknown[t + 1] && top.front() == next;
+      p.actual_rank = 1;  // as GenerationStep::rank: ties go to the smaller id
+      for (size_t j = 0; j < probs.size(); ++j)
+        if (probs[j] > probs[next] || (probs[j] == probs[next] && static_cast<int64_t>(j) < next)) ++p.actual_rank;
     }
   }
   return view;
@@ -227,6 +230,20 @@ ViewModel FolderModelRunner::view(const std::string& text, TextSize* size) {
   ViewModel view = viewFromModelRun(own_->model(), own_->runTokens(std::move(tokens)));
   view.lens.off_reason = off;
   return view;
+}
+
+ModelTokens FolderModelRunner::tokenize(const std::string& text) const {
+  return hf_ ? tokenizeHf(hf_->model(), text) : tokenizeForModel(own_->model(), text);
+}
+
+CausalModel FolderModelRunner::causalModel() { return hf_ ? causalModelOf(*hf_) : causalModelOf(*own_); }
+
+ViewModel FolderModelRunner::viewOf(const ModelRun& run) const {
+  return hf_ ? viewFromHfRun(hf_->model(), run) : viewFromModelRun(own_->model(), run);
+}
+
+std::string FolderModelRunner::tokenText(int64_t id) const {
+  return hf_ ? hfTokenText(hf_->model(), id) : own_->model().vocab.at(id);
 }
 
 ViewModel viewOfModelFolder(const std::string& folder, const std::string& text) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/settings.h"
+#include "model/generate.h"
 #include "model/hf_model.h"
 #include "model/logit_lens.h"
 #include "model/transformer.h"
@@ -75,6 +76,13 @@ class FolderModelRunner {
   };
   // viewFromModelRun / viewFromHfRun of one run; fills *size first when given.
   ViewModel view(const std::string& text, TextSize* size = nullptr);
+  // Generation (model/generate.h) on this folder's runner: the text's tokens, the causal
+  // model (InputError for an encoder), each run's view (viewFromModelRun / viewFromHfRun)
+  // and a token's text as typed.
+  ModelTokens tokenize(const std::string& text) const;
+  CausalModel causalModel();
+  ViewModel viewOf(const ModelRun& run) const;
+  std::string tokenText(int64_t id) const;
   const std::string& folder() const { return folder_; }
   int64_t heads() const { return heads_; }  // query heads H
   int64_t width() const { return width_; }  // d_model / hidden_size

@@ -5,6 +5,11 @@
 #include <cmath>
 #include <numeric>
 
+#include <nlohmann/json.hpp>
+
+#include "tensor/text_file.h"
+#include "tokenizer/tokenizer.h"
+
 namespace attnscope {
 namespace {
 
@@ -94,7 +99,8 @@ int64_t TokenSampler::pick(const float* logits, int64_t V) {
 }
 
 Generation generate(const CausalModel& model, const ModelTokens& prompt, int64_t max_new,
-                    const SamplingSettings& sampling, const std::function<void(const GenerationStep&)>& on_step) {
+                    const SamplingSettings& sampling, const std::function<void(const GenerationStep&)>& on_step,
+                    const std::function<bool(const ModelRun&)>& on_run) {
   const int64_t P = static_cast<int64_t>(prompt.ids.size());
   if (P >= model.context)
     throw InputError("the prompt has " + std::to_string(P) + " tokens and the model's context is " +
@@ -109,7 +115,9 @@ Generation generate(const CausalModel& model, const ModelTokens& prompt, int64_t
   const ModelRun* run = &model.run(tokens);
   double run_ms = msSince(start);
   rows.add(*run);
-  for (int64_t step = 0; step < max_new; ++step) {
+  const auto go_on = [&] { return !on_run || on_run(*run); };
+  if (!go_on()) g.stop = "stopped";
+  for (int64_t step = 0; step < max_new && g.stop != "stopped"; ++step) {
     const int64_t L = static_cast<int64_t>(tokens.ids.size());
     if (L >= model.context) {
       g.stop = "context";
@@ -130,14 +138,75 @@ Generation generate(const CausalModel& model, const ModelTokens& prompt, int64_t
     rows.add(*run);
     if (std::find(model.eos.begin(), model.eos.end(), id) != model.eos.end()) {
       g.stop = "eos";
+      go_on();  // the last run is still seen
       break;
     }
+    if (!go_on()) g.stop = step + 1 < max_new ? "stopped" : g.stop;
   }
   g.run.tokens = run->tokens;
   g.run.logits = run->logits;
   g.run.first_computed = run->first_computed;
   g.attentions = rows.stack();
   return g;
+}
+
+std::string hfTokenText(const HfModel& model, int64_t id) {
+  if (!model.tokenizer) return "#" + std::to_string(id);
+  std::string text = model.tokenizer->label(id);
+  for (auto [mark, plain] : {std::pair{kSpaceMark, " "}, {kNewlineMark, "\n"}, {kTabMark, "\t"}})
+    for (size_t at = text.find(mark); at != std::string::npos; at = text.find(mark, at + 1))
+      text.replace(at, std::string(mark).size(), plain);
+  return text;
+}
+
+std::vector<int64_t> hfEosIds(const HfModel& model) {
+  std::vector<int64_t> eos;
+  const nlohmann::json config = nlohmann::json::parse(readSmallFile(model.config.config_path, 64u << 20, "config.json"),
+                                                      nullptr, false);
+  if (config.is_object() && config.contains("eos_token_id")) {
+    const nlohmann::json& e = config["eos_token_id"];
+    if (e.is_number_integer()) eos.push_back(e.get<int64_t>());
+    if (e.is_array())
+      for (const nlohmann::json& id : e)
+        if (id.is_number_integer()) eos.push_back(id.get<int64_t>());
+  }
+  if (eos.empty() && model.tokenizer && model.tokenizer->eosId()) eos.push_back(*model.tokenizer->eosId());
+  return eos;
+}
+
+CausalModel causalModelOf(HfRunner& runner) {
+  const HfModel& hf = runner.model();
+  if (!hf.config.family->causal)
+    throw InputError(hf.folder + ": " + hf.config.model_type + " is an encoder: generation needs a causal model");
+  if (hf.lm_head.empty()) throw InputError(hf.folder + ": no language-model head to generate with");
+  CausalModel m;
+  m.run = [&runner](const ModelTokens& tokens) -> const ModelRun& { return runner.run(tokens); };
+  m.append = [&hf](ModelTokens& tokens, int64_t id) {
+    const ModelTokens one = hfTokensFromIds(hf, {id});
+    tokens.ids.push_back(id);
+    tokens.text.push_back(one.text[0]);
+    tokens.label.push_back(one.label[0]);
+    tokens.unknown.push_back(one.unknown[0]);
+  };
+  m.label = [&hf](int64_t id) { return hfTokenLabel(hf, id); };
+  m.context = hf.context();
+  m.eos = hfEosIds(hf);
+  return m;
+}
+
+CausalModel causalModelOf(ModelRunner& runner) {
+  const Model& model = runner.model();
+  CausalModel m;
+  m.run = [&runner](const ModelTokens& tokens) -> const ModelRun& { return runner.runTokens(tokens); };
+  m.append = [&model](ModelTokens& tokens, int64_t id) {
+    tokens.ids.push_back(id);
+    tokens.text.push_back(model.vocab.at(id));
+    tokens.label.push_back(tokenLabel(model, id));
+    tokens.unknown.push_back(0);
+  };
+  m.label = [&model](int64_t id) { return tokenLabel(model, id); };
+  m.context = model.config.max_len;
+  return m;
 }
 
 }  // namespace attnscope

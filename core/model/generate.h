@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "model/hf_model.h"
 #include "model/transformer.h"
 
 namespace attnscope {
@@ -61,15 +62,27 @@ struct Generation {
   ModelRun run;                  // the final run's tokens and logits (no layers: see attentions)
   int64_t prompt_length = 0;
   std::vector<GenerationStep> steps;
-  std::string stop;              // "tokens", "eos" or "context"
+  std::string stop;              // "tokens", "eos", "context" or "stopped" (on_run said so)
   // [n_layers, 1, H, L, L]: row t as the run that first computed position t gave it (the
   // prompt's rows from the first run, each generated token's row from the step after it).
   Tensor attentions;
 };
 
 // Generates up to max_new tokens after the prompt. InputError when the prompt already fills
-// the context. on_step (may be empty) sees each step as it is chosen.
+// the context. on_step (may be empty) sees each step as it is chosen; on_run (may be empty)
+// sees every run (the prompt's, then one per step, the sequence so far) and returns false to
+// stop there (stop "stopped": the app's Stop button).
 Generation generate(const CausalModel& model, const ModelTokens& prompt, int64_t max_new,
-                    const SamplingSettings& sampling, const std::function<void(const GenerationStep&)>& on_step);
+                    const SamplingSettings& sampling, const std::function<void(const GenerationStep&)>& on_step,
+                    const std::function<bool(const ModelRun&)>& on_run = {});
+
+// A Hugging Face token's text as typed: the labels' marks back to a space, newline and tab.
+std::string hfTokenText(const HfModel& model, int64_t id);
+// config.json's eos_token_id (a number or a list), else the tokenizer's end-of-sequence token.
+std::vector<int64_t> hfEosIds(const HfModel& model);
+// The causal model behind a runner of either kind (the runner must outlive it). InputError
+// naming the folder for an encoder or a folder without a language-model head.
+CausalModel causalModelOf(HfRunner& runner);
+CausalModel causalModelOf(ModelRunner& runner);
 
 }  // namespace attnscope

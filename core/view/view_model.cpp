@@ -428,6 +428,7 @@ ViewModel viewFromImported(ImportedMaps imported) {
   attachImportedMask(view, std::move(imported.allowed), origin);
   view.model = std::move(imported.model);
   view.notes = std::move(imported.notes);
+  view.first_generated = imported.first_generated;
   summarize(view);
   warnNonDistributions(view, origin);
   return view;

@@ -84,6 +84,7 @@ struct NextTokenPredictions {
   std::string actual;           // the character at position + 1 as a label; "" at the last position
   double actual_prob = 0.0;     // the model's probability for it (0 at the last position)
   bool actual_is_top = false;   // the top guess is the actual next character
+  int64_t actual_rank = 0;      // its rank among all tokens (1 = the top guess); 0 at the last position
 };
 
 // The logit lens of a model run (model/logit_lens.h), labelled: for layer l (0 = the
@@ -198,6 +199,9 @@ struct ViewModel {
   std::vector<HeadNote> notable_heads;                 // from training.json, best score first
   int64_t unknown_tokens = 0;                          // characters outside the vocabulary (unk id)
   int64_t context = 0;                                 // the model's max_len (tokens)
+  // A generation (the app's Generate control, a generation bundle): positions from here on
+  // were generated (the prompt's length); -1 = none.
+  int64_t first_generated = -1;
   // The run computed rows [first_computed, L); rows before it were kept from the run before
   // (a causal model's cache, model/transformer.h ModelRun). 0 = every row.
   int64_t first_computed = 0;
@@ -273,6 +277,7 @@ struct ImportedMaps {
   std::vector<std::string> layer_names;                // [layers] or empty
   std::string model, notes;
   std::string origin;  // file the maps came from, named in warnings ("bundle/attentions.npy")
+  int64_t first_generated = -1;  // a generation bundle (tokens.txt's `generated` column): its first generated position
 };
 // Rows that are not probability distributions (a negative value, or a sum off 1 by more
 // than 1e-3) are kept and counted in one warning line. Throws InputError on shapes that

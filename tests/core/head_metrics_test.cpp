@@ -94,7 +94,8 @@ TEST(HeadMetrics, HandComputedCases) {
 
 TEST(HeadMetrics, RegistryNamesTheContractFieldsInOrder) {
   const std::vector<std::string> expected = {"entropy_bits", "max_prob", "mean_distance", "sink_mass",
-                                             "diag_mass", "prev_mass", "effective_keys", "induction"};
+                                             "diag_mass", "prev_mass", "effective_keys", "induction",
+                                             "gen_sink_mass", "gen_recent_mass"};
   ASSERT_EQ(headMetricInfos().size(), expected.size());
   HeadMetrics m;
   m.entropy_bits = 1;
@@ -105,6 +106,8 @@ TEST(HeadMetrics, RegistryNamesTheContractFieldsInOrder) {
   m.prev_mass = 6;
   m.effective_keys = 7;
   m.induction = 8;
+  m.gen_sink_mass = 9;
+  m.gen_recent_mass = 10;
   for (size_t k = 0; k < expected.size(); ++k) {
     EXPECT_EQ(expected[k], headMetricInfos()[k].name);
     EXPECT_EQ(static_cast<double>(k + 1), m.*headMetricInfos()[k].field) << expected[k];
@@ -380,7 +383,9 @@ TEST(HeadMetrics, AgainstFloat64ReferenceOnRandomMaps) {
           EXPECT_EQ(r.rows, m.rows);
           for (size_t k = 0; k < headMetricInfos().size(); ++k) {
             const double actual = m.*headMetricInfos()[k].field;
-            if (std::isnan(r.values[k])) {
+            if (isGenerationMetric(headMetricInfos()[k])) {  // maps that are no generation: none
+              EXPECT_TRUE(std::isnan(actual)) << headMetricInfos()[k].name;
+            } else if (std::isnan(r.values[k])) {
               EXPECT_TRUE(std::isnan(actual)) << headMetricInfos()[k].name << " layer " << layer << " head " << h;
             } else {
               EXPECT_NEAR(r.values[k], actual, 1e-9 * (1 + std::fabs(r.values[k])))
@@ -424,8 +429,12 @@ TEST(HeadMetrics, FromAnAttentionTrace) {
     const ReferenceMetrics r = referenceMetrics(map, L, L, &trace.fully_masked.data[m.batch * L], nullptr);
     EXPECT_EQ(m.batch == 0 ? L : 0, m.rows);
     EXPECT_EQ(r.rows, m.rows);
-    for (size_t k = 0; k + 1 < headMetricInfos().size(); ++k) {
+    for (size_t k = 0; k < headMetricInfos().size(); ++k) {
       const double actual = m.*headMetricInfos()[k].field;
+      if (headMetricInfos()[k].field == &HeadMetrics::induction || isGenerationMetric(headMetricInfos()[k])) {
+        EXPECT_TRUE(std::isnan(actual)) << headMetricInfos()[k].name;  // no tokens, no generation
+        continue;
+      }
       if (m.batch == 1) EXPECT_TRUE(std::isnan(actual)) << headMetricInfos()[k].name;
       else EXPECT_NEAR(r.values[k], actual, 1e-9) << headMetricInfos()[k].name;
     }

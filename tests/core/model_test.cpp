@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/cache_footprint.h"
 #include "config/model_source.h"
 #include "config/run.h"
 #include "model/logit_lens.h"
@@ -328,6 +329,60 @@ TEST(ModelSource, TextForModel) {
   EXPECT_EQ(settingsForModel(typed, "/m/reverse-digits/").model_text, "my own text");
   EXPECT_EQ(settingsForModel(Settings(), "/m/reverse-digits/").model_text, sampleText("reverse-digits"));
   EXPECT_EQ(settingsForModel(Settings(), "/m/reverse-digits/").model, "/m/reverse-digits");
+}
+
+}  // namespace
+}  // namespace attnscope
+
+namespace attnscope {
+namespace {
+
+// The KV-cache stepper's numbers on a model run (issue 21): per layer `entries` positions of
+// K and V, kv_heads x head_dim float32 each; bytes = 2 * entries * kv_heads * head_dim * 4.
+TEST_F(ModelFolder, CacheFootprintOfAModelRun) {
+  FolderModelRunner runner(write());
+  const ViewModel view = runner.view("abcab");
+  struct Row {
+    int64_t asked, entries;
+  };
+  for (const Row row : {Row{1, 1}, Row{3, 3}, Row{5, 5}, Row{9, 5}, Row{0, 0}}) {
+    const CacheFootprint cache = cacheFootprint(view, row.asked);
+    ASSERT_EQ(cache.layers.size(), 2u);
+    for (const CacheLayer& layer : cache.layers) {
+      EXPECT_EQ(layer.entries, row.entries);
+      EXPECT_EQ(layer.kv_heads, 2);  // H = 2, no grouping
+      EXPECT_EQ(layer.head_dim, 4);  // D / H = 8 / 2
+      EXPECT_EQ(layer.bytes, static_cast<uint64_t>(2 * row.entries * 2 * 4 * 4));
+    }
+    EXPECT_EQ(cache.entries, 2 * row.entries);
+    EXPECT_EQ(cache.bytes, static_cast<uint64_t>(2 * 2 * row.entries * 2 * 4 * 4));
+  }
+}
+
+// generate()'s on_run sees every run (the prompt's, then one per step, one row longer each)
+// and stops the generation when it returns false (the app's Stop).
+TEST_F(ModelFolder, GenerationRunsCanBeWatchedAndStopped) {
+  FolderModelRunner runner(write());
+  const CausalModel model = runner.causalModel();
+  const ModelTokens prompt = runner.tokenize("ab");
+  std::vector<int64_t> lengths;
+  const auto watch = [&](int64_t stop_after) {
+    lengths.clear();
+    return generate(model, prompt, 5, SamplingSettings{}, {}, [&](const ModelRun& run) {
+      lengths.push_back(static_cast<int64_t>(run.tokens.ids.size()));
+      return static_cast<int64_t>(lengths.size()) < stop_after;
+    });
+  };
+  Generation g = watch(100);
+  EXPECT_EQ(g.stop, "tokens");
+  EXPECT_EQ(lengths, (std::vector<int64_t>{2, 3, 4, 5, 6, 7}));
+  g = watch(2);
+  EXPECT_EQ(g.stop, "stopped");
+  EXPECT_EQ(g.steps.size(), 1u);
+  EXPECT_EQ(lengths, (std::vector<int64_t>{2, 3}));
+  g = watch(1);
+  EXPECT_EQ(g.stop, "stopped");
+  EXPECT_TRUE(g.steps.empty());
 }
 
 }  // namespace

@@ -115,6 +115,35 @@ TEST_F(BundleFolder, FolderKindsAreRecognised) {
   EXPECT_THROW(bundleKind(path("missing")), InputError);
 }
 
+// tokens.txt as `model run` / `model generate` (and the app's Ctrl+S on a generation) write
+// it: the third column is the label; the first `generated` line is where the generation
+// starts. Lines that are not all of that form are labels as they are (table-driven).
+TEST_F(BundleFolder, ModelRunTokensTxtGivesLabelsAndTheGeneratedColumn) {
+  writeNpy(path("attentions.npy"), Tensor({1, 1, 1, 3, 3}, 0.25f));
+  struct Row {
+    const char* text;
+    std::vector<std::string> labels;
+    int64_t first_generated;
+  };
+  const Row rows[] = {
+      {"0\t5\td\n1\t6\te\n2\t7\tf\n", {"d", "e", "f"}, -1},
+      {"0\t5\td\n1\t0\t\\n\tunknown\n2\t7\t\xE2\x90\xA3\n", {"d", "\\n", "\xE2\x90\xA3"}, -1},
+      {"0\t5\td\n1\t6\te\t\tgenerated\n2\t7\tf\t\tgenerated\n", {"d", "e", "f"}, 1},
+      {"0\t5\td\n1\t0\tx\tunknown\tgenerated\n2\t7\tf\t\tgenerated\n", {"d", "x", "f"}, 1},
+      {"0\t5\ta b\n2\t6\te\n1\t7\tf\n", {"0\t5\ta b", "2\t6\te", "1\t7\tf"}, -1},  // positions out of order
+      {"0\tx\td\n1\t6\te\n2\t7\tf\n", {"0\tx\td", "1\t6\te", "2\t7\tf"}, -1},      // an id that is no number
+      {"a\tb\nc\nd\n", {"a\tb", "c", "d"}, -1},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.text);
+    write("tokens.txt", row.text);
+    const ImportedMaps imported = loadAttentionBundle(path());
+    EXPECT_EQ(imported.query_tokens, (std::vector<std::vector<std::string>>{row.labels}));
+    EXPECT_EQ(imported.first_generated, row.first_generated);
+    EXPECT_EQ(viewFromImported(imported).first_generated, row.first_generated);
+  }
+}
+
 TEST_F(BundleFolder, AttentionBundleReadsMapsTokensAndNames) {
   Tensor maps({2, 1, 3, 2, 4}, 0.25f);  // [layers, B, H, L, S]
   maps.data[5] = 0.5f;

@@ -147,12 +147,23 @@ class StepperGuiTest(g.AppTestCase):
         self.assertIn("decodes causally", state["stepper"]["error"])
         self.assertEqual(state["error"], "")  # the maps themselves are fine
 
-    def test_model_run_says_why(self):
+    def test_model_run_shows_its_cache(self):
+        """On a model run the stepper shows the runner's cache per layer and in all (issue 21):
+        python-code has 2 layers of 4 K/V heads of 24; step t holds t + 1 entries per layer."""
         _, log, window, _ = self.start("model", source="model", model="python-code", model_text="def f(x):")
         self.press(window, "F5")
-        state = g.wait_for_state(log, lambda s: s.get("stepper") and s["stepper"]["error"] != "")
-        self.assertIn("a model run is not decoded step by step", state["stepper"]["error"])
-        self.assertEqual(state["error"], "")
+        state = g.wait_for_state(log, lambda s: s.get("stepper") and "model_cache" in s["stepper"])
+        cache = state["stepper"]["model_cache"]
+        self.assertEqual((state["stepper"]["error"], state["error"], cache["L"]), ("", "", 9))
+        self.assertEqual(state["stepper"]["step"], 0)
+        self.press(window, "End")
+        state = g.wait_for_state(log, lambda s: s.get("stepper") and s["stepper"]["step"] == 8)
+        cache = state["stepper"]["model_cache"]
+        self.assertEqual([(l["entries"], l["kv_heads"], l["head_dim"]) for l in cache["layers"]], [(9, 4, 24)] * 2)
+        self.assertEqual([l["bytes"] for l in cache["layers"]], [2 * 9 * 4 * 24 * 4] * 2)
+        self.assertEqual((cache["entries"], cache["bytes"]), (18, 2 * 2 * 9 * 4 * 24 * 4))
+        self.assertIn("stepper_model_cache", state["rects"])
+        self.screenshot(window, "model_cache.png")
 
 
 if __name__ == "__main__":

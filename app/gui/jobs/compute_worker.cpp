@@ -201,14 +201,10 @@ void ComputeWorker::addHeadTable(const Settings& settings, ComputeResult& result
   describeFailure(settings, [&] { result.head_table = std::make_shared<const HeadTable>(headTableOf(*shown)); });
 }
 
-// The KV-cache stepper: the same run decoded one token at a time. A model run's layers
-// feed each other through the model's own runtime, which has no cache to step through.
+// The KV-cache stepper: the same run decoded one token at a time. A model run is not decoded
+// here: the stepper shows its runner's cache (analysis/cache_footprint.h).
 void ComputeWorker::addDecoding(const Settings& settings, const Run* run, ComputeResult& result,
                                 const Jobs::Job& job) {
-  if (settings.source == InputSource::Model && result.view) {
-    result.decode_error = "the stepper decodes the attention core's run (text, synthetic or bundle source); "
-                          "a model run is not decoded step by step";
-  }
   if (!run || run->tiled || !result.view || job.superseded()) return;
   result.decode_error = describeFailure(settings, [&] {
     auto decoded = std::make_shared<const KvCacheRun>(decodeWithKvCache(run->inputs, run->options));

@@ -28,6 +28,9 @@ bool invisibleButton(WidgetRects& rects, const std::string& name, const char* id
 bool checkbox(WidgetRects& rects, const std::string& name, const char* label, bool* value) {
   return recorded(rects, name, ImGui::Checkbox(label, value));
 }
+bool inputInt(WidgetRects& rects, const std::string& name, const char* label, int* value) {
+  return recorded(rects, name, ImGui::InputInt(label, value));
+}
 bool radioButton(WidgetRects& rects, const std::string& name, const char* label, bool active) {
   return recorded(rects, name, ImGui::RadioButton(label, active));
 }
@@ -126,6 +129,10 @@ void endGroup(WidgetRects& rects, const std::string& name) {
 }
 void endTable(WidgetRects& rects, const std::string& name) {
   ImGui::EndTable();
+  rects.recordItem(name);
+}
+void endChild(WidgetRects& rects, const std::string& name) {
+  ImGui::EndChild();
   rects.recordItem(name);
 }
 

@@ -16,6 +16,7 @@ bool button(WidgetRects& rects, const std::string& name, const char* label, ImVe
 bool smallButton(WidgetRects& rects, const std::string& name, const char* label);
 bool invisibleButton(WidgetRects& rects, const std::string& name, const char* id, ImVec2 size);
 bool checkbox(WidgetRects& rects, const std::string& name, const char* label, bool* value);
+bool inputInt(WidgetRects& rects, const std::string& name, const char* label, int* value);
 bool radioButton(WidgetRects& rects, const std::string& name, const char* label, bool active);
 bool radioButton(WidgetRects& rects, const std::string& name, const char* label, int* value, int button_value);
 bool selectable(WidgetRects& rects, const std::string& name, const char* label, bool selected,
@@ -59,9 +60,10 @@ void text(WidgetRects& rects, const std::string& name, const TextLook& look, con
 // Also records the text (labels cut to fit end in "..").
 void textUnformatted(WidgetRects& rects, const std::string& name, const std::string& text);
 
-// EndGroup() / EndTable() that record the group's or table's rectangle.
+// EndGroup() / EndTable() / EndChild() that record the group's, table's or child window's rectangle.
 void endGroup(WidgetRects& rects, const std::string& name);
 void endTable(WidgetRects& rects, const std::string& name);
+void endChild(WidgetRects& rects, const std::string& name);
 
 // BeginCombo() .. EndCombo() as a scope: the combo box is recorded (and the popup ended)
 // when it closes, open or not: `if (ui::Combo combo(rects, "name", "##id", preview); combo) {...}`.

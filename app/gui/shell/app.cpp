@@ -60,6 +60,7 @@ std::string windowTitle(const AppState& state) {
 // Before drawing: results, exports, spinner, textures and title follow the latest state.
 void updateBeforeFrame(GLFWwindow* window, AppState& state) {
   receiveResult(state);
+  updateGeneration(state);  // a generation shown replaces the compute result in every view
   updateLayerMaps(state);
   updateExports(state);
   updateBusy(state);
@@ -182,7 +183,7 @@ int runFrameLoop(GLFWwindow* window, const AppOptions& options, AppState& state,
   stats.started = launched;
   int scripted_frame = 0;
   for (;;) {
-    const bool waiting = state.compute.pending() || state.zoom_tile.pending() || exportBusy(state.exports) || state.exports.toast.has_value() ||
+    const bool waiting = state.compute.pending() || state.zoom_tile.pending() || exportBusy(state.exports) || state.exports.toast.has_value() || state.generate.running ||
                          state.stepper.playing;
     if (options.frames > 0) glfwPollEvents();
     else glfwWaitEventsTimeout(waiting ? 0.016 : 0.1);
@@ -272,6 +273,7 @@ int runGui(int argc, char** argv) {
   if (state.persist.dirty) saveSettingsNow(state);  // unchanged settings: the file is not rewritten
   finishExports(state.exports);
   finishLayerMaps(state);
+  finishGeneration(state);
   state.compute.worker.reset();
   state.zoom_tile.worker.reset();
   closeAppWindow(window, state);

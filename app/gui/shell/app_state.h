@@ -18,6 +18,7 @@
 //   predictions  the predictions panel's pin (a clicked query row)
 //   lens      the logit lens tab: shown, the hovered and the clicked cell
 //   head_scroll  the head table and grid keeping the focused head in view
+//   generate  the Generate control: its worker, the newest snapshot, Ctrl+S bundles
 //   persist   where and when the settings are saved
 //   script    the state log and widget rectangles (tests, scripting)
 #pragma once
@@ -37,6 +38,7 @@
 #include "gui/features/controls/controls.h"
 #include "gui/features/exports/export_state.h"
 #include "gui/features/focus/focus.h"
+#include "gui/features/generate/generate.h"
 #include "gui/features/head_grid/head_grid.h"
 #include "gui/features/head_scroll/head_scroll.h"
 #include "gui/features/layer_maps/layer_maps.h"
@@ -120,6 +122,7 @@ struct AppState {
   PredictionsState predictions;
   LensState lens;
   HeadScrollState head_scroll;
+  GenerateState generate;
   PersistState persist;
   ScriptState script;
 };

@@ -37,7 +37,8 @@ void drawHelpOverlay(AppState& state) {
         {"Left / Right", "focus the previous / next head"},
         {"Up / Down", "focus the head one grid row up / down"},
         {"Ctrl+S", "export the selected heatmap (the map kind chosen over the focus view, or the map clicked); "
-                   "zoomed: only the visible window, named in the file"},
+                   "zoomed: only the visible window, named in the file; a generation shown: it, as a "
+                   "generation bundle (generation-N in the export folder)"},
         {"Ctrl+Shift+S", "export all heads as one grid figure with a shared colour bar"},
         {"Ctrl+Shift+H", "export every layer and head as one interactive HTML page (opens offline in any browser)"},
         {"Ctrl+Alt+S", "save a screenshot of the whole window"},

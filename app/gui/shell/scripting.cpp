@@ -45,7 +45,7 @@ void writeStateLog(AppState& state, int width, int height) {
   nlohmann::json line;
   for (auto toJson : {computeToJson, controlsToJson, focusToJson, layerMapsToJson, exportsToJson, predictionsToJson, lensToJson,
                       maskToJson, headGridToJson, overviewToJson, headTableToJson, headScrollToJson, compareToJson,
-                      queryFocusToJson, stepperToJson, openDialogToJson, panelBordersToJson})
+                      queryFocusToJson, stepperToJson, openDialogToJson, panelBordersToJson, generateToJson})
     toJson(state, line);
   shellToJson(state, width, height, line);
   const std::string text = line.dump();

@@ -56,8 +56,8 @@ bool stepperKey(AppState& state, int key) {
     case GLFW_KEY_HOME: s.playing = false; setStep(state, 0); return true;
     case GLFW_KEY_END: s.playing = false; setStep(state, std::numeric_limits<int64_t>::max()); return true;
     case GLFW_KEY_P:
-      s.playing = !s.playing && state.compute.decode();
-      if (s.playing && s.step + 1 >= state.compute.decode()->L) setStep(state, 0);  // replay from the start
+      s.playing = !s.playing && stepperSteps(state) > 0;
+      if (s.playing && s.step + 1 >= stepperSteps(state)) setStep(state, 0);  // replay from the start
       s.next_step_at = std::chrono::steady_clock::now() + kStepperPlayInterval;
       markStateChanged(state);
       return true;
@@ -82,6 +82,7 @@ bool globalKey(AppState& state, const UiState::KeyPress& press, bool popup_open)
   if (ctrl && press.key == GLFW_KEY_S) {
     if (popup_open) return true;
     if (alt) state.exports.screenshot_requested = true;  // read after this frame is rendered
+    else if (!shift && generationShown(state)) requestGenerationBundle(state);  // a generation: as a bundle
     else requestFigureExport(state, shift ? "grid" : "view");
     return true;
   }

@@ -762,6 +762,7 @@ void drawControlPanel(AppState& state) {
     const KnownSizes sizes = knownSizes(state);
     bool changed = error.after(drawModelsSection(state));
     changed |= error.after(drawInputSection(state, sizes));
+    if (state.settings.source == InputSource::Model) drawGenerateSection(state);
     if (state.compute.imported() && state.settings.source == InputSource::Bundle) {
       // Imported maps were computed elsewhere: no sandbox control applies, none is drawn.
       ImGui::Spacing();

@@ -89,11 +89,15 @@ ExportOutcome runJob(ExportRun& run, const ExportWorker::Job&) {
   return outcome;
 }
 
+}  // namespace
+
 void showToast(AppState& state, std::string text, bool error) {
   state.exports.toast = Toast{std::move(text), error,
                       std::chrono::steady_clock::now() + (error ? kErrorToastTime : kToastTime)};
   markStateChanged(state);
 }
+
+namespace {
 
 void finishJob(AppState& state, ExportOutcome outcome) {
   ++state.exports.count;

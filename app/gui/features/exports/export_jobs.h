@@ -26,7 +26,10 @@ void requestScreenshotExport(AppState& state, RgbImage window);
 // and expires the toast.
 void updateExports(AppState& state);
 
-bool exportBusy(const ExportState& exports);  // a job is queued or running
+bool exportBusy(const ExportState& exports);
+
+// A message in the corner for a few seconds (longer for an error); also other features' files.
+void showToast(AppState& state, std::string text, bool error);  // a job is queued or running
 
 // Blocks until a running job ends (at shutdown, so no file is left half-written).
 void finishExports(ExportState& exports);

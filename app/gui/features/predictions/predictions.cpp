@@ -10,6 +10,8 @@ PredictionPosition predictionPosition(const AppState& state) {
   const int64_t L = static_cast<int64_t>(v->predictions.size());
   if (state.view.hover.row >= 0 && state.view.hover.row < L) return {state.view.hover.row, "hovered"};
   if (state.view.selected_query >= 0 && state.view.selected_query < L) return {state.view.selected_query, "clicked"};
+  // A generation: the newest step, its top-5 with the token chosen after it.
+  if (v->first_generated >= 0 && L - 1 >= v->first_generated) return {L - 2, "newest step"};
   return {L - 1, "last position"};
 }
 
@@ -29,6 +31,11 @@ void updatePredictions(AppState& state) {
   if (state.settings.model_text != state.predictions.pinned_text) clearPredictionPin(state);
 }
 
+bool chosenByGeneration(const ViewModel& view, int64_t position) {
+  return view.first_generated >= 0 && position + 1 >= view.first_generated &&
+         position + 1 < static_cast<int64_t>(view.predictions.size());
+}
+
 bool showsPredictions(const AppState& state) {
   return state.settings.source == InputSource::Model && state.compute.view && !state.compute.view->predictions.empty();
 }
@@ -41,7 +48,8 @@ void predictionsToJson(const AppState& state, nlohmann::json& line) {
     nlohmann::json top = nlohmann::json::array();
     for (const TokenGuess& guess : p.top) top.push_back({{"label", guess.label}, {"prob", guess.prob}});
     line["predictions"] = {{"position", at.position}, {"why", at.why}, {"top", top}, {"actual", p.actual},
-                           {"actual_prob", p.actual_prob}, {"actual_is_top", p.actual_is_top}};
+                           {"actual_prob", p.actual_prob}, {"actual_is_top", p.actual_is_top},
+                           {"actual_rank", p.actual_rank}, {"chosen", chosenByGeneration(*v, at.position)}};
   }
   line["predictions_pin"] = nullptr;
   if (state.view.selected_query >= 0) line["predictions_pin"] = state.view.selected_query;

@@ -51,6 +51,19 @@ void drawPin(AppState& state) {
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("follow the end of the text again (typing also unpins)");
 }
 
+// A generated position: the token the Generate control chose, and its rank when sampling
+// picked one that was not the top guess.
+void drawChosen(AppState& state, const NextTokenPredictions& p) {
+  const std::string token = visibleToken(p.actual);
+  if (p.actual_is_top)
+    ui::text(state.script.layout, "predictions_actual", ui::TextLook{kHit, true}, "chosen '%s' (%.1f%%): the top guess",
+             token.c_str(), 100.0 * p.actual_prob);
+  else
+    ui::text(state.script.layout, "predictions_actual", ui::TextLook{kMiss, true},
+             "chosen '%s' (%.1f%%): sampled at rank %lld", token.c_str(), 100.0 * p.actual_prob,
+             static_cast<long long>(p.actual_rank));
+}
+
 // The next-token tab: the top 5 at one query position.
 void drawNextToken(AppState& state) {
   const ViewModel& v = *state.compute.view;
@@ -75,6 +88,8 @@ void drawNextToken(AppState& state) {
   if (p.actual.empty()) {
     ui::text(state.script.layout, "predictions_actual", ui::TextLook{ImGui::GetStyle().Colors[ImGuiCol_TextDisabled], true},
              "last position: what the model expects next");
+  } else if (chosenByGeneration(v, at.position)) {
+    drawChosen(state, p);
   } else {  // wrapped: a long token must not run out of the panel
     ui::text(state.script.layout, "predictions_actual", ui::TextLook{p.actual_is_top ? kHit : kMiss, true},
              "actual next '%s' (%.1f%%): %s", visibleToken(p.actual).c_str(), 100.0 * p.actual_prob,

@@ -2,12 +2,23 @@
 
 #include <algorithm>
 
+#include "analysis/cache_footprint.h"
 #include "gui/shell/app_state.h"
 
 namespace attnscope {
 
+const ViewModel* modelRunShown(const AppState& state) {
+  const ViewModel* v = state.compute.view.get();
+  return v && v->source == ViewSource::ModelRun ? v : nullptr;
+}
+
+int64_t stepperSteps(const AppState& state) {
+  const ViewModel* model_run = modelRunShown(state);
+  return model_run ? model_run->L : state.compute.decode() ? state.compute.decode()->L : 0;
+}
+
 void setStep(AppState& state, int64_t step) {
-  const int64_t steps = state.compute.decode() ? state.compute.decode()->L : 0;
+  const int64_t steps = stepperSteps(state);
   step = std::clamp<int64_t>(step, 0, std::max<int64_t>(steps - 1, 0));
   if (state.stepper.playing && step >= steps - 1) state.stepper.playing = false;  // the end
   if (step == state.stepper.step) return;
@@ -26,6 +37,16 @@ void stepperToJson(const AppState& state, nlohmann::json& line) {
   if (!state.stepper.open) return;
   const ComputeState& c = state.compute;
   nlohmann::json stepper = {{"step", state.stepper.step}, {"playing", state.stepper.playing}, {"error", c.decodeError()}};
+  if (const ViewModel* v = modelRunShown(state)) {  // the runner's cache after this step
+    const CacheFootprint cache = cacheFootprint(*v, state.stepper.step + 1);
+    nlohmann::json layers = nlohmann::json::array();
+    for (const CacheLayer& l : cache.layers)
+      layers.push_back({{"entries", l.entries}, {"kv_heads", l.kv_heads}, {"head_dim", l.head_dim}, {"bytes", l.bytes}});
+    stepper["error"] = "";
+    stepper["model_cache"] = {{"L", v->L}, {"layers", layers}, {"entries", cache.entries}, {"bytes", cache.bytes}};
+    line["stepper"] = stepper;
+    return;
+  }
   if (const KvCacheRun* run = c.decode().get()) {
     const DecodeStep& step = run->steps[std::clamp<int64_t>(state.stepper.step, 0, run->L - 1)];
     const int64_t entries = static_cast<int64_t>(step.cached.size());

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "view/view_model.h"
+
 namespace attnscope {
 
 struct AppState;
@@ -19,14 +21,20 @@ struct StepperState {
 };
 inline constexpr auto kStepperPlayInterval = std::chrono::milliseconds(450);
 
-// The one way to move the stepper: clamped to [0, L - 1] of the decoding (0 without one).
+// A model run is shown (the stepper steps through its runner's cache, no decoding).
+const ViewModel* modelRunShown(const AppState& state);
+// The steps to go through: the model run's L or the decoding's (0 without either).
+int64_t stepperSteps(const AppState& state);
+// The one way to move the stepper: clamped to [0, L - 1] of the decoding or the model run
+// (0 without either).
 void setStep(AppState& state, int64_t step);
 // Opens or closes the stepper panel (F5); closing stops play.
 void toggleStepper(AppState& state);
 // Play: advances the stepper when its interval has passed (before drawing each frame).
 void advanceStepperPlay(AppState& state);
 void drawStepperPanel(AppState& state);  // only while state.stepper.open
-// State-log keys: stepper.
+// State-log keys: stepper (a model run: stepper.model_cache {L, layers [{entries, kv_heads, head_dim, bytes}],
+// entries, bytes}).
 void stepperToJson(const AppState& state, nlohmann::json& line);
 
 }  // namespace attnscope

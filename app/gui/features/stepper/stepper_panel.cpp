@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <string>
 
+#include "analysis/cache_footprint.h"
 #include "gui/shell/panels.h"
 #include "view/colormap.h"
 
@@ -115,6 +116,43 @@ void drawRow(AppState& state, const KvCacheRun& run, const DecodeStep& step, int
 
 }  // namespace
 
+// A model run: the runner's KV cache after feeding token `step` (step + 1 entries in every
+// layer), per layer and in all; the numbers come from core (analysis/cache_footprint.h).
+void drawModelCache(AppState& state, const ViewModel& v) {
+  const int64_t t = std::clamp<int64_t>(state.stepper.step, 0, v.L - 1);
+  stepButtons(state, v.L);
+  const std::string token = v.query_tokens.empty() ? "" : v.query_tokens[0][t];
+  char line[256];
+  std::snprintf(line, sizeof line, "step %lld of %lld: token \"%s\" fed; the cache holds positions 0..%lld",
+                static_cast<long long>(t), static_cast<long long>(v.L), visibleToken(token).c_str(),
+                static_cast<long long>(t));
+  ImGui::TextWrapped("%s", line);
+  state.script.layout.recordText("stepper_step", line);
+  const CacheFootprint cache = cacheFootprint(v, t + 1);
+  sectionHeader("Cache per layer");
+  if (ImGui::BeginTable("model_cache", 5, ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit)) {
+    for (const char* name : {"layer", "entries", "K/V heads", "head dim", "K+V"}) ImGui::TableSetupColumn(name);
+    ImGui::TableHeadersRow();
+    for (size_t l = 0; l < cache.layers.size(); ++l) {
+      const CacheLayer& c = cache.layers[l];
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::Text("%zu", l);
+      for (int64_t n : {c.entries, c.kv_heads, c.head_dim}) {
+        ImGui::TableNextColumn();
+        ImGui::Text("%lld", static_cast<long long>(n));
+      }
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(bytesText(c.bytes).c_str());
+    }
+    ui::endTable(state.script.layout, "stepper_model_cache");
+  }
+  ui::text(state.script.layout, "stepper_bytes", ui::plainText(), "all layers: %lld entries, %s",
+           static_cast<long long>(cache.entries), bytesText(cache.bytes).c_str());
+  disabledWrapped("K+V per layer = 2 (K, V) x entries x K/V heads x head dim x 4 bytes (float32); each generated "
+                  "token adds one entry per layer");
+}
+
 void advanceStepperPlay(AppState& state) {
   StepperState& s = state.stepper;
   if (!s.open || !s.playing) return;
@@ -130,7 +168,9 @@ void drawStepperPanel(AppState& state) {
   if (beginPanelWindow(state, "KV-cache stepper", Panel::Stepper)) {
     const ComputeState& c = state.compute;
     const KvCacheRun* run = c.decode().get();
-    if (!run) {
+    if (const ViewModel* model_run = modelRunShown(state)) {
+      drawModelCache(state, *model_run);
+    } else if (!run) {
       if (!c.decodeError().empty()) errorText(c.decodeError());
       else if (c.pending()) ImGui::TextDisabled("decoding...");
       else if (c.imported()) ImGui::TextWrapped("imported maps have no inputs to decode.");

@@ -1,0 +1,215 @@
+"""Generation in the app (issue 21): the Generate control on a shipped model writes 10
+tokens one at a time (the state log's L grows row by row, 10 rows in all, the grid and the
+focus view with it); the predictions panel marks the chosen token at the newest step (and
+its rank when sampling picked another); Ctrl+S writes the generation as an attention bundle
+that `attnscope export` reads back equal to `attnscope model generate` of the same prompt;
+Stop, and editing the text box, halt a long generation on a random Hugging Face folder."""
+import glob
+import json
+import os
+import subprocess
+import sys
+import time
+import unittest
+
+import numpy as np
+
+import guitest as g
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
+import hf_reference as hf  # noqa: E402  (the CLI tests' random-folder writer)
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+PROMPT = "def area(w, h):\n    return "
+wait_after = g.wait_after
+line_count = g.line_count
+
+
+def generated(state):
+    gen = state.get("generate")
+    return gen is not None and not gen["running"] and gen["stop"] != ""
+
+
+class GenerateGuiTest(g.AppTestCase):
+    SCRATCH = "generate-gui-"
+
+    def set_tokens(self, window, log, state, count, field="tokens", key="max_tokens"):
+        """Types count into the Generate section's token count (or another number field)."""
+        time.sleep(0.3)  # the section's layout settles a frame after a change above it
+        n = line_count(log)
+        self.click(window, g.read_state_log(log)[-1]["rects"]["generate_" + field], dx=20)
+        time.sleep(0.2)
+        self.press(window, "ctrl+a")
+        self.x.xdotool("type", "--delay", "60", str(count))
+        self.x.xdotool("mousemove", "--window", window, 120, 6)
+        return wait_after(log, n, lambda s: s["generate"][key] == count)
+
+    def generate(self, window, log, state, until):
+        n = line_count(log)
+        self.click(window, state["rects"]["generate_button"])
+        self.x.xdotool("mousemove", "--window", window, 120, 6)
+        return wait_after(log, n, until, timeout=60)
+
+    def test_generate_ten_tokens_predictions_and_bundle(self):
+        export_dir = os.path.join(self.dir, "exports")
+        app, log, window, state = self.start("greedy", ready=g.model_settled, source="model", model="python-code",
+                                             model_text=PROMPT, export_dir=export_dir)
+        L0 = state["L"]
+        self.assertEqual(L0, len(PROMPT))
+        state = self.set_tokens(window, log, state, 10)
+        n = line_count(log)
+        state = self.generate(window, log, state, generated)
+        self.assertEqual((state["generate"]["stop"], state["generate"]["steps"]), ("tokens", 10))
+        self.assertEqual(state["L"], L0 + 10)  # the grid and the focus view: 10 more rows
+        self.assertEqual(state["generate"]["rows"], L0 + 10)
+        rows = [s["L"] for s in g.read_state_log(log)[n:] if "L" in s]
+        self.assertEqual(rows, sorted(rows))  # rows are only added (token by token: the long test below)
+        self.assertEqual(len(state["query_tokens"]), L0 + 10)
+        labels = state["query_tokens"]
+        # The predictions panel: the newest step's top-5, the chosen (greedy: the top) token marked.
+        p = state["predictions"]
+        last = state["generate"]["last"]
+        self.assertEqual((p["position"], p["why"], p["chosen"]), (L0 + 8, "newest step", True))
+        self.assertEqual((p["actual"], p["actual_rank"], p["actual_is_top"]), (last["token"], 1, True))
+        self.assertEqual(p["top"][0]["label"], last["token"])
+        # Over the generation: the focused head's mass per step, its means in the head table.
+        mass = state["generate"]["mass"]
+        self.assertEqual((mass["layer"], mass["head"], mass["window"]), (state["focused_layer"], state["focused_head"], 8))
+        self.assertEqual((len(mass["sink"]), len(mass["recent"])), (10, 10))
+        self.assertTrue(all(0 <= v <= 1 + 1e-6 for v in mass["sink"] + mass["recent"]))
+        focused = state["head_table"]["order"].index([mass["layer"], mass["head"]])
+        row = state["head_table"]["values"][focused]
+        self.assertAlmostEqual(row["gen_sink_mass"], sum(mass["sink"]) / 10, delta=1e-6)
+        self.assertAlmostEqual(row["gen_recent_mass"], sum(mass["recent"]) / 10, delta=1e-6)
+        self.assertIn("generate_plot_sink", state["rects"])
+        self.assertIn("generate_plot_recent", state["rects"])
+        self.screenshot(window, "generated.png")
+
+        # Ctrl+S on the generation: a bundle that `attnscope export` reads back equal.
+        n = line_count(log)
+        self.press(window, "ctrl+s")
+        state = wait_after(log, n, lambda s: s["generate"]["bundle"] and not s["generate"]["bundle_writing"])
+        self.assertEqual(state["generate"]["bundle_error"], "")
+        bundle = state["generate"]["bundle"]
+        self.assertEqual(os.path.dirname(bundle), export_dir)
+        with open(os.path.join(bundle, "tokens.txt")) as f:
+            lines = f.read().splitlines()
+        self.assertEqual([line.endswith("\tgenerated") for line in lines], [False] * L0 + [True] * 10)
+        reference = os.path.join(self.dir, "reference")
+        subprocess.run([g.BIN, "model", "generate", os.path.join(REPO, "assets", "models", "python-code"), "--text",
+                        PROMPT, "--tokens", "10", "--greedy", "--out", reference],
+                       capture_output=True, text=True, timeout=60, check=True)
+        expected = np.load(os.path.join(reference, "attentions.npy"))
+        figures = os.path.join(self.dir, "figures")
+        subprocess.run([g.BIN, "export", bundle, "--format", "npy", "--what", "probs",
+                        "--layers", "all", "--heads", "all", "--out", figures],
+                       capture_output=True, text=True, timeout=60, check=True)
+        files = sorted(glob.glob(os.path.join(figures, "probs_L*_H*_b0_*.npy")))
+        self.assertEqual(len(files), expected.shape[0] * expected.shape[2])
+        for layer in range(expected.shape[0]):
+            for head in range(expected.shape[2]):
+                (path,) = glob.glob(os.path.join(figures, "probs_L%d_H%d_b0_*.npy" % (layer, head)))
+                np.testing.assert_allclose(np.load(path), expected[layer, 0, head], atol=1e-6)
+        with open(os.path.join(reference, "tokens.txt")) as f:
+            self.assertEqual(f.read().splitlines(), lines)
+
+        # A second Ctrl+S never overwrites the first bundle.
+        n = line_count(log)
+        self.press(window, "ctrl+s")
+        state = wait_after(log, n, lambda s: s["generate"]["bundle"] != bundle and not s["generate"]["bundle_writing"])
+        self.assertEqual(state["generate"]["bundle_error"], "")
+        self.assertTrue(os.path.isfile(os.path.join(bundle, "attentions.npy")))
+
+        # The bundle reopens in the app: the same maps' size and token labels.
+        other, _, _, reopened = self.start("reopen", bundle, ready=lambda s: g.settled(s) and s.get("L") == L0 + 10)
+        self.assertEqual((reopened["view_source"], reopened["error"], reopened["layers"]), ("imported", "", 2))
+        self.assertEqual([line.split("\t")[2] for line in lines], labels)  # the labels it reads
+
+    def test_sampling_marks_the_rank(self):
+        app, log, window, state = self.start("sampling", ready=g.model_settled, source="model", model="python-code",
+                                             model_text=PROMPT)
+        state = self.set_tokens(window, log, state, 12)
+        state = self.click_until(window, log, state["rects"]["generate_greedy"], lambda s: not s["generate"]["greedy"])
+        state = self.set_tokens(window, log, state, 5, field="seed", key="seed")  # its 12th token is not the top one
+        state = self.generate(window, log, state, generated)
+        p, last = state["predictions"], state["generate"]["last"]
+        self.assertTrue(p["chosen"])
+        self.assertEqual((p["actual"], p["actual_rank"], p["actual_is_top"]), (last["token"], last["rank"], False))
+        self.assertGreater(last["rank"], 1)
+        # The same draw as `attnscope model generate --temperature 1 --seed 5`.
+        reference = os.path.join(self.dir, "sampled")
+        subprocess.run([g.BIN, "model", "generate", os.path.join(REPO, "assets", "models", "python-code"), "--text",
+                        PROMPT, "--tokens", "12", "--temperature", "1", "--seed", "5", "--out", reference],
+                       capture_output=True, text=True, timeout=60, check=True)
+        with open(os.path.join(reference, "generated.txt")) as f:
+            self.assertEqual(state["generate"]["text"], f.read())
+        with open(os.path.join(reference, "steps.json")) as f:
+            self.assertEqual(json.load(f)[-1]["rank"], last["rank"])
+        self.screenshot(window, "sampled.png")
+
+    def test_follow_keeps_the_newest_row_in_a_zoomed_focus_view(self):
+        app, log, window, state = self.start("follow", ready=g.model_settled, source="model", model="python-code",
+                                             model_text=PROMPT)
+        L0 = state["L"]
+        rect = state["rects"]["focus_probs"]
+        self.move_to_cell(window, rect, (0, L0, 0, L0), 5, 3)  # zoom in around an early cell
+        g.wait_for_state(log, lambda s: s["hover"] == [5, 3])
+        for _ in range(3):
+            self.x.xdotool("click", 4)
+            time.sleep(0.15)
+        state = g.wait_for_state(log, lambda s: s["zoomed"])
+        self.x.xdotool("mousemove", "--window", window, 120, 6)
+        row0, rows, col0, cols = state["zoom_window"]
+        self.assertLess(row0 + rows, L0)  # the last row is out of the window
+        state = self.set_tokens(window, log, state, 10)
+        state = self.generate(window, log, state, generated)
+        self.assertEqual(state["L"], L0 + 10)
+        row0, rows_after, col0, cols_after = state["zoom_window"]
+        self.assertEqual((row0 + rows_after, col0 + cols_after), (L0 + 10, L0 + 10))  # the newest row and key in view
+        self.assertEqual((rows_after, cols_after), (rows, cols))  # same zoom, scrolled
+
+    def test_stop_and_editing_halt_a_long_generation(self):
+        folder = os.path.join(self.dir, "tiny-llama")
+        cfg, tensors = hf.make_model("llama", seed=41, V=256, P=1024, G=2, N=2, H=4, D=32)
+        hf.write_folder(folder, cfg, tensors)
+        hf.write_byte_level_bpe(folder)
+        app, log, window, state = self.start("stop", ready=g.model_settled, source="model", model=folder,
+                                             model_text="def f(a, b): return a + b")
+        L0 = state["L"]
+        state = self.set_tokens(window, log, state, 900)
+        state = self.generate(window, log, state, lambda s: s["generate"]["steps"] >= 2)
+        n = line_count(log)
+        self.click_until(window, log, state["rects"]["generate_stop"], lambda s: s["generate"]["stopped_by"] != "")
+        state = wait_after(log, n, generated)
+        gen = state["generate"]
+        # Token by token: every line while it ran had one grid row per token so far.
+        running = [s for s in g.read_state_log(log) if s.get("generate", {}).get("running") and s["generate"]["steps"]]
+        self.assertTrue(all(s["L"] == L0 + s["generate"]["steps"] == s["generate"]["rows"] for s in running))
+        self.assertGreater(len({s["L"] for s in running}), 1, "the rows appeared at once, not token by token")
+        self.assertEqual((gen["stop"], gen["stopped_by"]), ("stopped", "stop button"))
+        self.assertLess(gen["steps"], 900)
+        self.assertEqual(state["L"], L0 + gen["steps"])
+        # The stepper on the generation: the runner's cache of a GQA model (2 K/V heads of 8).
+        self.press(window, "F5")
+        g.wait_for_state(log, lambda s: s.get("stepper") and "model_cache" in s["stepper"])
+        self.press(window, "End")
+        L = state["L"]
+        state = g.wait_for_state(log, lambda s: s.get("stepper") and s["stepper"].get("model_cache") and
+                                 s["stepper"]["step"] == L - 1)
+        cache = state["stepper"]["model_cache"]
+        self.assertEqual([(l["entries"], l["kv_heads"], l["head_dim"], l["bytes"]) for l in cache["layers"]],
+                         [(L, 2, 8, 2 * L * 2 * 8 * 4)] * 2)
+        self.press(window, "F5")
+
+        # Editing the text box stops it too; the text box keeps the typed character.
+        state = self.generate(window, log, state, lambda s: s["generate"]["running"] and s["generate"]["steps"] >= 2)
+        n = line_count(log)
+        self.type_at_text_end(window, state, "!")
+        state = wait_after(log, n, lambda s: generated(s) and g.model_settled(s) and s["L"] == L0 + 1, timeout=60)
+        self.assertEqual(state["generate"]["stopped_by"], "text edited")
+        self.assertLess(state["generate"]["steps"], 900)
+        self.assertTrue(state["model_text"].endswith("!"))
+
+
+if __name__ == "__main__":
+    unittest.main()
