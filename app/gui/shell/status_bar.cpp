@@ -24,31 +24,35 @@ double residentMiB() {
   return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
 }
 
+// A tiled overview or a load: progress and Cancel (Escape).
+void drawProgress(AppState& state) {
+  WidgetRects& rects = state.script.layout;
+  const bool loading = state.compute.loading;
+  char label[160];
+  if (loading) {
+    std::snprintf(label, sizeof label, "loading %s: weights %.0f%%",
+                  fitText(std::filesystem::path(state.compute.posted_settings.model).filename().string(), 120).c_str(),
+                  100.0 * state.compute.progress);
+  } else {
+    std::snprintf(label, sizeof label, "overview of every head %.0f%%", 100.0 * state.compute.progress);
+  }
+  ui::progressBar(rects, loading ? "load_progress" : "overview_progress", static_cast<float>(state.compute.progress),
+                  ImVec2(loading ? 320 : 260, 0), label);
+  ImGui::SameLine();
+  if (ui::smallButton(rects, loading ? "load_cancel" : "overview_cancel", "Cancel")) cancelCompute(state);
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(loading ? "stop loading the model folder (Escape); the model shown stays"
+                              : "stop computing the overview (Escape); the maps shown stay");
+  ImGui::SameLine();
+}
+
 }  // namespace
 
 void drawStatusBar(AppState& state) {
   if (beginPanelWindow(state, "##status", Panel::StatusBar,
                        ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoScrollbar)) {
     WidgetRects& rects = state.script.layout;
-    if (state.compute.progress >= 0.0) {  // a tiled overview or a load: progress and Cancel (Escape)
-      const bool loading = state.compute.loading;
-      char label[160];
-      if (loading) {
-        std::snprintf(label, sizeof label, "loading %s: weights %.0f%%",
-                      fitText(std::filesystem::path(state.compute.posted_settings.model).filename().string(), 120).c_str(),
-                      100.0 * state.compute.progress);
-      } else {
-        std::snprintf(label, sizeof label, "overview of every head %.0f%%", 100.0 * state.compute.progress);
-      }
-      ui::progressBar(rects, loading ? "load_progress" : "overview_progress", static_cast<float>(state.compute.progress),
-                      ImVec2(loading ? 320 : 260, 0), label);
-      ImGui::SameLine();
-      if (ui::smallButton(rects, loading ? "load_cancel" : "overview_cancel", "Cancel")) cancelCompute(state);
-      if (ImGui::IsItemHovered())
-        ImGui::SetTooltip(loading ? "stop loading the model folder (Escape); the model shown stays"
-                                  : "stop computing the overview (Escape); the maps shown stay");
-      ImGui::SameLine();
-    }
+    if (state.compute.progress >= 0.0) drawProgress(state);
     if (state.compute.busy) {  // a recompute has run for more than ~100 ms
       drawSpinner(rects, "spinner", ImGui::GetTextLineHeight() / 2 + 1);
       ImGui::SameLine();
