@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "gui/shell/panels.h"
@@ -45,9 +46,12 @@ void drawHeader(AppState& state, const ViewModel& view) {
   }
   ImGui::SameLine();
   drawOverviewToggle(state, view);
-  ImGui::SameLine();
-  if (o.data.values.empty()) ImGui::TextDisabled("measuring heads...");
-  else ImGui::TextDisabled("%lld heads, %.3g .. %.3g", static_cast<long long>(view.layers * view.H), o.data.low, o.data.high);
+  char range[96] = "measuring heads...";
+  if (!o.data.values.empty())
+    std::snprintf(range, sizeof range, "%lld heads, %.3g .. %.3g", static_cast<long long>(view.layers * view.H),
+                  o.data.low, o.data.high);
+  sameLineIfFits(ImGui::CalcTextSize(range).x);  // else on a line of its own: never cut at the panel's edge
+  ui::text(state.script.layout, "overview_range", ui::disabledText(), "%s", range);
 }
 
 struct CellGrid {
