@@ -6,11 +6,14 @@ whole, its panel's visible part ("clips": the window or table cell it was drawn 
 window's scroll range when it scrolls); pop-up windows (F1 help) lie inside the app's window;
 no label is cut short to "..", and the map titles of a row do not run into each other.
 Journeys: a trained model's first view, the F1 help, Compare A / B, Query focus, the mistakes
-lab's three maps with a long mask, the sandbox with every variant open and the KV-cache stepper (F5).
+lab's three maps with a long mask, the sandbox with every variant open, the KV-cache stepper (F5)
+and the layers x heads overview of a 12 x 12 bundle.
 An error does not push the control just changed: it shows under that control's section."""
 import os
 import time
 import unittest
+
+import numpy as np
 
 import guitest as g
 
@@ -131,6 +134,19 @@ class LayoutFitsTest(g.AppTestCase):
 
                 state = self.press_until(window, log, "F5", lambda s: s.get("stepper") and "stepper_step" in s["texts"])
                 self.assertFits(state, window, "stepper " + size)
+
+    def test_overview_of_144_heads(self):
+        bundle = os.path.join(self.dir, "heads144")
+        os.makedirs(bundle)
+        x = np.random.default_rng(5).normal(size=(12, 1, 12, 9, 9))
+        p = np.exp(x - x.max(-1, keepdims=True))
+        np.save(os.path.join(bundle, "attentions.npy"), (p / p.sum(-1, keepdims=True)).astype(np.float32))
+        for size in SIZES:
+            with self.subTest(size=size):
+                _, log, window, state = self.start("overview_" + size, bundle, "--size", size)
+                state = self.settled_again(log, 0, lambda s: g.settled(s) and "overview_range" in s["rects"]
+                                           and s["overview"]["cells"])
+                self.assertFits(state, window, "overview " + size)
 
     def test_error_shows_under_the_changed_control(self):
         for size in SIZES:
