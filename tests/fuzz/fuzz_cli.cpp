@@ -7,6 +7,7 @@
 // (ATTNSCOPE_MEMORY_BYTES, tensor/memory.h): larger runs are refused from their estimate
 // before they allocate, so no input reaches fuzz.sh's 2 GiB RSS limit or its 10 s timeout
 // (seed analyze_beyond_budget: --heads 641 makes D = 10256, 1.7 GB of weights).
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -96,9 +97,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   const std::string message = err.str();
   const bool one_line = !message.empty() && message.find('\n') == message.size() - 1;
-  // "attnscope COMMAND: internal error: ..." (the user's own text may say anything later on)
+  // "attnscope COMMAND: internal error: ..." (the user's own text may say anything later on,
+  // and may itself start with those words: a bundle path "internal error" is named first)
   const size_t colon = message.find(": ");
-  const bool internal = colon != std::string::npos && message.compare(colon + 2, 14, "internal error") == 0;
+  const bool user_said_it = std::any_of(args.begin(), args.end(), [](const std::string& a) {
+    return a.find("internal error") != std::string::npos;
+  });
+  const bool internal = !user_said_it && colon != std::string::npos &&
+                        message.compare(colon + 2, 16, "internal error: ") == 0;
   if (code < 0 || code > 2 || (code != 0 && !one_line) || internal) broken(command, code, message);
   return 0;
 }
