@@ -110,11 +110,13 @@ void updatePanelBorders(AppState& state) {
   if (drag.dragged >= 0) io.MouseClicked[0] = io.MouseDown[0] = false;
 }
 
+// The state log's "panels": each panel's rectangle under its name.
+constexpr std::pair<const char*, Panel> kPanels[] = {
+    {"controls", Panel::Controls}, {"head_grid", Panel::HeadGrid}, {"metrics", Panel::Metrics},
+    {"focus", Panel::Focus},       {"predictions", Panel::Predictions}, {"mask", Panel::Mask},
+    {"stepper", Panel::Stepper},   {"pipeline", Panel::Pipeline}};
+
 void panelBordersToJson(const AppState& state, nlohmann::json& line) {
-  static constexpr std::pair<const char*, Panel> kPanels[] = {
-      {"controls", Panel::Controls}, {"head_grid", Panel::HeadGrid}, {"metrics", Panel::Metrics},
-      {"focus", Panel::Focus},       {"predictions", Panel::Predictions}, {"mask", Panel::Mask},
-      {"stepper", Panel::Stepper},   {"pipeline", Panel::Pipeline}};
   nlohmann::json panels = nlohmann::json::object();
   for (const auto& [name, panel] : kPanels) {
     const PanelRect r = panelRect(state, panel);
