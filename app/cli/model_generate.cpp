@@ -39,29 +39,32 @@ SamplingSettings samplingOf(const GenerateFlags& f) {
   return s;
 }
 
-// The runner lives as long as the functions that hold it (causalModelOf keeps a reference).
-Loaded loadHf(const std::string& folder) {
-  auto hf = std::make_shared<const HfModel>(loadHfModel(folder));
-  auto runner = std::make_shared<HfRunner>(hf);
-  Loaded p;
+// The runner's part of p (either kind): the causal model, reset and lens. The runner lives as
+// long as the functions that hold it (causalModelOf keeps a reference).
+template <typename Runner>
+void attachRunner(Loaded& p, const std::shared_ptr<Runner>& runner) {
   p.model = causalModelOf(*runner);
   p.model.run = [runner, run = p.model.run](const ModelTokens& tokens) -> const ModelRun& { return run(tokens); };
+  p.reset = [runner] { runner->reset(); };
+  p.lens = [runner](const ModelTokens& tokens) { return lensOfTokens(*runner, tokens); };
+}
+
+Loaded loadHf(const std::string& folder) {
+  auto hf = std::make_shared<const HfModel>(loadHfModel(folder));
+  Loaded p;
+  attachRunner(p, std::make_shared<HfRunner>(hf));
   p.name = hf->name() + " (" + hf->config.model_type + ")";
   p.vocab = hf->config.vocab;
   p.text = [hf](int64_t id) { return hfTokenText(*hf, id); };
   p.encode = [hf](const std::string& text) { return tokenizeHf(*hf, text); };
   p.from_ids = [hf](const std::vector<int64_t>& ids) { return hfTokensFromIds(*hf, ids); };
-  p.reset = [runner] { runner->reset(); };
-  p.lens = [runner](const ModelTokens& tokens) { return lensOfTokens(*runner, tokens); };
   return p;
 }
 
 Loaded loadOwn(const std::string& folder) {
   auto model = std::make_shared<const Model>(loadModel(folder));
-  auto runner = std::make_shared<ModelRunner>(model);
   Loaded p;
-  p.model = causalModelOf(*runner);
-  p.model.run = [runner, run = p.model.run](const ModelTokens& tokens) -> const ModelRun& { return run(tokens); };
+  attachRunner(p, std::make_shared<ModelRunner>(model));
   p.name = model->config.name;
   p.vocab = model->config.vocab_size;
   p.text = [model](int64_t id) { return model->vocab.at(id); };
@@ -75,8 +78,6 @@ Loaded loadOwn(const std::string& folder) {
     for (int64_t id : ids) append(tokens, id);
     return tokens;
   };
-  p.reset = [runner] { runner->reset(); };
-  p.lens = [runner](const ModelTokens& tokens) { return lensOfTokens(*runner, tokens); };
   return p;
 }
 

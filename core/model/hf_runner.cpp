@@ -232,11 +232,8 @@ const ModelRun& HfRunner::run(ModelTokens tokens) {
                        std::to_string(c.vocab) + " in " + c.config_path + ")");
   // Causal: the positions before the first changed token keep their rows (cached_rows.h),
   // and their residuals when the last run kept them too.
-  const std::vector<int64_t>& before = run_.tokens.ids;
-  int64_t prefix = 0;
-  if (c.family->causal && !run_.layers.empty() && (!keep_residuals_ || !run_.residuals.empty()))
-    while (prefix < std::min<int64_t>(L, before.size()) && before[prefix] == tokens.ids[prefix]) ++prefix;
-  if (prefix == L && before.size() == tokens.ids.size()) {  // nothing changed
+  const int64_t prefix = c.family->causal ? reusablePrefix(run_, tokens, keep_residuals_) : 0;
+  if (prefix == L && run_.tokens.ids.size() == tokens.ids.size()) {  // nothing changed
     run_.first_computed = L;
     run_.tokens = std::move(tokens);
     return run_;
@@ -247,9 +244,12 @@ const ModelRun& HfRunner::run(ModelTokens tokens) {
   for (size_t t = 0; t < tokens.label.size(); ++t) labels.push_back(tokens.unknown[t] ? tokens.label[t] + " (unk)" : tokens.label[t]);
   try {
     embed(tokens);
-    if (keep_residuals_) resizeResiduals(c.n_layers + 1, L, c.hidden, run_.residuals);
-    else run_.residuals = Tensor();
-    if (keep_residuals_) storeResidualRows(x_, 0, start_, run_.residuals);
+    if (keep_residuals_) {
+      resizeResiduals(c.n_layers + 1, L, c.hidden, run_.residuals);
+      storeResidualRows(x_, 0, start_, run_.residuals);
+    } else {
+      run_.residuals = Tensor();
+    }
     run_.layers.resize(c.n_layers);
     for (int64_t i = 0; i < c.n_layers; ++i) {
       layer(i, labels);

@@ -76,6 +76,13 @@ std::vector<Prediction> topPredictions(const Model& model, const Tensor& logits,
   return out;
 }
 
+int64_t reusablePrefix(const ModelRun& last, const ModelTokens& tokens, bool keep_residuals) {
+  if (last.layers.empty() || (keep_residuals && last.residuals.empty())) return 0;
+  const std::vector<int64_t>& before = last.tokens.ids;
+  const size_t n = std::min(before.size(), tokens.ids.size());
+  return std::mismatch(before.begin(), before.begin() + n, tokens.ids.begin()).first - before.begin();
+}
+
 void resizeResiduals(int64_t slots, int64_t L, int64_t D, Tensor& residuals) {
   const int64_t old_L = residuals.shape.size() == 3 && residuals.dim(0) == slots && residuals.dim(2) == D ? residuals.dim(1) : 0;
   const int64_t kept = std::min(old_L, L);
@@ -127,11 +134,8 @@ const ModelRun& ModelRunner::runTokens(ModelTokens tokens) {
   if (L == 0) throw InputError("the text is empty: give at least one " + std::string(c.tokenizer == Tokenizer::Chars ? "character" : "byte"));
   if (L > c.max_len) throw InputError(contextOverflowMessage(m, L));
   // The positions before the first changed token keep their rows (attention/cached_rows.h).
-  const std::vector<int64_t>& before = run_.tokens.ids;
-  int64_t prefix = 0;
-  if (!run_.layers.empty() && (!keep_residuals_ || !run_.residuals.empty()))  // residuals kept last run too
-    while (prefix < std::min<int64_t>(L, before.size()) && before[prefix] == tokens.ids[prefix]) ++prefix;
-  if (prefix == L && before.size() == tokens.ids.size() && run_.tokens.label == tokens.label) {  // nothing changed
+  const int64_t prefix = reusablePrefix(run_, tokens, keep_residuals_);
+  if (prefix == L && run_.tokens.ids.size() == tokens.ids.size() && run_.tokens.label == tokens.label) {  // nothing changed
     run_.first_computed = L;
     run_.tokens = std::move(tokens);
     return run_;

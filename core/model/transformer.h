@@ -27,6 +27,11 @@ struct ModelRun {
   int64_t rowsComputed() const { return static_cast<int64_t>(tokens.ids.size()) - first_computed; }
 };
 
+// How many leading tokens of `tokens` the last run computed for the same ids, whose rows a
+// causal runner keeps (attention/cached_rows.h): 0 when it has none, or when the residuals
+// are wanted (keep_residuals) and the last run did not keep them.
+int64_t reusablePrefix(const ModelRun& last, const ModelTokens& tokens, bool keep_residuals);
+
 // residuals [slots, L, D] resized for L positions; each slot's rows [0, min(old L, L)) kept
 // (a run keeps the residuals of the positions before its first changed token).
 void resizeResiduals(int64_t slots, int64_t L, int64_t D, Tensor& residuals);

@@ -13,6 +13,8 @@ import time
 import unittest
 import zlib
 
+import numpy as np
+
 BIN = os.environ.get("ATTNSCOPE_BIN", os.path.join(os.path.dirname(__file__), "../../build/attnscope"))
 TMP_ROOT = os.environ.get("ATTNSCOPE_TEST_TMP", tempfile.gettempdir())
 SCREEN = "-screen 0 1600x1000x24 -noreset"  # -noreset: keep the parked pointer between clients
@@ -388,3 +390,11 @@ def wait_after(log, count, predicate, timeout=20):
 
 def line_count(log):
     return len(read_state_log(log))
+
+
+def save_softmax_maps(folder, shape, seed):
+    """FOLDER/attentions.npy: float32 maps of `shape` [..., L, S], the softmax over keys of
+    seeded standard normals (an attention bundle's maps for a test)."""
+    x = np.random.default_rng(seed).normal(size=shape)
+    p = np.exp(x - x.max(-1, keepdims=True))
+    np.save(os.path.join(folder, "attentions.npy"), (p / p.sum(-1, keepdims=True)).astype(np.float32))

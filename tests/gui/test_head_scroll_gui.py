@@ -5,8 +5,6 @@ table_scroll / grid_scroll say which heads are fully visible and where each list
 import os
 import unittest
 
-import numpy as np
-
 import guitest as g
 
 LAYERS, HEADS, L = 80, 2, 4
@@ -14,10 +12,7 @@ LAYERS, HEADS, L = 80, 2, 4
 
 def write_deep_bundle(folder):
     os.makedirs(folder)
-    rng = np.random.default_rng(3)
-    x = rng.normal(size=(LAYERS, 1, HEADS, L, L))
-    p = np.exp(x - x.max(-1, keepdims=True))
-    np.save(os.path.join(folder, "attentions.npy"), (p / p.sum(-1, keepdims=True)).astype(np.float32))
+    g.save_softmax_maps(folder, (LAYERS, 1, HEADS, L, L), seed=3)
     with open(os.path.join(folder, "tokens.txt"), "w") as f:
         f.write("a\nb\nc\nd\n")
 

@@ -6,8 +6,6 @@ import json
 import os
 import unittest
 
-import numpy as np
-
 import guitest as g
 
 SANDBOX_CONTROLS = ("heads_slider", "mask_causal", "mask_padding", "dropout_slider", "train_mode", "mistake_combo",
@@ -16,10 +14,7 @@ SANDBOX_CONTROLS = ("heads_slider", "mask_causal", "mask_padding", "dropout_slid
 
 def write_named_bundle(folder, layers=2, heads=3, L=5):
     os.makedirs(folder)
-    rng = np.random.default_rng(1)
-    x = rng.normal(size=(layers, 1, heads, L, L))
-    p = np.exp(x - x.max(-1, keepdims=True))
-    np.save(os.path.join(folder, "attentions.npy"), (p / p.sum(-1, keepdims=True)).astype(np.float32))
+    g.save_softmax_maps(folder, (layers, 1, heads, L, L), seed=1)
     with open(os.path.join(folder, "tokens.txt"), "w") as f:
         f.write("\n".join("one two three four five".split()[:L]) + "\n")
     with open(os.path.join(folder, "bundle.json"), "w") as f:

@@ -13,8 +13,6 @@ import os
 import time
 import unittest
 
-import numpy as np
-
 import guitest as g
 
 SIZES = ("1440x900", "1280x800")
@@ -138,9 +136,7 @@ class LayoutFitsTest(g.AppTestCase):
     def test_overview_of_144_heads(self):
         bundle = os.path.join(self.dir, "heads144")
         os.makedirs(bundle)
-        x = np.random.default_rng(5).normal(size=(12, 1, 12, 9, 9))
-        p = np.exp(x - x.max(-1, keepdims=True))
-        np.save(os.path.join(bundle, "attentions.npy"), (p / p.sum(-1, keepdims=True)).astype(np.float32))
+        g.save_softmax_maps(bundle, (12, 1, 12, 9, 9), seed=5)
         for size in SIZES:
             with self.subTest(size=size):
                 _, log, window, state = self.start("overview_" + size, bundle, "--size", size)
