@@ -1,0 +1,16 @@
+// Bytes the process holds from malloc right now (glibc mallinfo2: small blocks plus mmapped
+// ones), for tests that check a step allocates no copy of something large.
+#pragma once
+
+#include <malloc.h>
+
+#include <cstddef>
+
+namespace attnscope::testing {
+
+inline size_t heapBytesInUse() {
+  const struct mallinfo2 info = mallinfo2();
+  return info.uordblks + info.hblkhd;
+}
+
+}  // namespace attnscope::testing
