@@ -147,24 +147,35 @@ class GenerateHf(unittest.TestCase):
         self.assertIn("stopped at eos", result.stdout)
 
 
+SHIPPED_PROMPT = "def add(a, b):\n"
+
+
+def generate_shipped(test, case, cache=None):
+    """`model generate` of python-code after SHIPPED_PROMPT, STEPS greedy tokens (cache = (W, k):
+    --window W --sinks k), its ids checked against the reference's greedy ids. Returns (model,
+    prompt ids, all ids, steps, attentions, output folder, result)."""
+    folder = os.path.join(ref.SHIPPED, "python-code")
+    model = ref.FolderModel(folder)
+    prompt, _ = model.encode(SHIPPED_PROMPT)
+    out = ref.case_dir("gen", case) + "/out"
+    args = ["--window", str(cache[0]), "--sinks", str(cache[1])] if cache else []
+    result = generate(folder, out, "--text", SHIPPED_PROMPT, "--tokens", str(STEPS), *args)
+    test.assertEqual(result.returncode, 0, result.stderr)
+    steps, _, attn = read_outputs(out)
+    got = prompt + [s["id"] for s in steps]
+    want, _ = reference_greedy(lambda ids: ref.forward(model, ids, cache=cache)[0], prompt, STEPS)
+    test.assertEqual(got[:len(want)], want)
+    return model, prompt, got, steps, attn, out, result
+
+
 class GenerateShipped(unittest.TestCase):
     def test_greedy_matches_reference(self):
-        folder = os.path.join(ref.SHIPPED, "python-code")
-        model = ref.FolderModel(folder)
-        prompt_text = "def add(a, b):\n"
-        prompt, _ = model.encode(prompt_text)
-        out = ref.case_dir("gen", "shipped") + "/out"
-        result = generate(folder, out, "--text", prompt_text, "--tokens", str(STEPS))
-        self.assertEqual(result.returncode, 0, result.stderr)
-        steps, lines, attn = read_outputs(out)
-        got = prompt + [s["id"] for s in steps]
-        want, _ = reference_greedy(lambda ids: ref.forward(model, ids)[0], prompt, STEPS)
-        self.assertEqual(got[:len(want)], want)
+        model, prompt, got, _, attn, out, result = generate_shipped(self, "shipped")
         _, attns = ref.forward(model, got)
         np.testing.assert_allclose(attn, np.stack([np.asarray(a) for a in attns])[:, None], atol=ATTN_TOL, rtol=0)
         with open(os.path.join(out, "generated.txt"), encoding="utf-8") as f:
             self.assertEqual(f.read(), "".join(model.vocab[i] for i in got[len(prompt):]))
-        self.assertIn(prompt_text, result.stdout)
+        self.assertIn(SHIPPED_PROMPT, result.stdout)
 
 
     def test_lens_over_the_final_sequence_equals_model_run(self):
@@ -229,17 +240,7 @@ class GenerateCacheWindow(unittest.TestCase):
                 self.assertGreater(np.abs(attn - unwindowed).max(), 1e-2)  # the window changed the maps
 
     def test_shipped_model_matches_the_windowed_reference(self):
-        folder = os.path.join(ref.SHIPPED, "python-code")
-        model = ref.FolderModel(folder)
-        prompt_text = "def add(a, b):\n"
-        prompt, _ = model.encode(prompt_text)
-        out = ref.case_dir("gen-cache", "shipped") + "/out"
-        result = generate(folder, out, "--text", prompt_text, "--tokens", str(STEPS), "--window", "8", "--sinks", "2")
-        self.assertEqual(result.returncode, 0, result.stderr)
-        steps, _, attn = read_outputs(out)
-        got = prompt + [s["id"] for s in steps]
-        want, _ = reference_greedy(lambda ids: ref.forward(model, ids, cache=(8, 2))[0], prompt, STEPS)
-        self.assertEqual(got[:len(want)], want)
+        model, prompt, got, steps, attn, _, _ = generate_shipped(self, "shipped-cache", (8, 2))
         self.check(attn, steps, ref.forward(model, got, cache=(8, 2)), len(prompt))
         # The window is a mask over the same cached rows: rows whose keys all lie within it equal
         # the plain causal rows exactly as the stepper says; the later ones differ.
