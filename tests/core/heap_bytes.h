@@ -13,4 +13,10 @@ inline size_t heapBytesInUse() {
   return info.uordblks + info.hblkhd;
 }
 
+// Bytes held now beyond `before` (0 when fewer: a sanitizer's allocator, which glibc does not see).
+inline size_t heapGrowthSince(size_t before) {
+  const size_t now = heapBytesInUse();
+  return now > before ? now - before : 0;
+}
+
 }  // namespace attnscope::testing

@@ -142,7 +142,7 @@ TEST_F(HfLoad, ASecondRunnerSharesTheLoadedWeights) {
       attention_bytes += w->data.size() * 4;
   const size_t before = testing::heapBytesInUse();
   FolderModelRunner second(weights);
-  const size_t grown = testing::heapBytesInUse() - before;
+  const size_t grown = testing::heapGrowthSince(before);
   EXPECT_LT(grown, attention_bytes / 2) << "a runner on shared weights allocated " << grown << " bytes";
   EXPECT_EQ(second.weights().hf.get(), weights.hf.get());
   HfRunner a(weights.hf), b(weights.hf);

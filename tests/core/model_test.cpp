@@ -423,7 +423,7 @@ TEST(ModelSource, ASecondRunnerSharesTheLoadedWeights) {
     for (const Tensor* w : {&b.attn.w_q, &b.attn.w_k, &b.attn.w_v, &b.attn.w_o}) attention_bytes += w->data.size() * 4;
   const size_t before = testing::heapBytesInUse();
   FolderModelRunner second(weights);
-  const size_t grown = testing::heapBytesInUse() - before;
+  const size_t grown = testing::heapGrowthSince(before);
   EXPECT_LT(grown, attention_bytes / 16) << "a runner on shared weights allocated " << grown << " bytes";
   EXPECT_EQ(second.weights().own.get(), weights.own.get());
   const ViewModel a = first.view("def f(x):"), b = second.view("def f(x):");
