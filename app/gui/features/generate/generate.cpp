@@ -148,7 +148,8 @@ void generateToJson(const AppState& state, nlohmann::json& line) {
                       {"max_tokens", g.controls.tokens}, {"greedy", g.controls.greedy}, {"window", g.controls.recent_window},
                       {"seed", g.controls.seed}, {"temperature", g.controls.temperature},
                       {"follow", g.controls.follow}, {"cache_on", g.controls.cache_on},
-                      {"cache_window", g.controls.cache_window}, {"cache_sinks", g.controls.cache_sinks}, {"bundle", g.last_bundle}, {"bundle_error", g.bundle_error},
+                      {"cache_window", g.controls.cache_window}, {"cache_sinks", g.controls.cache_sinks},
+                      {"bundle", g.last_bundle}, {"bundle_error", g.bundle_error},
                       {"bundle_writing", g.writer && g.writer->busy()}};
   const GenerationSnapshot* s = g.snapshot.get();
   j["steps"] = s ? static_cast<int64_t>(s->steps.size()) : 0;

@@ -44,7 +44,7 @@ void stepperToJson(const AppState& state, nlohmann::json& line) {
       layers.push_back({{"entries", l.entries}, {"evicted", l.evicted}, {"kv_heads", l.kv_heads},
                         {"head_dim", l.head_dim}, {"bytes", l.bytes}});
     stepper["error"] = "";
-    stepper["model_cache"] = {{"L", v->L},          {"layers", layers},         {"entries", cache.entries},
+    stepper["model_cache"] = {{"L", v->L}, {"layers", layers}, {"entries", cache.entries},
                               {"evicted", cache.evicted}, {"bytes", cache.bytes}};
     line["stepper"] = stepper;
     return;
