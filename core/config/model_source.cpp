@@ -185,17 +185,29 @@ ViewModel viewFromHfRun(const HfModel& model, const ModelRun& run) {
   return view;
 }
 
-FolderModelRunner::FolderModelRunner(const std::string& folder, const Progress& progress) : folder_(folder) {
-  if (isHfModelFolder(folder)) {
-    hf_ = std::make_unique<HfRunner>(std::make_shared<const HfModel>(loadHfModel(folder, true, progress)));
-    const HfConfig& c = hf_->model().config;
-    heads_ = c.heads;
-    width_ = c.hidden;
+FolderWeights loadFolderWeights(const std::string& folder, const Progress& progress) {
+  if (isHfModelFolder(folder)) return {folder, nullptr, std::make_shared<const HfModel>(loadHfModel(folder, true, progress))};
+  return {folder, std::make_shared<const Model>(loadModel(folder)), nullptr};
+}
+
+FolderModelRunner::FolderModelRunner(const std::string& folder, const Progress& progress)
+    : FolderModelRunner(loadFolderWeights(folder, progress)) {}
+
+FolderModelRunner::FolderModelRunner(const FolderWeights& weights) : folder_(weights.folder), weights_(weights) {
+  if (weights.hf) {
+    hf_ = std::make_unique<HfRunner>(weights.hf);
+    heads_ = weights.hf->config.heads;
+    width_ = weights.hf->config.hidden;
   } else {
-    own_ = std::make_unique<ModelRunner>(std::make_shared<const Model>(loadModel(folder)));
-    heads_ = own_->model().config.n_heads;
-    width_ = own_->model().config.d_model;
+    own_ = std::make_unique<ModelRunner>(weights.own);
+    heads_ = weights.own->config.n_heads;
+    width_ = weights.own->config.d_model;
   }
+}
+
+void FolderModelRunner::setCacheWindow(const CacheWindow& cache) {
+  if (hf_) hf_->setCacheWindow(cache);
+  else own_->setCacheWindow(cache);
 }
 
 FolderModelRunner::~FolderModelRunner() = default;
