@@ -69,6 +69,30 @@ void growTrace(AttentionTrace& t, int64_t L, int64_t keep, int64_t Din, int64_t 
   t.dropout_applied = false;
 }
 
+// The trace's mask [1, L, L] and fully-masked rows for L positions; returns the rows' spans.
+std::vector<RowSpan> maskTrace(AttentionTrace& t, const AttentionOptions& o, int64_t L) {
+  t.mask = buildMasks(o.mask, 1, L, L, {}, BoolTensor(), BoolTensor());
+  std::vector<RowSpan> spans = rowSpans(t.mask.allowed.data.data(), L, L);
+  t.fully_masked = BoolTensor({1, L});
+  for (int64_t i = 0; i < L; ++i) t.fully_masked.data[i] = spans[i].begin == spans[i].end;
+  return spans;
+}
+
+// What a run of a layer records besides its rows: inputs, variants, scale, labels, stages.
+void finishTrace(AttentionTrace& t, const AttentionOptions& o, const RunPlan& plan, const std::vector<std::string>& labels) {
+  t.key = t.query;
+  t.value = t.query;
+  t.variants = activeVariants(o, VariantSizes{t.H, t.G, t.d, t.L, t.L});
+  t.alibi_slopes.clear();
+  t.scale = plan.rule.scale;
+  t.fill = o.fill;
+  t.mistake = Mistake::None;
+  t.mistake_note.clear();
+  t.query_tokens = labels;
+  t.key_tokens = labels;
+  t.stages = buildStages(t, o);
+}
+
 }  // namespace
 
 int64_t rowGridStart(int64_t position) { return position / kRowBlock * kRowBlock; }
@@ -111,10 +135,7 @@ void attendRows(AttentionTrace& t, const AttentionInputs& w, const AttentionOpti
     applyRopeFrom(t.q, start, o.rope_base, o.rope_style, o.rope_inv_freq);
     applyRopeFrom(t.k, start, o.rope_base, o.rope_style, o.rope_inv_freq);
   }
-  t.mask = buildMasks(o.mask, 1, L, L, {}, BoolTensor(), BoolTensor());
-  const std::vector<RowSpan> spans = rowSpans(t.mask.allowed.data.data(), L, L);
-  t.fully_masked = BoolTensor({1, L});
-  for (int64_t i = 0; i < L; ++i) t.fully_masked.data[i] = spans[i].begin == spans[i].end;
+  const std::vector<RowSpan> spans = maskTrace(t, o, L);
   // Always threaded over heads (OpenBLAS then runs single-threaded in each call): the same
   // calls whatever the number of rows, so the same bits.
 #pragma omp parallel for schedule(dynamic) if (H > 1)
@@ -138,21 +159,51 @@ void attendRows(AttentionTrace& t, const AttentionInputs& w, const AttentionOpti
       std::copy_n(&t.context_heads.data[(h * L + i) * d], d, &t.context.data[i * D + h * d]);
   linearRows(&t.context.data[start * D], start, L, w.w_o, w.b_o, &t.output.data[start * Do]);
   std::copy_n(&t.output.data[start * Do], (L - start) * Do, out);
-
-  t.key = t.query;
-  t.value = t.query;
-  t.variants = activeVariants(o, VariantSizes{H, G, d, L, L});
-  t.alibi_slopes.clear();
-  t.scale = plan.rule.scale;
-  t.fill = o.fill;
-  t.mistake = Mistake::None;
-  t.mistake_note.clear();
-  t.query_tokens = labels;
-  t.key_tokens = labels;
-  t.stages = buildStages(t, o);
+  finishTrace(t, o, plan, labels);
 }
 
 namespace {
+
+// One decoded position's values, each the row the grid path would store for it.
+struct DecodedRow {
+  const float* query;     // [Din] the layer's input
+  const float* q_proj;    // [D] before RoPE
+  const float* k_proj;    // [G d] before RoPE
+  const float* v;         // [G d]
+  const float* q;         // [H d] after RoPE
+  const float* k;         // [G d] after RoPE
+  const float* context;   // [D] heads concatenated
+  const float* scores;    // [H, S] masked keys (evicted ones too) = fill
+  const float* probs;     // [H, S]
+  const float* output;    // [Do]
+};
+
+// The trace grown by position S - 1 (its maps re-laid out for S positions) holding `row`.
+void appendRow(AttentionTrace& t, const AttentionOptions& o, const RunPlan& plan, const DecodedRow& row,
+               const std::vector<std::string>& labels) {
+  const int64_t p = t.L, S = p + 1, H = t.H, d = t.d, G = t.G, D = H * d;
+  const int64_t Din = t.query.dim(2), Do = t.output.dim(2);
+  growTrace(t, S, p, Din, D, G, Do, plan.rule.fillValue());
+  t.L = t.S = S;
+  std::copy_n(row.query, Din, &t.query.data[p * Din]);
+  std::copy_n(row.q_proj, D, &t.q_proj.data[p * D]);
+  std::copy_n(row.k_proj, G * d, &t.k_proj.data[p * G * d]);
+  std::copy_n(row.v, G * d, &t.v_proj.data[p * G * d]);
+  std::copy_n(row.context, D, &t.context.data[p * D]);
+  std::copy_n(row.output, Do, &t.output.data[p * Do]);
+  for (int64_t h = 0; h < H; ++h) {
+    std::copy_n(row.q + h * d, d, &t.q.data[(h * S + p) * d]);
+    std::copy_n(row.context + h * d, d, &t.context_heads.data[(h * S + p) * d]);
+    std::copy_n(row.scores + h * S, S, &t.scores.data[(h * S + p) * S]);
+    std::copy_n(row.probs + h * S, S, &t.probs.data[(h * S + p) * S]);
+  }
+  for (int64_t g = 0; g < G; ++g) {
+    std::copy_n(row.k + g * d, d, &t.k.data[(g * S + p) * d]);
+    std::copy_n(row.v + g * d, d, &t.v.data[(g * S + p) * d]);
+  }
+  maskTrace(t, o, S);
+  finishTrace(t, o, plan, labels);
+}
 
 // Slots for the last W + 1 positions when the mask is a causal sliding window (row p sees
 // [p - W, p] and the sinks, so a key that leaves never returns); -1 when some later row may
@@ -218,7 +269,7 @@ void startDecode(const AttentionTrace& t, const MaskSpec& mask, DecodeCache& c) 
 }
 
 void decodeRow(DecodeCache& c, const AttentionInputs& w, const AttentionOptions& o, const float* x, float* probs,
-               float* out) {
+               float* out, const TraceRow& into) {
   const int64_t H = o.heads, Din = w.w_q.dim(1), D = w.w_q.dim(0), d = c.d, G = c.G;
   const int64_t p = c.L, S = p + 1;
   // q: [H, d] and k, v: [G, d], this position's (head-major rows of one projection each)
@@ -226,6 +277,7 @@ void decodeRow(DecodeCache& c, const AttentionInputs& w, const AttentionOptions&
   linearInto(x, 1, w.w_q, w.b_q, q.data());
   linearInto(x, 1, w.w_k, w.b_k, k.data());
   linearInto(x, 1, w.w_v, w.b_v, v.data());
+  const std::vector<float> q_proj = into.trace ? q : std::vector<float>(), k_proj = into.trace ? k : std::vector<float>();
   if (o.rope) {
     for (int64_t h = 0; h < H; ++h) rotateAt(&q[h * d], d, p, o.rope_base, o.rope_style, o.rope_inv_freq);
     for (int64_t g = 0; g < G; ++g) rotateAt(&k[g * d], d, p, o.rope_base, o.rope_style, o.rope_inv_freq);
@@ -240,7 +292,7 @@ void decodeRow(DecodeCache& c, const AttentionInputs& w, const AttentionOptions&
   for (int64_t e = 0; e < slots; ++e) slot_allowed[e] = c.positions[e] >= 0 && allowed[c.positions[e]];
   const std::vector<RowSpan> span = rowSpans(slot_allowed.data(), 1, slots);
   const RunPlan plan = planRun(o, RunSizes{1, S, S, D, H, d, G, Din, Din, Din});
-  std::vector<float> scores(slots), slot_probs(slots);
+  std::vector<float> scores(slots), slot_probs(slots), score_row(into.trace ? H * S : 0, plan.rule.fillValue());
   std::fill(probs, probs + H * S, 0.0f);
   for (int64_t h = 0; h < H; ++h) {
     const int64_t kv = kvHeadOf(h, H, G);
@@ -257,9 +309,15 @@ void decodeRow(DecodeCache& c, const AttentionInputs& w, const AttentionOptions&
     s.ld_ctx = d;
     attendHead(s, 1, slots, plan.ruleForHead(h), DropoutRule{});
     for (int64_t e = 0; e < slots; ++e)
-      if (c.positions[e] >= 0) probs[h * S + c.positions[e]] = slot_probs[e];
+      if (c.positions[e] >= 0) {
+        probs[h * S + c.positions[e]] = slot_probs[e];
+        if (into.trace && slot_allowed[e]) score_row[h * S + c.positions[e]] = scores[e];
+      }
   }
   linearInto(ctx.data(), 1, w.w_o, w.b_o, out);
+  if (!into.trace) return;
+  const DecodedRow row{x, q_proj.data(), k_proj.data(), v.data(), q.data(), k.data(), ctx.data(), score_row.data(), probs, out};
+  appendRow(*into.trace, o, plan, row, *into.labels);
 }
 
 }  // namespace attnscope

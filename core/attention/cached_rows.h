@@ -58,7 +58,13 @@ void startDecode(const AttentionTrace& t, const MaskSpec& mask, DecodeCache& cac
 // with the layer's mask row p. probs: [H, p + 1] (0 for masked or evicted keys); out: [Do].
 // One-row GEMMs, so the row agrees with attendRows' within float rounding, not bit for bit:
 // a later attendRows run recomputes these positions' blocks (ModelRun::decoded_from).
+// into.trace: also append the row to the layer's trace (its maps re-laid out for p + 1
+// positions, as a grid run would leave them; the trace must hold positions [0, p)).
+struct TraceRow {
+  AttentionTrace* trace = nullptr;
+  const std::vector<std::string>* labels = nullptr;  // [p + 1]
+};
 void decodeRow(DecodeCache& cache, const AttentionInputs& weights, const AttentionOptions& options, const float* x,
-               float* probs, float* out);
+               float* probs, float* out, const TraceRow& into = {});
 
 }  // namespace attnscope

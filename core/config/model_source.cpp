@@ -248,7 +248,9 @@ ModelTokens FolderModelRunner::tokenize(const std::string& text) const {
   return hf_ ? tokenizeHf(hf_->model(), text) : tokenizeForModel(own_->model(), text);
 }
 
-CausalModel FolderModelRunner::causalModel() { return hf_ ? causalModelOf(*hf_) : causalModelOf(*own_); }
+CausalModel FolderModelRunner::causalModel(StepMaps maps) {
+  return hf_ ? causalModelOf(*hf_, maps) : causalModelOf(*own_, maps);
+}
 
 ViewModel FolderModelRunner::viewOf(const ModelRun& run) const {
   return hf_ ? viewFromHfRun(hf_->model(), run) : viewFromModelRun(own_->model(), run);

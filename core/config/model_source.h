@@ -96,7 +96,7 @@ class FolderModelRunner {
   // model (InputError for an encoder), each run's view (viewFromModelRun / viewFromHfRun)
   // and a token's text as typed.
   ModelTokens tokenize(const std::string& text) const;
-  CausalModel causalModel();
+  CausalModel causalModel(StepMaps maps = StepMaps::RowsOnly);
   ViewModel viewOf(const ModelRun& run) const;
   std::string tokenText(int64_t id) const;
   const std::string& folder() const { return folder_; }

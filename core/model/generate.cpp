@@ -176,14 +176,14 @@ std::vector<int64_t> hfEosIds(const HfModel& model) {
   return eos;
 }
 
-CausalModel causalModelOf(HfRunner& runner) {
+CausalModel causalModelOf(HfRunner& runner, StepMaps maps) {
   const HfModel& hf = runner.model();
   if (!hf.config.family->causal)
     throw InputError(hf.folder + ": " + hf.config.model_type + " is an encoder: generation needs a causal model");
   if (hf.lm_head.empty()) throw InputError(hf.folder + ": no language-model head to generate with");
   CausalModel m;
   m.run = [&runner](const ModelTokens& tokens) -> const ModelRun& { return runner.run(tokens); };
-  m.step = [&runner](const ModelTokens& tokens) -> const ModelRun& { return runner.step(tokens); };
+  m.step = [&runner, maps](const ModelTokens& tokens) -> const ModelRun& { return runner.step(tokens, maps); };
   m.append = [&hf](ModelTokens& tokens, int64_t id) {
     const ModelTokens one = hfTokensFromIds(hf, {id});
     tokens.ids.push_back(id);
@@ -197,11 +197,11 @@ CausalModel causalModelOf(HfRunner& runner) {
   return m;
 }
 
-CausalModel causalModelOf(ModelRunner& runner) {
+CausalModel causalModelOf(ModelRunner& runner, StepMaps maps) {
   const Model& model = runner.model();
   CausalModel m;
   m.run = [&runner](const ModelTokens& tokens) -> const ModelRun& { return runner.runTokens(tokens); };
-  m.step = [&runner](const ModelTokens& tokens) -> const ModelRun& { return runner.step(tokens); };
+  m.step = [&runner, maps](const ModelTokens& tokens) -> const ModelRun& { return runner.step(tokens, maps); };
   m.append = [&model](ModelTokens& tokens, int64_t id) {
     tokens.ids.push_back(id);
     tokens.text.push_back(model.vocab.at(id));

@@ -86,7 +86,8 @@ std::string hfTokenText(const HfModel& model, int64_t id);
 std::vector<int64_t> hfEosIds(const HfModel& model);
 // The causal model behind a runner of either kind (the runner must outlive it). InputError
 // naming the folder for an encoder or a folder without a language-model head.
-CausalModel causalModelOf(HfRunner& runner);
-CausalModel causalModelOf(ModelRunner& runner);
+// maps: what each generation step leaves in the run's traces (StepMaps).
+CausalModel causalModelOf(HfRunner& runner, StepMaps maps = StepMaps::RowsOnly);
+CausalModel causalModelOf(ModelRunner& runner, StepMaps maps = StepMaps::RowsOnly);
 
 }  // namespace attnscope

@@ -87,7 +87,7 @@ class HfRunner {
   const ModelRun& run(ModelTokens tokens);
   // Generation: `tokens` = the last run's plus one (extendsByOne; run() otherwise) computes
   // that one position through each layer's decode cache (one row, ModelRun::decoded_from).
-  const ModelRun& step(ModelTokens tokens);
+  const ModelRun& step(ModelTokens tokens, StepMaps maps = StepMaps::RowsOnly);
   void reset();  // forget the cache: the next run computes every row
   const HfModel& model() const { return *model_; }
   // Keep the residual stream after every layer in ModelRun::residuals (the logit lens).
@@ -111,6 +111,7 @@ class HfRunner {
   ModelRun run_;
   bool keep_residuals_ = false;
   std::vector<DecodeCache> decode_;  // [N] while stepping, else empty
+  StepMaps step_maps_ = StepMaps::RowsOnly;
 };
 
 }  // namespace attnscope

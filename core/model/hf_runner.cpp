@@ -137,7 +137,8 @@ void HfRunner::attention(int64_t i, const Tensor& input, const std::vector<std::
   reshape(out, input.dim(0), weights.w_o.dim(0));
   if (!decode_.empty()) {  // one position: probs [H, L] into the step's rows
     const int64_t H = options_[i].heads;
-    decodeRow(decode_[i], weights, options_[i], input.data.data(), &run_.step_probs.data[i * H * L], out.data.data());
+    decodeRow(decode_[i], weights, options_[i], input.data.data(), &run_.step_probs.data[i * H * L], out.data.data(),
+              step_maps_ == StepMaps::Keep ? TraceRow{&run_.layers[i], &labels} : TraceRow{});
     return;
   }
   attendRows(run_.layers[i], weights, options_[i], input.data.data(), start_, L, labels, out.data.data());
@@ -281,7 +282,7 @@ const ModelRun& HfRunner::run(ModelTokens tokens) {
   return run_;
 }
 
-const ModelRun& HfRunner::step(ModelTokens tokens) {
+const ModelRun& HfRunner::step(ModelTokens tokens, StepMaps maps) {
   if (!model_->config.family->causal || !extendsByOne(run_, tokens) || (keep_residuals_ && run_.residuals.empty()))
     return run(std::move(tokens));
   checkTokens(tokens);
@@ -294,6 +295,7 @@ const ModelRun& HfRunner::step(ModelTokens tokens) {
   start_ = L - 1;
   run_.first_computed = L;
   run_.step_probs = Tensor({N, run_.layers.front().H, L});
+  step_maps_ = maps;
   try {
     forward(tokens);
   } catch (...) {

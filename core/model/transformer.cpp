@@ -160,7 +160,7 @@ const ModelRun& ModelRunner::runTokens(ModelTokens tokens) {
   return run_;
 }
 
-const ModelRun& ModelRunner::step(ModelTokens tokens) {
+const ModelRun& ModelRunner::step(ModelTokens tokens, StepMaps maps) {
   if (!extendsByOne(run_, tokens) || (keep_residuals_ && run_.residuals.empty())) return runTokens(std::move(tokens));
   const int64_t L = static_cast<int64_t>(tokens.ids.size()), N = model_->config.n_layers;
   if (L > model_->config.max_len) throw InputError(contextOverflowMessage(*model_, L));
@@ -171,6 +171,7 @@ const ModelRun& ModelRunner::step(ModelTokens tokens) {
   }
   run_.first_computed = L;
   run_.step_probs = Tensor({N, options_.heads, L});
+  step_maps_ = maps;
   try {
     forward(tokens, L - 1);
   } catch (...) {
@@ -219,7 +220,8 @@ void ModelRunner::forward(const ModelTokens& tokens, int64_t start) {
     if (decode_.empty())
       attendRows(run_.layers[i], b.attn, options_, h_.data.data(), start, L, labels, a_.data.data());
     else  // one position: probs [H, L] into the step's rows
-      decodeRow(decode_[i], b.attn, options_, h_.data.data(), &run_.step_probs.data[i * options_.heads * L], a_.data.data());
+      decodeRow(decode_[i], b.attn, options_, h_.data.data(), &run_.step_probs.data[i * options_.heads * L], a_.data.data(),
+                step_maps_ == StepMaps::Keep ? TraceRow{&run_.layers[i], &labels} : TraceRow{});
     for (int64_t k = 0; k < n * D; ++k) x_.data[k] += a_.data[k];
 
     if (c.mlp) {

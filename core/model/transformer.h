@@ -34,6 +34,12 @@ struct ModelRun {
   Tensor step_probs;  // [N, H, L]: the last step's map rows (probs over keys [0, L))
 };
 
+// What a step leaves in the layers' traces: nothing (RowsOnly: the maps stay those of the
+// positions before decoded_from, the new rows are in step_probs; the cheapest) or the new
+// position's rows too (Keep: every trace is complete, as a grid run leaves it, at the cost
+// of re-laying out its [H, L, L] maps).
+enum class StepMaps { RowsOnly, Keep };
+
 // Whether `tokens` is `last`'s tokens plus one: a causal runner can step() to it.
 bool extendsByOne(const ModelRun& last, const ModelTokens& tokens);
 
@@ -80,7 +86,7 @@ class ModelRunner {
   const ModelRun& runTokens(ModelTokens tokens);
   // Generation: `tokens` = the last run's plus one (extendsByOne; runTokens otherwise)
   // computes that position through each layer's decode cache (one row, ModelRun::decoded_from).
-  const ModelRun& step(ModelTokens tokens);
+  const ModelRun& step(ModelTokens tokens, StepMaps maps = StepMaps::RowsOnly);
   void reset();  // forget the cache: the next run computes every row
 
   const Model& model() const { return *model_; }
@@ -103,6 +109,7 @@ class ModelRunner {
   ModelRun run_;
   bool keep_residuals_ = false;
   std::vector<DecodeCache> decode_;  // [N] while stepping, else empty
+  StepMaps step_maps_ = StepMaps::RowsOnly;
 };
 
 // Text longer than the context: the error message used by run() (for callers that check first).

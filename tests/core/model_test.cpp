@@ -3,6 +3,9 @@
 // tokenization (UTF-8 characters, unknown ids, bytes), and next-token predictions.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <tuple>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -126,6 +129,39 @@ TEST_F(ModelFolder, StepsComputeOneRowAndRunsReturnToTheGrid) {
   const ModelRun& once = fresh.runTokens(tokens);
   EXPECT_EQ(synced.logits.data, once.logits.data);
   for (int64_t i = 0; i < N; ++i) EXPECT_EQ(synced.layers[i].probs.data, once.layers[i].probs.data);
+}
+
+// Steps that keep the maps leave every layer's trace as a fresh run's (within rounding):
+// the same shapes, mask, labels and rows, maps grown by one row per step.
+TEST_F(ModelFolder, StepsThatKeepTheMapsCompleteTheTraces) {
+  auto model = std::make_shared<const Model>(loadModel(write()));
+  ModelRunner runner(model);
+  ModelTokens tokens = tokenizeForModel(*model, "cab");
+  runner.runTokens(tokens);
+  for (int64_t id : {0, 2, 1, 1}) {
+    tokens.ids.push_back(id);
+    tokens.text.push_back(model->vocab.at(id));
+    tokens.label.push_back(model->vocab.at(id));
+    tokens.unknown.push_back(0);
+    const ModelRun& stepped = runner.step(tokens, StepMaps::Keep);
+    EXPECT_EQ(stepped.rowsComputed(), 1);
+    ModelRunner fresh(model);
+    const ModelRun& once = fresh.runTokens(tokens);
+    for (size_t i = 0; i < once.layers.size(); ++i) {
+      const AttentionTrace &a = stepped.layers[i], &b = once.layers[i];
+      ASSERT_EQ(a.L, b.L);
+      EXPECT_EQ(a.mask.allowed.data, b.mask.allowed.data);
+      EXPECT_EQ(a.query_tokens, b.query_tokens);
+      for (auto [x, y, tol] : {std::tuple{&a.probs, &b.probs, 1e-5}, {&a.scores, &b.scores, 1e-4}, {&a.output, &b.output, 1e-4},
+                               {&a.q, &b.q, 1e-5}, {&a.k, &b.k, 1e-5}, {&a.v, &b.v, 1e-5}, {&a.context, &b.context, 1e-5},
+                               {&a.context_heads, &b.context_heads, 1e-5}, {&a.q_proj, &b.q_proj, 1e-5}}) {
+        ASSERT_EQ(x->shape, y->shape);
+        for (size_t n = 0; n < y->data.size(); ++n)
+          if (std::isfinite(y->data[n])) ASSERT_NEAR(x->data[n], y->data[n], tol) << "layer " << i << " cell " << n;
+          else ASSERT_EQ(x->data[n], y->data[n]);
+      }
+    }
+  }
 }
 
 TEST_F(ModelFolder, TokenizesCharactersAndFlagsUnknownOnes) {

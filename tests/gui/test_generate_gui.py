@@ -75,6 +75,10 @@ class GenerateGuiTest(g.AppTestCase):
         self.assertEqual(state["generate"]["rows"], L0 + 10)
         rows = [s["L"] for s in g.read_state_log(log)[n:] if "L" in s]
         self.assertEqual(rows, sorted(rows))  # rows are only added (token by token: the long test below)
+        # Each step computed one row per layer (the decode cache), never the prompt's rows again.
+        stepped = [s["rows_computed"] for s in g.read_state_log(log)[n:] if s.get("L", 0) > L0 and "rows_computed" in s]
+        self.assertTrue(stepped)
+        self.assertEqual(set(stepped), {1})
         self.assertEqual(len(state["query_tokens"]), L0 + 10)
         labels = state["query_tokens"]
         # The predictions panel: the newest step's top-5, the chosen (greedy: the top) token marked.

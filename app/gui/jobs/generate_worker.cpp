@@ -53,8 +53,7 @@ GenerationSnapshot GenerateWorker::run(const GenerateRequest& request, const Job
     if (prompt.ids.empty()) throw InputError("the prompt is empty: type at least one character");
     snapshot.prompt_length = static_cast<int64_t>(prompt.ids.size());
     snapshot.prompt_text = request.text;
-    CausalModel model = runner.causalModel();
-    model.step = nullptr;  // each step's view needs every layer's whole maps: the grid path keeps them
+    const CausalModel model = runner.causalModel(StepMaps::Keep);  // each step's view shows every layer's whole maps
     const auto on_step = [&](const GenerationStep& step) {
       snapshot.steps.push_back(step);
       snapshot.generated_text += runner.tokenText(step.id);
