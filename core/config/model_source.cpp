@@ -172,11 +172,12 @@ ViewModel viewFromRun(const ModelRun& run, const LogitLens& lens, const TokenLab
 
 // The predictions of the positions `run` did not unembed, for later (ViewModel::more_predictions):
 // a copy of its final residual rows and tokens; head and label keep the model alive.
-std::function<PredictionBlock(int64_t)> laterPredictions(const ModelRun& run, RowHead head, TokenLabelOf label) {
+std::shared_ptr<const LaterPredictions> laterPredictions(const ModelRun& run, RowHead head, TokenLabelOf label) {
   auto residual = std::make_shared<const Tensor>(run.final_residual);
   auto tokens = std::make_shared<const ModelTokens>(run.tokens);
   const int64_t V = run.logits.dim(1);
-  return [residual, tokens, V, head = std::move(head), label = std::move(label)](int64_t position) {
+  auto later = std::make_shared<LaterPredictions>();
+  later->block = [residual, tokens, V, head = std::move(head), label = std::move(label)](int64_t position) {
     const std::pair<int64_t, int64_t> block = logitBlock(position, residual->dim(0));
     Tensor logits({block.second - block.first, V});
     blockLogits(*residual, block, head, logits.data.data());
@@ -185,6 +186,7 @@ std::function<PredictionBlock(int64_t)> laterPredictions(const ModelRun& run, Ro
       out.rows.push_back(predictionAt(logits, t - block.first, *tokens, t, label));
     return out;
   };
+  return later;
 }
 
 }  // namespace

@@ -95,6 +95,12 @@ struct PredictionBlock {
   std::vector<NextTokenPredictions> rows;  // the block's positions, in order
 };
 
+// Predictions computed when looked at (ViewModel::more_predictions): block(position) gives
+// the 64-row block holding position. Copies of a view share it (its identity names the run).
+struct LaterPredictions {
+  std::function<PredictionBlock(int64_t position)> block;
+};
+
 // The logit lens of a model run (model/logit_lens.h), labelled: for layer l (0 = the
 // embeddings, k = the residual stream after k layers) and position t, the top guesses of the
 // model's output head on that residual (computed in core when the run is made).
@@ -204,10 +210,10 @@ struct ViewModel {
   // Model runs (config/model_source.h) only; empty otherwise:
   std::vector<NextTokenPredictions> predictions;       // [L] the guess after each query position
   // Logits only where they are looked at: a run that unembedded some positions only computes
-  // the 64-row block holding any other `position` here, from the run's final residual rows,
+  // the 64-row block holding any other position here, from the run's final residual rows,
   // without rerunning the model (const data: call it off the UI thread). Null when the run
   // unembedded every position (or has no output head).
-  std::function<PredictionBlock(int64_t position)> more_predictions;
+  std::shared_ptr<const LaterPredictions> more_predictions;
   int64_t logits_rows = 0;                             // positions the run unembedded
   LensTable lens;                                      // the logit lens; empty without output head
   std::vector<HeadNote> notable_heads;                 // from training.json, best score first

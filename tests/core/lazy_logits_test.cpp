@@ -181,7 +181,7 @@ TEST_F(LazyLogits, ViewComputesOtherPositionsPredictionsOnDemand) {
   EXPECT_EQ(lazy.logits_rows, 90 - 64);
   ASSERT_TRUE(lazy.more_predictions);
   for (int64_t t = 0; t < 90; ++t) EXPECT_EQ(lazy.predictions[t].top.empty(), t < 64) << t;
-  const PredictionBlock block = lazy.more_predictions(20);
+  const PredictionBlock block = lazy.more_predictions->block(20);
   ASSERT_EQ(block.first, 0);
   ASSERT_EQ(block.rows.size(), 64u);
   for (int64_t t = 0; t < 64; ++t) {
