@@ -166,7 +166,8 @@ ViewModel viewFromRun(const ModelRun& run, const LogitLens& lens, const TokenLab
   const int64_t L = static_cast<int64_t>(run.tokens.ids.size());
   view.predictions.resize(L);
   for (int64_t t = 0; t < L; ++t)
-    if (run.logits_computed.empty() || run.logits_computed[t]) view.predictions[t] = predictionAt(run.logits, t, run.tokens, t, label);
+    if (run.logits_computed.empty() || run.logits_computed[t])  // empty: a run's logits copied without it
+      view.predictions[t] = predictionAt(run.logits, t, run.tokens, t, label);
   return view;
 }
 

@@ -139,7 +139,8 @@ int64_t computeLogitRows(ModelRun& run, const LogitRows& wanted, const RowHead& 
   const auto computed = run.logits_computed.begin();
   for (int64_t start = 0; start < L; start += kRowBlock) {
     const auto [first, end] = logitBlock(start, L);
-    if (!wanted.wants(first, L) || std::all_of(computed + first, computed + end, [](uint8_t c) { return c != 0; })) continue;
+    const bool done = std::all_of(computed + first, computed + end, [](uint8_t c) { return c != 0; });
+    if (done || !wanted.wants(first, L)) continue;
     blockLogits(run.final_residual, {first, end}, head, &run.logits.data[first * V]);
     std::fill(computed + first, computed + end, 1);
     run.logits_rows += end - first;

@@ -31,7 +31,8 @@ constexpr int64_t kD = 16, kV = 300, kP = 160;  // the GPT-2 folder: width, voca
 // A random GPT-2 folder: config.json and model.safetensors (F32, Conv1D weights [in, out]).
 void writeGpt2(const fs::path& folder) {
   const int64_t M = 4 * kD;
-  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {{"wte.weight", {kV, kD}}, {"wpe.weight", {kP, kD}}};
+  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {{"wte.weight", {kV, kD}},
+                                                                       {"wpe.weight", {kP, kD}}};
   for (int i = 0; i < 2; ++i) {
     const std::string h = "h." + std::to_string(i) + ".";
     for (const char* norm : {"ln_1", "ln_2"}) {
@@ -107,6 +108,12 @@ void expectLazyRowsOfTheFullRun(const ModelRun& lazy, const Tensor& full, int64_
   }
 }
 
+std::string pythonCodeFolder() {  // the shipped model (context 128: two row blocks); "" when not found
+  for (const ShippedModel& m : shippedModels())
+    if (m.name == "python-code") return m.folder;
+  return "";
+}
+
 class LazyLogits : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -132,7 +139,8 @@ TEST_F(LazyLogits, HfRunUnembedsTheWantedBlocksAndTheRestLaterBitForBit) {
   // The same text, another position wanted: its block only, nothing rerun.
   lazy_runner.logitRows({false, {5}});
   const ModelRun& again = lazy_runner.run(tokens);
-  EXPECT_EQ(std::make_pair(again.first_computed, again.logits_rows), std::make_pair(int64_t{150}, int64_t{64}));
+  EXPECT_EQ(again.first_computed, 150);
+  EXPECT_EQ(again.logits_rows, 64);
   for (int64_t t = 0; t < 64; ++t) expectSameRow(full, t, &again.logits.data[t * kV]);
 
   // One more token: the changed block's rows are recomputed and unembedded; a fresh full
@@ -142,7 +150,8 @@ TEST_F(LazyLogits, HfRunUnembedsTheWantedBlocksAndTheRestLaterBitForBit) {
   const ModelTokens longer = hfTokensFromIds(*model, longer_ids);
   lazy_runner.logitRows({false, {-1}});
   const ModelRun& appended = lazy_runner.run(longer);
-  EXPECT_EQ(std::make_pair(appended.first_computed, appended.logits_rows), std::make_pair(int64_t{128}, int64_t{151 - 128}));
+  EXPECT_EQ(appended.first_computed, 128);
+  EXPECT_EQ(appended.logits_rows, 151 - 128);
   HfRunner fresh(model);
   const Tensor full_longer = fresh.run(longer).logits;
   for (int64_t t = 0; t < 151; ++t)
@@ -151,10 +160,9 @@ TEST_F(LazyLogits, HfRunUnembedsTheWantedBlocksAndTheRestLaterBitForBit) {
 }
 
 TEST_F(LazyLogits, ModelRunUnembedsTheWantedBlocksAndTheRestLaterBitForBit) {
-  const std::vector<ShippedModel> shipped = shippedModels();
-  const auto it = std::find_if(shipped.begin(), shipped.end(), [](const ShippedModel& m) { return m.name == "python-code"; });
-  ASSERT_NE(it, shipped.end());
-  auto model = std::make_shared<const Model>(loadModel(it->folder));
+  const std::string folder = pythonCodeFolder();
+  ASSERT_FALSE(folder.empty());
+  auto model = std::make_shared<const Model>(loadModel(folder));
   std::string text;
   for (int i = 0; text.size() < 100; ++i) text += "x" + std::to_string(i) + " = x" + std::to_string(i + 1) + "\n";
   text.resize(100);
@@ -169,14 +177,13 @@ TEST_F(LazyLogits, ModelRunUnembedsTheWantedBlocksAndTheRestLaterBitForBit) {
 // The app's path: a view that unembedded the last position only has predictions there;
 // more_predictions gives any other position's, equal to a full view's.
 TEST_F(LazyLogits, ViewComputesOtherPositionsPredictionsOnDemand) {
-  const std::vector<ShippedModel> shipped = shippedModels();
-  const auto it = std::find_if(shipped.begin(), shipped.end(), [](const ShippedModel& m) { return m.name == "python-code"; });
-  ASSERT_NE(it, shipped.end());
+  const std::string folder = pythonCodeFolder();
+  ASSERT_FALSE(folder.empty());
   const std::string text = std::string(kDefaultModelText).substr(0, 90);
-  const ViewModel full = FolderModelRunner(it->folder).view(text);
+  const ViewModel full = FolderModelRunner(folder).view(text);
   EXPECT_FALSE(full.more_predictions);
   EXPECT_EQ(full.logits_rows, 90);
-  FolderModelRunner runner(it->folder);
+  FolderModelRunner runner(folder);
   const ViewModel lazy = runner.view(text, nullptr, LogitRows{false, {-1}});
   EXPECT_EQ(lazy.logits_rows, 90 - 64);
   ASSERT_TRUE(lazy.more_predictions);

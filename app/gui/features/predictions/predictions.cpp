@@ -41,7 +41,8 @@ void takeLaterPredictions(AppState& state) {
   p.requested = -1;
   p.later_error = done->error;
   p.later_rows = static_cast<int64_t>(done->block.rows.size());
-  for (size_t r = 0; r < done->block.rows.size(); ++r) p.later[done->block.first + static_cast<int64_t>(r)] = done->block.rows[r];
+  for (size_t r = 0; r < done->block.rows.size(); ++r)
+    p.later[done->block.first + static_cast<int64_t>(r)] = done->block.rows[r];
   markStateChanged(state);
 }
 
@@ -133,7 +134,8 @@ void predictionsToJson(const AppState& state, nlohmann::json& line) {
   line["logits_rows"] = v ? v->logits_rows : 0;
   line["logits_rows_on_demand"] = state.predictions.later_rows;
   int64_t known_count = 0;
-  for (int64_t t = 0; v && t < static_cast<int64_t>(v->predictions.size()); ++t) known_count += knownPredictions(state, t) != nullptr;
+  for (int64_t t = 0; v && t < static_cast<int64_t>(v->predictions.size()); ++t)
+    known_count += knownPredictions(state, t) != nullptr;
   line["predictions_known"] = known_count;
   line["predictions_pin"] = nullptr;
   if (state.view.selected_query >= 0) line["predictions_pin"] = state.view.selected_query;

@@ -81,8 +81,9 @@ void drawNextToken(AppState& state) {
   const NextTokenPredictions* known = knownPredictions(state, at.position);
   if (!known) {  // the run did not unembed this position: its block is computing (updatePredictions)
     const std::string& error = state.predictions.later_error;
-    ui::text(state.script.layout, "predictions_pending", ui::TextLook{error.empty() ? ImGui::GetStyle().Colors[ImGuiCol_TextDisabled] : kMiss, true},
-             "%s", error.empty() ? "computing the predictions at this position..." : error.c_str());
+    const ImVec4 colour = error.empty() ? ImGui::GetStyle().Colors[ImGuiCol_TextDisabled] : kMiss;
+    ui::text(state.script.layout, "predictions_pending", ui::TextLook{colour, true}, "%s",
+             error.empty() ? "computing the predictions at this position..." : error.c_str());
     return;
   }
   const NextTokenPredictions& p = *known;
