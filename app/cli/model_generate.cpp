@@ -45,6 +45,8 @@ template <typename Runner>
 void attachRunner(Loaded& p, const std::shared_ptr<Runner>& runner) {
   p.model = causalModelOf(*runner);
   p.model.run = [runner, run = p.model.run](const ModelTokens& tokens) -> const ModelRun& { return run(tokens); };
+  if (p.model.step)
+    p.model.step = [runner, step = p.model.step](const ModelTokens& tokens) -> const ModelRun& { return step(tokens); };
   p.reset = [runner] { runner->reset(); };
   p.lens = [runner](const ModelTokens& tokens) { return lensOfTokens(*runner, tokens); };
 }

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "attention/kernel.h"
+#include "attention/mask.h"
 #include "attention/variants.h"
 
 namespace attnscope {
@@ -149,6 +150,74 @@ void attendRows(AttentionTrace& t, const AttentionInputs& w, const AttentionOpti
   t.query_tokens = labels;
   t.key_tokens = labels;
   t.stages = buildStages(t, o);
+}
+
+void startDecode(const AttentionTrace& t, DecodeCache& c) {
+  c.G = t.G, c.d = t.d, c.L = t.L;
+  c.capacity = std::max<int64_t>(2 * t.L, kRowBlock);
+  for (auto [from, to] : {std::pair{&t.k, &c.k}, {&t.v, &c.v}}) {
+    to->assign(static_cast<size_t>(c.G * c.capacity * c.d), 0.0f);
+    for (int64_t g = 0; g < c.G; ++g)
+      std::copy_n(&from->data[g * t.L * c.d], t.L * c.d, &(*to)[g * c.capacity * c.d]);
+  }
+}
+
+namespace {
+
+// Room for one more position: the capacity doubles (each head's rows move once per doubling).
+void reserveOne(DecodeCache& c) {
+  if (c.L < c.capacity) return;
+  const int64_t grown = 2 * c.capacity;
+  for (std::vector<float>* v : {&c.k, &c.v}) {
+    std::vector<float> moved(static_cast<size_t>(c.G * grown * c.d), 0.0f);
+    for (int64_t g = 0; g < c.G; ++g) std::copy_n(&(*v)[g * c.capacity * c.d], c.L * c.d, &moved[g * grown * c.d]);
+    *v = std::move(moved);
+  }
+  c.capacity = grown;
+}
+
+}  // namespace
+
+void decodeRow(DecodeCache& c, const AttentionInputs& w, const AttentionOptions& o, const float* x, float* probs,
+               float* out) {
+  const int64_t H = o.heads, Din = w.w_q.dim(1), D = w.w_q.dim(0), d = c.d, G = c.G;
+  const int64_t p = c.L, S = p + 1;
+  reserveOne(c);
+  // q: [H, d] and k, v: [G, d], this position's (head-major rows of one projection each)
+  std::vector<float> q(D), k(G * d), v(G * d), ctx(D), scores(S);
+  linearInto(x, 1, w.w_q, w.b_q, q.data());
+  linearInto(x, 1, w.w_k, w.b_k, k.data());
+  linearInto(x, 1, w.w_v, w.b_v, v.data());
+  if (o.rope) {
+    for (int64_t h = 0; h < H; ++h) rotateAt(&q[h * d], d, p, o.rope_base, o.rope_style, o.rope_inv_freq);
+    for (int64_t g = 0; g < G; ++g) rotateAt(&k[g * d], d, p, o.rope_base, o.rope_style, o.rope_inv_freq);
+  }
+  for (int64_t g = 0; g < G; ++g) {
+    std::copy_n(&k[g * d], d, &c.k[(g * c.capacity + p) * d]);
+    std::copy_n(&v[g * d], d, &c.v[(g * c.capacity + p) * d]);
+  }
+  c.L = S;
+  // allowed: [S], the mask's row p in a [S, S] run
+  std::vector<uint8_t> allowed(S), scratch;
+  maskRow(maskTerms(o.mask, 1, S, S, {}, BoolTensor(), BoolTensor()), 0, p, S, allowed.data(), scratch);
+  const std::vector<RowSpan> span = rowSpans(allowed.data(), 1, S);
+  const RunPlan plan = planRun(o, RunSizes{1, S, S, D, H, d, G, Din, Din, Din});
+  for (int64_t h = 0; h < H; ++h) {
+    const int64_t kv = kvHeadOf(h, H, G);
+    HeadSlot s;
+    s.q = &q[h * d];
+    s.k = &c.k[kv * c.capacity * d];
+    s.v = &c.v[kv * c.capacity * d];
+    s.c = d;
+    s.allowed = allowed.data();
+    s.spans = span.data();
+    s.scores = scores.data();
+    s.probs = probs + h * S;
+    s.ctx = &ctx[h * d];
+    s.ld_ctx = d;
+    attendHead(s, 1, S, plan.ruleForHead(h), DropoutRule{});
+  }
+  linearInto(ctx.data(), 1, w.w_o, w.b_o, out);
 }
 
 }  // namespace attnscope

@@ -35,4 +35,23 @@ void linearRows(const float* x, int64_t start, int64_t L, const Tensor& w, const
 void attendRows(AttentionTrace& t, const AttentionInputs& weights, const AttentionOptions& options, const float* x,
                 int64_t start, int64_t L, const std::vector<std::string>& labels, float* out);
 
+// Generation's one-row steps: a layer's K/V laid out [G, capacity, d] (per K/V head,
+// positions back to back), so appending a position moves nothing; the trace's [1, G, L, d]
+// would move every head's rows, and its [H, L, L] maps every row, each step.
+struct DecodeCache {
+  std::vector<float> k, v;  // [G, capacity, d], RoPE applied to k
+  int64_t G = 0, d = 0, L = 0, capacity = 0;
+};
+
+// The cache of positions [0, t.L) of a layer's trace (its K after RoPE, and V).
+void startDecode(const AttentionTrace& t, DecodeCache& cache);
+
+// Position p = cache.L through one causal layer, the way generation steps: q, k, v of x [Din]
+// (one row per projection; RoPE at p), K/V appended, then the row over keys [0, p] with the
+// layer's mask row p. probs: [H, p + 1] (masked keys 0); out: [Do]. One-row GEMMs, so the
+// row agrees with attendRows' within float rounding, not bit for bit: a later attendRows run
+// recomputes these positions' blocks (ModelRun::decoded_from).
+void decodeRow(DecodeCache& cache, const AttentionInputs& weights, const AttentionOptions& options, const float* x,
+               float* probs, float* out);
+
 }  // namespace attnscope

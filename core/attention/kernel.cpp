@@ -49,7 +49,13 @@ void linearInto(const float* x, int64_t rows, const Tensor& w, const Tensor& b, 
   if (!b.empty()) {
     for (int64_t r = 0; r < rows; ++r) std::copy(b.data.begin(), b.data.end(), y + r * D);
   }
-  gemm(true, rows, D, Din, x, Din, w.data.data(), Din, b.empty() ? 0.0f : 1.0f, y, D);
+  const float beta = b.empty() ? 0.0f : 1.0f;
+  if (rows == 1 && D > 0 && Din > 0) {  // a generation step: GEMV streams W once, where GEMM would pack all of it first
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<blasint>(D), static_cast<blasint>(Din), 1.0f, w.data.data(),
+                static_cast<blasint>(Din), x, 1, beta, y, 1);
+    return;
+  }
+  gemm(true, rows, D, Din, x, Din, w.data.data(), Din, beta, y, D);
 }
 
 float ScoreRule::fillValue() const {

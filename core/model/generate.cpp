@@ -25,10 +25,12 @@ class RowCollector {
     const int64_t L = static_cast<int64_t>(run.tokens.ids.size());
     H_ = run.layers.front().H;
     rows_.resize(run.layers.size() * H_);
+    const bool stepped = run.decoded_from >= 0;  // one new row, in step_probs [N, H, L]
     for (; have_ < L; ++have_)
       for (size_t layer = 0; layer < run.layers.size(); ++layer)
         for (int64_t h = 0; h < H_; ++h) {
-          const float* row = &run.layers[layer].probs.data[(h * L + have_) * L];
+          const float* row = stepped ? &run.step_probs.data[(layer * H_ + h) * L]
+                                     : &run.layers[layer].probs.data[(h * L + have_) * L];
           rows_[layer * H_ + h].insert(rows_[layer * H_ + h].end(), row, row + have_ + 1);
         }
   }
@@ -133,7 +135,7 @@ Generation generate(const CausalModel& model, const ModelTokens& prompt, int64_t
     g.steps.push_back(std::move(chosen));
     // The next step's logits, or the last token's own rows: one more position per layer.
     start = std::chrono::steady_clock::now();
-    run = &model.run(tokens);
+    run = model.step ? &model.step(tokens) : &model.run(tokens);
     run_ms = msSince(start);
     rows.add(*run);
     if (std::find(model.eos.begin(), model.eos.end(), id) != model.eos.end()) {
@@ -181,6 +183,7 @@ CausalModel causalModelOf(HfRunner& runner) {
   if (hf.lm_head.empty()) throw InputError(hf.folder + ": no language-model head to generate with");
   CausalModel m;
   m.run = [&runner](const ModelTokens& tokens) -> const ModelRun& { return runner.run(tokens); };
+  m.step = [&runner](const ModelTokens& tokens) -> const ModelRun& { return runner.step(tokens); };
   m.append = [&hf](ModelTokens& tokens, int64_t id) {
     const ModelTokens one = hfTokensFromIds(hf, {id});
     tokens.ids.push_back(id);
@@ -198,6 +201,7 @@ CausalModel causalModelOf(ModelRunner& runner) {
   const Model& model = runner.model();
   CausalModel m;
   m.run = [&runner](const ModelTokens& tokens) -> const ModelRun& { return runner.runTokens(tokens); };
+  m.step = [&runner](const ModelTokens& tokens) -> const ModelRun& { return runner.step(tokens); };
   m.append = [&model](ModelTokens& tokens, int64_t id) {
     tokens.ids.push_back(id);
     tokens.text.push_back(model.vocab.at(id));

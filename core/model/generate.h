@@ -1,6 +1,6 @@
 // Generation through a model's KV cache (issue 21): each step appends the chosen token and
-// runs the model again, which computes only the new position's rows (attention/cached_rows.h:
-// from the start of its 64-row block). Works for both kinds of model folders through
+// computes only the new position's rows: one row per layer through the decode caches
+// (CausalModel::step), or from the start of its 64-row block (run). Works for both kinds of model folders through
 // CausalModel. Sampling procedure (README, "attnscope model generate"):
 //   greedy: the largest logit (ties: the smaller id);
 //   sampling: p = softmax(logits / T) in double; ids ordered by p (ties: the smaller id first);
@@ -42,6 +42,10 @@ class TokenSampler {
 // A causal model of either kind.
 struct CausalModel {
   std::function<const ModelRun&(const ModelTokens& tokens)> run;  // through the runner's cache
+  // One more position through the decode caches (a runner's step()); unset: run. A stepped
+  // run's traces lack the stepped positions' maps (ModelRun::decoded_from): its rows are in
+  // step_probs, which generation collects.
+  std::function<const ModelRun&(const ModelTokens& tokens)> step;
   std::function<void(ModelTokens& tokens, int64_t id)> append;    // one generated token
   std::function<std::string(int64_t)> label;                      // one printable line
   int64_t context = 0;

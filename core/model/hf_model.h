@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "attention/attention.h"
+#include "attention/cached_rows.h"
 #include "model/hf_config.h"
 #include "model/transformer.h"
 #include "tensor/interrupt.h"
@@ -84,6 +85,9 @@ class HfRunner {
   explicit HfRunner(std::shared_ptr<const HfModel> model);
   // InputError for no tokens, more tokens than the context, or an id outside the vocabulary.
   const ModelRun& run(ModelTokens tokens);
+  // Generation: `tokens` = the last run's plus one (extendsByOne; run() otherwise) computes
+  // that one position through each layer's decode cache (one row, ModelRun::decoded_from).
+  const ModelRun& step(ModelTokens tokens);
   void reset();  // forget the cache: the next run computes every row
   const HfModel& model() const { return *model_; }
   // Keep the residual stream after every layer in ModelRun::residuals (the logit lens).
@@ -97,6 +101,8 @@ class HfRunner {
   void attention(int64_t i, const Tensor& input, const std::vector<std::string>& labels, Tensor& out);
   void mlp(const HfLayer& w, const Tensor& input, Tensor& out);
   void unembed();  // logits rows [start_, L) that logit_rows_ wants
+  void checkTokens(const ModelTokens& tokens) const;
+  void forward(const ModelTokens& tokens);  // rows [start_, L) into run_
 
   std::shared_ptr<const HfModel> model_;
   std::vector<AttentionOptions> options_;  // [N]
@@ -106,6 +112,7 @@ class HfRunner {
   ModelRun run_;
   bool keep_residuals_ = false;
   LogitRows logit_rows_;
+  std::vector<DecodeCache> decode_;  // [N] while stepping, else empty
 };
 
 }  // namespace attnscope

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "attention/cached_rows.h"
+#include "model/activations.h"
 #include "model/hf_model.h"
 
 namespace attnscope {
@@ -33,18 +34,6 @@ void applyNorm(HfNorm kind, const HfNormWeights& w, double eps, const Tensor& x,
       o[c] = static_cast<float>((row[c] - mean) * inv * scale + (w.bias.empty() ? 0.0 : w.bias.data[c]));
     }
   }
-}
-
-float activate(float x, HfActivation kind) {
-  switch (kind) {
-    case HfActivation::GeluErf: return 0.5f * x * (1.0f + std::erf(x * static_cast<float>(M_SQRT1_2)));
-    case HfActivation::GeluTanh: {
-      const float k = static_cast<float>(std::sqrt(2.0 / M_PI));
-      return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
-    }
-    case HfActivation::Silu: return x / (1.0f + std::exp(-x));
-  }
-  return x;
 }
 
 // out = x w^T + b for x holding rows [start, start + rows) (the grid of cached_rows.h).
@@ -138,6 +127,11 @@ void HfRunner::embed(const ModelTokens& tokens) {
 void HfRunner::attention(int64_t i, const Tensor& input, const std::vector<std::string>& labels, Tensor& out) {
   const int64_t L = static_cast<int64_t>(labels.size());
   reshape(out, input.dim(0), attn_[i].w_o.dim(0));
+  if (!decode_.empty()) {  // one position: probs [H, L] into the step's rows
+    const int64_t H = options_[i].heads;
+    decodeRow(decode_[i], attn_[i], options_[i], input.data.data(), &run_.step_probs.data[i * H * L], out.data.data());
+    return;
+  }
   attendRows(run_.layers[i], attn_[i], options_[i], input.data.data(), start_, L, labels, out.data.data());
 }
 
@@ -146,9 +140,9 @@ void HfRunner::mlp(const HfLayer& w, const Tensor& input, Tensor& out) {
   linear(input, start_, w.up, up_);
   if (c.family->mlp == HfMlp::Gated) {
     linear(input, start_, w.gate, gate_);
-    for (size_t n = 0; n < up_.data.size(); ++n) up_.data[n] *= activate(gate_.data[n], c.activation);
+    gateAll(c.activation, gate_.data.data(), up_.data.data(), static_cast<int64_t>(up_.data.size()));
   } else {
-    for (float& v : up_.data) v = activate(v, c.activation);
+    activateAll(c.activation, up_.data.data(), static_cast<int64_t>(up_.data.size()));
   }
   linear(up_, start_, w.down, out);
 }
@@ -197,7 +191,7 @@ void hfOutputLogits(const HfModel& m, const Tensor& x, int64_t start, float* log
   if (!m.final_norm.empty()) applyNorm(c.family->norm, m.final_norm, c.norm_eps, x, normed);
   if (!m.mlm_transform.weight.empty()) {  // BERT: LayerNorm(act(dense(x)))
     linear(normed, start, m.mlm_transform, scratch);
-    for (float& v : scratch.data) v = activate(v, c.activation);
+    activateAll(c.activation, scratch.data.data(), static_cast<int64_t>(scratch.data.size()));
     applyNorm(c.family->norm, m.mlm_norm, c.norm_eps, scratch, normed);
   }
   linearRows(normed.data.data(), start, start + rows, m.lm_head, m.lm_bias, logits);
@@ -223,7 +217,7 @@ void HfRunner::unembed() {
   computeLogitRows(run_, logit_rows_, hfHead(m));
 }
 
-const ModelRun& HfRunner::run(ModelTokens tokens) {
+void HfRunner::checkTokens(const ModelTokens& tokens) const {
   const HfModel& m = *model_;
   const HfConfig& c = m.config;
   const int64_t L = static_cast<int64_t>(tokens.ids.size());
@@ -235,33 +229,47 @@ const ModelRun& HfRunner::run(ModelTokens tokens) {
     if (id < 0 || id >= c.vocab)
       throw InputError("token id " + std::to_string(id) + " is outside the vocabulary (vocab_size " +
                        std::to_string(c.vocab) + " in " + c.config_path + ")");
+}
+
+void HfRunner::forward(const ModelTokens& tokens) {
+  const HfConfig& c = model_->config;
+  const int64_t L = static_cast<int64_t>(tokens.ids.size());
+  std::vector<std::string> labels;
+  for (size_t t = 0; t < tokens.label.size(); ++t) labels.push_back(tokens.unknown[t] ? tokens.label[t] + " (unk)" : tokens.label[t]);
+  embed(tokens);
+  if (keep_residuals_) {
+    resizeResiduals(c.n_layers + 1, L, c.hidden, run_.residuals);
+    storeResidualRows(x_, 0, start_, run_.residuals);
+  } else {
+    run_.residuals = Tensor();
+  }
+  run_.layers.resize(c.n_layers);
+  for (int64_t i = 0; i < c.n_layers; ++i) {
+    layer(i, labels);
+    if (keep_residuals_) storeResidualRows(x_, i + 1, start_, run_.residuals);
+  }
+  unembed();
+}
+
+const ModelRun& HfRunner::run(ModelTokens tokens) {
+  checkTokens(tokens);
+  const int64_t L = static_cast<int64_t>(tokens.ids.size());
   // Causal: the positions before the first changed token keep their rows (cached_rows.h),
   // and their residuals when the last run kept them too.
-  const int64_t prefix = c.family->causal ? reusablePrefix(run_, tokens, keep_residuals_) : 0;
+  const int64_t prefix = model_->config.family->causal ? reusablePrefix(run_, tokens, keep_residuals_) : 0;
   if (prefix == L && run_.tokens.ids.size() == tokens.ids.size()) {  // nothing changed
     run_.first_computed = L;
     run_.tokens = std::move(tokens);
-    computeLogitRows(run_, logit_rows_, hfHead(m));  // rows now wanted that were not
+    computeLogitRows(run_, logit_rows_, hfHead(*model_));  // rows now wanted that were not
     return run_;
   }
   start_ = rowGridStart(prefix);
   run_.first_computed = L;  // until the run succeeds: a failed run computed nothing usable
-  std::vector<std::string> labels;
-  for (size_t t = 0; t < tokens.label.size(); ++t) labels.push_back(tokens.unknown[t] ? tokens.label[t] + " (unk)" : tokens.label[t]);
+  decode_.clear();
+  run_.decoded_from = -1;
+  run_.step_probs = Tensor();
   try {
-    embed(tokens);
-    if (keep_residuals_) {
-      resizeResiduals(c.n_layers + 1, L, c.hidden, run_.residuals);
-      storeResidualRows(x_, 0, start_, run_.residuals);
-    } else {
-      run_.residuals = Tensor();
-    }
-    run_.layers.resize(c.n_layers);
-    for (int64_t i = 0; i < c.n_layers; ++i) {
-      layer(i, labels);
-      if (keep_residuals_) storeResidualRows(x_, i + 1, start_, run_.residuals);
-    }
-    unembed();
+    forward(tokens);
   } catch (...) {
     reset();  // a half-updated cache must not be kept
     throw;
@@ -271,6 +279,33 @@ const ModelRun& HfRunner::run(ModelTokens tokens) {
   return run_;
 }
 
-void HfRunner::reset() { run_ = ModelRun(); }
+const ModelRun& HfRunner::step(ModelTokens tokens) {
+  if (!model_->config.family->causal || !extendsByOne(run_, tokens) || (keep_residuals_ && run_.residuals.empty()))
+    return run(std::move(tokens));
+  checkTokens(tokens);
+  const int64_t L = static_cast<int64_t>(tokens.ids.size()), N = model_->config.n_layers;
+  if (decode_.empty()) {
+    decode_.resize(N);
+    for (int64_t i = 0; i < N; ++i) startDecode(run_.layers[i], decode_[i]);
+    run_.decoded_from = L - 1;
+  }
+  start_ = L - 1;
+  run_.first_computed = L;
+  run_.step_probs = Tensor({N, run_.layers.front().H, L});
+  try {
+    forward(tokens);
+  } catch (...) {
+    reset();
+    throw;
+  }
+  run_.first_computed = start_;
+  run_.tokens = std::move(tokens);
+  return run_;
+}
+
+void HfRunner::reset() {
+  run_ = ModelRun();
+  decode_.clear();
+}
 
 }  // namespace attnscope

@@ -81,7 +81,14 @@ int64_t reusablePrefix(const ModelRun& last, const ModelTokens& tokens, bool kee
   if (last.layers.empty() || (keep_residuals && last.residuals.empty())) return 0;
   const std::vector<int64_t>& before = last.tokens.ids;
   const size_t n = std::min(before.size(), tokens.ids.size());
-  return std::mismatch(before.begin(), before.begin() + n, tokens.ids.begin()).first - before.begin();
+  const int64_t same = std::mismatch(before.begin(), before.begin() + n, tokens.ids.begin()).first - before.begin();
+  return last.decoded_from >= 0 ? std::min(same, last.decoded_from) : same;
+}
+
+bool extendsByOne(const ModelRun& last, const ModelTokens& tokens) {
+  const std::vector<int64_t>& before = last.tokens.ids;
+  return !last.layers.empty() && before.size() + 1 == tokens.ids.size() &&
+         std::equal(before.begin(), before.end(), tokens.ids.begin());
 }
 
 void resizeResiduals(int64_t slots, int64_t L, int64_t D, Tensor& residuals) {
@@ -138,9 +145,11 @@ int64_t computeLogitRows(ModelRun& run, const LogitRows& wanted, const RowHead& 
   const int64_t L = run.logits.dim(0), V = run.logits.dim(1);
   const auto computed = run.logits_computed.begin();
   for (int64_t start = 0; start < L; start += kRowBlock) {
-    const auto [first, end] = logitBlock(start, L);
-    const bool done = std::all_of(computed + first, computed + end, [](uint8_t c) { return c != 0; });
-    if (done || !wanted.wants(first, L)) continue;
+    const int64_t end = logitBlock(start, L).second;
+    // The block's rows not computed: all of them, or a step's (one row, off the grid) after
+    // rows computed before it.
+    const int64_t first = std::find(computed + start, computed + end, 0) - computed;
+    if (first == end || !wanted.wants(start, L)) continue;
     blockLogits(run.final_residual, {first, end}, head, &run.logits.data[first * V]);
     std::fill(computed + first, computed + end, 1);
     run.logits_rows += end - first;
@@ -198,6 +207,9 @@ const ModelRun& ModelRunner::runTokens(ModelTokens tokens) {
   }
   const int64_t start = rowGridStart(prefix);
   run_.first_computed = L;
+  decode_.clear();
+  run_.decoded_from = -1;
+  run_.step_probs = Tensor();
   try {
     forward(tokens, start);
   } catch (...) {
@@ -209,7 +221,32 @@ const ModelRun& ModelRunner::runTokens(ModelTokens tokens) {
   return run_;
 }
 
-void ModelRunner::reset() { run_ = ModelRun(); }
+const ModelRun& ModelRunner::step(ModelTokens tokens) {
+  if (!extendsByOne(run_, tokens) || (keep_residuals_ && run_.residuals.empty())) return runTokens(std::move(tokens));
+  const int64_t L = static_cast<int64_t>(tokens.ids.size()), N = model_->config.n_layers;
+  if (L > model_->config.max_len) throw InputError(contextOverflowMessage(*model_, L));
+  if (decode_.empty()) {
+    decode_.resize(N);
+    for (int64_t i = 0; i < N; ++i) startDecode(run_.layers[i], decode_[i]);
+    run_.decoded_from = L - 1;
+  }
+  run_.first_computed = L;
+  run_.step_probs = Tensor({N, options_.heads, L});
+  try {
+    forward(tokens, L - 1);
+  } catch (...) {
+    reset();
+    throw;
+  }
+  run_.first_computed = L - 1;
+  run_.tokens = std::move(tokens);
+  return run_;
+}
+
+void ModelRunner::reset() {
+  run_ = ModelRun();
+  decode_.clear();
+}
 
 void ModelRunner::forward(const ModelTokens& tokens, int64_t start) {
   const Model& m = *model_;
@@ -240,7 +277,10 @@ void ModelRunner::forward(const ModelTokens& tokens, int64_t start) {
     const BlockWeights& b = m.blocks[i];
     layerNorm(x_, b.ln1_weight, b.ln1_bias, c.ln_eps, n, D, h_);
     // self-attention: query = key = value = ln1(x); output o-projection included
-    attendRows(run_.layers[i], attn_[i], options_, h_.data.data(), start, L, labels, a_.data.data());
+    if (decode_.empty())
+      attendRows(run_.layers[i], attn_[i], options_, h_.data.data(), start, L, labels, a_.data.data());
+    else  // one position: probs [H, L] into the step's rows
+      decodeRow(decode_[i], attn_[i], options_, h_.data.data(), &run_.step_probs.data[i * options_.heads * L], a_.data.data());
     for (int64_t k = 0; k < n * D; ++k) x_.data[k] += a_.data[k];
 
     if (c.mlp) {

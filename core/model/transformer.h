@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "attention/attention.h"
+#include "attention/cached_rows.h"
 #include "model/model.h"
 
 namespace attnscope {
@@ -32,7 +33,15 @@ struct ModelRun {
   // from the run before, whose tokens agreed up to there. 0 = a full forward.
   int64_t first_computed = 0;
   int64_t rowsComputed() const { return static_cast<int64_t>(tokens.ids.size()) - first_computed; }
+  // Generation's one-row steps (the runners' step()): positions from decoded_from on went
+  // through decode caches one at a time; the layers' traces hold the maps of positions
+  // [0, decoded_from) only, and the next run() recomputes from decoded_from's block. -1 = none.
+  int64_t decoded_from = -1;
+  Tensor step_probs;  // [N, H, L]: the last step's map rows (probs over keys [0, L))
 };
+
+// Whether `tokens` is `last`'s tokens plus one: a causal runner can step() to it.
+bool extendsByOne(const ModelRun& last, const ModelTokens& tokens);
 
 // How many leading tokens of `tokens` the last run computed for the same ids, whose rows a
 // causal runner keeps (attention/cached_rows.h): 0 when it has none, or when the residuals
@@ -62,7 +71,8 @@ using RowHead = std::function<void(const Tensor& x, int64_t start, float* logits
 // those logits rows marked not computed (NaN until computeLogitRows); rows [0, start) kept.
 void startLogitRows(ModelRun& run, const Tensor& x, int64_t start, int64_t V);
 // Unembeds each 64-row block that holds a wanted position not computed yet, from
-// run.final_residual; sets run.logits_rows to the rows computed and returns it.
+// run.final_residual (after a step(), only the stepped row: grid bits are back at the next
+// run, ModelRun::decoded_from); sets run.logits_rows to the rows computed and returns it.
 int64_t computeLogitRows(ModelRun& run, const LogitRows& wanted, const RowHead& head);
 // The 64-row block [first, end) that holds `position` in a run of L positions.
 std::pair<int64_t, int64_t> logitBlock(int64_t position, int64_t L);
@@ -101,6 +111,9 @@ class ModelRunner {
   // Throws InputError for an empty text or one longer than the context (max_len tokens).
   const ModelRun& run(const std::string& text);
   const ModelRun& runTokens(ModelTokens tokens);
+  // Generation: `tokens` = the last run's plus one (extendsByOne; runTokens otherwise)
+  // computes that position through each layer's decode cache (one row, ModelRun::decoded_from).
+  const ModelRun& step(ModelTokens tokens);
   void reset();  // forget the cache: the next run computes every row
 
   const Model& model() const { return *model_; }
@@ -124,6 +137,7 @@ class ModelRunner {
   ModelRun run_;
   bool keep_residuals_ = false;
   LogitRows logit_rows_;
+  std::vector<DecodeCache> decode_;  // [N] while stepping, else empty
 };
 
 // Text longer than the context: the error message used by run() (for callers that check first).

@@ -1,7 +1,8 @@
 // The model runtime's cached attention (attention/cached_rows.h) and the sampler
 // (model/generate.h): attendRows from position 0 equals runAttention within 1e-5 (GQA, RoPE,
 // causal window, soft-cap); a run continued from a grid position equals a fresh run of the
-// final length bit for bit, growing and shrinking; the sampler's seeded draws repeat, top-k 1
+// final length bit for bit, growing and shrinking; generation's one-row decode steps give the
+// full run's rows within 1e-5 (probs) and 1e-4 (outputs); the sampler's seeded draws repeat, top-k 1
 // and a tiny top-p are greedy, and its frequencies follow the softmax.
 #include <gtest/gtest.h>
 
@@ -81,6 +82,29 @@ TEST_P(CachedRows, ContinuedRunsEqualFreshRunsBitForBit) {
     EXPECT_TRUE(sameBits(cached.output, fresh.output)) << "L=" << L;
     EXPECT_TRUE(sameBits(cached.k, fresh.k)) << "L=" << L;
   }
+}
+
+TEST_P(CachedRows, DecodedRowsEqualTheFullRunsRows) {
+  const RowsCase& c = GetParam();
+  const int64_t prompt = c.L / 2, D = c.D;
+  AttentionTrace t, full;
+  run(t, 0, prompt);
+  run(full, 0, c.L);
+  DecodeCache cache;
+  startDecode(t, cache);
+  for (int64_t p = prompt; p < c.L; ++p) {  // generation: one position at a time
+    const int64_t S = p + 1;
+    std::vector<float> probs(c.H * S), out(D);
+    decodeRow(cache, in_, o_, &in_.query.data[p * D], probs.data(), out.data());
+    ASSERT_EQ(cache.L, S);
+    for (int64_t h = 0; h < c.H; ++h)
+      for (int64_t j = 0; j < c.L; ++j) {
+        const float want = full.probs.data[(h * c.L + p) * c.L + j];
+        ASSERT_NEAR(j < S ? probs[h * S + j] : 0.0f, want, 1e-5) << "p=" << p << " h=" << h << " j=" << j;
+      }
+    for (int64_t n = 0; n < D; ++n) ASSERT_NEAR(out[n], full.output.data[p * D + n], 1e-4) << "p=" << p;
+  }
+  EXPECT_GE(cache.capacity, c.L);  // grew past its first capacity where the prompt was short
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, CachedRows,

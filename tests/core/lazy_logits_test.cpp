@@ -3,7 +3,7 @@
 // computed, and the rows computed later from the run's final residual rows (blockLogits, the
 // app's more_predictions) equal the full run's bit for bit, for both kinds of model folder
 // (the shipped attnscope-model/1 python-code model, and a random GPT-2 Hugging Face folder
-// written here), also after an incremental run.
+// written here), also after an incremental run; a generation step unembeds its one row.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -157,6 +157,17 @@ TEST_F(LazyLogits, HfRunUnembedsTheWantedBlocksAndTheRestLaterBitForBit) {
   for (int64_t t = 0; t < 151; ++t)
     if (t < 64 || t >= 128) expectSameRow(full_longer, t, &appended.logits.data[t * kV]);
     else EXPECT_TRUE(std::isnan(appended.logits.data[t * kV])) << t;
+
+  // A generation step (one row through the decode caches): only that row is unembedded, and
+  // it agrees with a full run (a step is not on the row grid: within float rounding).
+  std::vector<int64_t> stepped_ids = longer_ids;
+  stepped_ids.push_back(9);
+  const ModelRun& stepped = lazy_runner.step(hfTokensFromIds(*model, stepped_ids));
+  EXPECT_EQ(stepped.logits_rows, 1);
+  EXPECT_EQ(stepped.logits_computed[151], 1);
+  HfRunner fresh_stepped(model);
+  const Tensor full_stepped = fresh_stepped.run(hfTokensFromIds(*model, stepped_ids)).logits;
+  for (int64_t v = 0; v < kV; ++v) EXPECT_NEAR(stepped.logits.data[151 * kV + v], full_stepped.data[151 * kV + v], 1e-4);
 }
 
 TEST_F(LazyLogits, ModelRunUnembedsTheWantedBlocksAndTheRestLaterBitForBit) {

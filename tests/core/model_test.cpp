@@ -89,6 +89,43 @@ TEST_F(ModelFolder, ReusedRunnerMatchesFreshRunners) {
   }
 }
 
+// Generation's steps compute one row each (their probs within 1e-5 of a fresh run's rows);
+// the next ordinary run recomputes the stepped positions' blocks and equals a fresh run bit
+// for bit again.
+TEST_F(ModelFolder, StepsComputeOneRowAndRunsReturnToTheGrid) {
+  auto model = std::make_shared<const Model>(loadModel(write()));
+  ModelRunner runner(model);
+  ModelTokens tokens = tokenizeForModel(*model, "abcab");
+  runner.runTokens(tokens);
+  const int64_t H = model->config.n_heads, N = model->config.n_layers;
+  for (int64_t id : {1, 2, 0}) {
+    tokens.ids.push_back(id);
+    tokens.text.push_back(model->vocab.at(id));
+    tokens.label.push_back(model->vocab.at(id));
+    tokens.unknown.push_back(0);
+    const ModelRun& stepped = runner.step(tokens);
+    const int64_t L = static_cast<int64_t>(tokens.ids.size());
+    EXPECT_EQ(stepped.rowsComputed(), 1);
+    EXPECT_EQ(stepped.decoded_from, 5);
+    ASSERT_EQ(stepped.step_probs.shape, (Shape{N, H, L}));
+    ModelRunner fresh(model);
+    const ModelRun& once = fresh.runTokens(tokens);
+    for (int64_t i = 0; i < N; ++i)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t j = 0; j < L; ++j)
+          ASSERT_NEAR(stepped.step_probs.data[(i * H + h) * L + j], once.layers[i].probs.data[((h * L) + L - 1) * L + j], 1e-5);
+    for (int64_t v = 0; v < once.logits.dim(1); ++v)
+      ASSERT_NEAR(stepped.logits.data[(L - 1) * once.logits.dim(1) + v], once.logits.data[(L - 1) * once.logits.dim(1) + v], 1e-4);
+  }
+  const ModelRun& synced = runner.runTokens(tokens);
+  EXPECT_EQ(synced.decoded_from, -1);
+  EXPECT_EQ(synced.first_computed, 0);  // the stepped positions' block starts at 0
+  ModelRunner fresh(model);
+  const ModelRun& once = fresh.runTokens(tokens);
+  EXPECT_EQ(synced.logits.data, once.logits.data);
+  for (int64_t i = 0; i < N; ++i) EXPECT_EQ(synced.layers[i].probs.data, once.layers[i].probs.data);
+}
+
 TEST_F(ModelFolder, TokenizesCharactersAndFlagsUnknownOnes) {
   const Model model = loadModel(write());
   const ModelTokens t = tokenizeForModel(model, "aé\nxc\t");

@@ -40,7 +40,8 @@ GenerationSnapshot GenerateWorker::run(const GenerateRequest& request, const Job
     if (prompt.ids.empty()) throw InputError("the prompt is empty: type at least one character");
     snapshot.prompt_length = static_cast<int64_t>(prompt.ids.size());
     snapshot.prompt_text = request.text;
-    const CausalModel model = runner_->causalModel();
+    CausalModel model = runner_->causalModel();
+    model.step = nullptr;  // each step's view needs every layer's whole maps: the grid path keeps them
     const auto on_step = [&](const GenerationStep& step) {
       snapshot.steps.push_back(step);
       snapshot.generated_text += runner_->tokenText(step.id);
