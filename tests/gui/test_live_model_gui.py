@@ -87,6 +87,7 @@ class LiveModelGuiTest(g.AppTestCase):
         p = state["predictions"]
         self.assertEqual(p["why"], "hovered")
         self.assertEqual((state["logits_rows_on_demand"], state["predictions_known"]), (64, 100))
+        self.assertGreater(state["logits_on_demand_ms"], 0)
         self.assertEqual(state["generation"], generation)  # no rerun of the model
         self.assertEqual(state["logits_rows"], 100 - 64)
 

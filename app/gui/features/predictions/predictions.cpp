@@ -41,6 +41,7 @@ void takeLaterPredictions(AppState& state) {
   p.requested = -1;
   p.later_error = done->error;
   p.later_rows = static_cast<int64_t>(done->block.rows.size());
+  p.later_ms = done->milliseconds;
   for (size_t r = 0; r < done->block.rows.size(); ++r)
     p.later[done->block.first + static_cast<int64_t>(r)] = done->block.rows[r];
   markStateChanged(state);
@@ -133,6 +134,7 @@ void predictionsToJson(const AppState& state, nlohmann::json& line) {
   // Logits only where they are looked at: what the shown run and the on-demand jobs unembedded.
   line["logits_rows"] = v ? v->logits_rows : 0;
   line["logits_rows_on_demand"] = state.predictions.later_rows;
+  line["logits_on_demand_ms"] = state.predictions.later_ms;
   int64_t known_count = 0;
   for (int64_t t = 0; v && t < static_cast<int64_t>(v->predictions.size()); ++t)
     known_count += knownPredictions(state, t) != nullptr;

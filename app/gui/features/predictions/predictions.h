@@ -41,6 +41,7 @@ struct PredictionsState {
   std::map<int64_t, NextTokenPredictions> later;
   int64_t requested = -1;   // the block posted and not back yet (its first position); -1 = none
   int64_t later_rows = 0;   // positions the last on-demand job unembedded
+  double later_ms = 0.0;    // and its wall time
   std::string later_error;  // why the last on-demand job failed ("" = it did not)
 };
 // The positions a model run posted now should unembed: the last one (and the newest
@@ -73,7 +74,8 @@ void drawPredictionsPanel(AppState& state);  // trained models only
 // predictions_pin (the pinned query row, null when none); predictions.chosen (a generated
 // token) and predictions.actual_rank (its rank, 1 = the top guess); predictions.pending
 // (being computed on demand: top empty); logits_rows (positions the shown run unembedded),
-// logits_rows_on_demand (positions the last on-demand job unembedded), predictions_known
+// logits_rows_on_demand (positions the last on-demand job unembedded) and
+// logits_on_demand_ms (its wall time), predictions_known
 // (positions whose predictions are known).
 void predictionsToJson(const AppState& state, nlohmann::json& line);
 
