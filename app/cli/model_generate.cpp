@@ -39,6 +39,17 @@ SamplingSettings samplingOf(const GenerateFlags& f) {
   return s;
 }
 
+// --window W --sinks K: the stepper's causal-window:W + sinks:K on every layer (usage errors: exit 2).
+CacheWindow cacheWindowOf(const GenerateFlags& f) {
+  if (f.sinks && !f.window) throw UsageError("generate: --sinks needs --window (the sinks stay visible beside the window)");
+  if (f.window && *f.window < 0) throw UsageError("generate: --window must be >= 0, got " + std::to_string(*f.window));
+  if (f.sinks && *f.sinks < 0) throw UsageError("generate: --sinks must be >= 0, got " + std::to_string(*f.sinks));
+  CacheWindow cache;
+  if (f.window) cache.window = *f.window;
+  cache.sinks = f.sinks.value_or(0);
+  return cache;
+}
+
 // The runner's part of p (either kind): the causal model, reset and lens. The runner lives as
 // long as the functions that hold it (causalModelOf keeps a reference).
 template <typename Runner>
@@ -48,6 +59,7 @@ void attachRunner(Loaded& p, const std::shared_ptr<Runner>& runner) {
   if (p.model.step)
     p.model.step = [runner, step = p.model.step](const ModelTokens& tokens) -> const ModelRun& { return step(tokens); };
   p.reset = [runner] { runner->reset(); };
+  p.set_window = [runner](const CacheWindow& cache) { runner->setCacheWindow(cache); };
   p.lens = [runner](const ModelTokens& tokens) { return lensOfTokens(*runner, tokens); };
 }
 
@@ -101,6 +113,10 @@ void addGenerateOptions(CLI::App& app, GenerateFlags& flags) {
   app.add_flag("--lens", flags.lens,
                "logit lens over the final sequence: also write lens_ids.npy (int64) and lens_probs.npy (float32), "
                "[n_layers + 1, L, 5]");
+  app.add_option("--window", flags.window,
+                 "KV cache with a causal window: each row sees itself and the W keys before it (the stepper's "
+                 "causal-window:W); evicted keys leave the cache");
+  app.add_option("--sinks", flags.sinks, "with --window: the first K positions stay in the cache (attention sinks)");
   app.add_option("--out", flags.out, "output folder (created if missing)")->required();
   app.footer(
       "Sampling: temperature, then top-k, then top-p, then one draw (README). Exit status: 0 ok, 1 bad\n"
@@ -112,10 +128,12 @@ int modelGenerate(const GenerateFlags& flags) {
   if (!flags.text.given() && flags.ids.empty()) throw UsageError("generate: give --text TEXT, --text-file FILE or --ids IDS");
   if (flags.text.given() && !flags.ids.empty()) throw UsageError("generate: give either a text or --ids, not both");
   const SamplingSettings sampling = samplingOf(flags);
+  const CacheWindow cache = cacheWindowOf(flags);
   const bool hf = isHfModelFolder(flags.model);
   if (!hf && !flags.ids.empty())
     throw UsageError("generate: --ids is for Hugging Face model folders; give --text or --text-file");
   Loaded p = loadCausalModel(flags.model);
+  p.set_window(cache);
   const ModelTokens prompt = flags.ids.empty() ? p.encode(readModelText(flags.text)) : p.from_ids(parseIds(flags.ids));
   const int64_t P = static_cast<int64_t>(prompt.ids.size());
   if (P >= p.model.context)
@@ -123,6 +141,9 @@ int modelGenerate(const GenerateFlags& flags) {
                      std::to_string(p.model.context) + ": no room to generate");
   checkOutDir(flags.out);
   std::cout << "attnscope model generate: " << p.name << "\n";
+  if (cache.on())
+    std::cout << "  cache: " << cache.sinks << " sinks + window " << cache.window << " (" << cache.sinks + cache.window
+              << " entries per layer kept between steps)\n";
   for (int64_t id : prompt.ids) std::cout << p.text(id);
   std::cout << std::flush;
   std::string generated;

@@ -1,5 +1,5 @@
 // `attnscope model generate MODEL --text PROMPT --tokens N [--greedy | --temperature T
-// --top-k K --top-p P --seed S] --out DIR`: generation through the runner's KV cache
+// --top-k K --top-p P --seed S] [--window W [--sinks K]] --out DIR`: generation through the runner's KV cache
 // (model/generate.h); writes generated.txt, tokens.txt, attentions.npy and steps.json.
 #pragma once
 
@@ -30,6 +30,7 @@ struct GenerateFlags {
   std::optional<int64_t> top_k;
   std::optional<uint64_t> seed;
   bool lens = false;  // also lens_ids.npy and lens_probs.npy over the final sequence
+  std::optional<int64_t> window, sinks;  // the cache's causal window W and sinks k (CacheWindow)
   std::string out;
 };
 
@@ -45,6 +46,7 @@ struct Loaded {
   std::function<ModelTokens(const std::string&)> encode;
   std::function<ModelTokens(const std::vector<int64_t>&)> from_ids;
   std::function<void()> reset;  // forget the runner's cache
+  std::function<void(const CacheWindow&)> set_window;  // sinks + causal window on every layer
   std::function<LogitLens(const ModelTokens&)> lens;  // the logit lens of a token sequence
 };
 Loaded loadCausalModel(const std::string& folder);

@@ -185,6 +185,14 @@ KvCacheRun decodeWithKvCache(const AttentionInputs& in, const AttentionOptions& 
   return run;
 }
 
+MaskSpec withCacheWindow(MaskSpec layer, const CacheWindow& cache) {
+  if (!cache.on()) return layer;
+  layer.causal = true;
+  layer.causal_window = layer.causal_window >= 0 ? std::min(layer.causal_window, cache.window) : cache.window;
+  layer.sinks = cache.sinks > 0 ? cache.sinks : -1;
+  return layer;
+}
+
 std::vector<float> stepRowDifference(const KvCacheRun& run, const AttentionTrace& full) {
   if (full.B != run.B || full.H != run.H || full.L != run.L || full.S != run.L ||
       static_cast<int64_t>(run.steps.size()) != run.L)

@@ -44,6 +44,22 @@ struct KvCacheRun {
 // output only averages the cached values (a decoder has no others).
 KvCacheRun decodeWithKvCache(const AttentionInputs& inputs, const AttentionOptions& options);
 
+// A decoder's cache policy on a model's runs (issue 21), the stepper's `causal-window:W` with
+// `sinks:K`: row t sees the k sinks, itself and the W keys before it, so between steps the
+// cache keeps k + W entries per layer. Off (window < 0): every position stays.
+struct CacheWindow {
+  int64_t window = -1;  // W; -1 = off
+  int64_t sinks = 0;    // k (only with a window)
+  bool on() const { return window >= 0; }
+  bool operator==(const CacheWindow& o) const { return window == o.window && sinks == o.sinks; }
+  bool operator!=(const CacheWindow& o) const { return !(*this == o); }
+};
+
+// A causal layer's mask under the policy: causal + causal-window:W' + sinks:k, where W' is
+// the smaller of W and the layer's own causal window (a model's sliding window still
+// applies); the sinks stay visible through it as through any window term. Off: unchanged.
+MaskSpec withCacheWindow(MaskSpec layer, const CacheWindow& cache);
+
 // [L]: max over b, h and keys of |step t's row - row t of full.probs|, how far each decoded
 // row is from the full computation's (full: the same inputs and options through
 // runAttention). Empty when the sizes differ.

@@ -217,19 +217,29 @@ ViewModel viewFromHfRun(const HfModel& model, const ModelRun& run) {
   return view;
 }
 
-FolderModelRunner::FolderModelRunner(const std::string& folder, const Progress& progress) : folder_(folder) {
-  if (isHfModelFolder(folder)) {
-    hf_model_ = std::make_shared<const HfModel>(loadHfModel(folder, true, progress));
-    hf_ = std::make_unique<HfRunner>(hf_model_);
-    const HfConfig& c = hf_->model().config;
-    heads_ = c.heads;
-    width_ = c.hidden;
+FolderWeights loadFolderWeights(const std::string& folder, const Progress& progress) {
+  if (isHfModelFolder(folder)) return {folder, nullptr, std::make_shared<const HfModel>(loadHfModel(folder, true, progress))};
+  return {folder, std::make_shared<const Model>(loadModel(folder)), nullptr};
+}
+
+FolderModelRunner::FolderModelRunner(const std::string& folder, const Progress& progress)
+    : FolderModelRunner(loadFolderWeights(folder, progress)) {}
+
+FolderModelRunner::FolderModelRunner(const FolderWeights& weights) : folder_(weights.folder), weights_(weights) {
+  if (weights.hf) {
+    hf_ = std::make_unique<HfRunner>(weights.hf);
+    heads_ = weights.hf->config.heads;
+    width_ = weights.hf->config.hidden;
   } else {
-    own_model_ = std::make_shared<const Model>(loadModel(folder));
-    own_ = std::make_unique<ModelRunner>(own_model_);
-    heads_ = own_->model().config.n_heads;
-    width_ = own_->model().config.d_model;
+    own_ = std::make_unique<ModelRunner>(weights.own);
+    heads_ = weights.own->config.n_heads;
+    width_ = weights.own->config.d_model;
   }
+}
+
+void FolderModelRunner::setCacheWindow(const CacheWindow& cache) {
+  if (hf_) hf_->setCacheWindow(cache);
+  else own_->setCacheWindow(cache);
 }
 
 FolderModelRunner::~FolderModelRunner() = default;
@@ -257,7 +267,7 @@ ViewModel FolderModelRunner::view(const std::string& text, TextSize* size, const
     ViewModel view = viewFromHfRun(hf_->model(), run);
     if (!view.predictions.empty()) view.lens.off_reason = off;
     if (!logit_rows.all && !run.logits.empty()) {
-      const std::shared_ptr<const HfModel> m = hf_model_;
+      const std::shared_ptr<const HfModel> m = weights_.hf;
       view.more_predictions = laterPredictions(
           run, [m](const Tensor& x, int64_t start, float* logits) { hfOutputLogits(*m, x, start, logits); },
           [m](int64_t id) { return hfTokenLabel(*m, id); });
@@ -274,7 +284,7 @@ ViewModel FolderModelRunner::view(const std::string& text, TextSize* size, const
   ViewModel view = viewFromModelRun(own_->model(), run);
   view.lens.off_reason = off;
   if (!logit_rows.all) {
-    const std::shared_ptr<const Model> m = own_model_;
+    const std::shared_ptr<const Model> m = weights_.own;
     view.more_predictions = laterPredictions(
         run, [m](const Tensor& x, int64_t start, float* logits) { modelOutputLogits(*m, x, start, logits); },
         [m](int64_t id) { return tokenLabel(*m, id); });

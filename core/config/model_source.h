@@ -58,6 +58,17 @@ ViewModel viewFromModelRun(const Model& model, const ModelRun& run);
 // encoder without masked-LM head (its MLM guesses otherwise).
 ViewModel viewFromHfRun(const HfModel& model, const ModelRun& run);
 
+// A loaded model folder's weights (one kind set), shared read-only by every runner on it:
+// the app's maps and its generation run on one copy.
+struct FolderWeights {
+  std::string folder;
+  std::shared_ptr<const Model> own;   // attnscope-model/1
+  std::shared_ptr<const HfModel> hf;  // Hugging Face
+  bool loaded() const { return own || hf; }
+};
+// Reads either kind of folder (progress: as FolderModelRunner's). InputError naming the file.
+FolderWeights loadFolderWeights(const std::string& folder, const Progress& progress = {});
+
 // A model folder of either kind (attnscope-model/1, or Hugging Face: config.json with a
 // model_type), loaded once and run on text after text (one keystroke after another):
 // what the app's worker can keep between runs. InputError naming the file on bad input.
@@ -67,7 +78,12 @@ class FolderModelRunner {
   // returning false stops the load (Cancelled). An attnscope-model/1 folder (small .npy
   // files) loads without it.
   explicit FolderModelRunner(const std::string& folder, const Progress& progress = {});
+  // A second runner (its own KV cache) on weights another runner loaded: nothing is read or copied.
+  explicit FolderModelRunner(const FolderWeights& weights);
   ~FolderModelRunner();
+  const FolderWeights& weights() const { return weights_; }
+  // Sinks + causal window on every layer (attention/kv_cache.h); a change forgets the cache.
+  void setCacheWindow(const CacheWindow& cache);
   // The text's size against the model's context, counted before the run (a text that does
   // not fit is refused by the run, with this count for the app to show).
   struct TextSize {
@@ -91,10 +107,9 @@ class FolderModelRunner {
 
  private:
   std::string folder_;
-  std::shared_ptr<const Model> own_model_;  // attnscope-model/1 (shared with views' more_predictions)
-  std::unique_ptr<ModelRunner> own_;
-  std::shared_ptr<const HfModel> hf_model_;  // Hugging Face
-  std::unique_ptr<HfRunner> hf_;
+  FolderWeights weights_;
+  std::unique_ptr<ModelRunner> own_;  // attnscope-model/1
+  std::unique_ptr<HfRunner> hf_;      // Hugging Face
   int64_t heads_ = 0, width_ = 0;
 };
 

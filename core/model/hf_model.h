@@ -17,6 +17,7 @@
 
 #include "attention/attention.h"
 #include "attention/cached_rows.h"
+#include "attention/kv_cache.h"
 #include "model/hf_config.h"
 #include "model/transformer.h"
 #include "tensor/interrupt.h"
@@ -94,6 +95,8 @@ class HfRunner {
   void keepResiduals(bool keep) { keep_residuals_ = keep; }
   // The positions whose logits each run computes (default: all).
   void logitRows(LogitRows rows) { logit_rows_ = std::move(rows); }
+  // Sinks + causal window on every layer (attention/kv_cache.h); a change forgets the cache.
+  void setCacheWindow(const CacheWindow& cache);
 
  private:
   void embed(const ModelTokens& tokens);
@@ -106,7 +109,6 @@ class HfRunner {
 
   std::shared_ptr<const HfModel> model_;
   std::vector<AttentionOptions> options_;  // [N]
-  std::vector<AttentionInputs> attn_;      // [N]: the attention weights (copied once), inputs per run
   int64_t start_ = 0;  // the first position this run computes; the buffers below hold rows [start_, L)
   Tensor x_, h_, a_, m_, gate_, up_;  // [L, D] residual, normed, attention out, MLP out; [L, M] hidden
   ModelRun run_;

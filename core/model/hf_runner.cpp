@@ -99,10 +99,17 @@ ModelTokens hfTokensFromIds(const HfModel& model, const std::vector<int64_t>& id
 }
 
 HfRunner::HfRunner(std::shared_ptr<const HfModel> model) : model_(std::move(model)) {
+  for (int64_t i = 0; i < model_->config.n_layers; ++i) options_.push_back(layerOptions(model_->config, i));
+}
+
+void HfRunner::setCacheWindow(const CacheWindow& cache) {
+  bool changed = false;
   for (int64_t i = 0; i < model_->config.n_layers; ++i) {
-    options_.push_back(layerOptions(model_->config, i));
-    attn_.push_back(model_->layers[i].attn);
+    const MaskSpec mask = withCacheWindow(layerOptions(model_->config, i).mask, cache);
+    changed = changed || !(mask == options_[i].mask);
+    options_[i].mask = mask;
   }
+  if (changed) reset();  // the kept rows were computed under the other mask
 }
 
 void HfRunner::embed(const ModelTokens& tokens) {
@@ -126,13 +133,14 @@ void HfRunner::embed(const ModelTokens& tokens) {
 
 void HfRunner::attention(int64_t i, const Tensor& input, const std::vector<std::string>& labels, Tensor& out) {
   const int64_t L = static_cast<int64_t>(labels.size());
-  reshape(out, input.dim(0), attn_[i].w_o.dim(0));
+  const AttentionInputs& weights = model_->layers[i].attn;  // shared with other runners, never copied
+  reshape(out, input.dim(0), weights.w_o.dim(0));
   if (!decode_.empty()) {  // one position: probs [H, L] into the step's rows
     const int64_t H = options_[i].heads;
-    decodeRow(decode_[i], attn_[i], options_[i], input.data.data(), &run_.step_probs.data[i * H * L], out.data.data());
+    decodeRow(decode_[i], weights, options_[i], input.data.data(), &run_.step_probs.data[i * H * L], out.data.data());
     return;
   }
-  attendRows(run_.layers[i], attn_[i], options_[i], input.data.data(), start_, L, labels, out.data.data());
+  attendRows(run_.layers[i], weights, options_[i], input.data.data(), start_, L, labels, out.data.data());
 }
 
 void HfRunner::mlp(const HfLayer& w, const Tensor& input, Tensor& out) {

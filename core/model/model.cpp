@@ -236,14 +236,14 @@ Model loadModel(const std::string& folder) {
     const std::string why = "block " + std::to_string(i) + " of n_layers = " + std::to_string(c.n_layers);
     b.ln1_weight = r.required(p + "ln1.weight", {D}, why);
     b.ln1_bias = r.required(p + "ln1.bias", {D}, why);
-    b.w_q = r.required(p + "attn.w_q", {D, D}, why);
-    b.w_k = r.required(p + "attn.w_k", {D, D}, why);
-    b.w_v = r.required(p + "attn.w_v", {D, D}, why);
-    b.w_o = r.required(p + "attn.w_o", {D, D}, why);
-    b.b_q = r.optional(p + "attn.b_q", {D});
-    b.b_k = r.optional(p + "attn.b_k", {D});
-    b.b_v = r.optional(p + "attn.b_v", {D});
-    b.b_o = r.optional(p + "attn.b_o", {D});
+    b.attn.w_q = r.required(p + "attn.w_q", {D, D}, why);
+    b.attn.w_k = r.required(p + "attn.w_k", {D, D}, why);
+    b.attn.w_v = r.required(p + "attn.w_v", {D, D}, why);
+    b.attn.w_o = r.required(p + "attn.w_o", {D, D}, why);
+    b.attn.b_q = r.optional(p + "attn.b_q", {D});
+    b.attn.b_k = r.optional(p + "attn.b_k", {D});
+    b.attn.b_v = r.optional(p + "attn.b_v", {D});
+    b.attn.b_o = r.optional(p + "attn.b_o", {D});
     const std::vector<std::string> mlp_names = {"ln2.weight", "ln2.bias", "mlp.w_in", "mlp.b_in", "mlp.w_out", "mlp.b_out"};
     if (c.mlp) {
       b.ln2_weight = r.required(p + "ln2.weight", {D}, why);

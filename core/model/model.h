@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "attention/attention.h"
 #include "tensor/tensor.h"
 
 namespace attnscope {
@@ -41,8 +42,8 @@ struct ModelConfig {
 // nn.Linear convention throughout: y = x W^T + b.
 struct BlockWeights {
   Tensor ln1_weight, ln1_bias;   // [D]
-  Tensor w_q, w_k, w_v, w_o;     // [D, D]
-  Tensor b_q, b_k, b_v, b_o;     // [D] each, or empty = no bias
+  AttentionInputs attn;          // w_q, w_k, w_v, w_o [D, D]; b_q .. b_o [D] each, or empty = no bias
+                                 // (the runners read them in place: no copy)
   Tensor ln2_weight, ln2_bias;   // [D]       (mlp only)
   Tensor w_in, b_in;             // [M, D], [M]
   Tensor w_out, b_out;           // [D, M], [D]

@@ -175,18 +175,15 @@ ModelRunner::ModelRunner(std::shared_ptr<const Model> model) : model_(std::move(
   options_.mask.causal = true;
   options_.scale_mode = ScaleMode::InvSqrtD;
   options_.fill = MaskFill::NegInf;
-  for (const BlockWeights& b : model_->blocks) {
-    AttentionInputs in;
-    in.w_q = b.w_q;
-    in.w_k = b.w_k;
-    in.w_v = b.w_v;
-    in.w_o = b.w_o;
-    in.b_q = b.b_q;
-    in.b_k = b.b_k;
-    in.b_v = b.b_v;
-    in.b_o = b.b_o;
-    attn_.push_back(std::move(in));
-  }
+}
+
+void ModelRunner::setCacheWindow(const CacheWindow& cache) {
+  MaskSpec causal;
+  causal.causal = true;
+  const MaskSpec mask = withCacheWindow(causal, cache);
+  if (mask == options_.mask) return;
+  options_.mask = mask;
+  reset();  // the kept rows were computed under the other mask
 }
 
 const ModelRun& ModelRunner::run(const std::string& text) { return runTokens(tokenizeForModel(*model_, text)); }
@@ -278,9 +275,9 @@ void ModelRunner::forward(const ModelTokens& tokens, int64_t start) {
     layerNorm(x_, b.ln1_weight, b.ln1_bias, c.ln_eps, n, D, h_);
     // self-attention: query = key = value = ln1(x); output o-projection included
     if (decode_.empty())
-      attendRows(run_.layers[i], attn_[i], options_, h_.data.data(), start, L, labels, a_.data.data());
+      attendRows(run_.layers[i], b.attn, options_, h_.data.data(), start, L, labels, a_.data.data());
     else  // one position: probs [H, L] into the step's rows
-      decodeRow(decode_[i], attn_[i], options_, h_.data.data(), &run_.step_probs.data[i * options_.heads * L], a_.data.data());
+      decodeRow(decode_[i], b.attn, options_, h_.data.data(), &run_.step_probs.data[i * options_.heads * L], a_.data.data());
     for (int64_t k = 0; k < n * D; ++k) x_.data[k] += a_.data[k];
 
     if (c.mlp) {

@@ -14,6 +14,7 @@
 
 #include "attention/attention.h"
 #include "attention/cached_rows.h"
+#include "attention/kv_cache.h"
 #include "model/model.h"
 
 namespace attnscope {
@@ -122,13 +123,14 @@ class ModelRunner {
   void keepResiduals(bool keep) { keep_residuals_ = keep; }
   // The positions whose logits each run computes (default: all).
   void logitRows(LogitRows rows) { logit_rows_ = std::move(rows); }
+  // Sinks + causal window on every layer (attention/kv_cache.h); a change forgets the cache.
+  void setCacheWindow(const CacheWindow& cache);
 
  private:
   std::shared_ptr<const Model> model_;
   AttentionOptions options_;
   void forward(const ModelTokens& tokens, int64_t start);  // rows [start, L) into run_
 
-  std::vector<AttentionInputs> attn_;  // [N]: the attention weights, set once
   // Rows [start, L) of the run being computed:
   Tensor x_;    // [n, D] residual stream
   Tensor h_;    // [n, D] LayerNorm output

@@ -277,13 +277,18 @@ def attend(q, k, v, scale, allowed, softcap=None):
     return probs, (probs @ v).transpose(0, 1).reshape(q.shape[1], -1)
 
 
-def causal(L, window=None):
+def causal(L, window=None, cache=None):
+    """window: the model's sliding window (itself and window - 1 keys before). cache = (W, k):
+    a KV cache's window and sinks (attnscope model generate --window W --sinks k): a query also
+    sees at most itself and the W keys before it, except the first k keys, which stay visible."""
     i = torch.arange(L).unsqueeze(1)
     j = torch.arange(L).unsqueeze(0)
-    allowed = j <= i
+    recent = torch.ones(L, L, dtype=torch.bool)
     if window is not None:
-        allowed &= (i - j) < window  # itself and window - 1 keys before
-    return allowed
+        recent &= (i - j) < window
+    if cache is not None:
+        recent = (recent & ((i - j) <= cache[0])) | (j < cache[1])
+    return (j <= i) & recent
 
 
 def heads(x, n):
@@ -300,13 +305,14 @@ def weights_of(cfg, tensors):
     return Weights(tensors, prefix if first.startswith(prefix) else "")
 
 
-def forward(cfg, tensors, ids, residuals=None):
+def forward(cfg, tensors, ids, residuals=None, cache=None):
     """float64 logits [L, V] (None for an encoder without MLM head) and attention [N][H, L, L].
-    residuals, a list: gets the embeddings and the residual stream after each layer, [L, D] each."""
+    residuals, a list: gets the embeddings and the residual stream after each layer, [L, D] each.
+    cache = (W, k): every layer's mask also keeps a KV cache's window and sinks (causal())."""
     kind = cfg["model_type"]
     fn = {"gpt2": forward_gpt2, "gpt_neox": forward_neox, "bert": forward_bert}.get(kind, forward_llama_like)
     keep = residuals.append if residuals is not None else (lambda x: None)
-    return fn(cfg, weights_of(cfg, tensors), torch.tensor(ids), keep)
+    return fn(cfg, weights_of(cfg, tensors), torch.tensor(ids), keep, cache)
 
 
 def output_head(cfg, tensors, x):
@@ -323,7 +329,7 @@ def lens_probs(cfg, tensors, ids):
     return np.stack([torch.softmax(output_head(cfg, tensors, x), dim=-1).numpy() for x in residuals])
 
 
-def forward_gpt2(cfg, w, ids, keep):
+def forward_gpt2(cfg, w, ids, keep, cache=None):
     D, H, L = cfg["n_embd"], cfg["n_head"], len(ids)
     eps = cfg["layer_norm_epsilon"]
     x = w("wte.weight")[ids] + w("wpe.weight")[:L]
@@ -334,7 +340,7 @@ def forward_gpt2(cfg, w, ids, keep):
         a = F.layer_norm(x, (D,), w(h + "ln_1.weight"), w(h + "ln_1.bias"), eps)
         qkv = a @ w(h + "attn.c_attn.weight") + w(h + "attn.c_attn.bias")  # Conv1D: x W + b, W [in, out]
         q, k, v = (heads(t, H) for t in qkv.split(D, dim=1))
-        probs, ctx = attend(q, k, v, 1.0 / math.sqrt(D // H), causal(L))
+        probs, ctx = attend(q, k, v, 1.0 / math.sqrt(D // H), causal(L, cache=cache))
         attns.append(probs)
         x = x + ctx @ w(h + "attn.c_proj.weight") + w(h + "attn.c_proj.bias")
         m = F.layer_norm(x, (D,), w(h + "ln_2.weight"), w(h + "ln_2.bias"), eps)
@@ -368,7 +374,7 @@ def sliding_layers(cfg):
     return [False] * N
 
 
-def forward_llama_like(cfg, w, ids, keep):
+def forward_llama_like(cfg, w, ids, keep, cache=None):
     kind = cfg["model_type"]
     D, H, L = cfg["hidden_size"], cfg["num_attention_heads"], len(ids)
     G = cfg.get("num_key_value_heads", H)
@@ -396,7 +402,7 @@ def forward_llama_like(cfg, w, ids, keep):
         k = apply_rope(heads(lin("self_attn.k_proj", a), G), inv, dim)
         v = heads(lin("self_attn.v_proj", a), G)
         window = cfg.get("sliding_window") if sliding[i] else None
-        probs, ctx = attend(q, k, v, scale, causal(L, window), cfg.get("attn_logit_softcapping"))
+        probs, ctx = attend(q, k, v, scale, causal(L, window, cache), cfg.get("attn_logit_softcapping"))
         attns.append(probs)
         o = lin("self_attn.o_proj", ctx)
         if gemma:
@@ -424,7 +430,7 @@ def head_llama_like(cfg, w, x):
     return logits
 
 
-def forward_neox(cfg, w, ids, keep):
+def forward_neox(cfg, w, ids, keep, cache=None):
     D, H, L = cfg["hidden_size"], cfg["num_attention_heads"], len(ids)
     d, eps = D // H, cfg["layer_norm_eps"]
     inv, dim = rope_inv_freq(cfg, d)
@@ -437,7 +443,7 @@ def forward_neox(cfg, w, ids, keep):
         qkv = a @ w(h + "attention.query_key_value.weight").T + w(h + "attention.query_key_value.bias")
         qkv = qkv.view(L, H, 3 * d).transpose(0, 1)  # [H, L, 3d]: per head q, k, v
         q, k, v = qkv[..., :d], qkv[..., d:2 * d], qkv[..., 2 * d:]
-        probs, ctx = attend(apply_rope(q, inv, dim), apply_rope(k, inv, dim), v, 1.0 / math.sqrt(d), causal(L))
+        probs, ctx = attend(apply_rope(q, inv, dim), apply_rope(k, inv, dim), v, 1.0 / math.sqrt(d), causal(L, cache=cache))
         attns.append(probs)
         attn_out = ctx @ w(h + "attention.dense.weight").T + w(h + "attention.dense.bias")
 
@@ -462,7 +468,7 @@ def head_neox(cfg, w, x):
     return x @ w.head("embed_out.weight").T
 
 
-def forward_bert(cfg, w, ids, keep):
+def forward_bert(cfg, w, ids, keep, cache=None):
     D, H, L = cfg["hidden_size"], cfg["num_attention_heads"], len(ids)
     eps = cfg["layer_norm_eps"]
     e = "embeddings."

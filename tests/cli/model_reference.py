@@ -72,9 +72,11 @@ def sinusoidal(max_len, d):
     return pe
 
 
-def forward(model, ids, residuals=None):
+def forward(model, ids, residuals=None, cache=None):
     """logits [L, V] and the attention probabilities of every layer, [N][H, L, L] (float64).
-    residuals, a list: gets the embeddings and the residual stream after each layer, [L, D] each."""
+    residuals, a list: gets the embeddings and the residual stream after each layer, [L, D] each.
+    cache = (W, k): a KV cache's window and sinks: a query sees the first k keys, itself and
+    the W keys before it (attnscope model generate --window W --sinks k)."""
     keep = residuals.append if residuals is not None else (lambda v: None)
     cfg = model.cfg
     D, H, L = cfg["d_model"], cfg["n_heads"], len(ids)
@@ -100,7 +102,11 @@ def forward(model, ids, residuals=None):
         q, k, v = (linear(h, p + f"attn.w_{n}", p + f"attn.b_{n}").view(L, H, d).transpose(0, 1)
                    for n in "qkv")
         scores = q @ k.transpose(-1, -2) / math.sqrt(d)
-        scores = scores.masked_fill(torch.ones(L, L, dtype=torch.bool).triu(1), float("-inf"))
+        hidden_keys = torch.ones(L, L, dtype=torch.bool).triu(1)
+        if cache is not None:
+            i, j = torch.arange(L).unsqueeze(1), torch.arange(L).unsqueeze(0)
+            hidden_keys |= ((i - j) > cache[0]) & (j >= cache[1])
+        scores = scores.masked_fill(hidden_keys, float("-inf"))
         probs = torch.softmax(scores, dim=-1)
         attentions.append(probs.numpy())
         context = (probs @ v).transpose(0, 1).reshape(L, D)

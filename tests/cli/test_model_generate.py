@@ -147,24 +147,35 @@ class GenerateHf(unittest.TestCase):
         self.assertIn("stopped at eos", result.stdout)
 
 
+SHIPPED_PROMPT = "def add(a, b):\n"
+
+
+def generate_shipped(test, case, cache=None):
+    """`model generate` of python-code after SHIPPED_PROMPT, STEPS greedy tokens (cache = (W, k):
+    --window W --sinks k), its ids checked against the reference's greedy ids. Returns (model,
+    prompt ids, all ids, steps, attentions, output folder, result)."""
+    folder = os.path.join(ref.SHIPPED, "python-code")
+    model = ref.FolderModel(folder)
+    prompt, _ = model.encode(SHIPPED_PROMPT)
+    out = ref.case_dir("gen", case) + "/out"
+    args = ["--window", str(cache[0]), "--sinks", str(cache[1])] if cache else []
+    result = generate(folder, out, "--text", SHIPPED_PROMPT, "--tokens", str(STEPS), *args)
+    test.assertEqual(result.returncode, 0, result.stderr)
+    steps, _, attn = read_outputs(out)
+    got = prompt + [s["id"] for s in steps]
+    want, _ = reference_greedy(lambda ids: ref.forward(model, ids, cache=cache)[0], prompt, STEPS)
+    test.assertEqual(got[:len(want)], want)
+    return model, prompt, got, steps, attn, out, result
+
+
 class GenerateShipped(unittest.TestCase):
     def test_greedy_matches_reference(self):
-        folder = os.path.join(ref.SHIPPED, "python-code")
-        model = ref.FolderModel(folder)
-        prompt_text = "def add(a, b):\n"
-        prompt, _ = model.encode(prompt_text)
-        out = ref.case_dir("gen", "shipped") + "/out"
-        result = generate(folder, out, "--text", prompt_text, "--tokens", str(STEPS))
-        self.assertEqual(result.returncode, 0, result.stderr)
-        steps, lines, attn = read_outputs(out)
-        got = prompt + [s["id"] for s in steps]
-        want, _ = reference_greedy(lambda ids: ref.forward(model, ids)[0], prompt, STEPS)
-        self.assertEqual(got[:len(want)], want)
+        model, prompt, got, _, attn, out, result = generate_shipped(self, "shipped")
         _, attns = ref.forward(model, got)
         np.testing.assert_allclose(attn, np.stack([np.asarray(a) for a in attns])[:, None], atol=ATTN_TOL, rtol=0)
         with open(os.path.join(out, "generated.txt"), encoding="utf-8") as f:
             self.assertEqual(f.read(), "".join(model.vocab[i] for i in got[len(prompt):]))
-        self.assertIn(prompt_text, result.stdout)
+        self.assertIn(SHIPPED_PROMPT, result.stdout)
 
 
     def test_lens_over_the_final_sequence_equals_model_run(self):
@@ -184,6 +195,59 @@ class GenerateShipped(unittest.TestCase):
             self.assertEqual(got.dtype, dtype)
             self.assertEqual(got.shape, (3, len(text), 5))
             np.testing.assert_array_equal(got, want)
+
+# name, family, make_model options, (W, k) of --window W --sinks k. mistral's own window (4 keys
+# back) is narrower than W; gemma2's sliding layers (3 back) too, its global layers take W.
+CACHE_FAMILIES = [
+    ("llama-gqa", "llama", dict(seed=42, G=2), (6, 2)),
+    ("mistral-window5", "mistral", dict(seed=43, G=2, window=5), (8, 2)),
+    ("mistral-window9", "mistral", dict(seed=51, G=2, window=9), (3, 1)),
+    ("gemma2-sliding", "gemma2", dict(seed=45, G=2, window=4, N=3), (5, 1)),
+    ("gpt2", "gpt2", dict(seed=41), (7, 0)),
+]
+
+
+class GenerateCacheWindow(unittest.TestCase):
+    """--window W --sinks k: every row (the prompt's and each generated one, as computed through
+    the cache) equals the reference's full forward under sinks + causal window within 1e-5, and
+    greedy decoding follows that reference; the maps differ from the unwindowed model's."""
+
+    def check(self, attn, steps, reference, prompt_len):
+        """reference: the windowed forward's (logits, attentions) over the final sequence."""
+        logits, attns = reference
+        want = np.stack([np.asarray(a) for a in attns])[:, None]
+        np.testing.assert_allclose(attn, want, atol=ATTN_TOL, rtol=0)
+        GenerateHf.check_steps(self, steps, lambda position: logits[position - 1], prompt_len)
+
+    def test_hf_families_match_the_windowed_reference(self):
+        for name, family, opts, (W, k) in CACHE_FAMILIES:
+            with self.subTest(model=name):
+                folder = ref.case_dir("gen-cache", name)
+                cfg, tensors = hf.make_model(family, P=160, **opts)
+                stored = hf.write_folder(folder, cfg, tensors)
+                out = folder + "-out"
+                args = ["--ids", ",".join(map(str, PROMPT)), "--tokens", str(STEPS), "--greedy", "--window", str(W)]
+                result = generate(folder, out, *args, *(["--sinks", str(k)] if k else []))
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertIn("cache: %d sinks + window %d (%d entries per layer" % (k, W, k + W), result.stdout)
+                steps, _, attn = read_outputs(out)
+                got = PROMPT + [s["id"] for s in steps]
+                forward = lambda ids: hf.forward(cfg, stored, ids, cache=(W, k))
+                want, _ = reference_greedy(lambda ids: forward(ids)[0], PROMPT, STEPS)
+                self.assertEqual(got[:len(want)], want)
+                self.check(attn, steps, forward(got), len(PROMPT))
+                unwindowed = torch.stack(hf.forward(cfg, stored, got)[1]).unsqueeze(1).numpy()
+                self.assertGreater(np.abs(attn - unwindowed).max(), 1e-2)  # the window changed the maps
+
+    def test_shipped_model_matches_the_windowed_reference(self):
+        model, prompt, got, steps, attn, _, _ = generate_shipped(self, "shipped-cache", (8, 2))
+        self.check(attn, steps, ref.forward(model, got, cache=(8, 2)), len(prompt))
+        # The window is a mask over the same cached rows: rows whose keys all lie within it equal
+        # the plain causal rows exactly as the stepper says; the later ones differ.
+        plain = np.stack([np.asarray(a) for a in ref.forward(model, got)[1]])[:, None]
+        np.testing.assert_allclose(attn[..., :9, :], plain[..., :9, :], atol=ATTN_TOL, rtol=0)
+        self.assertGreater(np.abs(attn - plain).max(), 1e-2)
+
 
 def edits(base, rng, V):
     """append, append across a block, insert in the middle, delete, replace everything."""
@@ -284,6 +348,9 @@ class GenerateBadInput(unittest.TestCase):
         self.expect(2, "--top-p must be in (0, 1]", "--ids", "1,2", "--tokens", "3", "--top-p", "0")
         self.expect(2, "--top-p must be in (0, 1]", "--ids", "1,2", "--tokens", "3", "--top-p", "1.5")
         self.expect(2, "--greedy takes no", "--ids", "1,2", "--tokens", "3", "--greedy", "--seed", "1")
+        self.expect(2, "--sinks needs --window", "--ids", "1,2", "--tokens", "3", "--sinks", "2")
+        self.expect(2, "--window must be >= 0", "--ids", "1,2", "--tokens", "3", "--window", "-1")
+        self.expect(2, "--sinks must be >= 0", "--ids", "1,2", "--tokens", "3", "--window", "4", "--sinks", "-2")
 
     def test_prompt_at_the_context(self):
         self.expect(1, "no room to generate", "--ids", "1,2,3,4,5,6,7,8", "--tokens", "3")

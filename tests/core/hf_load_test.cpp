@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/model_source.h"
+#include "heap_bytes.h"
 #include "model/hf_model.h"
 
 namespace attnscope {
@@ -123,6 +125,30 @@ TEST_F(HfLoad, MemoryRuleComesBeforeTheData) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("out of range (the data section has 0 bytes)"), std::string::npos) << e.what();
   }
+}
+
+// The app's generation runs a second runner on the weights its maps' runner loaded: the same
+// tensors, and no copy of them is allocated (the attention projections included); both
+// runners give the same rows.
+TEST_F(HfLoad, ASecondRunnerSharesTheLoadedWeights) {
+  const fs::path folder = root_ / "m";
+  writeLlama(folder, true);
+  FolderModelRunner first(folder.string());
+  const FolderWeights weights = first.weights();
+  ASSERT_TRUE(weights.hf);
+  uint64_t attention_bytes = 0;
+  for (const HfLayer& layer : weights.hf->layers)
+    for (const Tensor* w : {&layer.attn.w_q, &layer.attn.w_k, &layer.attn.w_v, &layer.attn.w_o})
+      attention_bytes += w->data.size() * 4;
+  const size_t before = testing::heapBytesInUse();
+  FolderModelRunner second(weights);
+  const size_t grown = testing::heapGrowthSince(before);
+  EXPECT_LT(grown, attention_bytes / 2) << "a runner on shared weights allocated " << grown << " bytes";
+  EXPECT_EQ(second.weights().hf.get(), weights.hf.get());
+  HfRunner a(weights.hf), b(weights.hf);
+  const ModelTokens ids = hfTokensFromIds(*weights.hf, {1, 2, 3, 4});
+  const Tensor probs = a.run(ids).layers[1].probs;
+  EXPECT_EQ(probs.data, b.run(ids).layers[1].probs.data);
 }
 
 }  // namespace

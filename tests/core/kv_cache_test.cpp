@@ -149,5 +149,23 @@ TEST(Stepper, RefusesWhatADecoderCannotRun) {
   EXPECT_THROW(decodeWithKvCache(cross, makeOptions(c)), InputError);
 }
 
+// A model's runs under a cache window (generation, issue 21): the stepper's mask terms on a
+// causal layer; a model's own sliding window still applies (the smaller window), the sinks
+// stay visible through it; off leaves the layer's mask as it was.
+TEST(Stepper, CacheWindowOnALayersMask) {
+  struct Row {
+    const char* layer;
+    CacheWindow cache;
+    const char* want;
+  };
+  for (const Row& row : {Row{"causal", {}, "causal"}, Row{"causal+causal-window:4", {}, "causal+causal-window:4"},
+                         Row{"causal", {8, 2}, "causal+causal-window:8+sinks:2"},
+                         Row{"causal+causal-window:4", {8, 2}, "causal+causal-window:4+sinks:2"},
+                         Row{"causal+causal-window:9", {3, 0}, "causal+causal-window:3"},
+                         Row{"causal", {0, 1}, "causal+causal-window:0+sinks:1"}}) {
+    EXPECT_EQ(withCacheWindow(MaskSpec::parse(row.layer), row.cache).toString(), row.want) << row.layer;
+  }
+}
+
 }  // namespace
 }  // namespace attnscope

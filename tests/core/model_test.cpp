@@ -14,7 +14,9 @@
 
 #include "analysis/cache_footprint.h"
 #include "config/model_source.h"
+#include "attention/kv_cache.h"
 #include "config/run.h"
+#include "heap_bytes.h"
 #include "model/logit_lens.h"
 #include "model/transformer.h"
 #include "tensor/npy.h"
@@ -374,19 +376,21 @@ TEST(ModelSource, TextForModel) {
 namespace attnscope {
 namespace {
 
-// The KV-cache stepper's numbers on a model run (issue 21): per layer `entries` positions of
-// K and V, kv_heads x head_dim float32 each; bytes = 2 * entries * kv_heads * head_dim * 4.
+// The KV-cache stepper's numbers on a model run (issue 21): while step t computes its row the
+// cache holds t + 1 positions of K and V per layer (a plain causal mask), kv_heads x head_dim
+// float32 each; bytes = 2 * entries * kv_heads * head_dim * 4. Steps outside [0, L - 1] clamp.
 TEST_F(ModelFolder, CacheFootprintOfAModelRun) {
   FolderModelRunner runner(write());
   const ViewModel view = runner.view("abcab");
   struct Row {
-    int64_t asked, entries;
+    int64_t step, entries;
   };
-  for (const Row row : {Row{1, 1}, Row{3, 3}, Row{5, 5}, Row{9, 5}, Row{0, 0}}) {
-    const CacheFootprint cache = cacheFootprint(view, row.asked);
+  for (const Row row : {Row{0, 1}, Row{2, 3}, Row{4, 5}, Row{8, 5}, Row{-1, 1}}) {
+    const CacheFootprint cache = cacheFootprint(view, row.step);
     ASSERT_EQ(cache.layers.size(), 2u);
     for (const CacheLayer& layer : cache.layers) {
       EXPECT_EQ(layer.entries, row.entries);
+      EXPECT_EQ(layer.evicted, 0);
       EXPECT_EQ(layer.kv_heads, 2);  // H = 2, no grouping
       EXPECT_EQ(layer.head_dim, 4);  // D / H = 8 / 2
       EXPECT_EQ(layer.bytes, static_cast<uint64_t>(2 * row.entries * 2 * 4 * 4));
@@ -394,6 +398,73 @@ TEST_F(ModelFolder, CacheFootprintOfAModelRun) {
     EXPECT_EQ(cache.entries, 2 * row.entries);
     EXPECT_EQ(cache.bytes, static_cast<uint64_t>(2 * 2 * row.entries * 2 * 4 * 4));
   }
+}
+
+// A runner under sinks k = 1 + causal window W = 3 (CacheWindow) is the stepper's decoding of
+// the same layer: at every step the footprint holds exactly the positions decodeWithKvCache
+// kept (the sink, the window, the new token: k + W + 1 = 5 once full, k + W = 4 kept between
+// steps), the evicted count is its evicted list's, and the runner's row equals the decoded
+// row. Without the window the same text sees every key (the masks differ).
+TEST_F(ModelFolder, CacheWindowIsTheStepperDecoding) {
+  FolderModelRunner runner(write());
+  const std::string text = "abcabcabca";
+  const ViewModel full = runner.view(text);
+  const CacheWindow cache{3, 1};
+  runner.setCacheWindow(cache);
+  const ViewModel view = runner.view(text);
+  const int64_t L = view.L;
+  ASSERT_EQ(L, 10);
+  const Model& model = *runner.weights().own;
+  for (int64_t layer = 0; layer < 2; ++layer) {
+    const AttentionTrace& trace = *view.maps[layer].trace;
+    AttentionInputs in = model.blocks[layer].attn;
+    in.query = in.key = in.value = trace.query;  // the layer's input rows ln1(x)
+    AttentionOptions options;
+    options.heads = 2;
+    options.scale_mode = ScaleMode::InvSqrtD;
+    options.mask = withCacheWindow(MaskSpec::parse("causal"), cache);
+    EXPECT_EQ(options.mask.toString(), "causal+causal-window:3+sinks:1");
+    const KvCacheRun decoded = decodeWithKvCache(in, options);
+    EXPECT_EQ(decoded.capacity, 4);
+    for (int64_t t = 0; t < L; ++t) {
+      const CacheLayer c = cacheFootprint(view, t).layers[layer];
+      const DecodeStep& step = decoded.steps[t];
+      EXPECT_EQ(c.entries, static_cast<int64_t>(step.cached.size())) << t;
+      EXPECT_EQ(c.entries, std::min<int64_t>(t + 1, 5)) << t;
+      EXPECT_EQ(c.evicted, t == 0 ? 0 : static_cast<int64_t>(decoded.steps[t - 1].evicted.size())) << t;
+      EXPECT_EQ(c.bytes, static_cast<uint64_t>(2 * c.entries * 2 * 4 * 4));
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t j = 0; j < L; ++j)
+          EXPECT_NEAR(view.probs(layer, 0, h)[t * L + j], step.row_probs.data[h * L + j], 1e-5) << t << " " << j;
+    }
+    EXPECT_EQ(cacheFootprint(full, L - 1).layers[layer].entries, L);
+  }
+  const float* windowed = view.probs(1, 0, 0);
+  EXPECT_FALSE(std::equal(windowed, windowed + L * L, full.probs(1, 0, 0)));
+  runner.setCacheWindow(CacheWindow{});  // off again: the full causal maps, bit for bit
+  const ViewModel again = runner.view(text);
+  EXPECT_EQ(0, std::memcmp(again.probs(1, 0, 0), full.probs(1, 0, 0), sizeof(float) * 2 * L * L));
+}
+
+// The app's generation runs a second runner on the maps' weights: it points at the same
+// tensors and allocates no copy of them (not even of the attention projections), and its
+// rows are the first runner's, bit for bit.
+TEST(ModelSource, ASecondRunnerSharesTheLoadedWeights) {
+  const std::vector<ShippedModel> shipped = shippedModels();
+  const auto it = std::find_if(shipped.begin(), shipped.end(), [](const ShippedModel& m) { return m.name == "python-code"; });
+  ASSERT_NE(it, shipped.end());
+  FolderModelRunner first(it->folder);
+  const FolderWeights weights = first.weights();
+  uint64_t attention_bytes = 0;
+  for (const BlockWeights& b : weights.own->blocks)
+    for (const Tensor* w : {&b.attn.w_q, &b.attn.w_k, &b.attn.w_v, &b.attn.w_o}) attention_bytes += w->data.size() * 4;
+  const size_t before = testing::heapBytesInUse();
+  FolderModelRunner second(weights);
+  const size_t grown = testing::heapGrowthSince(before);
+  EXPECT_LT(grown, attention_bytes / 16) << "a runner on shared weights allocated " << grown << " bytes";
+  EXPECT_EQ(second.weights().own.get(), weights.own.get());
+  const ViewModel a = first.view("def f(x):"), b = second.view("def f(x):");
+  EXPECT_EQ(0, std::memcmp(a.probs(1, 0, 0), b.probs(1, 0, 0), sizeof(float) * a.H * a.L * a.L));
 }
 
 // generate()'s on_run sees every run (the prompt's, then one per step, one row longer each)

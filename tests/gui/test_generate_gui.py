@@ -3,7 +3,9 @@ tokens one at a time (the state log's L grows row by row, 10 rows in all, the gr
 focus view with it); the predictions panel marks the chosen token at the newest step (and
 its rank when sampling picked another); Ctrl+S writes the generation as an attention bundle
 that `attnscope export` reads back equal to `attnscope model generate` of the same prompt;
-Stop, and editing the text box, halt a long generation on a random Hugging Face folder."""
+Stop, and editing the text box, halt a long generation on a random Hugging Face folder; the
+cache window (sinks + W) evicts in the stepper's counts and the generation shares the maps'
+weights."""
 import glob
 import json
 import os
@@ -43,6 +45,15 @@ class GenerateGuiTest(g.AppTestCase):
         self.x.xdotool("type", "--delay", "60", str(count))
         self.x.xdotool("mousemove", "--window", window, 120, 6)
         return wait_after(log, n, lambda s: s["generate"][key] == count)
+
+    def cache_at_the_last_step(self, window, log, L):
+        """Opens the stepper (F5) and goes to its last step: the model cache there (state log)."""
+        self.press(window, "F5")
+        g.wait_for_state(log, lambda s: s.get("stepper") and "model_cache" in s["stepper"])
+        self.press(window, "End")
+        state = g.wait_for_state(log, lambda s: s.get("stepper") and s["stepper"].get("model_cache") and
+                                 s["stepper"]["step"] == L - 1)
+        return state["stepper"]["model_cache"]
 
     def generate(self, window, log, state, until):
         n = line_count(log)
@@ -125,6 +136,34 @@ class GenerateGuiTest(g.AppTestCase):
         self.assertEqual((reopened["view_source"], reopened["error"], reopened["layers"]), ("imported", "", 2))
         self.assertEqual([line.split("\t")[2] for line in lines], labels)  # the labels it reads
 
+    def test_cache_window_evicts_and_shares_the_weights(self):
+        """Generate with the cache window (W = 8, sinks 2) on: the same tokens as `attnscope model
+        generate --window 8 --sinks 2`, on the maps' own weights (shared, not loaded again), and
+        the stepper counts only the kept keys: sinks + window + the new token per layer."""
+        app, log, window, state = self.start("cache", ready=g.model_settled, source="model", model="python-code",
+                                             model_text=PROMPT)
+        L0 = state["L"]
+        state = self.set_tokens(window, log, state, 10)
+        state = self.click_until(window, log, state["rects"]["generate_cache_on"], lambda s: s["generate"]["cache_on"])
+        state = self.set_tokens(window, log, state, 8, field="cache_window", key="cache_window")
+        state = self.set_tokens(window, log, state, 2, field="cache_sinks", key="cache_sinks")
+        state = self.generate(window, log, state, generated)
+        gen = state["generate"]
+        self.assertEqual((gen["stop"], gen["steps"], gen["weights_shared"], state["L"]), ("tokens", 10, True, L0 + 10))
+        reference = os.path.join(self.dir, "windowed")
+        subprocess.run([g.BIN, "model", "generate", os.path.join(REPO, "assets", "models", "python-code"), "--text",
+                        PROMPT, "--tokens", "10", "--window", "8", "--sinks", "2", "--out", reference],
+                       capture_output=True, text=True, timeout=60, check=True)
+        with open(os.path.join(reference, "generated.txt")) as f:
+            self.assertEqual(gen["text"], f.read())
+        self.screenshot(window, "cache_window.png")
+        L = state["L"]
+        cache = self.cache_at_the_last_step(window, log, L)
+        self.assertEqual([(l["entries"], l["evicted"], l["kv_heads"], l["head_dim"], l["bytes"]) for l in cache["layers"]],
+                         [(2 + 8 + 1, L - 11, 4, 24, 2 * 11 * 4 * 24 * 4)] * 2)
+        self.assertEqual((cache["entries"], cache["evicted"]), (22, 2 * (L - 11)))
+        self.screenshot(window, "cache_window_stepper.png")
+
     def test_sampling_marks_the_rank(self):
         app, log, window, state = self.start("sampling", ready=g.model_settled, source="model", model="python-code",
                                              model_text=PROMPT)
@@ -190,13 +229,8 @@ class GenerateGuiTest(g.AppTestCase):
         self.assertLess(gen["steps"], 900)
         self.assertEqual(state["L"], L0 + gen["steps"])
         # The stepper on the generation: the runner's cache of a GQA model (2 K/V heads of 8).
-        self.press(window, "F5")
-        g.wait_for_state(log, lambda s: s.get("stepper") and "model_cache" in s["stepper"])
-        self.press(window, "End")
         L = state["L"]
-        state = g.wait_for_state(log, lambda s: s.get("stepper") and s["stepper"].get("model_cache") and
-                                 s["stepper"]["step"] == L - 1)
-        cache = state["stepper"]["model_cache"]
+        cache = self.cache_at_the_last_step(window, log, L)
         self.assertEqual([(l["entries"], l["kv_heads"], l["head_dim"], l["bytes"]) for l in cache["layers"]],
                          [(L, 2, 8, 2 * L * 2 * 8 * 4)] * 2)
         self.press(window, "F5")

@@ -91,7 +91,11 @@ ComputeWorker::ComputeWorker()
 
 // Loads a model folder with progress; Cancelled when the job is cancelled or superseded.
 void ComputeWorker::loadFolder(const std::string& folder, const Jobs::Job& job) {
-  model_runner_.reset();  // the old model's weights go before the new one's load
+  {
+    std::lock_guard<std::mutex> lock(weights_mutex_);
+    loaded_weights_ = FolderWeights();
+  }
+  model_runner_.reset();  // the old model's weights go before the new one's load (unless a generation still runs on them)
   const std::chrono::milliseconds delay = loadDelay();
   loading_ = true;
   struct Done {
@@ -107,6 +111,8 @@ void ComputeWorker::loadFolder(const std::string& folder, const Jobs::Job& job) 
     if (delay.count() > 0) std::this_thread::sleep_for(delay);
     return job.keepGoing();
   });
+  std::lock_guard<std::mutex> lock(weights_mutex_);
+  loaded_weights_ = model_runner_->weights();
 }
 
 std::shared_ptr<const ViewModel> ComputeWorker::runModel(const ComputeRequest& request, ComputeResult& result,

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,12 @@ class ComputeWorker {
   // (< 0 otherwise); loading() tells which.
   double progress() const { return jobs_.progress(); }
   bool loading() const { return loading_; }
+  // The weights of the model folder the worker holds loaded (any thread; empty when none):
+  // the generation runs on them instead of loading the folder again.
+  FolderWeights loadedWeights() const {
+    std::lock_guard<std::mutex> lock(weights_mutex_);
+    return loaded_weights_;
+  }
   // Stops the newest job if it is a tiled overview (at its next row block, or as soon as it
   // starts) or a model folder's load (at its next tensor); its result says cancelled.
   void cancel() { jobs_.cancel(); }
@@ -122,6 +129,8 @@ class ComputeWorker {
   TiledWorkspace tiled_workspace_;    // a tiled run's Q and K reused
   int64_t runs_ = 0;                  // workspace_.run calls
   std::atomic<bool> loading_{false};  // a model folder's weights are being converted
+  mutable std::mutex weights_mutex_;
+  FolderWeights loaded_weights_;      // model_runner_'s weights, for loadedWeights()
   Jobs jobs_;                         // last member: its thread starts after the others exist
 };
 

@@ -8,6 +8,10 @@ namespace {
 
 constexpr int kWorkerNice = 10;  // as the compute worker: the UI thread comes first
 
+bool sharesWeights(const GenerateRequest& request) {
+  return request.weights.loaded() && request.weights.folder == request.folder;
+}
+
 }  // namespace
 
 GenerateWorker::GenerateWorker()
@@ -28,27 +32,36 @@ std::shared_ptr<const GenerationSnapshot> GenerateWorker::take() {
   return final_result;
 }
 
+FolderModelRunner& GenerateWorker::runnerFor(const GenerateRequest& request) {
+  if (sharesWeights(request)) {
+    runner_ = std::make_unique<FolderModelRunner>(request.weights);
+  } else if (!runner_ || runner_->folder() != request.folder) {
+    runner_.reset();  // the old model's weights go before the new one's load
+    runner_ = std::make_unique<FolderModelRunner>(request.folder);
+  }
+  return *runner_;
+}
+
 GenerationSnapshot GenerateWorker::run(const GenerateRequest& request, const Jobs::Job& job) {
   GenerationSnapshot snapshot;
   snapshot.job = job.generation();
   try {
-    if (!runner_ || runner_->folder() != request.folder) {
-      runner_.reset();  // the old model's weights go before the new one's load
-      runner_ = std::make_unique<FolderModelRunner>(request.folder);
-    }
-    const ModelTokens prompt = runner_->tokenize(request.text);
+    FolderModelRunner& runner = runnerFor(request);
+    snapshot.shared_weights = sharesWeights(request);
+    runner.setCacheWindow(request.cache);
+    const ModelTokens prompt = runner.tokenize(request.text);
     if (prompt.ids.empty()) throw InputError("the prompt is empty: type at least one character");
     snapshot.prompt_length = static_cast<int64_t>(prompt.ids.size());
     snapshot.prompt_text = request.text;
-    CausalModel model = runner_->causalModel();
+    CausalModel model = runner.causalModel();
     model.step = nullptr;  // each step's view needs every layer's whole maps: the grid path keeps them
     const auto on_step = [&](const GenerationStep& step) {
       snapshot.steps.push_back(step);
-      snapshot.generated_text += runner_->tokenText(step.id);
+      snapshot.generated_text += runner.tokenText(step.id);
     };
     const auto on_run = [&](const ModelRun& run) {
       snapshot.tokens = run.tokens;
-      ViewModel view = runner_->viewOf(run);
+      ViewModel view = runner.viewOf(run);
       view.first_generated = snapshot.prompt_length;
       snapshot.view = std::make_shared<const ViewModel>(std::move(view));
       snapshot.head_table =  // stamped with its view
@@ -66,6 +79,7 @@ GenerationSnapshot GenerateWorker::run(const GenerateRequest& request, const Job
     snapshot.error = std::string("internal error: ") + e.what();
   }
   if (snapshot.stop.empty()) snapshot.stop = "error";
+  if (sharesWeights(request)) runner_.reset();  // the shared weights are not held past the job
   return snapshot;
 }
 

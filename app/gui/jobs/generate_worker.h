@@ -2,8 +2,10 @@
 // generates token after token through the model folder's runner (its KV cache: each token
 // computes one new row per layer, model/generate.h) and publishes, after every run, a
 // snapshot of the sequence so far (the core's view model, its head table, the steps). A new
-// job or Stop (cancel) ends the running one at its next step. The runner stays loaded for
-// the next generation on the same folder.
+// job or Stop (cancel) ends the running one at its next step. The generation runs on the
+// weights the maps' worker already loaded (GenerateRequest::weights: shared, never copied;
+// its runner is dropped when the job ends, so a model switch frees them); only without them
+// does it load the folder itself, and keeps that runner for the next generation on it.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +29,8 @@ struct GenerateRequest {
   int64_t tokens = 0;  // how many to generate (at most)
   SamplingSettings sampling;
   int64_t recent_window = kDefaultRecentWindow;  // W of the mass on the last W tokens
+  CacheWindow cache;                              // sinks + causal window of the KV cache (off: keep all)
+  FolderWeights weights;                          // the folder's weights when already loaded (else loaded here)
 };
 
 // The sequence so far: made once on the worker, read by the UI.
@@ -41,6 +45,7 @@ struct GenerationSnapshot {
   std::string prompt_text, generated_text;        // as typed
   std::string stop;                               // "" while running; "tokens", "eos", "context", "stopped"
   std::string error;                              // InputError message (no view)
+  bool shared_weights = false;                    // ran on the request's weights (no load, no copy)
 };
 
 class GenerateWorker {
@@ -56,7 +61,10 @@ class GenerateWorker {
   GenerationSnapshot run(const GenerateRequest& request, const Jobs::Job& job);
   void publish(GenerationSnapshot snapshot);
 
-  std::unique_ptr<FolderModelRunner> runner_;  // worker thread only
+  // The runner of this job (worker thread only): on the request's weights, or on weights
+  // loaded here (then kept for the next job on the same folder).
+  FolderModelRunner& runnerFor(const GenerateRequest& request);
+  std::unique_ptr<FolderModelRunner> runner_;
   std::mutex mutex_;
   std::shared_ptr<const GenerationSnapshot> published_;
   Jobs jobs_;  // last member: its thread starts after the others exist

@@ -74,6 +74,8 @@ void startGeneration(AppState& state) {
   request.tokens = std::max(1, g.controls.tokens);
   request.sampling = samplingOf(g.controls);
   request.recent_window = std::max(1, g.controls.recent_window);
+  if (g.controls.cache_on) request.cache = {std::max(0, g.controls.cache_window), std::max(0, g.controls.cache_sinks)};
+  if (state.compute.worker) request.weights = state.compute.worker->loadedWeights();  // the maps' weights, shared
   g.job = g.worker->start(std::move(request));
   g.running = g.shown = true;
   g.stopped_by.clear();
@@ -145,7 +147,9 @@ void generateToJson(const AppState& state, nlohmann::json& line) {
   nlohmann::json j = {{"running", g.running}, {"shown", g.shown}, {"job", g.job}, {"stopped_by", g.stopped_by},
                       {"max_tokens", g.controls.tokens}, {"greedy", g.controls.greedy}, {"window", g.controls.recent_window},
                       {"seed", g.controls.seed}, {"temperature", g.controls.temperature},
-                      {"follow", g.controls.follow}, {"bundle", g.last_bundle}, {"bundle_error", g.bundle_error},
+                      {"follow", g.controls.follow}, {"cache_on", g.controls.cache_on},
+                      {"cache_window", g.controls.cache_window}, {"cache_sinks", g.controls.cache_sinks},
+                      {"bundle", g.last_bundle}, {"bundle_error", g.bundle_error},
                       {"bundle_writing", g.writer && g.writer->busy()}};
   const GenerationSnapshot* s = g.snapshot.get();
   j["steps"] = s ? static_cast<int64_t>(s->steps.size()) : 0;
@@ -153,6 +157,7 @@ void generateToJson(const AppState& state, nlohmann::json& line) {
   j["rows"] = s && s->view ? s->view->L : 0;
   j["stop"] = s ? s->stop : "";
   j["error"] = s ? s->error : "";
+  j["weights_shared"] = s && s->shared_weights;
   j["text"] = s && s->generated_text.size() <= 200 ? s->generated_text : "";  // long ones: not logged
   j["last"] = nullptr;  // the newest step
   if (s && !s->steps.empty())

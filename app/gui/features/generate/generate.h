@@ -26,9 +26,13 @@ struct GenerateControls {
   int top_k = 0, seed = 0;
   bool follow = true;  // the focus view keeps the newest row in its zoom window
   int recent_window = 8;  // W: the plots' and the head table's mass on the last W tokens
+  // The KV cache's sinks + causal window (the stepper's sinks:K + causal-window:W; off: keep all).
+  bool cache_on = false;
+  int cache_window = 32, cache_sinks = 4;
   bool operator==(const GenerateControls& o) const {
     return tokens == o.tokens && greedy == o.greedy && temperature == o.temperature && top_p == o.top_p &&
-           top_k == o.top_k && seed == o.seed && follow == o.follow && recent_window == o.recent_window;
+           top_k == o.top_k && seed == o.seed && follow == o.follow && recent_window == o.recent_window &&
+           cache_on == o.cache_on && cache_window == o.cache_window && cache_sinks == o.cache_sinks;
   }
   bool operator!=(const GenerateControls& o) const { return !(*this == o); }
 };
@@ -67,7 +71,8 @@ bool generationShown(const AppState& state);
 void requestGenerationBundle(AppState& state);
 void finishGeneration(AppState& state);  // at shutdown: a bundle being written is finished
 void drawGenerateSection(AppState& state);  // in the control panel, for model folders
-// State-log key: generate {running, shown, job, max_tokens, greedy, window, seed, temperature, steps, last (the newest step: id, token, rank, prob), prompt_tokens, stop, stopped_by, rows, text (up to 200 bytes), follow, bundle, bundle_writing, bundle_error, mass {layer, head, window, sink [steps], recent [steps]} of the focused head}.
+// State-log key: generate {running, shown, job, max_tokens, greedy, window, seed, temperature,
+// cache_on, cache_window, cache_sinks, weights_shared, steps, last (the newest step: id, token, rank, prob), prompt_tokens, stop, stopped_by, rows, text (up to 200 bytes), follow, bundle, bundle_writing, bundle_error, mass {layer, head, window, sink [steps], recent [steps]} of the focused head}.
 void generateToJson(const AppState& state, nlohmann::json& line);
 
 }  // namespace attnscope

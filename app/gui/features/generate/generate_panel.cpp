@@ -28,6 +28,21 @@ void drawSamplingControls(AppState& state) {
   c.seed = std::max(0, c.seed);
 }
 
+// The KV cache's sinks + causal window, as the stepper's sinks:K + causal-window:W.
+void drawCacheWindowControls(AppState& state) {
+  GenerateControls& c = state.generate.controls;
+  WidgetRects& rects = state.script.layout;
+  ui::checkbox(rects, "generate_cache_on", "cache window + sinks##generate", &c.cache_on);
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("each row sees the first K tokens (sinks), itself and the W tokens before it; the KV cache "
+                      "keeps K + W entries per layer between steps (a model's own sliding window still applies)");
+  if (!c.cache_on) return;
+  ui::inputInt(rects, "generate_cache_window", "cache W##generate", &c.cache_window);
+  c.cache_window = std::clamp(c.cache_window, 0, 1 << 20);
+  ui::inputInt(rects, "generate_cache_sinks", "sinks K##generate", &c.cache_sinks);
+  c.cache_sinks = std::clamp(c.cache_sinks, 0, 1 << 20);
+}
+
 void drawButtons(AppState& state) {
   GenerateState& g = state.generate;
   WidgetRects& rects = state.script.layout;
@@ -109,6 +124,7 @@ void drawGenerateSection(AppState& state) {
   ImGui::InputInt("last W##generate", &c.recent_window);
   c.recent_window = std::clamp(c.recent_window, 1, 4096);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("the plots and the head table's 'gen last W': mass on the last W tokens");
+  drawCacheWindowControls(state);
   drawButtons(state);
   if (before != c) markStateChanged(state);  // the state log shows the controls
   drawProgress(state);

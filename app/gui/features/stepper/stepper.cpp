@@ -38,12 +38,14 @@ void stepperToJson(const AppState& state, nlohmann::json& line) {
   const ComputeState& c = state.compute;
   nlohmann::json stepper = {{"step", state.stepper.step}, {"playing", state.stepper.playing}, {"error", c.decodeError()}};
   if (const ViewModel* v = modelRunShown(state)) {  // the runner's cache after this step
-    const CacheFootprint cache = cacheFootprint(*v, state.stepper.step + 1);
+    const CacheFootprint cache = cacheFootprint(*v, state.stepper.step);
     nlohmann::json layers = nlohmann::json::array();
     for (const CacheLayer& l : cache.layers)
-      layers.push_back({{"entries", l.entries}, {"kv_heads", l.kv_heads}, {"head_dim", l.head_dim}, {"bytes", l.bytes}});
+      layers.push_back({{"entries", l.entries}, {"evicted", l.evicted}, {"kv_heads", l.kv_heads},
+                        {"head_dim", l.head_dim}, {"bytes", l.bytes}});
     stepper["error"] = "";
-    stepper["model_cache"] = {{"L", v->L}, {"layers", layers}, {"entries", cache.entries}, {"bytes", cache.bytes}};
+    stepper["model_cache"] = {{"L", v->L}, {"layers", layers}, {"entries", cache.entries},
+                              {"evicted", cache.evicted}, {"bytes", cache.bytes}};
     line["stepper"] = stepper;
     return;
   }

@@ -116,29 +116,31 @@ void drawRow(AppState& state, const KvCacheRun& run, const DecodeStep& step, int
 
 }  // namespace
 
-// A model run: the runner's KV cache after feeding token `step` (step + 1 entries in every
-// layer), per layer and in all; the numbers come from core (analysis/cache_footprint.h).
+// A model run: the KV cache while step `step` computes its row, per layer and in all: the
+// keys that row may attend (sinks + window evict the rest); the numbers come from core
+// (analysis/cache_footprint.h).
 void drawModelCache(AppState& state, const ViewModel& v) {
   const int64_t t = std::clamp<int64_t>(state.stepper.step, 0, v.L - 1);
   stepButtons(state, v.L);
   const std::string token = v.query_tokens.empty() ? "" : v.query_tokens[0][t];
+  const CacheFootprint cache = cacheFootprint(v, t);
   char line[256];
-  std::snprintf(line, sizeof line, "step %lld of %lld: token \"%s\" fed; the cache holds positions 0..%lld",
-                static_cast<long long>(t), static_cast<long long>(v.L), visibleToken(token).c_str(),
-                static_cast<long long>(t));
+  std::snprintf(line, sizeof line, "step %lld of %lld: token \"%s\" fed; %s", static_cast<long long>(t),
+                static_cast<long long>(v.L), visibleToken(token).c_str(),
+                cache.evicted == 0 ? ("the cache holds positions 0.." + std::to_string(t)).c_str()
+                                   : "older keys outside the window evicted (per layer below)");
   ImGui::TextWrapped("%s", line);
   state.script.layout.recordText("stepper_step", line);
-  const CacheFootprint cache = cacheFootprint(v, t + 1);
   sectionHeader("Cache per layer");
-  if (ImGui::BeginTable("model_cache", 5, ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit)) {
-    for (const char* name : {"layer", "entries", "K/V heads", "head dim", "K+V"}) ImGui::TableSetupColumn(name);
+  if (ImGui::BeginTable("model_cache", 6, ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit)) {
+    for (const char* name : {"layer", "entries", "evicted", "K/V heads", "head dim", "K+V"}) ImGui::TableSetupColumn(name);
     ImGui::TableHeadersRow();
     for (size_t l = 0; l < cache.layers.size(); ++l) {
       const CacheLayer& c = cache.layers[l];
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
       ImGui::Text("%zu", l);
-      for (int64_t n : {c.entries, c.kv_heads, c.head_dim}) {
+      for (int64_t n : {c.entries, c.evicted, c.kv_heads, c.head_dim}) {
         ImGui::TableNextColumn();
         ImGui::Text("%lld", static_cast<long long>(n));
       }
@@ -147,10 +149,11 @@ void drawModelCache(AppState& state, const ViewModel& v) {
     }
     ui::endTable(state.script.layout, "stepper_model_cache");
   }
-  ui::text(state.script.layout, "stepper_bytes", ui::plainText(), "all layers: %lld entries, %s",
-           static_cast<long long>(cache.entries), bytesText(cache.bytes).c_str());
-  disabledWrapped("K+V per layer = 2 (K, V) x entries x K/V heads x head dim x 4 bytes (float32); each generated "
-                  "token adds one entry per layer");
+  ui::text(state.script.layout, "stepper_bytes", ui::plainText(), "all layers: %lld entries, %lld evicted, %s",
+           static_cast<long long>(cache.entries), static_cast<long long>(cache.evicted), bytesText(cache.bytes).c_str());
+  disabledWrapped("K+V per layer = 2 (K, V) x entries x K/V heads x head dim x 4 bytes (float32). Entries: the keys "
+                  "this step's row may attend; under sinks K + window W (Generate's cache window, a model's "
+                  "sliding window) the cache keeps K + W between steps and the older keys are evicted");
 }
 
 void advanceStepperPlay(AppState& state) {
