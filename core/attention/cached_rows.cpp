@@ -152,39 +152,77 @@ void attendRows(AttentionTrace& t, const AttentionInputs& w, const AttentionOpti
   t.stages = buildStages(t, o);
 }
 
-void startDecode(const AttentionTrace& t, DecodeCache& c) {
-  c.G = t.G, c.d = t.d, c.L = t.L;
-  c.capacity = std::max<int64_t>(2 * t.L, kRowBlock);
-  for (auto [from, to] : {std::pair{&t.k, &c.k}, {&t.v, &c.v}}) {
-    to->assign(static_cast<size_t>(c.G * c.capacity * c.d), 0.0f);
-    for (int64_t g = 0; g < c.G; ++g)
-      std::copy_n(&from->data[g * t.L * c.d], t.L * c.d, &(*to)[g * c.capacity * c.d]);
-  }
-}
-
 namespace {
 
-// Room for one more position: the capacity doubles (each head's rows move once per doubling).
-void reserveOne(DecodeCache& c) {
-  if (c.L < c.capacity) return;
-  const int64_t grown = 2 * c.capacity;
-  for (std::vector<float>* v : {&c.k, &c.v}) {
-    std::vector<float> moved(static_cast<size_t>(c.G * grown * c.d), 0.0f);
-    for (int64_t g = 0; g < c.G; ++g) std::copy_n(&(*v)[g * c.capacity * c.d], c.L * c.d, &moved[g * grown * c.d]);
-    *v = std::move(moved);
+// Slots for the last W + 1 positions when the mask is a causal sliding window (row p sees
+// [p - W, p] and the sinks, so a key that leaves never returns); -1 when some later row may
+// see any key (no window, or a term that is not a window).
+int64_t ringSlots(const MaskSpec& m) {
+  if (m.prefix >= 0 || !m.segments.empty() || m.padding || m.causal_bottom_right) return -1;
+  int64_t w = -1;
+  for (int64_t term : {m.causal_window, m.window})
+    if (term >= 0) w = w < 0 ? term : std::min(w, term);
+  return w < 0 ? -1 : w + 1;
+}
+
+// The slot position p goes to (the capacity doubles first where every position stays).
+int64_t slotFor(DecodeCache& c, int64_t p) {
+  if (c.ring > 0) return p < c.sinks ? p : c.sinks + (p - c.sinks) % c.ring;
+  if (p >= c.capacity) {
+    const int64_t grown = std::max<int64_t>(2 * c.capacity, kRowBlock);
+    for (std::vector<float>* v : {&c.k, &c.v}) {
+      std::vector<float> moved(static_cast<size_t>(c.G * grown * c.d), 0.0f);
+      for (int64_t g = 0; g < c.G; ++g) std::copy_n(&(*v)[g * c.capacity * c.d], c.capacity * c.d, &moved[g * grown * c.d]);
+      *v = std::move(moved);
+    }
+    c.positions.resize(static_cast<size_t>(grown), -1);
+    c.capacity = grown;
   }
-  c.capacity = grown;
+  return p;
+}
+
+// K/V head rows k, v: [G, d] of position p into its slot.
+void store(DecodeCache& c, int64_t p, const float* k, const float* v, int64_t ld) {
+  const int64_t slot = slotFor(c, p);
+  for (int64_t g = 0; g < c.G; ++g) {
+    std::copy_n(k + g * ld, c.d, &c.k[(g * c.capacity + slot) * c.d]);
+    std::copy_n(v + g * ld, c.d, &c.v[(g * c.capacity + slot) * c.d]);
+  }
+  c.positions[slot] = p;
 }
 
 }  // namespace
+
+int64_t DecodeCache::entries() const {
+  return std::count_if(positions.begin(), positions.end(), [](int64_t p) { return p >= 0; });
+}
+
+void startDecode(const AttentionTrace& t, const MaskSpec& mask, DecodeCache& c) {
+  c = DecodeCache();
+  c.G = t.G, c.d = t.d;
+  c.ring = ringSlots(mask);
+  c.sinks = c.ring > 0 ? std::max<int64_t>(mask.sinks, 0) : 0;
+  c.capacity = c.ring > 0 ? c.sinks + c.ring : std::max<int64_t>(2 * t.L, kRowBlock);
+  c.k.assign(static_cast<size_t>(c.G * c.capacity * c.d), 0.0f);
+  c.v.assign(c.k.size(), 0.0f);
+  c.positions.assign(static_cast<size_t>(c.capacity), -1);
+  for (int64_t p = 0; p < t.L; ++p) {  // the trace's K/V: [1, G, L, d]
+    std::vector<float> k(c.G * c.d), v(c.G * c.d);
+    for (int64_t g = 0; g < c.G; ++g) {
+      std::copy_n(&t.k.data[(g * t.L + p) * c.d], c.d, &k[g * c.d]);
+      std::copy_n(&t.v.data[(g * t.L + p) * c.d], c.d, &v[g * c.d]);
+    }
+    store(c, p, k.data(), v.data(), c.d);
+  }
+  c.L = t.L;
+}
 
 void decodeRow(DecodeCache& c, const AttentionInputs& w, const AttentionOptions& o, const float* x, float* probs,
                float* out) {
   const int64_t H = o.heads, Din = w.w_q.dim(1), D = w.w_q.dim(0), d = c.d, G = c.G;
   const int64_t p = c.L, S = p + 1;
-  reserveOne(c);
   // q: [H, d] and k, v: [G, d], this position's (head-major rows of one projection each)
-  std::vector<float> q(D), k(G * d), v(G * d), ctx(D), scores(S);
+  std::vector<float> q(D), k(G * d), v(G * d), ctx(D);
   linearInto(x, 1, w.w_q, w.b_q, q.data());
   linearInto(x, 1, w.w_k, w.b_k, k.data());
   linearInto(x, 1, w.w_v, w.b_v, v.data());
@@ -192,16 +230,18 @@ void decodeRow(DecodeCache& c, const AttentionInputs& w, const AttentionOptions&
     for (int64_t h = 0; h < H; ++h) rotateAt(&q[h * d], d, p, o.rope_base, o.rope_style, o.rope_inv_freq);
     for (int64_t g = 0; g < G; ++g) rotateAt(&k[g * d], d, p, o.rope_base, o.rope_style, o.rope_inv_freq);
   }
-  for (int64_t g = 0; g < G; ++g) {
-    std::copy_n(&k[g * d], d, &c.k[(g * c.capacity + p) * d]);
-    std::copy_n(&v[g * d], d, &c.v[(g * c.capacity + p) * d]);
-  }
+  store(c, p, k.data(), v.data(), d);
   c.L = S;
-  // allowed: [S], the mask's row p in a [S, S] run
+  // allowed: [S], the mask's row p in a [S, S] run; per slot, the key it holds
   std::vector<uint8_t> allowed(S), scratch;
   maskRow(maskTerms(o.mask, 1, S, S, {}, BoolTensor(), BoolTensor()), 0, p, S, allowed.data(), scratch);
-  const std::vector<RowSpan> span = rowSpans(allowed.data(), 1, S);
+  const int64_t slots = c.capacity;
+  std::vector<uint8_t> slot_allowed(slots);
+  for (int64_t e = 0; e < slots; ++e) slot_allowed[e] = c.positions[e] >= 0 && allowed[c.positions[e]];
+  const std::vector<RowSpan> span = rowSpans(slot_allowed.data(), 1, slots);
   const RunPlan plan = planRun(o, RunSizes{1, S, S, D, H, d, G, Din, Din, Din});
+  std::vector<float> scores(slots), slot_probs(slots);
+  std::fill(probs, probs + H * S, 0.0f);
   for (int64_t h = 0; h < H; ++h) {
     const int64_t kv = kvHeadOf(h, H, G);
     HeadSlot s;
@@ -209,13 +249,15 @@ void decodeRow(DecodeCache& c, const AttentionInputs& w, const AttentionOptions&
     s.k = &c.k[kv * c.capacity * d];
     s.v = &c.v[kv * c.capacity * d];
     s.c = d;
-    s.allowed = allowed.data();
+    s.allowed = slot_allowed.data();
     s.spans = span.data();
     s.scores = scores.data();
-    s.probs = probs + h * S;
+    s.probs = slot_probs.data();
     s.ctx = &ctx[h * d];
     s.ld_ctx = d;
-    attendHead(s, 1, S, plan.ruleForHead(h), DropoutRule{});
+    attendHead(s, 1, slots, plan.ruleForHead(h), DropoutRule{});
+    for (int64_t e = 0; e < slots; ++e)
+      if (c.positions[e] >= 0) probs[h * S + c.positions[e]] = slot_probs[e];
   }
   linearInto(ctx.data(), 1, w.w_o, w.b_o, out);
 }

@@ -35,22 +35,29 @@ void linearRows(const float* x, int64_t start, int64_t L, const Tensor& w, const
 void attendRows(AttentionTrace& t, const AttentionInputs& weights, const AttentionOptions& options, const float* x,
                 int64_t start, int64_t L, const std::vector<std::string>& labels, float* out);
 
-// Generation's one-row steps: a layer's K/V laid out [G, capacity, d] (per K/V head,
-// positions back to back), so appending a position moves nothing; the trace's [1, G, L, d]
-// would move every head's rows, and its [H, L, L] maps every row, each step.
+// Generation's one-row steps: a layer's K/V in slots [G, capacity, d], so appending a
+// position moves nothing (the trace's [1, G, L, d] moves every head's rows, and its
+// [H, L, L] maps every row, each step). Under a sliding mask (a causal window W, with k
+// sinks) the cache evicts as the stepper does: slots [0, k) keep the first k positions and
+// a ring of W + 1 slots the last ones, so it holds k + W + 1 entries at most; otherwise every
+// position stays (the capacity doubles when full).
 struct DecodeCache {
-  std::vector<float> k, v;  // [G, capacity, d], RoPE applied to k
+  std::vector<float> k, v;         // [G, capacity, d], RoPE applied to k
+  std::vector<int64_t> positions;  // [capacity]: the position in each slot, -1 = empty
   int64_t G = 0, d = 0, L = 0, capacity = 0;
+  int64_t sinks = 0, ring = -1;    // ring -1: no eviction
+  int64_t entries() const;         // slots holding a position
 };
 
-// The cache of positions [0, t.L) of a layer's trace (its K after RoPE, and V).
-void startDecode(const AttentionTrace& t, DecodeCache& cache);
+// The cache of positions [0, t.L) of a layer's trace (its K after RoPE, and V), under the
+// layer's mask (what it may evict).
+void startDecode(const AttentionTrace& t, const MaskSpec& mask, DecodeCache& cache);
 
 // Position p = cache.L through one causal layer, the way generation steps: q, k, v of x [Din]
-// (one row per projection; RoPE at p), K/V appended, then the row over keys [0, p] with the
-// layer's mask row p. probs: [H, p + 1] (masked keys 0); out: [Do]. One-row GEMMs, so the
-// row agrees with attendRows' within float rounding, not bit for bit: a later attendRows run
-// recomputes these positions' blocks (ModelRun::decoded_from).
+// (one row per projection; RoPE at p), K/V into p's slot, then the row over the cached keys
+// with the layer's mask row p. probs: [H, p + 1] (0 for masked or evicted keys); out: [Do].
+// One-row GEMMs, so the row agrees with attendRows' within float rounding, not bit for bit:
+// a later attendRows run recomputes these positions' blocks (ModelRun::decoded_from).
 void decodeRow(DecodeCache& cache, const AttentionInputs& weights, const AttentionOptions& options, const float* x,
                float* probs, float* out);
 

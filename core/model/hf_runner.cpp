@@ -294,7 +294,7 @@ const ModelRun& HfRunner::step(ModelTokens tokens) {
   const int64_t L = static_cast<int64_t>(tokens.ids.size()), N = model_->config.n_layers;
   if (decode_.empty()) {
     decode_.resize(N);
-    for (int64_t i = 0; i < N; ++i) startDecode(run_.layers[i], decode_[i]);
+    for (int64_t i = 0; i < N; ++i) startDecode(run_.layers[i], options_[i].mask, decode_[i]);
     run_.decoded_from = L - 1;
   }
   start_ = L - 1;

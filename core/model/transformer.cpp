@@ -224,7 +224,7 @@ const ModelRun& ModelRunner::step(ModelTokens tokens) {
   if (L > model_->config.max_len) throw InputError(contextOverflowMessage(*model_, L));
   if (decode_.empty()) {
     decode_.resize(N);
-    for (int64_t i = 0; i < N; ++i) startDecode(run_.layers[i], decode_[i]);
+    for (int64_t i = 0; i < N; ++i) startDecode(run_.layers[i], options_.mask, decode_[i]);
     run_.decoded_from = L - 1;
   }
   run_.first_computed = L;

@@ -2,7 +2,8 @@
 // (model/generate.h): attendRows from position 0 equals runAttention within 1e-5 (GQA, RoPE,
 // causal window, soft-cap); a run continued from a grid position equals a fresh run of the
 // final length bit for bit, growing and shrinking; generation's one-row decode steps give the
-// full run's rows within 1e-5 (probs) and 1e-4 (outputs); the sampler's seeded draws repeat, top-k 1
+// full run's rows within 1e-5 (probs) and 1e-4 (outputs), their cache evicting what a causal
+// window (with sinks) hides for good; the sampler's seeded draws repeat, top-k 1
 // and a tiny top-p are greedy, and its frequencies follow the softmax.
 #include <gtest/gtest.h>
 
@@ -22,6 +23,7 @@ struct RowsCase {
   bool rope;
   int64_t window;  // -1 = full causal
   float softcap;
+  int64_t sinks = -1;  // with a window: the first keys every row sees
 };
 
 std::ostream& operator<<(std::ostream& os, const RowsCase& c) { return os << c.name; }
@@ -37,6 +39,7 @@ class CachedRows : public ::testing::TestWithParam<RowsCase> {
     o_.kv_heads = c.G;
     o_.mask.causal = true;
     o_.mask.causal_window = c.window;
+    o_.mask.sinks = c.sinks;
     o_.rope = c.rope;
     if (c.softcap > 0) o_.softcap = c.softcap;
     o_.keep_raw_scores = false;
@@ -91,7 +94,7 @@ TEST_P(CachedRows, DecodedRowsEqualTheFullRunsRows) {
   run(t, 0, prompt);
   run(full, 0, c.L);
   DecodeCache cache;
-  startDecode(t, cache);
+  startDecode(t, o_.mask, cache);
   for (int64_t p = prompt; p < c.L; ++p) {  // generation: one position at a time
     const int64_t S = p + 1;
     std::vector<float> probs(c.H * S), out(D);
@@ -104,14 +107,20 @@ TEST_P(CachedRows, DecodedRowsEqualTheFullRunsRows) {
       }
     for (int64_t n = 0; n < D; ++n) ASSERT_NEAR(out[n], full.output.data[p * D + n], 1e-4) << "p=" << p;
   }
-  EXPECT_GE(cache.capacity, c.L);  // grew past its first capacity where the prompt was short
+  if (c.window < 0) {
+    EXPECT_EQ(cache.entries(), c.L);  // every position stays: the capacity grew past the prompt's
+  } else {
+    EXPECT_EQ(cache.entries(), std::max<int64_t>(c.sinks, 0) + c.window + 1);  // the rest evicted
+    EXPECT_EQ(cache.capacity, cache.entries());
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, CachedRows,
                          ::testing::Values(RowsCase{"mha", 150, 32, 4, 4, false, -1, 0.0f},
                                            RowsCase{"gqa_rope", 140, 32, 4, 2, true, -1, 0.0f},
                                            RowsCase{"window_mqa_rope", 200, 48, 6, 1, true, 5, 0.0f},
-                                           RowsCase{"softcap_window", 130, 32, 2, 2, false, 70, 30.0f}),
+                                           RowsCase{"softcap_window", 130, 32, 2, 2, false, 70, 30.0f},
+                                           RowsCase{"sinks_window_gqa_rope", 170, 32, 4, 2, true, 9, 0.0f, 3}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 TEST(TokenSampler, SeededDrawsRepeatAndFollowTheSoftmax) {
