@@ -128,9 +128,33 @@ LensTable lensTable(const LogitLens& lens, const std::function<std::string(int64
   return table;
 }
 
-// The maps, labels, top-5 predictions and logit lens of one run of either kind of model;
-// label(id) names a vocabulary entry. No predictions without logits (an encoder without MLM head).
-ViewModel viewFromRun(const ModelRun& run, const LogitLens& lens, const std::function<std::string(int64_t)>& label) {
+using TokenLabelOf = std::function<std::string(int64_t)>;
+
+// The top-5 after position t from its logits row `row` of logits [rows, V], and the actual
+// next token of `tokens` with its probability and rank.
+NextTokenPredictions predictionAt(const Tensor& logits, int64_t row, const ModelTokens& tokens, int64_t t,
+                                  const TokenLabelOf& label) {
+  NextTokenPredictions p;
+  const int64_t L = static_cast<int64_t>(tokens.ids.size());
+  const std::vector<double> probs = nextTokenProbs(logits, row);
+  const std::vector<int64_t> top = topIds(probs, kTopGuesses);
+  for (int64_t id : top) p.top.push_back({label(id), probs[id]});
+  if (t + 1 < L) {
+    const int64_t next = tokens.ids[t + 1];
+    p.actual = tokens.label[t + 1];
+    p.actual_prob = probs[next];
+    p.actual_is_top = !tokens.unknown[t + 1] && top.front() == next;
+    p.actual_rank = 1;  // as GenerationStep::rank: ties go to the smaller id
+    for (size_t j = 0; j < probs.size(); ++j)
+      if (probs[j] > probs[next] || (probs[j] == probs[next] && static_cast<int64_t>(j) < next)) ++p.actual_rank;
+  }
+  return p;
+}
+
+// The maps, labels, top-5 predictions (at the positions whose logits the run computed) and
+// logit lens of one run of either kind of model; label(id) names a vocabulary entry. No
+// predictions without logits (an encoder without MLM head).
+ViewModel viewFromRun(const ModelRun& run, const LogitLens& lens, const TokenLabelOf& label) {
   std::vector<std::shared_ptr<const AttentionTrace>> traces;
   for (const AttentionTrace& trace : run.layers) traces.push_back(std::make_shared<const AttentionTrace>(trace));
   ViewModel view = viewFromTraces(traces);
@@ -138,24 +162,32 @@ ViewModel viewFromRun(const ModelRun& run, const LogitLens& lens, const std::fun
   view.first_computed = run.first_computed;
   if (run.logits.empty()) return view;
   view.lens = lensTable(lens, label);
+  view.logits_rows = run.logits_rows;
   const int64_t L = static_cast<int64_t>(run.tokens.ids.size());
   view.predictions.resize(L);
-  for (int64_t t = 0; t < L; ++t) {
-    NextTokenPredictions& p = view.predictions[t];
-    const std::vector<double> probs = nextTokenProbs(run.logits, t);
-    const std::vector<int64_t> top = topIds(probs, kTopGuesses);
-    for (int64_t id : top) p.top.push_back({label(id), probs[id]});
-    if (t + 1 < L) {
-      const int64_t next = run.tokens.ids[t + 1];
-      p.actual = run.tokens.label[t + 1];
-      p.actual_prob = probs[next];
-      p.actual_is_top = !run.tokens.unknown[t + 1] && top.front() == next;
-      p.actual_rank = 1;  // as GenerationStep::rank: ties go to the smaller id
-      for (size_t j = 0; j < probs.size(); ++j)
-        if (probs[j] > probs[next] || (probs[j] == probs[next] && static_cast<int64_t>(j) < next)) ++p.actual_rank;
-    }
-  }
+  for (int64_t t = 0; t < L; ++t)
+    if (run.logits_computed.empty() || run.logits_computed[t])  // empty: a run's logits copied without it
+      view.predictions[t] = predictionAt(run.logits, t, run.tokens, t, label);
   return view;
+}
+
+// The predictions of the positions `run` did not unembed, for later (ViewModel::more_predictions):
+// a copy of its final residual rows and tokens; head and label keep the model alive.
+std::shared_ptr<const LaterPredictions> laterPredictions(const ModelRun& run, RowHead head, TokenLabelOf label) {
+  auto residual = std::make_shared<const Tensor>(run.final_residual);
+  auto tokens = std::make_shared<const ModelTokens>(run.tokens);
+  const int64_t V = run.logits.dim(1);
+  auto later = std::make_shared<LaterPredictions>();
+  later->block = [residual, tokens, V, head = std::move(head), label = std::move(label)](int64_t position) {
+    const std::pair<int64_t, int64_t> block = logitBlock(position, residual->dim(0));
+    Tensor logits({block.second - block.first, V});
+    blockLogits(*residual, block, head, logits.data.data());
+    PredictionBlock out{block.first, {}};
+    for (int64_t t = block.first; t < block.second; ++t)
+      out.rows.push_back(predictionAt(logits, t - block.first, *tokens, t, label));
+    return out;
+  };
+  return later;
 }
 
 }  // namespace
@@ -223,15 +255,23 @@ std::string lensOffReason(int64_t layers, int64_t L, int64_t D, int64_t V) {
          " tokens of this model (`attnscope model run --lens` has no limit)";
 }
 
-ViewModel FolderModelRunner::view(const std::string& text, TextSize* size) {
+ViewModel FolderModelRunner::view(const std::string& text, TextSize* size, const LogitRows& logit_rows) {
   if (hf_) {
     ModelTokens tokens = tokenizeHf(hf_->model(), text);
     const HfConfig& c = hf_->model().config;
     if (size) *size = {static_cast<int64_t>(tokens.ids.size()), c.max_positions, "tokens"};
     const std::string off = lensOffReason(c.n_layers, static_cast<int64_t>(tokens.ids.size()), c.hidden, c.vocab);
     hf_->keepResiduals(off.empty());
-    ViewModel view = viewFromHfRun(hf_->model(), hf_->run(std::move(tokens)));
+    hf_->logitRows(logit_rows);
+    const ModelRun& run = hf_->run(std::move(tokens));
+    ViewModel view = viewFromHfRun(hf_->model(), run);
     if (!view.predictions.empty()) view.lens.off_reason = off;
+    if (!logit_rows.all && !run.logits.empty()) {
+      const std::shared_ptr<const HfModel> m = weights_.hf;
+      view.more_predictions = laterPredictions(
+          run, [m](const Tensor& x, int64_t start, float* logits) { hfOutputLogits(*m, x, start, logits); },
+          [m](int64_t id) { return hfTokenLabel(*m, id); });
+    }
     return view;
   }
   ModelTokens tokens = tokenizeForModel(own_->model(), text);
@@ -239,8 +279,16 @@ ViewModel FolderModelRunner::view(const std::string& text, TextSize* size) {
   if (size) *size = {static_cast<int64_t>(tokens.ids.size()), c.max_len, c.tokenizer == Tokenizer::Chars ? "characters" : "bytes"};
   const std::string off = lensOffReason(c.n_layers, static_cast<int64_t>(tokens.ids.size()), c.d_model, c.vocab_size);
   own_->keepResiduals(off.empty());
-  ViewModel view = viewFromModelRun(own_->model(), own_->runTokens(std::move(tokens)));
+  own_->logitRows(logit_rows);
+  const ModelRun& run = own_->runTokens(std::move(tokens));
+  ViewModel view = viewFromModelRun(own_->model(), run);
   view.lens.off_reason = off;
+  if (!logit_rows.all) {
+    const std::shared_ptr<const Model> m = weights_.own;
+    view.more_predictions = laterPredictions(
+        run, [m](const Tensor& x, int64_t start, float* logits) { modelOutputLogits(*m, x, start, logits); },
+        [m](int64_t id) { return tokenLabel(*m, id); });
+  }
   return view;
 }
 

@@ -90,8 +90,10 @@ class FolderModelRunner {
     int64_t tokens = 0, context = 0;
     const char* unit = "tokens";  // "characters" or "bytes" for attnscope-model/1 tokenizers
   };
-  // viewFromModelRun / viewFromHfRun of one run; fills *size first when given.
-  ViewModel view(const std::string& text, TextSize* size = nullptr);
+  // viewFromModelRun / viewFromHfRun of one run; fills *size first when given. logit_rows:
+  // the positions to unembed (default all); with others, the view's more_predictions
+  // computes the rest on demand.
+  ViewModel view(const std::string& text, TextSize* size = nullptr, const LogitRows& logit_rows = {});
   // Generation (model/generate.h) on this folder's runner: the text's tokens, the causal
   // model (InputError for an encoder), each run's view (viewFromModelRun / viewFromHfRun)
   // and a token's text as typed.

@@ -75,6 +75,7 @@ std::string hfTokenLabel(const HfModel& model, int64_t id);
 // grid of attention/cached_rows.h): logits [rows, V] (final norm, lm_head or BERT's MLM head,
 // final soft-capping). The model must have a head (lm_head not empty).
 void hfOutputLogits(const HfModel& model, const Tensor& x, int64_t start, float* logits);
+RowHead hfHead(const HfModel& model);  // hfOutputLogits as a RowHead (the model must outlive it)
 
 // Runs one model on token after token of text; buffers are kept between runs. A causal
 // model keeps each layer's K, V and map rows (attention/cached_rows.h): a run computes from
@@ -92,6 +93,8 @@ class HfRunner {
   const HfModel& model() const { return *model_; }
   // Keep the residual stream after every layer in ModelRun::residuals (the logit lens).
   void keepResiduals(bool keep) { keep_residuals_ = keep; }
+  // The positions whose logits each run computes (default: all).
+  void logitRows(LogitRows rows) { logit_rows_ = std::move(rows); }
   // Sinks + causal window on every layer (attention/kv_cache.h); a change forgets the cache.
   void setCacheWindow(const CacheWindow& cache);
 
@@ -100,7 +103,7 @@ class HfRunner {
   void layer(int64_t i, const std::vector<std::string>& labels);
   void attention(int64_t i, const Tensor& input, const std::vector<std::string>& labels, Tensor& out);
   void mlp(const HfLayer& w, const Tensor& input, Tensor& out);
-  void unembed();  // logits rows [start_, L)
+  void unembed();  // logits rows [start_, L) that logit_rows_ wants
   void checkTokens(const ModelTokens& tokens) const;
   void forward(const ModelTokens& tokens);  // rows [start_, L) into run_
 
@@ -110,6 +113,7 @@ class HfRunner {
   Tensor x_, h_, a_, m_, gate_, up_;  // [L, D] residual, normed, attention out, MLP out; [L, M] hidden
   ModelRun run_;
   bool keep_residuals_ = false;
+  LogitRows logit_rows_;
   std::vector<DecodeCache> decode_;  // [N] while stepping, else empty
   StepMaps step_maps_ = StepMaps::RowsOnly;
 };

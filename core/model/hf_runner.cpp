@@ -210,15 +210,20 @@ void hfOutputLogits(const HfModel& m, const Tensor& x, int64_t start, float* log
   }
 }
 
+RowHead hfHead(const HfModel& m) {
+  return [&m](const Tensor& x, int64_t start, float* logits) { hfOutputLogits(m, x, start, logits); };
+}
+
 void HfRunner::unembed() {
   const HfModel& m = *model_;
   if (m.lm_head.empty()) {  // an encoder without masked-LM head: no scores
     run_.logits = Tensor();
+    run_.logits_computed.clear();
+    run_.logits_rows = 0;
     return;
   }
-  const int64_t V = m.config.vocab, L = start_ + x_.dim(0);
-  reshape(run_.logits, L, V);  // rows [0, start_) kept
-  hfOutputLogits(m, x_, start_, &run_.logits.data[start_ * V]);
+  startLogitRows(run_, x_, start_, m.config.vocab);  // rows [0, start_) kept
+  computeLogitRows(run_, logit_rows_, hfHead(m));
 }
 
 void HfRunner::checkTokens(const ModelTokens& tokens) const {
@@ -264,6 +269,7 @@ const ModelRun& HfRunner::run(ModelTokens tokens) {
   if (prefix == L && run_.tokens.ids.size() == tokens.ids.size()) {  // nothing changed
     run_.first_computed = L;
     run_.tokens = std::move(tokens);
+    computeLogitRows(run_, logit_rows_, hfHead(*model_));  // rows now wanted that were not
     return run_;
   }
   start_ = rowGridStart(prefix);

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "attention/cached_rows.h"
+#include "attention/kernel.h"
 
 namespace attnscope {
 namespace {
@@ -104,12 +105,68 @@ void storeResidualRows(const Tensor& x, int64_t index, int64_t start, Tensor& re
   std::copy(x.data.begin(), x.data.end(), residuals.data.begin() + (index * L + start) * D);
 }
 
+bool LogitRows::wants(int64_t position, int64_t L) const {
+  if (all) return true;
+  for (int64_t p : positions) {
+    if (p < 0) p += L;
+    if (p >= 0 && p < L && rowGridStart(p) == rowGridStart(position)) return true;
+  }
+  return false;
+}
+
+void startLogitRows(ModelRun& run, const Tensor& x, int64_t start, int64_t V) {
+  const int64_t L = start + x.dim(0), D = x.dim(1);
+  run.final_residual.shape = {L, D};
+  run.final_residual.data.resize(L * D);  // rows [0, start) kept
+  std::copy(x.data.begin(), x.data.end(), run.final_residual.data.begin() + start * D);
+  run.logits.shape = {L, V};
+  run.logits.data.resize(L * V);
+  std::fill(run.logits.data.begin() + start * V, run.logits.data.end(), std::nanf(""));
+  run.logits_computed.resize(L);
+  std::fill(run.logits_computed.begin() + start, run.logits_computed.end(), 0);
+}
+
+std::pair<int64_t, int64_t> logitBlock(int64_t position, int64_t L) {
+  const int64_t first = rowGridStart(position);
+  return {first, std::min(L, first + kRowBlock)};
+}
+
+void blockLogits(const Tensor& final_residual, std::pair<int64_t, int64_t> block, const RowHead& head, float* logits) {
+  const auto [first, end] = block;
+  const int64_t D = final_residual.dim(1);
+  Tensor x({end - first, D});  // the block's final residual rows
+  std::copy(final_residual.data.begin() + first * D, final_residual.data.begin() + end * D, x.data.begin());
+  head(x, first, logits);
+}
+
+int64_t computeLogitRows(ModelRun& run, const LogitRows& wanted, const RowHead& head) {
+  run.logits_rows = 0;
+  if (run.logits.empty()) return 0;
+  const int64_t L = run.logits.dim(0), V = run.logits.dim(1);
+  const auto computed = run.logits_computed.begin();
+  for (int64_t start = 0; start < L; start += kRowBlock) {
+    const int64_t end = logitBlock(start, L).second;
+    // The block's rows not computed: all of them, or a step's (one row, off the grid) after
+    // rows computed before it.
+    const int64_t first = std::find(computed + start, computed + end, 0) - computed;
+    if (first == end || !wanted.wants(start, L)) continue;
+    blockLogits(run.final_residual, {first, end}, head, &run.logits.data[first * V]);
+    std::fill(computed + first, computed + end, 1);
+    run.logits_rows += end - first;
+  }
+  return run.logits_rows;
+}
+
 void modelOutputLogits(const Model& model, const Tensor& x, int64_t start, float* logits) {
   const ModelConfig& c = model.config;
   const int64_t rows = x.dim(0), D = c.d_model;
   Tensor normed({rows, D});
   layerNorm(x, model.ln_f_weight, model.ln_f_bias, c.ln_eps, rows, D, normed);
   linearRows(normed.data.data(), start, start + rows, model.lm_head, Tensor(), logits);
+}
+
+RowHead modelHead(const Model& m) {
+  return [&m](const Tensor& x, int64_t start, float* logits) { modelOutputLogits(m, x, start, logits); };
 }
 
 ModelRunner::ModelRunner(std::shared_ptr<const Model> model) : model_(std::move(model)) {
@@ -142,6 +199,7 @@ const ModelRun& ModelRunner::runTokens(ModelTokens tokens) {
   if (prefix == L && run_.tokens.ids.size() == tokens.ids.size() && run_.tokens.label == tokens.label) {  // nothing changed
     run_.first_computed = L;
     run_.tokens = std::move(tokens);
+    computeLogitRows(run_, logit_rows_, modelHead(m));  // rows now wanted that were not
     return run_;
   }
   const int64_t start = rowGridStart(prefix);
@@ -235,9 +293,9 @@ void ModelRunner::forward(const ModelTokens& tokens, int64_t start) {
     if (keep_residuals_) storeResidualRows(x_, i + 1, start, run_.residuals);
   }
 
-  // logits [L, V] = ln_f(x) lm_head^T; rows [0, start) kept
-  reshape(run_.logits, L, V);
-  modelOutputLogits(m, x_, start, &run_.logits.data[start * V]);
+  // logits [L, V] = ln_f(x) lm_head^T of the wanted rows; rows [0, start) kept
+  startLogitRows(run_, x_, start, V);
+  computeLogitRows(run_, logit_rows_, modelHead(m));
 }
 
 }  // namespace attnscope

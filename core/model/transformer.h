@@ -6,8 +6,10 @@
 //   logits = ln_f(x) lm_head^T
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attention/attention.h"
@@ -20,7 +22,12 @@ namespace attnscope {
 struct ModelRun {
   ModelTokens tokens;                  // [L]
   std::vector<AttentionTrace> layers;  // [N], each B = 1: probs [1, H, L, L]
-  Tensor logits;                       // [L, V]: logits[t] scores the token after position t
+  Tensor logits;                       // [L, V]: logits[t] scores the token after position t; NaN
+                                       // where logits_computed[t] is 0 (LogitRows asked for others)
+  std::vector<uint8_t> logits_computed;  // [L] 1 = logits[t] was computed
+  int64_t logits_rows = 0;             // rows the last run (or computeLogitRows) unembedded
+  Tensor final_residual;               // [L, D] the output head's input (after the last layer), so
+                                       // that rows not unembedded can be later (computeLogitRows)
   Tensor residuals;                    // [N + 1, L, D] when the runner keeps them (keepResiduals),
                                        // [0] the embeddings, [k] the residual stream after k layers
   // The run computed rows [first_computed, L) (maps, logits); the rows before it were kept
@@ -54,9 +61,36 @@ void resizeResiduals(int64_t slots, int64_t L, int64_t D, Tensor& residuals);
 // Slot `index`'s rows [start, start + n) = x [n, D].
 void storeResidualRows(const Tensor& x, int64_t index, int64_t start, Tensor& residuals);
 
+// Which positions' logits a run computes: the unembedding ([L, D] x [D, V]) is most of a small
+// model's run when V is large, and the app shows a few positions' predictions only. Positions
+// are widened to their 64-row blocks (attention/cached_rows.h), so that every row computed
+// equals the full run's bit for bit; the rows not computed hold NaN.
+struct LogitRows {
+  bool all = true;                 // every position (model run, generate, bench, exports)
+  std::vector<int64_t> positions;  // otherwise these; a negative one counts from the end (-1 = the last)
+  bool wants(int64_t position, int64_t L) const;  // position's 64-row block holds a wanted one
+};
+
+// The output head on residual rows x [rows, D] at positions [start, start + rows): logits [rows, V].
+using RowHead = std::function<void(const Tensor& x, int64_t start, float* logits)>;
+
+// After a run computed rows [start, L) into x [L - start, D]: the final residual rows kept and
+// those logits rows marked not computed (NaN until computeLogitRows); rows [0, start) kept.
+void startLogitRows(ModelRun& run, const Tensor& x, int64_t start, int64_t V);
+// Unembeds each 64-row block that holds a wanted position not computed yet, from
+// run.final_residual (after a step(), only the stepped row: grid bits are back at the next
+// run, ModelRun::decoded_from); sets run.logits_rows to the rows computed and returns it.
+int64_t computeLogitRows(ModelRun& run, const LogitRows& wanted, const RowHead& head);
+// The 64-row block [first, end) that holds `position` in a run of L positions.
+std::pair<int64_t, int64_t> logitBlock(int64_t position, int64_t L);
+// Logits [end - first, V] of rows [first, end) (one block) of final residual rows [L, D]:
+// a run's rows bit for bit.
+void blockLogits(const Tensor& final_residual, std::pair<int64_t, int64_t> block, const RowHead& head, float* logits);
+
 // The output head of an attnscope-model/1 model on the residual rows x [rows, D] at positions
 // [start, start + rows): logits [rows, V] = ln_f(x) lm_head^T (the row grid of cached_rows.h).
 void modelOutputLogits(const Model& model, const Tensor& x, int64_t start, float* logits);
+RowHead modelHead(const Model& model);  // modelOutputLogits as a RowHead (the model must outlive it)
 
 struct Prediction {
   int64_t id = 0;
@@ -93,6 +127,8 @@ class ModelRunner {
   const ModelRun& last() const { return run_; }
   // Keep the residual stream after every layer in ModelRun::residuals (the logit lens).
   void keepResiduals(bool keep) { keep_residuals_ = keep; }
+  // The positions whose logits each run computes (default: all).
+  void logitRows(LogitRows rows) { logit_rows_ = std::move(rows); }
   // Sinks + causal window on every layer (attention/kv_cache.h); a change forgets the cache.
   void setCacheWindow(const CacheWindow& cache);
 
@@ -108,6 +144,7 @@ class ModelRunner {
   Tensor mid_;  // [n, M] MLP hidden
   ModelRun run_;
   bool keep_residuals_ = false;
+  LogitRows logit_rows_;
   std::vector<DecodeCache> decode_;  // [N] while stepping, else empty
   StepMaps step_maps_ = StepMaps::RowsOnly;
 };

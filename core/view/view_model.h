@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -80,11 +81,24 @@ struct TokenGuess {
   double prob = 0.0;
 };
 struct NextTokenPredictions {
-  std::vector<TokenGuess> top;  // best first (k = 5, or V when smaller)
+  std::vector<TokenGuess> top;  // best first (k = 5, or V when smaller); empty: not computed
+                                // (the run did not unembed this position: ViewModel::more_predictions)
   std::string actual;           // the character at position + 1 as a label; "" at the last position
   double actual_prob = 0.0;     // the model's probability for it (0 at the last position)
   bool actual_is_top = false;   // the top guess is the actual next character
   int64_t actual_rank = 0;      // its rank among all tokens (1 = the top guess); 0 at the last position
+};
+
+// The predictions of one 64-row block of positions (model/transformer.h LogitRows).
+struct PredictionBlock {
+  int64_t first = 0;                       // the position of rows[0]
+  std::vector<NextTokenPredictions> rows;  // the block's positions, in order
+};
+
+// Predictions computed when looked at (ViewModel::more_predictions): block(position) gives
+// the 64-row block holding position. Copies of a view share it (its identity names the run).
+struct LaterPredictions {
+  std::function<PredictionBlock(int64_t position)> block;
 };
 
 // The logit lens of a model run (model/logit_lens.h), labelled: for layer l (0 = the
@@ -195,6 +209,12 @@ struct ViewModel {
   std::string notes;                                   // imported: bundle.json "notes"; model run: the caption
   // Model runs (config/model_source.h) only; empty otherwise:
   std::vector<NextTokenPredictions> predictions;       // [L] the guess after each query position
+  // Logits only where they are looked at: a run that unembedded some positions only computes
+  // the 64-row block holding any other position here, from the run's final residual rows,
+  // without rerunning the model (const data: call it off the UI thread). Null when the run
+  // unembedded every position (or has no output head).
+  std::shared_ptr<const LaterPredictions> more_predictions;
+  int64_t logits_rows = 0;                             // positions the run unembedded
   LensTable lens;                                      // the logit lens; empty without output head
   std::vector<HeadNote> notable_heads;                 // from training.json, best score first
   int64_t unknown_tokens = 0;                          // characters outside the vocabulary (unk id)

@@ -74,7 +74,7 @@ void recomputeNow(AppState& state) {
   const bool decode = state.stepper.open;
   c.posted_settings = state.settings;
   c.posted_decode = decode;
-  c.posted_generation = c.worker->post(state.settings, decode);
+  c.posted_generation = c.worker->post(state.settings, decode, wantedLogitRows(state));
   c.posted_at = std::chrono::steady_clock::now();
   c.cancelled = false;  // the maps shown stay, marked in progress instead
   c.load_cancelled.clear();

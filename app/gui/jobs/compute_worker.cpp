@@ -115,8 +115,9 @@ void ComputeWorker::loadFolder(const std::string& folder, const Jobs::Job& job) 
   loaded_weights_ = model_runner_->weights();
 }
 
-std::shared_ptr<const ViewModel> ComputeWorker::runModel(const Settings& settings, ComputeResult& result,
+std::shared_ptr<const ViewModel> ComputeWorker::runModel(const ComputeRequest& request, ComputeResult& result,
                                                          const Jobs::Job& job) {
+  const Settings& settings = request.settings;
   InputFacts& facts = result.facts;
   const std::string folder = modelFolder(settings);
   if (!model_runner_ || folder != model_runner_->folder()) {
@@ -137,7 +138,7 @@ std::shared_ptr<const ViewModel> ComputeWorker::runModel(const Settings& setting
   };
   std::shared_ptr<const ViewModel> view;
   try {
-    view = std::make_shared<const ViewModel>(model_runner_->view(settings.model_text, &size));
+    view = std::make_shared<const ViewModel>(model_runner_->view(settings.model_text, &size, request.logit_rows));
   } catch (const InputError&) {
     note_size();
     throw;
@@ -227,7 +228,7 @@ ComputeResult ComputeWorker::compute(const ComputeRequest& request, const Jobs::
   const auto start = std::chrono::steady_clock::now();
   std::optional<Run> run;  // kept for the correct run and the decoding, also when the run threw
   ViewRunners runners;
-  runners.model = [&](const Settings& s) { return runModel(s, result, job); };
+  runners.model = [&](const Settings&) { return runModel(request, result, job); };  // buildView passes request.settings
   runners.core = [&](Run configured) {
     run = std::move(configured);
     return runCore(*run, result, job);

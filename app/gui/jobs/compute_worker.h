@@ -71,10 +71,13 @@ struct ComputeResult {
   std::shared_ptr<const HeadTable> head_table;
 };
 
-// One compute job: the settings, and whether the KV-cache stepper wants the decoding too.
+// One compute job: the settings, whether the KV-cache stepper wants the decoding too, and
+// which positions' logits a model run computes (the predictions panel's; the view computes
+// the others when asked, ViewModel::more_predictions).
 struct ComputeRequest {
   Settings settings;
   bool decode = false;
+  LogitRows logit_rows;
 };
 
 class ComputeWorker {
@@ -83,7 +86,9 @@ class ComputeWorker {
 
   // Queues a job for these settings (decode: also run the KV-cache stepper); returns its
   // generation (1, 2, ...).
-  uint64_t post(const Settings& settings, bool decode = false) { return jobs_.post({settings, decode}); }
+  uint64_t post(const Settings& settings, bool decode = false, LogitRows logit_rows = {}) {
+    return jobs_.post({settings, decode, std::move(logit_rows)});
+  }
   // The result of the newest job, once, when it has finished; stale results never appear.
   std::shared_ptr<const ComputeResult> poll() { return jobs_.poll(); }
   // While a tiled overview computes or a model folder loads: the fraction done in [0, 1]
@@ -106,7 +111,7 @@ class ComputeWorker {
   // A trained model's run on the settings' text: the model is loaded once per folder (with
   // progress and cancel; null when cancelled) and its runner keeps its buffers from one
   // keystroke to the next.
-  std::shared_ptr<const ViewModel> runModel(const Settings& settings, ComputeResult& result, const Jobs::Job& job);
+  std::shared_ptr<const ViewModel> runModel(const ComputeRequest& request, ComputeResult& result, const Jobs::Job& job);
   void loadFolder(const std::string& folder, const Jobs::Job& job);
   // configureRun's run: the full path in workspace_, or the tiled overview.
   std::shared_ptr<const ViewModel> runCore(Run& run, ComputeResult& result, const Jobs::Job& job);

@@ -184,7 +184,7 @@ int runFrameLoop(GLFWwindow* window, const AppOptions& options, AppState& state,
   int scripted_frame = 0;
   for (;;) {
     const bool waiting = state.compute.pending() || state.zoom_tile.pending() || exportBusy(state.exports) || state.exports.toast.has_value() || state.generate.running ||
-                         state.stepper.playing;
+                         state.stepper.playing || laterPredictionsPending(state);
     if (options.frames > 0) glfwPollEvents();
     else glfwWaitEventsTimeout(waiting ? 0.016 : 0.1);
 

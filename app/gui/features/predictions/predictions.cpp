@@ -1,8 +1,84 @@
 #include "gui/features/predictions/predictions.h"
 
+#include <chrono>
+#include <exception>
+#include <new>
+
 #include "gui/shell/app_state.h"
 
 namespace attnscope {
+namespace {
+
+// On the worker: one 64-row block's predictions from the run's final residual rows.
+LaterPredictionsBlock computeLater(LaterPredictionsRequest& request, const LaterPredictionsWorker::Job&) {
+  LaterPredictionsBlock done;
+  done.source = request.source;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    done.block = request.source->block(request.position);
+  } catch (const std::bad_alloc&) {
+    done.error = "out of memory while computing the predictions";
+  } catch (const std::exception& e) {
+    done.error = std::string("internal error: ") + e.what();
+  }
+  done.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return done;
+}
+
+// A new run shown: the predictions computed for the last one go; a finished job's come in.
+void takeLaterPredictions(AppState& state) {
+  PredictionsState& p = state.predictions;
+  const ViewModel* v = state.compute.view.get();
+  const std::shared_ptr<const LaterPredictions> source = v ? v->more_predictions : nullptr;
+  if (source != p.source) {
+    p.source = source;
+    p.later.clear();
+    p.requested = -1;
+    p.later_error.clear();
+  }
+  const std::shared_ptr<const LaterPredictionsBlock> done = p.worker ? p.worker->poll() : nullptr;
+  if (!done || done->source != p.source) return;
+  p.requested = -1;
+  p.later_error = done->error;
+  p.later_rows = static_cast<int64_t>(done->block.rows.size());
+  p.later_ms = done->milliseconds;
+  for (size_t r = 0; r < done->block.rows.size(); ++r)
+    p.later[done->block.first + static_cast<int64_t>(r)] = done->block.rows[r];
+  markStateChanged(state);
+}
+
+// The position the panel shows has no predictions yet: its block is asked for, once.
+void askForShownPredictions(AppState& state) {
+  PredictionsState& p = state.predictions;
+  const PredictionPosition at = predictionPosition(state);
+  if (at.position < 0 || !p.source || !p.later_error.empty() || knownPredictions(state, at.position)) return;
+  const int64_t first = logitBlock(at.position, state.compute.view->L).first;
+  if (first == p.requested) return;
+  if (!p.worker) p.worker = std::make_unique<LaterPredictionsWorker>(computeLater);
+  p.worker->post({p.source, at.position});
+  p.requested = first;
+  markStateChanged(state);
+}
+
+}  // namespace
+
+LogitRows wantedLogitRows(const AppState& state) {
+  LogitRows rows{false, {-1}};  // the last position
+  for (int64_t row : {state.view.selected_query, state.view.hover.row})
+    if (row >= 0) rows.positions.push_back(row);
+  return rows;
+}
+
+const NextTokenPredictions* knownPredictions(const AppState& state, int64_t position) {
+  const ViewModel* v = state.compute.view.get();
+  if (!v || position < 0 || position >= static_cast<int64_t>(v->predictions.size())) return nullptr;
+  if (!v->predictions[position].top.empty()) return &v->predictions[position];
+  const PredictionsState& p = state.predictions;
+  const auto it = p.later.find(position);
+  return p.source == v->more_predictions && it != p.later.end() ? &it->second : nullptr;
+}
+
+bool laterPredictionsPending(const AppState& state) { return state.predictions.requested >= 0; }
 
 PredictionPosition predictionPosition(const AppState& state) {
   const ViewModel* v = state.compute.view.get();
@@ -29,6 +105,8 @@ void clearPredictionPin(AppState& state) {
 
 void updatePredictions(AppState& state) {
   if (state.settings.model_text != state.predictions.pinned_text) clearPredictionPin(state);
+  takeLaterPredictions(state);
+  askForShownPredictions(state);
 }
 
 bool chosenByGeneration(const ViewModel& view, int64_t position) {
@@ -44,13 +122,23 @@ void predictionsToJson(const AppState& state, nlohmann::json& line) {
   const ViewModel* v = state.compute.view.get();
   line["predictions"] = nullptr;  // the predictions panel: position, the 5 guesses, the actual next
   if (const PredictionPosition at = predictionPosition(state); at.position >= 0 && showsPredictions(state)) {
-    const NextTokenPredictions& p = v->predictions[at.position];
+    const NextTokenPredictions* known = knownPredictions(state, at.position);
+    const NextTokenPredictions p = known ? *known : NextTokenPredictions();
     nlohmann::json top = nlohmann::json::array();
     for (const TokenGuess& guess : p.top) top.push_back({{"label", guess.label}, {"prob", guess.prob}});
     line["predictions"] = {{"position", at.position}, {"why", at.why}, {"top", top}, {"actual", p.actual},
                            {"actual_prob", p.actual_prob}, {"actual_is_top", p.actual_is_top},
-                           {"actual_rank", p.actual_rank}, {"chosen", chosenByGeneration(*v, at.position)}};
+                           {"actual_rank", p.actual_rank}, {"chosen", chosenByGeneration(*v, at.position)},
+                           {"pending", known == nullptr}};
   }
+  // Logits only where they are looked at: what the shown run and the on-demand jobs unembedded.
+  line["logits_rows"] = v ? v->logits_rows : 0;
+  line["logits_rows_on_demand"] = state.predictions.later_rows;
+  line["logits_on_demand_ms"] = state.predictions.later_ms;
+  int64_t known_count = 0;
+  for (int64_t t = 0; v && t < static_cast<int64_t>(v->predictions.size()); ++t)
+    known_count += knownPredictions(state, t) != nullptr;
+  line["predictions_known"] = known_count;
   line["predictions_pin"] = nullptr;
   if (state.view.selected_query >= 0) line["predictions_pin"] = state.view.selected_query;
   if (v && v->source == ViewSource::ModelRun) {

@@ -2,25 +2,59 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "gui/jobs/latest_job_worker.h"
+#include "model/transformer.h"
 #include "view/view_model.h"
 
 namespace attnscope {
 
 struct AppState;
 
+// Logits only where they are looked at: a model run unembeds the positions the panel shows
+// (wantedLogitRows); a position looked at later (hovered, pinned) gets its 64-row block's
+// predictions from the view's more_predictions on this worker, without rerunning the model.
+struct LaterPredictionsRequest {
+  std::shared_ptr<const LaterPredictions> source;  // the run's (kept alive while it computes)
+  int64_t position = 0;
+};
+struct LaterPredictionsBlock {
+  std::shared_ptr<const LaterPredictions> source;
+  PredictionBlock block;
+  double milliseconds = 0.0;
+  std::string error;  // "" on success
+};
+using LaterPredictionsWorker = LatestJobWorker<LaterPredictionsRequest, LaterPredictionsBlock>;
+
 // The pin: a query row clicked in a map (ViewState::selected_query) holds the predictions
 // until the text changes (typing follows the end of the text again) or the user clears it.
 struct PredictionsState {
   std::string pinned_text;  // the model text when the row was pinned
+  // Predictions computed on demand for the shown run (source): by position.
+  std::unique_ptr<LaterPredictionsWorker> worker;  // started on first use
+  std::shared_ptr<const LaterPredictions> source;
+  std::map<int64_t, NextTokenPredictions> later;
+  int64_t requested = -1;   // the block posted and not back yet (its first position); -1 = none
+  int64_t later_rows = 0;   // positions the last on-demand job unembedded
+  double later_ms = 0.0;    // and its wall time
+  std::string later_error;  // why the last on-demand job failed ("" = it did not)
 };
+// The positions a model run posted now should unembed: the last one (and the newest
+// generated step's), the pinned and the hovered row.
+LogitRows wantedLogitRows(const AppState& state);
+// The predictions known at `position` (the run's or computed later); null while computing.
+const NextTokenPredictions* knownPredictions(const AppState& state, int64_t position);
+bool laterPredictionsPending(const AppState& state);
 // Pins the predictions to query row `row` of the current text.
 void pinPrediction(AppState& state, int64_t row);
 void clearPredictionPin(AppState& state);
-// Before each frame: an edited text drops the pin.
+// Before each frame: an edited text drops the pin; the shown position's predictions are
+// asked for when the run did not compute them, and taken when they are back.
 void updatePredictions(AppState& state);
 
 // Model runs: the query position the predictions panel shows (the hovered row, else the
@@ -38,7 +72,11 @@ bool showsPredictions(const AppState& state);
 void drawPredictionsPanel(AppState& state);  // trained models only
 // State-log keys: predictions, query_tokens, model_name, caption, unknown_tokens,
 // predictions_pin (the pinned query row, null when none); predictions.chosen (a generated
-// token) and predictions.actual_rank (its rank, 1 = the top guess).
+// token) and predictions.actual_rank (its rank, 1 = the top guess); predictions.pending
+// (being computed on demand: top empty); logits_rows (positions the shown run unembedded),
+// logits_rows_on_demand (positions the last on-demand job unembedded) and
+// logits_on_demand_ms (its wall time), predictions_known
+// (positions whose predictions are known).
 void predictionsToJson(const AppState& state, nlohmann::json& line);
 
 }  // namespace attnscope

@@ -72,13 +72,21 @@ void drawNextToken(AppState& state) {
     ImGui::TextWrapped("no predictions: fix the text (see the message in the control panel)");
     return;
   }
-  const NextTokenPredictions& p = v.predictions[at.position];
   const std::string& token = v.query_tokens[0][at.position];
   ImGui::Text("after '%s' at position %lld", visibleToken(token).c_str(), static_cast<long long>(at.position));
   const std::string why = std::string("(") + at.why + ")";
   sameLineIfFits(ImGui::CalcTextSize(why.c_str()).x);  // else on the next line
   ui::text(state.script.layout, "predictions_heading", ui::disabledText(), "%s", why.c_str());
   drawPin(state);
+  const NextTokenPredictions* known = knownPredictions(state, at.position);
+  if (!known) {  // the run did not unembed this position: its block is computing (updatePredictions)
+    const std::string& error = state.predictions.later_error;
+    const ImVec4 colour = error.empty() ? ImGui::GetStyle().Colors[ImGuiCol_TextDisabled] : kMiss;
+    ui::text(state.script.layout, "predictions_pending", ui::TextLook{colour, true}, "%s",
+             error.empty() ? "computing the predictions at this position..." : error.c_str());
+    return;
+  }
+  const NextTokenPredictions& p = *known;
   float label_w = 0.0f;
   for (const TokenGuess& guess : p.top)
     label_w = std::max(label_w, ImGui::CalcTextSize(("5. '" + visibleToken(guess.label) + "'").c_str()).x);

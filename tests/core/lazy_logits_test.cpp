@@ -1,0 +1,220 @@
+// Logits only where they are looked at (model/transformer.h LogitRows): a run that unembeds
+// some positions computes their 64-row blocks only, leaves the other rows NaN and marked not
+// computed, and the rows computed later from the run's final residual rows (blockLogits, the
+// app's more_predictions) equal the full run's bit for bit, for both kinds of model folder
+// (the shipped attnscope-model/1 python-code model, and a random GPT-2 Hugging Face folder
+// written here), also after an incremental run; a generation step unembeds its one row.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "config/model_source.h"
+#include "model/hf_model.h"
+#include "model/transformer.h"
+
+namespace attnscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kD = 16, kV = 300, kP = 160;  // the GPT-2 folder: width, vocabulary, context
+
+// A random GPT-2 folder: config.json and model.safetensors (F32, Conv1D weights [in, out]).
+void writeGpt2(const fs::path& folder) {
+  const int64_t M = 4 * kD;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {{"wte.weight", {kV, kD}},
+                                                                       {"wpe.weight", {kP, kD}}};
+  for (int i = 0; i < 2; ++i) {
+    const std::string h = "h." + std::to_string(i) + ".";
+    for (const char* norm : {"ln_1", "ln_2"}) {
+      shapes.push_back({h + norm + ".weight", {kD}});
+      shapes.push_back({h + norm + ".bias", {kD}});
+    }
+    for (auto [name, in, out] : {std::tuple{"attn.c_attn", kD, 3 * kD}, {"attn.c_proj", kD, kD}, {"mlp.c_fc", kD, M},
+                                 {"mlp.c_proj", M, kD}}) {
+      shapes.push_back({h + name + ".weight", {in, out}});
+      shapes.push_back({h + name + ".bias", {out}});
+    }
+  }
+  shapes.push_back({"ln_f.weight", {kD}});
+  shapes.push_back({"ln_f.bias", {kD}});
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 0.4f);
+  nlohmann::json header = nlohmann::json::object();
+  std::string data;
+  for (const auto& [name, shape] : shapes) {
+    int64_t n = 1;
+    for (int64_t dim : shape) n *= dim;
+    header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {data.size(), data.size() + 4 * n}}};
+    const bool norm_weight = name.find("ln_") != std::string::npos && name.find(".weight") != std::string::npos;
+    for (int64_t k = 0; k < n; ++k) {
+      const float x = normal(rng) + (norm_weight ? 1.0f : 0.0f);
+      data.append(reinterpret_cast<const char*>(&x), sizeof x);
+    }
+  }
+  fs::create_directories(folder);
+  std::ofstream(folder / "config.json") << nlohmann::json{
+      {"model_type", "gpt2"}, {"n_embd", kD}, {"n_layer", 2}, {"n_head", 2}, {"n_positions", kP},
+      {"vocab_size", kV}, {"layer_norm_epsilon", 1e-5}, {"activation_function", "gelu_new"}}.dump();
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  std::ofstream file(folder / "model.safetensors", std::ios::binary);
+  const uint64_t length = text.size();
+  file.write(reinterpret_cast<const char*>(&length), 8);  // little-endian on every machine attnscope builds on
+  file << text << data;
+}
+
+std::vector<int64_t> ids(int64_t L, int64_t seed) {
+  std::mt19937 rng(static_cast<unsigned>(seed));
+  std::vector<int64_t> out(L);
+  for (int64_t& id : out) id = static_cast<int64_t>(rng() % kV);
+  return out;
+}
+
+// Row t of logits [L, V] equals row r of other [rows, V] bit for bit.
+void expectSameRow(const Tensor& logits, int64_t t, const float* other_row) {
+  const int64_t V = logits.dim(1);
+  EXPECT_EQ(std::memcmp(&logits.data[t * V], other_row, V * sizeof(float)), 0) << "row " << t;
+}
+
+// A partial run: rows of the wanted blocks equal the full run's bit for bit, the others are
+// NaN and marked not computed; each block computed afterwards from the final residual rows
+// (blockLogits) equals the full run's rows bit for bit.
+void expectLazyRowsOfTheFullRun(const ModelRun& lazy, const Tensor& full, int64_t wanted_block, const RowHead& head) {
+  const int64_t L = full.dim(0), V = full.dim(1);
+  ASSERT_EQ(lazy.logits.shape, full.shape);
+  for (int64_t t = 0; t < L; ++t) {
+    const bool wanted = t / 64 == wanted_block;
+    EXPECT_EQ(lazy.logits_computed[t], wanted ? 1 : 0) << t;
+    if (wanted) expectSameRow(full, t, &lazy.logits.data[t * V]);
+    else EXPECT_TRUE(std::isnan(lazy.logits.data[t * V])) << t;
+  }
+  for (int64_t position = 0; position < L; position += 37) {
+    const auto block = logitBlock(position, L);
+    EXPECT_EQ(block.first, position / 64 * 64);
+    EXPECT_EQ(block.second, std::min(L, block.first + 64));
+    Tensor later({block.second - block.first, V});
+    blockLogits(lazy.final_residual, block, head, later.data.data());
+    for (int64_t t = block.first; t < block.second; ++t) expectSameRow(full, t, &later.data[(t - block.first) * V]);
+  }
+}
+
+std::string pythonCodeFolder() {  // the shipped model (context 128: two row blocks); "" when not found
+  for (const ShippedModel& m : shippedModels())
+    if (m.name == "python-code") return m.folder;
+  return "";
+}
+
+class LazyLogits : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/lazy-logits-XXXXXX";
+    root_ = mkdtemp(pattern);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  fs::path root_;
+};
+
+TEST_F(LazyLogits, HfRunUnembedsTheWantedBlocksAndTheRestLaterBitForBit) {
+  writeGpt2(root_ / "gpt2");
+  auto model = std::make_shared<const HfModel>(loadHfModel((root_ / "gpt2").string(), false));
+  const ModelTokens tokens = hfTokensFromIds(*model, ids(150, 1));
+  HfRunner full_runner(model), lazy_runner(model);
+  const Tensor full = full_runner.run(tokens).logits;  // [150, V] every row
+  EXPECT_EQ(full_runner.run(tokens).logits_rows, 0);    // nothing changed, nothing wanted anew
+  lazy_runner.logitRows({false, {-1}});                 // the last position: block [128, 150)
+  const ModelRun& lazy = lazy_runner.run(tokens);
+  EXPECT_EQ(lazy.logits_rows, 150 - 128);
+  expectLazyRowsOfTheFullRun(lazy, full, 2, hfHead(*model));
+
+  // The same text, another position wanted: its block only, nothing rerun.
+  lazy_runner.logitRows({false, {5}});
+  const ModelRun& again = lazy_runner.run(tokens);
+  EXPECT_EQ(again.first_computed, 150);
+  EXPECT_EQ(again.logits_rows, 64);
+  for (int64_t t = 0; t < 64; ++t) expectSameRow(full, t, &again.logits.data[t * kV]);
+
+  // One more token: the changed block's rows are recomputed and unembedded; a fresh full
+  // run of the longer sequence gives the same rows.
+  std::vector<int64_t> longer_ids = tokens.ids;
+  longer_ids.push_back(7);
+  const ModelTokens longer = hfTokensFromIds(*model, longer_ids);
+  lazy_runner.logitRows({false, {-1}});
+  const ModelRun& appended = lazy_runner.run(longer);
+  EXPECT_EQ(appended.first_computed, 128);
+  EXPECT_EQ(appended.logits_rows, 151 - 128);
+  HfRunner fresh(model);
+  const Tensor full_longer = fresh.run(longer).logits;
+  for (int64_t t = 0; t < 151; ++t)
+    if (t < 64 || t >= 128) expectSameRow(full_longer, t, &appended.logits.data[t * kV]);
+    else EXPECT_TRUE(std::isnan(appended.logits.data[t * kV])) << t;
+
+  // A generation step (one row through the decode caches): only that row is unembedded, and
+  // it agrees with a full run (a step is not on the row grid: within float rounding).
+  std::vector<int64_t> stepped_ids = longer_ids;
+  stepped_ids.push_back(9);
+  const ModelRun& stepped = lazy_runner.step(hfTokensFromIds(*model, stepped_ids));
+  EXPECT_EQ(stepped.logits_rows, 1);
+  EXPECT_EQ(stepped.logits_computed[151], 1);
+  HfRunner fresh_stepped(model);
+  const Tensor full_stepped = fresh_stepped.run(hfTokensFromIds(*model, stepped_ids)).logits;
+  for (int64_t v = 0; v < kV; ++v) EXPECT_NEAR(stepped.logits.data[151 * kV + v], full_stepped.data[151 * kV + v], 1e-4);
+}
+
+TEST_F(LazyLogits, ModelRunUnembedsTheWantedBlocksAndTheRestLaterBitForBit) {
+  const std::string folder = pythonCodeFolder();
+  ASSERT_FALSE(folder.empty());
+  auto model = std::make_shared<const Model>(loadModel(folder));
+  std::string text;
+  for (int i = 0; text.size() < 100; ++i) text += "x" + std::to_string(i) + " = x" + std::to_string(i + 1) + "\n";
+  text.resize(100);
+  ModelRunner full_runner(model), lazy_runner(model);
+  const Tensor full = full_runner.run(text).logits;
+  lazy_runner.logitRows({false, {10}});  // block [0, 64)
+  const ModelRun& lazy = lazy_runner.run(text);
+  EXPECT_EQ(lazy.logits_rows, 64);
+  expectLazyRowsOfTheFullRun(lazy, full, 0, modelHead(*model));
+}
+
+// The app's path: a view that unembedded the last position only has predictions there;
+// more_predictions gives any other position's, equal to a full view's.
+TEST_F(LazyLogits, ViewComputesOtherPositionsPredictionsOnDemand) {
+  const std::string folder = pythonCodeFolder();
+  ASSERT_FALSE(folder.empty());
+  const std::string text = std::string(kDefaultModelText).substr(0, 90);
+  const ViewModel full = FolderModelRunner(folder).view(text);
+  EXPECT_FALSE(full.more_predictions);
+  EXPECT_EQ(full.logits_rows, 90);
+  FolderModelRunner runner(folder);
+  const ViewModel lazy = runner.view(text, nullptr, LogitRows{false, {-1}});
+  EXPECT_EQ(lazy.logits_rows, 90 - 64);
+  ASSERT_TRUE(lazy.more_predictions);
+  for (int64_t t = 0; t < 90; ++t) EXPECT_EQ(lazy.predictions[t].top.empty(), t < 64) << t;
+  const PredictionBlock block = lazy.more_predictions->block(20);
+  ASSERT_EQ(block.first, 0);
+  ASSERT_EQ(block.rows.size(), 64u);
+  for (int64_t t = 0; t < 64; ++t) {
+    const NextTokenPredictions& want = full.predictions[t];
+    const NextTokenPredictions& got = block.rows[t];
+    ASSERT_EQ(got.top.size(), want.top.size());
+    for (size_t r = 0; r < want.top.size(); ++r) {
+      EXPECT_EQ(got.top[r].label, want.top[r].label);
+      EXPECT_EQ(got.top[r].prob, want.top[r].prob);
+    }
+    EXPECT_EQ(got.actual, want.actual);
+    EXPECT_EQ(got.actual_prob, want.actual_prob);
+    EXPECT_EQ(got.actual_rank, want.actual_rank);
+  }
+}
+
+}  // namespace
+}  // namespace attnscope
