@@ -6,6 +6,10 @@
 #include <functional>
 #include <system_error>
 
+#include "analysis/head_table.h"
+#include "attention/tiles.h"
+#include "config/run.h"
+
 namespace attnscope {
 namespace {
 
@@ -128,12 +132,32 @@ LensTable lensTable(const LogitLens& lens, const std::function<std::string(int64
   return table;
 }
 
+// A run that kept Q, K and the row normalisers instead of its maps (ModelRun::mapsKept
+// false): every layer's overview pooled to at most kTextureMaxSide per side, measured for the
+// head table as a synthetic tiled run is, and exact windows on demand (attention/tiles.h).
+ViewModel tiledViewOfRun(const ModelRun& run, const std::function<AttentionOptions(int64_t)>& layer_options) {
+  const std::vector<std::string>& labels = run.layers.front().query_tokens;  // [L], "(unk)" marked
+  const int64_t L = static_cast<int64_t>(labels.size()), side = std::min(L, kTextureMaxSide);
+  const OverviewMeasures measures = headTableMeasures(L, L, {labels});
+  std::vector<std::shared_ptr<const TiledAttention>> layers;
+  std::vector<Overview> overviews;
+  for (size_t l = 0; l < run.layers.size(); ++l) {
+    layers.push_back(std::make_shared<const TiledAttention>(
+        tiledFromTrace(run.layers[l], layer_options(static_cast<int64_t>(l)))));
+    overviews.push_back(*computeOverview(*layers.back(), side, side, {}, measures));
+  }
+  return viewFromOverviews(std::move(layers), std::move(overviews), {labels}, {labels});
+}
+
 // The maps, labels, top-5 predictions and logit lens of one run of either kind of model;
-// label(id) names a vocabulary entry. No predictions without logits (an encoder without MLM head).
-ViewModel viewFromRun(const ModelRun& run, const LogitLens& lens, const std::function<std::string(int64_t)>& label) {
+// label(id) names a vocabulary entry; layer_options(l) the options layer l ran with. No
+// predictions without logits (an encoder without MLM head).
+ViewModel viewFromRun(const ModelRun& run, const LogitLens& lens, const std::function<std::string(int64_t)>& label,
+                      const std::function<AttentionOptions(int64_t)>& layer_options) {
   std::vector<std::shared_ptr<const AttentionTrace>> traces;
-  for (const AttentionTrace& trace : run.layers) traces.push_back(std::make_shared<const AttentionTrace>(trace));
-  ViewModel view = viewFromTraces(traces);
+  if (run.mapsKept())
+    for (const AttentionTrace& trace : run.layers) traces.push_back(std::make_shared<const AttentionTrace>(trace));
+  ViewModel view = run.mapsKept() ? viewFromTraces(traces) : tiledViewOfRun(run, layer_options);
   view.unknown_tokens = run.tokens.unknownCount();
   view.first_computed = run.first_computed;
   if (run.logits.empty()) return view;
@@ -161,7 +185,8 @@ ViewModel viewFromRun(const ModelRun& run, const LogitLens& lens, const std::fun
 }  // namespace
 
 ViewModel viewFromModelRun(const Model& model, const ModelRun& run) {
-  ViewModel view = viewFromRun(run, modelLens(model, run), [&](int64_t id) { return tokenLabel(model, id); });
+  ViewModel view = viewFromRun(run, modelLens(model, run), [&](int64_t id) { return tokenLabel(model, id); },
+                               [&](int64_t) { return modelAttentionOptions(model.config); });
   view.model = model.config.name;
   view.notes = model.caption;
   view.context = model.config.max_len;
@@ -174,7 +199,8 @@ ViewModel viewFromModelRun(const Model& model, const ModelRun& run) {
 }
 
 ViewModel viewFromHfRun(const HfModel& model, const ModelRun& run) {
-  ViewModel view = viewFromRun(run, hfLens(model, run), [&](int64_t id) { return hfTokenLabel(model, id); });
+  ViewModel view = viewFromRun(run, hfLens(model, run), [&](int64_t id) { return hfTokenLabel(model, id); },
+                               [&](int64_t layer) { return hfLayerOptions(model.config, layer); });
   view.model = model.name();
   view.notes = "Hugging Face " + model.config.model_type + " model (" + model.folder + ")";
   view.context = model.context();
@@ -188,11 +214,13 @@ ViewModel viewFromHfRun(const HfModel& model, const ModelRun& run) {
 FolderModelRunner::FolderModelRunner(const std::string& folder, const Progress& progress) : folder_(folder) {
   if (isHfModelFolder(folder)) {
     hf_ = std::make_unique<HfRunner>(std::make_shared<const HfModel>(loadHfModel(folder, true, progress)));
+    hf_->keepMapsWithin(fullPathBudgetBytes());
     const HfConfig& c = hf_->model().config;
     heads_ = c.heads;
     width_ = c.hidden;
   } else {
     own_ = std::make_unique<ModelRunner>(std::make_shared<const Model>(loadModel(folder)));
+    own_->keepMapsWithin(fullPathBudgetBytes());
     heads_ = own_->model().config.n_heads;
     width_ = own_->model().config.d_model;
   }

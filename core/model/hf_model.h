@@ -74,6 +74,9 @@ std::string hfTokenLabel(const HfModel& model, int64_t id);
 // final soft-capping). The model must have a head (lm_head not empty).
 void hfOutputLogits(const HfModel& model, const Tensor& x, int64_t start, float* logits);
 
+// Layer `layer`'s attention options from the config (GQA, scale, soft-cap, causal window, RoPE).
+AttentionOptions hfLayerOptions(const HfConfig& config, int64_t layer);
+
 // Runs one model on token after token of text; buffers are kept between runs. A causal
 // model keeps each layer's K, V and map rows (attention/cached_rows.h): a run computes from
 // the first token that differs from the last run's (from its 64-row block) and equals a
@@ -87,6 +90,9 @@ class HfRunner {
   const HfModel& model() const { return *model_; }
   // Keep the residual stream after every layer in ModelRun::residuals (the logit lens).
   void keepResiduals(bool keep) { keep_residuals_ = keep; }
+  // A run whose maps (modelMapBytes) exceed `bytes` keeps Q, K and the row normalisers
+  // instead (ModelRun::mapsKept false). Default: no limit.
+  void keepMapsWithin(uint64_t bytes) { maps_budget_ = bytes; }
 
  private:
   void embed(const ModelTokens& tokens);
@@ -102,6 +108,7 @@ class HfRunner {
   Tensor x_, h_, a_, m_, gate_, up_;  // [L, D] residual, normed, attention out, MLP out; [L, M] hidden
   ModelRun run_;
   bool keep_residuals_ = false;
+  uint64_t maps_budget_ = UINT64_MAX;
 };
 
 }  // namespace attnscope

@@ -57,7 +57,10 @@ void addInto(Tensor& x, const Tensor& y) {
   for (size_t n = 0; n < x.data.size(); ++n) x.data[n] += y.data[n];
 }
 
-AttentionOptions layerOptions(const HfConfig& c, int64_t i) {
+
+}  // namespace
+
+AttentionOptions hfLayerOptions(const HfConfig& c, int64_t i) {
   AttentionOptions o;
   o.heads = c.heads;
   o.kv_heads = c.kv_heads;
@@ -78,8 +81,6 @@ AttentionOptions layerOptions(const HfConfig& c, int64_t i) {
   }
   return o;
 }
-
-}  // namespace
 
 std::string hfTokenLabel(const HfModel& model, int64_t id) {
   if (model.tokenizer) return escapeToken(model.tokenizer->label(id));
@@ -111,7 +112,7 @@ ModelTokens hfTokensFromIds(const HfModel& model, const std::vector<int64_t>& id
 
 HfRunner::HfRunner(std::shared_ptr<const HfModel> model) : model_(std::move(model)) {
   for (int64_t i = 0; i < model_->config.n_layers; ++i) {
-    options_.push_back(layerOptions(model_->config, i));
+    options_.push_back(hfLayerOptions(model_->config, i));
     attn_.push_back(model_->layers[i].attn);
   }
 }
@@ -232,7 +233,9 @@ const ModelRun& HfRunner::run(ModelTokens tokens) {
                        std::to_string(c.vocab) + " in " + c.config_path + ")");
   // Causal: the positions before the first changed token keep their rows (cached_rows.h),
   // and their residuals when the last run kept them too.
-  const int64_t prefix = c.family->causal ? reusablePrefix(run_, tokens, keep_residuals_) : 0;
+  const bool keep_maps = modelMapBytes(c.n_layers, c.heads, L) <= maps_budget_;
+  for (AttentionOptions& o : options_) o.keep_maps = keep_maps;
+  const int64_t prefix = c.family->causal ? reusablePrefix(run_, tokens, keep_residuals_, keep_maps) : 0;
   if (prefix == L && run_.tokens.ids.size() == tokens.ids.size()) {  // nothing changed
     run_.first_computed = L;
     run_.tokens = std::move(tokens);
