@@ -492,7 +492,6 @@ ViewModel viewFromOverviews(std::vector<std::shared_ptr<const TiledAttention>> l
   tiled->key_tokens = std::move(key_tokens);
   tiled->fully_masked = overviews[0].fully_masked;
   tiled->mean_rows = overviews[0].mean_rows, tiled->mean_cols = overviews[0].mean_cols;
-  tiled->mask_name = tiledMaskName(t);
 
   ViewModel view;
   view.source = ViewSource::Tiled;

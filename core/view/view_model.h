@@ -41,7 +41,6 @@ struct TiledMaps {
   std::vector<std::vector<std::string>> query_tokens;  // [B][L]
   std::vector<std::vector<std::string>> key_tokens;    // [B][S]
   BoolTensor fully_masked;                             // [B, L] of layer 0 (a model's layers: none)
-  std::string mask_name;                               // layer 0's
   // Head analytics of the real maps, measured in the overview's pass (OverviewMeasures);
   // empty when not measured. The view's allowed_counts are the real map's cells too.
   std::vector<MetricSums> metric_sums;  // [layers, B, H]

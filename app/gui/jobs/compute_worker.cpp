@@ -137,6 +137,7 @@ std::shared_ptr<const ViewModel> ComputeWorker::runModel(const Settings& setting
     throw;
   }
   note_size();
+  result.tiled = view->tiled != nullptr;  // past the full path's budget: every layer in tiles
   facts.known = true;
   facts.B = 1;
   facts.L = facts.S_key = facts.S_value = view->L;
