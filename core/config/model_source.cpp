@@ -135,16 +135,21 @@ LensTable lensTable(const LogitLens& lens, const std::function<std::string(int64
 // A run that kept Q, K and the row normalisers instead of its maps (ModelRun::mapsKept
 // false): every layer's overview pooled to at most kTextureMaxSide per side, measured for the
 // head table as a synthetic tiled run is, and exact windows on demand (attention/tiles.h).
-ViewModel tiledViewOfRun(const ModelRun& run, const std::function<AttentionOptions(int64_t)>& layer_options) {
+ViewModel tiledViewOfRun(const ModelRun& run, const std::function<AttentionOptions(int64_t)>& layer_options,
+                         const Progress& progress) {
   const std::vector<std::string>& labels = run.layers.front().query_tokens;  // [L], "(unk)" marked
   const int64_t L = static_cast<int64_t>(labels.size()), side = std::min(L, kTextureMaxSide);
   const OverviewMeasures measures = headTableMeasures(L, L, {labels});
   std::vector<std::shared_ptr<const TiledAttention>> layers;
   std::vector<Overview> overviews;
+  const double N = static_cast<double>(run.layers.size());
   for (size_t l = 0; l < run.layers.size(); ++l) {
     layers.push_back(std::make_shared<const TiledAttention>(
         tiledFromTrace(run.layers[l], layer_options(static_cast<int64_t>(l)))));
-    overviews.push_back(*computeOverview(*layers.back(), side, side, {}, measures));
+    const auto layer_progress = [&](double f) { return !progress || progress((static_cast<double>(l) + f) / N); };
+    std::optional<Overview> overview = computeOverview(*layers.back(), side, side, layer_progress, measures);
+    if (!overview) throw Cancelled();
+    overviews.push_back(std::move(*overview));
   }
   return viewFromOverviews(std::move(layers), std::move(overviews), {labels}, {labels});
 }
@@ -153,11 +158,11 @@ ViewModel tiledViewOfRun(const ModelRun& run, const std::function<AttentionOptio
 // label(id) names a vocabulary entry; layer_options(l) the options layer l ran with. No
 // predictions without logits (an encoder without MLM head).
 ViewModel viewFromRun(const ModelRun& run, const LogitLens& lens, const std::function<std::string(int64_t)>& label,
-                      const std::function<AttentionOptions(int64_t)>& layer_options) {
+                      const std::function<AttentionOptions(int64_t)>& layer_options, const Progress& progress) {
   std::vector<std::shared_ptr<const AttentionTrace>> traces;
   if (run.mapsKept())
     for (const AttentionTrace& trace : run.layers) traces.push_back(std::make_shared<const AttentionTrace>(trace));
-  ViewModel view = run.mapsKept() ? viewFromTraces(traces) : tiledViewOfRun(run, layer_options);
+  ViewModel view = run.mapsKept() ? viewFromTraces(traces) : tiledViewOfRun(run, layer_options, progress);
   view.unknown_tokens = run.tokens.unknownCount();
   view.first_computed = run.first_computed;
   if (run.logits.empty()) return view;
@@ -184,9 +189,9 @@ ViewModel viewFromRun(const ModelRun& run, const LogitLens& lens, const std::fun
 
 }  // namespace
 
-ViewModel viewFromModelRun(const Model& model, const ModelRun& run) {
+ViewModel viewFromModelRun(const Model& model, const ModelRun& run, const Progress& progress) {
   ViewModel view = viewFromRun(run, modelLens(model, run), [&](int64_t id) { return tokenLabel(model, id); },
-                               [&](int64_t) { return modelAttentionOptions(model.config); });
+                               [&](int64_t) { return modelAttentionOptions(model.config); }, progress);
   view.model = model.config.name;
   view.notes = model.caption;
   view.context = model.config.max_len;
@@ -198,9 +203,9 @@ ViewModel viewFromModelRun(const Model& model, const ModelRun& run) {
   return view;
 }
 
-ViewModel viewFromHfRun(const HfModel& model, const ModelRun& run) {
+ViewModel viewFromHfRun(const HfModel& model, const ModelRun& run, const Progress& progress) {
   ViewModel view = viewFromRun(run, hfLens(model, run), [&](int64_t id) { return hfTokenLabel(model, id); },
-                               [&](int64_t layer) { return hfLayerOptions(model.config, layer); });
+                               [&](int64_t layer) { return hfLayerOptions(model.config, layer); }, progress);
   view.model = model.name();
   view.notes = "Hugging Face " + model.config.model_type + " model (" + model.folder + ")";
   view.context = model.context();
@@ -239,14 +244,14 @@ std::string lensOffReason(int64_t layers, int64_t L, int64_t D, int64_t V) {
          " tokens of this model (`attnscope model run --lens` has no limit)";
 }
 
-ViewModel FolderModelRunner::view(const std::string& text, TextSize* size) {
+ViewModel FolderModelRunner::view(const std::string& text, TextSize* size, const Progress& progress) {
   if (hf_) {
     ModelTokens tokens = tokenizeHf(hf_->model(), text);
     const HfConfig& c = hf_->model().config;
     if (size) *size = {static_cast<int64_t>(tokens.ids.size()), c.max_positions, "tokens"};
     const std::string off = lensOffReason(c.n_layers, static_cast<int64_t>(tokens.ids.size()), c.hidden, c.vocab);
     hf_->keepResiduals(off.empty());
-    ViewModel view = viewFromHfRun(hf_->model(), hf_->run(std::move(tokens)));
+    ViewModel view = viewFromHfRun(hf_->model(), hf_->run(std::move(tokens)), progress);
     if (!view.predictions.empty()) view.lens.off_reason = off;
     return view;
   }
@@ -255,7 +260,7 @@ ViewModel FolderModelRunner::view(const std::string& text, TextSize* size) {
   if (size) *size = {static_cast<int64_t>(tokens.ids.size()), c.max_len, c.tokenizer == Tokenizer::Chars ? "characters" : "bytes"};
   const std::string off = lensOffReason(c.n_layers, static_cast<int64_t>(tokens.ids.size()), c.d_model, c.vocab_size);
   own_->keepResiduals(off.empty());
-  ViewModel view = viewFromModelRun(own_->model(), own_->runTokens(std::move(tokens)));
+  ViewModel view = viewFromModelRun(own_->model(), own_->runTokens(std::move(tokens)), progress);
   view.lens.off_reason = off;
   return view;
 }

@@ -7,7 +7,8 @@
 // logits equal the full run's bit for bit; exact tiles (the whole map, the diagonal, far-off
 // and fully masked windows, one cell), pooled windows at several zoom levels and the overview
 // equal the full path's maps within 1e-6; the head table of the tiled view equals the full
-// view's (metrics within 1e-6, relative above 1; the same groups); an appended text equals a fresh run bit for bit, also across the budget's edge.
+// view's (metrics within 1e-6, relative above 1; the same groups), pooled with progress and
+// cancel; an appended text equals a fresh run bit for bit, also across the budget's edge.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -291,6 +292,25 @@ TEST_P(TiledModel, AppendedTextEqualsAFreshRunAcrossTheBudget) {
       ASSERT_EQ(x.normalisers[n].sum, y.normalisers[n].sum) << "row " << n;
     }
   }
+}
+
+// The view pools every layer's overview with progress (0 to 1 over all layers); returning
+// false cancels (Cancelled), as a synthetic tiled overview does.
+TEST_P(TiledModel, OverviewProgressCoversEveryLayerAndCancels) {
+  HfRunner tiled(model_);
+  tiled.keepMapsWithin(1);
+  const ModelRun& run = tiled.run(idsOf(*model_, kL, 11));
+  std::vector<double> seen;
+  viewFromHfRun(*model_, run, [&](double f) {
+    seen.push_back(f);
+    return true;
+  });
+  ASSERT_FALSE(seen.empty());
+  // Row blocks finish on several threads: reports may swap places, never leave [0, 1].
+  EXPECT_DOUBLE_EQ(*std::max_element(seen.begin(), seen.end()), 1.0);
+  EXPECT_LE(*std::min_element(seen.begin(), seen.end()), 1.0 / static_cast<double>(model_->config.n_layers));
+  EXPECT_GE(*std::min_element(seen.begin(), seen.end()), 0.0);
+  EXPECT_THROW(viewFromHfRun(*model_, run, [](double f) { return f < 0.5; }), Cancelled);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, TiledModel, ::testing::ValuesIn(familyCases()),

@@ -130,8 +130,19 @@ std::shared_ptr<const ViewModel> ComputeWorker::runModel(const Settings& setting
     facts.token_unit = size.unit;
   };
   std::shared_ptr<const ViewModel> view;
+  // Past the full path's budget every layer's overview is pooled: progress and Cancel as a
+  // synthetic tiled run's.
+  const Progress overview_progress = [&](double fraction) {
+    job.progress(fraction);
+    return job.keepGoing();
+  };
   try {
-    view = std::make_shared<const ViewModel>(model_runner_->view(settings.model_text, &size));
+    view = std::make_shared<const ViewModel>(model_runner_->view(settings.model_text, &size, overview_progress));
+    job.progress(-1.0);
+  } catch (const Cancelled&) {
+    note_size();
+    result.cancelled = true;
+    return nullptr;
   } catch (const InputError&) {
     note_size();
     throw;
