@@ -29,19 +29,19 @@
 #include "attention/tiles.h"
 #include "config/model_source.h"
 #include "model/hf_model.h"
+#include "safetensors_writer.h"
 #include "view/downsample.h"
 
 namespace attnscope {
 namespace {
 
 namespace fs = std::filesystem;
-using Shapes = std::vector<std::pair<std::string, std::vector<int64_t>>>;
 
 constexpr int64_t D = 16, M = 24, V = 40, P = 256, kLayers = 2;
 
 // The tensors of a Llama-layout model (llama, mistral: extra_norms false; gemma2: true).
-Shapes llamaLayout(int64_t kv_width, bool extra_norms) {
-  Shapes t = {{"model.embed_tokens.weight", {V, D}}, {"model.norm.weight", {D}}};
+TensorShapes llamaLayout(int64_t kv_width, bool extra_norms) {
+  TensorShapes t = {{"model.embed_tokens.weight", {V, D}}, {"model.norm.weight", {D}}};
   for (int64_t i = 0; i < kLayers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     t.push_back({p + "input_layernorm.weight", {D}});
@@ -62,8 +62,8 @@ Shapes llamaLayout(int64_t kv_width, bool extra_norms) {
 }
 
 // GPT-2 as the hub saves it: no "transformer." prefix, Conv1D weights [in, out].
-Shapes gpt2Layout() {
-  Shapes t = {{"wte.weight", {V, D}}, {"wpe.weight", {P, D}}, {"ln_f.weight", {D}}, {"ln_f.bias", {D}}};
+TensorShapes gpt2Layout() {
+  TensorShapes t = {{"wte.weight", {V, D}}, {"wpe.weight", {P, D}}, {"ln_f.weight", {D}}, {"ln_f.bias", {D}}};
   for (int64_t i = 0; i < kLayers; ++i) {
     const std::string p = "h." + std::to_string(i) + ".";
     for (const char* norm : {"ln_1", "ln_2"}) {
@@ -85,7 +85,7 @@ Shapes gpt2Layout() {
 struct FamilyCase {
   const char* name;
   nlohmann::json config;
-  Shapes tensors;
+  TensorShapes tensors;
 };
 std::ostream& operator<<(std::ostream& os, const FamilyCase& c) { return os << c.name; }
 
@@ -115,23 +115,7 @@ void writeFolder(const fs::path& folder, const FamilyCase& c) {
   std::ofstream(folder / "config.json") << c.config.dump();
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> uniform(-0.5f, 0.5f);
-  nlohmann::json header = nlohmann::json::object();
-  std::string data;
-  for (const auto& [name, shape] : c.tensors) {
-    int64_t n = 1;
-    for (int64_t dim : shape) n *= dim;
-    header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {data.size(), data.size() + 4 * n}}};
-    for (int64_t k = 0; k < n; ++k) {
-      const float x = uniform(rng);
-      data.append(reinterpret_cast<const char*>(&x), sizeof x);
-    }
-  }
-  std::string text = header.dump();
-  text.append((8 - text.size() % 8) % 8, ' ');
-  std::ofstream file(folder / "model.safetensors", std::ios::binary);
-  const uint64_t length = text.size();
-  for (int i = 0; i < 8; ++i) file.put(static_cast<char>((length >> (8 * i)) & 0xff));
-  file << text << data;
+  writeF32Safetensors(folder / "model.safetensors", c.tensors, [&](int64_t) { return uniform(rng); });
 }
 
 ModelTokens idsOf(const HfModel& model, int64_t L, uint32_t seed) {

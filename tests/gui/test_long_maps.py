@@ -118,20 +118,6 @@ class LongMapsTest(g.TiledAppTestCase):
         self.assertEqual(state["zoom_window"], [0, N, 0, N])
         g.wait_for_state(log, lambda s: not s["zoomed"] and s["zoom_tile"] is None)
 
-    def settled_zoom(self, log):
-        """The newest state once the wheel's zoom has stopped and its window's tile is shown."""
-        deadline = time.time() + 30
-        last = None
-        while time.time() < deadline:
-            state = g.read_state_log(log)[-1]
-            tile = state["zoom_tile"]
-            done = state["zoomed"] and tile is not None and not tile["pending"] and tile["window"] == state["zoom_window"]
-            if done and last is not None and last["zoom_window"] == state["zoom_window"]:
-                return state
-            last = state if done else None
-            time.sleep(0.5)
-        self.fail("the zoom never settled")
-
     def test_progress_cancel_and_recompute(self):
         first = dict(source="synthetic", synthetic_L=2048, synthetic_S=2048, heads=2, head_dim=8, mask="causal")
         _, log, window, state = self.start("cancel", ready=lambda s: g.settled(s) and s.get("tiled") is not None,

@@ -42,20 +42,6 @@ class TiledModelGuiTest(g.TiledAppTestCase):
             self.assertEqual(result.returncode, 0, result.stderr)
         self.attentions = np.load(os.path.join(out, "attentions.npy"))  # [N, 1, H, L, L]
 
-    def settled_zoom(self, log):
-        """The newest state once the wheel's zoom has stopped and its window's tile is shown."""
-        deadline = time.time() + 30
-        last = None
-        while time.time() < deadline:
-            state = g.read_state_log(log)[-1]
-            tile = state["zoom_tile"]
-            done = state["zoomed"] and tile is not None and not tile["pending"] and tile["window"] == state["zoom_window"]
-            if done and last is not None and last["zoom_window"] == state["zoom_window"]:
-                return state
-            last = state if done else None
-            time.sleep(0.5)
-        self.fail("the zoom never settled")
-
     def test_every_layer_in_tiles_and_exact_zoom(self):
         L = self.attentions.shape[-1]
         self.assertEqual(L, 300)
