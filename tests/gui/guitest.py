@@ -233,6 +233,18 @@ class AppTestCase(unittest.TestCase):
             time.sleep(0.5)
         self.fail("the zoom never settled")
 
+    def zoom_to_exact_tile(self, log):
+        """Nine wheel steps up at the pointer over a tiled source's focus map: the window
+        shrinks to at most 48 cells a side and its exact tile comes; returns that state."""
+        for _ in range(9):
+            self.x.xdotool("click", 4)
+            time.sleep(0.15)
+        state = self.settled_zoom(log)
+        self.assertLessEqual(state["zoom_window"][1], 48)
+        self.assertTrue(state["zoom_tile"]["exact"])
+        self.assertEqual(state["zoom_tile"]["error"], "")
+        return state
+
     def export_zoomed_window(self, window, log, head, size, win):
         """Ctrl+S on a zoomed focus view of map (layer 0, head, batch item 0) of a causal
         size x size map showing window win [row0, rows, col0, cols]: checks that the export

@@ -11,7 +11,6 @@ tiled path, so small maps run fast here. Checked on the real app under Xvfb:
 import os
 import subprocess
 import sys
-import time
 import unittest
 
 import numpy as np
@@ -70,14 +69,8 @@ class LongMapsTest(g.TiledAppTestCase):
         self.assertIsNone(state["hover_exact"])  # not zoomed: no exact tile
 
         # Wheel up over the diagonal: the window shrinks to about 40 cells; its exact tile comes.
-        for _ in range(9):
-            self.x.xdotool("click", 4)
-            time.sleep(0.15)
-        state = self.settled_zoom(log)
+        state = self.zoom_to_exact_tile(log)
         win = state["zoom_window"]
-        self.assertLessEqual(win[1], 48)
-        self.assertTrue(state["zoom_tile"]["exact"])
-        self.assertEqual(state["zoom_tile"]["error"], "")
         self.assertTrue(state["tiled"]["note"].startswith("exact cells, computed for this window in"), state["tiled"])
         self.assertEqual(state["focus_axis"]["rows"][0], win[0])
         self.assertEqual(state["focus_axis"]["cols"][0], win[2])
