@@ -151,7 +151,9 @@ ViewModel tiledViewOfRun(const ModelRun& run, const std::function<AttentionOptio
     if (!overview) throw Cancelled();
     overviews.push_back(std::move(*overview));
   }
-  return viewFromOverviews(std::move(layers), std::move(overviews), {labels}, {labels});
+  ViewModel view = viewFromOverviews(std::move(layers), std::move(overviews), {labels}, {labels});
+  view.source = ViewSource::ModelRun;  // a model's run, its maps in tiles
+  return view;
 }
 
 // The maps, labels, top-5 predictions and logit lens of one run of either kind of model;

@@ -24,7 +24,7 @@ namespace attnscope {
 
 enum class ViewSource {
   CoreTrace,  // one runAttention() trace: probabilities, scores, mask, pipeline stages
-  ModelRun,   // a transformer run: one trace per layer
+  ModelRun,   // a transformer run: one trace per layer (past the full path's budget: in tiles, `tiled` set)
   Imported,   // maps computed elsewhere: probabilities only
   Tiled,      // a map too large to hold (attention/tiles.h): its pooled overview, exact windows on demand
 };
@@ -219,6 +219,10 @@ struct ViewModel {
   // The real map's size: L and S, or a tiled source's (whose maps here are its overview).
   // Zoom windows, axis labels and hovered cells of the focus view are in these units.
   int64_t mapL() const { return tiled ? tiled->L : L; }
+  // Batch item b's labels of the real map's query rows (a tiled source's own name overview blocks).
+  const std::vector<std::string>& mapQueryTokens(int64_t b = 0) const {
+    return (tiled ? tiled->query_tokens : query_tokens).at(static_cast<size_t>(b));
+  }
   int64_t mapS() const { return tiled ? tiled->S : S; }
 
   // Slices; layer/b/h are checked (std::out_of_range). [L, S] row-major.

@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/head_table.h"
+#include "analysis/layer_maps.h"
 #include "attention/tiles.h"
 #include "config/model_source.h"
 #include "model/hf_model.h"
@@ -219,7 +220,9 @@ TEST_P(TiledModel, TiledViewHasEveryLayerAndTheFullViewsHeadTable) {
   const ViewModel b = viewFromHfRun(*model_, tiled.run(tokens));
   ASSERT_FALSE(a.tiled);
   ASSERT_TRUE(b.tiled);
-  EXPECT_EQ(b.source, ViewSource::Tiled);
+  EXPECT_EQ(b.source, ViewSource::ModelRun);  // a model's run, its maps in tiles
+  EXPECT_NE(acrossLayersUnavailable(b), "") << "rollout and flow need the full maps";
+  EXPECT_EQ(b.mapQueryTokens(), a.query_tokens[0]);
   EXPECT_EQ(b.layers, model_->config.n_layers);
   EXPECT_EQ(b.tiled->layers.size(), static_cast<size_t>(b.layers));
   EXPECT_EQ(b.mapL(), kL);

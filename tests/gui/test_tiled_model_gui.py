@@ -4,8 +4,10 @@ every model run of this X server down the tiled path (README "Hugging Face model
 BPE: one token per character) on a 300-token text opens with every layer's overview in the
 layer x head grid; focusing a head of the last layer and zooming computes that window's
 exact cells from the kept Q, K and normalisers: the tooltip's numbers equal `attnscope model
-run`'s attentions.npy (the full path, which the CLI always takes) for that layer and head."""
+run`'s attentions.npy (run on the full path) for that layer and head;
+typing one more character recomputes only the last 64-row block, still in tiles."""
 import os
+import subprocess
 import sys
 import unittest
 
@@ -22,8 +24,7 @@ TEXT = "".join("abcdefghij klmnop\n"[(7 * i) % 18] for i in range(300))  # 300 b
 
 def tiled_model_settled(state):
     """The folder's run is drawn in tiles, nothing pending or failing."""
-    return g.settled(state) and state.get("view_source") == "tiled" and state["error"] == "" \
-        and state["source"] == "model" and state.get("tiled") is not None
+    return g.model_settled(state) and state.get("model_name") == "tiny-gpt2" and state.get("tiled") is not None
 
 
 class TiledModelGuiTest(g.TiledAppTestCase):
@@ -37,7 +38,11 @@ class TiledModelGuiTest(g.TiledAppTestCase):
             hf.write_byte_level_bpe(self.folder)
         out = os.path.join(self.dir, "full")
         if not os.path.exists(out):
-            result = self.x.run("model", "run", self.folder, "--text", TEXT, "--out", out, timeout=120)
+            # The full path's maps: without this server's ATTNSCOPE_FULL_PATH_BYTES=1.
+            env = {k: v for k, v in self.x.env.items() if k != "ATTNSCOPE_FULL_PATH_BYTES"}
+            result = subprocess.run([g.BIN, "model", "run", self.folder, "--text", TEXT, "--out", out], env=env,
+                                    capture_output=True, text=True, timeout=120)
+            self.assertNotIn("row normalisers", result.stdout)
             self.assertEqual(result.returncode, 0, result.stderr)
         self.attentions = np.load(os.path.join(out, "attentions.npy"))  # [N, 1, H, L, L]
 
@@ -54,6 +59,9 @@ class TiledModelGuiTest(g.TiledAppTestCase):
                          sorted("grid_tile_%d_%d" % (layer, head) for layer in range(N_LAYERS)
                                 for head in range(HEADS)))
         self.assertEqual(len(state["predictions"]["top"]), 5)  # the model's own panels stay
+        self.assertEqual(len(state["query_tokens"]), L)  # the real tokens, not the overview's blocks
+        self.assertEqual((state["lens"]["layers"], state["lens"]["positions"]), (N_LAYERS + 1, L))
+        self.assertIn("rollout", state["layer_maps"]["unavailable"])
         self.screenshot(window, "tiled_model_0_overview.png")
 
         # Focus layer 2, head 1 (a click on its tile), then zoom into the diagonal.
@@ -75,6 +83,20 @@ class TiledModelGuiTest(g.TiledAppTestCase):
             # The predictions panel follows the real row under the pointer, not its overview block.
             self.assertEqual((hovered["predictions"]["position"], hovered["predictions"]["why"]), (i, "hovered"))
         self.screenshot(window, "tiled_model_1_zoom.png")
+
+        # One character typed at the end: the model reruns from its last 64-row block only
+        # (Q, K and the normalisers of the rows before it kept), and the maps stay in tiles.
+        seen = len(g.read_state_log(log))
+        x, y, w, h = state["rects"]["text_box"]
+        self.x.xdotool("mousemove", "--window", window, int(x + w / 2), int(y + h / 2))
+        self.x.xdotool("click", 1)
+        self.press(window, "ctrl+End")  # the text is longer than the box: its end is out of sight
+        self.x.xdotool("type", "x")
+        self.x.xdotool("mousemove", "--window", window, 120, 6)
+        state = g.wait_for_new_state(log, seen, lambda s: tiled_model_settled(s) and s["tiled"]["L"] == L + 1,
+                                     timeout=30)
+        self.assertEqual((state["first_computed_position"], state["rows_computed"]), (256, L + 1 - 256))
+        self.assertEqual(state["text_tokens"][0], L + 1)
 
 
 if __name__ == "__main__":

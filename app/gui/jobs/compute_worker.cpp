@@ -151,7 +151,7 @@ std::shared_ptr<const ViewModel> ComputeWorker::runModel(const Settings& setting
   result.tiled = view->tiled != nullptr;  // past the full path's budget: every layer in tiles
   facts.known = true;
   facts.B = 1;
-  facts.L = facts.S_key = facts.S_value = view->L;
+  facts.L = facts.S_key = facts.S_value = view->mapL();
   facts.H = model_runner_->heads();
   facts.D_q = facts.D_k = model_runner_->width();
   return view;

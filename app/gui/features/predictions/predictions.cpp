@@ -56,13 +56,13 @@ void predictionsToJson(const AppState& state, nlohmann::json& line) {
   line["predictions_pin"] = nullptr;
   if (state.view.selected_query >= 0) line["predictions_pin"] = state.view.selected_query;
   if (v && v->source == ViewSource::ModelRun) {
-    line["query_tokens"] = v->query_tokens[0];
+    line["query_tokens"] = v->mapQueryTokens();
     line["model_name"] = v->model;
     line["caption"] = v->notes;
     line["unknown_tokens"] = v->unknown_tokens;
     // The model's cache: the last run computed rows [first_computed, L) only.
     line["first_computed_position"] = v->first_computed;
-    line["rows_computed"] = v->L - v->first_computed;
+    line["rows_computed"] = v->mapL() - v->first_computed;
   }
 }
 

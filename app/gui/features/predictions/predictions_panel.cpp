@@ -73,7 +73,7 @@ void drawNextToken(AppState& state) {
     return;
   }
   const NextTokenPredictions& p = v.predictions[at.position];
-  const std::string& token = (v.tiled ? v.tiled->query_tokens : v.query_tokens)[0][at.position];  // the real row's
+  const std::string& token = v.mapQueryTokens()[at.position];
   ImGui::Text("after '%s' at position %lld", visibleToken(token).c_str(), static_cast<long long>(at.position));
   const std::string why = std::string("(") + at.why + ")";
   sameLineIfFits(ImGui::CalcTextSize(why.c_str()).x);  // else on the next line
