@@ -79,6 +79,27 @@ void attendHeadWithoutMaps(HeadSlot s, const std::vector<MaskTerm>& terms, int64
   }
 }
 
+// The mask of L positions as row spans, and t.fully_masked. t.mask holds the [L, L] mask when
+// the maps are kept; otherwise it is empty and `terms` get the mask's row predicates.
+std::vector<RowSpan> maskSpans(AttentionTrace& t, const AttentionOptions& o, int64_t L, std::vector<MaskTerm>& terms) {
+  std::vector<RowSpan> spans;
+  if (o.keep_maps) {
+    t.mask = buildMasks(o.mask, 1, L, L, {}, BoolTensor(), BoolTensor());
+    spans = rowSpans(t.mask.allowed.data.data(), L, L);
+  } else {
+    t.mask = MaskSet();
+    terms = maskTerms(o.mask, 1, L, L, {}, BoolTensor(), BoolTensor());
+    std::vector<uint8_t> row(static_cast<size_t>(L)), scratch;
+    for (int64_t i = 0; i < L; ++i) {
+      maskRow(terms, 0, i, L, row.data(), scratch);
+      spans.push_back(rowSpans(row.data(), 1, L).front());
+    }
+  }
+  t.fully_masked = BoolTensor({1, L});
+  for (int64_t i = 0; i < L; ++i) t.fully_masked.data[i] = spans[i].begin == spans[i].end;
+  return spans;
+}
+
 // The trace's per-position tensors and maps for L positions, keeping rows [0, keep).
 void growTrace(AttentionTrace& t, int64_t L, int64_t keep, int64_t Din, int64_t D, int64_t G, int64_t Do, float fill,
                bool keep_maps) {
@@ -150,21 +171,7 @@ void attendRows(AttentionTrace& t, const AttentionInputs& w, const AttentionOpti
     applyRopeFrom(t.k, start, o.rope_base, o.rope_style, o.rope_inv_freq);
   }
   std::vector<MaskTerm> terms;  // maps not kept: the mask row by row, never [L, L]
-  std::vector<RowSpan> spans;
-  if (o.keep_maps) {
-    t.mask = buildMasks(o.mask, 1, L, L, {}, BoolTensor(), BoolTensor());
-    spans = rowSpans(t.mask.allowed.data.data(), L, L);
-  } else {
-    t.mask = MaskSet();
-    terms = maskTerms(o.mask, 1, L, L, {}, BoolTensor(), BoolTensor());
-    std::vector<uint8_t> row(static_cast<size_t>(L)), scratch;
-    for (int64_t i = 0; i < L; ++i) {
-      maskRow(terms, 0, i, L, row.data(), scratch);
-      spans.push_back(rowSpans(row.data(), 1, L).front());
-    }
-  }
-  t.fully_masked = BoolTensor({1, L});
-  for (int64_t i = 0; i < L; ++i) t.fully_masked.data[i] = spans[i].begin == spans[i].end;
+  const std::vector<RowSpan> spans = maskSpans(t, o, L, terms);
   // Always threaded over heads (OpenBLAS then runs single-threaded in each call): the same
   // calls whatever the number of rows, so the same bits.
 #pragma omp parallel for schedule(dynamic) if (H > 1)
