@@ -79,8 +79,7 @@ void drawTiledCellTooltip(const ViewModel& view, const WindowTile* tile, int64_t
   const TiledMaps& m = *view.tiled;
   const TiledAttention& t = m.layer(layer);
   ImGui::BeginTooltip();
-  ImGui::Text("query  %s  (i = %lld)", visibleToken(m.query_tokens[b][i]).c_str(), static_cast<long long>(i));
-  ImGui::Text("key    %s  (j = %lld)", visibleToken(m.key_tokens[b][j]).c_str(), static_cast<long long>(j));
+  drawTokenLines(view, b, i, j, m.query_tokens[b], m.key_tokens[b]);  // a model's raw pieces too (real rows)
   ImGui::Separator();
   float prob = 0.0f, score = 0.0f;
   bool allowed = false;
