@@ -61,8 +61,11 @@ void keepNormaliserRows(std::vector<RowSoftmax>& normalisers, int64_t H, int64_t
 // block is one of its iterations), so the same context bits. Only normalisers [L - start] stay.
 void attendHeadWithoutMaps(HeadSlot s, const std::vector<MaskTerm>& terms, int64_t start, int64_t L,
                            const ScoreRule& rule, RowSoftmax* normalisers) {
-  std::vector<uint8_t> allowed(static_cast<size_t>(kRowBlock * L)), scratch;
-  std::vector<float> scores(allowed.size()), probs(allowed.size());
+  // Per thread, kept from head to head and run to run: fresh pages cost more than the maths.
+  thread_local std::vector<uint8_t> allowed, scratch;
+  thread_local std::vector<float> scores, probs;
+  allowed.resize(static_cast<size_t>(kRowBlock * L));
+  scores.resize(allowed.size()), probs.resize(allowed.size());
   for (int64_t i0 = start; i0 < L; i0 += kRowBlock) {
     const int64_t rows = std::min(kRowBlock, L - i0), offset = i0 - start;
     for (int64_t i = i0; i < i0 + rows; ++i) maskRow(terms, 0, i, L, &allowed[(i - i0) * L], scratch);
