@@ -57,7 +57,6 @@ void addInto(Tensor& x, const Tensor& y) {
   for (size_t n = 0; n < x.data.size(); ++n) x.data[n] += y.data[n];
 }
 
-
 }  // namespace
 
 AttentionOptions hfLayerOptions(const HfConfig& c, int64_t i) {
