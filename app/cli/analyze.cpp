@@ -57,6 +57,13 @@ struct Analyzed {
   bool dropout_applied = false;
 };
 
+// The note of a run measured in tiles (maps past the full path's budget).
+std::string measuredInTilesNote() {
+  return "measured in tiles: the full maps would take more than the full path's " +
+         formatNumber(static_cast<double>(fullPathBudgetBytes()) / (1 << 20)) +
+         " MiB (the same numbers, computed row block by row block)";
+}
+
 Analyzed analyzeCoreRun(const RunFlags& flags) {
   ConfiguredRun run = configureRunFromFlags(flags);
   if (run.tiled) {  // as the app: maps past the full path's budget are measured in tiles
@@ -64,9 +71,7 @@ Analyzed analyzeCoreRun(const RunFlags& flags) {
     a.source = run.source;
     a.notes = run.notes;
     a.mask = run.options.mask.toString();
-    a.notes.push_back("measured in tiles: the full maps would take more than the full path's " +
-                      formatNumber(static_cast<double>(fullPathBudgetBytes()) / (1 << 20)) +
-                      " MiB (the same numbers, computed row block by row block)");
+    a.notes.push_back(measuredInTilesNote());
     Run tiled{std::move(run.inputs), run.options, run.source, run.notes, true};
     a.view = buildTiledView(tiled, {});
     return a;
@@ -105,7 +110,8 @@ Analyzed analyzeModelRun(const std::string& folder, const std::string& text) {
   const Settings defaults;
   Analyzed a;
   a.view = buildView(settingsForModel(defaults, folder, text));
-  a.source = "model " + a.view->model + " (" + folder + ") on " + std::to_string(a.view->L) + " tokens";
+  a.source = "model " + a.view->model + " (" + folder + ") on " + std::to_string(a.view->mapL()) + " tokens";
+  if (a.view->tiled) a.notes.push_back(measuredInTilesNote());
   if (a.view->unknown_tokens > 0)
     a.notes.push_back(std::to_string(a.view->unknown_tokens) + " tokens outside the vocabulary map to the unknown id");
   a.mask = isHfModelFolder(folder) && !readHfConfig(folder).family->causal ? "none (bidirectional encoder)" : "causal";

@@ -3,6 +3,10 @@
 // model_type, safetensors, tokenizer) on a text and writes every layer's attention, the
 // logits and the tokens; prints the top-5 next-token predictions after the last token.
 // Same output rules as `compute`: checked before the run, staged, then renamed into place.
+// Maps past the full path's budget (ATTNSCOPE_FULL_PATH_BYTES) are not kept: the run keeps
+// Q, K and the row normalisers, and attentions.npy is computed from them as it is written.
+#include <algorithm>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -14,6 +18,8 @@
 #include "cli/out_folder.h"
 #include "cli/run_command.h"
 #include "cli/run_options.h"
+#include "attention/tiles.h"
+#include "config/run.h"
 #include "model/hf_model.h"
 #include "model/logit_lens.h"
 #include "model/transformer.h"
@@ -30,21 +36,38 @@ struct ModelRunFlags {
   bool lens = false;  // also write lens_ids.npy and lens_probs.npy
 };
 
-// What the summary prints of either kind of model.
+// What the summary prints of either kind of model, and the options its layer l ran with.
 struct ModelFacts {
   std::string name;
   int64_t n_layers = 0, n_heads = 0, d_model = 0, context = 0, vocab = 0, unk_id = 0;
   bool causal = true;  // false: an encoder, whose scores at a position are masked-LM guesses
+  std::function<AttentionOptions(int64_t)> layer_options;
 };
 
-// attentions [N, 1, H, L, L]: every layer's probabilities, stacked.
-Tensor stackAttentions(const ModelRun& run) {
+// attentions.npy [N, 1, H, L, L], written one map at a time (never stacked in memory); a
+// run that kept Q, K and the row normalisers instead of its maps has each map computed
+// 64 rows at a time (attention/tiles.h), within 1e-6 of the full path.
+void writeAttentions(const std::string& path, const ModelFacts& facts, const ModelRun& run) {
   const AttentionTrace& first = run.layers.front();
-  Tensor out({static_cast<int64_t>(run.layers.size()), 1, first.H, first.L, first.S});
-  const size_t per_layer = first.probs.data.size();
-  for (size_t i = 0; i < run.layers.size(); ++i)
-    std::copy(run.layers[i].probs.data.begin(), run.layers[i].probs.data.end(), out.data.begin() + i * per_layer);
-  return out;
+  const int64_t N = static_cast<int64_t>(run.layers.size()), H = first.H, L = first.L;
+  int64_t layer = 0, h = 0, i0 = 0;
+  std::unique_ptr<TiledAttention> tiled;  // the current layer's, past the budget
+  writeNpyStream(path, {N, 1, H, L, L}, [&](std::vector<float>& chunk) {
+    if (layer == N) return false;
+    int64_t rows = L;
+    if (run.mapsKept()) {
+      const auto map = run.layers[layer].probs.data.begin() + h * L * L;
+      chunk.assign(map, map + L * L);
+    } else {
+      if (!tiled) tiled = std::make_unique<TiledAttention>(tiledFromTrace(run.layers[layer], facts.layer_options(layer)));
+      rows = std::min<int64_t>(64, L - i0);
+      chunk = computeTile(*tiled, 0, h, i0, rows, 0, L).probs.data;
+    }
+    if ((i0 += rows) < L) return true;
+    i0 = 0;
+    if (++h == H) h = 0, ++layer, tiled.reset();
+    return true;
+  });
 }
 
 void printSummary(const ModelFacts& f, const ModelRun& run, const std::vector<Prediction>& top, const std::string& out) {
@@ -59,6 +82,9 @@ void printSummary(const ModelFacts& f, const ModelRun& run, const std::vector<Pr
     std::cout << ")";
   }
   std::cout << "\n  wrote   attentions.npy " << shapeToString({f.n_layers, 1, f.n_heads, L, L});
+  if (!run.mapsKept())
+    std::cout << " (computed from the kept Q, K and row normalisers: the maps are past the full path's budget of "
+              << fullPathBudgetBytes() / (1 << 20) << " MiB, ATTNSCOPE_FULL_PATH_BYTES)";
   if (!run.logits.empty()) std::cout << ", logits.npy " << shapeToString({L, f.vocab});
   if (!run.residuals.empty()) std::cout << ", lens_ids.npy and lens_probs.npy " << shapeToString({f.n_layers + 1, L, kLensTop});
   std::cout << ", tokens.txt to " << out << "\n";
@@ -80,7 +106,7 @@ void printSummary(const ModelFacts& f, const ModelRun& run, const std::vector<Pr
 int writeRun(const ModelFacts& facts, const ModelRun& run, const std::vector<Prediction>& top, const LogitLens& lens,
              const std::string& out) {
   std::vector<OutputFile> files = {
-      {"attentions.npy", [&](const std::string& p) { writeNpy(p, stackAttentions(run)); }},
+      {"attentions.npy", [&](const std::string& p) { writeAttentions(p, facts, run); }},
       {"tokens.txt", [&](const std::string& p) { writeFileAtomic(p, tokensText(run.tokens, static_cast<int64_t>(run.tokens.ids.size()))); }}};
   if (!run.logits.empty()) files.push_back({"logits.npy", [&](const std::string& p) { writeNpy(p, run.logits); }});
   addLensFiles(lens, files);
@@ -98,11 +124,12 @@ int hfModelRun(const ModelRunFlags& flags) {
   checkOutDir(flags.out);
   HfRunner runner(model);
   runner.keepResiduals(flags.lens);
+  runner.keepMapsWithin(fullPathBudgetBytes());
   const ModelRun& run = runner.run(std::move(tokens));
   const HfConfig& c = model->config;
   const ModelFacts facts{model->name() + " (" + c.model_type + ")", c.n_layers, c.heads, c.hidden, c.max_positions, c.vocab,
                          model->tokenizer && model->tokenizer->unkId() ? *model->tokenizer->unkId() : 0,
-                         c.family->causal};
+                         c.family->causal, [&c](int64_t layer) { return hfLayerOptions(c, layer); }};
   std::vector<Prediction> top;
   if (!run.logits.empty()) {
     const std::vector<double> p = nextTokenProbs(run.logits, static_cast<int64_t>(run.tokens.ids.size()) - 1);
@@ -119,9 +146,11 @@ int modelRun(const ModelRunFlags& flags) {
   checkOutDir(flags.out);
   ModelRunner runner(model);
   runner.keepResiduals(flags.lens);
+  runner.keepMapsWithin(fullPathBudgetBytes());
   const ModelRun& run = runner.run(text);
   const ModelConfig& c = model->config;
-  const ModelFacts facts{c.name, c.n_layers, c.n_heads, c.d_model, c.max_len, c.vocab_size, c.unk_id, true};
+  const ModelFacts facts{c.name, c.n_layers, c.n_heads, c.d_model, c.max_len, c.vocab_size, c.unk_id, true,
+                         [&c](int64_t) { return modelAttentionOptions(c); }};
   const int64_t L = static_cast<int64_t>(run.tokens.ids.size());
   return writeRun(facts, run, topPredictions(*model, run.logits, L - 1, 5), modelLens(*model, run), flags.out);
 }

@@ -312,7 +312,7 @@ FigureJob itemJob(const Settings& settings, const ViewModel& view, const ExportR
   const CellWindow window = item.what == "grid" ? CellWindow{} : clampWindow(request.window, view.mapL(), view.mapS());
   const int64_t head = std::max<int64_t>(item.head, 0);
   Figure figure = tiled_window
-                      ? tiledWindowFigure(item.what, view, plan.batch, head, window, plan.colormap, settings.log_scale)
+                      ? tiledWindowFigure(item.what, view, item.layers[0], plan.batch, head, window, plan.colormap, settings.log_scale)
                       : buildFigure(item.what, view, item.layers, plan.batch, head, plan.colormap, settings.log_scale);
   figure.cell_px = plan.cell_px;
   if (!tiled_window) cropFigure(figure, view.tiled ? CellWindow{} : window);

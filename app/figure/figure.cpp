@@ -253,21 +253,21 @@ Figure gridFigure(const ViewModel& view, const std::vector<int64_t>& layers, int
   return figure;
 }
 
-Figure tiledWindowFigure(const std::string& what, const ViewModel& view, int64_t b, int64_t h, const CellWindow& w,
-                         Colormap map, bool log_scale) {
-  checkLayerBatchHead(view, 0, b, h);
+Figure tiledWindowFigure(const std::string& what, const ViewModel& view, int64_t layer, int64_t b, int64_t h,
+                         const CellWindow& w, Colormap map, bool log_scale) {
+  checkLayerBatchHead(view, layer, b, h);
   const TiledMaps& m = *view.tiled;
   if (w.rows * w.cols > kMaxTiledExportCells)
     throw InputError(what + ": the zoomed window has " + std::to_string(w.rows) + " x " + std::to_string(w.cols) +
                      " cells; a tiled map exports at most " + std::to_string(kMaxTiledExportCells) +
                      " exact cells: zoom in further");
-  const Tile tile = computeTile(*m.attention, b, h, w.row0, w.rows, w.col0, w.cols);
+  const Tile tile = computeTile(m.layer(layer), b, h, w.row0, w.rows, w.col0, w.cols);
   Figure figure;
   figure.rows = w.rows;
   figure.cols = w.cols;
   figure.row_labels.assign(m.query_tokens[b].begin() + w.row0, m.query_tokens[b].begin() + w.row0 + w.rows);
   figure.col_labels.assign(m.key_tokens[b].begin() + w.col0, m.key_tokens[b].begin() + w.col0 + w.cols);
-  figure.subtitle = "batch item " + std::to_string(b) + " \u00b7 mask: " + m.mask_name + " \u00b7 L " +
+  figure.subtitle = "batch item " + std::to_string(b) + " \u00b7 mask: " + view.maps[layer].mask_name + " \u00b7 L " +
                     std::to_string(m.L) + " \u00d7 S " + std::to_string(m.S) + " \u00b7 zoomed: queries " +
                     std::to_string(w.row0) + "-" + std::to_string(w.row0 + w.rows - 1) + ", keys " +
                     std::to_string(w.col0) + "-" + std::to_string(w.col0 + w.cols - 1) + " (exact, from tiles)";
@@ -279,17 +279,17 @@ Figure tiledWindowFigure(const std::string& what, const ViewModel& view, int64_t
   // The whole map's scale, as on screen: the overview keeps every block's maximum.
   if (what == "scores") {
     char scale[32];
-    std::snprintf(scale, sizeof scale, "%.4g", view.maps[0].scale);
-    figure.title = "Attention scores (QK^T \u00d7 " + std::string(scale) + ")" + mapName(view, 0, h);
+    std::snprintf(scale, sizeof scale, "%.4g", view.maps[layer].scale);
+    figure.title = "Attention scores (QK^T \u00d7 " + std::string(scale) + ")" + mapName(view, layer, h);
     figure.value_label = "score";
     figure.colormap = Colormap::Diverging;
-    const float abs_max = view.scoresRange(0, b, h).abs_max;
+    const float abs_max = view.scoresRange(layer, b, h).abs_max;
     figure.low = -abs_max, figure.high = abs_max;
   } else {
-    figure.title = probsName(view, 0) + mapName(view, 0, h);
+    figure.title = probsName(view, layer) + mapName(view, layer, h);
     figure.value_label = "probability";
     figure.colormap = map;
-    setProbsRange(figure, view, {0}, b, log_scale);
+    setProbsRange(figure, view, {layer}, b, log_scale);
   }
   return figure;
 }

@@ -118,8 +118,8 @@ std::optional<Figure> capFigureSize(const Figure& figure, int64_t max_side);
 // whole map's colour scale as on screen; the subtitle names the window. InputError when the
 // window has more than kMaxTiledExportCells cells (zoom in further) or lies outside the map.
 inline constexpr int64_t kMaxTiledExportCells = int64_t{4096} * 4096;
-Figure tiledWindowFigure(const std::string& what, const ViewModel& view, int64_t b, int64_t h, const CellWindow& window,
-                         Colormap map, bool log_scale = false);
+Figure tiledWindowFigure(const std::string& what, const ViewModel& view, int64_t layer, int64_t b, int64_t h,
+                         const CellWindow& window, Colormap map, bool log_scale = false);
 
 // Keeps rows/keys `window` of every panel (labels too); the colour range stays the whole
 // map's, so a zoomed export matches the zoomed screen. The subtitle names the window.

@@ -235,7 +235,7 @@ json metricsJson(const ViewModel& view, const std::vector<int64_t>& layers, int6
 // from Q and K), masked cells -inf; pooled like a texture when wider than kTextureMaxSide.
 std::vector<float> windowCells(const ViewModel& view, const HtmlKind& kind, int64_t layer, int64_t b, int64_t h,
                                const CellWindow& window, int64_t rows, int64_t cols) {
-  Figure figure = view.tiled ? tiledWindowFigure(kind.name, view, b, h, window, Colormap::Viridis)
+  Figure figure = view.tiled ? tiledWindowFigure(kind.name, view, layer, b, h, window, Colormap::Viridis)
                   : kind.map_kind == MapKind::Scores ? scoresFigure(view, layer, b, h)
                                                       : probsFigure(view, layer, b, h, Colormap::Viridis);
   if (!view.tiled) cropFigure(figure, window);

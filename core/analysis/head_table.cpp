@@ -18,26 +18,30 @@ namespace {
 // what its pass measured of the real maps: the metric sums and the block means.
 HeadTable tiledHeadTable(const ViewModel& view, double min_correlation) {
   const TiledMaps& m = *view.tiled;
-  if (m.metric_sums.size() != static_cast<size_t>(view.B * view.H) ||
-      m.block_means.size() != static_cast<size_t>(view.B * view.H * m.mean_rows * m.mean_cols))
+  const int64_t maps = view.layers * view.B * view.H;
+  const size_t cells = static_cast<size_t>(m.mean_rows * m.mean_cols);
+  if (m.metric_sums.size() != static_cast<size_t>(maps) || m.block_means.size() != static_cast<size_t>(maps) * cells)
     throw InputError("head table: the tiled overview was computed without head metrics");
   HeadTable table;
   table.source = &view;
   table.source_stamp = view.stamp.value();
-  table.layers = 1, table.H = view.H, table.B = view.B;
-  for (int64_t h = 0; h < view.H; ++h)
-    for (int64_t b = 0; b < view.B; ++b) {
-      HeadMetrics row = headMetricsOf(m.metric_sums[b * view.H + h]);
-      row.layer = 0, row.head = h, row.batch = b;
-      table.metrics.push_back(row);
-    }
-  const size_t cells = static_cast<size_t>(m.mean_rows * m.mean_cols);
+  table.layers = view.layers, table.H = view.H, table.B = view.B;
+  // Rows in headMetrics' order (layer, head, batch item); sums and means are [layers, B, H].
+  const auto map = [&](int64_t l, int64_t b, int64_t h) { return static_cast<size_t>((l * view.B + b) * view.H + h); };
+  for (int64_t l = 0; l < view.layers; ++l)
+    for (int64_t h = 0; h < view.H; ++h)
+      for (int64_t b = 0; b < view.B; ++b) {
+        HeadMetrics row = headMetricsOf(m.metric_sums[map(l, b, h)]);
+        row.layer = l, row.head = h, row.batch = b;
+        table.metrics.push_back(row);
+      }
   for (int64_t b = 0; b < view.B; ++b) {
-    std::vector<std::vector<double>> vectors;
-    for (int64_t h = 0; h < view.H; ++h) {
-      const auto first = m.block_means.begin() + static_cast<std::ptrdiff_t>((b * view.H + h) * cells);
-      vectors.emplace_back(first, first + static_cast<std::ptrdiff_t>(cells));
-    }
+    std::vector<std::vector<double>> vectors;  // [layers * H], as clusterHeads numbers them
+    for (int64_t l = 0; l < view.layers; ++l)
+      for (int64_t h = 0; h < view.H; ++h) {
+        const auto first = m.block_means.begin() + static_cast<std::ptrdiff_t>(map(l, b, h) * cells);
+        vectors.emplace_back(first, first + static_cast<std::ptrdiff_t>(cells));
+      }
     table.clusters.push_back(clusterVectors(vectors, min_correlation));
   }
   return table;

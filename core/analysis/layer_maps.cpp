@@ -9,6 +9,8 @@
 namespace attnscope {
 
 std::string acrossLayersUnavailable(const ViewModel& view) {
+  if (view.tiled)
+    return "rollout and flow need every layer's full maps; these are past the full path's budget, shown in tiles";
   if (view.layers < 2)
     return "rollout and flow combine several layers; this source has " + std::to_string(view.layers) + " layer";
   if (view.L != view.S)

@@ -15,6 +15,7 @@
 
 #include "attention/mask.h"
 #include "attention/mistakes.h"
+#include "attention/softmax_row.h"
 #include "attention/variants.h"
 #include "tensor/tensor.h"
 
@@ -36,6 +37,10 @@ struct AttentionOptions {
   bool train = false;
   uint64_t seed = 0;                   // dropout seed
   Mistake mistake = Mistake::None;     // run the pipeline wrong on purpose (mistakes lab)
+  // Keep the maps (scores, probs, mask) of a cached-rows run (attention/cached_rows.h). false:
+  // a model run beyond the full path's budget keeps Q, K and each row's softmax normalisers
+  // instead (AttentionTrace::normalisers), from which attention/tiles.h computes any window.
+  bool keep_maps = true;
   // Keep raw_scores [B, H, L, S]. They can be derived (rawScore()), so the app and the
   // bench leave them out: one map less to write and hold, and masked blocks are skipped.
   bool keep_raw_scores = true;
@@ -112,6 +117,9 @@ struct AttentionTrace {
   Tensor output;            // [B, L, Do] = context W_o^T + b_o (Do = D unless w_o is [Do, D])
   MaskSet mask;             // allowed [B, L, S] + components
   BoolTensor fully_masked;  // [B, L], 1 = every key of that query row is masked
+  // [B, H, L] each query row's softmax normalisers (largest allowed score, sum of exp) when
+  // the maps were not kept (AttentionOptions::keep_maps false: scores, probs, mask empty).
+  std::vector<RowSoftmax> normalisers;
   std::vector<Stage> stages;  // in pipeline order
   std::vector<std::string> query_tokens;  // L labels ("0".."L-1" when none given)
   std::vector<std::string> key_tokens;    // S labels

@@ -48,8 +48,65 @@ void splitRows(const Tensor& x, int64_t heads, int64_t d, int64_t start, int64_t
       std::copy_n(&x.data[(i * heads + h) * d], d, &heads_out.data[(h * L + i) * d]);
 }
 
+// normalisers [H, oldT] -> [H, T] keeping each head's rows [0, keep).
+void keepNormaliserRows(std::vector<RowSoftmax>& normalisers, int64_t H, int64_t oldT, int64_t T, int64_t keep) {
+  std::vector<RowSoftmax> kept(static_cast<size_t>(H * T));
+  for (int64_t h = 0; h < H && keep > 0; ++h)
+    std::copy_n(&normalisers[h * oldT], keep, &kept[h * T]);
+  normalisers = std::move(kept);
+}
+
+// Maps not kept (AttentionOptions::keep_maps false): rows [start, L) of head slot s (its
+// pointers at row start) one 64-row block at a time, the block's mask rows and its scores
+// and probabilities in scratch: the same attendHead calls as a run that keeps the maps (each
+// block is one of its iterations), so the same context bits. Only normalisers [L - start] stay.
+void attendHeadWithoutMaps(HeadSlot s, const std::vector<MaskTerm>& terms, int64_t start, int64_t L,
+                           const ScoreRule& rule, RowSoftmax* normalisers) {
+  // Per thread, kept from head to head and run to run: fresh pages cost more than the maths.
+  thread_local std::vector<uint8_t> allowed, scratch;
+  thread_local std::vector<float> scores, probs;
+  allowed.resize(static_cast<size_t>(kRowBlock * L));
+  scores.resize(allowed.size()), probs.resize(allowed.size());
+  for (int64_t i0 = start; i0 < L; i0 += kRowBlock) {
+    const int64_t rows = std::min(kRowBlock, L - i0), offset = i0 - start;
+    for (int64_t i = i0; i < i0 + rows; ++i) maskRow(terms, 0, i, L, &allowed[(i - i0) * L], scratch);
+    const std::vector<RowSpan> spans = rowSpans(allowed.data(), rows, L);
+    HeadSlot block = s;
+    block.q += offset * s.c;
+    block.allowed = allowed.data();
+    block.spans = spans.data();
+    block.scores = scores.data();
+    block.probs = probs.data();
+    block.ctx += offset * s.ld_ctx;
+    block.normalisers = normalisers + offset;
+    attendHead(block, rows, L, rule, DropoutRule{});
+  }
+}
+
+// The mask of L positions as row spans, and t.fully_masked. t.mask holds the [L, L] mask when
+// the maps are kept; otherwise it is empty and `terms` get the mask's row predicates.
+std::vector<RowSpan> maskSpans(AttentionTrace& t, const AttentionOptions& o, int64_t L, std::vector<MaskTerm>& terms) {
+  std::vector<RowSpan> spans;
+  if (o.keep_maps) {
+    t.mask = buildMasks(o.mask, 1, L, L, {}, BoolTensor(), BoolTensor());
+    spans = rowSpans(t.mask.allowed.data.data(), L, L);
+  } else {
+    t.mask = MaskSet();
+    terms = maskTerms(o.mask, 1, L, L, {}, BoolTensor(), BoolTensor());
+    std::vector<uint8_t> row(static_cast<size_t>(L)), scratch;
+    for (int64_t i = 0; i < L; ++i) {
+      maskRow(terms, 0, i, L, row.data(), scratch);
+      spans.push_back(rowSpans(row.data(), 1, L).front());
+    }
+  }
+  t.fully_masked = BoolTensor({1, L});
+  for (int64_t i = 0; i < L; ++i) t.fully_masked.data[i] = spans[i].begin == spans[i].end;
+  return spans;
+}
+
 // The trace's per-position tensors and maps for L positions, keeping rows [0, keep).
-void growTrace(AttentionTrace& t, int64_t L, int64_t keep, int64_t Din, int64_t D, int64_t G, int64_t Do, float fill) {
+void growTrace(AttentionTrace& t, int64_t L, int64_t keep, int64_t Din, int64_t D, int64_t G, int64_t Do, float fill,
+               bool keep_maps) {
   const int64_t oldL = t.L, H = t.H, d = t.d;
   resizeRows(t.query, L, Din);
   resizeRows(t.q_proj, L, D);
@@ -61,21 +118,18 @@ void growTrace(AttentionTrace& t, int64_t L, int64_t keep, int64_t Din, int64_t 
     regrid(tensor->data, heads, oldL, d, L, d, keep, 0.0f);
     tensor->shape = {1, heads, L, d};
   }
-  regrid(t.scores.data, H, oldL, oldL, L, L, keep, fill);
-  regrid(t.probs.data, H, oldL, oldL, L, L, keep, 0.0f);
-  t.scores.shape = t.probs.shape = {1, H, L, L};
+  if (keep_maps) {
+    regrid(t.scores.data, H, oldL, oldL, L, L, keep, fill);
+    regrid(t.probs.data, H, oldL, oldL, L, L, keep, 0.0f);
+    t.scores.shape = t.probs.shape = {1, H, L, L};
+    t.normalisers.clear();
+  } else {
+    keepNormaliserRows(t.normalisers, H, oldL, L, keep);
+    t.scores = t.probs = Tensor();
+  }
   t.raw_scores = Tensor();
   t.probs_dropped = Tensor();
   t.dropout_applied = false;
-}
-
-// The trace's mask [1, L, L] and fully-masked rows for L positions; returns the rows' spans.
-std::vector<RowSpan> maskTrace(AttentionTrace& t, const AttentionOptions& o, int64_t L) {
-  t.mask = buildMasks(o.mask, 1, L, L, {}, BoolTensor(), BoolTensor());
-  std::vector<RowSpan> spans = rowSpans(t.mask.allowed.data.data(), L, L);
-  t.fully_masked = BoolTensor({1, L});
-  for (int64_t i = 0; i < L; ++i) t.fully_masked.data[i] = spans[i].begin == spans[i].end;
-  return spans;
 }
 
 // What a run of a layer records besides its rows: inputs, variants, scale, labels, stages.
@@ -122,7 +176,7 @@ void attendRows(AttentionTrace& t, const AttentionInputs& w, const AttentionOpti
   }
   const RunPlan plan = planRun(o, RunSizes{1, L, L, D, H, d, G, Din, Din, Din});
   t.H = H, t.d = d;
-  growTrace(t, L, start, Din, D, G, Do, plan.rule.fillValue());
+  growTrace(t, L, start, Din, D, G, Do, plan.rule.fillValue(), o.keep_maps);
   t.B = 1, t.L = L, t.S = L, t.D = D, t.G = G, t.Dq = t.Dk = t.Dv = Din;
   std::copy_n(x, (L - start) * Din, &t.query.data[start * Din]);
   linearRows(x, start, L, w.w_q, w.b_q, &t.q_proj.data[start * D]);
@@ -135,7 +189,8 @@ void attendRows(AttentionTrace& t, const AttentionInputs& w, const AttentionOpti
     applyRopeFrom(t.q, start, o.rope_base, o.rope_style, o.rope_inv_freq);
     applyRopeFrom(t.k, start, o.rope_base, o.rope_style, o.rope_inv_freq);
   }
-  const std::vector<RowSpan> spans = maskTrace(t, o, L);
+  std::vector<MaskTerm> terms;  // maps not kept: the mask row by row, never [L, L]
+  const std::vector<RowSpan> spans = maskSpans(t, o, L, terms);
   // Always threaded over heads (OpenBLAS then runs single-threaded in each call): the same
   // calls whatever the number of rows, so the same bits.
 #pragma omp parallel for schedule(dynamic) if (H > 1)
@@ -146,12 +201,16 @@ void attendRows(AttentionTrace& t, const AttentionInputs& w, const AttentionOpti
     s.k = &t.k.data[kv * L * d];
     s.v = &t.v.data[kv * L * d];
     s.c = d;
+    s.ctx = &t.context_heads.data[(h * L + start) * d];
+    s.ld_ctx = d;
+    if (!o.keep_maps) {
+      attendHeadWithoutMaps(s, terms, start, L, plan.ruleForHead(h), &t.normalisers[h * L + start]);
+      continue;
+    }
     s.allowed = &t.mask.allowed.data[start * L];
     s.spans = &spans[start];
     s.scores = &t.scores.data[(h * L + start) * L];
     s.probs = &t.probs.data[(h * L + start) * L];
-    s.ctx = &t.context_heads.data[(h * L + start) * d];
-    s.ld_ctx = d;
     attendHead(s, L - start, L, plan.ruleForHead(h), DropoutRule{});
   }
   for (int64_t i = start; i < L; ++i)
@@ -183,7 +242,7 @@ void appendRow(AttentionTrace& t, const AttentionOptions& o, const RunPlan& plan
                const std::vector<std::string>& labels) {
   const int64_t p = t.L, S = p + 1, H = t.H, d = t.d, G = t.G, D = H * d;
   const int64_t Din = t.query.dim(2), Do = t.output.dim(2);
-  growTrace(t, S, p, Din, D, G, Do, plan.rule.fillValue());
+  growTrace(t, S, p, Din, D, G, Do, plan.rule.fillValue(), true);
   t.L = t.S = S;
   std::copy_n(row.query, Din, &t.query.data[p * Din]);
   std::copy_n(row.q_proj, D, &t.q_proj.data[p * D]);
@@ -201,7 +260,8 @@ void appendRow(AttentionTrace& t, const AttentionOptions& o, const RunPlan& plan
     std::copy_n(row.k + g * d, d, &t.k.data[(g * S + p) * d]);
     std::copy_n(row.v + g * d, d, &t.v.data[(g * S + p) * d]);
   }
-  maskTrace(t, o, S);
+  std::vector<MaskTerm> terms;
+  maskSpans(t, o, S, terms);
   finishTrace(t, o, plan, labels);
 }
 

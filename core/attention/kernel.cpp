@@ -163,7 +163,9 @@ RawScoreBlocks attendHead(const HeadSlot& slot, int64_t L, int64_t S, const Scor
     }
     for (int64_t i = i0; i < i0 + rows; ++i) {
       const RowSpan span = slot.spans[i].begin == slot.spans[i].end ? RowSpan{0, 0} : block;
-      scoreRow(rule, i, raw + i * S, slot.allowed + i * S, span, S, slot.scores + i * S, slot.probs + i * S);
+      const RowSoftmax row =
+          scoreRow(rule, i, raw + i * S, slot.allowed + i * S, span, S, slot.scores + i * S, slot.probs + i * S);
+      if (slot.normalisers) slot.normalisers[i] = row;
     }
     const float* weights = slot.probs;
     if (slot.dropped) {

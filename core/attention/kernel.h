@@ -114,6 +114,7 @@ struct HeadSlot {
   uint64_t dropout_offset = 0;       // flat index of this slot's first cell in [B, H, L, S]
   float* ctx = nullptr;
   int64_t ld_ctx = 0;
+  RowSoftmax* normalisers = nullptr;  // [L] or null: each row's max and sum of exp, kept
 };
 struct DropoutRule {
   float p = 0.0f;

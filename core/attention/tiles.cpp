@@ -525,6 +525,70 @@ std::optional<Overview> computeWindow(const TiledAttention& t, int64_t b, int64_
   return poolMaps(t, {b, b + 1, h, h + 1, i0, i0 + rows, j0, j0 + cols, out_rows, out_cols}, progress);
 }
 
+TiledAttention tiledFromTrace(const AttentionTrace& trace, const AttentionOptions& options) {
+  if (trace.normalisers.size() != static_cast<size_t>(trace.B * trace.H * trace.L) || trace.L == 0)
+    throw InputError("tiled layer: the run kept its maps, not Q, K and the row normalisers");
+  TiledAttention t;
+  t.B = trace.B, t.L = trace.L, t.S = trace.S, t.D = trace.D, t.H = trace.H, t.d = trace.d, t.G = trace.G;
+  t.scale = trace.scale;
+  t.fill = trace.fill;
+  t.softcap = options.softcap.value_or(0.0f);
+  t.alibi_slopes = trace.alibi_slopes;
+  t.mask = maskTerms(options.mask, t.B, t.L, t.S, {}, BoolTensor(), BoolTensor());
+  for (const MaskTerm& term : t.mask) t.mask_names.push_back(term.name);
+  t.q = std::make_shared<const Tensor>(trace.q);
+  t.k = std::make_shared<const Tensor>(trace.k);
+  t.normalisers = std::make_shared<const std::vector<RowSoftmax>>(trace.normalisers);
+  return t;
+}
+
+namespace {
+
+// computeTile with the run's normalisers: Q K^T over the window's keys only, then each cell
+// as the score pass makes it (scale, soft-cap, ALiBi; the mask's fill) and p = exp(s - max) / sum.
+void tileFromNormalisers(const TiledAttention& t, Tile& tile) {
+  const int64_t rows = tile.rows, cols = tile.cols, S = t.S, d = t.d;
+  const size_t bh = static_cast<size_t>(tile.b * t.H + tile.h);
+  const size_t kv = static_cast<size_t>(tile.b * t.G + kvHeadOf(tile.h, t.H, t.G));
+  gemm(true, rows, cols, d, &t.q->data[(bh * t.L + tile.i0) * d], d, &t.k->data[(kv * S + tile.j0) * d], d, 0.0f,
+       tile.scores.data.data(), cols);
+  ScoreRule rule;
+  rule.scale = t.scale;
+  rule.fill = t.fill;
+  rule.softcap = t.softcap;
+  if (!t.alibi_slopes.empty()) rule.alibi_slope = t.alibi_slopes[tile.h];
+  const float fill = rule.fillValue();
+  const float empty_row_prob = t.fill == MaskFill::NegInf ? 0.0f : 1.0f / static_cast<float>(S);
+#pragma omp parallel
+  {
+    std::vector<uint8_t> allowed(static_cast<size_t>(S)), scratch;
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t i = tile.i0 + r;
+      maskRow(t.mask, tile.b, i, S, allowed.data(), scratch);
+      const RowSoftmax& row = (*t.normalisers)[bh * t.L + i];
+      const float inverse_sum = row.allowed > 0 ? 1.0f / row.sum : 0.0f;
+      for (int64_t c = 0; c < cols; ++c) {
+        const int64_t j = tile.j0 + c;
+        const size_t cell = static_cast<size_t>(r * cols + c);
+        tile.allowed.data[cell] = allowed[j];
+        if (!allowed[j]) {
+          tile.scores.data[cell] = fill;
+          tile.probs.data[cell] = row.allowed > 0 ? 0.0f : empty_row_prob;
+          continue;
+        }
+        float s = tile.scores.data[cell] * rule.scale;
+        if (rule.softcap > 0.0f) s = rule.softcap * std::tanh(s * (1.0f / rule.softcap));
+        if (rule.alibi_slope > 0.0) s -= static_cast<float>(rule.alibi_slope * static_cast<double>(std::llabs(i - j)));
+        tile.scores.data[cell] = s;
+        tile.probs.data[cell] = std::exp(s - row.max) * inverse_sum;
+      }
+    }
+  }
+}
+
+}  // namespace
+
 Tile computeTile(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
   checkTileWindow(t, b, h, i0, rows, j0, cols);
   Tile tile;
@@ -532,6 +596,10 @@ Tile computeTile(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int6
   tile.scores = Tensor({rows, cols});
   tile.probs = Tensor({rows, cols});
   tile.allowed = BoolTensor({rows, cols});
+  if (t.normalisers) {
+    tileFromNormalisers(t, tile);
+    return tile;
+  }
   // Whole rows: each row's normalisers need every key. Blocks of 64 rows keep it in cache.
   const int64_t kRows = 64;
 #pragma omp parallel

@@ -28,7 +28,16 @@ struct TiledAttention {
   std::shared_ptr<const Tensor> k;  // [B, G, S, d] (RoPE applied when on); query head h reads K/V head kvHeadOf(h, H, G)
   std::vector<MaskTerm> mask;  // row predicates: no [B, L, S] either
   std::vector<std::string> mask_names;  // one per term, as the full trace's components
+  // [B, H, L] each row's softmax normalisers when the run kept them (a model run beyond the
+  // full path's budget, tiledFromTrace); null: computed from each row's keys when needed.
+  std::shared_ptr<const std::vector<RowSoftmax>> normalisers;
 };
+
+// One layer of a model run that kept Q, K and the row normalisers instead of its maps
+// (AttentionOptions::keep_maps false; attention/cached_rows.h): Q and K copied (the runner
+// reuses its trace), the mask's row predicates and the score rule from `options`.
+// InputError when the trace has no normalisers.
+TiledAttention tiledFromTrace(const AttentionTrace& trace, const AttentionOptions& options);
 
 // Bytes the tiled path holds for these sizes (inputs, Q, K, row-block buffers, overview).
 uint64_t estimateTiledBytes(int64_t B, int64_t L, int64_t S, int64_t D, int64_t Dq, int64_t Dk, int64_t Dv,
@@ -112,7 +121,9 @@ std::optional<Overview> computeWindow(const TiledAttention& tiled, int64_t b, in
                                       const std::function<bool(double)>& progress = {});
 
 // Exact values of rows [i0, i0 + rows) x keys [j0, j0 + cols) of map (b, h): the same
-// numbers as the full trace's scores and probs there. Throws InputError outside the map.
+// numbers as the full trace's scores and probs there. With kept normalisers only the
+// window's keys are scored (p = exp(s - max) / sum); otherwise each row over all its keys.
+// Throws InputError outside the map.
 struct Tile {
   int64_t b = 0, h = 0, i0 = 0, j0 = 0, rows = 0, cols = 0;
   Tensor scores;  // [rows, cols]

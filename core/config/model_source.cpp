@@ -6,6 +6,10 @@
 #include <functional>
 #include <system_error>
 
+#include "analysis/head_table.h"
+#include "attention/tiles.h"
+#include "config/run.h"
+
 namespace attnscope {
 namespace {
 
@@ -151,13 +155,40 @@ NextTokenPredictions predictionAt(const Tensor& logits, int64_t row, const Model
   return p;
 }
 
+// A run that kept Q, K and the row normalisers instead of its maps (ModelRun::mapsKept
+// false): every layer's overview pooled to at most kTextureMaxSide per side, measured for the
+// head table as a synthetic tiled run is, and exact windows on demand (attention/tiles.h).
+ViewModel tiledViewOfRun(const ModelRun& run, const std::function<AttentionOptions(int64_t)>& layer_options,
+                         const Progress& progress) {
+  const std::vector<std::string>& labels = run.layers.front().query_tokens;  // [L], "(unk)" marked
+  const int64_t L = static_cast<int64_t>(labels.size()), side = std::min(L, kTextureMaxSide);
+  const OverviewMeasures measures = headTableMeasures(L, L, {labels});
+  std::vector<std::shared_ptr<const TiledAttention>> layers;
+  std::vector<Overview> overviews;
+  const double N = static_cast<double>(run.layers.size());
+  for (size_t l = 0; l < run.layers.size(); ++l) {
+    layers.push_back(std::make_shared<const TiledAttention>(
+        tiledFromTrace(run.layers[l], layer_options(static_cast<int64_t>(l)))));
+    const auto layer_progress = [&](double f) { return !progress || progress((static_cast<double>(l) + f) / N); };
+    std::optional<Overview> overview = computeOverview(*layers.back(), side, side, layer_progress, measures);
+    if (!overview) throw Cancelled();
+    overviews.push_back(std::move(*overview));
+  }
+  ViewModel view = viewFromOverviews(std::move(layers), std::move(overviews), {labels}, {labels});
+  view.source = ViewSource::ModelRun;  // a model's run, its maps in tiles
+  return view;
+}
+
 // The maps, labels, top-5 predictions (at the positions whose logits the run computed) and
-// logit lens of one run of either kind of model; label(id) names a vocabulary entry. No
-// predictions without logits (an encoder without MLM head).
-ViewModel viewFromRun(const ModelRun& run, const LogitLens& lens, const TokenLabelOf& label) {
+// logit lens of one run of either kind of model; label(id) names a vocabulary entry;
+// layer_options(l) the options layer l ran with. No predictions without logits (an encoder
+// without MLM head).
+ViewModel viewFromRun(const ModelRun& run, const LogitLens& lens, const TokenLabelOf& label,
+                      const std::function<AttentionOptions(int64_t)>& layer_options, const Progress& progress) {
   std::vector<std::shared_ptr<const AttentionTrace>> traces;
-  for (const AttentionTrace& trace : run.layers) traces.push_back(std::make_shared<const AttentionTrace>(trace));
-  ViewModel view = viewFromTraces(traces);
+  if (run.mapsKept())
+    for (const AttentionTrace& trace : run.layers) traces.push_back(std::make_shared<const AttentionTrace>(trace));
+  ViewModel view = run.mapsKept() ? viewFromTraces(traces) : tiledViewOfRun(run, layer_options, progress);
   view.unknown_tokens = run.tokens.unknownCount();
   view.first_computed = run.first_computed;
   if (run.logits.empty()) return view;
@@ -192,8 +223,9 @@ std::shared_ptr<const LaterPredictions> laterPredictions(const ModelRun& run, Ro
 
 }  // namespace
 
-ViewModel viewFromModelRun(const Model& model, const ModelRun& run) {
-  ViewModel view = viewFromRun(run, modelLens(model, run), [&](int64_t id) { return tokenLabel(model, id); });
+ViewModel viewFromModelRun(const Model& model, const ModelRun& run, const Progress& progress) {
+  ViewModel view = viewFromRun(run, modelLens(model, run), [&](int64_t id) { return tokenLabel(model, id); },
+                               [&](int64_t) { return modelAttentionOptions(model.config); }, progress);
   view.model = model.config.name;
   view.notes = model.caption;
   view.context = model.config.max_len;
@@ -205,8 +237,9 @@ ViewModel viewFromModelRun(const Model& model, const ModelRun& run) {
   return view;
 }
 
-ViewModel viewFromHfRun(const HfModel& model, const ModelRun& run) {
-  ViewModel view = viewFromRun(run, hfLens(model, run), [&](int64_t id) { return hfTokenLabel(model, id); });
+ViewModel viewFromHfRun(const HfModel& model, const ModelRun& run, const Progress& progress) {
+  ViewModel view = viewFromRun(run, hfLens(model, run), [&](int64_t id) { return hfTokenLabel(model, id); },
+                               [&](int64_t layer) { return hfLayerOptions(model.config, layer); }, progress);
   view.model = model.name();
   view.notes = "Hugging Face " + model.config.model_type + " model (" + model.folder + ")";
   view.context = model.context();
@@ -228,10 +261,12 @@ FolderModelRunner::FolderModelRunner(const std::string& folder, const Progress& 
 FolderModelRunner::FolderModelRunner(const FolderWeights& weights) : folder_(weights.folder), weights_(weights) {
   if (weights.hf) {
     hf_ = std::make_unique<HfRunner>(weights.hf);
+    hf_->keepMapsWithin(fullPathBudgetBytes());
     heads_ = weights.hf->config.heads;
     width_ = weights.hf->config.hidden;
   } else {
     own_ = std::make_unique<ModelRunner>(weights.own);
+    own_->keepMapsWithin(fullPathBudgetBytes());
     heads_ = weights.own->config.n_heads;
     width_ = weights.own->config.d_model;
   }
@@ -255,7 +290,8 @@ std::string lensOffReason(int64_t layers, int64_t L, int64_t D, int64_t V) {
          " tokens of this model (`attnscope model run --lens` has no limit)";
 }
 
-ViewModel FolderModelRunner::view(const std::string& text, TextSize* size, const LogitRows& logit_rows) {
+ViewModel FolderModelRunner::view(const std::string& text, TextSize* size, const LogitRows& logit_rows,
+                                  const Progress& progress) {
   if (hf_) {
     ModelTokens tokens = tokenizeHf(hf_->model(), text);
     const HfConfig& c = hf_->model().config;
@@ -264,7 +300,7 @@ ViewModel FolderModelRunner::view(const std::string& text, TextSize* size, const
     hf_->keepResiduals(off.empty());
     hf_->logitRows(logit_rows);
     const ModelRun& run = hf_->run(std::move(tokens));
-    ViewModel view = viewFromHfRun(hf_->model(), run);
+    ViewModel view = viewFromHfRun(hf_->model(), run, progress);
     if (!view.predictions.empty()) view.lens.off_reason = off;
     if (!logit_rows.all && !run.logits.empty()) {
       const std::shared_ptr<const HfModel> m = weights_.hf;
@@ -281,7 +317,7 @@ ViewModel FolderModelRunner::view(const std::string& text, TextSize* size, const
   own_->keepResiduals(off.empty());
   own_->logitRows(logit_rows);
   const ModelRun& run = own_->runTokens(std::move(tokens));
-  ViewModel view = viewFromModelRun(own_->model(), run);
+  ViewModel view = viewFromModelRun(own_->model(), run, progress);
   view.lens.off_reason = off;
   if (!logit_rows.all) {
     const std::shared_ptr<const Model> m = weights_.own;

@@ -53,10 +53,12 @@ Settings settingsForModel(Settings base, const std::string& folder);
 // query/key labels with unknown characters marked "(unk)", the top-5 predictions after
 // every position, the logit lens (when the run kept its residuals), the model's name,
 // caption and notable heads.
-ViewModel viewFromModelRun(const Model& model, const ModelRun& run);
+// A run past the full path's budget (ModelRun::mapsKept false) is shown in tiles: every
+// layer's overview, pooled with progress (returning false cancels: Cancelled).
+ViewModel viewFromModelRun(const Model& model, const ModelRun& run, const Progress& progress = {});
 // The same for a Hugging Face folder: labels from its tokenizer; no predictions for an
 // encoder without masked-LM head (its MLM guesses otherwise).
-ViewModel viewFromHfRun(const HfModel& model, const ModelRun& run);
+ViewModel viewFromHfRun(const HfModel& model, const ModelRun& run, const Progress& progress = {});
 
 // A loaded model folder's weights (one kind set), shared read-only by every runner on it:
 // the app's maps and its generation run on one copy.
@@ -90,10 +92,11 @@ class FolderModelRunner {
     int64_t tokens = 0, context = 0;
     const char* unit = "tokens";  // "characters" or "bytes" for attnscope-model/1 tokenizers
   };
-  // viewFromModelRun / viewFromHfRun of one run; fills *size first when given. logit_rows:
-  // the positions to unembed (default all); with others, the view's more_predictions
-  // computes the rest on demand.
-  ViewModel view(const std::string& text, TextSize* size = nullptr, const LogitRows& logit_rows = {});
+  // viewFromModelRun / viewFromHfRun of one run (progress: of a tiled view's overviews);
+  // fills *size first when given. logit_rows: the positions to unembed (default all); with
+  // others, the view's more_predictions computes the rest on demand.
+  ViewModel view(const std::string& text, TextSize* size = nullptr, const LogitRows& logit_rows = {},
+                 const Progress& progress = {});
   // Generation (model/generate.h) on this folder's runner: the text's tokens, the causal
   // model (InputError for an encoder), each run's view (viewFromModelRun / viewFromHfRun)
   // and a token's text as typed.

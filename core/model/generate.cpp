@@ -23,6 +23,10 @@ class RowCollector {
  public:
   void add(const ModelRun& run) {
     const int64_t L = static_cast<int64_t>(run.tokens.ids.size());
+    if (!run.mapsKept())  // beyond the runner's maps budget (ModelRunner::keepMapsWithin)
+      throw InputError("generation keeps every layer's attention rows, but at " + std::to_string(L) +
+                       " tokens the maps are beyond the full path's budget (ATTNSCOPE_FULL_PATH_BYTES) and are shown "
+                       "in tiles: generate from a shorter text");
     H_ = run.layers.front().H;
     rows_.resize(run.layers.size() * H_);
     const bool stepped = run.decoded_from >= 0;  // one new row, in step_probs [N, H, L]

@@ -77,6 +77,9 @@ std::string hfTokenLabel(const HfModel& model, int64_t id);
 void hfOutputLogits(const HfModel& model, const Tensor& x, int64_t start, float* logits);
 RowHead hfHead(const HfModel& model);  // hfOutputLogits as a RowHead (the model must outlive it)
 
+// Layer `layer`'s attention options from the config (GQA, scale, soft-cap, causal window, RoPE).
+AttentionOptions hfLayerOptions(const HfConfig& config, int64_t layer);
+
 // Runs one model on token after token of text; buffers are kept between runs. A causal
 // model keeps each layer's K, V and map rows (attention/cached_rows.h): a run computes from
 // the first token that differs from the last run's (from its 64-row block) and equals a
@@ -97,6 +100,9 @@ class HfRunner {
   void logitRows(LogitRows rows) { logit_rows_ = std::move(rows); }
   // Sinks + causal window on every layer (attention/kv_cache.h); a change forgets the cache.
   void setCacheWindow(const CacheWindow& cache);
+  // A run whose maps (modelMapBytes) exceed `bytes` keeps Q, K and the row normalisers
+  // instead (ModelRun::mapsKept false). Default: no limit.
+  void keepMapsWithin(uint64_t bytes) { maps_budget_ = bytes; }
 
  private:
   void embed(const ModelTokens& tokens);
@@ -116,6 +122,7 @@ class HfRunner {
   LogitRows logit_rows_;
   std::vector<DecodeCache> decode_;  // [N] while stepping, else empty
   StepMaps step_maps_ = StepMaps::RowsOnly;
+  uint64_t maps_budget_ = UINT64_MAX;
 };
 
 }  // namespace attnscope

@@ -46,7 +46,9 @@ void addInto(Tensor& x, const Tensor& y) {
   for (size_t n = 0; n < x.data.size(); ++n) x.data[n] += y.data[n];
 }
 
-AttentionOptions layerOptions(const HfConfig& c, int64_t i) {
+}  // namespace
+
+AttentionOptions hfLayerOptions(const HfConfig& c, int64_t i) {
   AttentionOptions o;
   o.heads = c.heads;
   o.kv_heads = c.kv_heads;
@@ -67,8 +69,6 @@ AttentionOptions layerOptions(const HfConfig& c, int64_t i) {
   }
   return o;
 }
-
-}  // namespace
 
 std::string hfTokenLabel(const HfModel& model, int64_t id) {
   if (model.tokenizer) return escapeToken(model.tokenizer->label(id));
@@ -99,13 +99,13 @@ ModelTokens hfTokensFromIds(const HfModel& model, const std::vector<int64_t>& id
 }
 
 HfRunner::HfRunner(std::shared_ptr<const HfModel> model) : model_(std::move(model)) {
-  for (int64_t i = 0; i < model_->config.n_layers; ++i) options_.push_back(layerOptions(model_->config, i));
+  for (int64_t i = 0; i < model_->config.n_layers; ++i) options_.push_back(hfLayerOptions(model_->config, i));
 }
 
 void HfRunner::setCacheWindow(const CacheWindow& cache) {
   bool changed = false;
   for (int64_t i = 0; i < model_->config.n_layers; ++i) {
-    const MaskSpec mask = withCacheWindow(layerOptions(model_->config, i).mask, cache);
+    const MaskSpec mask = withCacheWindow(hfLayerOptions(model_->config, i).mask, cache);
     changed = changed || !(mask == options_[i].mask);
     options_[i].mask = mask;
   }
@@ -265,7 +265,10 @@ const ModelRun& HfRunner::run(ModelTokens tokens) {
   const int64_t L = static_cast<int64_t>(tokens.ids.size());
   // Causal: the positions before the first changed token keep their rows (cached_rows.h),
   // and their residuals when the last run kept them too.
-  const int64_t prefix = model_->config.family->causal ? reusablePrefix(run_, tokens, keep_residuals_) : 0;
+  const HfConfig& c = model_->config;
+  const bool keep_maps = modelMapBytes(c.n_layers, c.heads, L) <= maps_budget_;
+  for (AttentionOptions& o : options_) o.keep_maps = keep_maps;
+  const int64_t prefix = c.family->causal ? reusablePrefix(run_, tokens, keep_residuals_, keep_maps) : 0;
   if (prefix == L && run_.tokens.ids.size() == tokens.ids.size()) {  // nothing changed
     run_.first_computed = L;
     run_.tokens = std::move(tokens);
@@ -289,7 +292,8 @@ const ModelRun& HfRunner::run(ModelTokens tokens) {
 }
 
 const ModelRun& HfRunner::step(ModelTokens tokens, StepMaps maps) {
-  if (!model_->config.family->causal || !extendsByOne(run_, tokens) || (keep_residuals_ && run_.residuals.empty()))
+  if (!model_->config.family->causal || !extendsByOne(run_, tokens) || (keep_residuals_ && run_.residuals.empty()) ||
+      !run_.mapsKept())  // a run in tiles (no maps to append to) steps on the grid
     return run(std::move(tokens));
   checkTokens(tokens);
   const int64_t L = static_cast<int64_t>(tokens.ids.size()), N = model_->config.n_layers;

@@ -77,8 +77,13 @@ std::vector<Prediction> topPredictions(const Model& model, const Tensor& logits,
   return out;
 }
 
-int64_t reusablePrefix(const ModelRun& last, const ModelTokens& tokens, bool keep_residuals) {
-  if (last.layers.empty() || (keep_residuals && last.residuals.empty())) return 0;
+uint64_t modelMapBytes(int64_t layers, int64_t H, int64_t L) {
+  const double bytes = 8.0 * static_cast<double>(layers) * static_cast<double>(H) * static_cast<double>(L) * L;
+  return bytes >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(bytes);
+}
+
+int64_t reusablePrefix(const ModelRun& last, const ModelTokens& tokens, bool keep_residuals, bool keep_maps) {
+  if (last.layers.empty() || (keep_residuals && last.residuals.empty()) || last.mapsKept() != keep_maps) return 0;
   const std::vector<int64_t>& before = last.tokens.ids;
   const size_t n = std::min(before.size(), tokens.ids.size());
   const int64_t same = std::mismatch(before.begin(), before.begin() + n, tokens.ids.begin()).first - before.begin();
@@ -169,12 +174,18 @@ RowHead modelHead(const Model& m) {
   return [&m](const Tensor& x, int64_t start, float* logits) { modelOutputLogits(m, x, start, logits); };
 }
 
+AttentionOptions modelAttentionOptions(const ModelConfig& c) {
+  AttentionOptions o;
+  o.heads = c.n_heads;
+  o.mask.causal = true;
+  o.scale_mode = ScaleMode::InvSqrtD;
+  o.fill = MaskFill::NegInf;
+  return o;
+}
+
 ModelRunner::ModelRunner(std::shared_ptr<const Model> model) : model_(std::move(model)) {
   const ModelConfig& c = model_->config;
-  options_.heads = c.n_heads;
-  options_.mask.causal = true;
-  options_.scale_mode = ScaleMode::InvSqrtD;
-  options_.fill = MaskFill::NegInf;
+  options_ = modelAttentionOptions(c);
 }
 
 void ModelRunner::setCacheWindow(const CacheWindow& cache) {
@@ -195,7 +206,8 @@ const ModelRun& ModelRunner::runTokens(ModelTokens tokens) {
   if (L == 0) throw InputError("the text is empty: give at least one " + std::string(c.tokenizer == Tokenizer::Chars ? "character" : "byte"));
   if (L > c.max_len) throw InputError(contextOverflowMessage(m, L));
   // The positions before the first changed token keep their rows (attention/cached_rows.h).
-  const int64_t prefix = reusablePrefix(run_, tokens, keep_residuals_);
+  options_.keep_maps = modelMapBytes(c.n_layers, c.n_heads, L) <= maps_budget_;
+  const int64_t prefix = reusablePrefix(run_, tokens, keep_residuals_, options_.keep_maps);
   if (prefix == L && run_.tokens.ids.size() == tokens.ids.size() && run_.tokens.label == tokens.label) {  // nothing changed
     run_.first_computed = L;
     run_.tokens = std::move(tokens);
@@ -219,7 +231,8 @@ const ModelRun& ModelRunner::runTokens(ModelTokens tokens) {
 }
 
 const ModelRun& ModelRunner::step(ModelTokens tokens, StepMaps maps) {
-  if (!extendsByOne(run_, tokens) || (keep_residuals_ && run_.residuals.empty())) return runTokens(std::move(tokens));
+  if (!extendsByOne(run_, tokens) || (keep_residuals_ && run_.residuals.empty()) || !run_.mapsKept())
+    return runTokens(std::move(tokens));  // a run in tiles (no maps to append to) steps on the grid
   const int64_t L = static_cast<int64_t>(tokens.ids.size()), N = model_->config.n_layers;
   if (L > model_->config.max_len) throw InputError(contextOverflowMessage(*model_, L));
   if (decode_.empty()) {

@@ -39,6 +39,9 @@ struct ModelRun {
   // [0, decoded_from) only, and the next run() recomputes from decoded_from's block. -1 = none.
   int64_t decoded_from = -1;
   Tensor step_probs;  // [N, H, L]: the last step's map rows (probs over keys [0, L))
+  // Every layer kept its maps; false: a run beyond its runner's maps budget kept Q, K and the
+  // row normalisers instead (AttentionTrace::normalisers; attention/tiles.h shows the maps).
+  bool mapsKept() const { return layers.empty() || layers.front().normalisers.empty(); }
 };
 
 // What a step leaves in the layers' traces: nothing (RowsOnly: the maps stay those of the
@@ -50,10 +53,17 @@ enum class StepMaps { RowsOnly, Keep };
 // Whether `tokens` is `last`'s tokens plus one: a causal runner can step() to it.
 bool extendsByOne(const ModelRun& last, const ModelTokens& tokens);
 
+// Every layer's attention options (causal, 1/sqrt(d), -inf fill).
+AttentionOptions modelAttentionOptions(const ModelConfig& config);
+
+// Bytes of a run's maps: scores and probs [H, L, L] of every layer, in float32.
+uint64_t modelMapBytes(int64_t layers, int64_t H, int64_t L);
+
 // How many leading tokens of `tokens` the last run computed for the same ids, whose rows a
-// causal runner keeps (attention/cached_rows.h): 0 when it has none, or when the residuals
-// are wanted (keep_residuals) and the last run did not keep them.
-int64_t reusablePrefix(const ModelRun& last, const ModelTokens& tokens, bool keep_residuals);
+// causal runner keeps (attention/cached_rows.h): 0 when it has none, when the residuals
+// are wanted (keep_residuals) and the last run did not keep them, or when the last run kept
+// its maps and this one will not (keep_maps) or the other way round.
+int64_t reusablePrefix(const ModelRun& last, const ModelTokens& tokens, bool keep_residuals, bool keep_maps = true);
 
 // residuals [slots, L, D] resized for L positions; each slot's rows [0, min(old L, L)) kept
 // (a run keeps the residuals of the positions before its first changed token).
@@ -131,9 +141,13 @@ class ModelRunner {
   void logitRows(LogitRows rows) { logit_rows_ = std::move(rows); }
   // Sinks + causal window on every layer (attention/kv_cache.h); a change forgets the cache.
   void setCacheWindow(const CacheWindow& cache);
+  // A run whose maps (modelMapBytes) exceed `bytes` keeps Q, K and the row normalisers
+  // instead (ModelRun::mapsKept false). Default: no limit.
+  void keepMapsWithin(uint64_t bytes) { maps_budget_ = bytes; }
 
  private:
   std::shared_ptr<const Model> model_;
+  uint64_t maps_budget_ = UINT64_MAX;
   AttentionOptions options_;
   void forward(const ModelTokens& tokens, int64_t start);  // rows [start, L) into run_
 

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <fstream>
 #include <limits>
 #include <memory>
@@ -350,7 +351,10 @@ std::string npyHeader(const char* descr, const Shape& shape) {
 }
 
 // Writes header + payload to a temp file beside `path`, then renames it into place.
-void writeAtomic(const std::string& path, const std::string& header, const char* payload, size_t payload_size) {
+// Writes `path` atomically: write(write_all) writes every byte through write_all (false on
+// a failed write); a temporary file in the same folder, renamed when complete.
+using WriteAll = std::function<bool(const char*, size_t)>;
+void writeAtomicWith(const std::string& path, const std::function<bool(const WriteAll&)>& write) {
   const size_t slash = path.find_last_of('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
@@ -367,7 +371,7 @@ void writeAtomic(const std::string& path, const std::string& header, const char*
   const mode_t mask = ::umask(0);
   ::umask(mask);
   ::fchmod(fd, 0666 & ~mask);
-  auto write_all = [fd](const char* p, size_t n) {
+  const WriteAll write_all = [fd](const char* p, size_t n) {
     while (n > 0) {
       const ssize_t w = ::write(fd, p, n);
       if (w < 0) {
@@ -379,7 +383,14 @@ void writeAtomic(const std::string& path, const std::string& header, const char*
     }
     return true;
   };
-  const bool ok = write_all(header.data(), header.size()) && write_all(payload, payload_size);
+  bool ok = false;
+  try {
+    ok = write(write_all);
+  } catch (...) {  // the writer's own failure: no file, no temp file
+    ::close(fd);
+    ::unlink(temp.c_str());
+    throw;
+  }
   const int saved_errno = errno;
   const bool closed = ::close(fd) == 0;
   if (!ok || !closed) {
@@ -393,7 +404,32 @@ void writeAtomic(const std::string& path, const std::string& header, const char*
   }
 }
 
+void writeAtomic(const std::string& path, const std::string& header, const char* payload, size_t payload_size) {
+  writeAtomicWith(path, [&](const WriteAll& write_all) {
+    return write_all(header.data(), header.size()) && write_all(payload, payload_size);
+  });
+}
+
 }  // namespace
+
+void writeNpyStream(const std::string& path, const Shape& shape, const std::function<bool(std::vector<float>&)>& next) {
+  int64_t count = 1;
+  for (int64_t n : shape) count *= n;
+  int64_t written = 0;
+  std::vector<float> chunk;
+  writeAtomicWith(path, [&](const WriteAll& write_all) {
+    const std::string header = npyHeader("<f4", shape);
+    if (!write_all(header.data(), header.size())) return false;
+    while (next(chunk)) {
+      written += static_cast<int64_t>(chunk.size());
+      if (written > count) break;
+      if (!write_all(reinterpret_cast<const char*>(chunk.data()), chunk.size() * sizeof(float))) return false;
+    }
+    if (written != count)
+      throw std::logic_error("writeNpyStream: " + std::to_string(written) + " values for shape " + shapeToString(shape));
+    return true;
+  });
+}
 
 NpyArray readNpy(const std::string& path) {
   const RawNpy raw = readRaw(path);

@@ -31,6 +31,10 @@ std::vector<int64_t> readNpyInt(const std::string& path);  // int32/int64, 1-D
 void writeNpy(const std::string& path, const Tensor& tensor);       // float32
 void writeNpy(const std::string& path, const BoolTensor& tensor);   // bool
 void writeNpyInt64(const std::string& path, const Shape& shape, const std::vector<int64_t>& values);
+// A float32 array too large to hold whole, written chunk by chunk (atomically too):
+// next(chunk) fills chunk with the next values in row-major order and returns false when
+// none are left; logic_error (and no file) when the values do not fill the shape.
+void writeNpyStream(const std::string& path, const Shape& shape, const std::function<bool(std::vector<float>&)>& next);
 
 // Writes bytes to `path` atomically (temp file + rename). Throws InputError on failure.
 void writeFileAtomic(const std::string& path, const std::string& bytes);

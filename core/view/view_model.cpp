@@ -437,61 +437,98 @@ ViewModel viewFromImported(ImportedMaps imported) {
 ViewModel viewFromOverview(std::shared_ptr<const TiledAttention> attention, Overview overview,
                            std::vector<std::vector<std::string>> query_tokens,
                            std::vector<std::vector<std::string>> key_tokens) {
-  if (!attention) throw InputError("view model: no tiled attention");
-  const TiledAttention& t = *attention;
-  if (overview.probs.shape != Shape{t.B, t.H, overview.rows, overview.cols} ||
-      static_cast<int64_t>(query_tokens.size()) != t.B || static_cast<int64_t>(key_tokens.size()) != t.B)
-    throw InputError("view model: overview " + shapeToString(overview.probs.shape) + " does not match B=" +
-                     std::to_string(t.B) + " H=" + std::to_string(t.H));
+  std::vector<Overview> overviews;
+  overviews.push_back(std::move(overview));
+  return viewFromOverviews({std::move(attention)}, std::move(overviews), std::move(query_tokens),
+                           std::move(key_tokens));
+}
+
+namespace {
+
+// "causal+window:3", or "none" without terms.
+std::string tiledMaskName(const TiledAttention& t) {
+  std::string name;
+  for (const std::string& term : t.mask_names) name += (name.empty() ? "" : "+") + term;
+  return name.empty() ? "none" : name;
+}
+
+// InputError unless every layer's attention and overview agree with the first's sizes.
+void checkOverviews(const std::vector<std::shared_ptr<const TiledAttention>>& layers, const std::vector<Overview>& overviews,
+                    size_t query_items, size_t key_items) {
+  if (layers.empty() || layers.size() != overviews.size() || !layers[0]) throw InputError("view model: no tiled attention");
+  const TiledAttention& first = *layers[0];
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const TiledAttention* t = layers[l].get();
+    const Overview& o = overviews[l];
+    if (!t || t->B != first.B || t->H != first.H || t->L != first.L || t->S != first.S ||
+        o.probs.shape != Shape{first.B, first.H, overviews[0].rows, overviews[0].cols} ||
+        o.metric_sums.size() != overviews[0].metric_sums.size() || o.block_means.size() != overviews[0].block_means.size() ||
+        static_cast<int64_t>(query_items) != first.B || static_cast<int64_t>(key_items) != first.B)
+      throw InputError("view model: overview " + shapeToString(o.probs.shape) + " of layer " + std::to_string(l) +
+                       " does not match B=" + std::to_string(first.B) + " H=" + std::to_string(first.H));
+  }
+}
+
+// Overview row r covers real rows [firstRow(r), firstRow(r + 1)): labelled "first-last".
+std::vector<std::string> rangeLabels(int64_t count, const std::function<int64_t(int64_t)>& first) {
+  std::vector<std::string> labels;
+  for (int64_t n = 0; n < count; ++n) {
+    const int64_t a = first(n), b = first(n + 1) - 1;
+    labels.push_back(a == b ? std::to_string(a) : std::to_string(a) + "-" + std::to_string(b));
+  }
+  return labels;
+}
+
+}  // namespace
+
+ViewModel viewFromOverviews(std::vector<std::shared_ptr<const TiledAttention>> layers, std::vector<Overview> overviews,
+                            std::vector<std::vector<std::string>> query_tokens,
+                            std::vector<std::vector<std::string>> key_tokens) {
+  checkOverviews(layers, overviews, query_tokens.size(), key_tokens.size());
+  const TiledAttention& t = *layers[0];
   auto tiled = std::make_shared<TiledMaps>();
-  tiled->attention = attention;
-  tiled->L = t.L, tiled->S = t.S, tiled->rows = overview.rows, tiled->cols = overview.cols;
+  tiled->L = t.L, tiled->S = t.S, tiled->rows = overviews[0].rows, tiled->cols = overviews[0].cols;
   tiled->query_tokens = std::move(query_tokens);
   tiled->key_tokens = std::move(key_tokens);
-  tiled->fully_masked = std::move(overview.fully_masked);
-  tiled->metric_sums = std::move(overview.metric_sums);
-  tiled->mean_rows = overview.mean_rows, tiled->mean_cols = overview.mean_cols;
-  tiled->block_means = std::move(overview.block_means);
-  const std::vector<int64_t> allowed_cells = std::move(overview.allowed_cells);
-  for (const std::string& name : t.mask_names) tiled->mask_name += (tiled->mask_name.empty() ? "" : "+") + name;
-  if (tiled->mask_name.empty()) tiled->mask_name = "none";
+  tiled->fully_masked = overviews[0].fully_masked;
+  tiled->mean_rows = overviews[0].mean_rows, tiled->mean_cols = overviews[0].mean_cols;
 
   ViewModel view;
   view.source = ViewSource::Tiled;
-  view.layers = 1, view.B = t.B, view.H = t.H, view.L = overview.rows, view.S = overview.cols;
-  const auto owner = std::make_shared<const Overview>(std::move(overview));
-  LayerMaps layer;
-  layer.name = "layer 0";
-  layer.probs = std::shared_ptr<const float>(owner, owner->probs.data.data());
-  layer.scores = std::shared_ptr<const float>(owner, owner->scores.data.data());
-  layer.allowed = std::shared_ptr<const uint8_t>(owner, owner->allowed.data.data());
-  layer.scale = t.scale;
-  layer.mask_name = tiled->mask_name;
-  view.maps.push_back(std::move(layer));
-  // Overview row r covers real rows [firstRow(r), firstRow(r + 1)): labelled "first-last".
-  const auto ranges = [](int64_t count, const std::function<int64_t(int64_t)>& first) {
-    std::vector<std::string> labels;
-    for (int64_t n = 0; n < count; ++n) {
-      const int64_t a = first(n), b = first(n + 1) - 1;
-      labels.push_back(a == b ? std::to_string(a) : std::to_string(a) + "-" + std::to_string(b));
-    }
-    return labels;
-  };
+  view.layers = static_cast<int64_t>(layers.size()), view.B = t.B, view.H = t.H;
+  view.L = tiled->rows, view.S = tiled->cols;
+  std::vector<std::vector<int64_t>> allowed_cells;  // [layers][B]
+  for (size_t l = 0; l < layers.size(); ++l) {
+    Overview& overview = overviews[l];
+    tiled->metric_sums.insert(tiled->metric_sums.end(), overview.metric_sums.begin(), overview.metric_sums.end());
+    tiled->block_means.insert(tiled->block_means.end(), overview.block_means.begin(), overview.block_means.end());
+    allowed_cells.push_back(std::move(overview.allowed_cells));
+    const auto owner = std::make_shared<const Overview>(std::move(overview));
+    LayerMaps layer;
+    layer.name = "layer " + std::to_string(l);
+    layer.probs = std::shared_ptr<const float>(owner, owner->probs.data.data());
+    layer.scores = std::shared_ptr<const float>(owner, owner->scores.data.data());
+    layer.allowed = std::shared_ptr<const uint8_t>(owner, owner->allowed.data.data());
+    layer.scale = layers[l]->scale;
+    layer.mask_name = tiledMaskName(*layers[l]);
+    view.maps.push_back(std::move(layer));
+  }
+  tiled->layers = std::move(layers);
   const TiledMaps& m = *tiled;
-  const std::vector<std::string> rows = ranges(m.rows, [&](int64_t r) { return m.firstRow(r); });
-  const std::vector<std::string> cols = ranges(m.cols, [&](int64_t c) { return m.firstCol(c); });
-  view.query_tokens.assign(static_cast<size_t>(t.B), rows);
-  view.key_tokens.assign(static_cast<size_t>(t.B), cols);
+  view.query_tokens.assign(static_cast<size_t>(t.B), rangeLabels(m.rows, [&](int64_t r) { return m.firstRow(r); }));
+  view.key_tokens.assign(static_cast<size_t>(t.B), rangeLabels(m.cols, [&](int64_t c) { return m.firstCol(c); }));
   view.tiled = std::move(tiled);
   summarize(view);
   // Fully masked rows of the real map (summarize counts them from a trace, which tiles lack)
   // and its allowed cells when the overview counted them (summarize counted blocks).
-  for (int64_t b = 0; b < view.B; ++b) {
-    int64_t count = 0;
-    for (int64_t i = 0; i < view.tiled->L; ++i) count += view.tiled->fully_masked.data[b * view.tiled->L + i] != 0;
-    view.fully_masked_counts[static_cast<size_t>(b)] = count;
-    if (!allowed_cells.empty()) view.allowed_counts[static_cast<size_t>(b)] = allowed_cells[b];
-  }
+  for (int64_t l = 0; l < view.layers; ++l)
+    for (int64_t b = 0; b < view.B; ++b) {
+      int64_t count = 0;
+      for (int64_t i = 0; i < view.tiled->L; ++i) count += view.tiled->fully_masked.data[b * view.tiled->L + i] != 0;
+      const size_t slot = static_cast<size_t>(l * view.B + b);
+      view.fully_masked_counts[slot] = count;
+      if (!allowed_cells[l].empty()) view.allowed_counts[slot] = allowed_cells[l][b];
+    }
   return view;
 }
 

@@ -25,28 +25,29 @@ namespace attnscope {
 
 enum class ViewSource {
   CoreTrace,  // one runAttention() trace: probabilities, scores, mask, pipeline stages
-  ModelRun,   // a transformer run: one trace per layer
+  ModelRun,   // a transformer run: one trace per layer (past the full path's budget: in tiles, `tiled` set)
   Imported,   // maps computed elsewhere: probabilities only
   Tiled,      // a map too large to hold (attention/tiles.h): its pooled overview, exact windows on demand
 };
 const char* viewSourceName(ViewSource source);  // "core trace", "model run", "imported", "tiled"
 
-// A tiled source behind a ViewModel: the view's maps are its overview ([B, H, rows, cols],
-// each cell a block of the real [L, S] map, view/downsample.h's block rule), and the
-// focus view's zoom computes exact or pooled windows of the real map from `attention`.
+// A tiled source behind a ViewModel: the view's maps are its overviews ([B, H, rows, cols]
+// per layer, each cell a block of the real [L, S] map, view/downsample.h's block rule), and
+// the focus view's zoom computes exact or pooled windows of the real map from `layers`: one
+// layer for a synthetic run, every layer of a model run beyond the full path's budget.
 struct TiledMaps {
-  std::shared_ptr<const TiledAttention> attention;
+  std::vector<std::shared_ptr<const TiledAttention>> layers;  // [layers]
   int64_t L = 0, S = 0;                                // the real map
   int64_t rows = 0, cols = 0;                          // the overview
   std::vector<std::vector<std::string>> query_tokens;  // [B][L]
   std::vector<std::vector<std::string>> key_tokens;    // [B][S]
-  BoolTensor fully_masked;                             // [B, L]
-  std::string mask_name;
+  BoolTensor fully_masked;                             // [B, L] of layer 0 (a model's layers: none)
   // Head analytics of the real maps, measured in the overview's pass (OverviewMeasures);
   // empty when not measured. The view's allowed_counts are the real map's cells too.
-  std::vector<MetricSums> metric_sums;  // [B, H]
+  std::vector<MetricSums> metric_sums;  // [layers, B, H]
   int64_t mean_rows = 0, mean_cols = 0;
-  std::vector<double> block_means;      // [B, H, mean_rows, mean_cols] block means of the probabilities
+  std::vector<double> block_means;      // [layers, B, H, mean_rows, mean_cols] block means of the probabilities
+  const TiledAttention& layer(int64_t l) const { return *layers.at(static_cast<size_t>(l)); }
   // The overview cell holding real query row i / key j, and the first real row / key of
   // overview row r / column c (r = rows gives L).
   int64_t overviewRow(int64_t i) const { return ((i + 1) * rows - 1) / L; }
@@ -238,6 +239,10 @@ struct ViewModel {
   // The real map's size: L and S, or a tiled source's (whose maps here are its overview).
   // Zoom windows, axis labels and hovered cells of the focus view are in these units.
   int64_t mapL() const { return tiled ? tiled->L : L; }
+  // Batch item b's labels of the real map's query rows (a tiled source's own name overview blocks).
+  const std::vector<std::string>& mapQueryTokens(int64_t b = 0) const {
+    return (tiled ? tiled->query_tokens : query_tokens).at(static_cast<size_t>(b));
+  }
   int64_t mapS() const { return tiled ? tiled->S : S; }
 
   // Slices; layer/b/h are checked (std::out_of_range). [L, S] row-major.
@@ -283,6 +288,11 @@ ViewModel viewFromTraces(const std::vector<std::shared_ptr<const AttentionTrace>
 ViewModel viewFromOverview(std::shared_ptr<const TiledAttention> attention, Overview overview,
                            std::vector<std::vector<std::string>> query_tokens,
                            std::vector<std::vector<std::string>> key_tokens);
+// The same for several layers of one run (a model's), one overview each, all of one size
+// and with the same measures; layers named "layer i". InputError when they do not agree.
+ViewModel viewFromOverviews(std::vector<std::shared_ptr<const TiledAttention>> layers, std::vector<Overview> overviews,
+                            std::vector<std::vector<std::string>> query_tokens,
+                            std::vector<std::vector<std::string>> key_tokens);
 
 // Maps computed elsewhere, already checked finite by the reader.
 struct ImportedMaps {

@@ -209,6 +209,58 @@ class HfAnalyzeEncoder(HfExportAnalyze):
         self.assertIn("mask none (bidirectional encoder)", result.stdout)
 
 
+class HfPastTheBudget(unittest.TestCase):
+    """Maps past the full path's budget (ATTNSCOPE_FULL_PATH_BYTES=1: every run): `model run`
+    keeps Q, K and the row normalisers and computes attentions.npy from them as it writes it
+    (the same maps as the default run within 1e-6, the reference's within ATTN_TOL), and says
+    so; `analyze MODEL --text` measures in tiles with the full run's numbers."""
+
+    CASES = [("gpt2", dict(seed=51)), ("llama", dict(seed=52, G=2)), ("mistral", dict(seed=53, window=5)),
+             ("gemma2", dict(seed=54, G=2, window=4, N=3)), ("bert", dict(seed=55))]
+
+    def test_model_run_and_analyze(self):
+        env = dict(os.environ, ATTNSCOPE_FULL_PATH_BYTES="1")
+        folders = {}
+        for family, opt in self.CASES:
+            with self.subTest(family=family):
+                folder = folders[family] = ref.case_dir("hf-budget", family)
+                for out in (folder + "-full", folder + "-tiled"):
+                    shutil.rmtree(out, ignore_errors=True)
+                cfg, tensors = hf.make_model(family, V=256, P=90, **opt)
+                stored = hf.write_folder(folder, cfg, tensors)
+                ids = list(np.random.default_rng(opt["seed"]).integers(0, 40, 70))  # two row blocks
+                args = ["model", "run", folder, "--ids", ",".join(map(str, ids)), "--out"]
+                full = subprocess.run([ref.BIN, *args, folder + "-full"], capture_output=True, text=True, timeout=120)
+                tiled = subprocess.run([ref.BIN, *args, folder + "-tiled"], capture_output=True, text=True,
+                                       timeout=120, env=env)
+                self.assertEqual((full.returncode, tiled.returncode), (0, 0), full.stderr + tiled.stderr)
+                self.assertIn("computed from the kept Q, K and row normalisers", tiled.stdout)
+                self.assertNotIn("row normalisers", full.stdout)
+                want = np.load(os.path.join(folder + "-full", "attentions.npy"))
+                got = np.load(os.path.join(folder + "-tiled", "attentions.npy"))
+                np.testing.assert_allclose(got, want, atol=1e-6, rtol=0)
+                _, attns = hf.forward(cfg, stored, ids)
+                for layer, a in enumerate(attns):
+                    np.testing.assert_allclose(got[layer, 0], a.numpy(), atol=ATTN_TOL, rtol=0)
+                for name in ("logits.npy", "tokens.txt"):
+                    if os.path.exists(os.path.join(folder + "-full", name)):
+                        with open(os.path.join(folder + "-full", name), "rb") as a, \
+                                open(os.path.join(folder + "-tiled", name), "rb") as b:
+                            self.assertEqual(a.read(), b.read(), name)  # the same forward, bit for bit
+        folder = folders["llama"]
+        hf.write_byte_level_bpe(folder)
+        runs = [subprocess.run([ref.BIN, "analyze", folder, "--text", "The attention heads"], capture_output=True,
+                               text=True, timeout=120, env=e) for e in (None, env)]
+        self.assertEqual([r.returncode for r in runs], [0, 0], runs[1].stderr)
+        self.assertIn("measured in tiles", runs[1].stdout)
+        table = [[line.split() for line in r.stdout.splitlines() if line.split()[:1] in (["0"], ["1"])] for r in runs]
+        self.assertEqual(len(table[0]), 8, runs[0].stdout)
+        for a, b in zip(*table):
+            self.assertEqual(a[:3], b[:3])
+            for x, y in zip(a[3:], b[3:]):
+                self.assertAlmostEqual(float(x), float(y), places=3)
+
+
 def rewrite_header(path, change):
     """Applies change(header dict) to a safetensors file's header, keeping the data."""
     with open(path, "rb") as f:

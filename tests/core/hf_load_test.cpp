@@ -17,6 +17,7 @@
 #include "config/model_source.h"
 #include "heap_bytes.h"
 #include "model/hf_model.h"
+#include "safetensors_writer.h"
 
 namespace attnscope {
 namespace {
@@ -25,8 +26,8 @@ namespace fs = std::filesystem;
 constexpr int64_t D = 8, M = 16, V = 16;
 
 // Shapes of a 2-layer Llama with tied embeddings (nn.Linear weights [out, in]).
-std::vector<std::pair<std::string, std::vector<int64_t>>> llamaTensors() {
-  std::vector<std::pair<std::string, std::vector<int64_t>>> t = {{"model.embed_tokens.weight", {V, D}},
+TensorShapes llamaTensors() {
+  TensorShapes t = {{"model.embed_tokens.weight", {V, D}},
                                                                   {"model.norm.weight", {D}}};
   for (int i = 0; i < 2; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
@@ -48,25 +49,8 @@ uint64_t writeLlama(const fs::path& folder, bool with_data) {
       << R"({"model_type": "llama", "hidden_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2,
             "num_key_value_heads": 2, "intermediate_size": 16, "vocab_size": 16, "max_position_embeddings": 16,
             "rms_norm_eps": 1e-5, "tie_word_embeddings": true})";
-  nlohmann::json header = nlohmann::json::object();
-  std::string data;
-  for (const auto& [name, shape] : llamaTensors()) {
-    int64_t n = 1;
-    for (int64_t dim : shape) n *= dim;
-    header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {data.size(), data.size() + 4 * n}}};
-    for (int64_t k = 0; k < n; ++k) {
-      const float x = static_cast<float>(k) / 1000.0f;
-      data.append(reinterpret_cast<const char*>(&x), sizeof x);
-    }
-  }
-  std::string text = header.dump();
-  text.append((8 - text.size() % 8) % 8, ' ');
-  std::ofstream file(folder / "model.safetensors", std::ios::binary);
-  const uint64_t length = text.size();
-  for (int i = 0; i < 8; ++i) file.put(static_cast<char>((length >> (8 * i)) & 0xff));
-  file << text;
-  if (with_data) file << data;
-  return data.size();
+  return writeF32Safetensors(folder / "model.safetensors", llamaTensors(),
+                             [](int64_t k) { return static_cast<float>(k) / 1000.0f; }, with_data);
 }
 
 class HfLoad : public ::testing::Test {

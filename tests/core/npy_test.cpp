@@ -3,11 +3,16 @@
 // (NumPy itself reading our files is checked in tests/cli/test_compute.py.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "config/bundle.h"
 #include "tensor/npy.h"
@@ -247,6 +252,34 @@ TEST_F(NpyFiles, AtomicWritesLeaveNoTemporaryFiles) {
   }
   EXPECT_EQ(entries, 1u);
   EXPECT_THROW(writeNpy(path("no/such/dir/x.npy"), Tensor({1})), InputError);
+}
+
+// writeNpyStream (model run's attentions.npy past the full path's budget): chunks of any
+// size make the same file as writeNpy; chunks that do not fill the shape, or overfill it,
+// leave no file and no temporary file.
+TEST_F(NpyFiles, StreamedWritesEqualWholeOnesAndLeaveNothingWhenShort) {
+  Tensor t({3, 7});
+  for (size_t i = 0; i < t.data.size(); ++i) t.data[i] = static_cast<float>(i) * 0.5f - 3.0f;
+  writeNpy(path("whole.npy"), t);
+  size_t at = 0;
+  writeNpyStream(path("streamed.npy"), t.shape, [&](std::vector<float>& chunk) {
+    const size_t n = std::min<size_t>(5, t.data.size() - at);  // 5, 5, 5, 5, 1
+    chunk.assign(t.data.begin() + static_cast<std::ptrdiff_t>(at), t.data.begin() + static_cast<std::ptrdiff_t>(at + n));
+    at += n;
+    return n > 0;
+  });
+  std::ifstream a(path("whole.npy"), std::ios::binary), b(path("streamed.npy"), std::ios::binary);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(a), {}), std::string(std::istreambuf_iterator<char>(b), {}));
+  for (const size_t chunks : {1u, 9u}) {  // 7 values of 21, then 63
+    size_t given = 0;
+    EXPECT_THROW(writeNpyStream(path("bad.npy"), t.shape, [&](std::vector<float>& chunk) {
+      chunk.assign(7, 1.0f);
+      return given++ < chunks;
+    }), std::logic_error);
+  }
+  size_t entries = 0;
+  for (const auto& entry : fs::directory_iterator(dir_)) entries += entry.path().filename() != "bad.npy" ? 1 : 100;
+  EXPECT_EQ(entries, 2u) << "whole.npy and streamed.npy only";
 }
 
 TEST_F(NpyFiles, BundleSelfAttentionSeededWeightsAndLabels) {

@@ -114,7 +114,7 @@ TEST_P(TiledRunTest, TiledViewEqualsFullView) {
       EXPECT_NEAR(tiled->probsRange(0, b, h).max, full->probsRange(0, b, h).max, 1e-6);
       // An exact window of the tiled source equals the full maps there.
       const int64_t i0 = c.L / 3, j0 = c.S / 4, rows = std::min<int64_t>(40, c.L - i0), cols = std::min<int64_t>(50, c.S - j0);
-      const Tile tile = computeTile(*tiled->tiled->attention, b, h, i0, rows, j0, cols);
+      const Tile tile = computeTile(tiled->tiled->layer(0), b, h, i0, rows, j0, cols);
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t k = 0; k < cols; ++k) {
           const size_t cell = static_cast<size_t>((i0 + r) * c.S + j0 + k);

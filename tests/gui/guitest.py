@@ -218,6 +218,33 @@ class AppTestCase(unittest.TestCase):
         time.sleep(0.2)
         self.x.xdotool("keyup", "Return")
 
+    def settled_zoom(self, log):
+        """A tiled source zoomed by the wheel: the newest state once the zoom has stopped and its
+        window's tile is shown."""
+        deadline = time.time() + 30
+        last = None
+        while time.time() < deadline:
+            state = read_state_log(log)[-1]
+            tile = state["zoom_tile"]
+            done = state["zoomed"] and tile is not None and not tile["pending"] and tile["window"] == state["zoom_window"]
+            if done and last is not None and last["zoom_window"] == state["zoom_window"]:
+                return state
+            last = state if done else None
+            time.sleep(0.5)
+        self.fail("the zoom never settled")
+
+    def zoom_to_exact_tile(self, log):
+        """Nine wheel steps up at the pointer over a tiled source's focus map: the window
+        shrinks to at most 48 cells a side and its exact tile comes; returns that state."""
+        for _ in range(9):
+            self.x.xdotool("click", 4)
+            time.sleep(0.15)
+        state = self.settled_zoom(log)
+        self.assertLessEqual(state["zoom_window"][1], 48)
+        self.assertTrue(state["zoom_tile"]["exact"])
+        self.assertEqual(state["zoom_tile"]["error"], "")
+        return state
+
     def export_zoomed_window(self, window, log, head, size, win):
         """Ctrl+S on a zoomed focus view of map (layer 0, head, batch item 0) of a causal
         size x size map showing window win [row0, rows, col0, cols]: checks that the export

@@ -137,16 +137,29 @@ std::shared_ptr<const ViewModel> ComputeWorker::runModel(const ComputeRequest& r
     facts.token_unit = size.unit;
   };
   std::shared_ptr<const ViewModel> view;
+  // Past the full path's budget every layer's overview is pooled: progress and Cancel as a
+  // synthetic tiled run's.
+  const Progress overview_progress = [&](double fraction) {
+    job.progress(fraction);
+    return job.keepGoing();
+  };
   try {
-    view = std::make_shared<const ViewModel>(model_runner_->view(settings.model_text, &size, request.logit_rows));
+    view = std::make_shared<const ViewModel>(
+        model_runner_->view(settings.model_text, &size, request.logit_rows, overview_progress));
+    job.progress(-1.0);
+  } catch (const Cancelled&) {
+    note_size();
+    result.cancelled = true;
+    return nullptr;
   } catch (const InputError&) {
     note_size();
     throw;
   }
   note_size();
+  result.tiled = view->tiled != nullptr;  // past the full path's budget: every layer in tiles
   facts.known = true;
   facts.B = 1;
-  facts.L = facts.S_key = facts.S_value = view->L;
+  facts.L = facts.S_key = facts.S_value = view->mapL();
   facts.H = model_runner_->heads();
   facts.D_q = facts.D_k = model_runner_->width();
   return view;

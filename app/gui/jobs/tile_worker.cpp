@@ -21,7 +21,7 @@ WindowTile computeWindowTile(const TileRequest& request, const std::function<boo
   WindowTile tile;
   tile.request = request;
   const auto start = std::chrono::steady_clock::now();
-  const TiledAttention& t = *request.maps->attention;
+  const TiledAttention& t = request.maps->layer(request.layer);
   const CellWindow& w = request.window;
   try {
     tile.exact = w.rows <= kTextureMaxSide && w.cols <= kTextureMaxSide;

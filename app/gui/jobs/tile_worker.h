@@ -18,9 +18,11 @@ namespace attnscope {
 
 struct TileRequest {
   std::shared_ptr<const TiledMaps> maps;  // keeps the source alive while it computes
-  int64_t b = 0, h = 0;
+  int64_t layer = 0, b = 0, h = 0;
   CellWindow window;                      // resolved against the real map (never whole())
-  bool operator==(const TileRequest& o) const { return maps == o.maps && b == o.b && h == o.h && window == o.window; }
+  bool operator==(const TileRequest& o) const {
+    return maps == o.maps && layer == o.layer && b == o.b && h == o.h && window == o.window;
+  }
   bool operator!=(const TileRequest& o) const { return !(*this == o); }
 };
 

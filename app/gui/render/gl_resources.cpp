@@ -195,15 +195,15 @@ bool updateZoomTextures(ZoomTextures& zoom, const ViewModel* view, const ViewMod
   }
   if (view && view->tiled) {
     const TileRequest& r = tile->request;
-    if (zoom.source == view->stamp.value() && zoom.tile_maps == r.maps.get() && zoom.focus.batch_item == r.b &&
-        zoom.focus.head == r.h && zoom.window == r.window)
+    if (zoom.source == view->stamp.value() && zoom.tile_maps == r.maps.get() && zoom.focus == ViewFocus{r.layer, r.h, r.b} &&
+        zoom.window == r.window)
       return false;  // the same window of the same maps: the same values
     const int64_t rebuilds = zoom.rebuilds;
     releaseZoomTextures(zoom);
     zoom.rebuilds = rebuilds + 1;
     zoom.source = view->stamp.value();
     zoom.tile_maps = r.maps.get();
-    zoom.focus = ViewFocus{0, r.h, r.b};
+    zoom.focus = ViewFocus{r.layer, r.h, r.b};
     zoom.window = r.window;
     zoom.probs = uploadMap(textureOfMap(tile->probs.data.data(), tile->allowed.data.data(), tile->rows, tile->cols,
                                         MapKind::Probs));

@@ -73,7 +73,7 @@ struct ViewTextures {
 // Unused (0) while the focus view is not zoomed.
 struct ZoomTextures {
   uint64_t source = 0;  // stamps of the view models (0 = none)
-  // A tiled source: window of (focus.batch_item, focus.head) of these maps (those of the
+  // A tiled source: window of map (focus.layer, focus.batch_item, focus.head) of these maps (those of the
   // view `source` stamps: the stamp is compared first).
   const TiledMaps* tile_maps = nullptr;
   uint64_t correct_source = 0;

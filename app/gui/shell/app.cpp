@@ -51,8 +51,8 @@ std::string windowTitle(const AppState& state) {
   }
   std::string title = "attnscope \xE2\x80\x94 " + subject;
   if (const ViewModel* v = state.compute.view.get()) {
-    if (v->layers > 1) title += " (" + std::to_string(v->layers) + " layers, L=" + std::to_string(v->L) + ", H=" + std::to_string(v->H) + ")";
-    else title += " (L=" + std::to_string(v->L) + ", H=" + std::to_string(v->H) + ")";
+    if (v->layers > 1) title += " (" + std::to_string(v->layers) + " layers, L=" + std::to_string(v->mapL()) + ", H=" + std::to_string(v->H) + ")";
+    else title += " (L=" + std::to_string(v->mapL()) + ", H=" + std::to_string(v->H) + ")";
   }
   return title;
 }

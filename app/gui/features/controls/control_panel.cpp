@@ -198,7 +198,7 @@ bool drawModelInput(AppState& state) {
     drawTextTooLong(state);
   } else if (model_view) {
     const InputFacts& f = state.compute.facts;  // what a token is: characters, bytes or tokens
-    ImGui::TextDisabled("%lld of %lld %s (context)", static_cast<long long>(v->L), static_cast<long long>(v->context),
+    ImGui::TextDisabled("%lld of %lld %s (context)", static_cast<long long>(v->mapL()), static_cast<long long>(v->context),
                         f.context > 0 ? f.token_unit : "characters");
     if (unknown)
       warningText(std::to_string(v->unknown_tokens) + " character(s) outside the vocabulary: shown as \"(unk)\"");

@@ -25,6 +25,7 @@ void updateZoomTile(AppState& state) {
   TileRequest want;
   if (v && v->tiled && !state.view.zoom.whole()) {
     want.maps = v->tiled;
+    want.layer = std::clamp<int64_t>(state.view.focus.layer, 0, v->layers - 1);
     want.b = std::clamp<int64_t>(state.view.focus.batch_item, 0, v->B - 1);
     want.h = std::clamp<int64_t>(state.view.focus.head, 0, v->H - 1);
     want.window = resolveWindow(state.view.zoom, v->mapL(), v->mapS());

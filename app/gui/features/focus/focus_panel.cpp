@@ -74,12 +74,12 @@ void drawImportedCellTooltip(const ViewModel& view, int64_t layer, int64_t b, in
 
 // Tiled cells: the exact values when the zoomed window's tile has them, else the overview
 // block holding the cell (its largest probability and largest |score|).
-void drawTiledCellTooltip(const ViewModel& view, const WindowTile* tile, int64_t b, int64_t h, int64_t i, int64_t j) {
+void drawTiledCellTooltip(const ViewModel& view, const WindowTile* tile, int64_t layer, int64_t b, int64_t h, int64_t i,
+                          int64_t j) {
   const TiledMaps& m = *view.tiled;
-  const TiledAttention& t = *m.attention;
+  const TiledAttention& t = m.layer(layer);
   ImGui::BeginTooltip();
-  ImGui::Text("query  %s  (i = %lld)", visibleToken(m.query_tokens[b][i]).c_str(), static_cast<long long>(i));
-  ImGui::Text("key    %s  (j = %lld)", visibleToken(m.key_tokens[b][j]).c_str(), static_cast<long long>(j));
+  drawTokenLines(view, b, i, j, m.query_tokens[b], m.key_tokens[b]);  // a model's raw pieces too (real rows)
   ImGui::Separator();
   float prob = 0.0f, score = 0.0f;
   bool allowed = false;
@@ -91,13 +91,14 @@ void drawTiledCellTooltip(const ViewModel& view, const WindowTile* tile, int64_t
     ImGui::TextDisabled("exact: computed from Q and K for this window");
   } else {
     const int64_t r = m.overviewRow(i), c = m.overviewCol(j);
-    const size_t cell = view.mapIndex(0, b, h) * static_cast<size_t>(view.L * view.S) + static_cast<size_t>(r * view.S + c);
+    const size_t cell = view.mapIndex(layer, b, h) * static_cast<size_t>(view.L * view.S) + static_cast<size_t>(r * view.S + c);
     ImGui::Text("overview block: queries %lld-%lld, keys %lld-%lld", static_cast<long long>(m.firstRow(r)),
                 static_cast<long long>(m.firstRow(r + 1) - 1), static_cast<long long>(m.firstCol(c)),
                 static_cast<long long>(m.firstCol(c + 1) - 1));
-    if (view.isAllowed(0, b, r, c)) {
-      ImGui::Text("largest probability  %.5g", view.maps[0].probs.get()[cell]);
-      ImGui::Text("largest |score|      %.5g", view.maps[0].scores.get()[cell]);
+    if (view.isAllowed(layer, b, r, c)) {
+      const size_t in_layer = cell - view.mapIndex(layer, 0, 0) * static_cast<size_t>(view.L * view.S);
+      ImGui::Text("largest probability  %.5g", view.maps[layer].probs.get()[in_layer]);
+      ImGui::Text("largest |score|      %.5g", view.maps[layer].scores.get()[in_layer]);
     } else {
       ImGui::TextUnformatted("every cell of the block is masked");
     }
@@ -257,7 +258,7 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
   if (hit.hovered && v.tiled) {
     state.view.hover_next = {v.tiled->overviewRow(hit.row), v.tiled->overviewCol(hit.col)};
     state.view.map_hover_next = {hit.row, hit.col};
-    drawTiledCellTooltip(v, map.tile, g.b, g.h, hit.row, hit.col);
+    drawTiledCellTooltip(v, map.tile, g.layer, g.b, g.h, hit.row, hit.col);
   } else if (hit.hovered) {
     state.view.hover_next = {hit.row, hit.col};
     if (t) drawTraceCellTooltip(v, *t, g.b, g.h, hit.row, hit.col, q_tokens, k_tokens, map.tooltip_heading);
@@ -371,7 +372,7 @@ FocusScene focusScene(const AppState& state) {
   scene.zoomed = !state.view.zoom.whole() && (scene.tiled || zoom.probs || zoom.correct_probs);
   g.window = resolveWindow(scene.zoomed ? state.view.zoom : CellWindow{}, scene.shown->mapL(), scene.shown->mapS());
   const bool tile_shown = scene.tiled && scene.zoomed && zoom.tile_maps == scene.tiled && zoom.window == g.window &&
-                          zoom.focus.head == g.h && zoom.focus.batch_item == g.b && zoom.probs;
+                          zoom.focus == ViewFocus{g.layer, g.h, g.b} && zoom.probs;
   scene.tile = tile_shown ? state.zoom_tile.ready() : nullptr;
   if (scene.tiled && !tile_shown) {  // nearest sampling keeps the overview's blocks
     const float L = static_cast<float>(scene.tiled->L), S = static_cast<float>(scene.tiled->S);
@@ -486,7 +487,7 @@ std::string fullyMaskedNote(const AppState& state, const FocusScene& scene) {
   const ViewTextures& tex = state.gpu.textures;
   const int64_t fully_masked = (t || scene.tiled) && tex.hasMask() ? tex.fully_masked_rows[scene.g.layer] : 0;
   if (fully_masked <= 0) return "";
-  const bool neg_inf = (t ? t->fill : scene.tiled->attention->fill) == MaskFill::NegInf;
+  const bool neg_inf = (t ? t->fill : scene.tiled->layer(scene.g.layer).fill) == MaskFill::NegInf;
   char note[320];
   std::snprintf(note, sizeof note,
                 "%lld fully masked row%s (red marks): every key is masked, so PyTorch's softmax returns NaN there; "

@@ -62,7 +62,7 @@ void drawGrid(AppState& state, const ViewModel& v, const LensGrid& g) {
   list->AddRectFilled(g.clip_min, ImVec2(g.clip_max.x, g.clip_min.y + g.cell_h), header_bg);
   for (int64_t t = t0; t < t1; ++t) {
     const ImVec2 at(g.origin.x + g.label_w + t * kCellW + 3, g.clip_min.y + 2);
-    list->AddText(at, ImGui::GetColorU32(ImGuiCol_TextDisabled), fitText(visibleToken(v.query_tokens[0][t]), kCellW - 6).c_str());
+    list->AddText(at, ImGui::GetColorU32(ImGuiCol_TextDisabled), fitText(visibleToken(v.mapQueryTokens()[t]), kCellW - 6).c_str());
   }
   list->PopClipRect();
   list->PushClipRect(ImVec2(g.clip_min.x, g.clip_min.y + g.cell_h), g.clip_max, true);
@@ -93,7 +93,7 @@ void hoverAndClick(AppState& state, const ViewModel& v, const LensGrid& g) {
   if (!cell.valid()) return;
   ImGui::BeginTooltip();
   ImGui::Text("%s at position %lld '%s'", cell.layer == 0 ? "embeddings" : ("after layer " + std::to_string(cell.layer)).c_str(),
-              static_cast<long long>(cell.position), visibleToken(v.query_tokens[0][cell.position]).c_str());
+              static_cast<long long>(cell.position), visibleToken(v.mapQueryTokens()[cell.position]).c_str());
   const std::vector<TokenGuess>& top = v.lens.at(cell.layer, cell.position);
   const float percent_x = ImGui::CalcTextSize("5. 'mmmmmmmm' ").x;
   for (size_t rank = 0; rank < top.size(); ++rank) {

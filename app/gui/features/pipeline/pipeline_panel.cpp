@@ -236,6 +236,7 @@ void drawPipelinePanel(AppState& state) {
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("heads folded into the batch, as in seed listing 004");
     // A trained model's run: the focused layer's attention (every layer has its trace).
     const ViewModel* model_run = state.compute.view && state.compute.view->source == ViewSource::ModelRun &&
+                                         !state.compute.view->tiled &&
                                          state.compute.error().empty()
                                      ? state.compute.view.get()
                                      : nullptr;

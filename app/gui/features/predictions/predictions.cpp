@@ -84,7 +84,9 @@ PredictionPosition predictionPosition(const AppState& state) {
   const ViewModel* v = state.compute.view.get();
   if (!v || v->predictions.empty() || !state.compute.error().empty()) return {};
   const int64_t L = static_cast<int64_t>(v->predictions.size());
-  if (state.view.hover.row >= 0 && state.view.hover.row < L) return {state.view.hover.row, "hovered"};
+  // A tiled source's hover is an overview block: its real row is map_hover's.
+  const int64_t hovered = v->tiled ? state.view.map_hover.row : state.view.hover.row;
+  if (hovered >= 0 && hovered < L) return {hovered, "hovered"};
   if (state.view.selected_query >= 0 && state.view.selected_query < L) return {state.view.selected_query, "clicked"};
   // A generation: the newest step, its top-5 with the token chosen after it.
   if (v->first_generated >= 0 && L - 1 >= v->first_generated) return {L - 2, "newest step"};
@@ -142,13 +144,13 @@ void predictionsToJson(const AppState& state, nlohmann::json& line) {
   line["predictions_pin"] = nullptr;
   if (state.view.selected_query >= 0) line["predictions_pin"] = state.view.selected_query;
   if (v && v->source == ViewSource::ModelRun) {
-    line["query_tokens"] = v->query_tokens[0];
+    line["query_tokens"] = v->mapQueryTokens();
     line["model_name"] = v->model;
     line["caption"] = v->notes;
     line["unknown_tokens"] = v->unknown_tokens;
     // The model's cache: the last run computed rows [first_computed, L) only.
     line["first_computed_position"] = v->first_computed;
-    line["rows_computed"] = v->L - v->first_computed;
+    line["rows_computed"] = v->mapL() - v->first_computed;
   }
 }
 

@@ -72,7 +72,7 @@ void drawNextToken(AppState& state) {
     ImGui::TextWrapped("no predictions: fix the text (see the message in the control panel)");
     return;
   }
-  const std::string& token = v.query_tokens[0][at.position];
+  const std::string& token = v.mapQueryTokens()[at.position];
   ImGui::Text("after '%s' at position %lld", visibleToken(token).c_str(), static_cast<long long>(at.position));
   const std::string why = std::string("(") + at.why + ")";
   sameLineIfFits(ImGui::CalcTextSize(why.c_str()).x);  // else on the next line

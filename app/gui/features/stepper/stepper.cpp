@@ -9,7 +9,7 @@ namespace attnscope {
 
 const ViewModel* modelRunShown(const AppState& state) {
   const ViewModel* v = state.compute.view.get();
-  return v && v->source == ViewSource::ModelRun ? v : nullptr;
+  return v && v->source == ViewSource::ModelRun && !v->tiled ? v : nullptr;  // tiled: no traces
 }
 
 int64_t stepperSteps(const AppState& state) {
