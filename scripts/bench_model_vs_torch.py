@@ -4,7 +4,9 @@
 For each size L: `attnscope bench --model FOLDER --tokens L --json` (forward_ms: a full forward
 keeping every layer's maps; append_ms: one more token through the cache) and a plain eager
 PyTorch float32 implementation of the family on the CPU that does what transformers' eager
-path does and returns every layer's attention weights and all logits (GPT-2: Conv1D
+path does and returns every layer's attention weights and the last position's logits
+(transformers' logits_to_keep=1, what the app shows first; --logits all: every position's,
+on both sides) (GPT-2: Conv1D
 projections, gelu_new; llama / mistral / qwen2: RMSNorm, rotate-half RoPE, repeat_kv for GQA,
 SiLU-gated MLP). Torch runs in its fastest correct configuration: a float additive causal
 mask (-inf above the diagonal; a bool mask costs torch 1.13 up to 2x), torch.no_grad, the
@@ -20,7 +22,7 @@ Torch must use OpenBLAS (install libopenblas0-pthread); to measure both at full 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 scripts/bench_model_vs_torch.py FOLDER
 
 Usage: scripts/bench_model_vs_torch.py FOLDER [--make gpt2-small|llama-1b] [--tokens 128,512]
-       [--bin build/attnscope] [--threads 2] [--repeat 3]
+       [--bin build/attnscope] [--threads 2] [--repeat 3] [--logits last|all]
 """
 import argparse
 import json
@@ -112,7 +114,7 @@ def causal_mask(L, window=None):
     return mask if not window else mask + torch.full((L, L), float("-inf")).tril(-window)
 
 
-def gpt2_forward(cfg, w, ids):
+def gpt2_forward(cfg, w, ids, last_only=False):
     D, H, L = cfg["n_embd"], cfg["n_head"], len(ids)
     d, eps = D // H, cfg["layer_norm_epsilon"]
     mask = causal_mask(L)
@@ -131,14 +133,14 @@ def gpt2_forward(cfg, w, ids):
         m = F.gelu(torch.addmm(w[h + "mlp.c_fc.bias"], m, w[h + "mlp.c_fc.weight"]), approximate="tanh")
         x = x + torch.addmm(w[h + "mlp.c_proj.bias"], m, w[h + "mlp.c_proj.weight"])
     x = F.layer_norm(x, (D,), w["ln_f.weight"], w["ln_f.bias"], eps)
-    return x @ w["wte.weight"].T, attns
+    return (x[-1:] if last_only else x) @ w["wte.weight"].T, attns
 
 
 def rms(x, weight, eps):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
 
 
-def llama_forward(cfg, w, ids):
+def llama_forward(cfg, w, ids, last_only=False):
     D, H, L = cfg["hidden_size"], cfg["num_attention_heads"], len(ids)
     G, eps = cfg.get("num_key_value_heads", H), cfg["rms_norm_eps"]
     d = cfg.get("head_dim", D // H)
@@ -172,21 +174,21 @@ def llama_forward(cfg, w, ids):
         x = x + m @ w[h + "mlp.down_proj.weight"].T
     x = rms(x, w["norm.weight"], eps)
     head = w["lm_head.weight"] if "lm_head.weight" in w else w["embed_tokens.weight"]
-    return x @ head.T, attns
+    return (x[-1:] if last_only else x) @ head.T, attns
 
 
 # qwen2 here without its optional sliding window (use_sliding_window is off in its configs).
 FORWARDS = {"gpt2": gpt2_forward, "llama": llama_forward, "mistral": llama_forward, "qwen2": llama_forward}
 
 
-def torch_ms(cfg, w, L, repeat):
+def torch_ms(cfg, w, L, repeat, last_only):
     forward = FORWARDS[cfg["model_type"]]
     ids = torch.randint(0, cfg["vocab_size"], (L,), generator=torch.Generator().manual_seed(L))
     times = []
     with torch.no_grad():
         for rep in range(repeat + 1):
             start = time.perf_counter()
-            forward(cfg, w, ids)
+            forward(cfg, w, ids, last_only)
             if rep > 0:
                 times.append(1e3 * (time.perf_counter() - start))
     return statistics.median(times)
@@ -200,6 +202,7 @@ def main():
     parser.add_argument("--bin", default=os.path.join(os.path.dirname(__file__), "..", "build", "attnscope"))
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--logits", choices=["last", "all"], default="last")
     args = parser.parse_args()
     if args.make:
         make_folder(args.folder, args.make)
@@ -211,9 +214,9 @@ def main():
     print("%6s %14s %14s %9s %15s" % ("L", "torch_ms", "attnscope_ms", "ratio", "append_ms"))
     for L in sizes:
         out = subprocess.run([args.bin, "bench", "--model", args.folder, "--tokens", str(L), "--threads",
-                              str(args.threads), "--json"], capture_output=True, text=True, check=True)
+                              str(args.threads), "--logits", args.logits, "--json"], capture_output=True, text=True, check=True)
         ours = json.loads(out.stdout)[0]
-        theirs = torch_ms(cfg, w, L, args.repeat)
+        theirs = torch_ms(cfg, w, L, args.repeat, args.logits == "last")
         print("%6d %14.1f %14.1f %8.2fx %15.1f" % (L, theirs, ours["forward_ms"], theirs / ours["forward_ms"],
                                                  ours["append_ms"]), flush=True)
 

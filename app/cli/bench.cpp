@@ -261,6 +261,11 @@ int runBenchCommand(int argc, char** argv) {
                                          "appended token, peak RSS per --tokens size");
   app.add_option("--tokens", model.tokens, "with --model: sequence lengths L, comma-separated")->capture_default_str();
   app.add_option("--generate", model.generate, "with --model: also generate N tokens per size (step_ms: median per token)");
+  app.add_option("--logits", model.logits,
+                 "with --model: the positions the forward and the append unembed: last (what the app shows "
+                 "first) or all (what model run writes)")
+      ->check(CLI::IsMember({"last", "all"}))
+      ->capture_default_str();
   app.footer(
       "With --model, JSON fields per size: model, L, load_ms, forward_ms, append_ms, peak_rss_mb (and\n"
       "generated, step_ms with --generate).\n"

@@ -1,6 +1,7 @@
 // `attnscope bench --model FOLDER [--tokens 128,512,1024] [--generate N] [--json]`: a model
 // folder of either kind on random token ids (seeded), per size: the load, a full forward
-// keeping every layer's maps, one appended token through the KV cache, the peak RSS; with
+// keeping every layer's maps (logits of the last position, or all with --logits all), one
+// appended token through the KV cache, the peak RSS; with
 // --generate N, the median time per generated token (greedy) after a prompt of that size.
 #include "cli/bench_model.h"
 
@@ -81,6 +82,7 @@ int benchModel(const BenchModelFlags& flags) {
     shorter.ids.pop_back();
     shorter.unknown.pop_back();
     m.reset();
+    m.logit_rows(flags.logits == "all" ? LogitRows{} : LogitRows{false, {-1}});
     auto start = std::chrono::steady_clock::now();
     m.model.run(tokens);  // every row: a full forward, all maps kept
     const double forward_ms = msSince(start);
@@ -92,6 +94,7 @@ int benchModel(const BenchModelFlags& flags) {
                                 {"append_ms", append_ms}};
     if (flags.generate) {
       m.reset();
+      m.logit_rows(LogitRows{});  // each step unembeds its one row
       const int64_t room = std::min<int64_t>(*flags.generate, m.model.context - L);
       ModelTokens prompt = L < m.model.context ? tokens : shorter;
       CausalModel no_eos = m.model;

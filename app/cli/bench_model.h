@@ -11,6 +11,7 @@ struct BenchModelFlags {
   std::string model;
   std::string tokens = "128,512,1024";  // sequence lengths L
   std::optional<int64_t> generate;     // N greedy tokens per size: step_ms
+  std::string logits = "last";         // the forward's and append's unembedding: the last position (the app's) or all
   bool json = false;
 };
 

@@ -60,6 +60,7 @@ void attachRunner(Loaded& p, const std::shared_ptr<Runner>& runner) {
     p.model.step = [runner, step = p.model.step](const ModelTokens& tokens) -> const ModelRun& { return step(tokens); };
   p.reset = [runner] { runner->reset(); };
   p.set_window = [runner](const CacheWindow& cache) { runner->setCacheWindow(cache); };
+  p.logit_rows = [runner](const LogitRows& rows) { runner->logitRows(rows); };
   p.lens = [runner](const ModelTokens& tokens) { return lensOfTokens(*runner, tokens); };
 }
 

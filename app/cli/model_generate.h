@@ -47,6 +47,7 @@ struct Loaded {
   std::function<ModelTokens(const std::vector<int64_t>&)> from_ids;
   std::function<void()> reset;  // forget the runner's cache
   std::function<void(const CacheWindow&)> set_window;  // sinks + causal window on every layer
+  std::function<void(const LogitRows&)> logit_rows;     // the positions each run unembeds
   std::function<LogitLens(const ModelTokens&)> lens;  // the logit lens of a token sequence
 };
 Loaded loadCausalModel(const std::string& folder);
