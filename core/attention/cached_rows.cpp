@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
 #include <stdexcept>
 
 #include "attention/kernel.h"
@@ -152,39 +151,13 @@ void finishTrace(AttentionTrace& t, const AttentionOptions& o, const RunPlan& pl
 
 int64_t rowGridStart(int64_t position) { return position / kRowBlock * kRowBlock; }
 
-int64_t rowBlockEnd(int64_t i, int64_t L) {
-  if (i < L / kRowSuperBlock * kRowSuperBlock) return (i / kRowSuperBlock + 1) * kRowSuperBlock;
-  return std::min(L, (i / kRowBlock + 1) * kRowBlock);
-}
-
-int64_t runStart(int64_t prefix, int64_t last_L, int64_t L) {
-  int64_t start = prefix < L / kRowSuperBlock * kRowSuperBlock ? prefix / kRowSuperBlock * kRowSuperBlock
-                                                               : rowGridStart(prefix);
-  if (last_L / kRowSuperBlock != L / kRowSuperBlock)
-    start = std::min(start, std::min(last_L, L) / kRowSuperBlock * kRowSuperBlock);
-  return start;
-}
-
-namespace {
-
-void linearBlocks(const float* x, int64_t start, int64_t end, const Tensor& w, const Tensor& b, float* y,
-                  const std::function<int64_t(int64_t)>& block_end) {
-  const int64_t Din = w.dim(1), Dout = w.dim(0);
-  for (int64_t i0 = start; i0 < end;) {
-    const int64_t i1 = block_end(i0);
-    linearInto(x + (i0 - start) * Din, i1 - i0, w, b, y + (i0 - start) * Dout);
-    i0 = i1;
-  }
-}
-
-}  // namespace
-
 void linearRows(const float* x, int64_t start, int64_t L, const Tensor& w, const Tensor& b, float* y) {
-  linearBlocks(x, start, L, w, b, y, [L](int64_t i) { return rowBlockEnd(i, L); });
-}
-
-void linearGridRows(const float* x, int64_t start, int64_t end, const Tensor& w, const Tensor& b, float* y) {
-  linearBlocks(x, start, end, w, b, y, [end](int64_t i) { return std::min(end, rowGridStart(i) + kRowBlock); });
+  const int64_t Din = w.dim(1), Dout = w.dim(0);
+  for (int64_t i0 = start; i0 < L;) {
+    const int64_t end = std::min(L, (i0 / kRowBlock + 1) * kRowBlock);
+    linearInto(x + (i0 - start) * Din, end - i0, w, b, y + (i0 - start) * Dout);
+    i0 = end;
+  }
 }
 
 void attendRows(AttentionTrace& t, const AttentionInputs& w, const AttentionOptions& o, const float* x, int64_t start,

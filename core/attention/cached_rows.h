@@ -3,12 +3,8 @@
 // run computes only the rows from a given position on; the rows before it are kept.
 //
 // Bit for bit: OpenBLAS gives a row a value that depends on how many rows its call covers,
-// so every row-wise GEMM here runs on fixed blocks at absolute positions. The attention's
-// and the output heads' calls cover 64-row blocks (rowGridStart). A layer's linear maps
-// (projections, MLP) cover the blocks of rowBlocks: whole 512-row super-blocks, then 64-row
-// blocks; a call over 64 rows packs all of W, so on a 1B model the 64-row grid alone spends
-// as long packing weights as multiplying. A run from position p recomputes from runStart
-// (the start of p's block, or of a super-block that this run fills or empties), and each
+// so every row-wise GEMM here runs on a fixed grid of 64-row blocks at absolute positions.
+// A run from position p recomputes from the start of p's block (rowGridStart(p)), and each
 // block makes exactly the calls a from-scratch run of the same length makes: an incremental
 // run equals a from-scratch run bit for bit, and the full forward is this path from 0.
 //
@@ -23,26 +19,12 @@
 
 namespace attnscope {
 
-constexpr int64_t kRowSuperBlock = 512;  // 8 grid blocks
-
-// The start of the 64-row block that holds `position`.
+// The first position a run that must recompute `position` computes: its 64-row block's start.
 int64_t rowGridStart(int64_t position);
 
-// The end of the block that holds position i in a run of L positions: a full 512-row
-// super-block's, else its 64-row block's (at most L).
-int64_t rowBlockEnd(int64_t i, int64_t L);
-
-// The first position a run of L positions computes when its tokens first differ from the
-// last run's (of last_L positions) at `prefix`: the start of prefix's block, or earlier, the
-// start of the super-block this run fills or empties (its rows were computed in other calls).
-int64_t runStart(int64_t prefix, int64_t last_L, int64_t L);
-
-// y rows [start, L) = x rows [start, L) W^T + b, one GEMM per block of a run of L positions
-// (rowBlockEnd). x: [L - start, Din] and y: [L - start, Dout] hold only those rows; start
-// from runStart.
+// y rows [start, L) = x rows [start, L) W^T + b, one GEMM per 64-row block of the grid.
+// x: [L - start, Din] and y: [L - start, Dout] hold only those rows; start on the grid.
 void linearRows(const float* x, int64_t start, int64_t L, const Tensor& w, const Tensor& b, float* y);
-// The same over 64-row blocks only (the output heads: any block of logits on its own).
-void linearGridRows(const float* x, int64_t start, int64_t end, const Tensor& w, const Tensor& b, float* y);
 
 // Recomputes rows [start, L) of one causal self-attention layer into trace `t`, keeping
 // rows [0, start) of the previous run (its K, V, maps and outputs). weights: w_q .. b_o of

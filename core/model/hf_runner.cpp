@@ -199,13 +199,11 @@ void hfOutputLogits(const HfModel& m, const Tensor& x, int64_t start, float* log
   Tensor normed = x, scratch;  // [rows, D]
   if (!m.final_norm.empty()) applyNorm(c.family->norm, m.final_norm, c.norm_eps, x, normed);
   if (!m.mlm_transform.weight.empty()) {  // BERT: LayerNorm(act(dense(x)))
-    reshape(scratch, rows, m.mlm_transform.weight.dim(0));  // on the heads' 64-row grid, as lm_head
-    linearGridRows(normed.data.data(), start, start + rows, m.mlm_transform.weight, m.mlm_transform.bias,
-                   scratch.data.data());
+    linear(normed, start, m.mlm_transform, scratch);
     activateAll(c.activation, scratch.data.data(), static_cast<int64_t>(scratch.data.size()));
     applyNorm(c.family->norm, m.mlm_norm, c.norm_eps, scratch, normed);
   }
-  linearGridRows(normed.data.data(), start, start + rows, m.lm_head, m.lm_bias, logits);
+  linearRows(normed.data.data(), start, start + rows, m.lm_head, m.lm_bias, logits);
   if (c.final_softcap) {
     const double cap = *c.final_softcap;
     for (int64_t n = 0; n < rows * V; ++n) logits[n] = static_cast<float>(cap * std::tanh(logits[n] / cap));
@@ -277,7 +275,7 @@ const ModelRun& HfRunner::run(ModelTokens tokens) {
     computeLogitRows(run_, logit_rows_, hfHead(*model_));  // rows now wanted that were not
     return run_;
   }
-  start_ = runStart(prefix, static_cast<int64_t>(run_.tokens.ids.size()), L);
+  start_ = rowGridStart(prefix);
   run_.first_computed = L;  // until the run succeeds: a failed run computed nothing usable
   decode_.clear();
   run_.decoded_from = -1;

@@ -167,7 +167,7 @@ void modelOutputLogits(const Model& model, const Tensor& x, int64_t start, float
   const int64_t rows = x.dim(0), D = c.d_model;
   Tensor normed({rows, D});
   layerNorm(x, model.ln_f_weight, model.ln_f_bias, c.ln_eps, rows, D, normed);
-  linearGridRows(normed.data.data(), start, start + rows, model.lm_head, Tensor(), logits);
+  linearRows(normed.data.data(), start, start + rows, model.lm_head, Tensor(), logits);
 }
 
 RowHead modelHead(const Model& m) {
@@ -214,7 +214,7 @@ const ModelRun& ModelRunner::runTokens(ModelTokens tokens) {
     computeLogitRows(run_, logit_rows_, modelHead(m));  // rows now wanted that were not
     return run_;
   }
-  const int64_t start = runStart(prefix, static_cast<int64_t>(run_.tokens.ids.size()), L);
+  const int64_t start = rowGridStart(prefix);
   run_.first_computed = L;
   decode_.clear();
   run_.decoded_from = -1;

@@ -216,6 +216,14 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
   const uint8_t* data() const { return data_; }
   uint64_t size() const { return size_; }
+  // Bytes [begin, end) converted: their whole pages leave the process's memory (a private
+  // read-only mapping reads them again from the file if touched), so a load never holds
+  // the file and its float32 copy at once.
+  void release(uint64_t begin, uint64_t end) const {
+    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    const uint64_t first = (begin + page - 1) / page * page, last = end / page * page;
+    if (data_ && first < last) ::madvise(const_cast<uint8_t*>(data_) + first, last - first, MADV_DONTNEED);
+  }
   const std::string& path() const { return path_; }
 
  private:
@@ -358,6 +366,8 @@ Tensor SafetensorsFolder::read(const std::string& name, const Shape& shape, cons
   if (!shard.file) throw std::logic_error("SafetensorsFolder::read before mapData()");
   Tensor t(shape);
   convertSafetensor(shard.file->data(), shard.header, name, shard.path, t.data.data());
+  const SafetensorsEntry& e = shard.header.tensors.at(name);
+  shard.file->release(shard.header.data_start + e.begin, shard.header.data_start + e.end);
   return t;
 }
 
