@@ -119,7 +119,7 @@ int hfModelRun(const ModelRunFlags& flags) {
   const std::string text = flags.text.given() ? readModelText(flags.text) : "";
   auto model = std::make_shared<const HfModel>(loadHfModel(flags.model));
   ModelTokens tokens = flags.ids.empty() ? tokenizeHf(*model, text) : hfTokensFromIds(*model, parseIds(flags.ids));
-  if (flags.lens && model->lm_head.empty())
+  if (flags.lens && !model->hasHead())
     throw InputError(model->folder + ": --lens needs an output head, and this encoder has no masked-LM head (cls.predictions)");
   checkOutDir(flags.out);
   HfRunner runner(model);

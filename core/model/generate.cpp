@@ -184,7 +184,7 @@ CausalModel causalModelOf(HfRunner& runner, StepMaps maps) {
   const HfModel& hf = runner.model();
   if (!hf.config.family->causal)
     throw InputError(hf.folder + ": " + hf.config.model_type + " is an encoder: generation needs a causal model");
-  if (hf.lm_head.empty()) throw InputError(hf.folder + ": no language-model head to generate with");
+  if (!hf.hasHead()) throw InputError(hf.folder + ": no language-model head to generate with");
   CausalModel m;
   m.run = [&runner](const ModelTokens& tokens) -> const ModelRun& { return runner.run(tokens); };
   m.step = [&runner, maps](const ModelTokens& tokens) -> const ModelRun& { return runner.step(tokens, maps); };

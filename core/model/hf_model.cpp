@@ -228,7 +228,7 @@ HfModel loadHfModel(const std::string& folder, bool with_tokenizer, const Progre
     m.token_type.shape = {D};
   }
   const bool encoder_without_head = *f.names.mlm_transform && m.mlm_transform.weight.empty();
-  if (c.tied && !encoder_without_head) m.lm_head = m.embed;
+  m.head_tied = c.tied && !encoder_without_head;  // shared, not copied (a 1B model's is 1 GB in float32)
   if (with_tokenizer && hasTokenizerFiles(folder)) m.tokenizer = HfTokenizer::load(folder);
   return m;
 }

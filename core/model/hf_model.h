@@ -48,7 +48,11 @@ struct HfModel {
   Tensor token_type;      // [D]: token type 0 (BERT), or empty
   HfNormWeights embed_norm, final_norm;
   std::vector<HfLayer> layers;  // [N]
-  Tensor lm_head;         // [V, D] (the embedding when tied); empty: an encoder without MLM head
+  Tensor lm_head;         // [V, D] when untied (tied: empty, `embed` is the head, not copied)
+  bool head_tied = false;  // the embedding is the unembedding (tie_word_embeddings)
+  // The unembedding [V, D]: lm_head, or the embedding when tied; empty for an encoder without MLM head.
+  const Tensor& unembedding() const { return head_tied ? embed : lm_head; }
+  bool hasHead() const { return !unembedding().empty(); }
   Tensor lm_bias;         // [V] or empty
   HfLinear mlm_transform;  // BERT's cls.predictions.transform (dense + LayerNorm)
   HfNormWeights mlm_norm;

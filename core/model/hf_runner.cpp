@@ -203,7 +203,7 @@ void hfOutputLogits(const HfModel& m, const Tensor& x, int64_t start, float* log
     activateAll(c.activation, scratch.data.data(), static_cast<int64_t>(scratch.data.size()));
     applyNorm(c.family->norm, m.mlm_norm, c.norm_eps, scratch, normed);
   }
-  linearRows(normed.data.data(), start, start + rows, m.lm_head, m.lm_bias, logits);
+  linearRows(normed.data.data(), start, start + rows, m.unembedding(), m.lm_bias, logits);
   if (c.final_softcap) {
     const double cap = *c.final_softcap;
     for (int64_t n = 0; n < rows * V; ++n) logits[n] = static_cast<float>(cap * std::tanh(logits[n] / cap));
@@ -216,7 +216,7 @@ RowHead hfHead(const HfModel& m) {
 
 void HfRunner::unembed() {
   const HfModel& m = *model_;
-  if (m.lm_head.empty()) {  // an encoder without masked-LM head: no scores
+  if (!m.hasHead()) {  // an encoder without masked-LM head: no scores
     run_.logits = Tensor();
     run_.logits_computed.clear();
     run_.logits_rows = 0;

@@ -32,7 +32,7 @@ LogitLens modelLens(const Model& model, const ModelRun& run, int64_t k) {
 
 LogitLens hfLens(const HfModel& model, const ModelRun& run, int64_t k) {
   return logitLens(run.residuals, [&](const Tensor& x, Tensor& logits) {
-    if (model.lm_head.empty()) {  // an encoder without masked-LM head: no lens
+    if (!model.hasHead()) {  // an encoder without masked-LM head: no lens
       logits = Tensor();
       return;
     }
