@@ -93,7 +93,7 @@ class HfRunner {
   explicit HfRunner(std::shared_ptr<const HfModel> model);
   // InputError for no tokens, more tokens than the context, or an id outside the vocabulary.
   const ModelRun& run(ModelTokens tokens);
-  // Generation: `tokens` = the last run's plus one (extendsByOne; run() otherwise) computes
+  // Generation: `tokens` = the last run's plus one (canStep; run() otherwise) computes
   // that one position through each layer's decode cache (one row, ModelRun::decoded_from).
   const ModelRun& step(ModelTokens tokens, StepMaps maps = StepMaps::RowsOnly);
   void reset();  // forget the cache: the next run computes every row

@@ -292,9 +292,7 @@ const ModelRun& HfRunner::run(ModelTokens tokens) {
 }
 
 const ModelRun& HfRunner::step(ModelTokens tokens, StepMaps maps) {
-  if (!model_->config.family->causal || !extendsByOne(run_, tokens) || (keep_residuals_ && run_.residuals.empty()) ||
-      !run_.mapsKept())  // a run in tiles (no maps to append to) steps on the grid
-    return run(std::move(tokens));
+  if (!model_->config.family->causal || !canStep(run_, tokens, maps, keep_residuals_)) return run(std::move(tokens));
   checkTokens(tokens);
   const int64_t L = static_cast<int64_t>(tokens.ids.size()), N = model_->config.n_layers;
   if (decode_.empty()) {

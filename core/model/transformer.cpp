@@ -90,10 +90,14 @@ int64_t reusablePrefix(const ModelRun& last, const ModelTokens& tokens, bool kee
   return last.decoded_from >= 0 ? std::min(same, last.decoded_from) : same;
 }
 
-bool extendsByOne(const ModelRun& last, const ModelTokens& tokens) {
+bool canStep(const ModelRun& last, const ModelTokens& tokens, StepMaps maps, bool keep_residuals) {
   const std::vector<int64_t>& before = last.tokens.ids;
-  return !last.layers.empty() && before.size() + 1 == tokens.ids.size() &&
-         std::equal(before.begin(), before.end(), tokens.ids.begin());
+  const bool extends = !last.layers.empty() && before.size() + 1 == tokens.ids.size() &&
+                       std::equal(before.begin(), before.end(), tokens.ids.begin());
+  // Keep appends to traces that hold every position so far (not after RowsOnly steps); a
+  // run in tiles has no maps to append to; the lens needs the residuals kept so far.
+  return extends && last.mapsKept() && (maps == StepMaps::RowsOnly || last.layers.front().L == static_cast<int64_t>(before.size())) &&
+         (!keep_residuals || !last.residuals.empty());
 }
 
 void resizeResiduals(int64_t slots, int64_t L, int64_t D, Tensor& residuals) {
@@ -231,8 +235,7 @@ const ModelRun& ModelRunner::runTokens(ModelTokens tokens) {
 }
 
 const ModelRun& ModelRunner::step(ModelTokens tokens, StepMaps maps) {
-  if (!extendsByOne(run_, tokens) || (keep_residuals_ && run_.residuals.empty()) || !run_.mapsKept())
-    return runTokens(std::move(tokens));  // a run in tiles (no maps to append to) steps on the grid
+  if (!canStep(run_, tokens, maps, keep_residuals_)) return runTokens(std::move(tokens));
   const int64_t L = static_cast<int64_t>(tokens.ids.size()), N = model_->config.n_layers;
   if (L > model_->config.max_len) throw InputError(contextOverflowMessage(*model_, L));
   if (decode_.empty()) {

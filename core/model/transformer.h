@@ -50,8 +50,9 @@ struct ModelRun {
 // of re-laying out its [H, L, L] maps).
 enum class StepMaps { RowsOnly, Keep };
 
-// Whether `tokens` is `last`'s tokens plus one: a causal runner can step() to it.
-bool extendsByOne(const ModelRun& last, const ModelTokens& tokens);
+// Whether a causal runner can step() from `last` to `tokens`: they are its tokens plus one,
+// and its traces and residuals hold what the step builds on; run() otherwise.
+bool canStep(const ModelRun& last, const ModelTokens& tokens, StepMaps maps, bool keep_residuals);
 
 // Every layer's attention options (causal, 1/sqrt(d), -inf fill).
 AttentionOptions modelAttentionOptions(const ModelConfig& config);
@@ -128,7 +129,7 @@ class ModelRunner {
   // Throws InputError for an empty text or one longer than the context (max_len tokens).
   const ModelRun& run(const std::string& text);
   const ModelRun& runTokens(ModelTokens tokens);
-  // Generation: `tokens` = the last run's plus one (extendsByOne; runTokens otherwise)
+  // Generation: `tokens` = the last run's plus one (canStep; runTokens otherwise)
   // computes that position through each layer's decode cache (one row, ModelRun::decoded_from).
   const ModelRun& step(ModelTokens tokens, StepMaps maps = StepMaps::RowsOnly);
   void reset();  // forget the cache: the next run computes every row

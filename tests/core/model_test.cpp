@@ -122,9 +122,18 @@ TEST_F(ModelFolder, StepsComputeOneRowAndRunsReturnToTheGrid) {
     for (int64_t v = 0; v < once.logits.dim(1); ++v)
       ASSERT_NEAR(stepped.logits.data[(L - 1) * once.logits.dim(1) + v], once.logits.data[(L - 1) * once.logits.dim(1) + v], 1e-4);
   }
+  // A step that keeps the maps cannot append to traces the RowsOnly steps left behind: it
+  // runs on the grid instead, and every trace holds every position again.
+  tokens.ids.push_back(1);
+  tokens.text.push_back(model->vocab.at(1));
+  tokens.label.push_back(model->vocab.at(1));
+  tokens.unknown.push_back(0);
+  const ModelRun& kept = runner.step(tokens, StepMaps::Keep);
+  EXPECT_EQ(kept.decoded_from, -1);
+  EXPECT_EQ(kept.layers.front().L, static_cast<int64_t>(tokens.ids.size()));
   const ModelRun& synced = runner.runTokens(tokens);
   EXPECT_EQ(synced.decoded_from, -1);
-  EXPECT_EQ(synced.first_computed, 0);  // the stepped positions' block starts at 0
+  EXPECT_EQ(synced.rowsComputed(), 0);  // the grid run above left nothing to redo
   ModelRunner fresh(model);
   const ModelRun& once = fresh.runTokens(tokens);
   EXPECT_EQ(synced.logits.data, once.logits.data);
