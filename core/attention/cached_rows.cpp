@@ -293,11 +293,11 @@ int64_t slotFor(DecodeCache& c, int64_t p) {
 }
 
 // K/V head rows k, v: [G, d] of position p into its slot.
-void store(DecodeCache& c, int64_t p, const float* k, const float* v, int64_t ld) {
+void store(DecodeCache& c, int64_t p, const float* k, const float* v) {
   const int64_t slot = slotFor(c, p);
   for (int64_t g = 0; g < c.G; ++g) {
-    std::copy_n(k + g * ld, c.d, &c.k[(g * c.capacity + slot) * c.d]);
-    std::copy_n(v + g * ld, c.d, &c.v[(g * c.capacity + slot) * c.d]);
+    std::copy_n(k + g * c.d, c.d, &c.k[(g * c.capacity + slot) * c.d]);
+    std::copy_n(v + g * c.d, c.d, &c.v[(g * c.capacity + slot) * c.d]);
   }
   c.positions[slot] = p;
 }
@@ -323,7 +323,7 @@ void startDecode(const AttentionTrace& t, const MaskSpec& mask, DecodeCache& c) 
       std::copy_n(&t.k.data[(g * t.L + p) * c.d], c.d, &k[g * c.d]);
       std::copy_n(&t.v.data[(g * t.L + p) * c.d], c.d, &v[g * c.d]);
     }
-    store(c, p, k.data(), v.data(), c.d);
+    store(c, p, k.data(), v.data());
   }
   c.L = t.L;
 }
@@ -342,7 +342,7 @@ void decodeRow(DecodeCache& c, const AttentionInputs& w, const AttentionOptions&
     for (int64_t h = 0; h < H; ++h) rotateAt(&q[h * d], d, p, o.rope_base, o.rope_style, o.rope_inv_freq);
     for (int64_t g = 0; g < G; ++g) rotateAt(&k[g * d], d, p, o.rope_base, o.rope_style, o.rope_inv_freq);
   }
-  store(c, p, k.data(), v.data(), d);
+  store(c, p, k.data(), v.data());
   c.L = S;
   // allowed: [S], the mask's row p in a [S, S] run; per slot, the key it holds
   std::vector<uint8_t> allowed(S), scratch;
