@@ -290,8 +290,12 @@ def read_state_log(path):
     lines = []
     with open(path) as f:
         for line in f:
-            if line.endswith("\n"):
+            if not line.endswith("\n"):
+                break  # the line being written
+            try:
                 lines.append(json.loads(line))
+            except json.JSONDecodeError:
+                break  # a read torn by a write in progress (seen once under load): the next poll reads it whole
     return lines
 
 

@@ -133,7 +133,9 @@ class ModelsGuiTest(g.AppTestCase):
         row = 5  # "area" -> the query at position 5 ('r'), next is 'e'
         n = line_count(log)
         self.x.xdotool("mousemove", "--window", window, int(x + 2), int(y + (row + 0.5) * h / L))
-        state = wait_after(log, n, lambda s: s["predictions"] and s["predictions"]["why"] == "hovered")
+        # Its block may not be unembedded yet (logits only where looked at): wait for it.
+        state = wait_after(log, n, lambda s: s["predictions"] and s["predictions"]["why"] == "hovered"
+                           and not s["predictions"]["pending"])
         p = state["predictions"]
         self.assertEqual(p["position"], state["hover"][0])
         self.assertEqual(p["actual"], SNIPPET[p["position"] + 1].replace("\n", "\\n"))
