@@ -56,15 +56,19 @@ void keepNormaliserRows(std::vector<RowSoftmax>& normalisers, int64_t H, int64_t
   normalisers = std::move(kept);
 }
 
+// One 64-row block's mask rows (and maskRow's scratch), scores and probabilities.
+struct BlockScratch {
+  std::vector<uint8_t> allowed, scratch;
+  std::vector<float> scores, probs;
+};
+
 // Maps not kept (AttentionOptions::keep_maps false): rows [start, L) of head slot s (its
 // pointers at row start) one 64-row block at a time, the block's mask rows and its scores
 // and probabilities in scratch: the same attendHead calls as a run that keeps the maps (each
 // block is one of its iterations), so the same context bits. Only normalisers [L - start] stay.
 void attendHeadWithoutMaps(HeadSlot s, const std::vector<MaskTerm>& terms, int64_t start, int64_t L,
-                           const ScoreRule& rule, RowSoftmax* normalisers) {
-  // Per thread, kept from head to head and run to run: fresh pages cost more than the maths.
-  thread_local std::vector<uint8_t> allowed, scratch;
-  thread_local std::vector<float> scores, probs;
+                           const ScoreRule& rule, RowSoftmax* normalisers, BlockScratch& block_scratch) {
+  auto& [allowed, scratch, scores, probs] = block_scratch;  // kept from head to head
   allowed.resize(static_cast<size_t>(kRowBlock * L));
   scores.resize(allowed.size()), probs.resize(allowed.size());
   for (int64_t i0 = start; i0 < L; i0 += kRowBlock) {
@@ -192,8 +196,12 @@ void attendRows(AttentionTrace& t, const AttentionInputs& w, const AttentionOpti
   std::vector<MaskTerm> terms;  // maps not kept: the mask row by row, never [L, L]
   const std::vector<RowSpan> spans = maskSpans(t, o, L, terms);
   // Always threaded over heads (OpenBLAS then runs single-threaded in each call): the same
-  // calls whatever the number of rows, so the same bits.
-#pragma omp parallel for schedule(dynamic) if (H > 1)
+  // calls whatever the number of rows, so the same bits. Maps not kept: each thread scores
+  // its heads' blocks in one scratch, reused from head to head (fresh pages cost more than the maths).
+#pragma omp parallel if (H > 1)
+  {
+  BlockScratch scratch;
+#pragma omp for schedule(dynamic)
   for (int64_t h = 0; h < H; ++h) {
     const int64_t kv = kvHeadOf(h, H, G);
     HeadSlot s;
@@ -204,7 +212,7 @@ void attendRows(AttentionTrace& t, const AttentionInputs& w, const AttentionOpti
     s.ctx = &t.context_heads.data[(h * L + start) * d];
     s.ld_ctx = d;
     if (!o.keep_maps) {
-      attendHeadWithoutMaps(s, terms, start, L, plan.ruleForHead(h), &t.normalisers[h * L + start]);
+      attendHeadWithoutMaps(s, terms, start, L, plan.ruleForHead(h), &t.normalisers[h * L + start], scratch);
       continue;
     }
     s.allowed = &t.mask.allowed.data[start * L];
@@ -212,6 +220,7 @@ void attendRows(AttentionTrace& t, const AttentionInputs& w, const AttentionOpti
     s.scores = &t.scores.data[(h * L + start) * L];
     s.probs = &t.probs.data[(h * L + start) * L];
     attendHead(s, L - start, L, plan.ruleForHead(h), DropoutRule{});
+  }
   }
   for (int64_t i = start; i < L; ++i)
     for (int64_t h = 0; h < H; ++h)

@@ -1,7 +1,8 @@
 #include "gui/jobs/generate_worker.h"
 
-#include <exception>
 #include <utility>
+
+#include "gui/jobs/job_error.h"
 
 namespace attnscope {
 namespace {
@@ -70,12 +71,8 @@ GenerationSnapshot GenerateWorker::run(const GenerateRequest& request, const Job
       return job.keepGoing();
     };
     snapshot.stop = generate(model, prompt, request.tokens, request.sampling, on_step, on_run).stop;
-  } catch (const InputError& e) {
-    snapshot.error = e.what();
-  } catch (const std::bad_alloc&) {
-    snapshot.error = "out of memory while generating; give fewer tokens or a smaller model";
-  } catch (const std::exception& e) {
-    snapshot.error = std::string("internal error: ") + e.what();
+  } catch (...) {
+    snapshot.error = jobErrorLine("out of memory while generating; give fewer tokens or a smaller model");
   }
   if (snapshot.stop.empty()) snapshot.stop = "error";
   if (sharesWeights(request)) runner_.reset();  // the shared weights are not held past the job

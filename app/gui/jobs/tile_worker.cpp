@@ -1,9 +1,9 @@
 #include "gui/jobs/tile_worker.h"
 
 #include <chrono>
-#include <exception>
-#include <new>
 #include <optional>
+
+#include "gui/jobs/job_error.h"
 
 namespace attnscope {
 
@@ -45,12 +45,8 @@ WindowTile computeWindowTile(const TileRequest& request, const std::function<boo
         tile.probs.shape = tile.scores.shape = tile.allowed.shape = {tile.rows, tile.cols};
       }
     }
-  } catch (const InputError& e) {
-    tile.error = e.what();
-  } catch (const std::bad_alloc&) {
-    tile.error = "out of memory for this window; zoom in further";
-  } catch (const std::exception& e) {
-    tile.error = std::string("internal error: ") + e.what();
+  } catch (...) {
+    tile.error = jobErrorLine("out of memory for this window; zoom in further");
   }
   tile.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return tile;

@@ -1,9 +1,8 @@
 #include "gui/features/predictions/predictions.h"
 
 #include <chrono>
-#include <exception>
-#include <new>
 
+#include "gui/jobs/job_error.h"
 #include "gui/shell/app_state.h"
 
 namespace attnscope {
@@ -16,10 +15,8 @@ LaterPredictionsBlock computeLater(LaterPredictionsRequest& request, const Later
   const auto start = std::chrono::steady_clock::now();
   try {
     done.block = request.source->block(request.position);
-  } catch (const std::bad_alloc&) {
-    done.error = "out of memory while computing the predictions";
-  } catch (const std::exception& e) {
-    done.error = std::string("internal error: ") + e.what();
+  } catch (...) {
+    done.error = jobErrorLine("out of memory while computing the predictions");
   }
   done.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return done;
