@@ -1,5 +1,7 @@
 #include "attention/kernel.h"
 
+#include "attention/row_gemm.h"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -45,17 +47,7 @@ void gemm(bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t
 }
 
 void linearInto(const float* x, int64_t rows, const Tensor& w, const Tensor& b, float* y) {
-  const int64_t D = w.dim(0), Din = w.dim(1);
-  if (!b.empty()) {
-    for (int64_t r = 0; r < rows; ++r) std::copy(b.data.begin(), b.data.end(), y + r * D);
-  }
-  const float beta = b.empty() ? 0.0f : 1.0f;
-  if (rows == 1 && D > 0 && Din > 0) {  // a generation step: GEMV streams W once, where GEMM would pack all of it first
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<blasint>(D), static_cast<blasint>(Din), 1.0f, w.data.data(),
-                static_cast<blasint>(Din), x, 1, beta, y, 1);
-    return;
-  }
-  gemm(true, rows, D, Din, x, Din, w.data.data(), Din, beta, y, D);
+  rowGemm(x, rows, WeightRows{w.data.data(), nullptr, w.dim(0), w.dim(1)}, b.empty() ? nullptr : b.data.data(), y);
 }
 
 float ScoreRule::fillValue() const {

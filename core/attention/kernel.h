@@ -20,7 +20,8 @@ namespace attnscope {
 void gemm(bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
           int64_t ldb, float beta, float* c, int64_t ldc);
 
-// y [rows, D] = x [rows, Din] W^T + b, W [D, Din], b [D] or empty.
+// y [rows, D] = x [rows, Din] W^T + b, W [D, Din], b [D] or empty; a row's value does not
+// depend on `rows` (attention/row_gemm.h).
 void linearInto(const float* x, int64_t rows, const Tensor& w, const Tensor& b, float* y);
 
 // How q.k becomes a score. The one place where score transforms apply, in this order:

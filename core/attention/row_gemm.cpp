@@ -1,0 +1,189 @@
+// Highway's dynamic dispatch compiles this file once per target (foreach_target.h
+// re-includes it), then HWY_DYNAMIC_DISPATCH picks the best one at run time.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "attention/row_gemm.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include <hwy/highway.h>
+
+#include "attention/row_gemm.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace attnscope {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+// k chunks: a tile's x and W rows (4 x 1 KiB each) stay in L1 while it runs over M.
+constexpr int64_t kChunk = 1024;
+// Register tile: rows of x by rows of W, MR x NR accumulators (32 vector registers on AVX-512, 16 below).
+constexpr int kTileRows = HWY_MAX_BYTES >= 64 ? 4 : 2;
+constexpr int kTileCols = 4;
+constexpr int64_t kBlockCols = 64;  // W rows per thread's block
+
+HWY_INLINE float ScalarW(const float* p) { return *p; }
+HWY_INLINE float ScalarW(const uint16_t* p) {
+  const uint32_t bits = static_cast<uint32_t>(*p) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+template <class D>
+HWY_INLINE hn::Vec<D> LoadW(D df, const float* p) { return hn::LoadU(df, p); }
+template <class D>
+HWY_INLINE hn::Vec<D> LoadW(D df, const uint16_t* p) {
+  if constexpr (hn::MaxLanes(D()) == 1) {
+    return hn::Set(df, ScalarW(p));
+  } else {
+    const hn::Rebind<hwy::bfloat16_t, D> dbf;
+    return hn::PromoteTo(df, hn::LoadU(dbf, reinterpret_cast<const hwy::bfloat16_t*>(p)));
+  }
+}
+
+// The lanes of a0 .. a3 summed, into lanes 0 .. 3 of out: pairs of lanes, then pairs of
+// pairs, then the 128-bit blocks. Each sum sees only its own vector's lanes, in the same
+// order whatever the other three hold (a tile with fewer columns passes zeros).
+#if HWY_TARGET == HWY_SCALAR
+template <class D, class V>
+HWY_INLINE void Sum4(D, V a0, V a1, V a2, V a3, float* out) {
+  out[0] = hn::GetLane(a0), out[1] = hn::GetLane(a1), out[2] = hn::GetLane(a2), out[3] = hn::GetLane(a3);
+}
+#else
+template <class D, class V>
+HWY_INLINE void Sum4(D d, V a0, V a1, V a2, V a3, float* out) {
+  const hn::Repartition<double, D> dd;
+  const V u = hn::Add(hn::InterleaveLower(d, a0, a1), hn::InterleaveUpper(d, a0, a1));
+  const V v = hn::Add(hn::InterleaveLower(d, a2, a3), hn::InterleaveUpper(d, a2, a3));
+  const auto ud = hn::BitCast(dd, u), vd = hn::BitCast(dd, v);
+  const V s = hn::Add(hn::BitCast(d, hn::InterleaveLower(dd, ud, vd)), hn::BitCast(d, hn::InterleaveUpper(dd, ud, vd)));
+  if constexpr (hn::MaxLanes(D()) == 16) {
+    const hn::Half<D> d8;
+    const hn::Half<decltype(d8)> d4;
+    const auto s8 = hn::Add(hn::LowerHalf(d8, s), hn::UpperHalf(d8, s));
+    hn::StoreU(hn::Add(hn::LowerHalf(d4, s8), hn::UpperHalf(d4, s8)), d4, out);
+  } else if constexpr (hn::MaxLanes(D()) == 8) {
+    const hn::Half<D> d4;
+    hn::StoreU(hn::Add(hn::LowerHalf(d4, s), hn::UpperHalf(d4, s)), d4, out);
+  } else {
+    static_assert(hn::MaxLanes(D()) == 4, "Sum4: 4, 8 or 16 lanes");
+    hn::StoreU(s, d, out);
+  }
+}
+#endif
+
+// y[r][c] = (first ? 0 : y[r][c]) + sum over k in [k0, k1) of x[r][k - k0] w[c][k], for MR rows
+// of x (stride ldx) and NR rows of w (stride K); y's row stride N. The sum: one FMA chain per
+// lane, the lanes summed (Sum4), then the chunk's tail one by one: the same operations for
+// every tile shape.
+template <int MR, int NR, class T>
+HWY_NOINLINE void Tile(const float* x, int64_t ldx, const T* w, int64_t K, int64_t k0, int64_t k1, float* y, int64_t N,
+                       bool first) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  VF acc[MR][4];
+#pragma GCC unroll 4
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) acc[r][c] = hn::Zero(df);
+  const int64_t body = (k1 - k0) / lanes * lanes;
+  for (int64_t k = 0; k < body; k += lanes) {
+    VF wv[NR];
+#pragma GCC unroll 4
+    for (int c = 0; c < NR; ++c) wv[c] = LoadW(df, w + c * K + k0 + k);
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r) {
+      const VF xv = hn::LoadU(df, x + r * ldx + k);
+#pragma GCC unroll 4
+      for (int c = 0; c < NR; ++c) acc[r][c] = hn::MulAdd(xv, wv[c], acc[r][c]);
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    float sums[4];
+    Sum4(df, acc[r][0], acc[r][1], acc[r][2], acc[r][3], sums);
+    for (int c = 0; c < NR; ++c) {
+      float s = sums[c];
+      for (int64_t k = body; k < k1 - k0; ++k) s = std::fma(x[r * ldx + k], ScalarW(w + c * K + k0 + k), s);
+      float& out = y[r * N + c];
+      out = first ? s : out + s;
+    }
+  }
+}
+
+template <class T>
+using TileFn = void (*)(const float*, int64_t, const T*, int64_t, int64_t, int64_t, float*, int64_t, bool);
+
+// Every edge shape: kTiles<T>[mr - 1][nr - 1] (rows past kTileRows unused on narrow targets).
+template <class T>
+constexpr TileFn<T> kTiles[4][4] = {{&Tile<1, 1, T>, &Tile<1, 2, T>, &Tile<1, 3, T>, &Tile<1, 4, T>},
+                                    {&Tile<2, 1, T>, &Tile<2, 2, T>, &Tile<2, 3, T>, &Tile<2, 4, T>},
+                                    {&Tile<3, 1, T>, &Tile<3, 2, T>, &Tile<3, 3, T>, &Tile<3, 4, T>},
+                                    {&Tile<4, 1, T>, &Tile<4, 2, T>, &Tile<4, 3, T>, &Tile<4, 4, T>}};
+
+// Every row of x by W's rows, one k chunk at a time: each thread copies the chunk's columns of
+// x into `chunk` (rows 1 KiB apart, not K floats apart, which alias in L1 for large K), then
+// runs its blocks of W's rows (the same blocks each chunk: static schedule), then the bias.
+template <class T>
+void Run(const float* x, int64_t M, const T* w, int64_t N, int64_t K, const float* b, float* y, bool threaded) {
+  const int64_t blocks = (N + kBlockCols - 1) / kBlockCols;
+#pragma omp parallel if (threaded && blocks > 1 && M * N * K > (1 << 16))
+  {
+    std::vector<float> chunk(static_cast<size_t>(M * std::min(K, kChunk)));
+    for (int64_t k0 = 0; k0 < K; k0 += kChunk) {
+      const int64_t kc = std::min(K - k0, kChunk);
+      for (int64_t i = 0; i < M; ++i) std::copy_n(x + i * K + k0, kc, &chunk[i * kc]);
+#pragma omp for schedule(static) nowait
+      for (int64_t blk = 0; blk < blocks; ++blk) {
+        const int64_t n1 = std::min(N, (blk + 1) * kBlockCols);
+        for (int64_t n = blk * kBlockCols; n < n1; n += kTileCols) {
+          const int64_t nr = std::min<int64_t>(kTileCols, n1 - n);
+          for (int64_t i = 0; i < M; i += kTileRows) {
+            const int64_t mr = std::min<int64_t>(kTileRows, M - i);
+            kTiles<T>[mr - 1][nr - 1](&chunk[i * kc], kc, w + n * K, K, k0, k0 + kc, y + i * N + n, N, k0 == 0);
+          }
+        }
+      }
+    }
+    if (b) {
+#pragma omp barrier
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t n = 0; n < N; ++n) y[i * N + n] += b[n];
+    }
+  }
+}
+
+void RowGemm(const float* x, int64_t M, const float* w32, const uint16_t* w16, int64_t N, int64_t K, const float* b,
+             float* y, bool threaded) {
+  if (w16) {
+    Run(x, M, w16, N, K, b, y, threaded);
+  } else {
+    Run(x, M, w32, N, K, b, y, threaded);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace attnscope
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace attnscope {
+HWY_EXPORT(RowGemm);
+
+void rowGemm(const float* x, int64_t M, const WeightRows& w, const float* b, float* y, bool threaded) {
+  if (M <= 0 || w.N <= 0) return;
+  if (w.K == 0) {  // an empty sum: the bias alone
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t n = 0; n < w.N; ++n) y[i * w.N + n] = b ? b[n] : 0.0f;
+    return;
+  }
+  HWY_DYNAMIC_DISPATCH(RowGemm)(x, M, w.f32, w.bf16, w.N, w.K, b, y, threaded);
+}
+}  // namespace attnscope
+#endif

@@ -1,0 +1,29 @@
+// The linear maps of a model, y = x W^T + b, computed so that a row's value does not depend
+// on the rows it shares the call with: each output y[i][n] is the same sequence of float
+// operations whatever M is (fixed 256-wide k chunks, a lane-wise FMA chain in each, the
+// lanes summed in a fixed order, the chunks added in order, then the bias). One row computed
+// alone equals the same row computed among a thousand, bit for bit, so a model that appends
+// a token computes only the new row (OpenBLAS's value for a row depends on the call's M).
+//
+// W stays in nn.Linear's layout [N, K] (no packing: weights are read where they lie), as
+// float32 or as bfloat16 (converted in registers: a BF16 model's weights stay half-size).
+// Vectorised with Highway (runtime dispatch), threaded over blocks of W's rows.
+#pragma once
+
+#include <cstdint>
+
+namespace attnscope {
+
+// One of the two weight storages: exactly one of f32 / bf16 is set. bf16 holds the upper
+// 16 bits of each float32 (the safetensors BF16 encoding).
+struct WeightRows {
+  const float* f32 = nullptr;     // [N, K]
+  const uint16_t* bf16 = nullptr;  // [N, K]
+  int64_t N = 0, K = 0;
+};
+
+// y [M, N] (row stride N) = x [M, K] (row stride K) W^T + b; b: [N] or null. Threads over W's
+// rows when `threaded` (the bits do not depend on it).
+void rowGemm(const float* x, int64_t M, const WeightRows& w, const float* b, float* y, bool threaded = true);
+
+}  // namespace attnscope
