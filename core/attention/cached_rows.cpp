@@ -6,6 +6,7 @@
 
 #include "attention/kernel.h"
 #include "attention/mask.h"
+#include "attention/row_gemm.h"
 #include "attention/variants.h"
 
 namespace attnscope {
@@ -151,41 +152,47 @@ void finishTrace(AttentionTrace& t, const AttentionOptions& o, const RunPlan& pl
   t.stages = buildStages(t, o);
 }
 
+// A layer's projections against its options: InputError for shapes that do not fit.
+void checkProjections(const Projections& w, const AttentionOptions& o) {
+  auto shape = [](const WeightRows& r) { return "[" + std::to_string(r.N) + ", " + std::to_string(r.K) + "]"; };
+  const int64_t H = o.heads;
+  if (H < 1 || w.q.N < 1 || w.q.N % H != 0)
+    throw InputError("w_q " + shape(w.q) + " does not split into H=" + std::to_string(H) + " heads");
+  const int64_t d = w.q.N / H, G = o.kv_heads > 0 ? o.kv_heads : w.k.N / d;
+  if (G < 1 || H % G != 0) throw InputError("H=" + std::to_string(H) + " is not a multiple of the K/V heads G=" + std::to_string(G));
+  for (const auto& [r, name] : {std::pair{&w.k, "w_k"}, {&w.v, "w_v"}})
+    if (r->N != G * d || r->K != w.q.K)
+      throw InputError(std::string(name) + " " + shape(*r) + " does not fit G=" + std::to_string(G) + " heads of " +
+                       std::to_string(d) + " over the input width " + std::to_string(w.q.K));
+  if (w.o.K != w.q.N || w.o.N < 1) throw InputError("w_o " + shape(w.o) + " does not take the heads' width " + std::to_string(w.q.N));
+}
+
 }  // namespace
 
 int64_t rowGridStart(int64_t position) { return position / kRowBlock * kRowBlock; }
 
-void linearRows(const float* x, int64_t start, int64_t L, const Tensor& w, const Tensor& b, float* y) {
-  const int64_t Din = w.dim(1), Dout = w.dim(0);
-  for (int64_t i0 = start; i0 < L;) {
-    const int64_t end = std::min(L, (i0 / kRowBlock + 1) * kRowBlock);
-    linearInto(x + (i0 - start) * Din, end - i0, w, b, y + (i0 - start) * Dout);
-    i0 = end;
-  }
+Projections projectionsOf(const AttentionInputs& in) {
+  auto rows = [](const Tensor& w) { return WeightRows{w.data.data(), nullptr, w.dim(0), w.dim(1)}; };
+  auto bias = [](const Tensor& b) { return b.empty() ? nullptr : b.data.data(); };
+  return {rows(in.w_q), rows(in.w_k), rows(in.w_v), rows(in.w_o), bias(in.b_q), bias(in.b_k), bias(in.b_v), bias(in.b_o)};
 }
 
-void attendRows(AttentionTrace& t, const AttentionInputs& w, const AttentionOptions& o, const float* x, int64_t start,
+void attendRows(AttentionTrace& t, const Projections& w, const AttentionOptions& o, const float* x, int64_t start,
                 int64_t L, const std::vector<std::string>& labels, float* out) {
   if (o.alibi) throw InputError("cached attention: ALiBi is not supported (its bias needs the full map)");
   if (start < 0 || start > t.L || start > L || start != rowGridStart(start))
     throw std::logic_error("attendRows: start " + std::to_string(start) + " is not a kept grid position");
-  const int64_t H = o.heads, Din = w.w_q.dim(1), D = w.w_q.dim(0), d = D / H;
-  const int64_t G = w.w_k.dim(0) / d, Do = w.w_o.dim(0);
-  if (t.L == 0) {  // the first run on this trace: the weights' shapes and values, once
-    AttentionInputs probe = w;
-    probe.query = Tensor({1, L, Din});
-    std::copy_n(x, L * Din, probe.query.data.begin());
-    probe.key = probe.value = probe.query;
-    validateInputs(probe, o);
-  }
+  const int64_t H = o.heads, Din = w.q.K, D = w.q.N, d = H > 0 ? D / H : 0;
+  const int64_t G = d > 0 ? w.k.N / d : 0, Do = w.o.N;
+  if (t.L == 0) checkProjections(w, o);  // the first run on this trace: the weights' shapes, once
   const RunPlan plan = planRun(o, RunSizes{1, L, L, D, H, d, G, Din, Din, Din});
   t.H = H, t.d = d;
   growTrace(t, L, start, Din, D, G, Do, plan.rule.fillValue(), o.keep_maps);
   t.B = 1, t.L = L, t.S = L, t.D = D, t.G = G, t.Dq = t.Dk = t.Dv = Din;
   std::copy_n(x, (L - start) * Din, &t.query.data[start * Din]);
-  linearRows(x, start, L, w.w_q, w.b_q, &t.q_proj.data[start * D]);
-  linearRows(x, start, L, w.w_k, w.b_k, &t.k_proj.data[start * G * d]);
-  linearRows(x, start, L, w.w_v, w.b_v, &t.v_proj.data[start * G * d]);
+  rowGemm(x, L - start, w.q, w.b_q, &t.q_proj.data[start * D]);
+  rowGemm(x, L - start, w.k, w.b_k, &t.k_proj.data[start * G * d]);
+  rowGemm(x, L - start, w.v, w.b_v, &t.v_proj.data[start * G * d]);
   splitRows(t.q_proj, H, d, start, L, t.q);
   splitRows(t.k_proj, G, d, start, L, t.k);
   splitRows(t.v_proj, G, d, start, L, t.v);
@@ -225,7 +232,7 @@ void attendRows(AttentionTrace& t, const AttentionInputs& w, const AttentionOpti
   for (int64_t i = start; i < L; ++i)
     for (int64_t h = 0; h < H; ++h)
       std::copy_n(&t.context_heads.data[(h * L + i) * d], d, &t.context.data[i * D + h * d]);
-  linearRows(&t.context.data[start * D], start, L, w.w_o, w.b_o, &t.output.data[start * Do]);
+  rowGemm(&t.context.data[start * D], L - start, w.o, w.b_o, &t.output.data[start * Do]);
   std::copy_n(&t.output.data[start * Do], (L - start) * Do, out);
   finishTrace(t, o, plan, labels);
 }
@@ -337,15 +344,15 @@ void startDecode(const AttentionTrace& t, const MaskSpec& mask, DecodeCache& c) 
   c.L = t.L;
 }
 
-void decodeRow(DecodeCache& c, const AttentionInputs& w, const AttentionOptions& o, const float* x, float* probs,
+void decodeRow(DecodeCache& c, const Projections& w, const AttentionOptions& o, const float* x, float* probs,
                float* out, const TraceRow& into) {
-  const int64_t H = o.heads, Din = w.w_q.dim(1), D = w.w_q.dim(0), d = c.d, G = c.G;
+  const int64_t H = o.heads, Din = w.q.K, D = w.q.N, d = c.d, G = c.G;
   const int64_t p = c.L, S = p + 1;
   // q: [H, d] and k, v: [G, d], this position's (head-major rows of one projection each)
   std::vector<float> q(D), k(G * d), v(G * d), ctx(D);
-  linearInto(x, 1, w.w_q, w.b_q, q.data());
-  linearInto(x, 1, w.w_k, w.b_k, k.data());
-  linearInto(x, 1, w.w_v, w.b_v, v.data());
+  rowGemm(x, 1, w.q, w.b_q, q.data());
+  rowGemm(x, 1, w.k, w.b_k, k.data());
+  rowGemm(x, 1, w.v, w.b_v, v.data());
   const std::vector<float> q_proj = into.trace ? q : std::vector<float>(), k_proj = into.trace ? k : std::vector<float>();
   if (o.rope) {
     for (int64_t h = 0; h < H; ++h) rotateAt(&q[h * d], d, p, o.rope_base, o.rope_style, o.rope_inv_freq);
@@ -383,7 +390,7 @@ void decodeRow(DecodeCache& c, const AttentionInputs& w, const AttentionOptions&
         if (into.trace && slot_allowed[e]) score_row[h * S + c.positions[e]] = scores[e];
       }
   }
-  linearInto(ctx.data(), 1, w.w_o, w.b_o, out);
+  rowGemm(ctx.data(), 1, w.o, w.b_o, out);
   if (!into.trace) return;
   const DecodedRow row{x, q_proj.data(), k_proj.data(), v.data(), q.data(), k.data(), ctx.data(), score_row.data(), probs, out};
   appendRow(*into.trace, o, plan, row, *into.labels);

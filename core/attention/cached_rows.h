@@ -2,11 +2,12 @@
 // layer holds, per position, K (after RoPE) and V, the map rows and the output rows, and a
 // run computes only the rows from a given position on; the rows before it are kept.
 //
-// Bit for bit: OpenBLAS gives a row a value that depends on how many rows its call covers,
-// so every row-wise GEMM here runs on a fixed grid of 64-row blocks at absolute positions.
-// A run from position p recomputes from the start of p's block (rowGridStart(p)), and each
-// block makes exactly the calls a from-scratch run of the same length makes: an incremental
-// run equals a from-scratch run bit for bit, and the full forward is this path from 0.
+// Bit for bit: the linear maps give a row the same bits whatever rows share the call
+// (attention/row_gemm.h), but OpenBLAS's Q K^T and P V give a row a value that depends on
+// how many rows its call covers, so those run on a fixed grid of 64-row blocks at absolute
+// positions. A run from position p recomputes from the start of p's block (rowGridStart(p)),
+// and each block makes exactly the calls a from-scratch run of the same length makes: an
+// incremental run equals a from-scratch run bit for bit, and the full forward is this path from 0.
 //
 // Sizes: L positions, Din input width, D = H*d, G K/V heads, Do output width.
 #pragma once
@@ -16,23 +17,28 @@
 #include <vector>
 
 #include "attention/attention.h"
+#include "tensor/weights.h"
 
 namespace attnscope {
 
 // The first position a run that must recompute `position` computes: its 64-row block's start.
 int64_t rowGridStart(int64_t position);
 
-// y rows [start, L) = x rows [start, L) W^T + b, one GEMM per 64-row block of the grid.
-// x: [L - start, Din] and y: [L - start, Dout] hold only those rows; start on the grid.
-void linearRows(const float* x, int64_t start, int64_t L, const Tensor& w, const Tensor& b, float* y);
+// One attention layer's projections, float32 or bfloat16 (tensor/weights.h): q [H d, Din],
+// k and v [G d, Din], o [Do, H d]; biases [out] or null.
+struct Projections {
+  WeightRows q, k, v, o;
+  const float *b_q = nullptr, *b_k = nullptr, *b_v = nullptr, *b_o = nullptr;
+};
+Projections projectionsOf(const AttentionInputs& in);  // its w_q .. b_o (they must outlive the result)
 
 // Recomputes rows [start, L) of one causal self-attention layer into trace `t`, keeping
-// rows [0, start) of the previous run (its K, V, maps and outputs). weights: w_q .. b_o of
-// the layer (query/key/value unused); options: causal mask (window allowed), GQA, RoPE,
-// soft-cap, scale. start: on the grid, at most t.L (0 = a full run, which also validates
-// the weights). x: [L - start, Din] the layer's input rows; out: [L - start, Do] their
-// outputs. labels: [L] token labels. InputError for bad weights (full runs).
-void attendRows(AttentionTrace& t, const AttentionInputs& weights, const AttentionOptions& options, const float* x,
+// rows [0, start) of the previous run (its K, V, maps and outputs). weights: the layer's
+// projections; options: causal mask (window allowed), GQA, RoPE, soft-cap, scale. start: on
+// the grid, at most t.L (0 = a full run, which also checks the weights' shapes). x:
+// [L - start, Din] the layer's input rows; out: [L - start, Do] their outputs. labels: [L]
+// token labels. InputError for weights whose shapes do not fit the options (full runs).
+void attendRows(AttentionTrace& t, const Projections& weights, const AttentionOptions& options, const float* x,
                 int64_t start, int64_t L, const std::vector<std::string>& labels, float* out);
 
 // Generation's one-row steps: a layer's K/V in slots [G, capacity, d], so appending a
@@ -56,7 +62,7 @@ void startDecode(const AttentionTrace& t, const MaskSpec& mask, DecodeCache& cac
 // Position p = cache.L through one causal layer, the way generation steps: q, k, v of x [Din]
 // (one row per projection; RoPE at p), K/V into p's slot, then the row over the cached keys
 // with the layer's mask row p. probs: [H, p + 1] (0 for masked or evicted keys); out: [Do].
-// One-row GEMMs, so the row agrees with attendRows' within float rounding, not bit for bit:
+// The row over the keys is one-row GEMMs, so it agrees with attendRows' within float rounding, not bit for bit:
 // a later attendRows run recomputes these positions' blocks (ModelRun::decoded_from).
 // into.trace: also append the row to the layer's trace (its maps re-laid out for p + 1
 // positions, as a grid run would leave them; the trace must hold positions [0, p)).
@@ -64,7 +70,7 @@ struct TraceRow {
   AttentionTrace* trace = nullptr;
   const std::vector<std::string>* labels = nullptr;  // [p + 1]
 };
-void decodeRow(DecodeCache& cache, const AttentionInputs& weights, const AttentionOptions& options, const float* x,
+void decodeRow(DecodeCache& cache, const Projections& weights, const AttentionOptions& options, const float* x,
                float* probs, float* out, const TraceRow& into = {});
 
 }  // namespace attnscope

@@ -50,6 +50,10 @@ void linearInto(const float* x, int64_t rows, const Tensor& w, const Tensor& b, 
   rowGemm(x, rows, WeightRows{w.data.data(), nullptr, w.dim(0), w.dim(1)}, b.empty() ? nullptr : b.data.data(), y);
 }
 
+void linearInto(const float* x, int64_t rows, const Weights& w, const Tensor& b, float* y) {
+  rowGemm(x, rows, w.rows(), b.empty() ? nullptr : b.data.data(), y);
+}
+
 float ScoreRule::fillValue() const {
   return fill == MaskFill::NegInf ? -std::numeric_limits<float>::infinity() : -1e9f;
 }

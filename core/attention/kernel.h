@@ -12,6 +12,7 @@
 #include "attention/mask.h"
 #include "attention/softmax_row.h"
 #include "tensor/tensor.h"
+#include "tensor/weights.h"
 
 namespace attnscope {
 
@@ -23,6 +24,7 @@ void gemm(bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t
 // y [rows, D] = x [rows, Din] W^T + b, W [D, Din], b [D] or empty; a row's value does not
 // depend on `rows` (attention/row_gemm.h).
 void linearInto(const float* x, int64_t rows, const Tensor& w, const Tensor& b, float* y);
+void linearInto(const float* x, int64_t rows, const Weights& w, const Tensor& b, float* y);  // float32 or bfloat16 W
 
 // How q.k becomes a score. The one place where score transforms apply, in this order:
 // scale, soft-cap, ALiBi bias, then the mask.

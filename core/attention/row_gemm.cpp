@@ -27,6 +27,7 @@ constexpr int64_t kChunk = 1024;
 constexpr int kTileRows = HWY_MAX_BYTES >= 64 ? 4 : 2;
 constexpr int kTileCols = 4;
 constexpr int64_t kBlockCols = 64;  // W rows per thread's block
+constexpr int64_t kBlockRows = 128;  // rows of x per pass over W: their chunk (512 KiB) stays in L2
 
 HWY_INLINE float ScalarW(const float* p) { return *p; }
 HWY_INLINE float ScalarW(const uint16_t* p) {
@@ -138,14 +139,17 @@ void Run(const float* x, int64_t M, const T* w, int64_t N, int64_t K, const floa
     for (int64_t k0 = 0; k0 < K; k0 += kChunk) {
       const int64_t kc = std::min(K - k0, kChunk);
       for (int64_t i = 0; i < M; ++i) std::copy_n(x + i * K + k0, kc, &chunk[i * kc]);
+      for (int64_t i0 = 0; i0 < M; i0 += kBlockRows) {
+        const int64_t i1 = std::min(M, i0 + kBlockRows);
 #pragma omp for schedule(static) nowait
-      for (int64_t blk = 0; blk < blocks; ++blk) {
-        const int64_t n1 = std::min(N, (blk + 1) * kBlockCols);
-        for (int64_t n = blk * kBlockCols; n < n1; n += kTileCols) {
-          const int64_t nr = std::min<int64_t>(kTileCols, n1 - n);
-          for (int64_t i = 0; i < M; i += kTileRows) {
-            const int64_t mr = std::min<int64_t>(kTileRows, M - i);
-            kTiles<T>[mr - 1][nr - 1](&chunk[i * kc], kc, w + n * K, K, k0, k0 + kc, y + i * N + n, N, k0 == 0);
+        for (int64_t blk = 0; blk < blocks; ++blk) {
+          const int64_t n1 = std::min(N, (blk + 1) * kBlockCols);
+          for (int64_t n = blk * kBlockCols; n < n1; n += kTileCols) {
+            const int64_t nr = std::min<int64_t>(kTileCols, n1 - n);
+            for (int64_t i = i0; i < i1; i += kTileRows) {
+              const int64_t mr = std::min<int64_t>(kTileRows, i1 - i);
+              kTiles<T>[mr - 1][nr - 1](&chunk[i * kc], kc, w + n * K, K, k0, k0 + kc, y + i * N + n, N, k0 == 0);
+            }
           }
         }
       }

@@ -12,15 +12,9 @@
 
 #include <cstdint>
 
-namespace attnscope {
+#include "tensor/weights.h"
 
-// One of the two weight storages: exactly one of f32 / bf16 is set. bf16 holds the upper
-// 16 bits of each float32 (the safetensors BF16 encoding).
-struct WeightRows {
-  const float* f32 = nullptr;     // [N, K]
-  const uint16_t* bf16 = nullptr;  // [N, K]
-  int64_t N = 0, K = 0;
-};
+namespace attnscope {
 
 // y [M, N] (row stride N) = x [M, K] (row stride K) W^T + b; b: [N] or null. Threads over W's
 // rows when `threaded` (the bits do not depend on it).

@@ -20,19 +20,20 @@ std::string layerName(const char* pattern, int64_t i) {
 }
 
 // Which tensors to read, with the shapes config.json implies: checked against the headers
-// first, converted only when all are present and their float32 copy fits memory.
+// first, read only when all are present and fit memory (matrices BF16 as stored, the rest float32).
 class WeightPlan {
  public:
   WeightPlan(SafetensorsFolder& store, std::string prefix) : store_(store), prefix_(std::move(prefix)) {}
 
   std::string base(const std::string& name) const { return prefix_ + name; }
   bool has(const std::string& full) const { return store_.has(full); }
-  // Adds a tensor of the base model (prefixed) or, with head = true, one outside it.
+  // Adds a tensor read as float32 (dst) or as stored (matrix) of the base model (prefixed)
+  // or, with head = true, one outside it.
   void add(const std::string& name, Shape shape, Tensor* dst, const std::string& why, bool head = false) {
-    const std::string full = head ? name : base(name);
-    store_.checkShape(full, shape, why);
-    items_.push_back({full, std::move(shape), dst, why});
-    bytes_ += static_cast<uint64_t>(numel(items_.back().shape)) * sizeof(float);
+    push(head ? name : base(name), std::move(shape), dst, nullptr, why);
+  }
+  void add(const std::string& name, Shape shape, Weights* matrix, const std::string& why, bool head = false) {
+    push(head ? name : base(name), std::move(shape), nullptr, matrix, why);
   }
   // A norm: NAME.weight, and NAME.bias when the family's norms have one.
   // Old BERT checkpoints (TensorFlow-converted) name them NAME.gamma and NAME.beta.
@@ -49,15 +50,19 @@ class WeightPlan {
     if (bias) add(name + ".bias", {out}, &dst.bias, why, head);
   }
   // The memory rule first (from the headers alone), then the files' data: mapped, checked
-  // against their sizes, converted tensor by tensor with progress (bytes converted).
+  // against their sizes, read tensor by tensor with progress (bytes read).
   void load(const std::string& folder, const Progress& progress) {
-    checkMemory(bytes_, folder + ": the weights as float32 (" + std::to_string(bytes_ >> 20) + " MiB)");
+    checkMemory(bytes_, folder + ": the weights in memory (" + std::to_string(bytes_ >> 20) + " MiB)");
     store_.mapData();
     uint64_t done = 0;
     if (progress && !progress(0.0)) throw Cancelled();
     for (const Item& item : items_) {
-      *item.dst = store_.read(item.name, item.shape, item.why);
-      done += static_cast<uint64_t>(numel(item.shape)) * sizeof(float);
+      if (item.matrix) {
+        *item.matrix = store_.readWeights(item.name, item.shape, item.why);
+      } else {
+        *item.dst = store_.read(item.name, item.shape, item.why);
+      }
+      done += store_.residentBytes(item.name, item.matrix != nullptr);
       if (progress && !progress(bytes_ > 0 ? static_cast<double>(done) / static_cast<double>(bytes_) : 1.0))
         throw Cancelled();
     }
@@ -68,21 +73,19 @@ class WeightPlan {
     std::string name;
     Shape shape;
     Tensor* dst;
+    Weights* matrix;
     std::string why;
   };
+  void push(const std::string& full, Shape shape, Tensor* dst, Weights* matrix, const std::string& why) {
+    store_.checkShape(full, shape, why);
+    items_.push_back({full, std::move(shape), dst, matrix, why});
+    bytes_ += store_.residentBytes(full, matrix != nullptr);
+  }
   SafetensorsFolder& store_;
   std::string prefix_;
   std::vector<Item> items_;
   uint64_t bytes_ = 0;
 };
-
-Tensor transposed(const Tensor& t) {
-  const int64_t r = t.dim(0), c = t.dim(1);
-  Tensor out({c, r});
-  for (int64_t i = 0; i < r; ++i)
-    for (int64_t j = 0; j < c; ++j) out.data[j * r + i] = t.data[i * c + j];
-  return out;
-}
 
 // Rows [first, first + count) of a [R, C] matrix (or elements of a vector).
 Tensor rows(const Tensor& t, int64_t first, int64_t count) {
@@ -92,36 +95,37 @@ Tensor rows(const Tensor& t, int64_t first, int64_t count) {
   return out;
 }
 
-// Splits a fused q/k/v weight [3D, D] (and bias [3D]) into the attention inputs: GPT-2's
-// thirds (after the Conv1D transpose) or GPT-NeoX's per-head [H, 3, d] rows.
-void splitFused(const HfConfig& c, HfLinear fused, AttentionInputs& attn) {
+// Splits a fused q/k/v weight [3D, D] (and bias [3D]) into q, k, v: GPT-2's thirds (after
+// the Conv1D transpose) or GPT-NeoX's per-head [H, 3, d] rows.
+void splitFused(const HfConfig& c, HfLinear fused, HfLayer& layer) {
   const int64_t D = c.hidden, H = c.heads, d = c.head_dim;
   if (c.family->conv1d) fused.weight = transposed(fused.weight);
-  Tensor* parts_w[] = {&attn.w_q, &attn.w_k, &attn.w_v};
-  Tensor* parts_b[] = {&attn.b_q, &attn.b_k, &attn.b_v};
+  HfLinear* parts[] = {&layer.q, &layer.k, &layer.v};
   const bool bias = !fused.bias.empty();
-  if (c.family->fused_qkv == HfFusedQkv::Conv1DThirds) {
-    for (int p = 0; p < 3; ++p) {
-      *parts_w[p] = rows(fused.weight, p * D, D);
-      if (bias) *parts_b[p] = rows(fused.bias, p * D, D);
-    }
-    return;
-  }
   for (int p = 0; p < 3; ++p) {
-    *parts_w[p] = Tensor({D, D});
-    if (bias) *parts_b[p] = Tensor({D});
+    if (c.family->fused_qkv == HfFusedQkv::Conv1DThirds) {
+      parts[p]->weight = rowsOf(fused.weight, p * D, D);
+      if (bias) parts[p]->bias = rows(fused.bias, p * D, D);
+      continue;
+    }
+    Weights& w = parts[p]->weight;
+    w.shape = {D, D};
+    for (int64_t h = 0; h < H; ++h) {
+      const Weights head = rowsOf(fused.weight, (h * 3 + p) * d, d);
+      w.f32.insert(w.f32.end(), head.f32.begin(), head.f32.end());
+      w.bf16.insert(w.bf16.end(), head.bf16.begin(), head.bf16.end());
+    }
+    if (!bias) continue;
+    parts[p]->bias = Tensor({D});
     for (int64_t h = 0; h < H; ++h) {
       const int64_t src = (h * 3 + p) * d;
-      std::copy(fused.weight.data.begin() + src * D, fused.weight.data.begin() + (src + d) * D,
-                parts_w[p]->data.begin() + h * d * D);
-      if (bias) std::copy(fused.bias.data.begin() + src, fused.bias.data.begin() + src + d, parts_b[p]->data.begin() + h * d);
+      std::copy(fused.bias.data.begin() + src, fused.bias.data.begin() + src + d, parts[p]->bias.data.begin() + h * d);
     }
   }
 }
 
 struct LayerPlanned {
   HfLinear fused;  // filled for fused q/k/v families, split after loading
-  HfLinear q, k, v, o;
 };
 
 void planLayer(const HfConfig& c, int64_t i, WeightPlan& plan, HfLayer& layer, LayerPlanned& p) {
@@ -137,32 +141,20 @@ void planLayer(const HfConfig& c, int64_t i, WeightPlan& plan, HfLayer& layer, L
   if (f.fused_qkv != HfFusedQkv::None) {
     plan.linear(layerName(n.qkv, i), 3 * D, D, f.conv1d, c.qkv_bias, p.fused, why);
   } else {
-    plan.linear(layerName(n.q, i), Hd, D, false, c.qkv_bias, p.q, why);
-    plan.linear(layerName(n.k, i), Gd, D, false, c.qkv_bias, p.k, why);
-    plan.linear(layerName(n.v, i), Gd, D, false, c.qkv_bias, p.v, why);
+    plan.linear(layerName(n.q, i), Hd, D, false, c.qkv_bias, layer.q, why);
+    plan.linear(layerName(n.k, i), Gd, D, false, c.qkv_bias, layer.k, why);
+    plan.linear(layerName(n.v, i), Gd, D, false, c.qkv_bias, layer.v, why);
   }
-  plan.linear(layerName(n.o, i), D, Hd, f.conv1d, c.o_bias, p.o, why);
+  plan.linear(layerName(n.o, i), D, Hd, f.conv1d, c.o_bias, layer.o, why);
   if (f.mlp == HfMlp::Gated) plan.linear(layerName(n.gate, i), M, D, false, c.mlp_bias, layer.gate, why);
   plan.linear(layerName(n.up, i), M, D, f.conv1d, c.mlp_bias, layer.up, why);
   plan.linear(layerName(n.down, i), D, M, f.conv1d, c.mlp_bias, layer.down, why);
 }
 
 void finishLayer(const HfConfig& c, HfLayer& layer, LayerPlanned& p) {
-  if (c.family->fused_qkv != HfFusedQkv::None) {
-    splitFused(c, std::move(p.fused), layer.attn);
-  } else {
-    layer.attn.w_q = std::move(p.q.weight);
-    layer.attn.b_q = std::move(p.q.bias);
-    layer.attn.w_k = std::move(p.k.weight);
-    layer.attn.b_k = std::move(p.k.bias);
-    layer.attn.w_v = std::move(p.v.weight);
-    layer.attn.b_v = std::move(p.v.bias);
-  }
-  layer.attn.w_o = c.family->conv1d ? transposed(p.o.weight) : std::move(p.o.weight);
-  layer.attn.b_o = std::move(p.o.bias);
+  if (c.family->fused_qkv != HfFusedQkv::None) splitFused(c, std::move(p.fused), layer);
   if (c.family->conv1d) {
-    layer.up.weight = transposed(layer.up.weight);
-    layer.down.weight = transposed(layer.down.weight);
+    for (HfLinear* l : {&layer.o, &layer.up, &layer.down}) l->weight = transposed(l->weight);
   }
 }
 
@@ -195,6 +187,12 @@ bool hasTokenizerFiles(const std::string& folder) {
 }
 
 }  // namespace
+
+Projections HfLayer::projections() const {
+  auto bias = [](const Tensor& b) { return b.empty() ? nullptr : b.data.data(); };
+  return {q.weight.rows(), k.weight.rows(), v.weight.rows(), o.weight.rows(),
+          bias(q.bias), bias(k.bias), bias(v.bias), bias(o.bias)};
+}
 
 std::string HfModel::name() const { return fs::path(folder).filename().string(); }
 

@@ -4,10 +4,12 @@
 // runAttention (GQA, RoPE with scaled / partial inverse frequencies, soft-cap, sliding
 // window as a causal-window mask), so each layer keeps its full AttentionTrace.
 //
-// Memory rule: the weights are converted to float32 once, at load, when their float32 size
-// fits the memory this process may still allocate (MemAvailable, or less under `ulimit -v`,
-// the budget checkMemory uses); otherwise the folder is refused with that estimate before
-// anything past the safetensors headers is read (before a truncated file's own error).
+// Memory rule: the matrices are read once, at load: BF16 ones kept as stored (tensor/weights.h:
+// the row GEMM widens them in registers), F32 and F16 ones, norms, biases and positions as
+// float32, when that size fits the memory this process may still allocate (MemAvailable, or
+// less under `ulimit -v`, the budget checkMemory uses); otherwise the folder is refused with
+// that estimate before anything past the safetensors headers is read (before a truncated
+// file's own error).
 #pragma once
 
 #include <memory>
@@ -31,27 +33,29 @@ struct HfNormWeights {
 };
 
 struct HfLinear {
-  Tensor weight, bias;  // nn.Linear: weight [out, in], bias [out] or empty
+  Weights weight;  // nn.Linear: [out, in]
+  Tensor bias;     // [out] or empty
 };
 
 struct HfLayer {
   HfNormWeights attn_norm, post_attn_norm, mlp_norm, post_mlp_norm;
-  AttentionInputs attn;  // w_q [H*d, D], w_k/w_v [G*d, D], w_o [D, H*d] and biases
+  HfLinear q, k, v, o;  // q [H*d, D], k/v [G*d, D], o [D, H*d]
   HfLinear gate, up, down;  // gate only for gated MLPs
+  Projections projections() const;  // q .. o for attendRows (they must outlive it)
 };
 
 struct HfModel {
   std::string folder;
   HfConfig config;
-  Tensor embed;           // [V, D]
+  Weights embed;          // [V, D]
   Tensor positions;       // [P, D] learned positions, or empty
   Tensor token_type;      // [D]: token type 0 (BERT), or empty
   HfNormWeights embed_norm, final_norm;
   std::vector<HfLayer> layers;  // [N]
-  Tensor lm_head;         // [V, D] when untied (tied: empty, `embed` is the head, not copied)
+  Weights lm_head;        // [V, D] when untied (tied: empty, `embed` is the head, not copied)
   bool head_tied = false;  // the embedding is the unembedding (tie_word_embeddings)
   // The unembedding [V, D]: lm_head, or the embedding when tied; empty for an encoder without MLM head.
-  const Tensor& unembedding() const { return head_tied ? embed : lm_head; }
+  const Weights& unembedding() const { return head_tied ? embed : lm_head; }
   bool hasHead() const { return !unembedding().empty(); }
   Tensor lm_bias;         // [V] or empty
   HfLinear mlm_transform;  // BERT's cls.predictions.transform (dense + LayerNorm)

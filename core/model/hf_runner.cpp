@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "attention/cached_rows.h"
+#include "attention/kernel.h"
 #include "model/activations.h"
 #include "model/hf_model.h"
 
@@ -36,10 +37,10 @@ void applyNorm(HfNorm kind, const HfNormWeights& w, double eps, const Tensor& x,
   }
 }
 
-// out = x w^T + b for x holding rows [start, start + rows) (the grid of cached_rows.h).
-void linear(const Tensor& x, int64_t start, const HfLinear& w, Tensor& out) {
+// out = x w^T + b (x [rows, in], out [rows, out]).
+void linear(const Tensor& x, const HfLinear& w, Tensor& out) {
   reshape(out, x.dim(0), w.weight.dim(0));
-  linearRows(x.data.data(), start, start + x.dim(0), w.weight, w.bias, out.data.data());
+  linearInto(x.data.data(), x.dim(0), w.weight, w.bias, out.data.data());
 }
 
 void addInto(Tensor& x, const Tensor& y) {
@@ -118,13 +119,16 @@ void HfRunner::embed(const ModelTokens& tokens) {
   const int64_t L = static_cast<int64_t>(tokens.ids.size()), D = c.hidden;
   const float scale = c.family->embed_scale_sqrt_d ? std::sqrt(static_cast<float>(D)) : 1.0f;
   reshape(x_, L - start_, D);  // rows [start_, L) only
-  for (int64_t t = start_; t < L; ++t)
+  for (int64_t t = start_; t < L; ++t) {
+    float* row = &x_.data[(t - start_) * D];
+    m.embed.rowInto(tokens.ids[t], row);
     for (int64_t j = 0; j < D; ++j) {
-      float v = m.embed.data[tokens.ids[t] * D + j] * scale;
+      float v = row[j] * scale;
       if (!m.positions.empty()) v += m.positions.data[t * D + j];
       if (!m.token_type.empty()) v += m.token_type.data[j];
-      x_.data[(t - start_) * D + j] = v;
+      row[j] = v;
     }
+  }
   if (!m.embed_norm.empty()) {
     applyNorm(c.family->norm, m.embed_norm, c.norm_eps, x_, h_);
     std::swap(x_, h_);
@@ -133,8 +137,8 @@ void HfRunner::embed(const ModelTokens& tokens) {
 
 void HfRunner::attention(int64_t i, const Tensor& input, const std::vector<std::string>& labels, Tensor& out) {
   const int64_t L = static_cast<int64_t>(labels.size());
-  const AttentionInputs& weights = model_->layers[i].attn;  // shared with other runners, never copied
-  reshape(out, input.dim(0), weights.w_o.dim(0));
+  const Projections weights = model_->layers[i].projections();  // shared with other runners, never copied
+  reshape(out, input.dim(0), weights.o.N);
   if (!decode_.empty()) {  // one position: probs [H, L] into the step's rows
     const int64_t H = options_[i].heads;
     decodeRow(decode_[i], weights, options_[i], input.data.data(), &run_.step_probs.data[i * H * L], out.data.data(),
@@ -146,14 +150,14 @@ void HfRunner::attention(int64_t i, const Tensor& input, const std::vector<std::
 
 void HfRunner::mlp(const HfLayer& w, const Tensor& input, Tensor& out) {
   const HfConfig& c = model_->config;
-  linear(input, start_, w.up, up_);
+  linear(input, w.up, up_);
   if (c.family->mlp == HfMlp::Gated) {
-    linear(input, start_, w.gate, gate_);
+    linear(input, w.gate, gate_);
     gateAll(c.activation, gate_.data.data(), up_.data.data(), static_cast<int64_t>(up_.data.size()));
   } else {
     activateAll(c.activation, up_.data.data(), static_cast<int64_t>(up_.data.size()));
   }
-  linear(up_, start_, w.down, out);
+  linear(up_, w.down, out);
 }
 
 void HfRunner::layer(int64_t i, const std::vector<std::string>& labels) {
@@ -193,17 +197,17 @@ void HfRunner::layer(int64_t i, const std::vector<std::string>& labels) {
   addInto(x_, m_);
 }
 
-void hfOutputLogits(const HfModel& m, const Tensor& x, int64_t start, float* logits) {
+void hfOutputLogits(const HfModel& m, const Tensor& x, int64_t /*start: rows are computed alike anywhere*/, float* logits) {
   const HfConfig& c = m.config;
   const int64_t rows = x.dim(0), V = c.vocab;
   Tensor normed = x, scratch;  // [rows, D]
   if (!m.final_norm.empty()) applyNorm(c.family->norm, m.final_norm, c.norm_eps, x, normed);
   if (!m.mlm_transform.weight.empty()) {  // BERT: LayerNorm(act(dense(x)))
-    linear(normed, start, m.mlm_transform, scratch);
+    linear(normed, m.mlm_transform, scratch);
     activateAll(c.activation, scratch.data.data(), static_cast<int64_t>(scratch.data.size()));
     applyNorm(c.family->norm, m.mlm_norm, c.norm_eps, scratch, normed);
   }
-  linearRows(normed.data.data(), start, start + rows, m.unembedding(), m.lm_bias, logits);
+  linearInto(normed.data.data(), rows, m.unembedding(), m.lm_bias, logits);
   if (c.final_softcap) {
     const double cap = *c.final_softcap;
     for (int64_t n = 0; n < rows * V; ++n) logits[n] = static_cast<float>(cap * std::tanh(logits[n] / cap));

@@ -166,12 +166,12 @@ int64_t computeLogitRows(ModelRun& run, const LogitRows& wanted, const RowHead& 
   return run.logits_rows;
 }
 
-void modelOutputLogits(const Model& model, const Tensor& x, int64_t start, float* logits) {
+void modelOutputLogits(const Model& model, const Tensor& x, int64_t /*start: rows are computed alike anywhere*/, float* logits) {
   const ModelConfig& c = model.config;
   const int64_t rows = x.dim(0), D = c.d_model;
   Tensor normed({rows, D});
   layerNorm(x, model.ln_f_weight, model.ln_f_bias, c.ln_eps, rows, D, normed);
-  linearRows(normed.data.data(), start, start + rows, model.lm_head, Tensor(), logits);
+  linearInto(normed.data.data(), rows, model.lm_head, Tensor(), logits);
 }
 
 RowHead modelHead(const Model& m) {
@@ -292,18 +292,18 @@ void ModelRunner::forward(const ModelTokens& tokens, int64_t start) {
     layerNorm(x_, b.ln1_weight, b.ln1_bias, c.ln_eps, n, D, h_);
     // self-attention: query = key = value = ln1(x); output o-projection included
     if (decode_.empty())
-      attendRows(run_.layers[i], b.attn, options_, h_.data.data(), start, L, labels, a_.data.data());
+      attendRows(run_.layers[i], projectionsOf(b.attn), options_, h_.data.data(), start, L, labels, a_.data.data());
     else  // one position: probs [H, L] into the step's rows
-      decodeRow(decode_[i], b.attn, options_, h_.data.data(), &run_.step_probs.data[i * options_.heads * L], a_.data.data(),
+      decodeRow(decode_[i], projectionsOf(b.attn), options_, h_.data.data(), &run_.step_probs.data[i * options_.heads * L], a_.data.data(),
                 step_maps_ == StepMaps::Keep ? TraceRow{&run_.layers[i], &labels} : TraceRow{});
     for (int64_t k = 0; k < n * D; ++k) x_.data[k] += a_.data[k];
 
     if (c.mlp) {
       layerNorm(x_, b.ln2_weight, b.ln2_bias, c.ln_eps, n, D, h_);
       reshape(mid_, n, M);
-      linearRows(h_.data.data(), start, L, b.w_in, b.b_in, mid_.data.data());
+      linearInto(h_.data.data(), L - start, b.w_in, b.b_in, mid_.data.data());
       for (float& v : mid_.data) v = gelu(v, c.activation);
-      linearRows(mid_.data.data(), start, L, b.w_out, b.b_out, a_.data.data());
+      linearInto(mid_.data.data(), L - start, b.w_out, b.b_out, a_.data.data());
       for (int64_t k = 0; k < n * D; ++k) x_.data[k] += a_.data[k];
     }
     if (keep_residuals_) storeResidualRows(x_, i + 1, start, run_.residuals);

@@ -371,4 +371,27 @@ Tensor SafetensorsFolder::read(const std::string& name, const Shape& shape, cons
   return t;
 }
 
+Weights SafetensorsFolder::readWeights(const std::string& name, const Shape& shape, const std::string& why) const {
+  checkShape(name, shape, why);
+  const Shard& shard = *shards_[where_.at(name)];
+  const SafetensorsEntry& e = shard.header.tensors.at(name);
+  if (e.dtype != "BF16") return Weights(read(name, shape, why));
+  if (!shard.file) throw std::logic_error("SafetensorsFolder::readWeights before mapData()");
+  Weights w;
+  w.shape = shape;
+  w.bf16.resize(static_cast<size_t>(numel(shape)));
+  const uint8_t* p = shard.file->data() + shard.header.data_start + e.begin;
+  std::memcpy(w.bf16.data(), p, w.bf16.size() * sizeof(uint16_t));  // little-endian host (x86-64, arm64)
+  for (size_t i = 0; i < w.bf16.size(); ++i)
+    if ((w.bf16[i] & 0x7F80u) == 0x7F80u)  // exponent all ones: infinite or NaN
+      fail(shard.path, "tensor \"" + name + "\" holds a NaN or infinite value at index " + std::to_string(i));
+  shard.file->release(shard.header.data_start + e.begin, shard.header.data_start + e.end);
+  return w;
+}
+
+uint64_t SafetensorsFolder::residentBytes(const std::string& name, bool keep_bf16) const {
+  const SafetensorsEntry& e = entry(name);
+  return static_cast<uint64_t>(numel(e.shape)) * (keep_bf16 && e.dtype == "BF16" ? 2 : 4);
+}
+
 }  // namespace attnscope

@@ -48,7 +48,7 @@ class CachedRows : public ::testing::TestWithParam<RowsCase> {
   std::vector<float> run(AttentionTrace& t, int64_t start, int64_t L) {
     const int64_t D = GetParam().D;
     std::vector<float> out((L - start) * D);
-    attendRows(t, in_, o_, &in_.query.data[start * D], start, L, std::vector<std::string>(L, "x"), out.data());
+    attendRows(t, projectionsOf(in_), o_, &in_.query.data[start * D], start, L, std::vector<std::string>(L, "x"), out.data());
     return out;
   }
   AttentionInputs in_;
@@ -98,7 +98,7 @@ TEST_P(CachedRows, DecodedRowsEqualTheFullRunsRows) {
   for (int64_t p = prompt; p < c.L; ++p) {  // generation: one position at a time
     const int64_t S = p + 1;
     std::vector<float> probs(c.H * S), out(D);
-    decodeRow(cache, in_, o_, &in_.query.data[p * D], probs.data(), out.data());
+    decodeRow(cache, projectionsOf(in_), o_, &in_.query.data[p * D], probs.data(), out.data());
     ASSERT_EQ(cache.L, S);
     for (int64_t h = 0; h < c.H; ++h)
       for (int64_t j = 0; j < c.L; ++j) {

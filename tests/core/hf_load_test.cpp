@@ -79,7 +79,7 @@ TEST_F(HfLoad, ProgressRunsFromZeroToOneAndTheWeightsArrive) {
   EXPECT_EQ(seen.back(), 1.0);
   for (size_t k = 1; k < seen.size(); ++k) EXPECT_GT(seen[k], seen[k - 1]);
   ASSERT_EQ(m.embed.shape, (Shape{V, D}));
-  for (int64_t k = 0; k < V * D; ++k) EXPECT_EQ(m.embed.data[k], static_cast<float>(k) / 1000.0f);
+  for (int64_t k = 0; k < V * D; ++k) EXPECT_EQ(m.embed.f32[k], static_cast<float>(k) / 1000.0f);
 }
 
 TEST_F(HfLoad, ReturningFalseCancels) {
@@ -98,7 +98,7 @@ TEST_F(HfLoad, MemoryRuleComesBeforeTheData) {
     loadHfModel(folder.string(), false);
     FAIL() << "loaded";
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind(folder.string() + ": the weights as float32 (0 MiB) needs ", 0), 0u) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind(folder.string() + ": the weights in memory (0 MiB) needs ", 0), 0u) << e.what();
     EXPECT_NE(std::string(e.what()).find("(ATTNSCOPE_MEMORY_BYTES)"), std::string::npos) << e.what();
   }
   // Within the budget the same file is refused as what it is: its data is missing.
@@ -122,8 +122,8 @@ TEST_F(HfLoad, ASecondRunnerSharesTheLoadedWeights) {
   ASSERT_TRUE(weights.hf);
   uint64_t attention_bytes = 0;
   for (const HfLayer& layer : weights.hf->layers)
-    for (const Tensor* w : {&layer.attn.w_q, &layer.attn.w_k, &layer.attn.w_v, &layer.attn.w_o})
-      attention_bytes += w->data.size() * 4;
+    for (const HfLinear* w : {&layer.q, &layer.k, &layer.v, &layer.o})
+      attention_bytes += w->weight.bytes();
   const size_t before = testing::heapBytesInUse();
   FolderModelRunner second(weights);
   const size_t grown = testing::heapGrowthSince(before);
