@@ -26,7 +26,7 @@ void regrid(std::vector<float>& v, int64_t N, int64_t oldT, int64_t oldW, int64_
   };
   const bool grows = T * W >= oldT * oldW;
   if (grows) {
-    if (size > v.size()) v.resize(size);
+    if (size > v.size()) resizePrefaulted(v, size);
     for (int64_t n = N - 1; n >= 0; --n)
       for (int64_t i = keep - 1; i >= 0; --i) move(n, i);
   } else {
@@ -169,8 +169,6 @@ void checkProjections(const Projections& w, const AttentionOptions& o) {
 
 }  // namespace
 
-int64_t rowGridStart(int64_t position) { return position / kRowBlock * kRowBlock; }
-
 Projections projectionsOf(const AttentionInputs& in) {
   auto rows = [](const Tensor& w) { return WeightRows{w.data.data(), nullptr, w.dim(0), w.dim(1)}; };
   auto bias = [](const Tensor& b) { return b.empty() ? nullptr : b.data.data(); };
@@ -180,8 +178,8 @@ Projections projectionsOf(const AttentionInputs& in) {
 void attendRows(AttentionTrace& t, const Projections& w, const AttentionOptions& o, const float* x, int64_t start,
                 int64_t L, const std::vector<std::string>& labels, float* out) {
   if (o.alibi) throw InputError("cached attention: ALiBi is not supported (its bias needs the full map)");
-  if (start < 0 || start > t.L || start > L || start != rowGridStart(start))
-    throw std::logic_error("attendRows: start " + std::to_string(start) + " is not a kept grid position");
+  if (start < 0 || start > t.L || start > L)
+    throw std::logic_error("attendRows: start " + std::to_string(start) + " is not a kept position");
   const int64_t H = o.heads, Din = w.q.K, D = w.q.N, d = H > 0 ? D / H : 0;
   const int64_t G = d > 0 ? w.k.N / d : 0, Do = w.o.N;
   if (t.L == 0) checkProjections(w, o);  // the first run on this trace: the weights' shapes, once

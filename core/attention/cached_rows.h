@@ -2,12 +2,10 @@
 // layer holds, per position, K (after RoPE) and V, the map rows and the output rows, and a
 // run computes only the rows from a given position on; the rows before it are kept.
 //
-// Bit for bit: the linear maps give a row the same bits whatever rows share the call
-// (attention/row_gemm.h), but OpenBLAS's Q K^T and P V give a row a value that depends on
-// how many rows its call covers, so those run on a fixed grid of 64-row blocks at absolute
-// positions. A run from position p recomputes from the start of p's block (rowGridStart(p)),
-// and each block makes exactly the calls a from-scratch run of the same length makes: an
-// incremental run equals a from-scratch run bit for bit, and the full forward is this path from 0.
+// Bit for bit: every computation of a row sees that row alone (the linear maps and Q K^T
+// through attention/row_gemm.h, each row's softmax over its own keys, its context through
+// combineRows), so a run from position p computes rows [p, L) only and equals a from-scratch
+// run bit for bit; the full forward is this path from 0.
 //
 // Sizes: L positions, Din input width, D = H*d, G K/V heads, Do output width.
 #pragma once
@@ -21,9 +19,6 @@
 
 namespace attnscope {
 
-// The first position a run that must recompute `position` computes: its 64-row block's start.
-int64_t rowGridStart(int64_t position);
-
 // One attention layer's projections, float32 or bfloat16 (tensor/weights.h): q [H d, Din],
 // k and v [G d, Din], o [Do, H d]; biases [out] or null.
 struct Projections {
@@ -34,8 +29,8 @@ Projections projectionsOf(const AttentionInputs& in);  // its w_q .. b_o (they m
 
 // Recomputes rows [start, L) of one causal self-attention layer into trace `t`, keeping
 // rows [0, start) of the previous run (its K, V, maps and outputs). weights: the layer's
-// projections; options: causal mask (window allowed), GQA, RoPE, soft-cap, scale. start: on
-// the grid, at most t.L (0 = a full run, which also checks the weights' shapes). x:
+// projections; options: causal mask (window allowed), GQA, RoPE, soft-cap, scale. start: at
+// most t.L (0 = a full run, which also checks the weights' shapes). x:
 // [L - start, Din] the layer's input rows; out: [L - start, Do] their outputs. labels: [L]
 // token labels. InputError for weights whose shapes do not fit the options (full runs).
 void attendRows(AttentionTrace& t, const Projections& weights, const AttentionOptions& options, const float* x,

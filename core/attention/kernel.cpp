@@ -114,30 +114,25 @@ RawScoreBlocks attendHead(const HeadSlot& slot, int64_t L, int64_t S, const Scor
   RawScoreBlocks counts;
   for (int64_t i0 = 0; i0 < L; i0 += kRowBlock) {
     const int64_t rows = std::min(kRowBlock, L - i0);
-    // Keys any row of this block may attend; a fully masked row with the -1e9 fill
-    // spreads over every key, so its context needs all of V.
+    // Keys any row of this block may attend: the raw scores it needs.
     RowSpan block{S, 0};
-    bool needs_all_keys = false;
     for (int64_t i = i0; i < i0 + rows; ++i) {
       const RowSpan span = slot.spans[i];
-      if (span.begin == span.end) {
-        needs_all_keys = needs_all_keys || uniform_fully_masked;
-        continue;
-      }
+      if (span.begin == span.end) continue;
       block.begin = std::min(block.begin, span.begin);
       block.end = std::max(block.end, span.end);
     }
     if (block.begin >= block.end) block = {0, 0};
     // Raw scores, when kept, cover every cell (masked ones too); otherwise only the block's
     // keys, in the cache when there is one (only the keys it lacks) or in place in scores.
-    // Q K^T runs one key tile at a time on a fixed grid: OpenBLAS's value for a cell depends
-    // on the columns its call covers, so cells from the cache, from an extension and from a
-    // fresh run agree bit for bit only when every call covers the same tile.
+    // A cell's q.k does not depend on the rows or keys its call covers (row_gemm.h), so a row
+    // gets the same bits in any block, from the cache, an extension or a fresh run; the key
+    // tiles only say what the cache holds.
     float* raw = slot.raw ? slot.raw : slot.cache ? slot.cache : slot.scores;
-    auto qk = [&](RowSpan keys) {  // raw [rows, keys] = q k^T; keys on the tile grid
-      for (int64_t j0 = keys.begin; j0 < keys.end; j0 += kKeyTile)
-        gemm(true, rows, std::min(kKeyTile, S - j0), c, slot.q + i0 * c, c, slot.k + j0 * c, c, 0.0f,
-             raw + i0 * S + j0, S);
+    auto qk = [&](RowSpan keys) {  // raw [rows, keys] = q k^T
+      if (keys.begin < keys.end)
+        rowGemmStrided(slot.q + i0 * c, c, rows, WeightRows{slot.k + keys.begin * c, nullptr, keys.end - keys.begin, c},
+                       raw + i0 * S + keys.begin, S);
     };
     const RowSpan tiles = slot.raw ? RowSpan{0, S}
                                    : RowSpan{block.begin / kKeyTile * kKeyTile,
@@ -157,10 +152,10 @@ RawScoreBlocks attendHead(const HeadSlot& slot, int64_t L, int64_t S, const Scor
         ++counts.computed;
       }
     }
+    // Each row over its own keys: its softmax and context see that row alone.
     for (int64_t i = i0; i < i0 + rows; ++i) {
-      const RowSpan span = slot.spans[i].begin == slot.spans[i].end ? RowSpan{0, 0} : block;
       const RowSoftmax row =
-          scoreRow(rule, i, raw + i * S, slot.allowed + i * S, span, S, slot.scores + i * S, slot.probs + i * S);
+          scoreRow(rule, i, raw + i * S, slot.allowed + i * S, slot.spans[i], S, slot.scores + i * S, slot.probs + i * S);
       if (slot.normalisers) slot.normalisers[i] = row;
     }
     const float* weights = slot.probs;
@@ -172,9 +167,13 @@ RawScoreBlocks attendHead(const HeadSlot& slot, int64_t L, int64_t S, const Scor
       }
       weights = slot.dropped;
     }
-    const RowSpan keys = needs_all_keys ? RowSpan{0, S} : block;
-    gemm(false, rows, c, keys.end - keys.begin, weights + i0 * S + keys.begin, S, slot.v + keys.begin * c, c,
-         0.0f, slot.ctx + i0 * slot.ld_ctx, slot.ld_ctx);
+    for (int64_t i = i0; i < i0 + rows; ++i) {
+      // A fully masked row with the -1e9 fill spreads over every key, so its context needs all of V.
+      const RowSpan span = slot.spans[i];
+      const RowSpan keys = span.begin == span.end && uniform_fully_masked ? RowSpan{0, S} : span;
+      combineRows(weights + i * S + keys.begin, keys.end - keys.begin, slot.v + keys.begin * c, c, c,
+                  slot.ctx + i * slot.ld_ctx);
+    }
   }
   return counts;
 }

@@ -80,12 +80,12 @@ HWY_INLINE void Sum4(D d, V a0, V a1, V a2, V a3, float* out) {
 #endif
 
 // y[r][c] = (first ? 0 : y[r][c]) + sum over k in [k0, k1) of x[r][k - k0] w[c][k], for MR rows
-// of x (stride ldx) and NR rows of w (stride K); y's row stride N. The sum: one FMA chain per
+// of x (stride ldx) and NR rows of w (stride ldw); y's row stride ldy. The sum: one FMA chain per
 // lane, the lanes summed (Sum4), then the chunk's tail one by one: the same operations for
 // every tile shape.
 template <int MR, int NR, class T>
-HWY_NOINLINE void Tile(const float* x, int64_t ldx, const T* w, int64_t K, int64_t k0, int64_t k1, float* y, int64_t N,
-                       bool first) {
+HWY_NOINLINE void Tile(const float* x, int64_t ldx, const T* w, int64_t ldw, int64_t k0, int64_t k1, float* y,
+                       int64_t ldy, bool first) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
   VF acc[MR][4];
@@ -97,7 +97,7 @@ HWY_NOINLINE void Tile(const float* x, int64_t ldx, const T* w, int64_t K, int64
   for (int64_t k = 0; k < body; k += lanes) {
     VF wv[NR];
 #pragma GCC unroll 4
-    for (int c = 0; c < NR; ++c) wv[c] = LoadW(df, w + c * K + k0 + k);
+    for (int c = 0; c < NR; ++c) wv[c] = LoadW(df, w + c * ldw + k0 + k);
 #pragma GCC unroll 4
     for (int r = 0; r < MR; ++r) {
       const VF xv = hn::LoadU(df, x + r * ldx + k);
@@ -110,8 +110,8 @@ HWY_NOINLINE void Tile(const float* x, int64_t ldx, const T* w, int64_t K, int64
     Sum4(df, acc[r][0], acc[r][1], acc[r][2], acc[r][3], sums);
     for (int c = 0; c < NR; ++c) {
       float s = sums[c];
-      for (int64_t k = body; k < k1 - k0; ++k) s = std::fma(x[r * ldx + k], ScalarW(w + c * K + k0 + k), s);
-      float& out = y[r * N + c];
+      for (int64_t k = body; k < k1 - k0; ++k) s = std::fma(x[r * ldx + k], ScalarW(w + c * ldw + k0 + k), s);
+      float& out = y[r * ldy + c];
       out = first ? s : out + s;
     }
   }
@@ -128,17 +128,23 @@ constexpr TileFn<T> kTiles[4][4] = {{&Tile<1, 1, T>, &Tile<1, 2, T>, &Tile<1, 3,
                                     {&Tile<4, 1, T>, &Tile<4, 2, T>, &Tile<4, 3, T>, &Tile<4, 4, T>}};
 
 // Every row of x by W's rows, one k chunk at a time: each thread copies the chunk's columns of
-// x into `chunk` (rows 1 KiB apart, not K floats apart, which alias in L1 for large K), then
-// runs its blocks of W's rows (the same blocks each chunk: static schedule), then the bias.
+// x into `chunk` (rows 4 KiB apart, not ldx floats apart, which alias in L1 for large K), then
+// runs its blocks of W's rows for 128 rows of x at a time (the same blocks each chunk: static
+// schedule), then the bias. A few rows are read in place.
 template <class T>
-void Run(const float* x, int64_t M, const T* w, int64_t N, int64_t K, const float* b, float* y, bool threaded) {
+void Run(const float* x, int64_t ldx, int64_t M, const T* w, int64_t ldw, int64_t N, int64_t K, const float* b, float* y,
+         int64_t ldy, bool threaded) {
   const int64_t blocks = (N + kBlockCols - 1) / kBlockCols;
+  const bool pack = M > kTileRows;
 #pragma omp parallel if (threaded && blocks > 1 && M * N * K > (1 << 16))
   {
-    std::vector<float> chunk(static_cast<size_t>(M * std::min(K, kChunk)));
+    std::vector<float> chunk(pack ? static_cast<size_t>(M * std::min(K, kChunk)) : 0);
     for (int64_t k0 = 0; k0 < K; k0 += kChunk) {
       const int64_t kc = std::min(K - k0, kChunk);
-      for (int64_t i = 0; i < M; ++i) std::copy_n(x + i * K + k0, kc, &chunk[i * kc]);
+      if (pack)
+        for (int64_t i = 0; i < M; ++i) std::copy_n(x + i * ldx + k0, kc, &chunk[i * kc]);
+      const float* xs = pack ? chunk.data() : x + k0;
+      const int64_t ldxs = pack ? kc : ldx;
       for (int64_t i0 = 0; i0 < M; i0 += kBlockRows) {
         const int64_t i1 = std::min(M, i0 + kBlockRows);
 #pragma omp for schedule(static) nowait
@@ -148,7 +154,7 @@ void Run(const float* x, int64_t M, const T* w, int64_t N, int64_t K, const floa
             const int64_t nr = std::min<int64_t>(kTileCols, n1 - n);
             for (int64_t i = i0; i < i1; i += kTileRows) {
               const int64_t mr = std::min<int64_t>(kTileRows, i1 - i);
-              kTiles<T>[mr - 1][nr - 1](&chunk[i * kc], kc, w + n * K, K, k0, k0 + kc, y + i * N + n, N, k0 == 0);
+              kTiles<T>[mr - 1][nr - 1](xs + i * ldxs, ldxs, w + n * ldw, ldw, k0, k0 + kc, y + i * ldy + n, ldy, k0 == 0);
             }
           }
         }
@@ -158,17 +164,50 @@ void Run(const float* x, int64_t M, const T* w, int64_t N, int64_t K, const floa
 #pragma omp barrier
 #pragma omp for schedule(static)
       for (int64_t i = 0; i < M; ++i)
-        for (int64_t n = 0; n < N; ++n) y[i * N + n] += b[n];
+        for (int64_t n = 0; n < N; ++n) y[i * ldy + n] += b[n];
     }
   }
 }
 
-void RowGemm(const float* x, int64_t M, const float* w32, const uint16_t* w16, int64_t N, int64_t K, const float* b,
-             float* y, bool threaded) {
-  if (w16) {
-    Run(x, M, w16, N, K, b, y, threaded);
+void RowGemm(const float* x, int64_t ldx, int64_t M, const WeightRows& w, const float* b, float* y, int64_t ldy,
+             bool threaded) {
+  if (w.bf16) {
+    Run(x, ldx, M, w.bf16, w.stride(), w.N, w.K, b, y, ldy, threaded);
   } else {
-    Run(x, M, w32, N, K, b, y, threaded);
+    Run(x, ldx, M, w.f32, w.stride(), w.N, w.K, b, y, ldy, threaded);
+  }
+}
+
+// out[c] = sum_j p[j] v[j][c]: columns four vectors at a time, keys in order; the columns past
+// the last full vector one by one, keys in the same order.
+void CombineRows(const float* p, int64_t n, const float* v, int64_t ldv, int64_t d, float* out) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  int64_t c0 = 0;
+  for (; c0 + 4 * lanes <= d; c0 += 4 * lanes) {
+    VF a0 = hn::Zero(df), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t j = 0; j < n; ++j) {
+      const VF pj = hn::Set(df, p[j]);
+      const float* row = v + j * ldv + c0;
+      a0 = hn::MulAdd(pj, hn::LoadU(df, row), a0);
+      a1 = hn::MulAdd(pj, hn::LoadU(df, row + lanes), a1);
+      a2 = hn::MulAdd(pj, hn::LoadU(df, row + 2 * lanes), a2);
+      a3 = hn::MulAdd(pj, hn::LoadU(df, row + 3 * lanes), a3);
+    }
+    hn::StoreU(a0, df, out + c0);
+    hn::StoreU(a1, df, out + c0 + lanes);
+    hn::StoreU(a2, df, out + c0 + 2 * lanes);
+    hn::StoreU(a3, df, out + c0 + 3 * lanes);
+  }
+  for (; c0 + lanes <= d; c0 += lanes) {
+    VF a = hn::Zero(df);
+    for (int64_t j = 0; j < n; ++j) a = hn::MulAdd(hn::Set(df, p[j]), hn::LoadU(df, v + j * ldv + c0), a);
+    hn::StoreU(a, df, out + c0);
+  }
+  for (; c0 < d; ++c0) {
+    float a = 0.0f;
+    for (int64_t j = 0; j < n; ++j) a = std::fma(p[j], v[j * ldv + c0], a);
+    out[c0] = a;
   }
 }
 
@@ -179,6 +218,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace attnscope {
 HWY_EXPORT(RowGemm);
+HWY_EXPORT(CombineRows);
 
 void rowGemm(const float* x, int64_t M, const WeightRows& w, const float* b, float* y, bool threaded) {
   if (M <= 0 || w.N <= 0) return;
@@ -187,7 +227,20 @@ void rowGemm(const float* x, int64_t M, const WeightRows& w, const float* b, flo
       for (int64_t n = 0; n < w.N; ++n) y[i * w.N + n] = b ? b[n] : 0.0f;
     return;
   }
-  HWY_DYNAMIC_DISPATCH(RowGemm)(x, M, w.f32, w.bf16, w.N, w.K, b, y, threaded);
+  HWY_DYNAMIC_DISPATCH(RowGemm)(x, w.K, M, w, b, y, w.N, threaded);
+}
+
+void rowGemmStrided(const float* x, int64_t ldx, int64_t M, const WeightRows& w, float* y, int64_t ldy) {
+  if (M <= 0 || w.N <= 0) return;
+  if (w.K == 0) {
+    for (int64_t i = 0; i < M; ++i) std::fill(y + i * ldy, y + i * ldy + w.N, 0.0f);
+    return;
+  }
+  HWY_DYNAMIC_DISPATCH(RowGemm)(x, ldx, M, w, nullptr, y, ldy, false);
+}
+
+void combineRows(const float* p, int64_t n, const float* v, int64_t ldv, int64_t d, float* out) {
+  HWY_DYNAMIC_DISPATCH(CombineRows)(p, n, v, ldv, d, out);
 }
 }  // namespace attnscope
 #endif

@@ -19,5 +19,12 @@ namespace attnscope {
 // y [M, N] (row stride N) = x [M, K] (row stride K) W^T + b; b: [N] or null. Threads over W's
 // rows when `threaded` (the bits do not depend on it).
 void rowGemm(const float* x, int64_t M, const WeightRows& w, const float* b, float* y, bool threaded = true);
+// The same on strided rows, one thread, no bias: y rows ldy apart, x rows ldx apart (a head's
+// Q K^T inside a wider map).
+void rowGemmStrided(const float* x, int64_t ldx, int64_t M, const WeightRows& w, float* y, int64_t ldy);
+
+// out [d] = sum over j in [0, n) of p[j] v[j] (v rows ldv apart): a probability row times V,
+// one FMA chain per output in key order, so a row's context depends on that row alone.
+void combineRows(const float* p, int64_t n, const float* v, int64_t ldv, int64_t d, float* out);
 
 }  // namespace attnscope

@@ -279,7 +279,7 @@ const ModelRun& HfRunner::run(ModelTokens tokens) {
     computeLogitRows(run_, logit_rows_, hfHead(*model_));  // rows now wanted that were not
     return run_;
   }
-  start_ = rowGridStart(prefix);
+  start_ = prefix;
   run_.first_computed = L;  // until the run succeeds: a failed run computed nothing usable
   decode_.clear();
   run_.decoded_from = -1;

@@ -118,7 +118,7 @@ bool LogitRows::wants(int64_t position, int64_t L) const {
   if (all) return true;
   for (int64_t p : positions) {
     if (p < 0) p += L;
-    if (p >= 0 && p < L && rowGridStart(p) == rowGridStart(position)) return true;
+    if (p >= 0 && p < L && p / kRowBlock == position / kRowBlock) return true;
   }
   return false;
 }
@@ -136,7 +136,7 @@ void startLogitRows(ModelRun& run, const Tensor& x, int64_t start, int64_t V) {
 }
 
 std::pair<int64_t, int64_t> logitBlock(int64_t position, int64_t L) {
-  const int64_t first = rowGridStart(position);
+  const int64_t first = position / kRowBlock * kRowBlock;
   return {first, std::min(L, first + kRowBlock)};
 }
 
@@ -218,7 +218,7 @@ const ModelRun& ModelRunner::runTokens(ModelTokens tokens) {
     computeLogitRows(run_, logit_rows_, modelHead(m));  // rows now wanted that were not
     return run_;
   }
-  const int64_t start = rowGridStart(prefix);
+  const int64_t start = prefix;
   run_.first_computed = L;
   decode_.clear();
   run_.decoded_from = -1;

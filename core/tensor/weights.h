@@ -13,9 +13,11 @@ namespace attnscope {
 // A view of a weight matrix [N, K] in nn.Linear's layout: exactly one of f32 / bf16 is set;
 // bf16 holds the upper 16 bits of each float32 (the safetensors BF16 encoding).
 struct WeightRows {
-  const float* f32 = nullptr;      // [N, K]
-  const uint16_t* bf16 = nullptr;  // [N, K]
+  const float* f32 = nullptr;      // [N, K], rows `ld` apart
+  const uint16_t* bf16 = nullptr;  // [N, K], rows `ld` apart
   int64_t N = 0, K = 0;
+  int64_t ld = 0;                  // row stride; 0 = K
+  int64_t stride() const { return ld > 0 ? ld : K; }
 };
 
 struct Weights {

@@ -374,9 +374,9 @@ TEST_F(ModelFolder, SettingsForModelBuildTheSameView) {
 }
 
 // Switching models keeps what the user typed; untouched sample texts follow the model.
-// The app's runner keeps the rows before the first changed character (from its 64-row
-// block): the view says which rows the run computed.
-TEST(ModelSource, ViewsComputeFromTheFirstChangedBlock) {
+// The app's runner keeps the rows before the first changed character: the view says which
+// rows the run computed (none when the text only got shorter).
+TEST(ModelSource, ViewsComputeFromTheFirstChangedCharacter) {
   const std::vector<ShippedModel> shipped = shippedModels();
   const auto it = std::find_if(shipped.begin(), shipped.end(), [](const ShippedModel& m) { return m.name == "python-code"; });
   ASSERT_NE(it, shipped.end());
@@ -386,8 +386,8 @@ TEST(ModelSource, ViewsComputeFromTheFirstChangedBlock) {
     std::string text;
     int64_t first_computed;
   };
-  for (const Step& step : {Step{text, 0}, Step{text + "b", 64}, Step{text + "b", 71}, Step{text.substr(0, 66), 64},
-                           Step{"ab" + text.substr(0, 50), 0}, Step{text.substr(0, 66), 0}}) {
+  for (const Step& step : {Step{text, 0}, Step{text + "b", 70}, Step{text + "b", 71}, Step{text.substr(0, 66), 66},
+                           Step{"ab" + text.substr(0, 50), 1}, Step{text.substr(0, 66), 1}}) {
     const ViewModel view = runner.view(step.text);
     EXPECT_EQ(view.first_computed, step.first_computed) << step.text.size();
     EXPECT_EQ(view.L, static_cast<int64_t>(step.text.size()));
