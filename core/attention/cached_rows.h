@@ -57,10 +57,11 @@ void startDecode(const AttentionTrace& t, const MaskSpec& mask, DecodeCache& cac
 // Position p = cache.L through one causal layer, the way generation steps: q, k, v of x [Din]
 // (one row per projection; RoPE at p), K/V into p's slot, then the row over the cached keys
 // with the layer's mask row p. probs: [H, p + 1] (0 for masked or evicted keys); out: [Do].
-// The row over the keys is one-row GEMMs, so it agrees with attendRows' within float rounding, not bit for bit:
-// a later attendRows run recomputes these positions' blocks (ModelRun::decoded_from).
-// into.trace: also append the row to the layer's trace (its maps re-laid out for p + 1
-// positions, as a grid run would leave them; the trace must hold positions [0, p)).
+// The row over the cached slots (in ring order under eviction) agrees with attendRows' within
+// float rounding, not promised bit for bit: a later attendRows run recomputes from these
+// positions (ModelRun::decoded_from). into.trace: also append the row to the layer's trace
+// (its maps re-laid out for p + 1 positions, as a run would leave them; the trace must hold
+// positions [0, p)).
 struct TraceRow {
   AttentionTrace* trace = nullptr;
   const std::vector<std::string>* labels = nullptr;  // [p + 1]

@@ -90,8 +90,8 @@ AttentionOptions hfLayerOptions(const HfConfig& config, int64_t layer);
 
 // Runs one model on token after token of text; buffers are kept between runs. A causal
 // model keeps each layer's K, V and map rows (attention/cached_rows.h): a run computes from
-// the first token that differs from the last run's (from its 64-row block) and equals a
-// from-scratch run bit for bit; ModelRun::first_computed says where it started.
+// the first token that differs from the last run's and equals a from-scratch run bit for
+// bit; ModelRun::first_computed says where it started.
 class HfRunner {
  public:
   explicit HfRunner(std::shared_ptr<const HfModel> model);

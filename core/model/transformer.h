@@ -36,7 +36,7 @@ struct ModelRun {
   int64_t rowsComputed() const { return static_cast<int64_t>(tokens.ids.size()) - first_computed; }
   // Generation's one-row steps (the runners' step()): positions from decoded_from on went
   // through decode caches one at a time; the layers' traces hold the maps of positions
-  // [0, decoded_from) only, and the next run() recomputes from decoded_from's block. -1 = none.
+  // [0, decoded_from) only, and the next run() recomputes from decoded_from. -1 = none.
   int64_t decoded_from = -1;
   Tensor step_probs;  // [N, H, L]: the last step's map rows (probs over keys [0, L))
   // Every layer kept its maps; false: a run beyond its runner's maps budget kept Q, K and the
@@ -46,7 +46,7 @@ struct ModelRun {
 
 // What a step leaves in the layers' traces: nothing (RowsOnly: the maps stay those of the
 // positions before decoded_from, the new rows are in step_probs; the cheapest) or the new
-// position's rows too (Keep: every trace is complete, as a grid run leaves it, at the cost
+// position's rows too (Keep: every trace is complete, as a run leaves it, at the cost
 // of re-laying out its [H, L, L] maps).
 enum class StepMaps { RowsOnly, Keep };
 
@@ -74,8 +74,8 @@ void storeResidualRows(const Tensor& x, int64_t index, int64_t start, Tensor& re
 
 // Which positions' logits a run computes: the unembedding ([L, D] x [D, V]) is most of a small
 // model's run when V is large, and the app shows a few positions' predictions only. Positions
-// are widened to their 64-row blocks (attention/cached_rows.h), so that every row computed
-// equals the full run's bit for bit; the rows not computed hold NaN.
+// are widened to their 64-row blocks (the app's unit of predictions); a row's logits equal the
+// full run's bit for bit whichever rows share the call; the rows not computed hold NaN.
 struct LogitRows {
   bool all = true;                 // every position (model run, generate, bench, exports)
   std::vector<int64_t> positions;  // otherwise these; a negative one counts from the end (-1 = the last)
@@ -89,8 +89,8 @@ using RowHead = std::function<void(const Tensor& x, int64_t start, float* logits
 // those logits rows marked not computed (NaN until computeLogitRows); rows [0, start) kept.
 void startLogitRows(ModelRun& run, const Tensor& x, int64_t start, int64_t V);
 // Unembeds each 64-row block that holds a wanted position not computed yet, from
-// run.final_residual (after a step(), only the stepped row: grid bits are back at the next
-// run, ModelRun::decoded_from); sets run.logits_rows to the rows computed and returns it.
+// run.final_residual (after a step(), only the stepped row: a run's bits are back at the
+// next run, ModelRun::decoded_from); sets run.logits_rows to the rows computed and returns it.
 int64_t computeLogitRows(ModelRun& run, const LogitRows& wanted, const RowHead& head);
 // The 64-row block [first, end) that holds `position` in a run of L positions.
 std::pair<int64_t, int64_t> logitBlock(int64_t position, int64_t L);
@@ -99,7 +99,7 @@ std::pair<int64_t, int64_t> logitBlock(int64_t position, int64_t L);
 void blockLogits(const Tensor& final_residual, std::pair<int64_t, int64_t> block, const RowHead& head, float* logits);
 
 // The output head of an attnscope-model/1 model on the residual rows x [rows, D] at positions
-// [start, start + rows): logits [rows, V] = ln_f(x) lm_head^T (the row grid of cached_rows.h).
+// [start, start + rows): logits [rows, V] = ln_f(x) lm_head^T.
 void modelOutputLogits(const Model& model, const Tensor& x, int64_t start, float* logits);
 RowHead modelHead(const Model& model);  // modelOutputLogits as a RowHead (the model must outlive it)
 
@@ -121,7 +121,7 @@ std::vector<Prediction> topPredictions(const Model& model, const Tensor& logits,
 // Runs one model again and again (one keystroke after another): the per-layer attention
 // weights, the activation buffers and each layer's K, V and map rows are kept between runs
 // (attention/cached_rows.h). A run computes from the first token that differs from the last
-// run's (from its 64-row block) and equals a from-scratch run bit for bit.
+// run's and equals a from-scratch run bit for bit.
 class ModelRunner {
  public:
   explicit ModelRunner(std::shared_ptr<const Model> model);
