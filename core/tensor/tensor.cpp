@@ -19,10 +19,7 @@ void resizePrefaulted(std::vector<float>& data, size_t n, float fill) {
     const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
     const uintptr_t begin = (reinterpret_cast<uintptr_t>(data.data()) + page - 1) & ~(page - 1);
     const uintptr_t end = (reinterpret_cast<uintptr_t>(data.data() + n)) & ~(page - 1);
-    if (end > begin) {
-      madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-      madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
-    }
+    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
   }
   data.resize(n, fill);
 }
