@@ -41,17 +41,24 @@ TensorShapes llamaTensors() {
   return t;
 }
 
-// Writes FOLDER/config.json and model.safetensors (F32, element k of a tensor = k / 1000);
-// with_data = false stops the file right after its header. Returns the float32 bytes.
-uint64_t writeLlama(const fs::path& folder, bool with_data) {
+void writeLlamaConfig(const fs::path& folder) {
   fs::create_directories(folder);
   std::ofstream(folder / "config.json")
       << R"({"model_type": "llama", "hidden_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2,
             "num_key_value_heads": 2, "intermediate_size": 16, "vocab_size": 16, "max_position_embeddings": 16,
             "rms_norm_eps": 1e-5, "tie_word_embeddings": true})";
+}
+
+// Writes FOLDER/config.json and model.safetensors (F32, element k of a tensor = k / 1000);
+// with_data = false stops the file right after its header. Returns the float32 bytes.
+uint64_t writeLlama(const fs::path& folder, bool with_data) {
+  writeLlamaConfig(folder);
   return writeF32Safetensors(folder / "model.safetensors", llamaTensors(),
                              [](int64_t k) { return static_cast<float>(k) / 1000.0f; }, with_data);
 }
+
+// Values exact in bfloat16 (8 significant bits): the same model in BF16 and in F32.
+float bf16Exact(int64_t k) { return static_cast<float>((k * 37) % 29 - 14) / 64.0f; }
 
 class HfLoad : public ::testing::Test {
  protected:
@@ -133,6 +140,61 @@ TEST_F(HfLoad, ASecondRunnerSharesTheLoadedWeights) {
   const ModelTokens ids = hfTokensFromIds(*weights.hf, {1, 2, 3, 4});
   const Tensor probs = a.run(ids).layers[1].probs;
   EXPECT_EQ(probs.data, b.run(ids).layers[1].probs.data);
+}
+
+// BF16 matrices stay BF16 in memory (half the bytes), norms are float32, and the model runs
+// with the bits of the same values stored as F32: the row GEMM widens them exactly.
+TEST_F(HfLoad, Bf16MatricesStayBf16AndRunLikeTheirFloat32Widening) {
+  const fs::path bf16 = root_ / "bf16", f32 = root_ / "f32";
+  writeLlamaConfig(bf16);
+  writeLlamaConfig(f32);
+  writeSafetensors(bf16 / "model.safetensors", llamaTensors(), bf16Exact, true, "BF16");
+  writeSafetensors(f32 / "model.safetensors", llamaTensors(), bf16Exact, true, "F32");
+  auto a = std::make_shared<const HfModel>(loadHfModel(bf16.string(), false));
+  auto b = std::make_shared<const HfModel>(loadHfModel(f32.string(), false));
+  for (const HfLinear* l : {&a->layers[0].q, &a->layers[1].down, &a->layers[1].gate}) {
+    EXPECT_TRUE(l->weight.f32.empty());
+    EXPECT_EQ(l->weight.bf16.size(), static_cast<size_t>(l->weight.dim(0) * l->weight.dim(1)));
+  }
+  EXPECT_EQ(a->embed.bytes(), static_cast<uint64_t>(V * D * 2));
+  EXPECT_EQ(b->embed.bytes(), static_cast<uint64_t>(V * D * 4));
+  EXPECT_EQ(a->layers[0].attn_norm.weight.data.size(), static_cast<size_t>(D));  // norms as float32
+  for (int64_t k = 0; k < V * D; ++k) ASSERT_EQ(a->embed.at(k), b->embed.at(k)) << k;
+  HfRunner ra(a), rb(b);
+  const ModelTokens ids = hfTokensFromIds(*a, {3, 1, 4, 1, 5, 9, 2, 6});
+  const ModelRun& x = ra.run(ids);
+  const ModelRun& y = rb.run(ids);
+  EXPECT_EQ(x.logits.data, y.logits.data);
+  for (int64_t layer = 0; layer < 2; ++layer) EXPECT_EQ(x.layers[layer].probs.data, y.layers[layer].probs.data) << layer;
+}
+
+// The memory rule counts what is kept: 2 bytes a BF16 matrix value, 4 a norm's.
+TEST_F(HfLoad, MemoryRuleCountsBf16MatricesAtTwoBytes) {
+  const fs::path folder = root_ / "m";
+  writeLlamaConfig(folder);
+  writeSafetensors(folder / "model.safetensors", llamaTensors(), bf16Exact, true, "BF16");
+  uint64_t kept = 0;
+  for (const auto& [name, shape] : llamaTensors()) kept += static_cast<uint64_t>(numel(shape)) * (shape.size() == 1 ? 4 : 2);
+  setenv("ATTNSCOPE_MEMORY_BYTES", std::to_string(kept).c_str(), 1);
+  EXPECT_NO_THROW(loadHfModel(folder.string(), false));
+  setenv("ATTNSCOPE_MEMORY_BYTES", std::to_string(kept - 1).c_str(), 1);
+  EXPECT_THROW(loadHfModel(folder.string(), false), InputError);
+}
+
+// A NaN in a BF16 tensor is refused naming the file, the tensor and the index.
+TEST_F(HfLoad, NanInABf16TensorIsRefused) {
+  const fs::path folder = root_ / "m";
+  writeLlamaConfig(folder);
+  writeSafetensors(folder / "model.safetensors", llamaTensors(), [](int64_t k) { return k == 77 ? std::nanf("") : bf16Exact(k); },
+                   true, "BF16");
+  try {
+    loadHfModel(folder.string(), false);
+    FAIL() << "loaded";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind((folder / "model.safetensors").string() + ": tensor \"", 0), 0u) << what;
+    EXPECT_NE(what.find("holds a NaN or infinite value at index 77"), std::string::npos) << what;
+  }
 }
 
 }  // namespace
