@@ -393,7 +393,7 @@ class HfBadInput(unittest.TestCase):
         self.assertEqual(result.returncode, 1, result.stderr)
         lines = result.stderr.strip().splitlines()
         self.assertEqual(len(lines), 1, result.stderr)
-        self.assertRegex(lines[0], r"^attnscope model: %s: the weights as float32 \(%d MiB\) needs [0-9.]+ GiB but only "
+        self.assertRegex(lines[0], r"^attnscope model: %s: the weights in memory \(%d MiB\) needs [0-9.]+ GiB but only "
                                    r"[0-9.]+ GiB is available$" % (re.escape(self.folder), mib))
         self.assertFalse(os.path.exists(self.out))
 
