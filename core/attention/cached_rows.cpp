@@ -39,7 +39,7 @@ void regrid(std::vector<float>& v, int64_t N, int64_t oldT, int64_t oldW, int64_
 // t resized to [1, rows, cols] keeping its leading rows (row-major: a plain resize).
 void resizeRows(Tensor& t, int64_t rows, int64_t cols) {
   t.shape = {1, rows, cols};
-  t.data.resize(static_cast<size_t>(rows * cols));
+  resizePrefaulted(t.data, static_cast<size_t>(rows * cols));
 }
 
 // Rows [start, L) of x [L, heads*d] into the head-major [1, heads, L, d] tensor `heads_out`.
@@ -139,8 +139,7 @@ void growTrace(AttentionTrace& t, int64_t L, int64_t keep, int64_t Din, int64_t 
 
 // What a run of a layer records besides its rows: inputs, variants, scale, labels, stages.
 void finishTrace(AttentionTrace& t, const AttentionOptions& o, const RunPlan& plan, const std::vector<std::string>& labels) {
-  t.key = t.query;
-  t.value = t.query;
+  t.key = t.value = Tensor();  // self-attention: key and value are `query` (not copied: 2 L Din floats a layer)
   t.variants = activeVariants(o, VariantSizes{t.H, t.G, t.d, t.L, t.L});
   t.alibi_slopes.clear();
   t.scale = plan.rule.scale;

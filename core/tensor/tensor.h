@@ -20,8 +20,8 @@ class InputError : public std::runtime_error {
 int64_t numel(const Shape& shape);
 std::string shapeToString(const Shape& shape);  // "[2, 4, 100]"
 
-// Resizes data to n floats (new ones = fill). When that needs new storage of 16 MiB or more,
-// its pages are faulted in by madvise(MADV_POPULATE_WRITE), 8 MiB pieces on every OpenMP
+// Resizes data to n floats (new ones = fill). When that needs new storage of 4 MiB or more,
+// its pages are faulted in by madvise(MADV_POPULATE_WRITE), 2 MiB pieces on every OpenMP
 // thread, before they are written: on the virtual machines measured here, touching fresh
 // memory page by page cost 3 ms per MiB on a quiet machine and up to 35 ms per MiB under
 // load, about three times the one call (and the pieces halve that again on two cores).
