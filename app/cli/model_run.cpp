@@ -108,7 +108,7 @@ int writeRun(const ModelFacts& facts, const ModelRun& run, const std::vector<Pre
   std::vector<OutputFile> files = {
       {"attentions.npy", [&](const std::string& p) { writeAttentions(p, facts, run); }},
       {"tokens.txt", [&](const std::string& p) { writeFileAtomic(p, tokensText(run.tokens, static_cast<int64_t>(run.tokens.ids.size()))); }}};
-  if (!run.logits.empty()) files.push_back({"logits.npy", [&](const std::string& p) { writeNpy(p, run.logits); }});
+  if (!run.logits.empty()) files.push_back({"logits.npy", [&](const std::string& p) { writeNpy(p, run.logits.dense()); }});
   addLensFiles(lens, files);
   writeOutputFiles(out, "model", files);
   printSummary(facts, run, top, out);
@@ -132,7 +132,8 @@ int hfModelRun(const ModelRunFlags& flags) {
                          c.family->causal, [&c](int64_t layer) { return hfLayerOptions(c, layer); }};
   std::vector<Prediction> top;
   if (!run.logits.empty()) {
-    const std::vector<double> p = nextTokenProbs(run.logits, static_cast<int64_t>(run.tokens.ids.size()) - 1);
+    const std::vector<double> p =
+        nextTokenProbs(run.logits.row(static_cast<int64_t>(run.tokens.ids.size()) - 1), run.logits.vocab());
     for (int64_t id : topIds(p, 5)) top.push_back({id, hfTokenLabel(*model, id), p[id]});
   }
   return writeRun(facts, run, top, hfLens(*model, run), flags.out);
@@ -152,7 +153,7 @@ int modelRun(const ModelRunFlags& flags) {
   const ModelFacts facts{c.name, c.n_layers, c.n_heads, c.d_model, c.max_len, c.vocab_size, c.unk_id, true,
                          [&c](int64_t) { return modelAttentionOptions(c); }};
   const int64_t L = static_cast<int64_t>(run.tokens.ids.size());
-  return writeRun(facts, run, topPredictions(*model, run.logits, L - 1, 5), modelLens(*model, run), flags.out);
+  return writeRun(facts, run, topPredictions(*model, run.logits.row(L - 1), run.logits.vocab(), 5), modelLens(*model, run), flags.out);
 }
 
 }  // namespace

@@ -134,13 +134,13 @@ LensTable lensTable(const LogitLens& lens, const std::function<std::string(int64
 
 using TokenLabelOf = std::function<std::string(int64_t)>;
 
-// The top-5 after position t from its logits row `row` of logits [rows, V], and the actual
-// next token of `tokens` with its probability and rank.
-NextTokenPredictions predictionAt(const Tensor& logits, int64_t row, const ModelTokens& tokens, int64_t t,
+// The top-5 after position t from its logits [V], and the actual next token of `tokens` with
+// its probability and rank.
+NextTokenPredictions predictionAt(const float* logits, int64_t V, const ModelTokens& tokens, int64_t t,
                                   const TokenLabelOf& label) {
   NextTokenPredictions p;
   const int64_t L = static_cast<int64_t>(tokens.ids.size());
-  const std::vector<double> probs = nextTokenProbs(logits, row);
+  const std::vector<double> probs = nextTokenProbs(logits, V);
   const std::vector<int64_t> top = topIds(probs, kTopGuesses);
   for (int64_t id : top) p.top.push_back({label(id), probs[id]});
   if (t + 1 < L) {
@@ -197,8 +197,7 @@ ViewModel viewFromRun(const ModelRun& run, const LogitLens& lens, const TokenLab
   const int64_t L = static_cast<int64_t>(run.tokens.ids.size());
   view.predictions.resize(L);
   for (int64_t t = 0; t < L; ++t)
-    if (run.logits_computed.empty() || run.logits_computed[t])  // empty: a run's logits copied without it
-      view.predictions[t] = predictionAt(run.logits, t, run.tokens, t, label);
+    if (const float* row = run.logits.row(t)) view.predictions[t] = predictionAt(row, run.logits.vocab(), run.tokens, t, label);
   return view;
 }
 
@@ -207,7 +206,7 @@ ViewModel viewFromRun(const ModelRun& run, const LogitLens& lens, const TokenLab
 std::shared_ptr<const LaterPredictions> laterPredictions(const ModelRun& run, RowHead head, TokenLabelOf label) {
   auto residual = std::make_shared<const Tensor>(run.final_residual);
   auto tokens = std::make_shared<const ModelTokens>(run.tokens);
-  const int64_t V = run.logits.dim(1);
+  const int64_t V = run.logits.vocab();
   auto later = std::make_shared<LaterPredictions>();
   later->block = [residual, tokens, V, head = std::move(head), label = std::move(label)](int64_t position) {
     const std::pair<int64_t, int64_t> block = logitBlock(position, residual->dim(0));
@@ -215,7 +214,7 @@ std::shared_ptr<const LaterPredictions> laterPredictions(const ModelRun& run, Ro
     blockLogits(*residual, block, head, logits.data.data());
     PredictionBlock out{block.first, {}};
     for (int64_t t = block.first; t < block.second; ++t)
-      out.rows.push_back(predictionAt(logits, t - block.first, *tokens, t, label));
+      out.rows.push_back(predictionAt(&logits.data[(t - block.first) * V], V, *tokens, t, label));
     return out;
   };
   return later;

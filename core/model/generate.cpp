@@ -53,8 +53,9 @@ class RowCollector {
   std::vector<std::vector<float>> rows_;  // [n_layers * H]
 };
 
-GenerationStep describe(const CausalModel& model, const Tensor& logits, int64_t row, int64_t id) {
-  const std::vector<double> p = nextTokenProbs(logits, row);
+// The step that chose `id` after position `row`, from that position's logits [V].
+GenerationStep describe(const CausalModel& model, const float* logits, int64_t V, int64_t row, int64_t id) {
+  const std::vector<double> p = nextTokenProbs(logits, V);
   GenerationStep step;
   step.position = row + 1;
   step.id = id;
@@ -130,9 +131,10 @@ Generation generate(const CausalModel& model, const ModelTokens& prompt, int64_t
       break;
     }
     start = std::chrono::steady_clock::now();
-    const int64_t V = run->logits.dim(1);
-    const int64_t id = sampler.pick(&run->logits.data[(L - 1) * V], V);
-    GenerationStep chosen = describe(model, run->logits, L - 1, id);
+    const int64_t V = run->logits.vocab();
+    const float* last = run->logits.row(L - 1);  // generation unembeds the last position
+    const int64_t id = sampler.pick(last, V);
+    GenerationStep chosen = describe(model, last, V, L - 1, id);
     chosen.ms = run_ms + msSince(start);
     model.append(tokens, id);
     if (on_step) on_step(chosen);

@@ -221,8 +221,7 @@ RowHead hfHead(const HfModel& m) {
 void HfRunner::unembed() {
   const HfModel& m = *model_;
   if (!m.hasHead()) {  // an encoder without masked-LM head: no scores
-    run_.logits = Tensor();
-    run_.logits_computed.clear();
+    run_.logits = RunLogits();
     run_.logits_rows = 0;
     return;
   }

@@ -13,7 +13,7 @@ LogitLens logitLens(const Tensor& residuals, const OutputHead& head, int64_t k) 
     if (logits.empty()) return LogitLens();
     if (l == 0) lens = {layers, L, std::min(k, logits.dim(1)), {}, {}};
     for (int64_t t = 0; t < L; ++t) {
-      const std::vector<double> p = nextTokenProbs(logits, t);  // [V] softmax in double
+      const std::vector<double> p = nextTokenProbs(&logits.data[t * logits.dim(1)], logits.dim(1));  // softmax in double
       for (int64_t id : topIds(p, lens.k)) {
         lens.ids.push_back(id);
         lens.probs.push_back(static_cast<float>(p[id]));

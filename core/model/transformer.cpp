@@ -48,9 +48,7 @@ std::string contextOverflowMessage(const Model& model, int64_t tokens) {
          "'s context is " + std::to_string(model.config.max_len) + " (max_len in " + model.folder + "/config.json)";
 }
 
-std::vector<double> nextTokenProbs(const Tensor& logits, int64_t position) {
-  const int64_t V = logits.dim(1);
-  const float* row = &logits.data.at(position * V);
+std::vector<double> nextTokenProbs(const float* row, int64_t V) {
   const double top = *std::max_element(row, row + V);
   std::vector<double> p(V);
   double sum = 0.0;
@@ -70,8 +68,8 @@ std::vector<int64_t> topIds(const std::vector<double>& p, int64_t k) {
   return order;
 }
 
-std::vector<Prediction> topPredictions(const Model& model, const Tensor& logits, int64_t position, int64_t k) {
-  const std::vector<double> p = nextTokenProbs(logits, position);
+std::vector<Prediction> topPredictions(const Model& model, const float* logits, int64_t V, int64_t k) {
+  const std::vector<double> p = nextTokenProbs(logits, V);
   std::vector<Prediction> out;
   for (int64_t id : topIds(p, k)) out.push_back({id, tokenLabel(model, id), p[id]});
   return out;
@@ -123,16 +121,44 @@ bool LogitRows::wants(int64_t position, int64_t L) const {
   return false;
 }
 
+void RunLogits::resize(int64_t L, int64_t V, int64_t keep) {
+  if (V != V_) keep = 0;
+  keep = std::min(keep, L);
+  L_ = L, V_ = V;
+  computed_.resize(static_cast<size_t>(L));
+  std::fill(computed_.begin() + keep, computed_.end(), 0);
+  blocks_.resize(static_cast<size_t>(rowBlocks(L)));
+  for (int64_t b = 0; b < static_cast<int64_t>(blocks_.size()); ++b) {
+    const int64_t first = b * kRowBlock, end = std::min(L, first + kRowBlock);
+    if (std::find(computed_.begin() + first, computed_.begin() + end, 1) == computed_.begin() + end)
+      std::vector<float>().swap(blocks_[b]);
+  }
+}
+
+const float* RunLogits::row(int64_t t) const {
+  return computed_[t] ? &blocks_[t / kRowBlock][(t % kRowBlock) * V_] : nullptr;
+}
+
+float* RunLogits::rowsToWrite(int64_t first, int64_t end) {
+  std::vector<float>& block = blocks_[first / kRowBlock];
+  if (block.empty()) block.resize(static_cast<size_t>(kRowBlock * V_));
+  std::fill(computed_.begin() + first, computed_.begin() + end, 1);
+  return &block[(first % kRowBlock) * V_];
+}
+
+Tensor RunLogits::dense() const {
+  Tensor out({L_, V_}, std::nanf(""));
+  for (int64_t t = 0; t < L_; ++t)
+    if (const float* r = row(t)) std::copy_n(r, V_, &out.data[t * V_]);
+  return out;
+}
+
 void startLogitRows(ModelRun& run, const Tensor& x, int64_t start, int64_t V) {
   const int64_t L = start + x.dim(0), D = x.dim(1);
   run.final_residual.shape = {L, D};
   run.final_residual.data.resize(L * D);  // rows [0, start) kept
   std::copy(x.data.begin(), x.data.end(), run.final_residual.data.begin() + start * D);
-  run.logits.shape = {L, V};
-  run.logits.data.resize(L * V);
-  std::fill(run.logits.data.begin() + start * V, run.logits.data.end(), std::nanf(""));
-  run.logits_computed.resize(L);
-  std::fill(run.logits_computed.begin() + start, run.logits_computed.end(), 0);
+  run.logits.resize(L, V, start);
 }
 
 std::pair<int64_t, int64_t> logitBlock(int64_t position, int64_t L) {
@@ -151,16 +177,14 @@ void blockLogits(const Tensor& final_residual, std::pair<int64_t, int64_t> block
 int64_t computeLogitRows(ModelRun& run, const LogitRows& wanted, const RowHead& head) {
   run.logits_rows = 0;
   if (run.logits.empty()) return 0;
-  const int64_t L = run.logits.dim(0), V = run.logits.dim(1);
-  const auto computed = run.logits_computed.begin();
+  const int64_t L = run.logits.positions();
   for (int64_t start = 0; start < L; start += kRowBlock) {
     const int64_t end = logitBlock(start, L).second;
-    // The block's rows not computed: all of them, or a step's (one row, off the grid) after
-    // rows computed before it.
-    const int64_t first = std::find(computed + start, computed + end, 0) - computed;
+    // The block's rows not computed: all of them, or those after the rows a run kept.
+    int64_t first = start;
+    while (first < end && run.logits.computed(first)) ++first;
     if (first == end || !wanted.wants(start, L)) continue;
-    blockLogits(run.final_residual, {first, end}, head, &run.logits.data[first * V]);
-    std::fill(computed + first, computed + end, 1);
+    blockLogits(run.final_residual, {first, end}, head, run.logits.rowsToWrite(first, end));
     run.logits_rows += end - first;
   }
   return run.logits_rows;

@@ -19,12 +19,33 @@
 
 namespace attnscope {
 
+// A run's logits [L, V] (row t scores the token after position t), stored per 64-row block
+// once one of its rows is computed: the app unembeds a few positions (LogitRows), and the
+// rows it never computes would take L V floats (250 MiB for a 128k vocabulary at 512 tokens).
+class RunLogits {
+ public:
+  // L positions of V scores: rows [0, keep) stay as they were (computed or not), the others
+  // are not computed (blocks left without a computed row are freed).
+  void resize(int64_t L, int64_t V, int64_t keep);
+  bool empty() const { return V_ == 0; }
+  int64_t positions() const { return L_; }
+  int64_t vocab() const { return V_; }
+  bool computed(int64_t t) const { return computed_[t] != 0; }
+  const float* row(int64_t t) const;  // [V]; null when not computed
+  // Rows [first, end) of one 64-row block, to be written now: [end - first, V], marked computed.
+  float* rowsToWrite(int64_t first, int64_t end);
+  Tensor dense() const;  // [L, V], NaN rows where not computed
+
+ private:
+  int64_t L_ = 0, V_ = 0;
+  std::vector<std::vector<float>> blocks_;  // [blocks of L]: [64, V] or empty
+  std::vector<uint8_t> computed_;           // [L]
+};
+
 struct ModelRun {
   ModelTokens tokens;                  // [L]
   std::vector<AttentionTrace> layers;  // [N], each B = 1: probs [1, H, L, L]
-  Tensor logits;                       // [L, V]: logits[t] scores the token after position t; NaN
-                                       // where logits_computed[t] is 0 (LogitRows asked for others)
-  std::vector<uint8_t> logits_computed;  // [L] 1 = logits[t] was computed
+  RunLogits logits;                    // the positions LogitRows asked for (all by default)
   int64_t logits_rows = 0;             // rows the last run (or computeLogitRows) unembedded
   Tensor final_residual;               // [L, D] the output head's input (after the last layer), so
                                        // that rows not unembedded can be later (computeLogitRows)
@@ -75,7 +96,7 @@ void storeResidualRows(const Tensor& x, int64_t index, int64_t start, Tensor& re
 // Which positions' logits a run computes: the unembedding ([L, D] x [D, V]) is most of a small
 // model's run when V is large, and the app shows a few positions' predictions only. Positions
 // are widened to their 64-row blocks (the app's unit of predictions); a row's logits equal the
-// full run's bit for bit whichever rows share the call; the rows not computed hold NaN.
+// full run's bit for bit whichever rows share the call; the rows not computed are not stored.
 struct LogitRows {
   bool all = true;                 // every position (model run, generate, bench, exports)
   std::vector<int64_t> positions;  // otherwise these; a negative one counts from the end (-1 = the last)
@@ -86,7 +107,7 @@ struct LogitRows {
 using RowHead = std::function<void(const Tensor& x, int64_t start, float* logits)>;
 
 // After a run computed rows [start, L) into x [L - start, D]: the final residual rows kept and
-// those logits rows marked not computed (NaN until computeLogitRows); rows [0, start) kept.
+// those logits rows marked not computed (until computeLogitRows); rows [0, start) kept.
 void startLogitRows(ModelRun& run, const Tensor& x, int64_t start, int64_t V);
 // Unembeds each 64-row block that holds a wanted position not computed yet, from
 // run.final_residual (after a step(), only the stepped row: a run's bits are back at the
@@ -109,14 +130,14 @@ struct Prediction {
   double prob = 0.0;
 };
 
-// [V] next-token probabilities after `position`: softmax of logits[position], in double.
-std::vector<double> nextTokenProbs(const Tensor& logits, int64_t position);
+// [V] next-token probabilities after a position: softmax of its logits [V], in double.
+std::vector<double> nextTokenProbs(const float* logits, int64_t V);
 
 // The ids of the k largest entries of p, largest first (ties: the smaller id first).
 std::vector<int64_t> topIds(const std::vector<double>& p, int64_t k);
 
-// The k most likely next tokens after `position` (softmax of logits[position]), best first.
-std::vector<Prediction> topPredictions(const Model& model, const Tensor& logits, int64_t position, int64_t k);
+// The k most likely next tokens after a position (softmax of its logits [V]), best first.
+std::vector<Prediction> topPredictions(const Model& model, const float* logits, int64_t V, int64_t k);
 
 // Runs one model again and again (one keystroke after another): the per-layer attention
 // weights, the activation buffers and each layer's K, V and map rows are kept between runs

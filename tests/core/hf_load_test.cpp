@@ -164,7 +164,7 @@ TEST_F(HfLoad, Bf16MatricesStayBf16AndRunLikeTheirFloat32Widening) {
   const ModelTokens ids = hfTokensFromIds(*a, {3, 1, 4, 1, 5, 9, 2, 6});
   const ModelRun& x = ra.run(ids);
   const ModelRun& y = rb.run(ids);
-  EXPECT_EQ(x.logits.data, y.logits.data);
+  EXPECT_EQ(x.logits.dense().data, y.logits.dense().data);
   for (int64_t layer = 0; layer < 2; ++layer) EXPECT_EQ(x.layers[layer].probs.data, y.layers[layer].probs.data) << layer;
 }
 

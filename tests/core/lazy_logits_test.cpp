@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/model_source.h"
+#include "heap_bytes.h"
 #include "model/hf_model.h"
 #include "model/transformer.h"
 
@@ -87,16 +88,17 @@ void expectSameRow(const Tensor& logits, int64_t t, const float* other_row) {
 }
 
 // A partial run: rows of the wanted blocks equal the full run's bit for bit, the others are
-// NaN and marked not computed; each block computed afterwards from the final residual rows
+// not computed (no row); each block computed afterwards from the final residual rows
 // (blockLogits) equals the full run's rows bit for bit.
 void expectLazyRowsOfTheFullRun(const ModelRun& lazy, const Tensor& full, int64_t wanted_block, const RowHead& head) {
   const int64_t L = full.dim(0), V = full.dim(1);
-  ASSERT_EQ(lazy.logits.shape, full.shape);
+  ASSERT_EQ(lazy.logits.positions(), L);
+  ASSERT_EQ(lazy.logits.vocab(), V);
   for (int64_t t = 0; t < L; ++t) {
     const bool wanted = t / 64 == wanted_block;
-    EXPECT_EQ(lazy.logits_computed[t], wanted ? 1 : 0) << t;
-    if (wanted) expectSameRow(full, t, &lazy.logits.data[t * V]);
-    else EXPECT_TRUE(std::isnan(lazy.logits.data[t * V])) << t;
+    EXPECT_EQ(lazy.logits.computed(t), wanted) << t;
+    if (wanted) expectSameRow(full, t, lazy.logits.row(t));
+    else EXPECT_EQ(lazy.logits.row(t), nullptr) << t;
   }
   for (int64_t position = 0; position < L; position += 37) {
     const auto block = logitBlock(position, L);
@@ -129,7 +131,7 @@ TEST_F(LazyLogits, HfRunUnembedsTheWantedBlocksAndTheRestLaterBitForBit) {
   auto model = std::make_shared<const HfModel>(loadHfModel((root_ / "gpt2").string(), false));
   const ModelTokens tokens = hfTokensFromIds(*model, ids(150, 1));
   HfRunner full_runner(model), lazy_runner(model);
-  const Tensor full = full_runner.run(tokens).logits;  // [150, V] every row
+  const Tensor full = full_runner.run(tokens).logits.dense();  // [150, V] every row
   EXPECT_EQ(full_runner.run(tokens).logits_rows, 0);    // nothing changed, nothing wanted anew
   lazy_runner.logitRows({false, {-1}});                 // the last position: block [128, 150)
   const ModelRun& lazy = lazy_runner.run(tokens);
@@ -141,7 +143,7 @@ TEST_F(LazyLogits, HfRunUnembedsTheWantedBlocksAndTheRestLaterBitForBit) {
   const ModelRun& again = lazy_runner.run(tokens);
   EXPECT_EQ(again.first_computed, 150);
   EXPECT_EQ(again.logits_rows, 64);
-  for (int64_t t = 0; t < 64; ++t) expectSameRow(full, t, &again.logits.data[t * kV]);
+  for (int64_t t = 0; t < 64; ++t) expectSameRow(full, t, again.logits.row(t));
 
   // One more token: only its row is computed and unembedded (the rows before it keep their
   // logits); a fresh full run of the longer sequence gives the same rows.
@@ -153,21 +155,21 @@ TEST_F(LazyLogits, HfRunUnembedsTheWantedBlocksAndTheRestLaterBitForBit) {
   EXPECT_EQ(appended.first_computed, 150);
   EXPECT_EQ(appended.logits_rows, 1);
   HfRunner fresh(model);
-  const Tensor full_longer = fresh.run(longer).logits;
+  const Tensor full_longer = fresh.run(longer).logits.dense();
   for (int64_t t = 0; t < 151; ++t)
-    if (t < 64 || t >= 128) expectSameRow(full_longer, t, &appended.logits.data[t * kV]);
-    else EXPECT_TRUE(std::isnan(appended.logits.data[t * kV])) << t;
+    if (t < 64 || t >= 128) expectSameRow(full_longer, t, appended.logits.row(t));
+    else EXPECT_EQ(appended.logits.row(t), nullptr) << t;
 
   // A generation step (one row through the decode caches): only that row is unembedded, and
-  // it agrees with a full run (a step is not on the row grid: within float rounding).
+  // it agrees with a full run (over the decode cache: within float rounding).
   std::vector<int64_t> stepped_ids = longer_ids;
   stepped_ids.push_back(9);
   const ModelRun& stepped = lazy_runner.step(hfTokensFromIds(*model, stepped_ids));
   EXPECT_EQ(stepped.logits_rows, 1);
-  EXPECT_EQ(stepped.logits_computed[151], 1);
+  ASSERT_TRUE(stepped.logits.computed(151));
   HfRunner fresh_stepped(model);
-  const Tensor full_stepped = fresh_stepped.run(hfTokensFromIds(*model, stepped_ids)).logits;
-  for (int64_t v = 0; v < kV; ++v) EXPECT_NEAR(stepped.logits.data[151 * kV + v], full_stepped.data[151 * kV + v], 1e-4);
+  const Tensor full_stepped = fresh_stepped.run(hfTokensFromIds(*model, stepped_ids)).logits.dense();
+  for (int64_t v = 0; v < kV; ++v) EXPECT_NEAR(stepped.logits.row(151)[v], full_stepped.data[151 * kV + v], 1e-4);
 }
 
 TEST_F(LazyLogits, ModelRunUnembedsTheWantedBlocksAndTheRestLaterBitForBit) {
@@ -178,7 +180,7 @@ TEST_F(LazyLogits, ModelRunUnembedsTheWantedBlocksAndTheRestLaterBitForBit) {
   for (int i = 0; text.size() < 100; ++i) text += "x" + std::to_string(i) + " = x" + std::to_string(i + 1) + "\n";
   text.resize(100);
   ModelRunner full_runner(model), lazy_runner(model);
-  const Tensor full = full_runner.run(text).logits;
+  const Tensor full = full_runner.run(text).logits.dense();
   lazy_runner.logitRows({false, {10}});  // block [0, 64)
   const ModelRun& lazy = lazy_runner.run(text);
   EXPECT_EQ(lazy.logits_rows, 64);
@@ -214,6 +216,35 @@ TEST_F(LazyLogits, ViewComputesOtherPositionsPredictionsOnDemand) {
     EXPECT_EQ(got.actual_prob, want.actual_prob);
     EXPECT_EQ(got.actual_rank, want.actual_rank);
   }
+}
+
+// Rows not computed take no memory: a run's logits are stored per 64-row block once one of
+// its rows is written (1000 positions x 50000 would be 200 MB whole).
+TEST(RunLogitsStorage, OnlyBlocksWithComputedRowsAreStored) {
+  const int64_t L = 1000, V = 50000;
+  RunLogits logits;
+  const size_t before = testing::heapBytesInUse();
+  logits.resize(L, V, 0);
+  float* rows = logits.rowsToWrite(960, 1000);  // the last block, [960, 1000)
+  for (int64_t n = 0; n < 40 * V; ++n) rows[n] = static_cast<float>(n % 7);
+  EXPECT_LT(testing::heapGrowthSince(before), static_cast<size_t>(2 * 64 * V * sizeof(float)));
+  EXPECT_TRUE(logits.computed(960));
+  EXPECT_FALSE(logits.computed(959));
+  EXPECT_EQ(logits.row(0), nullptr);
+  EXPECT_EQ(logits.row(961)[3], static_cast<float>((V + 3) % 7));
+  {
+    const Tensor dense = logits.dense();  // NaN rows where not computed
+    ASSERT_EQ(dense.shape, (Shape{L, V}));
+    EXPECT_TRUE(std::isnan(dense.data[959 * V]));
+    EXPECT_EQ(dense.data[961 * V + 3], logits.row(961)[3]);
+  }
+  logits.resize(990, V, 990);  // shorter: the rows kept stay
+  EXPECT_TRUE(logits.computed(989));
+  logits.resize(995, V, 970);  // longer again from 970: rows from there are not computed
+  EXPECT_TRUE(logits.computed(969));
+  EXPECT_FALSE(logits.computed(970));
+  logits.resize(900, V, 900);  // the stored block is past the end: freed
+  EXPECT_LT(testing::heapGrowthSince(before), static_cast<size_t>(V * sizeof(float)));
 }
 
 }  // namespace

@@ -85,8 +85,8 @@ TEST_F(ModelFolder, ReusedRunnerMatchesFreshRunners) {
     const ModelRun& again = reused.run(text);
     ModelRunner fresh(model);
     const ModelRun& once = fresh.run(text);
-    EXPECT_EQ(again.logits.shape, once.logits.shape) << text;
-    EXPECT_EQ(again.logits.data, once.logits.data) << text;
+    EXPECT_EQ(again.logits.dense().shape, once.logits.dense().shape) << text;
+    EXPECT_EQ(again.logits.dense().data, once.logits.dense().data) << text;
     ASSERT_EQ(again.layers.size(), 2u);
     for (size_t i = 0; i < 2; ++i) EXPECT_EQ(again.layers[i].probs.data, once.layers[i].probs.data) << text;
     const int64_t L = static_cast<int64_t>(once.tokens.ids.size());
@@ -119,8 +119,8 @@ TEST_F(ModelFolder, StepsComputeOneRowAndRunsReturnToTheGrid) {
       for (int64_t h = 0; h < H; ++h)
         for (int64_t j = 0; j < L; ++j)
           ASSERT_NEAR(stepped.step_probs.data[(i * H + h) * L + j], once.layers[i].probs.data[((h * L) + L - 1) * L + j], 1e-5);
-    for (int64_t v = 0; v < once.logits.dim(1); ++v)
-      ASSERT_NEAR(stepped.logits.data[(L - 1) * once.logits.dim(1) + v], once.logits.data[(L - 1) * once.logits.dim(1) + v], 1e-4);
+    for (int64_t v = 0; v < once.logits.vocab(); ++v)
+      ASSERT_NEAR(stepped.logits.row(L - 1)[v], once.logits.row(L - 1)[v], 1e-4);
   }
   // A step that keeps the maps cannot append to traces the RowsOnly steps left behind: it
   // runs on the grid instead, and every trace holds every position again.
@@ -136,7 +136,7 @@ TEST_F(ModelFolder, StepsComputeOneRowAndRunsReturnToTheGrid) {
   EXPECT_EQ(synced.rowsComputed(), 0);  // the grid run above left nothing to redo
   ModelRunner fresh(model);
   const ModelRun& once = fresh.runTokens(tokens);
-  EXPECT_EQ(synced.logits.data, once.logits.data);
+  EXPECT_EQ(synced.logits.dense().data, once.logits.dense().data);
   for (int64_t i = 0; i < N; ++i) EXPECT_EQ(synced.layers[i].probs.data, once.layers[i].probs.data);
 }
 
@@ -206,13 +206,14 @@ TEST_F(ModelFolder, TopPredictionsAreTheSoftmaxOrder) {
   auto model = std::make_shared<const Model>(loadModel(write()));
   ModelRunner runner(model);
   const ModelRun& run = runner.run("abca");
-  const std::vector<Prediction> top = topPredictions(*model, run.logits, 3, 5);
+  const float* row = run.logits.row(3);
+  const std::vector<Prediction> top = topPredictions(*model, row, run.logits.vocab(), 5);
   ASSERT_EQ(top.size(), 5u);
   double sum = 0.0, max_logit = -1e30;
-  for (int64_t v = 0; v < 6; ++v) max_logit = std::max<double>(max_logit, run.logits.data[3 * 6 + v]);
-  for (int64_t v = 0; v < 6; ++v) sum += std::exp(run.logits.data[3 * 6 + v] - max_logit);
+  for (int64_t v = 0; v < 6; ++v) max_logit = std::max<double>(max_logit, row[v]);
+  for (int64_t v = 0; v < 6; ++v) sum += std::exp(row[v] - max_logit);
   for (size_t i = 0; i < top.size(); ++i) {
-    EXPECT_NEAR(top[i].prob, std::exp(run.logits.data[3 * 6 + top[i].id] - max_logit) / sum, 1e-12);
+    EXPECT_NEAR(top[i].prob, std::exp(row[top[i].id] - max_logit) / sum, 1e-12);
     if (i > 0) {
       EXPECT_GE(top[i - 1].prob, top[i].prob);
     }
@@ -248,7 +249,7 @@ TEST_F(ModelFolder, ViewOfAModelRunHasPredictionsForEveryPosition) {
   const int64_t V = 6;
   const std::vector<std::string> vocab = {"<unk>", "a", "b", "c", "é", "\\n"};
   for (int64_t t = 0; t < 5; ++t) {
-    const float* row = &run.logits.data[t * V];
+    const float* row = run.logits.row(t);
     double max_logit = -1e30, sum = 0.0;
     for (int64_t v = 0; v < V; ++v) max_logit = std::max<double>(max_logit, row[v]);
     std::vector<double> p(V);
@@ -293,7 +294,7 @@ TEST_F(ModelFolder, LogitLensLastLayerIsTheModelsOutput) {
   ASSERT_EQ((std::vector<int64_t>{lens.layers, lens.positions, lens.k}), (std::vector<int64_t>{3, L, 5}));
   ASSERT_EQ(lens.ids.size(), 3u * L * 5);
   for (int64_t t = 0; t < L; ++t) {
-    const std::vector<double> p = nextTokenProbs(run.logits, t);
+    const std::vector<double> p = nextTokenProbs(run.logits.row(t), run.logits.vocab());
     const std::vector<int64_t> top = topIds(p, 5);
     for (int64_t r = 0; r < 5; ++r) {
       EXPECT_EQ(lens.ids[lens.at(2, t, r)], top[r]) << t;

@@ -36,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
       const attnscope::ModelRun& run = runner.run(text);
       for (int64_t t = 0; t < static_cast<int64_t>(run.tokens.ids.size()); ++t) {
-        attnscope::topPredictions(*model, run.logits, t, 3);
+        attnscope::topPredictions(*model, run.logits.row(t), run.logits.vocab(), 3);
         attnscope::tokenLabel(*model, run.tokens.ids[t]);
       }
     } catch (const attnscope::InputError&) {

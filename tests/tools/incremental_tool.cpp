@@ -23,7 +23,7 @@ bool sameBits(const Tensor& a, const Tensor& b) {
 }
 
 bool identical(const ModelRun& a, const ModelRun& b) {
-  if (a.layers.size() != b.layers.size() || !sameBits(a.logits, b.logits)) return false;
+  if (a.layers.size() != b.layers.size() || !sameBits(a.logits.dense(), b.logits.dense())) return false;
   for (size_t i = 0; i < a.layers.size(); ++i) {
     const AttentionTrace &x = a.layers[i], &y = b.layers[i];
     if (!sameBits(x.probs, y.probs) || !sameBits(x.scores, y.scores) || !sameBits(x.k, y.k) || !sameBits(x.v, y.v) ||
