@@ -98,6 +98,8 @@ struct AttentionTrace {
   Mistake mistake = Mistake::None;
   std::string mistake_note;  // one line, empty for Mistake::None
 
+  // A model layer's trace (attention/cached_rows.h) leaves key, value (= query), q_proj,
+  // k_proj, v_proj and context empty: q, k, v and context_heads hold the same values.
   Tensor query;             // [B, L, Dq] input
   Tensor key;               // [B, S, Dk] input
   Tensor value;             // [B, S, Dv] input

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <tuple>
 
 #include "attention/kernel.h"
 #include "attention/mask.h"
@@ -42,11 +43,11 @@ void resizeRows(Tensor& t, int64_t rows, int64_t cols) {
   resizePrefaulted(t.data, static_cast<size_t>(rows * cols));
 }
 
-// Rows [start, L) of x [L, heads*d] into the head-major [1, heads, L, d] tensor `heads_out`.
-void splitRows(const Tensor& x, int64_t heads, int64_t d, int64_t start, int64_t L, Tensor& heads_out) {
+// Rows [start, L) held in x [L - start, heads*d] into the head-major [1, heads, L, d] `heads_out`.
+void splitRows(const std::vector<float>& x, int64_t heads, int64_t d, int64_t start, int64_t L, Tensor& heads_out) {
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t i = start; i < L; ++i)
-      std::copy_n(&x.data[(i * heads + h) * d], d, &heads_out.data[(h * L + i) * d]);
+      std::copy_n(&x[((i - start) * heads + h) * d], d, &heads_out.data[(h * L + i) * d]);
 }
 
 // normalisers [H, oldT] -> [H, T] keeping each head's rows [0, keep).
@@ -110,14 +111,13 @@ std::vector<RowSpan> maskSpans(AttentionTrace& t, const AttentionOptions& o, int
 }
 
 // The trace's per-position tensors and maps for L positions, keeping rows [0, keep).
-void growTrace(AttentionTrace& t, int64_t L, int64_t keep, int64_t Din, int64_t D, int64_t G, int64_t Do, float fill,
+void growTrace(AttentionTrace& t, int64_t L, int64_t keep, int64_t Din, int64_t G, int64_t Do, float fill,
                bool keep_maps) {
   const int64_t oldL = t.L, H = t.H, d = t.d;
   resizeRows(t.query, L, Din);
-  resizeRows(t.q_proj, L, D);
-  resizeRows(t.k_proj, L, G * d);
-  resizeRows(t.v_proj, L, G * d);
-  resizeRows(t.context, L, D);
+  // Projections and the concatenated context only pass through (scratch): the head-major
+  // q, k, v and context_heads hold the same values.
+  t.q_proj = t.k_proj = t.v_proj = t.context = Tensor();
   resizeRows(t.output, L, Do);
   for (auto [tensor, heads] : {std::pair{&t.q, H}, {&t.k, G}, {&t.v, G}, {&t.context_heads, H}}) {
     regrid(tensor->data, heads, oldL, d, L, d, keep, 0.0f);
@@ -184,15 +184,14 @@ void attendRows(AttentionTrace& t, const Projections& w, const AttentionOptions&
   if (t.L == 0) checkProjections(w, o);  // the first run on this trace: the weights' shapes, once
   const RunPlan plan = planRun(o, RunSizes{1, L, L, D, H, d, G, Din, Din, Din});
   t.H = H, t.d = d;
-  growTrace(t, L, start, Din, D, G, Do, plan.rule.fillValue(), o.keep_maps);
+  growTrace(t, L, start, Din, G, Do, plan.rule.fillValue(), o.keep_maps);
   t.B = 1, t.L = L, t.S = L, t.D = D, t.G = G, t.Dq = t.Dk = t.Dv = Din;
   std::copy_n(x, (L - start) * Din, &t.query.data[start * Din]);
-  rowGemm(x, L - start, w.q, w.b_q, &t.q_proj.data[start * D]);
-  rowGemm(x, L - start, w.k, w.b_k, &t.k_proj.data[start * G * d]);
-  rowGemm(x, L - start, w.v, w.b_v, &t.v_proj.data[start * G * d]);
-  splitRows(t.q_proj, H, d, start, L, t.q);
-  splitRows(t.k_proj, G, d, start, L, t.k);
-  splitRows(t.v_proj, G, d, start, L, t.v);
+  std::vector<float> rows(static_cast<size_t>((L - start) * D));  // [L - start, D or G d]: a projection, then the context
+  for (auto [weights, bias, heads, out] : {std::tuple{&w.q, w.b_q, H, &t.q}, {&w.k, w.b_k, G, &t.k}, {&w.v, w.b_v, G, &t.v}}) {
+    rowGemm(x, L - start, *weights, bias, rows.data());
+    splitRows(rows, heads, d, start, L, *out);
+  }
   if (o.rope) {  // each key rotates once, when it enters the cache
     applyRopeFrom(t.q, start, o.rope_base, o.rope_style, o.rope_inv_freq);
     applyRopeFrom(t.k, start, o.rope_base, o.rope_style, o.rope_inv_freq);
@@ -228,19 +227,17 @@ void attendRows(AttentionTrace& t, const Projections& w, const AttentionOptions&
   }
   for (int64_t i = start; i < L; ++i)
     for (int64_t h = 0; h < H; ++h)
-      std::copy_n(&t.context_heads.data[(h * L + i) * d], d, &t.context.data[i * D + h * d]);
-  rowGemm(&t.context.data[start * D], L - start, w.o, w.b_o, &t.output.data[start * Do]);
+      std::copy_n(&t.context_heads.data[(h * L + i) * d], d, &rows[(i - start) * D + h * d]);
+  rowGemm(rows.data(), L - start, w.o, w.b_o, &t.output.data[start * Do]);
   std::copy_n(&t.output.data[start * Do], (L - start) * Do, out);
   finishTrace(t, o, plan, labels);
 }
 
 namespace {
 
-// One decoded position's values, each the row the grid path would store for it.
+// One decoded position's values, each the row a run would store for it.
 struct DecodedRow {
   const float* query;     // [Din] the layer's input
-  const float* q_proj;    // [D] before RoPE
-  const float* k_proj;    // [G d] before RoPE
   const float* v;         // [G d]
   const float* q;         // [H d] after RoPE
   const float* k;         // [G d] after RoPE
@@ -253,15 +250,11 @@ struct DecodedRow {
 // The trace grown by position S - 1 (its maps re-laid out for S positions) holding `row`.
 void appendRow(AttentionTrace& t, const AttentionOptions& o, const RunPlan& plan, const DecodedRow& row,
                const std::vector<std::string>& labels) {
-  const int64_t p = t.L, S = p + 1, H = t.H, d = t.d, G = t.G, D = H * d;
+  const int64_t p = t.L, S = p + 1, H = t.H, d = t.d, G = t.G;
   const int64_t Din = t.query.dim(2), Do = t.output.dim(2);
-  growTrace(t, S, p, Din, D, G, Do, plan.rule.fillValue(), true);
+  growTrace(t, S, p, Din, G, Do, plan.rule.fillValue(), true);
   t.L = t.S = S;
   std::copy_n(row.query, Din, &t.query.data[p * Din]);
-  std::copy_n(row.q_proj, D, &t.q_proj.data[p * D]);
-  std::copy_n(row.k_proj, G * d, &t.k_proj.data[p * G * d]);
-  std::copy_n(row.v, G * d, &t.v_proj.data[p * G * d]);
-  std::copy_n(row.context, D, &t.context.data[p * D]);
   std::copy_n(row.output, Do, &t.output.data[p * Do]);
   for (int64_t h = 0; h < H; ++h) {
     std::copy_n(row.q + h * d, d, &t.q.data[(h * S + p) * d]);
@@ -350,7 +343,6 @@ void decodeRow(DecodeCache& c, const Projections& w, const AttentionOptions& o, 
   rowGemm(x, 1, w.q, w.b_q, q.data());
   rowGemm(x, 1, w.k, w.b_k, k.data());
   rowGemm(x, 1, w.v, w.b_v, v.data());
-  const std::vector<float> q_proj = into.trace ? q : std::vector<float>(), k_proj = into.trace ? k : std::vector<float>();
   if (o.rope) {
     for (int64_t h = 0; h < H; ++h) rotateAt(&q[h * d], d, p, o.rope_base, o.rope_style, o.rope_inv_freq);
     for (int64_t g = 0; g < G; ++g) rotateAt(&k[g * d], d, p, o.rope_base, o.rope_style, o.rope_inv_freq);
@@ -389,7 +381,7 @@ void decodeRow(DecodeCache& c, const Projections& w, const AttentionOptions& o, 
   }
   rowGemm(ctx.data(), 1, w.o, w.b_o, out);
   if (!into.trace) return;
-  const DecodedRow row{x, q_proj.data(), k_proj.data(), v.data(), q.data(), k.data(), ctx.data(), score_row.data(), probs, out};
+  const DecodedRow row{x, v.data(), q.data(), k.data(), ctx.data(), score_row.data(), probs, out};
   appendRow(*into.trace, o, plan, row, *into.labels);
 }
 
