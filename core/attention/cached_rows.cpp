@@ -1,5 +1,7 @@
 #include "attention/cached_rows.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
@@ -17,22 +19,46 @@ namespace {
 // the layout [N, T, W]; a kept row's new columns [oldW, W) get `fill`. Rows from keep on
 // are left for the caller to write. Per-head vectors keep their width; maps [T, T] grow or
 // shrink in both axes with T, so every row moves one way: up when growing, down otherwise.
+// Growing, the rows (in source order, r = n keep + i) move last first; in parallel, each
+// thread moves one chunk of them last first, after the rows at the start of each chunk that
+// the chunk below overwrites (a row moves up by more than the one before it) are copied aside.
 void regrid(std::vector<float>& v, int64_t N, int64_t oldT, int64_t oldW, int64_t T, int64_t W, int64_t keep, float fill) {
   const size_t size = static_cast<size_t>(N * T * W);
-  const int64_t cols = std::min(oldW, W);
-  auto move = [&](int64_t n, int64_t i) {
-    float* dst = v.data() + (n * T + i) * W;
-    std::memmove(dst, v.data() + (n * oldT + i) * oldW, static_cast<size_t>(cols) * sizeof(float));
-    std::fill(dst + cols, dst + W, fill);
+  const int64_t cols = std::min(oldW, W), rows = N * keep;
+  auto src = [&](int64_t r) { return (r / keep * oldT + r % keep) * oldW; };
+  auto dst = [&](int64_t r) { return (r / keep * T + r % keep) * W; };
+  auto move = [&](int64_t r, const float* from) {
+    float* to = v.data() + dst(r);
+    std::memmove(to, from, static_cast<size_t>(cols) * sizeof(float));
+    std::fill(to + cols, to + W, fill);
   };
   const bool grows = T * W >= oldT * oldW;
-  if (grows) {
-    if (size > v.size()) resizePrefaulted(v, size);
-    for (int64_t n = N - 1; n >= 0; --n)
-      for (int64_t i = keep - 1; i >= 0; --i) move(n, i);
+  if (!grows) {
+    for (int64_t r = 0; r < rows; ++r) move(r, v.data() + src(r));
+    v.resize(size);
+    return;
+  }
+  if (size > v.size()) resizePrefaulted(v, size);
+  const int64_t chunks = rows * cols >= (int64_t{1} << 20) ? omp_get_max_threads() : 1;
+  std::vector<int64_t> bounds(static_cast<size_t>(chunks + 1)), aside_rows(static_cast<size_t>(chunks), 0);
+  for (int64_t c = 0; c <= chunks; ++c) bounds[c] = rows * c / chunks;
+  std::vector<std::vector<float>> aside(static_cast<size_t>(chunks));
+  bool parallel = chunks > 1;
+  for (int64_t c = 1; c < chunks && parallel; ++c) {
+    const int64_t written_below = dst(bounds[c] - 1) + W;  // the end of chunk c - 1's last row
+    int64_t r = bounds[c];
+    while (r < bounds[c + 1] && src(r) < written_below) ++r;
+    parallel = r < bounds[c + 1];  // chunks much longer than a row's move, or one thread
+    aside_rows[c] = r - bounds[c];
+    for (int64_t k = bounds[c]; k < r; ++k) aside[c].insert(aside[c].end(), v.data() + src(k), v.data() + src(k) + cols);
+  }
+  if (!parallel) {
+    for (int64_t r = rows - 1; r >= 0; --r) move(r, v.data() + src(r));
   } else {
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t i = 0; i < keep; ++i) move(n, i);
+#pragma omp parallel for schedule(static, 1) num_threads(static_cast<int>(chunks))
+    for (int64_t c = 0; c < chunks; ++c)
+      for (int64_t r = bounds[c + 1] - 1; r >= bounds[c]; --r)
+        move(r, r - bounds[c] < aside_rows[c] ? &aside[c][(r - bounds[c]) * cols] : v.data() + src(r));
   }
   v.resize(size);
 }

@@ -120,7 +120,9 @@ INSTANTIATE_TEST_SUITE_P(Cases, CachedRows,
                                            RowsCase{"gqa_rope", 140, 32, 4, 2, true, -1, 0.0f},
                                            RowsCase{"window_mqa_rope", 200, 48, 6, 1, true, 5, 0.0f},
                                            RowsCase{"softcap_window", 130, 32, 2, 2, false, 70, 30.0f},
-                                           RowsCase{"sinks_window_gqa_rope", 170, 32, 4, 2, true, 9, 0.0f, 3}),
+                                           RowsCase{"sinks_window_gqa_rope", 170, 32, 4, 2, true, 9, 0.0f, 3},
+                                           // maps of over a million floats: they move in place on every thread
+                                           RowsCase{"mha_long", 560, 32, 4, 4, false, -1, 0.0f}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 TEST(TokenSampler, SeededDrawsRepeatAndFollowTheSoftmax) {
