@@ -39,7 +39,7 @@ void regrid(std::vector<float>& v, int64_t N, int64_t oldT, int64_t oldW, int64_
     return;
   }
   if (size > v.size()) resizePrefaulted(v, size);
-  const int64_t chunks = rows * cols >= (int64_t{1} << 20) ? omp_get_max_threads() : 1;
+  const int64_t chunks = rows * cols >= (int64_t{1} << 20) ? std::min<int64_t>(omp_get_max_threads(), rows) : 1;
   std::vector<int64_t> bounds(static_cast<size_t>(chunks + 1)), aside_rows(static_cast<size_t>(chunks), 0);
   for (int64_t c = 0; c <= chunks; ++c) bounds[c] = rows * c / chunks;
   std::vector<std::vector<float>> aside(static_cast<size_t>(chunks));

@@ -1,7 +1,5 @@
 #include "attention/kernel.h"
 
-#include "attention/row_gemm.h"
-
 #include <cblas.h>
 
 #include <algorithm>
@@ -9,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+
+#include "attention/row_gemm.h"
 
 namespace attnscope {
 namespace {

@@ -84,7 +84,7 @@ bool dropoutKeeps(uint64_t seed, uint64_t n, float p);
 
 constexpr int64_t kRowBlock = 64;  // query rows per block: [64, S] scores stay in L2
 inline int64_t rowBlocks(int64_t L) { return (L + kRowBlock - 1) / kRowBlock; }
-constexpr int64_t kKeyTile = 64;   // keys per Q K^T call: the grid every run computes on
+constexpr int64_t kKeyTile = 64;   // keys per tile of Q K^T: the unit a raw score cache holds them in
 
 // Q K^T (before scaling) of earlier runs on the same q and k, kept by AttentionWorkspace:
 // laid out like the maps, with the keys each row block holds (only those are ever written).
