@@ -15,6 +15,8 @@
 namespace attnscope {
 namespace {
 
+constexpr int64_t kRoom = 64;  // positions a growing trace's buffers leave room for
+
 // Rows [0, keep) of each of the N blocks of v, laid out [N, oldT, oldW], moved in place to
 // the layout [N, T, W]; a kept row's new columns [oldW, W) get `fill`. Rows from keep on
 // are left for the caller to write. Per-head vectors keep their width; maps [T, T] grow or
@@ -38,7 +40,11 @@ void regrid(std::vector<float>& v, int64_t N, int64_t oldT, int64_t oldW, int64_
     v.resize(size);
     return;
   }
-  if (size > v.size()) resizePrefaulted(v, size);
+  // Growing a kept trace (typing at the end, generating) leaves room for kRoom more positions:
+  // otherwise every token would move all maps into fresh memory, whose first touches cost more
+  // than the maps' re-layout itself.
+  const size_t room = keep > 0 ? static_cast<size_t>(N * (T + kRoom) * (W > oldW ? W + kRoom : W)) : 0;
+  if (size > v.size()) resizePrefaulted(v, size, 0.0f, room);
   const int64_t chunks = rows * cols >= (int64_t{1} << 20) ? std::min<int64_t>(omp_get_max_threads(), rows) : 1;
   std::vector<int64_t> bounds(static_cast<size_t>(chunks + 1)), aside_rows(static_cast<size_t>(chunks), 0);
   for (int64_t c = 0; c <= chunks; ++c) bounds[c] = rows * c / chunks;
@@ -63,10 +69,11 @@ void regrid(std::vector<float>& v, int64_t N, int64_t oldT, int64_t oldW, int64_
   v.resize(size);
 }
 
-// t resized to [1, rows, cols] keeping its leading rows (row-major: a plain resize).
+// t resized to [1, rows, cols] keeping its leading rows (row-major: a plain resize), with room
+// for kRoom more rows when it grows.
 void resizeRows(Tensor& t, int64_t rows, int64_t cols) {
   t.shape = {1, rows, cols};
-  resizePrefaulted(t.data, static_cast<size_t>(rows * cols));
+  resizePrefaulted(t.data, static_cast<size_t>(rows * cols), 0.0f, t.data.empty() ? 0 : static_cast<size_t>((rows + kRoom) * cols));
 }
 
 // Rows [start, L) held in x [L - start, heads*d] into the head-major [1, heads, L, d] `heads_out`.

@@ -25,7 +25,9 @@ std::string shapeToString(const Shape& shape);  // "[2, 4, 100]"
 // thread, before they are written: on the virtual machines measured here, touching fresh
 // memory page by page cost 3 ms per MiB on a quiet machine and up to 35 ms per MiB under
 // load, about three times the one call (and the pieces halve that again on two cores).
-void resizePrefaulted(std::vector<float>& data, size_t n, float fill = 0.0f);
+// New storage holds `capacity` floats when that is more than n (room to grow without
+// moving), all of them faulted in.
+void resizePrefaulted(std::vector<float>& data, size_t n, float fill = 0.0f, size_t capacity = 0);
 
 // float32 tensor, row-major (C order). data.size() == numel(shape).
 struct Tensor {
