@@ -2,7 +2,8 @@
 // folder of either kind on random token ids (seeded), per size: the load, a full forward
 // keeping every layer's maps (logits of the last position, or all with --logits all), one
 // appended token through the KV cache, the peak RSS; with
-// --generate N, the median time per generated token (greedy) after a prompt of that size.
+// --generate N, the median time per generated token (greedy) after a prompt of that size;
+// with --typing N, N tokens appended one by one after a run on L (median and slowest).
 #include "cli/bench_model.h"
 
 #include <sys/resource.h>
@@ -62,21 +63,23 @@ double median(std::vector<double> v) {
 int benchModel(const BenchModelFlags& flags) {
   const std::vector<int64_t> sizes = parseTokenSizes(flags.tokens);
   if (flags.generate && *flags.generate < 1) throw UsageError("--generate must be at least 1");
+  if (flags.typing && *flags.typing < 1) throw UsageError("--typing must be at least 1");
   const auto load_start = std::chrono::steady_clock::now();
   Loaded m = loadCausalModel(flags.model);
   const double load_ms = msSince(load_start);
   for (int64_t L : sizes)
-    if (L > m.model.context)
-      throw InputError("--tokens " + std::to_string(L) + ": " + m.name + "'s context is " + std::to_string(m.model.context));
+    if (L + flags.typing.value_or(0) > m.model.context)
+      throw InputError("--tokens " + std::to_string(L) + (flags.typing ? " + --typing " + std::to_string(*flags.typing) : "") +
+                       ": " + m.name + "'s context is " + std::to_string(m.model.context));
   nlohmann::ordered_json results = nlohmann::ordered_json::array();
   if (!flags.json)
-    std::printf("attnscope bench --model %s\n%7s %9s %11s %10s %9s%s\n", m.name.c_str(), "L", "load_ms", "forward_ms",
-                "append_ms", "peak_rss", flags.generate ? "   step_ms" : "");
+    std::printf("attnscope bench --model %s\n%7s %9s %11s %10s %9s%s%s\n", m.name.c_str(), "L", "load_ms", "forward_ms",
+                "append_ms", "peak_rss", flags.generate ? "   step_ms" : "", flags.typing ? "  typing_ms (median / max)" : "");
   std::mt19937_64 rng(42);
   for (int64_t L : sizes) {
-    std::vector<int64_t> ids(L);
+    std::vector<int64_t> ids(L + flags.typing.value_or(0));
     for (int64_t& id : ids) id = static_cast<int64_t>(rng() % static_cast<uint64_t>(m.vocab));
-    const ModelTokens tokens = m.from_ids(ids);
+    const ModelTokens tokens = m.from_ids(std::vector<int64_t>(ids.begin(), ids.begin() + L));
     ModelTokens shorter = tokens;
     for (auto* column : {&shorter.text, &shorter.label}) column->pop_back();
     shorter.ids.pop_back();
@@ -105,11 +108,27 @@ int benchModel(const BenchModelFlags& flags) {
       r["generated"] = g.steps.size();
       r["step_ms"] = median(step_ms);
     }
+    if (flags.typing) {  // a run on L, then one token more at a time, as the app's runs while typing
+      m.reset();
+      m.logit_rows(LogitRows{false, {-1}});
+      m.model.run(tokens);
+      std::vector<double> typing_ms;
+      for (int64_t n = L + 1; n <= L + *flags.typing; ++n) {
+        const ModelTokens typed = m.from_ids(std::vector<int64_t>(ids.begin(), ids.begin() + n));
+        start = std::chrono::steady_clock::now();
+        m.model.run(typed);
+        typing_ms.push_back(msSince(start));
+      }
+      r["typed"] = *flags.typing;
+      r["typing_median_ms"] = median(typing_ms);
+      r["typing_max_ms"] = *std::max_element(typing_ms.begin(), typing_ms.end());
+    }
     r["peak_rss_mb"] = peakRss();
     if (!flags.json) {
       std::printf("%7ld %9.1f %11.1f %10.1f %6.0f MB", static_cast<long>(L), load_ms, forward_ms, append_ms,
                   r["peak_rss_mb"].get<double>());
       if (flags.generate) std::printf(" %9.1f", r["step_ms"].get<double>());
+      if (flags.typing) std::printf("  %9.1f / %.1f", r["typing_median_ms"].get<double>(), r["typing_max_ms"].get<double>());
       std::printf("\n");
       std::fflush(stdout);
     }

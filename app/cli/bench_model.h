@@ -11,12 +11,13 @@ struct BenchModelFlags {
   std::string model;
   std::string tokens = "128,512,1024";  // sequence lengths L
   std::optional<int64_t> generate;     // N greedy tokens per size: step_ms
+  std::optional<int64_t> typing;       // N tokens appended one by one after L: typed, typing_median_ms, typing_max_ms
   std::string logits = "last";         // the forward's and append's unembedding: the last position (the app's) or all
   bool json = false;
 };
 
 // JSON fields per size: model, L, load_ms, forward_ms, append_ms, (generated, step_ms with
-// --generate), peak_rss_mb.
+// --generate), (typed, typing_median_ms, typing_max_ms with --typing), peak_rss_mb.
 int benchModel(const BenchModelFlags& flags);
 
 }  // namespace attnscope

@@ -327,6 +327,31 @@ class BenchModel(unittest.TestCase):
         self.assertEqual(result.returncode, 1)
         self.assertIn("context is 160", result.stderr)
 
+    def test_typing_fields(self):
+        """--typing N: N tokens appended one by one after a run on L (the app's typing at the end)."""
+        folder = ref.case_dir("gen", "bench-typing")
+        cfg, tensors = hf.make_model("gpt2", P=160, seed=51)
+        hf.write_folder(folder, cfg, tensors)
+        result = subprocess.run([ref.BIN, "bench", "--model", folder, "--tokens", "20,70", "--typing", "4", "--json"],
+                                capture_output=True, text=True, timeout=120)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        for r in json.loads(result.stdout):
+            self.assertEqual(list(r), ["model", "L", "load_ms", "forward_ms", "append_ms", "typed", "typing_median_ms",
+                                       "typing_max_ms", "peak_rss_mb"])
+            self.assertEqual(r["typed"], 4)
+            self.assertTrue(0 <= r["typing_median_ms"] <= r["typing_max_ms"])
+        result = subprocess.run([ref.BIN, "bench", "--model", folder, "--tokens", "20", "--typing", "4"],
+                                capture_output=True, text=True, timeout=120)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("typing_ms (median / max)", result.stdout)
+        for args, code, message in [(["--typing", "0"], 2, "--typing must be at least 1"),
+                                    (["--tokens", "158", "--typing", "5"], 1, "--tokens 158 + --typing 5: ")]:
+            result = subprocess.run([ref.BIN, "bench", "--model", folder] + args, capture_output=True, text=True,
+                                    timeout=120)
+            self.assertEqual(result.returncode, code, result.stderr)
+            self.assertIn(message, result.stderr)
+            self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+
 
 class GenerateBadInput(unittest.TestCase):
     def setUp(self):
