@@ -231,9 +231,9 @@ void attendRows(AttentionTrace& t, const Projections& w, const AttentionOptions&
   }
   std::vector<MaskTerm> terms;  // maps not kept: the mask row by row, never [L, L]
   const std::vector<RowSpan> spans = maskSpans(t, o, L, terms);
-  // Always threaded over heads (OpenBLAS then runs single-threaded in each call): the same
-  // calls whatever the number of rows, so the same bits. Maps not kept: each thread scores
-  // its heads' blocks in one scratch, reused from head to head (fresh pages cost more than the maths).
+  // Threaded over heads (each head's row GEMMs on one thread). Maps not kept: each thread
+  // scores its heads' blocks in one scratch, reused from head to head (fresh pages cost more
+  // than the maths).
 #pragma omp parallel if (H > 1)
   {
   BlockScratch scratch;

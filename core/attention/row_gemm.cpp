@@ -21,7 +21,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
-// k chunks: a tile's x and W rows (4 x 1 KiB each) stay in L1 while it runs over M.
+// k chunks: a tile's x and W rows (4 x 4 KiB each) stay in L1 and L2 while it runs over M.
 constexpr int64_t kChunk = 1024;
 // Register tile: rows of x by rows of W, MR x NR accumulators (32 vector registers on AVX-512, 16 below).
 constexpr int kTileRows = HWY_MAX_BYTES >= 64 ? 4 : 2;
@@ -220,23 +220,28 @@ namespace attnscope {
 HWY_EXPORT(RowGemm);
 HWY_EXPORT(CombineRows);
 
-void rowGemm(const float* x, int64_t M, const WeightRows& w, const float* b, float* y, bool threaded) {
+namespace {
+
+// y rows ldy apart = x rows ldx apart W^T + b; an empty sum (K = 0) is the bias alone.
+void gemmRows(const float* x, int64_t ldx, int64_t M, const WeightRows& w, const float* b, float* y, int64_t ldy,
+              bool threaded) {
   if (M <= 0 || w.N <= 0) return;
-  if (w.K == 0) {  // an empty sum: the bias alone
+  if (w.K == 0) {
     for (int64_t i = 0; i < M; ++i)
-      for (int64_t n = 0; n < w.N; ++n) y[i * w.N + n] = b ? b[n] : 0.0f;
+      for (int64_t n = 0; n < w.N; ++n) y[i * ldy + n] = b ? b[n] : 0.0f;
     return;
   }
-  HWY_DYNAMIC_DISPATCH(RowGemm)(x, w.K, M, w, b, y, w.N, threaded);
+  HWY_DYNAMIC_DISPATCH(RowGemm)(x, ldx, M, w, b, y, ldy, threaded);
+}
+
+}  // namespace
+
+void rowGemm(const float* x, int64_t M, const WeightRows& w, const float* b, float* y, bool threaded) {
+  gemmRows(x, w.K, M, w, b, y, w.N, threaded);
 }
 
 void rowGemmStrided(const float* x, int64_t ldx, int64_t M, const WeightRows& w, float* y, int64_t ldy) {
-  if (M <= 0 || w.N <= 0) return;
-  if (w.K == 0) {
-    for (int64_t i = 0; i < M; ++i) std::fill(y + i * ldy, y + i * ldy + w.N, 0.0f);
-    return;
-  }
-  HWY_DYNAMIC_DISPATCH(RowGemm)(x, ldx, M, w, nullptr, y, ldy, false);
+  gemmRows(x, ldx, M, w, nullptr, y, ldy, false);
 }
 
 void combineRows(const float* p, int64_t n, const float* v, int64_t ldv, int64_t d, float* out) {

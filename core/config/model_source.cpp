@@ -304,7 +304,7 @@ ViewModel FolderModelRunner::view(const std::string& text, TextSize* size, const
     if (!logit_rows.all && !run.logits.empty()) {
       const std::shared_ptr<const HfModel> m = weights_.hf;
       view.more_predictions = laterPredictions(
-          run, [m](const Tensor& x, int64_t start, float* logits) { hfOutputLogits(*m, x, start, logits); },
+          run, [m](const Tensor& x, float* logits) { hfOutputLogits(*m, x, logits); },
           [m](int64_t id) { return hfTokenLabel(*m, id); });
     }
     return view;
@@ -321,7 +321,7 @@ ViewModel FolderModelRunner::view(const std::string& text, TextSize* size, const
   if (!logit_rows.all) {
     const std::shared_ptr<const Model> m = weights_.own;
     view.more_predictions = laterPredictions(
-        run, [m](const Tensor& x, int64_t start, float* logits) { modelOutputLogits(*m, x, start, logits); },
+        run, [m](const Tensor& x, float* logits) { modelOutputLogits(*m, x, logits); },
         [m](int64_t id) { return tokenLabel(*m, id); });
   }
   return view;

@@ -79,10 +79,10 @@ ModelTokens tokenizeHf(const HfModel& model, const std::string& text);
 ModelTokens hfTokensFromIds(const HfModel& model, const std::vector<int64_t>& ids);
 std::string hfTokenLabel(const HfModel& model, int64_t id);
 
-// The output head on the residual rows x [rows, D] at positions [start, start + rows) (the row
-// grid of attention/cached_rows.h): logits [rows, V] (final norm, lm_head or BERT's MLM head,
-// final soft-capping). The model must have a head (lm_head not empty).
-void hfOutputLogits(const HfModel& model, const Tensor& x, int64_t start, float* logits);
+// The output head on residual rows x [rows, D] (any positions: a row's logits do not depend on
+// the others): logits [rows, V] (final norm, lm_head or BERT's MLM head, final soft-capping).
+// The model must have a head (lm_head not empty).
+void hfOutputLogits(const HfModel& model, const Tensor& x, float* logits);
 RowHead hfHead(const HfModel& model);  // hfOutputLogits as a RowHead (the model must outlive it)
 
 // Layer `layer`'s attention options from the config (GQA, scale, soft-cap, causal window, RoPE).

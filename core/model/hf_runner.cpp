@@ -197,7 +197,7 @@ void HfRunner::layer(int64_t i, const std::vector<std::string>& labels) {
   addInto(x_, m_);
 }
 
-void hfOutputLogits(const HfModel& m, const Tensor& x, int64_t /*start: rows are computed alike anywhere*/, float* logits) {
+void hfOutputLogits(const HfModel& m, const Tensor& x, float* logits) {
   const HfConfig& c = m.config;
   const int64_t rows = x.dim(0), V = c.vocab;
   Tensor normed = x, scratch;  // [rows, D]
@@ -215,7 +215,7 @@ void hfOutputLogits(const HfModel& m, const Tensor& x, int64_t /*start: rows are
 }
 
 RowHead hfHead(const HfModel& m) {
-  return [&m](const Tensor& x, int64_t start, float* logits) { hfOutputLogits(m, x, start, logits); };
+  return [&m](const Tensor& x, float* logits) { hfOutputLogits(m, x, logits); };
 }
 
 void HfRunner::unembed() {

@@ -26,7 +26,7 @@ LogitLens logitLens(const Tensor& residuals, const OutputHead& head, int64_t k) 
 LogitLens modelLens(const Model& model, const ModelRun& run, int64_t k) {
   return logitLens(run.residuals, [&](const Tensor& x, Tensor& logits) {
     logits = Tensor({x.dim(0), model.config.vocab_size});
-    modelOutputLogits(model, x, 0, logits.data.data());
+    modelOutputLogits(model, x, logits.data.data());
   }, k);
 }
 
@@ -37,7 +37,7 @@ LogitLens hfLens(const HfModel& model, const ModelRun& run, int64_t k) {
       return;
     }
     logits = Tensor({x.dim(0), model.config.vocab});
-    hfOutputLogits(model, x, 0, logits.data.data());
+    hfOutputLogits(model, x, logits.data.data());
   }, k);
 }
 

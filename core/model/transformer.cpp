@@ -171,7 +171,7 @@ void blockLogits(const Tensor& final_residual, std::pair<int64_t, int64_t> block
   const int64_t D = final_residual.dim(1);
   Tensor x({end - first, D});  // the block's final residual rows
   std::copy(final_residual.data.begin() + first * D, final_residual.data.begin() + end * D, x.data.begin());
-  head(x, first, logits);
+  head(x, logits);
 }
 
 int64_t computeLogitRows(ModelRun& run, const LogitRows& wanted, const RowHead& head) {
@@ -190,7 +190,7 @@ int64_t computeLogitRows(ModelRun& run, const LogitRows& wanted, const RowHead& 
   return run.logits_rows;
 }
 
-void modelOutputLogits(const Model& model, const Tensor& x, int64_t /*start: rows are computed alike anywhere*/, float* logits) {
+void modelOutputLogits(const Model& model, const Tensor& x, float* logits) {
   const ModelConfig& c = model.config;
   const int64_t rows = x.dim(0), D = c.d_model;
   Tensor normed({rows, D});
@@ -199,7 +199,7 @@ void modelOutputLogits(const Model& model, const Tensor& x, int64_t /*start: row
 }
 
 RowHead modelHead(const Model& m) {
-  return [&m](const Tensor& x, int64_t start, float* logits) { modelOutputLogits(m, x, start, logits); };
+  return [&m](const Tensor& x, float* logits) { modelOutputLogits(m, x, logits); };
 }
 
 AttentionOptions modelAttentionOptions(const ModelConfig& c) {

@@ -103,8 +103,8 @@ struct LogitRows {
   bool wants(int64_t position, int64_t L) const;  // position's 64-row block holds a wanted one
 };
 
-// The output head on residual rows x [rows, D] at positions [start, start + rows): logits [rows, V].
-using RowHead = std::function<void(const Tensor& x, int64_t start, float* logits)>;
+// The output head on residual rows x [rows, D] (any positions): logits [rows, V].
+using RowHead = std::function<void(const Tensor& x, float* logits)>;
 
 // After a run computed rows [start, L) into x [L - start, D]: the final residual rows kept and
 // those logits rows marked not computed (until computeLogitRows); rows [0, start) kept.
@@ -119,9 +119,9 @@ std::pair<int64_t, int64_t> logitBlock(int64_t position, int64_t L);
 // a run's rows bit for bit.
 void blockLogits(const Tensor& final_residual, std::pair<int64_t, int64_t> block, const RowHead& head, float* logits);
 
-// The output head of an attnscope-model/1 model on the residual rows x [rows, D] at positions
-// [start, start + rows): logits [rows, V] = ln_f(x) lm_head^T.
-void modelOutputLogits(const Model& model, const Tensor& x, int64_t start, float* logits);
+// The output head of an attnscope-model/1 model on residual rows x [rows, D]: logits
+// [rows, V] = ln_f(x) lm_head^T.
+void modelOutputLogits(const Model& model, const Tensor& x, float* logits);
 RowHead modelHead(const Model& model);  // modelOutputLogits as a RowHead (the model must outlive it)
 
 struct Prediction {
