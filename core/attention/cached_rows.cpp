@@ -123,12 +123,20 @@ void attendHeadWithoutMaps(HeadSlot s, const std::vector<MaskTerm>& terms, int64
 }
 
 // The mask of L positions as row spans, and t.fully_masked. t.mask holds the [L, L] mask when
-// the maps are kept; otherwise it is empty and `terms` get the mask's row predicates.
-std::vector<RowSpan> maskSpans(AttentionTrace& t, const AttentionOptions& o, int64_t L, std::vector<MaskTerm>& terms) {
+// the maps are kept (from `shared` when it holds this spec and length; built into it
+// otherwise); otherwise it is empty and `terms` get the mask's row predicates.
+std::vector<RowSpan> maskSpans(AttentionTrace& t, const AttentionOptions& o, int64_t L, std::vector<MaskTerm>& terms,
+                               RunMasks* shared) {
   std::vector<RowSpan> spans;
   if (o.keep_maps) {
-    t.mask = buildMasks(o.mask, 1, L, L, {}, BoolTensor(), BoolTensor());
-    spans = rowSpans(t.mask.allowed.data.data(), L, L);
+    RunMasks own;
+    RunMasks& m = shared ? *shared : own;
+    if (m.L != L || !(m.spec == o.mask)) {
+      m = RunMasks{o.mask, L, buildMasks(o.mask, 1, L, L, {}, BoolTensor(), BoolTensor()), {}};
+      m.spans = rowSpans(m.set.allowed.data.data(), L, L);
+    }
+    t.mask = m.set;
+    spans = m.spans;
   } else {
     t.mask = MaskSet();
     terms = maskTerms(o.mask, 1, L, L, {}, BoolTensor(), BoolTensor());
@@ -208,7 +216,7 @@ Projections projectionsOf(const AttentionInputs& in) {
 }
 
 void attendRows(AttentionTrace& t, const Projections& w, const AttentionOptions& o, const float* x, int64_t start,
-                int64_t L, const std::vector<std::string>& labels, float* out) {
+                int64_t L, const std::vector<std::string>& labels, float* out, RunMasks* masks) {
   if (o.alibi) throw InputError("cached attention: ALiBi is not supported (its bias needs the full map)");
   if (start < 0 || start > t.L || start > L)
     throw std::logic_error("attendRows: start " + std::to_string(start) + " is not a kept position");
@@ -230,7 +238,7 @@ void attendRows(AttentionTrace& t, const Projections& w, const AttentionOptions&
     applyRopeFrom(t.k, start, o.rope_base, o.rope_style, o.rope_inv_freq);
   }
   std::vector<MaskTerm> terms;  // maps not kept: the mask row by row, never [L, L]
-  const std::vector<RowSpan> spans = maskSpans(t, o, L, terms);
+  const std::vector<RowSpan> spans = maskSpans(t, o, L, terms, masks);
   // Threaded over heads (each head's row GEMMs on one thread). Maps not kept: each thread
   // scores its heads' blocks in one scratch, reused from head to head (fresh pages cost more
   // than the maths).
@@ -282,7 +290,7 @@ struct DecodedRow {
 
 // The trace grown by position S - 1 (its maps re-laid out for S positions) holding `row`.
 void appendRow(AttentionTrace& t, const AttentionOptions& o, const RunPlan& plan, const DecodedRow& row,
-               const std::vector<std::string>& labels) {
+               const std::vector<std::string>& labels, RunMasks* masks) {
   const int64_t p = t.L, S = p + 1, H = t.H, d = t.d, G = t.G;
   const int64_t Din = t.query.dim(2), Do = t.output.dim(2);
   growTrace(t, S, p, Din, G, Do, plan.rule.fillValue(), true);
@@ -300,7 +308,7 @@ void appendRow(AttentionTrace& t, const AttentionOptions& o, const RunPlan& plan
     std::copy_n(row.v + g * d, d, &t.v.data[(g * S + p) * d]);
   }
   std::vector<MaskTerm> terms;
-  maskSpans(t, o, S, terms);
+  maskSpans(t, o, S, terms, masks);
   finishTrace(t, o, plan, labels);
 }
 
@@ -415,7 +423,7 @@ void decodeRow(DecodeCache& c, const Projections& w, const AttentionOptions& o, 
   rowGemm(ctx.data(), 1, w.o, w.b_o, out);
   if (!into.trace) return;
   const DecodedRow row{x, v.data(), q.data(), k.data(), ctx.data(), score_row.data(), probs, out};
-  appendRow(*into.trace, o, plan, row, *into.labels);
+  appendRow(*into.trace, o, plan, row, *into.labels, into.masks);
 }
 
 }  // namespace attnscope

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "attention/attention.h"
+#include "attention/kernel.h"
 #include "tensor/weights.h"
 
 namespace attnscope {
@@ -27,14 +28,26 @@ struct Projections {
 };
 Projections projectionsOf(const AttentionInputs& in);  // its w_q .. b_o (they must outlive the result)
 
+// A run's [L, L] self-attention mask and its row spans, built by the first layer and copied
+// by the layers with the same spec (every layer of most models): building it costs more than
+// a layer's new row when typing. Valid for any run of that spec and length.
+struct RunMasks {
+  MaskSpec spec;
+  int64_t L = -1;
+  MaskSet set;
+  std::vector<RowSpan> spans;
+};
+
 // Recomputes rows [start, L) of one causal self-attention layer into trace `t`, keeping
 // rows [0, start) of the previous run (its K, V, maps and outputs). weights: the layer's
 // projections; options: causal mask (window allowed), GQA, RoPE, soft-cap, scale. start: at
 // most t.L (0 = a full run, which also checks the weights' shapes). x:
 // [L - start, Din] the layer's input rows; out: [L - start, Do] their outputs. labels: [L]
-// token labels. InputError for weights whose shapes do not fit the options (full runs).
+// token labels. masks: shared by the layers of a run, or null. InputError for weights whose
+// shapes do not fit the options (full runs).
 void attendRows(AttentionTrace& t, const Projections& weights, const AttentionOptions& options, const float* x,
-                int64_t start, int64_t L, const std::vector<std::string>& labels, float* out);
+                int64_t start, int64_t L, const std::vector<std::string>& labels, float* out,
+                RunMasks* masks = nullptr);
 
 // Generation's one-row steps: a layer's K/V in slots [G, capacity, d], so appending a
 // position moves nothing (the trace's [1, G, L, d] moves every head's rows, and its
@@ -65,6 +78,7 @@ void startDecode(const AttentionTrace& t, const MaskSpec& mask, DecodeCache& cac
 struct TraceRow {
   AttentionTrace* trace = nullptr;
   const std::vector<std::string>* labels = nullptr;  // [p + 1]
+  RunMasks* masks = nullptr;                         // shared by the step's layers, or null
 };
 void decodeRow(DecodeCache& cache, const Projections& weights, const AttentionOptions& options, const float* x,
                float* probs, float* out, const TraceRow& into = {});

@@ -4,6 +4,7 @@
 #define HWY_TARGET_INCLUDE "model/activations.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 
+#include <algorithm>
 #include <cmath>
 
 #include <hwy/contrib/math/math-inl.h>
@@ -57,7 +58,12 @@ void Apply(HfActivation kind, const float* gate, float* values, int64_t n) {
   const hn::ScalableTag<float> d;
   const hn::CappedTag<float, 1> d1;
   const int64_t body = n - n % static_cast<int64_t>(hn::Lanes(d));
-  sweep(d, kind, gate, values, 0, body);
+  // Whole vectors on both threads (pieces a multiple of any vector width), so each value
+  // takes the same path as on one thread.
+  constexpr int64_t kPiece = int64_t{1} << 14;
+  const int64_t pieces = (body + kPiece - 1) / kPiece;
+#pragma omp parallel for if (pieces > 1)
+  for (int64_t p = 0; p < pieces; ++p) sweep(d, kind, gate, values, p * kPiece, std::min(body, (p + 1) * kPiece));
   sweep(d1, kind, gate, values, body, n);
 }
 

@@ -129,6 +129,7 @@ class HfRunner {
   bool keep_residuals_ = false;
   LogitRows logit_rows_;
   std::vector<DecodeCache> decode_;  // [N] while stepping, else empty
+  RunMasks masks_;                   // the last run's mask, shared by its layers
   StepMaps step_maps_ = StepMaps::RowsOnly;
   uint64_t maps_budget_ = UINT64_MAX;
 };

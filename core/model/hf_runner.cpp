@@ -16,10 +16,15 @@ void reshape(Tensor& t, int64_t rows, int64_t cols) {
   t.data.resize(rows * cols);
 }
 
-// out [L, D] = norm(x [L, D]); statistics in double (transformers upcasts to float32).
+// Element counts from which a loop is worth both threads.
+constexpr int64_t kThreadedWork = int64_t{1} << 16;
+
+// out [L, D] = norm(x [L, D]); statistics in double (transformers upcasts to float32). Rows
+// on both threads: a row's bits do not depend on its thread.
 void applyNorm(HfNorm kind, const HfNormWeights& w, double eps, const Tensor& x, Tensor& out) {
   const int64_t L = x.dim(0), D = x.dim(1);
   reshape(out, L, D);
+#pragma omp parallel for if (L * D >= kThreadedWork)
   for (int64_t t = 0; t < L; ++t) {
     const float* row = &x.data[t * D];
     double mean = 0.0, var = 0.0;
@@ -44,7 +49,9 @@ void linear(const Tensor& x, const HfLinear& w, Tensor& out) {
 }
 
 void addInto(Tensor& x, const Tensor& y) {
-  for (size_t n = 0; n < x.data.size(); ++n) x.data[n] += y.data[n];
+  const int64_t n = static_cast<int64_t>(x.data.size());
+#pragma omp parallel for if (n >= kThreadedWork)
+  for (int64_t k = 0; k < n; ++k) x.data[k] += y.data[k];
 }
 
 }  // namespace
@@ -142,10 +149,10 @@ void HfRunner::attention(int64_t i, const Tensor& input, const std::vector<std::
   if (!decode_.empty()) {  // one position: probs [H, L] into the step's rows
     const int64_t H = options_[i].heads;
     decodeRow(decode_[i], weights, options_[i], input.data.data(), &run_.step_probs.data[i * H * L], out.data.data(),
-              step_maps_ == StepMaps::Keep ? TraceRow{&run_.layers[i], &labels} : TraceRow{});
+              step_maps_ == StepMaps::Keep ? TraceRow{&run_.layers[i], &labels, &masks_} : TraceRow{});
     return;
   }
-  attendRows(run_.layers[i], weights, options_[i], input.data.data(), start_, L, labels, out.data.data());
+  attendRows(run_.layers[i], weights, options_[i], input.data.data(), start_, L, labels, out.data.data(), &masks_);
 }
 
 void HfRunner::mlp(const HfLayer& w, const Tensor& input, Tensor& out) {

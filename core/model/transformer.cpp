@@ -316,10 +316,10 @@ void ModelRunner::forward(const ModelTokens& tokens, int64_t start) {
     layerNorm(x_, b.ln1_weight, b.ln1_bias, c.ln_eps, n, D, h_);
     // self-attention: query = key = value = ln1(x); output o-projection included
     if (decode_.empty())
-      attendRows(run_.layers[i], projectionsOf(b.attn), options_, h_.data.data(), start, L, labels, a_.data.data());
+      attendRows(run_.layers[i], projectionsOf(b.attn), options_, h_.data.data(), start, L, labels, a_.data.data(), &masks_);
     else  // one position: probs [H, L] into the step's rows
       decodeRow(decode_[i], projectionsOf(b.attn), options_, h_.data.data(), &run_.step_probs.data[i * options_.heads * L], a_.data.data(),
-                step_maps_ == StepMaps::Keep ? TraceRow{&run_.layers[i], &labels} : TraceRow{});
+                step_maps_ == StepMaps::Keep ? TraceRow{&run_.layers[i], &labels, &masks_} : TraceRow{});
     for (int64_t k = 0; k < n * D; ++k) x_.data[k] += a_.data[k];
 
     if (c.mlp) {

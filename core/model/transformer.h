@@ -182,6 +182,7 @@ class ModelRunner {
   bool keep_residuals_ = false;
   LogitRows logit_rows_;
   std::vector<DecodeCache> decode_;  // [N] while stepping, else empty
+  RunMasks masks_;                   // the last run's mask, shared by its layers
   StepMaps step_maps_ = StepMaps::RowsOnly;
 };
 
