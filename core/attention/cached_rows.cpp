@@ -43,7 +43,7 @@ void regrid(std::vector<float>& v, int64_t N, int64_t oldT, int64_t oldW, int64_
   // Growing a kept trace (typing at the end, generating) leaves room for kRoom more positions:
   // otherwise every token would move all maps into fresh memory, whose first touches cost more
   // than the maps' re-layout itself.
-  const size_t room = keep > 0 ? static_cast<size_t>(N * (T + kRoom) * (W > oldW ? W + kRoom : W)) : 0;
+  const size_t room = static_cast<size_t>(N * (T + kRoom) * (W > oldW ? W + kRoom : W));
   if (size > v.size()) resizePrefaulted(v, size, 0.0f, room);
   const int64_t chunks = rows * cols >= (int64_t{1} << 20) ? std::min<int64_t>(omp_get_max_threads(), rows) : 1;
   std::vector<int64_t> bounds(static_cast<size_t>(chunks + 1)), aside_rows(static_cast<size_t>(chunks), 0);

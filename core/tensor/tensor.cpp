@@ -19,7 +19,7 @@ void resizePrefaulted(std::vector<float>& data, size_t n, float fill, size_t cap
     data.reserve(std::max(n, capacity));
     const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
     const uintptr_t begin = (reinterpret_cast<uintptr_t>(data.data()) + page - 1) & ~(page - 1);
-    const uintptr_t end = (reinterpret_cast<uintptr_t>(data.data() + data.capacity())) & ~(page - 1);
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(data.data() + n) + page - 1) & ~(page - 1);
     // 2 MiB pieces on every thread: the faults of a piece take the kernel's time on one core.
     constexpr uintptr_t kPiece = uintptr_t{2} << 20;
     const int64_t pieces = end > begin ? static_cast<int64_t>((end - begin + kPiece - 1) / kPiece) : 0;
