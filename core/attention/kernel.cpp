@@ -111,6 +111,9 @@ RawScoreBlocks attendHead(const HeadSlot& slot, int64_t L, int64_t S, const Scor
                           const DropoutRule& dropout) {
   const int64_t c = slot.c;
   const bool uniform_fully_masked = rule.fill == MaskFill::NegBillion;
+  // K^T once for all the rows when they are more than a few (the same bits either way).
+  constexpr int64_t kTransposedFrom = 8;
+  const KeysT kt = L >= kTransposedFrom ? transposeKeys(slot.k, S, c) : KeysT();
   RawScoreBlocks counts;
   for (int64_t i0 = 0; i0 < L; i0 += kRowBlock) {
     const int64_t rows = std::min(kRowBlock, L - i0);
@@ -131,8 +134,7 @@ RawScoreBlocks attendHead(const HeadSlot& slot, int64_t L, int64_t S, const Scor
     float* raw = slot.raw ? slot.raw : slot.cache ? slot.cache : slot.scores;
     auto qk = [&](RowSpan keys) {  // raw [rows, keys] = q k^T
       if (keys.begin < keys.end)
-        rowGemmStrided(slot.q + i0 * c, c, rows, WeightRows{slot.k + keys.begin * c, nullptr, keys.end - keys.begin, c},
-                       raw + i0 * S + keys.begin, S);
+        scoreRows(slot.q + i0 * c, c, rows, slot.k, kt.ld ? &kt : nullptr, keys.begin, keys.end, c, raw + i0 * S + keys.begin, S);
     };
     const RowSpan tiles = slot.raw ? RowSpan{0, S}
                                    : RowSpan{block.begin / kKeyTile * kKeyTile,

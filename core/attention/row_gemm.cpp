@@ -178,6 +178,85 @@ void RowGemm(const float* x, int64_t ldx, int64_t M, const WeightRows& w, const 
   }
 }
 
+// y[r][j] = one FMA chain over c in order of x[r][c] kt[c][j], for MR rows of x (stride ldx) and
+// NV vectors of keys (kt: [K, ldk], K^T packed); `valid` of the tile's columns are stored.
+template <int MR, int NV>
+HWY_NOINLINE void ScoreTile(const float* x, int64_t ldx, const float* kt, int64_t ldk, int64_t K, float* y, int64_t ldy,
+                            int64_t valid) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  VF acc[MR][NV];
+#pragma GCC unroll 4
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[r][v] = hn::Zero(df);
+  for (int64_t c = 0; c < K; ++c) {
+    VF kv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) kv[v] = hn::LoadU(df, kt + c * ldk + v * lanes);
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r) {
+      const VF xr = hn::Set(df, x[r * ldx + c]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] = hn::MulAdd(xr, kv[v], acc[r][v]);
+    }
+  }
+  HWY_ALIGN float tail[NV * hn::MaxLanes(df)];
+  for (int r = 0; r < MR; ++r) {
+    if (valid == NV * lanes) {
+      for (int v = 0; v < NV; ++v) hn::StoreU(acc[r][v], df, y + r * ldy + v * lanes);
+    } else {
+      for (int v = 0; v < NV; ++v) hn::StoreU(acc[r][v], df, tail + v * lanes);
+      std::copy_n(tail, valid, y + r * ldy);
+    }
+  }
+}
+
+using ScoreTileFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*, int64_t, int64_t);
+constexpr ScoreTileFn kScoreTiles[4][4] = {
+    {&ScoreTile<1, 1>, &ScoreTile<1, 2>, &ScoreTile<1, 3>, &ScoreTile<1, 4>},
+    {&ScoreTile<2, 1>, &ScoreTile<2, 2>, &ScoreTile<2, 3>, &ScoreTile<2, 4>},
+    {&ScoreTile<3, 1>, &ScoreTile<3, 2>, &ScoreTile<3, 3>, &ScoreTile<3, 4>},
+    {&ScoreTile<4, 1>, &ScoreTile<4, 2>, &ScoreTile<4, 3>, &ScoreTile<4, 4>}};
+
+// Keys [j0, j1) from K^T (kt: [K, ldk]) in register tiles of up to 4 rows by 4 vectors of
+// keys: no sums across lanes, each cell one chain over c.
+void ScoreRows(const float* x, int64_t ldx, int64_t M, const float* kt, int64_t ldk, int64_t K, int64_t j0,
+               int64_t j1, float* y, int64_t ldy) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  for (int64_t j = j0; j < j1; j += 4 * lanes) {
+    const int64_t nv = std::min<int64_t>(4, (j1 - j + lanes - 1) / lanes), valid = std::min(j1 - j, nv * lanes);
+    for (int64_t i = 0; i < M; i += 4) {
+      const int64_t mr = std::min<int64_t>(4, M - i);
+      kScoreTiles[mr - 1][nv - 1](x + i * ldx, ldx, kt + j, ldk, K, y + i * ldy + (j - j0), ldy, valid);
+    }
+  }
+}
+
+// ScoreRows' chains for a few rows from k as it lies (no transpose), eight keys at a time.
+void ScoreFewRows(const float* q, int64_t ldq, int64_t M, const float* k, int64_t K, int64_t j0, int64_t j1, float* y,
+                  int64_t ldy) {
+  constexpr int64_t kKeys = 8;
+  for (int64_t i = 0; i < M; ++i) {
+    const float* x = q + i * ldq;
+    float* out = y + i * ldy;
+    int64_t j = j0;
+    for (; j + kKeys <= j1; j += kKeys) {
+      float acc[kKeys] = {};
+      for (int64_t c = 0; c < K; ++c)
+#pragma GCC unroll 8
+        for (int64_t u = 0; u < kKeys; ++u) acc[u] = std::fma(x[c], k[(j + u) * K + c], acc[u]);
+      std::copy_n(acc, kKeys, out + (j - j0));
+    }
+    for (; j < j1; ++j) {
+      float acc = 0.0f;
+      for (int64_t c = 0; c < K; ++c) acc = std::fma(x[c], k[j * K + c], acc);
+      out[j - j0] = acc;
+    }
+  }
+}
+
 // out[c] = sum_j p[j] v[j][c]: columns four vectors at a time, keys in order; the columns past
 // the last full vector one by one, keys in the same order.
 void CombineRows(const float* p, int64_t n, const float* v, int64_t ldv, int64_t d, float* out) {
@@ -219,8 +298,12 @@ HWY_AFTER_NAMESPACE();
 namespace attnscope {
 HWY_EXPORT(RowGemm);
 HWY_EXPORT(CombineRows);
+HWY_EXPORT(ScoreRows);
+HWY_EXPORT(ScoreFewRows);
 
 namespace {
+
+constexpr int64_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);  // the widest target's floats per vector
 
 // y rows ldy apart = x rows ldx apart W^T + b; an empty sum (K = 0) is the bias alone.
 void gemmRows(const float* x, int64_t ldx, int64_t M, const WeightRows& w, const float* b, float* y, int64_t ldy,
@@ -242,6 +325,25 @@ void rowGemm(const float* x, int64_t M, const WeightRows& w, const float* b, flo
 
 void rowGemmStrided(const float* x, int64_t ldx, int64_t M, const WeightRows& w, float* y, int64_t ldy) {
   gemmRows(x, ldx, M, w, nullptr, y, ldy, false);
+}
+
+KeysT transposeKeys(const float* k, int64_t N, int64_t K) {
+  KeysT t;
+  t.ld = (N + 2 * kMaxLanes - 1) / kMaxLanes * kMaxLanes;  // whole vectors past any start
+  t.data.assign(static_cast<size_t>(K * t.ld), 0.0f);
+  for (int64_t j = 0; j < N; ++j)
+    for (int64_t c = 0; c < K; ++c) t.data[c * t.ld + j] = k[j * K + c];
+  return t;
+}
+
+void scoreRows(const float* q, int64_t ldq, int64_t M, const float* k, const KeysT* kt, int64_t j0, int64_t j1,
+               int64_t K, float* y, int64_t ldy) {
+  if (M <= 0 || j1 <= j0) return;
+  if (kt) {
+    HWY_DYNAMIC_DISPATCH(ScoreRows)(q, ldq, M, kt->data.data(), kt->ld, K, j0, j1, y, ldy);
+    return;
+  }
+  HWY_DYNAMIC_DISPATCH(ScoreFewRows)(q, ldq, M, k, K, j0, j1, y, ldy);
 }
 
 void combineRows(const float* p, int64_t n, const float* v, int64_t ldv, int64_t d, float* out) {

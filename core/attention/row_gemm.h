@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "tensor/weights.h"
 
@@ -22,6 +23,18 @@ void rowGemm(const float* x, int64_t M, const WeightRows& w, const float* b, flo
 // The same on strided rows, one thread, no bias: y rows ldy apart, x rows ldx apart (a head's
 // Q K^T inside a wider map).
 void rowGemmStrided(const float* x, int64_t ldx, int64_t M, const WeightRows& w, float* y, int64_t ldy);
+
+// A head's scores: y [M, j1 - j0] (rows ldy apart) = q [M, K] (rows ldq apart) times keys
+// [j0, j1) of k [N, K] (rows K apart), transposed. Each cell is one FMA chain over K in order
+// (0 for K = 0), with or without kt (k transposed by transposeKeys, worth it for more than a
+// few rows), so its bits do not depend on the rows or keys its call covers. One thread.
+struct KeysT {
+  std::vector<float> data;  // [K, ld], zeros past the keys
+  int64_t ld = 0;
+};
+KeysT transposeKeys(const float* k, int64_t N, int64_t K);
+void scoreRows(const float* q, int64_t ldq, int64_t M, const float* k, const KeysT* kt, int64_t j0, int64_t j1,
+               int64_t K, float* y, int64_t ldy);
 
 // out [d] = sum over j in [0, n) of p[j] v[j] (v rows ldv apart): a probability row times V,
 // one FMA chain per output in key order, so a row's context depends on that row alone.
