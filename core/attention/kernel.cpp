@@ -169,13 +169,13 @@ RawScoreBlocks attendHead(const HeadSlot& slot, int64_t L, int64_t S, const Scor
       }
       weights = slot.dropped;
     }
+    // A fully masked row with the -1e9 fill spreads over every key, so its context needs all of V.
+    RowSpan keys[kRowBlock];
     for (int64_t i = i0; i < i0 + rows; ++i) {
-      // A fully masked row with the -1e9 fill spreads over every key, so its context needs all of V.
       const RowSpan span = slot.spans[i];
-      const RowSpan keys = span.begin == span.end && uniform_fully_masked ? RowSpan{0, S} : span;
-      combineRows(weights + i * S + keys.begin, keys.end - keys.begin, slot.v + keys.begin * c, c, c,
-                  slot.ctx + i * slot.ld_ctx);
+      keys[i - i0] = span.begin == span.end && uniform_fully_masked ? RowSpan{0, S} : span;
     }
+    combineRowBlock(weights + i0 * S, S, keys, rows, slot.v, c, c, slot.ctx + i0 * slot.ld_ctx, slot.ld_ctx);
   }
   return counts;
 }

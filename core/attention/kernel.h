@@ -10,6 +10,7 @@
 
 #include "attention/attention.h"
 #include "attention/mask.h"
+#include "attention/row_gemm.h"
 #include "attention/softmax_row.h"
 #include "tensor/tensor.h"
 #include "tensor/weights.h"
@@ -64,10 +65,6 @@ struct RunPlan {
 // Throws InputError for a mistake these sizes cannot run (as PyTorch would raise).
 RunPlan planRun(const AttentionOptions& options, const RunSizes& sizes);
 
-// Allowed keys of one query row lie in [begin, end); begin == end when the row is fully masked.
-struct RowSpan {
-  int64_t begin = 0, end = 0;
-};
 // allowed: [L, S] of one batch item -> [L] spans.
 std::vector<RowSpan> rowSpans(const uint8_t* allowed, int64_t L, int64_t S);
 

@@ -290,6 +290,81 @@ void CombineRows(const float* p, int64_t n, const float* v, int64_t ldv, int64_t
   }
 }
 
+// Rows shared per load of V (four vectors of columns each: 4 x 4 accumulators on AVX-512).
+constexpr int kGroupRows = HWY_MAX_BYTES >= 64 ? 4 : 2;
+
+// Columns [c0, c0 + 4 lanes) of R rows: each row's keys before the keys all R rows share, alone;
+// the shared keys for all rows per load of V; then each row's keys after them. Every output is
+// one FMA chain in key order, as in CombineRows.
+template <int R>
+HWY_NOINLINE void CombineGroup(const float* p, int64_t ldp, const RowSpan* keys, const float* v, int64_t ldv,
+                               int64_t c0, float* out, int64_t ldo) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  VF acc[R][4];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) acc[r][q] = hn::Zero(df);
+  int64_t shared_begin = keys[0].begin, shared_end = keys[0].end;
+  for (int r = 1; r < R; ++r) {
+    shared_begin = std::max(shared_begin, keys[r].begin);
+    shared_end = std::min(shared_end, keys[r].end);
+  }
+  shared_end = std::max(shared_end, shared_begin);
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+    for (int64_t j = keys[r].begin; j < std::min(shared_begin, keys[r].end); ++j) {
+      const VF pj = hn::Set(df, p[r * ldp + j]);
+      const float* row = v + j * ldv + c0;
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) acc[r][q] = hn::MulAdd(pj, hn::LoadU(df, row + q * lanes), acc[r][q]);
+    }
+  for (int64_t j = shared_begin; j < shared_end; ++j) {
+    const float* row = v + j * ldv + c0;
+    const VF v0 = hn::LoadU(df, row), v1 = hn::LoadU(df, row + lanes), v2 = hn::LoadU(df, row + 2 * lanes),
+             v3 = hn::LoadU(df, row + 3 * lanes);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const VF pj = hn::Set(df, p[r * ldp + j]);
+      acc[r][0] = hn::MulAdd(pj, v0, acc[r][0]);
+      acc[r][1] = hn::MulAdd(pj, v1, acc[r][1]);
+      acc[r][2] = hn::MulAdd(pj, v2, acc[r][2]);
+      acc[r][3] = hn::MulAdd(pj, v3, acc[r][3]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    for (int64_t j = std::max(shared_end, keys[r].begin); j < keys[r].end; ++j) {
+      const VF pj = hn::Set(df, p[r * ldp + j]);
+      const float* row = v + j * ldv + c0;
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) acc[r][q] = hn::MulAdd(pj, hn::LoadU(df, row + q * lanes), acc[r][q]);
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) hn::StoreU(acc[r][q], df, out + r * ldo + c0 + q * lanes);
+  }
+}
+
+using CombineGroupFn = void (*)(const float*, int64_t, const RowSpan*, const float*, int64_t, int64_t, float*, int64_t);
+constexpr CombineGroupFn kCombineGroups[4] = {&CombineGroup<1>, &CombineGroup<2>, &CombineGroup<3>, &CombineGroup<4>};
+
+void CombineRowBlock(const float* p, int64_t ldp, const RowSpan* keys, int64_t rows, const float* v, int64_t ldv,
+                     int64_t d, float* out, int64_t ldo) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t wide = d / (4 * lanes) * (4 * lanes);  // columns in groups of four vectors
+  for (int64_t i = 0; i < rows; i += kGroupRows) {
+    const int64_t group = std::min<int64_t>(kGroupRows, rows - i);
+    for (int64_t c0 = 0; c0 < wide; c0 += 4 * lanes)
+      kCombineGroups[group - 1](p + i * ldp, ldp, keys + i, v, ldv, c0, out + i * ldo, ldo);
+    if (wide < d)
+      for (int64_t r = i; r < i + group; ++r)
+        CombineRows(p + r * ldp + keys[r].begin, keys[r].end - keys[r].begin, v + keys[r].begin * ldv + wide, ldv,
+                    d - wide, out + r * ldo + wide);
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace attnscope
 HWY_AFTER_NAMESPACE();
@@ -300,31 +375,23 @@ HWY_EXPORT(RowGemm);
 HWY_EXPORT(CombineRows);
 HWY_EXPORT(ScoreRows);
 HWY_EXPORT(ScoreFewRows);
+HWY_EXPORT(CombineRowBlock);
 
 namespace {
 
 constexpr int64_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);  // the widest target's floats per vector
 
-// y rows ldy apart = x rows ldx apart W^T + b; an empty sum (K = 0) is the bias alone.
-void gemmRows(const float* x, int64_t ldx, int64_t M, const WeightRows& w, const float* b, float* y, int64_t ldy,
-              bool threaded) {
+}  // namespace
+
+// An empty sum (K = 0) is the bias alone.
+void rowGemm(const float* x, int64_t M, const WeightRows& w, const float* b, float* y, bool threaded) {
   if (M <= 0 || w.N <= 0) return;
   if (w.K == 0) {
     for (int64_t i = 0; i < M; ++i)
-      for (int64_t n = 0; n < w.N; ++n) y[i * ldy + n] = b ? b[n] : 0.0f;
+      for (int64_t n = 0; n < w.N; ++n) y[i * w.N + n] = b ? b[n] : 0.0f;
     return;
   }
-  HWY_DYNAMIC_DISPATCH(RowGemm)(x, ldx, M, w, b, y, ldy, threaded);
-}
-
-}  // namespace
-
-void rowGemm(const float* x, int64_t M, const WeightRows& w, const float* b, float* y, bool threaded) {
-  gemmRows(x, w.K, M, w, b, y, w.N, threaded);
-}
-
-void rowGemmStrided(const float* x, int64_t ldx, int64_t M, const WeightRows& w, float* y, int64_t ldy) {
-  gemmRows(x, ldx, M, w, nullptr, y, ldy, false);
+  HWY_DYNAMIC_DISPATCH(RowGemm)(x, w.K, M, w, b, y, w.N, threaded);
 }
 
 KeysT transposeKeys(const float* k, int64_t N, int64_t K) {
@@ -344,6 +411,11 @@ void scoreRows(const float* q, int64_t ldq, int64_t M, const float* k, const Key
     return;
   }
   HWY_DYNAMIC_DISPATCH(ScoreFewRows)(q, ldq, M, k, K, j0, j1, y, ldy);
+}
+
+void combineRowBlock(const float* p, int64_t ldp, const RowSpan* keys, int64_t rows, const float* v, int64_t ldv,
+                     int64_t d, float* out, int64_t ldo) {
+  if (rows > 0 && d > 0) HWY_DYNAMIC_DISPATCH(CombineRowBlock)(p, ldp, keys, rows, v, ldv, d, out, ldo);
 }
 
 void combineRows(const float* p, int64_t n, const float* v, int64_t ldv, int64_t d, float* out) {

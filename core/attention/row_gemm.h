@@ -1,6 +1,6 @@
-// The linear maps of a model, y = x W^T + b, computed so that a row's value does not depend
-// on the rows it shares the call with: each output y[i][n] is the same sequence of float
-// operations whatever M is (fixed 256-wide k chunks, a lane-wise FMA chain in each, the
+// The linear maps of a model, y = x W^T + b, and a head's scores and context, computed so
+// that a row's value does not depend on the rows it shares the call with: each output
+// y[i][n] is the same sequence of float operations whatever M is (fixed 1024-wide k chunks, a lane-wise FMA chain in each, the
 // lanes summed in a fixed order, the chunks added in order, then the bias). One row computed
 // alone equals the same row computed among a thousand, bit for bit, so a model that appends
 // a token computes only the new row (OpenBLAS's value for a row depends on the call's M).
@@ -20,9 +20,6 @@ namespace attnscope {
 // y [M, N] (row stride N) = x [M, K] (row stride K) W^T + b; b: [N] or null. Threads over W's
 // rows when `threaded` (the bits do not depend on it).
 void rowGemm(const float* x, int64_t M, const WeightRows& w, const float* b, float* y, bool threaded = true);
-// The same on strided rows, one thread, no bias: y rows ldy apart, x rows ldx apart (a head's
-// Q K^T inside a wider map).
-void rowGemmStrided(const float* x, int64_t ldx, int64_t M, const WeightRows& w, float* y, int64_t ldy);
 
 // A head's scores: y [M, j1 - j0] (rows ldy apart) = q [M, K] (rows ldq apart) times keys
 // [j0, j1) of k [N, K] (rows K apart), transposed. Each cell is one FMA chain over K in order
@@ -35,6 +32,17 @@ struct KeysT {
 KeysT transposeKeys(const float* k, int64_t N, int64_t K);
 void scoreRows(const float* q, int64_t ldq, int64_t M, const float* k, const KeysT* kt, int64_t j0, int64_t j1,
                int64_t K, float* y, int64_t ldy);
+
+// Allowed keys of one query row lie in [begin, end); begin == end when the row is fully masked.
+struct RowSpan {
+  int64_t begin = 0, end = 0;
+};
+
+// combineRows for a block of rows at once (up to 4 share each load of V): out row r (ldo
+// apart) = sum over j in keys[r] of p[r][j] v[j], p rows ldp apart and indexed by key, v rows
+// ldv apart from key 0. The same bits as combineRows on each row alone.
+void combineRowBlock(const float* p, int64_t ldp, const RowSpan* keys, int64_t rows, const float* v, int64_t ldv,
+                     int64_t d, float* out, int64_t ldo);
 
 // out [d] = sum over j in [0, n) of p[j] v[j] (v rows ldv apart): a probability row times V,
 // one FMA chain per output in key order, so a row's context depends on that row alone.

@@ -1,9 +1,10 @@
-// The row GEMM (attention/row_gemm.h) and combineRows, table-driven against float64
+// The row GEMM (attention/row_gemm.h), scoreRows and combineRows, table-driven against float64
 // references: every shape class (one row, tile edges, 128-row passes, 1024-wide k chunks with
 // tails), float32 and bfloat16 weights, bias, strides; and the property the runners rely on:
-// a row's bits do not depend on the rows (or threads) sharing the call.
+// a row's (a cell's) bits do not depend on the rows, keys or threads sharing the call.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -89,29 +90,6 @@ TEST_P(RowGemm, ARowHasTheSameBitsAloneInAnyBatchAndOnAnyThreads) {
   }
 }
 
-TEST_P(RowGemm, StridedRowsEqualCompactOnes) {
-  const GemmCase& c = GetParam();
-  const int64_t ldx = c.K + 3, ldy = c.N + 5, ldw = c.K + 2;
-  std::vector<float> x(c.M * ldx, 1e30f), y(c.M * ldy, -7.0f);
-  for (int64_t i = 0; i < c.M; ++i) std::copy_n(&x_[i * c.K], c.K, &x[i * ldx]);
-  Weights wide;
-  wide.shape = {c.N, ldw};
-  for (int64_t n = 0; n < c.N; ++n)
-    for (int64_t k = 0; k < ldw; ++k) {
-      if (c.bf16) wide.bf16.push_back(k < c.K ? w_.bf16[n * c.K + k] : upperBits(1e30f));
-      else wide.f32.push_back(k < c.K ? w_.f32[n * c.K + k] : 1e30f);
-    }
-  WeightRows rows = wide.rows();
-  rows.K = c.K, rows.ld = ldw;
-  rowGemmStrided(x.data(), ldx, c.M, rows, y.data(), ldy);
-  std::vector<float> compact(c.M * c.N);
-  rowGemm(x_.data(), c.M, w_.rows(), nullptr, compact.data());  // rowGemmStrided takes no bias
-  for (int64_t i = 0; i < c.M; ++i) {
-    EXPECT_EQ(0, std::memcmp(&y[i * ldy], &compact[i * c.N], c.N * sizeof(float))) << "row " << i;
-    EXPECT_EQ(y[i * ldy + c.N], -7.0f) << "wrote past the row";
-  }
-}
-
 INSTANTIATE_TEST_SUITE_P(Shapes, RowGemm,
                          testing::Values(GemmCase{1, 1, 1, false, false}, GemmCase{1, 64, 768, false, true},
                                          GemmCase{1, 100, 2048, true, false}, GemmCase{3, 5, 7, false, true},
@@ -139,6 +117,79 @@ TEST(RowGemmStorage, Bf16WeightsEqualTheirFloat32WideningBitForBit) {
   EXPECT_EQ(0, std::memcmp(y16.data(), y32.data(), y16.size() * sizeof(float)));
 }
 
+struct ScoreCase {
+  int64_t M, N, K;
+};
+
+class ScoreRows : public testing::TestWithParam<ScoreCase> {
+ protected:
+  void SetUp() override {
+    const ScoreCase& c = GetParam();
+    std::mt19937 rng(static_cast<unsigned>(c.M * 31 + c.N * 5 + c.K));
+    std::normal_distribution<float> normal;
+    q_.resize(c.M * ldq());
+    k_.resize(c.N * c.K);
+    for (float& v : q_) v = normal(rng);
+    for (float& v : k_) v = normal(rng);
+    kt_ = transposeKeys(k_.data(), c.N, c.K);
+  }
+  int64_t ldq() const { return GetParam().K + 3; }
+  // rows [i0, i0 + rows) by keys [j0, j1), rows ldy = keys + 2 apart (the 2 must stay -7)
+  std::vector<float> run(int64_t i0, int64_t rows, int64_t j0, int64_t j1, bool transposed) const {
+    std::vector<float> y(rows * (j1 - j0 + 2), -7.0f);
+    scoreRows(&q_[i0 * ldq()], ldq(), rows, k_.data(), transposed ? &kt_ : nullptr, j0, j1, GetParam().K, y.data(),
+              j1 - j0 + 2);
+    return y;
+  }
+  std::vector<float> q_, k_;
+  KeysT kt_;
+};
+
+TEST_P(ScoreRows, MatchesAFloat64Reference) {
+  const ScoreCase& c = GetParam();
+  for (bool transposed : {false, true}) {
+    const std::vector<float> y = run(0, c.M, 0, c.N, transposed);
+    for (int64_t i = 0; i < c.M; ++i) {
+      for (int64_t j = 0; j < c.N; ++j) {
+        double want = 0.0, magnitude = 0.0;
+        for (int64_t k = 0; k < c.K; ++k) {
+          const double term = static_cast<double>(q_[i * ldq() + k]) * k_[j * c.K + k];
+          want += term;
+          magnitude += std::fabs(term);
+        }
+        ASSERT_NEAR(y[i * (c.N + 2) + j], want, 1e-6 * magnitude + 1e-7) << "row " << i << " key " << j;
+      }
+      EXPECT_EQ(y[i * (c.N + 2) + c.N], -7.0f) << "wrote past the keys";
+      EXPECT_EQ(y[i * (c.N + 2) + c.N + 1], -7.0f) << "wrote past the keys";
+    }
+  }
+}
+
+TEST_P(ScoreRows, ACellHasTheSameBitsInAnyRowsAndKeysTransposedOrNot) {
+  const ScoreCase& c = GetParam();
+  const std::vector<float> all = run(0, c.M, 0, c.N, true);
+  EXPECT_EQ(0, std::memcmp(all.data(), run(0, c.M, 0, c.N, false).data(), all.size() * sizeof(float)));
+  for (int64_t i0 : {int64_t{0}, c.M / 2, c.M - 1})
+    for (int64_t j0 : {int64_t{0}, c.N / 3, c.N - 1}) {
+      const int64_t rows = std::min<int64_t>(c.M - i0, i0 % 6 + 1), j1 = std::min(c.N, j0 + 1 + (j0 * 7) % 70);
+      for (bool transposed : {false, true}) {
+        const std::vector<float> part = run(i0, rows, j0, j1, transposed);
+        for (int64_t r = 0; r < rows; ++r)
+          ASSERT_EQ(0, std::memcmp(&part[r * (j1 - j0 + 2)], &all[(i0 + r) * (c.N + 2) + j0], (j1 - j0) * sizeof(float)))
+              << "row " << i0 + r << " keys [" << j0 << ", " << j1 << ")" << (transposed ? " transposed" : "");
+      }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, ScoreRows,
+                         testing::Values(ScoreCase{1, 1, 1}, ScoreCase{1, 1024, 64}, ScoreCase{3, 17, 5},
+                                         ScoreCase{4, 64, 64}, ScoreCase{7, 100, 128}, ScoreCase{64, 1030, 64},
+                                         ScoreCase{65, 33, 256}, ScoreCase{9, 70, 1}, ScoreCase{2, 5, 0}),
+                         [](const testing::TestParamInfo<ScoreCase>& info) {
+                           return "M" + std::to_string(info.param.M) + "_N" + std::to_string(info.param.N) + "_K" +
+                                  std::to_string(info.param.K);
+                         });
+
 // combineRows: out = sum_j p[j] v[j] against float64, for widths below, at and past the vectors.
 TEST(CombineRows, MatchesAFloat64Reference) {
   std::mt19937 rng(5);
@@ -160,6 +211,37 @@ TEST(CombineRows, MatchesAFloat64Reference) {
         ASSERT_NEAR(out[c], want, 1e-6 * magnitude + 1e-7) << "d " << d << " n " << n << " column " << c;
       }
     }
+}
+
+// combineRowBlock: each row equals combineRows on that row alone, bit for bit, for causal,
+// windowed, empty, disjoint and whole-row key spans, at widths below, at and past the vectors.
+TEST(CombineRowBlock, EachRowHasTheBitsOfCombineRowsAlone) {
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
+  std::normal_distribution<float> normal;
+  const int64_t S = 90;
+  for (int64_t d : {1, 5, 16, 64, 80, 100, 256}) {
+    const int64_t ldv = d + 1, ldo = d + 2;
+    std::vector<float> p(S * S), v(S * ldv);
+    for (float& x : p) x = uniform(rng);
+    for (float& x : v) x = normal(rng);
+    const std::vector<std::vector<RowSpan>> patterns = {
+        {{0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {0, 6}, {0, 7}},     // causal
+        {{0, 4}, {1, 5}, {2, 6}, {3, 7}, {4, 8}},                     // a window
+        {{0, 0}, {0, 3}, {0, 0}, {2, 9}, {40, 90}},                   // empty rows, disjoint spans
+        {{0, 90}, {10, 20}, {5, 85}},                                  // a whole row
+        {{7, 60}}};
+    for (const std::vector<RowSpan>& keys : patterns) {
+      const int64_t rows = static_cast<int64_t>(keys.size());
+      std::vector<float> block(rows * ldo, -7.0f), alone(d);
+      combineRowBlock(p.data(), S, keys.data(), rows, v.data(), ldv, d, block.data(), ldo);
+      for (int64_t r = 0; r < rows; ++r) {
+        combineRows(&p[r * S + keys[r].begin], keys[r].end - keys[r].begin, &v[keys[r].begin * ldv], ldv, d, alone.data());
+        EXPECT_EQ(0, std::memcmp(alone.data(), &block[r * ldo], d * sizeof(float))) << "d " << d << " row " << r;
+        EXPECT_EQ(block[r * ldo + d], -7.0f) << "wrote past the row";
+      }
+    }
+  }
 }
 
 TEST(WeightsStorage, TransposeRowsAndLookupsAgreeAcrossStorages) {
