@@ -1,6 +1,8 @@
 // The row GEMM (attention/row_gemm.h) on a model's linear-map shapes, float32 and BF16
 // weights, beside OpenBLAS's sgemm on the same product (one whole call, and the 64-row
-// calls a bit-for-bit grid would make): M rows, N outputs, K inputs; GFLOP/s counters.
+// calls a bit-for-bit grid would make): M rows, N outputs, K inputs; GFLOP/s counters. And a
+// head's 64-row block of scores (scoreRows, K^T transposed or not) and of context
+// (combineRowBlock) at GPT-2's head width, one thread as attention runs them.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -69,16 +71,43 @@ void BM_OpenBlas64RowBlocks(benchmark::State& state) {
   rate(state);
 }
 
-// Llama-3.2-1B's q/o and MLP shapes at 512 tokens, GPT-2 small's MLP at 1024, one generated row.
+// Llama-3.2-1B's q/o and MLP shapes at 512 tokens, GPT-2 small's MLP at 1024, one generated
+// row, GPT-2's output head on a 64-row block of logits.
 void shapes(benchmark::internal::Benchmark* b) {
   b->Args({512, 2048, 2048})->Args({512, 8192, 2048})->Args({512, 2048, 8192})->Args({1024, 3072, 768})
-      ->Args({1024, 768, 3072})->Args({1, 8192, 2048})->Unit(benchmark::kMillisecond)->UseRealTime();
+      ->Args({1024, 768, 3072})->Args({1, 8192, 2048})->Args({64, 50257, 768})->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
 BENCHMARK(BM_RowGemmF32)->Apply(shapes);
 BENCHMARK(BM_RowGemmBf16)->Apply(shapes);
 BENCHMARK(BM_OpenBlasWhole)->Apply(shapes);
 BENCHMARK(BM_OpenBlas64RowBlocks)->Apply(shapes);
+
+// A 64-row block of one head's scores against N keys of width 64 (the flops of a full block).
+void BM_ScoreRows(benchmark::State& state) {
+  const int64_t M = 64, N = state.range(0), K = 64;
+  const bool transposed = state.range(1) != 0;
+  Operands o(M, N, K);
+  const KeysT kt = transposeKeys(o.w32.f32.data(), N, K);
+  for (auto _ : state) scoreRows(o.x.data(), K, M, o.w32.f32.data(), transposed ? &kt : nullptr, 0, N, K, o.y.data(), N);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * M * N * K, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_ScoreRows)->Args({1024, 1})->Args({1024, 0});
+
+// The context of a 64-row block over N keys each, width 64.
+void BM_CombineRowBlock(benchmark::State& state) {
+  const int64_t M = 64, N = state.range(0), d = 64;
+  std::vector<float> p(M * N, 1.0f / static_cast<float>(N)), v(N * d), out(M * d);
+  std::mt19937 rng(2);
+  std::normal_distribution<float> normal;
+  for (float& x : v) x = normal(rng);
+  const std::vector<RowSpan> keys(M, RowSpan{0, N});
+  for (auto _ : state) combineRowBlock(p.data(), N, keys.data(), M, v.data(), d, d, out.data(), d);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * M * N * d, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_CombineRowBlock)->Arg(1024);
 
 }  // namespace
 }  // namespace attnscope
