@@ -61,7 +61,8 @@ void writeAttentions(const std::string& path, const ModelFacts& facts, const Mod
     } else {
       if (!tiled) tiled = std::make_unique<TiledAttention>(tiledFromTrace(run.layers[layer], facts.layer_options(layer)));
       rows = std::min<int64_t>(64, L - i0);
-      chunk = computeTile(*tiled, 0, h, i0, rows, 0, L).probs.data;
+      const Tensor tile = computeTile(*tiled, 0, h, i0, rows, 0, L).probs;
+      chunk.assign(tile.data.begin(), tile.data.end());
     }
     if ((i0 += rows) < L) return true;
     i0 = 0;
@@ -220,7 +221,7 @@ void addLensFiles(const LogitLens& lens, std::vector<OutputFile>& files) {
   files.push_back({"lens_ids.npy", [&lens, shape](const std::string& p) { writeNpyInt64(p, shape, lens.ids); }});
   files.push_back({"lens_probs.npy", [&lens, shape](const std::string& p) {
                      Tensor probs(shape);
-                     probs.data = lens.probs;
+                     probs.data.assign(lens.probs.begin(), lens.probs.end());
                      writeNpy(p, probs);
                    }});
 }

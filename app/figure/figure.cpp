@@ -272,7 +272,8 @@ Figure tiledWindowFigure(const std::string& what, const ViewModel& view, int64_t
                     std::to_string(w.row0) + "-" + std::to_string(w.row0 + w.rows - 1) + ", keys " +
                     std::to_string(w.col0) + "-" + std::to_string(w.col0 + w.cols - 1) + " (exact, from tiles)";
   FigurePanel panel;
-  panel.values = what == "scores" ? tile.scores.data : tile.probs.data;
+  const FloatBuffer& values = what == "scores" ? tile.scores.data : tile.probs.data;
+  panel.values.assign(values.begin(), values.end());
   panel.masked.resize(tile.allowed.data.size());
   for (size_t n = 0; n < panel.masked.size(); ++n) panel.masked[n] = tile.allowed.data[n] ? 0 : 1;
   figure.panels.push_back(std::move(panel));

@@ -29,7 +29,7 @@ FigurePanel poolPanel(const FigurePanel& panel, int64_t rows, int64_t cols, int6
                 out_cols);
   FigurePanel out;
   out.title = panel.title;
-  out.values = pooled.data;
+  out.values.assign(pooled.data.begin(), pooled.data.end());
   if (panel.masked.empty()) return out;
   out.masked.resize(out.values.size());
   for (size_t i = 0; i < out.values.size(); ++i) {

@@ -48,7 +48,7 @@ std::vector<float> storedMap(const ViewModel& view, const HtmlKind& kind, int64_
   const MaskedMap map{values, view.allowed(layer, b), view.L, view.S, view.S};
   if (rows < view.L || cols < view.S) {
     const Tensor pooled = kind.map_kind == MapKind::Scores ? maxAbsPool2d(map, rows, cols) : maxPool2d(map, rows, cols);
-    return pooled.data;
+    return std::vector<float>(pooled.data.begin(), pooled.data.end());
   }
   std::vector<float> cells(values, values + view.L * view.S);
   if (map.allowed)
@@ -245,7 +245,7 @@ std::vector<float> windowCells(const ViewModel& view, const HtmlKind& kind, int6
   if (rows == window.rows && cols == window.cols) return panel.values;
   const Tensor pooled = kind.map_kind == MapKind::Scores ? maxAbsPool2d(panel.values.data(), window.rows, window.cols, rows, cols)
                                                           : maxPool2d(panel.values.data(), window.rows, window.cols, rows, cols);
-  return pooled.data;
+  return std::vector<float>(pooled.data.begin(), pooled.data.end());
 }
 
 // The focused map's zoomed window (real cells), stored beside the maps at full resolution

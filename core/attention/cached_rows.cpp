@@ -24,7 +24,7 @@ constexpr int64_t kRoom = 64;  // positions a growing trace's buffers leave room
 // Growing, the rows (in source order, r = n keep + i) move last first; in parallel, each
 // thread moves one chunk of them last first, after the rows at the start of each chunk that
 // the chunk below overwrites (a row moves up by more than the one before it) are copied aside.
-void regrid(std::vector<float>& v, int64_t N, int64_t oldT, int64_t oldW, int64_t T, int64_t W, int64_t keep, float fill) {
+void regrid(FloatBuffer& v, int64_t N, int64_t oldT, int64_t oldW, int64_t T, int64_t W, int64_t keep, float fill) {
   const size_t size = static_cast<size_t>(N * T * W);
   const int64_t cols = std::min(oldW, W), rows = N * keep;
   auto src = [&](int64_t r) { return (r / keep * oldT + r % keep) * oldW; };
@@ -48,7 +48,7 @@ void regrid(std::vector<float>& v, int64_t N, int64_t oldT, int64_t oldW, int64_
   // otherwise every token would move all maps into fresh memory, whose first touches cost more
   // than the maps' re-layout itself.
   const size_t room = static_cast<size_t>(N * (T + kRoom) * (W > oldW ? W + kRoom : W));
-  if (size > v.size()) resizePrefaulted(v, size, 0.0f, room);
+  if (size > v.size()) resizePrefaulted(v, size, std::nullopt, room);  // the moves and the caller write every value
   const int64_t chunks = rows * cols >= (int64_t{1} << 20) ? std::min<int64_t>(omp_get_max_threads(), rows) : 1;
   std::vector<int64_t> bounds(static_cast<size_t>(chunks + 1)), aside_rows(static_cast<size_t>(chunks), 0);
   for (int64_t c = 0; c <= chunks; ++c) bounds[c] = rows * c / chunks;

@@ -15,7 +15,8 @@ namespace {
 Tensor gaussian(const Shape& shape, uint64_t seed) {
   // tokenEmbedding is a seeded N(0, 1) stream; reuse it with a fixed label per tensor.
   Tensor t(shape);
-  t.data = tokenEmbedding("", numel(shape), seed);
+  const std::vector<float> values = tokenEmbedding("", numel(shape), seed);
+  t.data.assign(values.begin(), values.end());
   return t;
 }
 

@@ -13,8 +13,9 @@
 
 namespace attnscope {
 
-void resizePrefaulted(std::vector<float>& data, size_t n, float fill, size_t capacity) {
+void resizePrefaulted(FloatBuffer& data, size_t n, std::optional<float> fill, size_t capacity) {
   constexpr size_t kPrefaultBytes = size_t{4} << 20;
+  const size_t old = data.size();
   if (n > data.capacity() && n * sizeof(float) >= kPrefaultBytes) {
     data.reserve(std::max(n, capacity));
     const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
@@ -29,7 +30,14 @@ void resizePrefaulted(std::vector<float>& data, size_t n, float fill, size_t cap
       madvise(reinterpret_cast<void*>(from), std::min(kPiece, end - from), MADV_POPULATE_WRITE);
     }
   }
-  data.resize(n, fill);
+  data.resize(n);  // the new values unset (FloatBuffer)
+  if (!fill || n <= old) return;
+  constexpr int64_t kPieceFloats = int64_t{1} << 20;
+  const int64_t count = static_cast<int64_t>(n - old), pieces = (count + kPieceFloats - 1) / kPieceFloats;
+  float* first = data.data() + old;
+#pragma omp parallel for if (pieces > 1)
+  for (int64_t p = 0; p < pieces; ++p)
+    std::fill(first + p * kPieceFloats, first + std::min(count, (p + 1) * kPieceFloats), *fill);
 }
 
 int64_t numel(const Shape& shape) {

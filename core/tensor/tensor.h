@@ -1,9 +1,13 @@
 // Plain row-major tensors that cross every layer boundary (core -> CLI, app, tests).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace attnscope {
@@ -20,19 +24,51 @@ class InputError : public std::runtime_error {
 int64_t numel(const Shape& shape);
 std::string shapeToString(const Shape& shape);  // "[2, 4, 100]"
 
-// Resizes data to n floats (new ones = fill). When that needs new storage of 4 MiB or more,
-// its pages are faulted in by madvise(MADV_POPULATE_WRITE), 2 MiB pieces on every OpenMP
-// thread, before they are written: on the virtual machines measured here, touching fresh
-// memory page by page cost 3 ms per MiB on a quiet machine and up to 35 ms per MiB under
-// load, about three times the one call (and the pieces halve that again on two cores).
-// New storage holds `capacity` floats when that is more than n (room to grow without
-// moving), all of them faulted in.
-void resizePrefaulted(std::vector<float>& data, size_t n, float fill = 0.0f, size_t capacity = 0);
+// Tensor storage: a std::vector<float> whose resize(n) and FloatBuffer(n) leave the new
+// values unset (default-initialised), so that fresh maps are not zeroed twice (the kernel's
+// fresh pages are zero) or filled on one thread; resize(n, value) fills as usual.
+template <class T>
+struct DefaultInitAllocator : std::allocator<T> {
+  using std::allocator<T>::allocator;
+  DefaultInitAllocator() = default;
+  template <class U>
+  DefaultInitAllocator(const DefaultInitAllocator<U>&) noexcept {}
+  template <class U>
+  struct rebind {
+    using other = DefaultInitAllocator<U>;
+  };
+  template <class U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+using FloatBuffer = std::vector<float, DefaultInitAllocator<float>>;
+// Values against a plain vector's (readers and tests that hold std::vector<float>).
+inline bool operator==(const FloatBuffer& a, const std::vector<float>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end());
+}
+inline bool operator==(const std::vector<float>& a, const FloatBuffer& b) { return b == a; }
+inline bool operator!=(const FloatBuffer& a, const std::vector<float>& b) { return !(a == b); }
+inline bool operator!=(const std::vector<float>& a, const FloatBuffer& b) { return !(b == a); }
+
+// Resizes data to n floats: new ones = fill (on every OpenMP thread when they are many), or
+// left unset for a caller that writes them all (fill nullopt). When that needs new storage of
+// 4 MiB or more, its pages are faulted in by madvise(MADV_POPULATE_WRITE), 2 MiB pieces on
+// every OpenMP thread, before they are written: on the virtual machines measured here,
+// touching fresh memory page by page cost 3 ms per MiB on a quiet machine and up to 35 ms per
+// MiB under load, about three times the one call (and the pieces halve that again on two
+// cores). New storage holds `capacity` floats when that is more than n (room to grow without
+// moving); only the first n are faulted in, the room's pages as growth reaches them.
+void resizePrefaulted(FloatBuffer& data, size_t n, std::optional<float> fill = 0.0f, size_t capacity = 0);
 
 // float32 tensor, row-major (C order). data.size() == numel(shape).
 struct Tensor {
   Shape shape;
-  std::vector<float> data;
+  FloatBuffer data;
 
   Tensor() = default;
   explicit Tensor(Shape s, float fill = 0.0f) : shape(std::move(s)) { resizePrefaulted(data, numel(shape), fill); }

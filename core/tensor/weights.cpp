@@ -6,19 +6,19 @@
 namespace attnscope {
 namespace {
 
-template <class T>
-std::vector<T> transposedData(const std::vector<T>& v, int64_t r, int64_t c) {
+template <class Buffer>
+Buffer transposedData(const Buffer& v, int64_t r, int64_t c) {
   if (v.empty()) return {};  // the other storage
-  std::vector<T> out(v.size());
+  Buffer out(v.size());
   for (int64_t i = 0; i < r; ++i)
     for (int64_t j = 0; j < c; ++j) out[j * r + i] = v[i * c + j];
   return out;
 }
 
-template <class T>
-std::vector<T> rowData(const std::vector<T>& v, int64_t C, int64_t first, int64_t count) {
+template <class Buffer>
+Buffer rowData(const Buffer& v, int64_t C, int64_t first, int64_t count) {
   if (v.empty()) return {};
-  return std::vector<T>(v.begin() + first * C, v.begin() + (first + count) * C);
+  return Buffer(v.begin() + first * C, v.begin() + (first + count) * C);
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ struct WeightRows {
 
 struct Weights {
   Shape shape;                 // [N, K] (or [N])
-  std::vector<float> f32;      // numel(shape) values, or empty when stored as bf16
+  FloatBuffer f32;             // numel(shape) values, or empty when stored as bf16
   std::vector<uint16_t> bf16;  // numel(shape) values, or empty when stored as f32
 
   Weights() = default;

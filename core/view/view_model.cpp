@@ -71,7 +71,7 @@ std::vector<float> maskValues(const uint8_t* allowed, int64_t cells) {
 PooledMap poolMap(const MaskedMap& map, MapKind kind) {
   const int64_t out_rows = std::min(map.rows, kTextureMaxSide), out_cols = std::min(map.cols, kTextureMaxSide);
   Tensor pooled = kind == MapKind::Scores ? maxAbsPool2d(map, out_rows, out_cols) : maxPool2d(map, out_rows, out_cols);
-  return {out_rows, out_cols, std::move(pooled.data)};
+  return {out_rows, out_cols, std::vector<float>(pooled.data.begin(), pooled.data.end())};
 }
 
 // [L, S] allowed flags as a texture shows them: pooled when larger than kTextureMaxSide.

@@ -71,7 +71,7 @@ TEST(HeadMetrics, HandComputedCases) {
   for (const HandCase& c : handCases()) {
     SCOPED_TRACE(c.name);
     Tensor probs({1, 1, c.L, c.S});
-    probs.data = c.map;
+    probs.data.assign(c.map.begin(), c.map.end());
     BoolTensor masked;
     if (!c.fully_masked.empty()) {
       masked = BoolTensor({1, c.L});

@@ -134,7 +134,7 @@ inline void referenceRope(double* x, int64_t d, int64_t pos, double base, RopeSt
 }
 
 inline Reference referenceAttention(const AttentionInputs& in, const AttentionOptions& o,
-                                    const std::vector<float>* probs_override = nullptr) {
+                                    const FloatBuffer* probs_override = nullptr) {
   Reference r;
   const int64_t B = in.query.shape[0], L = in.query.shape[1], S = in.key.shape[1];
   const int64_t D = in.w_q.shape[0], H = o.heads, d = D / H;

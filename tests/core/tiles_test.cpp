@@ -312,7 +312,7 @@ TEST(Workspace, HeldTraceIsNotOverwrittenAndMaskChangeReusesProjections) {
   AttentionOptions options = makeOptions(c);
   AttentionWorkspace workspace;
   const std::shared_ptr<const AttentionTrace> held = workspace.run(in, options);
-  const std::vector<float> held_probs = held->probs.data;
+  const FloatBuffer held_probs = held->probs.data;
   options.mask = MaskSpec::parse("window:3");
   options.fill = MaskFill::NegBillion;
   const std::shared_ptr<const AttentionTrace> next = workspace.run(in, options);

@@ -170,7 +170,7 @@ TEST(ZoomTest, WindowMapsAreTheMapsCellsOrTheirBlockPools) {
           cells.push_back(!ok ? -kInf : kind == MapKind::Mask ? 1.0f : values[i * c.S + j]);
         }
       const int64_t out_r = std::min(w.rows, kTextureMaxSide), out_c = std::min(w.cols, kTextureMaxSide);
-      std::vector<float> want = cells;
+      FloatBuffer want(cells.begin(), cells.end());
       if (out_r < w.rows || out_c < w.cols) {
         want = (kind == MapKind::Scores ? maxAbsPool2d(cells.data(), w.rows, w.cols, out_r, out_c)
                                         : maxPool2d(cells.data(), w.rows, w.cols, out_r, out_c))

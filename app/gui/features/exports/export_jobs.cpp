@@ -157,7 +157,7 @@ void requestDifferenceExport(AppState& state) {
   const float abs_max = c.comparison.abs_max > 0 ? c.comparison.abs_max : 1.0f;
   figure.low = -abs_max, figure.high = abs_max;
   FigurePanel panel;
-  panel.values = c.comparison.difference.data;
+  panel.values.assign(c.comparison.difference.data.begin(), c.comparison.difference.data.end());
   // Cells masked in both maps are hatched, as on screen.
   const uint8_t* mask_a = va->allowed(c.a.layer, b);
   const uint8_t* mask_b = vb->allowed(c.b.layer, b);
