@@ -138,7 +138,7 @@ void Run(const float* x, int64_t ldx, int64_t M, const T* w, int64_t ldw, int64_
   const bool pack = M > kTileRows;
 #pragma omp parallel if (threaded && blocks > 1 && M * N * K > (1 << 16))
   {
-    std::vector<float> chunk(pack ? static_cast<size_t>(M * std::min(K, kChunk)) : 0);
+    FloatBuffer chunk(pack ? static_cast<size_t>(M * std::min(K, kChunk)) : 0);  // every value copied in before it is read
     for (int64_t k0 = 0; k0 < K; k0 += kChunk) {
       const int64_t kc = std::min(K - k0, kChunk);
       if (pack)
