@@ -44,9 +44,9 @@ void regrid(FloatBuffer& v, int64_t N, int64_t oldT, int64_t oldW, int64_t T, in
     v.resize(size);
     return;
   }
-  // Growing a kept trace (typing at the end, generating) leaves room for kRoom more positions:
-  // otherwise every token would move all maps into fresh memory, whose first touches cost more
-  // than the maps' re-layout itself.
+  // New storage leaves room for kRoom more positions (reserved: its pages fault in as the maps
+  // grow into them), so typing at the end or generating grows in place; otherwise every token
+  // would move all maps into fresh memory, whose first touches cost more than the re-layout.
   const size_t room = static_cast<size_t>(N * (T + kRoom) * (W > oldW ? W + kRoom : W));
   if (size > v.size()) resizePrefaulted(v, size, std::nullopt, room);  // the moves and the caller write every value
   const int64_t chunks = rows * cols >= (int64_t{1} << 20) ? std::min<int64_t>(omp_get_max_threads(), rows) : 1;

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "attention/attention.h"
-#include "attention/kernel.h"
+#include "attention/row_gemm.h"
 #include "tensor/weights.h"
 
 namespace attnscope {

@@ -111,9 +111,10 @@ RawScoreBlocks attendHead(const HeadSlot& slot, int64_t L, int64_t S, const Scor
                           const DropoutRule& dropout) {
   const int64_t c = slot.c;
   const bool uniform_fully_masked = rule.fill == MaskFill::NegBillion;
-  // K^T once for all the rows when they are more than a few (the same bits either way).
+  // K^T once for all the rows, when they are more than a few and some scores are not cached
+  // (the same bits either way).
   constexpr int64_t kTransposedFrom = 8;
-  const KeysT kt = L >= kTransposedFrom ? transposeKeys(slot.k, S, c) : KeysT();
+  KeysT kt;
   RawScoreBlocks counts;
   for (int64_t i0 = 0; i0 < L; i0 += kRowBlock) {
     const int64_t rows = std::min(kRowBlock, L - i0);
@@ -133,8 +134,9 @@ RawScoreBlocks attendHead(const HeadSlot& slot, int64_t L, int64_t S, const Scor
     // tiles only say what the cache holds.
     float* raw = slot.raw ? slot.raw : slot.cache ? slot.cache : slot.scores;
     auto qk = [&](RowSpan keys) {  // raw [rows, keys] = q k^T
-      if (keys.begin < keys.end)
-        scoreRows(slot.q + i0 * c, c, rows, slot.k, kt.ld ? &kt : nullptr, keys.begin, keys.end, c, raw + i0 * S + keys.begin, S);
+      if (keys.begin >= keys.end) return;
+      if (L >= kTransposedFrom && kt.ld == 0) kt = transposeKeys(slot.k, S, c);
+      scoreRows(slot.q + i0 * c, c, rows, slot.k, kt.ld ? &kt : nullptr, keys.begin, keys.end, c, raw + i0 * S + keys.begin, S);
     };
     const RowSpan tiles = slot.raw ? RowSpan{0, S}
                                    : RowSpan{block.begin / kKeyTile * kKeyTile,
