@@ -58,12 +58,7 @@ void Apply(HfActivation kind, const float* gate, float* values, int64_t n) {
   const hn::ScalableTag<float> d;
   const hn::CappedTag<float, 1> d1;
   const int64_t body = n - n % static_cast<int64_t>(hn::Lanes(d));
-  // Whole vectors on both threads (pieces a multiple of any vector width), so each value
-  // takes the same path as on one thread.
-  constexpr int64_t kPiece = int64_t{1} << 14;
-  const int64_t pieces = (body + kPiece - 1) / kPiece;
-#pragma omp parallel for if (pieces > 1)
-  for (int64_t p = 0; p < pieces; ++p) sweep(d, kind, gate, values, p * kPiece, std::min(body, (p + 1) * kPiece));
+  sweep(d, kind, gate, values, 0, body);
   sweep(d1, kind, gate, values, body, n);
 }
 
@@ -75,7 +70,24 @@ HWY_AFTER_NAMESPACE();
 namespace attnscope {
 HWY_EXPORT(Apply);
 
-void activateAll(HfActivation kind, float* values, int64_t n) { HWY_DYNAMIC_DISPATCH(Apply)(kind, nullptr, values, n); }
-void gateAll(HfActivation kind, const float* gate, float* up, int64_t n) { HWY_DYNAMIC_DISPATCH(Apply)(kind, gate, up, n); }
+namespace {
+
+// Pieces on both threads, each a multiple of any vector width: every value takes the path it
+// takes in one call (whole vectors, then the last few one by one). The loop stays out of the
+// per-target code (clang 14 cannot compile vector code outlined into an OpenMP region).
+void applyInPieces(HfActivation kind, const float* gate, float* values, int64_t n) {
+  constexpr int64_t kPiece = int64_t{1} << 14;
+  const int64_t pieces = (n + kPiece - 1) / kPiece;
+#pragma omp parallel for if (pieces > 1)
+  for (int64_t p = 0; p < pieces; ++p) {
+    const int64_t begin = p * kPiece;
+    HWY_DYNAMIC_DISPATCH(Apply)(kind, gate ? gate + begin : nullptr, values + begin, std::min(kPiece, n - begin));
+  }
+}
+
+}  // namespace
+
+void activateAll(HfActivation kind, float* values, int64_t n) { applyInPieces(kind, nullptr, values, n); }
+void gateAll(HfActivation kind, const float* gate, float* up, int64_t n) { applyInPieces(kind, gate, up, n); }
 }  // namespace attnscope
 #endif
