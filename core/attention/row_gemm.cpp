@@ -219,6 +219,9 @@ constexpr ScoreTileFn kScoreTiles[4][4] = {
     {&ScoreTile<3, 1>, &ScoreTile<3, 2>, &ScoreTile<3, 3>, &ScoreTile<3, 4>},
     {&ScoreTile<4, 1>, &ScoreTile<4, 2>, &ScoreTile<4, 3>, &ScoreTile<4, 4>}};
 
+// Floats per vector on this target (K^T's padding).
+int64_t FloatLanes() { return static_cast<int64_t>(hn::Lanes(DF())); }
+
 // Keys [j0, j1) from K^T (kt: [K, ldk]) in register tiles of up to 4 rows by 4 vectors of
 // keys: no sums across lanes, each cell one chain over c.
 void ScoreRows(const float* x, int64_t ldx, int64_t M, const float* kt, int64_t ldk, int64_t K, int64_t j0,
@@ -373,15 +376,10 @@ HWY_AFTER_NAMESPACE();
 namespace attnscope {
 HWY_EXPORT(RowGemm);
 HWY_EXPORT(CombineRows);
+HWY_EXPORT(FloatLanes);
 HWY_EXPORT(ScoreRows);
 HWY_EXPORT(ScoreFewRows);
 HWY_EXPORT(CombineRowBlock);
-
-namespace {
-
-constexpr int64_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);  // the widest target's floats per vector
-
-}  // namespace
 
 // An empty sum (K = 0) is the bias alone.
 void rowGemm(const float* x, int64_t M, const WeightRows& w, const float* b, float* y, bool threaded) {
@@ -396,7 +394,8 @@ void rowGemm(const float* x, int64_t M, const WeightRows& w, const float* b, flo
 
 KeysT transposeKeys(const float* k, int64_t N, int64_t K) {
   KeysT t;
-  t.ld = (N + 2 * kMaxLanes - 1) / kMaxLanes * kMaxLanes;  // whole vectors past any start
+  const int64_t lanes = HWY_DYNAMIC_DISPATCH(FloatLanes)();  // of the target ScoreRows runs on
+  t.ld = (N + 2 * lanes - 1) / lanes * lanes;  // whole vectors past any start
   t.data.assign(static_cast<size_t>(K * t.ld), 0.0f);
   for (int64_t j = 0; j < N; ++j)
     for (int64_t c = 0; c < K; ++c) t.data[c * t.ld + j] = k[j * K + c];

@@ -184,7 +184,8 @@ TEST_P(ScoreRows, ACellHasTheSameBitsInAnyRowsAndKeysTransposedOrNot) {
 INSTANTIATE_TEST_SUITE_P(Shapes, ScoreRows,
                          testing::Values(ScoreCase{1, 1, 1}, ScoreCase{1, 1024, 64}, ScoreCase{3, 17, 5},
                                          ScoreCase{4, 64, 64}, ScoreCase{7, 100, 128}, ScoreCase{64, 1030, 64},
-                                         ScoreCase{65, 33, 256}, ScoreCase{9, 70, 1}, ScoreCase{2, 5, 0}),
+                                         ScoreCase{65, 33, 256}, ScoreCase{9, 70, 1}, ScoreCase{2, 5, 0},
+                                         ScoreCase{9, 17, 8}),
                          [](const testing::TestParamInfo<ScoreCase>& info) {
                            return "M" + std::to_string(info.param.M) + "_N" + std::to_string(info.param.N) + "_K" +
                                   std::to_string(info.param.K);
