@@ -405,6 +405,10 @@ KeysT transposeKeys(const float* k, int64_t N, int64_t K) {
 void scoreRows(const float* q, int64_t ldq, int64_t M, const float* k, const KeysT* kt, int64_t j0, int64_t j1,
                int64_t K, float* y, int64_t ldy) {
   if (M <= 0 || j1 <= j0) return;
+  if (K == 0) {  // empty sums (and no K^T to point into)
+    for (int64_t i = 0; i < M; ++i) std::fill(y + i * ldy, y + i * ldy + (j1 - j0), 0.0f);
+    return;
+  }
   if (kt) {
     HWY_DYNAMIC_DISPATCH(ScoreRows)(q, ldq, M, kt->data.data(), kt->ld, K, j0, j1, y, ldy);
     return;
