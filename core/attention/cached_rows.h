@@ -2,9 +2,9 @@
 // layer holds, per position, K (after RoPE) and V, the map rows and the output rows, and a
 // run computes only the rows from a given position on; the rows before it are kept.
 //
-// Bit for bit: every computation of a row sees that row alone (the linear maps and Q K^T
-// through attention/row_gemm.h, each row's softmax over its own keys, its context through
-// combineRows), so a run from position p computes rows [p, L) only and equals a from-scratch
+// Bit for bit: every computation of a row sees that row alone (the linear maps, Q K^T and the
+// context through attention/row_gemm.h: rowGemm, scoreRows, combineRowBlock; each row's
+// softmax over its own keys), so a run from position p computes rows [p, L) only and equals a from-scratch
 // run bit for bit; the full forward is this path from 0.
 //
 // Sizes: L positions, Din input width, D = H*d, G K/V heads, Do output width.

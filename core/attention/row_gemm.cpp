@@ -375,7 +375,6 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace attnscope {
 HWY_EXPORT(RowGemm);
-HWY_EXPORT(CombineRows);
 HWY_EXPORT(FloatLanes);
 HWY_EXPORT(ScoreRows);
 HWY_EXPORT(ScoreFewRows);
@@ -419,10 +418,6 @@ void scoreRows(const float* q, int64_t ldq, int64_t M, const float* k, const Key
 void combineRowBlock(const float* p, int64_t ldp, const RowSpan* keys, int64_t rows, const float* v, int64_t ldv,
                      int64_t d, float* out, int64_t ldo) {
   if (rows > 0 && d > 0) HWY_DYNAMIC_DISPATCH(CombineRowBlock)(p, ldp, keys, rows, v, ldv, d, out, ldo);
-}
-
-void combineRows(const float* p, int64_t n, const float* v, int64_t ldv, int64_t d, float* out) {
-  HWY_DYNAMIC_DISPATCH(CombineRows)(p, n, v, ldv, d, out);
 }
 }  // namespace attnscope
 #endif

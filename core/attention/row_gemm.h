@@ -39,14 +39,11 @@ struct RowSpan {
   int64_t begin = 0, end = 0;
 };
 
-// combineRows for a block of rows at once (up to 4 share each load of V): out row r (ldo
-// apart) = sum over j in keys[r] of p[r][j] v[j], p rows ldp apart and indexed by key, v rows
-// ldv apart from key 0. The same bits as combineRows on each row alone.
+// A block of rows' contexts, probability rows times V (up to 4 rows share each load of V):
+// out row r (ldo apart) = sum over j in keys[r] of p[r][j] v[j], p rows ldp apart and indexed
+// by key, v rows ldv apart from key 0. One FMA chain per output in key order, so a row's
+// context has the same bits alone as in any block.
 void combineRowBlock(const float* p, int64_t ldp, const RowSpan* keys, int64_t rows, const float* v, int64_t ldv,
                      int64_t d, float* out, int64_t ldo);
-
-// out [d] = sum over j in [0, n) of p[j] v[j] (v rows ldv apart): a probability row times V,
-// one FMA chain per output in key order, so a row's context depends on that row alone.
-void combineRows(const float* p, int64_t n, const float* v, int64_t ldv, int64_t d, float* out);
 
 }  // namespace attnscope

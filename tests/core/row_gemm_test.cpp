@@ -1,4 +1,4 @@
-// The row GEMM (attention/row_gemm.h), scoreRows and combineRows, table-driven against float64
+// The row GEMM (attention/row_gemm.h), scoreRows and combineRowBlock, table-driven against float64
 // references: every shape class (one row, tile edges, 128-row passes, 1024-wide k chunks with
 // tails), float32 and bfloat16 weights, bias, strides; and the property the runners rely on:
 // a row's (a cell's) bits do not depend on the rows, keys or threads sharing the call.
@@ -191,8 +191,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, ScoreRows,
                                   std::to_string(info.param.K);
                          });
 
-// combineRows: out = sum_j p[j] v[j] against float64, for widths below, at and past the vectors.
-TEST(CombineRows, MatchesAFloat64Reference) {
+// combineRowBlock on one row: out = sum_j p[j] v[j] against float64, for widths below, at and past the vectors.
+TEST(CombineRowBlock, ARowMatchesAFloat64Reference) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
   std::normal_distribution<float> normal;
@@ -202,7 +202,8 @@ TEST(CombineRows, MatchesAFloat64Reference) {
       std::vector<float> p(n), v(std::max<int64_t>(n, 1) * ldv), out(d, -7.0f);
       for (float& x : p) x = uniform(rng);
       for (float& x : v) x = normal(rng);
-      combineRows(p.data(), n, v.data(), ldv, d, out.data());
+      const RowSpan keys{0, n};
+      combineRowBlock(p.data(), n, &keys, 1, v.data(), ldv, d, out.data(), d);
       for (int64_t c = 0; c < d; ++c) {
         double want = 0.0, magnitude = 0.0;
         for (int64_t j = 0; j < n; ++j) {
@@ -214,9 +215,9 @@ TEST(CombineRows, MatchesAFloat64Reference) {
     }
 }
 
-// combineRowBlock: each row equals combineRows on that row alone, bit for bit, for causal,
+// combineRowBlock: each row equals that row computed alone, bit for bit, for causal,
 // windowed, empty, disjoint and whole-row key spans, at widths below, at and past the vectors.
-TEST(CombineRowBlock, EachRowHasTheBitsOfCombineRowsAlone) {
+TEST(CombineRowBlock, EachRowHasTheBitsOfTheRowAlone) {
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
   std::normal_distribution<float> normal;
@@ -237,7 +238,7 @@ TEST(CombineRowBlock, EachRowHasTheBitsOfCombineRowsAlone) {
       std::vector<float> block(rows * ldo, -7.0f), alone(d);
       combineRowBlock(p.data(), S, keys.data(), rows, v.data(), ldv, d, block.data(), ldo);
       for (int64_t r = 0; r < rows; ++r) {
-        combineRows(&p[r * S + keys[r].begin], keys[r].end - keys[r].begin, &v[keys[r].begin * ldv], ldv, d, alone.data());
+        combineRowBlock(&p[r * S], S, &keys[r], 1, v.data(), ldv, d, alone.data(), d);
         EXPECT_EQ(0, std::memcmp(alone.data(), &block[r * ldo], d * sizeof(float))) << "d " << d << " row " << r;
         EXPECT_EQ(block[r * ldo + d], -7.0f) << "wrote past the row";
       }
