@@ -21,13 +21,9 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
-// k chunks: a tile's x and W rows (4 x 4 KiB each) stay in L1 and L2 while it runs over M.
-constexpr int64_t kChunk = 1024;
-// Register tile: rows of x by rows of W, MR x NR accumulators (32 vector registers on AVX-512, 16 below).
+// Register tile: 4 rows of x by 4 vectors of columns (16 accumulators of AVX-512's 32 vector
+// registers), 2 rows below (16 registers).
 constexpr int kTileRows = HWY_MAX_BYTES >= 64 ? 4 : 2;
-constexpr int kTileCols = 4;
-constexpr int64_t kBlockCols = 64;  // W rows per thread's block
-constexpr int64_t kBlockRows = 128;  // rows of x per pass over W: their chunk (512 KiB) stays in L2
 
 HWY_INLINE float ScalarW(const float* p) { return *p; }
 HWY_INLINE float ScalarW(const uint16_t* p) {
@@ -48,141 +44,12 @@ HWY_INLINE hn::Vec<D> LoadW(D df, const uint16_t* p) {
   }
 }
 
-// The lanes of a0 .. a3 summed, into lanes 0 .. 3 of out: pairs of lanes, then pairs of
-// pairs, then the 128-bit blocks. Each sum sees only its own vector's lanes, in the same
-// order whatever the other three hold (a tile with fewer columns passes zeros).
-#if HWY_TARGET == HWY_SCALAR
-template <class D, class V>
-HWY_INLINE void Sum4(D, V a0, V a1, V a2, V a3, float* out) {
-  out[0] = hn::GetLane(a0), out[1] = hn::GetLane(a1), out[2] = hn::GetLane(a2), out[3] = hn::GetLane(a3);
-}
-#else
-template <class D, class V>
-HWY_INLINE void Sum4(D d, V a0, V a1, V a2, V a3, float* out) {
-  const hn::Repartition<double, D> dd;
-  const V u = hn::Add(hn::InterleaveLower(d, a0, a1), hn::InterleaveUpper(d, a0, a1));
-  const V v = hn::Add(hn::InterleaveLower(d, a2, a3), hn::InterleaveUpper(d, a2, a3));
-  const auto ud = hn::BitCast(dd, u), vd = hn::BitCast(dd, v);
-  const V s = hn::Add(hn::BitCast(d, hn::InterleaveLower(dd, ud, vd)), hn::BitCast(d, hn::InterleaveUpper(dd, ud, vd)));
-  if constexpr (hn::MaxLanes(D()) == 16) {
-    const hn::Half<D> d8;
-    const hn::Half<decltype(d8)> d4;
-    const auto s8 = hn::Add(hn::LowerHalf(d8, s), hn::UpperHalf(d8, s));
-    hn::StoreU(hn::Add(hn::LowerHalf(d4, s8), hn::UpperHalf(d4, s8)), d4, out);
-  } else if constexpr (hn::MaxLanes(D()) == 8) {
-    const hn::Half<D> d4;
-    hn::StoreU(hn::Add(hn::LowerHalf(d4, s), hn::UpperHalf(d4, s)), d4, out);
-  } else {
-    static_assert(hn::MaxLanes(D()) == 4, "Sum4: 4, 8 or 16 lanes");
-    hn::StoreU(s, d, out);
-  }
-}
-#endif
-
-// y[r][c] = (first ? 0 : y[r][c]) + sum over k in [k0, k1) of x[r][k - k0] w[c][k], for MR rows
-// of x (stride ldx) and NR rows of w (stride ldw); y's row stride ldy. The sum: one FMA chain per
-// lane, the lanes summed (Sum4), then the chunk's tail one by one: the same operations for
-// every tile shape.
-template <int MR, int NR, class T>
-HWY_NOINLINE void Tile(const float* x, int64_t ldx, const T* w, int64_t ldw, int64_t k0, int64_t k1, float* y,
-                       int64_t ldy, bool first) {
-  const DF df;
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
-  VF acc[MR][4];
-#pragma GCC unroll 4
-  for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) acc[r][c] = hn::Zero(df);
-  const int64_t body = (k1 - k0) / lanes * lanes;
-  for (int64_t k = 0; k < body; k += lanes) {
-    VF wv[NR];
-#pragma GCC unroll 4
-    for (int c = 0; c < NR; ++c) wv[c] = LoadW(df, w + c * ldw + k0 + k);
-#pragma GCC unroll 4
-    for (int r = 0; r < MR; ++r) {
-      const VF xv = hn::LoadU(df, x + r * ldx + k);
-#pragma GCC unroll 4
-      for (int c = 0; c < NR; ++c) acc[r][c] = hn::MulAdd(xv, wv[c], acc[r][c]);
-    }
-  }
-  for (int r = 0; r < MR; ++r) {
-    float sums[4];
-    Sum4(df, acc[r][0], acc[r][1], acc[r][2], acc[r][3], sums);
-    for (int c = 0; c < NR; ++c) {
-      float s = sums[c];
-      for (int64_t k = body; k < k1 - k0; ++k) s = std::fma(x[r * ldx + k], ScalarW(w + c * ldw + k0 + k), s);
-      float& out = y[r * ldy + c];
-      out = first ? s : out + s;
-    }
-  }
-}
-
-template <class T>
-using TileFn = void (*)(const float*, int64_t, const T*, int64_t, int64_t, int64_t, float*, int64_t, bool);
-
-// Every edge shape: kTiles<T>[mr - 1][nr - 1] (rows past kTileRows unused on narrow targets).
-template <class T>
-constexpr TileFn<T> kTiles[4][4] = {{&Tile<1, 1, T>, &Tile<1, 2, T>, &Tile<1, 3, T>, &Tile<1, 4, T>},
-                                    {&Tile<2, 1, T>, &Tile<2, 2, T>, &Tile<2, 3, T>, &Tile<2, 4, T>},
-                                    {&Tile<3, 1, T>, &Tile<3, 2, T>, &Tile<3, 3, T>, &Tile<3, 4, T>},
-                                    {&Tile<4, 1, T>, &Tile<4, 2, T>, &Tile<4, 3, T>, &Tile<4, 4, T>}};
-
-// Every row of x by W's rows, one k chunk at a time: each thread copies the chunk's columns of
-// x into `chunk` (rows 4 KiB apart, not ldx floats apart, which alias in L1 for large K), then
-// runs its blocks of W's rows for 128 rows of x at a time (the same blocks each chunk: static
-// schedule), then the bias. A few rows are read in place.
-template <class T>
-void Run(const float* x, int64_t ldx, int64_t M, const T* w, int64_t ldw, int64_t N, int64_t K, const float* b, float* y,
-         int64_t ldy, bool threaded) {
-  const int64_t blocks = (N + kBlockCols - 1) / kBlockCols;
-  const bool pack = M > kTileRows;
-#pragma omp parallel if (threaded && blocks > 1 && M * N * K > (1 << 16))
-  {
-    FloatBuffer chunk(pack ? static_cast<size_t>(M * std::min(K, kChunk)) : 0);  // every value copied in before it is read
-    for (int64_t k0 = 0; k0 < K; k0 += kChunk) {
-      const int64_t kc = std::min(K - k0, kChunk);
-      if (pack)
-        for (int64_t i = 0; i < M; ++i) std::copy_n(x + i * ldx + k0, kc, &chunk[i * kc]);
-      const float* xs = pack ? chunk.data() : x + k0;
-      const int64_t ldxs = pack ? kc : ldx;
-      for (int64_t i0 = 0; i0 < M; i0 += kBlockRows) {
-        const int64_t i1 = std::min(M, i0 + kBlockRows);
-#pragma omp for schedule(static) nowait
-        for (int64_t blk = 0; blk < blocks; ++blk) {
-          const int64_t n1 = std::min(N, (blk + 1) * kBlockCols);
-          for (int64_t n = blk * kBlockCols; n < n1; n += kTileCols) {
-            const int64_t nr = std::min<int64_t>(kTileCols, n1 - n);
-            for (int64_t i = i0; i < i1; i += kTileRows) {
-              const int64_t mr = std::min<int64_t>(kTileRows, i1 - i);
-              kTiles<T>[mr - 1][nr - 1](xs + i * ldxs, ldxs, w + n * ldw, ldw, k0, k0 + kc, y + i * ldy + n, ldy, k0 == 0);
-            }
-          }
-        }
-      }
-    }
-    if (b) {
-#pragma omp barrier
-#pragma omp for schedule(static)
-      for (int64_t i = 0; i < M; ++i)
-        for (int64_t n = 0; n < N; ++n) y[i * ldy + n] += b[n];
-    }
-  }
-}
-
-void RowGemm(const float* x, int64_t ldx, int64_t M, const WeightRows& w, const float* b, float* y, int64_t ldy,
-             bool threaded) {
-  if (w.bf16) {
-    Run(x, ldx, M, w.bf16, w.stride(), w.N, w.K, b, y, ldy, threaded);
-  } else {
-    Run(x, ldx, M, w.f32, w.stride(), w.N, w.K, b, y, ldy, threaded);
-  }
-}
-
-// y[r][j] = one FMA chain over c in order of x[r][c] kt[c][j], for MR rows of x (stride ldx) and
-// NV vectors of keys (kt: [K, ldk], K^T packed); `valid` of the tile's columns are stored.
-template <int MR, int NV>
-HWY_NOINLINE void ScoreTile(const float* x, int64_t ldx, const float* kt, int64_t ldk, int64_t K, float* y, int64_t ldy,
-                            int64_t valid) {
+// y[r][j] = one FMA chain over c in order of x[r][c] wt[c][j], for MR rows of x (stride ldx)
+// and NV vectors of columns (wt: [K, ldw], a weight panel or K^T); `valid` of the tile's
+// columns are stored.
+template <int MR, int NV, class T>
+HWY_NOINLINE void Tile(const float* x, int64_t ldx, const T* wt, int64_t ldw, int64_t K, float* y, int64_t ldy,
+                       int64_t valid) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
   VF acc[MR][NV];
@@ -191,14 +58,14 @@ HWY_NOINLINE void ScoreTile(const float* x, int64_t ldx, const float* kt, int64_
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[r][v] = hn::Zero(df);
   for (int64_t c = 0; c < K; ++c) {
-    VF kv[NV];
+    VF wv[NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) kv[v] = hn::LoadU(df, kt + c * ldk + v * lanes);
+    for (int v = 0; v < NV; ++v) wv[v] = LoadW(df, wt + c * ldw + v * lanes);
 #pragma GCC unroll 4
     for (int r = 0; r < MR; ++r) {
       const VF xr = hn::Set(df, x[r * ldx + c]);
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[r][v] = hn::MulAdd(xr, kv[v], acc[r][v]);
+      for (int v = 0; v < NV; ++v) acc[r][v] = hn::MulAdd(xr, wv[v], acc[r][v]);
     }
   }
   HWY_ALIGN float tail[NV * hn::MaxLanes(df)];
@@ -212,29 +79,76 @@ HWY_NOINLINE void ScoreTile(const float* x, int64_t ldx, const float* kt, int64_
   }
 }
 
-using ScoreTileFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*, int64_t, int64_t);
-constexpr ScoreTileFn kScoreTiles[4][4] = {
-    {&ScoreTile<1, 1>, &ScoreTile<1, 2>, &ScoreTile<1, 3>, &ScoreTile<1, 4>},
-    {&ScoreTile<2, 1>, &ScoreTile<2, 2>, &ScoreTile<2, 3>, &ScoreTile<2, 4>},
-    {&ScoreTile<3, 1>, &ScoreTile<3, 2>, &ScoreTile<3, 3>, &ScoreTile<3, 4>},
-    {&ScoreTile<4, 1>, &ScoreTile<4, 2>, &ScoreTile<4, 3>, &ScoreTile<4, 4>}};
+template <class T>
+using TileFn = void (*)(const float*, int64_t, const T*, int64_t, int64_t, float*, int64_t, int64_t);
+
+// Every edge shape: kTiles<T>[rows - 1][vectors - 1] (rows past kTileRows unused on narrow targets).
+template <class T>
+constexpr TileFn<T> kTiles[4][4] = {{&Tile<1, 1, T>, &Tile<1, 2, T>, &Tile<1, 3, T>, &Tile<1, 4, T>},
+                                    {&Tile<2, 1, T>, &Tile<2, 2, T>, &Tile<2, 3, T>, &Tile<2, 4, T>},
+                                    {&Tile<3, 1, T>, &Tile<3, 2, T>, &Tile<3, 3, T>, &Tile<3, 4, T>},
+                                    {&Tile<4, 1, T>, &Tile<4, 2, T>, &Tile<4, 3, T>, &Tile<4, 4, T>}};
+
+// Columns [j0, j1) of wt ([K, ldw]) for M rows of x, in tiles of up to kTileRows rows by 4
+// vectors of columns; y's column 0 is column j0.
+template <class T>
+void Columns(const float* x, int64_t ldx, int64_t M, const T* wt, int64_t ldw, int64_t K, int64_t j0, int64_t j1,
+             float* y, int64_t ldy) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
+  for (int64_t j = j0; j < j1; j += 4 * lanes) {
+    const int64_t nv = std::min<int64_t>(4, (j1 - j + lanes - 1) / lanes), valid = std::min(j1 - j, nv * lanes);
+    for (int64_t i = 0; i < M; i += kTileRows) {
+      const int64_t mr = std::min<int64_t>(kTileRows, M - i);
+      kTiles<T>[mr - 1][nv - 1](x + i * ldx, ldx, wt + j, ldw, K, y + i * ldy + (j - j0), ldy, valid);
+    }
+  }
+}
+
+// Every row of x by W, one panel of 64 outputs at a time (the panels split between the
+// threads, each swept over all rows while it stays in L2), then the bias. Weights not in
+// panels are packed panel by panel into a scratch first: the same values, the same bits.
+template <class T>
+void Run(const float* x, int64_t ldx, int64_t M, const WeightRows& w, const T* data, const float* b, float* y,
+         int64_t ldy, bool threaded) {
+  const int64_t N = w.N, K = w.K, panels = panelCount(N);
+#pragma omp parallel if (threaded && panels > 1 && M * N * K > (1 << 16))
+  {
+    FloatBuffer scratch(w.panels ? 0 : static_cast<size_t>(K * kPanelWidth));  // each panel written before read
+#pragma omp for schedule(static)
+    for (int64_t p = 0; p < panels; ++p) {
+      const int64_t n0 = p * kPanelWidth, cols = std::min(N - n0, kPanelWidth);
+      if (w.panels) {
+        Columns(x, ldx, M, data + p * K * kPanelWidth, kPanelWidth, K, 0, cols, y + n0, ldy);
+      } else {
+        panelOf(data, w.stride(), N, K, p, scratch.data());
+        Columns(x, ldx, M, scratch.data(), kPanelWidth, K, 0, cols, y + n0, ldy);
+      }
+    }
+    if (b) {
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t n = 0; n < N; ++n) y[i * ldy + n] += b[n];
+    }
+  }
+}
+
+void RowGemm(const float* x, int64_t ldx, int64_t M, const WeightRows& w, const float* b, float* y, int64_t ldy,
+             bool threaded) {
+  if (w.bf16) {
+    Run(x, ldx, M, w, w.bf16, b, y, ldy, threaded);
+  } else {
+    Run(x, ldx, M, w, w.f32, b, y, ldy, threaded);
+  }
+}
 
 // Floats per vector on this target (K^T's padding).
 int64_t FloatLanes() { return static_cast<int64_t>(hn::Lanes(DF())); }
 
-// Keys [j0, j1) from K^T (kt: [K, ldk]) in register tiles of up to 4 rows by 4 vectors of
-// keys: no sums across lanes, each cell one chain over c.
+// Keys [j0, j1) from K^T (kt: [K, ldk]) in register tiles: no sums across lanes, each cell one
+// chain over c.
 void ScoreRows(const float* x, int64_t ldx, int64_t M, const float* kt, int64_t ldk, int64_t K, int64_t j0,
                int64_t j1, float* y, int64_t ldy) {
-  const DF df;
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
-  for (int64_t j = j0; j < j1; j += 4 * lanes) {
-    const int64_t nv = std::min<int64_t>(4, (j1 - j + lanes - 1) / lanes), valid = std::min(j1 - j, nv * lanes);
-    for (int64_t i = 0; i < M; i += 4) {
-      const int64_t mr = std::min<int64_t>(4, M - i);
-      kScoreTiles[mr - 1][nv - 1](x + i * ldx, ldx, kt + j, ldk, K, y + i * ldy + (j - j0), ldy, valid);
-    }
-  }
+  Columns(x, ldx, M, kt, ldk, K, j0, j1, y, ldy);
 }
 
 // ScoreRows' chains for a few rows from k as it lies (no transpose), eight keys at a time.

@@ -1,14 +1,13 @@
 // The linear maps of a model, y = x W^T + b, and a head's scores and context, computed so
 // that a row's value does not depend on the rows it shares the call with: each output
-// y[i][n] is the same sequence of float operations whatever M is (fixed 1024-wide k chunks,
-// a lane-wise FMA chain in each, the lanes summed in a fixed order, the chunks added in
-// order, then the bias). One row computed alone equals the same row computed among a
-// thousand, bit for bit, so a model that appends a token computes only the new row
-// (OpenBLAS's value for a row depends on the call's M).
+// y[i][n] is one FMA chain over k in order, then the bias, whatever M is. One row computed
+// alone equals the same row computed among a thousand, bit for bit, so a model that appends
+// a token computes only the new row (OpenBLAS's value for a row depends on the call's M).
 //
-// W stays in nn.Linear's layout [N, K] (no packing: weights are read where they lie), as
-// float32 or as bfloat16 (converted in registers: a BF16 model's weights stay half-size).
-// Vectorised with Highway (runtime dispatch), threaded over blocks of W's rows.
+// W is read in panels (weights.h: 64 outputs' weights per step over k, contiguous), float32
+// or bfloat16 (widened in registers: a BF16 model's weights stay half-size); W in nn.Linear's
+// layout [N, K] is packed into a panel at a time first. Register tiles of rows by 64 outputs
+// (no sums across lanes), vectorised with Highway (runtime dispatch), threaded over panels.
 #pragma once
 
 #include <cstdint>

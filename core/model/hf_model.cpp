@@ -32,8 +32,10 @@ class WeightPlan {
   void add(const std::string& name, Shape shape, Tensor* dst, const std::string& why, bool head = false) {
     push(head ? name : base(name), std::move(shape), dst, nullptr, why);
   }
-  void add(const std::string& name, Shape shape, Weights* matrix, const std::string& why, bool head = false) {
-    push(head ? name : base(name), std::move(shape), nullptr, matrix, why);
+  // `panels`: kept in the row GEMM's panels (a matrix no load step reshapes).
+  void add(const std::string& name, Shape shape, Weights* matrix, const std::string& why, bool head = false,
+           bool panels = false) {
+    push(head ? name : base(name), std::move(shape), nullptr, matrix, why, panels);
   }
   // A norm: NAME.weight, and NAME.bias when the family's norms have one.
   // Old BERT checkpoints (TensorFlow-converted) name them NAME.gamma and NAME.beta.
@@ -43,10 +45,11 @@ class WeightPlan {
     add(name + (legacy ? ".gamma" : ".weight"), {D}, &dst.weight, why, head);
     if (bias) add(name + (legacy ? ".beta" : ".bias"), {D}, &dst.bias, why, head);
   }
-  // A linear layer [out, in] (Conv1D checkpoints store it [in, out]), with its bias.
+  // A linear layer [out, in] (Conv1D checkpoints store it [in, out]), with its bias; in
+  // panels when read as it is used (not transposed, not split: finishLayer packs those).
   void linear(const std::string& name, int64_t out, int64_t in, bool conv1d, bool bias, HfLinear& dst,
-              const std::string& why, bool head = false) {
-    add(name + ".weight", conv1d ? Shape{in, out} : Shape{out, in}, &dst.weight, why, head);
+              const std::string& why, bool head = false, bool split = false) {
+    add(name + ".weight", conv1d ? Shape{in, out} : Shape{out, in}, &dst.weight, why, head, !conv1d && !split);
     if (bias) add(name + ".bias", {out}, &dst.bias, why, head);
   }
   // The memory rule first (from the headers alone), then the files' data: mapped, checked
@@ -58,7 +61,7 @@ class WeightPlan {
     if (progress && !progress(0.0)) throw Cancelled();
     for (const Item& item : items_) {
       if (item.matrix) {
-        *item.matrix = store_.readWeights(item.name, item.shape, item.why);
+        *item.matrix = store_.readWeights(item.name, item.shape, item.why, item.panels);
       } else {
         *item.dst = store_.read(item.name, item.shape, item.why);
       }
@@ -75,10 +78,12 @@ class WeightPlan {
     Tensor* dst;
     Weights* matrix;
     std::string why;
+    bool panels;
   };
-  void push(const std::string& full, Shape shape, Tensor* dst, Weights* matrix, const std::string& why) {
+  void push(const std::string& full, Shape shape, Tensor* dst, Weights* matrix, const std::string& why,
+            bool panels = false) {
     store_.checkShape(full, shape, why);
-    items_.push_back({full, std::move(shape), dst, matrix, why});
+    items_.push_back({full, std::move(shape), dst, matrix, why, panels});
     bytes_ += store_.residentBytes(full, matrix != nullptr);
   }
   SafetensorsFolder& store_;
@@ -139,7 +144,7 @@ void planLayer(const HfConfig& c, int64_t i, WeightPlan& plan, HfLayer& layer, L
   plan.norm(layerName(n.mlp_norm, i), D, nb, layer.mlp_norm, why);
   if (*n.post_mlp_norm) plan.norm(layerName(n.post_mlp_norm, i), D, nb, layer.post_mlp_norm, why);
   if (f.fused_qkv != HfFusedQkv::None) {
-    plan.linear(layerName(n.qkv, i), 3 * D, D, f.conv1d, c.qkv_bias, p.fused, why);
+    plan.linear(layerName(n.qkv, i), 3 * D, D, f.conv1d, c.qkv_bias, p.fused, why, false, true);
   } else {
     plan.linear(layerName(n.q, i), Hd, D, false, c.qkv_bias, layer.q, why);
     plan.linear(layerName(n.k, i), Gd, D, false, c.qkv_bias, layer.k, why);
@@ -151,11 +156,14 @@ void planLayer(const HfConfig& c, int64_t i, WeightPlan& plan, HfLayer& layer, L
   plan.linear(layerName(n.down, i), D, M, f.conv1d, c.mlp_bias, layer.down, why);
 }
 
+// Splits, transposes, then the row GEMM's panels.
 void finishLayer(const HfConfig& c, HfLayer& layer, LayerPlanned& p) {
   if (c.family->fused_qkv != HfFusedQkv::None) splitFused(c, std::move(p.fused), layer);
   if (c.family->conv1d) {
     for (HfLinear* l : {&layer.o, &layer.up, &layer.down}) l->weight = transposed(l->weight);
   }
+  for (HfLinear* l : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down})
+    if (!l->weight.empty() && !l->weight.panels) packPanels(l->weight);
 }
 
 // The base model's prefix: "model." etc. when the embedding is stored with it, "" when the
@@ -178,7 +186,7 @@ void planHead(const HfConfig& c, const SafetensorsFolder& store, WeightPlan& pla
     plan.norm(n.mlm_norm, D, true, m.mlm_norm, "masked-LM head", true);
     plan.add(n.mlm_bias, {V}, &m.lm_bias, "masked-LM head", true);
   }
-  if (!c.tied) plan.add(std::string(n.lm_head) + ".weight", {V, D}, &m.lm_head, "unembedding [vocab_size, hidden_size]; or tie_word_embeddings", true);
+  if (!c.tied) plan.add(std::string(n.lm_head) + ".weight", {V, D}, &m.lm_head, "unembedding [vocab_size, hidden_size]; or tie_word_embeddings", true, true);
 }
 
 bool hasTokenizerFiles(const std::string& folder) {
@@ -208,7 +216,9 @@ HfModel loadHfModel(const std::string& folder, bool with_tokenizer, const Progre
   m.tensor_prefix = tensorPrefix(c, store);
   WeightPlan plan(store, m.tensor_prefix);
   const int64_t D = c.hidden;
-  plan.add(std::string(f.names.embed) + ".weight", {c.vocab, D}, &m.embed, "token embedding [vocab_size, hidden_size]");
+  // Tied, the embedding is the head too: in panels (a lookup reads a row across them).
+  plan.add(std::string(f.names.embed) + ".weight", {c.vocab, D}, &m.embed, "token embedding [vocab_size, hidden_size]",
+           false, c.tied);
   if (*f.names.positions)
     plan.add(std::string(f.names.positions) + ".weight", {c.max_positions, D}, &m.positions, "learned positions");
   Tensor token_types;

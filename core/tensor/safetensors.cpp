@@ -371,20 +371,36 @@ Tensor SafetensorsFolder::read(const std::string& name, const Shape& shape, cons
   return t;
 }
 
-Weights SafetensorsFolder::readWeights(const std::string& name, const Shape& shape, const std::string& why) const {
+Weights SafetensorsFolder::readWeights(const std::string& name, const Shape& shape, const std::string& why,
+                                       bool panels) const {
   checkShape(name, shape, why);
   const Shard& shard = *shards_[where_.at(name)];
   const SafetensorsEntry& e = shard.header.tensors.at(name);
-  if (e.dtype != "BF16") return Weights(read(name, shape, why));
+  if (e.dtype != "BF16") {
+    Weights w(read(name, shape, why));
+    if (panels) packPanels(w);
+    return w;
+  }
   if (!shard.file) throw std::logic_error("SafetensorsFolder::readWeights before mapData()");
-  Weights w;
-  w.shape = shape;
-  w.bf16.resize(static_cast<size_t>(numel(shape)));
   const uint8_t* p = shard.file->data() + shard.header.data_start + e.begin;
-  std::memcpy(w.bf16.data(), p, w.bf16.size() * sizeof(uint16_t));  // little-endian host (x86-64, arm64)
-  for (size_t i = 0; i < w.bf16.size(); ++i)
-    if ((w.bf16[i] & 0x7F80u) == 0x7F80u)  // exponent all ones: infinite or NaN
+  const size_t n = static_cast<size_t>(numel(shape));
+  std::vector<uint16_t> copy;  // only for an odd offset (the format does not promise alignment)
+  if (reinterpret_cast<uintptr_t>(p) % alignof(uint16_t) != 0) {
+    copy.resize(n);
+    std::memcpy(copy.data(), p, n * sizeof(uint16_t));
+  }
+  // little-endian host (x86-64, arm64)
+  const uint16_t* values = copy.empty() ? reinterpret_cast<const uint16_t*>(p) : copy.data();
+  for (size_t i = 0; i < n; ++i)
+    if ((values[i] & 0x7F80u) == 0x7F80u)  // exponent all ones: infinite or NaN
       fail(shard.path, "tensor \"" + name + "\" holds a NaN or infinite value at index " + std::to_string(i));
+  Weights w;
+  if (panels) {
+    packPanelsFrom(values, shape.at(0), shape.at(1), w);
+  } else {
+    w.shape = shape;
+    w.bf16.assign(values, values + n);
+  }
   shard.file->release(shard.header.data_start + e.begin, shard.header.data_start + e.end);
   return w;
 }

@@ -67,8 +67,9 @@ class SafetensorsFolder {
   // float32 copy of a tensor; InputError naming the file and tensor when it is missing
   // (`why` says what needs it) or its shape differs from `shape`.
   Tensor read(const std::string& name, const Shape& shape, const std::string& why) const;
-  // The same, BF16 kept as stored (tensor/weights.h); F32 and F16 as float32.
-  Weights readWeights(const std::string& name, const Shape& shape, const std::string& why) const;
+  // The same, BF16 kept as stored (tensor/weights.h); F32 and F16 as float32; a matrix in
+  // the row GEMM's panels when `panels`.
+  Weights readWeights(const std::string& name, const Shape& shape, const std::string& why, bool panels = false) const;
   // Bytes a tensor takes once read: readWeights keeps BF16 at 2 bytes a value, read() widens to 4.
   uint64_t residentBytes(const std::string& name, bool keep_bf16) const;
   void checkShape(const std::string& name, const Shape& shape, const std::string& why) const;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 namespace attnscope {
 namespace {
@@ -21,7 +22,73 @@ Buffer rowData(const Buffer& v, int64_t C, int64_t first, int64_t count) {
   return Buffer(v.begin() + first * C, v.begin() + (first + count) * C);
 }
 
+// Blocks of 256 k: a block's reads (64 rows' pieces) and writes stay in L1.
+template <class In, class Out, class Convert>
+void panelData(const In* w, int64_t ld, int64_t N, int64_t K, int64_t p, Out* out, Convert convert) {
+  const int64_t n0 = p * kPanelWidth, cols = std::min(kPanelWidth, N - n0);
+  constexpr int64_t kBlock = 256;
+  for (int64_t k0 = 0; k0 < K; k0 += kBlock) {
+    const int64_t k1 = std::min(K, k0 + kBlock);
+    for (int64_t j = 0; j < kPanelWidth; ++j) {
+      if (j >= cols) {
+        for (int64_t k = k0; k < k1; ++k) out[k * kPanelWidth + j] = Out{};
+        continue;
+      }
+      const In* row = w + (n0 + j) * ld;
+      for (int64_t k = k0; k < k1; ++k) out[k * kPanelWidth + j] = convert(row[k]);
+    }
+  }
+}
+
+constexpr auto unchanged = [](auto v) { return v; };
+constexpr auto widened = [](uint16_t v) { return bf16ToFloat(v); };
+
+template <class T>
+void packAll(const T* rows, int64_t N, int64_t K, T* out) {
+  const int64_t panels = panelCount(N);
+#pragma omp parallel for schedule(dynamic) if (panels > 1 && N * K >= (int64_t{1} << 16))
+  for (int64_t p = 0; p < panels; ++p) panelData(rows, K, N, K, p, out + p * K * kPanelWidth, unchanged);
+}
+
+template <class Buffer>
+Buffer packedData(const Buffer& v, int64_t N, int64_t K) {
+  if (v.empty()) return {};
+  Buffer out(static_cast<size_t>(panelCount(N) * K * kPanelWidth));
+  packAll(v.data(), N, K, out.data());
+  return out;
+}
+
+void requireRows(const Weights& w, const char* what) {
+  if (w.panels) throw std::logic_error(std::string(what) + ": weights already in panels");
+}
+
 }  // namespace
+
+int64_t panelCount(int64_t N) { return (N + kPanelWidth - 1) / kPanelWidth; }
+
+void panelOf(const float* w, int64_t ld, int64_t N, int64_t K, int64_t p, float* out) {
+  panelData(w, ld, N, K, p, out, unchanged);
+}
+void panelOf(const uint16_t* w, int64_t ld, int64_t N, int64_t K, int64_t p, float* out) {
+  panelData(w, ld, N, K, p, out, widened);
+}
+
+void packPanels(Weights& w) {
+  requireRows(w, "packPanels");
+  if (w.shape.size() != 2) throw std::logic_error("packPanels: not a matrix");
+  const int64_t N = w.dim(0), K = w.dim(1);
+  w.f32 = packedData(w.f32, N, K);
+  w.bf16 = packedData(w.bf16, N, K);
+  w.panels = true;
+}
+
+void packPanelsFrom(const uint16_t* rows, int64_t N, int64_t K, Weights& w) {
+  w.shape = {N, K};
+  w.f32.clear();
+  w.bf16.resize(static_cast<size_t>(panelCount(N) * K * kPanelWidth));
+  packAll(rows, N, K, w.bf16.data());
+  w.panels = true;
+}
 
 float bf16ToFloat(uint16_t bits) {
   const uint32_t wide = static_cast<uint32_t>(bits) << 16;
@@ -30,10 +97,20 @@ float bf16ToFloat(uint16_t bits) {
   return f;
 }
 
-float Weights::at(int64_t i) const { return f32.empty() ? bf16ToFloat(bf16[i]) : f32[i]; }
+float Weights::at(int64_t i) const {
+  if (panels) {  // element (n, k) of [N, K]
+    const int64_t K = dim(1), n = i / K, k = i % K;
+    i = (n / kPanelWidth * K + k) * kPanelWidth + n % kPanelWidth;
+  }
+  return f32.empty() ? bf16ToFloat(bf16[i]) : f32[i];
+}
 
 void Weights::rowInto(int64_t n, float* out) const {
   const int64_t K = dim(1);
+  if (panels) {
+    for (int64_t k = 0; k < K; ++k) out[k] = at(n * K + k);
+    return;
+  }
   if (!f32.empty()) {
     std::copy_n(&f32[n * K], K, out);
     return;
@@ -43,10 +120,11 @@ void Weights::rowInto(int64_t n, float* out) const {
 
 WeightRows Weights::rows() const {
   const int64_t N = shape.size() == 2 ? dim(0) : 1, K = shape.size() == 2 ? dim(1) : dim(0);
-  return {f32.empty() ? nullptr : f32.data(), bf16.empty() ? nullptr : bf16.data(), N, K};
+  return {f32.empty() ? nullptr : f32.data(), bf16.empty() ? nullptr : bf16.data(), N, K, 0, panels};
 }
 
 Weights transposed(const Weights& w) {
+  requireRows(w, "transposed");
   const int64_t r = w.dim(0), c = w.dim(1);
   Weights out;
   out.shape = {c, r};
@@ -56,6 +134,7 @@ Weights transposed(const Weights& w) {
 }
 
 Weights rowsOf(const Weights& w, int64_t first, int64_t count) {
+  requireRows(w, "rowsOf");
   const int64_t C = w.shape.size() == 2 ? w.dim(1) : 1;
   Weights out;
   out.shape = w.shape.size() == 2 ? Shape{count, C} : Shape{count};

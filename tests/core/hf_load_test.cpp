@@ -86,7 +86,7 @@ TEST_F(HfLoad, ProgressRunsFromZeroToOneAndTheWeightsArrive) {
   EXPECT_EQ(seen.back(), 1.0);
   for (size_t k = 1; k < seen.size(); ++k) EXPECT_GT(seen[k], seen[k - 1]);
   ASSERT_EQ(m.embed.shape, (Shape{V, D}));
-  for (int64_t k = 0; k < V * D; ++k) EXPECT_EQ(m.embed.f32[k], static_cast<float>(k) / 1000.0f);
+  for (int64_t k = 0; k < V * D; ++k) EXPECT_EQ(m.embed.at(k), static_cast<float>(k) / 1000.0f);  // tied: in panels
 }
 
 TEST_F(HfLoad, ReturningFalseCancels) {
@@ -154,10 +154,12 @@ TEST_F(HfLoad, Bf16MatricesStayBf16AndRunLikeTheirFloat32Widening) {
   auto b = std::make_shared<const HfModel>(loadHfModel(f32.string(), false));
   for (const HfLinear* l : {&a->layers[0].q, &a->layers[1].down, &a->layers[1].gate}) {
     EXPECT_TRUE(l->weight.f32.empty());
-    EXPECT_EQ(l->weight.bf16.size(), static_cast<size_t>(l->weight.dim(0) * l->weight.dim(1)));
+    EXPECT_TRUE(l->weight.panels);
+    EXPECT_EQ(l->weight.bf16.size(), static_cast<size_t>(panelCount(l->weight.dim(0)) * kPanelWidth * l->weight.dim(1)));
   }
-  EXPECT_EQ(a->embed.bytes(), static_cast<uint64_t>(V * D * 2));
-  EXPECT_EQ(b->embed.bytes(), static_cast<uint64_t>(V * D * 4));
+  const uint64_t padded = static_cast<uint64_t>(panelCount(V) * kPanelWidth * D);  // the tied head's panels
+  EXPECT_EQ(a->embed.bytes(), padded * 2);
+  EXPECT_EQ(b->embed.bytes(), padded * 4);
   EXPECT_EQ(a->layers[0].attn_norm.weight.data.size(), static_cast<size_t>(D));  // norms as float32
   for (int64_t k = 0; k < V * D; ++k) ASSERT_EQ(a->embed.at(k), b->embed.at(k)) << k;
   HfRunner ra(a), rb(b);

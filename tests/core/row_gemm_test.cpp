@@ -79,6 +79,20 @@ TEST_P(RowGemm, MatchesAFloat64Reference) {
     }
 }
 
+// The same weights in panels (a model's layout) give the same bits as packed on the fly.
+TEST_P(RowGemm, PanelsGiveTheBitsOfTheRowLayout) {
+  const GemmCase& c = GetParam();
+  Weights packed = w_;
+  packPanels(packed);
+  ASSERT_TRUE(packed.panels);
+  const std::vector<float> rows_layout = run(x_.data(), c.M);
+  std::vector<float> y(c.M * c.N, -7.0f);
+  rowGemm(x_.data(), c.M, packed.rows(), b_.empty() ? nullptr : b_.data(), y.data());
+  EXPECT_EQ(0, std::memcmp(y.data(), rows_layout.data(), y.size() * sizeof(float)));
+  rowGemm(x_.data(), 1, packed.rows(), b_.empty() ? nullptr : b_.data(), y.data(), false);  // a row alone
+  EXPECT_EQ(0, std::memcmp(y.data(), rows_layout.data(), c.N * sizeof(float)));
+}
+
 TEST_P(RowGemm, ARowHasTheSameBitsAloneInAnyBatchAndOnAnyThreads) {
   const GemmCase& c = GetParam();
   const std::vector<float> all = run(x_.data(), c.M);
@@ -96,7 +110,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, RowGemm,
                                          GemmCase{5, 3, 33, true, true}, GemmCase{4, 4, 16, false, false},
                                          GemmCase{7, 67, 100, false, false}, GemmCase{64, 130, 300, true, true},
                                          GemmCase{130, 20, 1030, false, true}, GemmCase{131, 66, 2051, true, false},
-                                         GemmCase{200, 257, 64, false, false}),
+                                         GemmCase{200, 257, 64, false, false}, GemmCase{9, 128, 3, true, true},
+                                         GemmCase{17, 193, 40, false, true}),
                          caseName);
 
 // A bfloat16 weight gives the bits of its float32 widening.
@@ -269,6 +284,45 @@ TEST(WeightsStorage, TransposeRowsAndLookupsAgreeAcrossStorages) {
     EXPECT_EQ(r.N, 3);
     EXPECT_EQ(r.K, 4);
     EXPECT_EQ(r.stride(), 4);
+    EXPECT_FALSE(r.panels);
+  }
+}
+
+// Panels: [ceil(N / 64), K, 64] in the storage type, zeros past N; lookups read across them;
+// the load-time reshapes refuse them.
+TEST(WeightsStorage, PanelsHoldW_TransposedInBlocksOf64Outputs) {
+  const int64_t N = 70, K = 3;
+  Weights w32, w16;
+  w32.shape = w16.shape = {N, K};
+  for (int64_t k = 0; k < N * K; ++k) {
+    const float v = static_cast<float>(k % 200) - 99.0f;  // exact in bfloat16
+    w32.f32.push_back(v);
+    w16.bf16.push_back(upperBits(v));
+  }
+  for (Weights* w : {&w32, &w16}) {
+    const Weights rows = *w;
+    packPanels(*w);
+    ASSERT_TRUE(w->panels);
+    ASSERT_EQ(w->shape, (Shape{N, K}));
+    EXPECT_EQ(w->bytes(), static_cast<uint64_t>(2 * K * kPanelWidth) * (w == &w32 ? 4 : 2));
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < K; ++k) {
+        const int64_t slot = ((n / 64) * K + k) * 64 + n % 64;
+        EXPECT_EQ(w == &w32 ? w->f32[slot] : bf16ToFloat(w->bf16[slot]), rows.at(n * K + k));
+        EXPECT_EQ(w->at(n * K + k), rows.at(n * K + k));
+      }
+    for (int64_t k = 0; k < K; ++k)  // panel 1 holds rows 64 .. 69, zeros after
+      for (int64_t j = N - 64; j < 64; ++j) {
+        const int64_t slot = (K + k) * 64 + j;
+        EXPECT_EQ(w == &w32 ? w->f32[slot] : bf16ToFloat(w->bf16[slot]), 0.0f);
+      }
+    float row[K];
+    w->rowInto(66, row);
+    for (int64_t k = 0; k < K; ++k) EXPECT_EQ(row[k], rows.at(66 * K + k));
+    EXPECT_TRUE(w->rows().panels);
+    EXPECT_THROW(transposed(*w), std::logic_error);
+    EXPECT_THROW(rowsOf(*w, 0, 1), std::logic_error);
+    EXPECT_THROW(packPanels(*w), std::logic_error);
   }
 }
 
