@@ -81,7 +81,8 @@ void resizeRows(Tensor& t, int64_t rows, int64_t cols) {
 }
 
 // Rows [start, L) held in x [L - start, heads*d] into the head-major [1, heads, L, d] `heads_out`.
-void splitRows(const std::vector<float>& x, int64_t heads, int64_t d, int64_t start, int64_t L, Tensor& heads_out) {
+void splitRows(const FloatBuffer& x, int64_t heads, int64_t d, int64_t start, int64_t L, Tensor& heads_out) {
+#pragma omp parallel for if (heads > 1 && (L - start) * heads * d >= (int64_t{1} << 16))
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t i = start; i < L; ++i)
       std::copy_n(&x[((i - start) * heads + h) * d], d, &heads_out.data[(h * L + i) * d]);
@@ -232,7 +233,7 @@ void attendRows(AttentionTrace& t, const Projections& w, const AttentionOptions&
   growTrace(t, L, start, Din, G, Do, plan.rule.fillValue(), o.keep_maps);
   t.B = 1, t.L = L, t.S = L, t.D = D, t.G = G, t.Dq = t.Dk = t.Dv = Din;
   std::copy_n(x, (L - start) * Din, &t.query.data[start * Din]);
-  std::vector<float> rows(static_cast<size_t>((L - start) * D));  // [L - start, D or G d]: a projection, then the context
+  FloatBuffer rows(static_cast<size_t>((L - start) * D));  // [L - start, D or G d]: a projection, then the context
   for (auto [weights, bias, heads, out] : {std::tuple{&w.q, w.b_q, H, &t.q}, {&w.k, w.b_k, G, &t.k}, {&w.v, w.b_v, G, &t.v}}) {
     rowGemm(x, L - start, *weights, bias, rows.data());
     splitRows(rows, heads, d, start, L, *out);
@@ -270,6 +271,7 @@ void attendRows(AttentionTrace& t, const Projections& w, const AttentionOptions&
     attendHead(s, L - start, L, plan.ruleForHead(h), DropoutRule{});
   }
   }
+#pragma omp parallel for if ((L - start) * D >= (int64_t{1} << 16))
   for (int64_t i = start; i < L; ++i)
     for (int64_t h = 0; h < H; ++h)
       std::copy_n(&t.context_heads.data[(h * L + i) * d], d, &rows[(i - start) * D + h * d]);

@@ -14,7 +14,7 @@
 namespace attnscope {
 
 void resizePrefaulted(FloatBuffer& data, size_t n, std::optional<float> fill, size_t capacity) {
-  constexpr size_t kPrefaultBytes = size_t{4} << 20;
+  constexpr size_t kPrefaultBytes = size_t{1} << 20;
   const size_t old = data.size();
   if (n > data.capacity() && n * sizeof(float) >= kPrefaultBytes) {
     data.reserve(std::max(n, capacity));
