@@ -100,16 +100,17 @@ Tensor rows(const Tensor& t, int64_t first, int64_t count) {
   return out;
 }
 
-// Splits a fused q/k/v weight [3D, D] (and bias [3D]) into q, k, v: GPT-2's thirds (after
-// the Conv1D transpose) or GPT-NeoX's per-head [H, 3, d] rows.
+// Splits a fused q/k/v weight [3D, D] (and bias [3D]) into q, k, v: GPT-2's thirds (columns
+// of the Conv1D weight [D, 3D], straight into panels) or GPT-NeoX's per-head [H, 3, d] rows.
 void splitFused(const HfConfig& c, HfLinear fused, HfLayer& layer) {
   const int64_t D = c.hidden, H = c.heads, d = c.head_dim;
-  if (c.family->conv1d) fused.weight = transposed(fused.weight);
+  const bool thirds_of_columns = c.family->conv1d && c.family->fused_qkv == HfFusedQkv::Conv1DThirds;
+  if (c.family->conv1d && !thirds_of_columns) fused.weight = transposed(fused.weight);
   HfLinear* parts[] = {&layer.q, &layer.k, &layer.v};
   const bool bias = !fused.bias.empty();
   for (int p = 0; p < 3; ++p) {
     if (c.family->fused_qkv == HfFusedQkv::Conv1DThirds) {
-      parts[p]->weight = rowsOf(fused.weight, p * D, D);
+      parts[p]->weight = thirds_of_columns ? panelsOfColumns(fused.weight, p * D, D) : rowsOf(fused.weight, p * D, D);
       if (bias) parts[p]->bias = rows(fused.bias, p * D, D);
       continue;
     }
@@ -156,11 +157,11 @@ void planLayer(const HfConfig& c, int64_t i, WeightPlan& plan, HfLayer& layer, L
   plan.linear(layerName(n.down, i), D, M, f.conv1d, c.mlp_bias, layer.down, why);
 }
 
-// Splits, transposes, then the row GEMM's panels.
+// Splits, then the row GEMM's panels of what was not read into them.
 void finishLayer(const HfConfig& c, HfLayer& layer, LayerPlanned& p) {
   if (c.family->fused_qkv != HfFusedQkv::None) splitFused(c, std::move(p.fused), layer);
-  if (c.family->conv1d) {
-    for (HfLinear* l : {&layer.o, &layer.up, &layer.down}) l->weight = transposed(l->weight);
+  if (c.family->conv1d) {  // [in, out] as stored
+    for (HfLinear* l : {&layer.o, &layer.up, &layer.down}) l->weight = panelsOfColumns(l->weight, 0, l->weight.dim(1));
   }
   for (HfLinear* l : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down})
     if (!l->weight.empty() && !l->weight.panels) packPanels(l->weight);

@@ -82,6 +82,35 @@ void packPanels(Weights& w) {
   w.panels = true;
 }
 
+template <class Buffer>
+Buffer columnPanels(const Buffer& kn, int64_t K, int64_t ld, int64_t first, int64_t count) {
+  if (kn.empty()) return {};
+  const int64_t panels = panelCount(count);
+  Buffer out(static_cast<size_t>(panels * K * kPanelWidth));
+#pragma omp parallel for schedule(dynamic) if (panels > 1 && count * K >= (int64_t{1} << 16))
+  for (int64_t p = 0; p < panels; ++p) {
+    const int64_t c0 = first + p * kPanelWidth, cols = std::min(kPanelWidth, first + count - c0);
+    for (int64_t k = 0; k < K; ++k) {
+      auto* to = &out[(p * K + k) * kPanelWidth];
+      std::copy_n(&kn[k * ld + c0], cols, to);
+      std::fill(to + cols, to + kPanelWidth, 0);
+    }
+  }
+  return out;
+}
+
+Weights panelsOfColumns(const Weights& kn, int64_t first, int64_t count) {
+  requireRows(kn, "panelsOfColumns");
+  const int64_t K = kn.dim(0), ld = kn.dim(1);
+  if (first < 0 || count < 0 || first + count > ld) throw std::logic_error("panelsOfColumns: columns out of range");
+  Weights w;
+  w.shape = {count, K};
+  w.f32 = columnPanels(kn.f32, K, ld, first, count);
+  w.bf16 = columnPanels(kn.bf16, K, ld, first, count);
+  w.panels = true;
+  return w;
+}
+
 void packPanelsFrom(const uint16_t* rows, int64_t N, int64_t K, Weights& w) {
   w.shape = {N, K};
   w.f32.clear();

@@ -50,6 +50,9 @@ struct Weights {
 
 // A matrix [N, K] re-laid out in panels, in its storage type (the row GEMM's layout).
 void packPanels(Weights& w);
+// W [count, K] = columns [first, first + count) of kn [K, N] transposed, in panels (GPT-2's
+// Conv1D weights are stored [in, out]: no transpose in between).
+Weights panelsOfColumns(const Weights& kn, int64_t first, int64_t count);
 // w = the bfloat16 matrix `rows` [N, K] in panels (read straight from a file's mapping).
 void packPanelsFrom(const uint16_t* rows, int64_t N, int64_t K, Weights& w);
 

@@ -326,5 +326,28 @@ TEST(WeightsStorage, PanelsHoldW_TransposedInBlocksOf64Outputs) {
   }
 }
 
+// Columns of a Conv1D-style [K, N] matrix straight into panels equal the transpose's rows packed.
+TEST(WeightsStorage, PanelsOfColumnsEqualTheTransposesRowsPacked) {
+  const int64_t K = 5, N = 150;
+  Weights w32, w16;
+  w32.shape = w16.shape = {K, N};
+  for (int64_t k = 0; k < K * N; ++k) {
+    const float v = static_cast<float>(k % 97) - 48.0f;
+    w32.f32.push_back(v);
+    w16.bf16.push_back(upperBits(v));
+  }
+  for (const Weights* w : {&w32, &w16})
+    for (auto [first, count] : {std::pair<int64_t, int64_t>{0, N}, {50, 50}, {100, 50}, {3, 70}}) {
+      Weights want = rowsOf(transposed(*w), first, count);
+      packPanels(want);
+      const Weights got = panelsOfColumns(*w, first, count);
+      ASSERT_TRUE(got.panels);
+      EXPECT_EQ(got.shape, (Shape{count, K}));
+      EXPECT_EQ(got.f32, want.f32) << first << " " << count;
+      EXPECT_EQ(got.bf16, want.bf16) << first << " " << count;
+    }
+  EXPECT_THROW(panelsOfColumns(w32, 100, 51), std::logic_error);
+}
+
 }  // namespace
 }  // namespace attnscope
