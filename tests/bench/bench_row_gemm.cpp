@@ -1,5 +1,5 @@
 // The row GEMM (attention/row_gemm.h) on a model's linear-map shapes, float32 and BF16
-// weights, beside OpenBLAS's sgemm on the same product (one whole call, and the 64-row
+// weights in panels (a model's layout), float32 in nn.Linear's layout (packed per call), beside OpenBLAS's sgemm on the same product (one whole call, and the 64-row
 // calls a bit-for-bit grid would make): M rows, N outputs, K inputs; GFLOP/s counters. And a
 // head's 64-row block of scores (scoreRows, K^T transposed or not) and of context
 // (combineRowBlock) at GPT-2's head width, one thread as attention runs them.
@@ -19,7 +19,7 @@ namespace {
 
 struct Operands {
   std::vector<float> x, y;
-  Weights w32, w16;
+  Weights w32, w16, rows32;  // w32, w16 in panels; rows32 [N, K]
   Operands(int64_t M, int64_t N, int64_t K) : x(M * K), y(M * N) {
     std::mt19937 rng(1);
     std::normal_distribution<float> normal;
@@ -32,6 +32,9 @@ struct Operands {
       w16.bf16.push_back(static_cast<uint16_t>(bits >> 16));
       w32.f32.push_back(bf16ToFloat(w16.bf16.back()));
     }
+    rows32 = w32;
+    packPanels(w32);
+    packPanels(w16);
   }
 };
 
@@ -52,11 +55,17 @@ void BM_RowGemmBf16(benchmark::State& state) {
   rate(state);
 }
 
+void BM_RowGemmF32Unpacked(benchmark::State& state) {
+  Operands o(state.range(0), state.range(1), state.range(2));
+  for (auto _ : state) rowGemm(o.x.data(), state.range(0), o.rows32.rows(), nullptr, o.y.data());
+  rate(state);
+}
+
 void BM_OpenBlasWhole(benchmark::State& state) {
   const int M = static_cast<int>(state.range(0)), N = static_cast<int>(state.range(1)), K = static_cast<int>(state.range(2));
   Operands o(M, N, K);
   for (auto _ : state)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, o.x.data(), K, o.w32.f32.data(), K, 0.0f,
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, o.x.data(), K, o.rows32.f32.data(), K, 0.0f,
                 o.y.data(), N);
   rate(state);
 }
@@ -67,7 +76,7 @@ void BM_OpenBlas64RowBlocks(benchmark::State& state) {
   for (auto _ : state)
     for (int i0 = 0; i0 < M; i0 += 64)
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, std::min(64, M - i0), N, K, 1.0f, &o.x[i0 * K], K,
-                  o.w32.f32.data(), K, 0.0f, &o.y[i0 * N], N);
+                  o.rows32.f32.data(), K, 0.0f, &o.y[i0 * N], N);
   rate(state);
 }
 
@@ -80,6 +89,7 @@ void shapes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_RowGemmF32)->Apply(shapes);
 BENCHMARK(BM_RowGemmBf16)->Apply(shapes);
+BENCHMARK(BM_RowGemmF32Unpacked)->Apply(shapes);
 BENCHMARK(BM_OpenBlasWhole)->Apply(shapes);
 BENCHMARK(BM_OpenBlas64RowBlocks)->Apply(shapes);
 
@@ -88,8 +98,8 @@ void BM_ScoreRows(benchmark::State& state) {
   const int64_t M = 64, N = state.range(0), K = 64;
   const bool transposed = state.range(1) != 0;
   Operands o(M, N, K);
-  const KeysT kt = transposeKeys(o.w32.f32.data(), N, K);
-  for (auto _ : state) scoreRows(o.x.data(), K, M, o.w32.f32.data(), transposed ? &kt : nullptr, 0, N, K, o.y.data(), N);
+  const KeysT kt = transposeKeys(o.rows32.f32.data(), N, K);
+  for (auto _ : state) scoreRows(o.x.data(), K, M, o.rows32.f32.data(), transposed ? &kt : nullptr, 0, N, K, o.y.data(), N);
   state.counters["GFLOP/s"] =
       benchmark::Counter(2.0 * M * N * K, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
