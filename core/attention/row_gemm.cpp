@@ -45,26 +45,27 @@ HWY_INLINE hn::Vec<D> LoadW(D df, const uint16_t* p) {
 }
 
 // y[r][j] = one FMA chain over c in order of x[r][c] wt[c][j], for MR rows of x (stride ldx)
-// and NV vectors of columns (wt: [K, ldw], a weight panel or K^T); `valid` of the tile's
+// and NV vectors of columns (wt: [K, ldw], a weight panel or K^T; vectors 4 to 7 from the
+// next panel, `next` floats on, for few rows: two streams of weights); `valid` of the tile's
 // columns are stored.
 template <int MR, int NV, class T>
-HWY_NOINLINE void Tile(const float* x, int64_t ldx, const T* wt, int64_t ldw, int64_t K, float* y, int64_t ldy,
-                       int64_t valid) {
+HWY_NOINLINE void Tile(const float* x, int64_t ldx, const T* wt, int64_t ldw, int64_t next, int64_t K, float* y,
+                       int64_t ldy, int64_t valid) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
   VF acc[MR][NV];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) acc[r][v] = hn::Zero(df);
   for (int64_t c = 0; c < K; ++c) {
     VF wv[NV];
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) wv[v] = LoadW(df, wt + c * ldw + v * lanes);
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) wv[v] = LoadW(df, wt + (v / 4) * next + c * ldw + (v % 4) * lanes);
 #pragma GCC unroll 4
     for (int r = 0; r < MR; ++r) {
       const VF xr = hn::Set(df, x[r * ldx + c]);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) acc[r][v] = hn::MulAdd(xr, wv[v], acc[r][v]);
     }
   }
@@ -80,7 +81,7 @@ HWY_NOINLINE void Tile(const float* x, int64_t ldx, const T* wt, int64_t ldw, in
 }
 
 template <class T>
-using TileFn = void (*)(const float*, int64_t, const T*, int64_t, int64_t, float*, int64_t, int64_t);
+using TileFn = void (*)(const float*, int64_t, const T*, int64_t, int64_t, int64_t, float*, int64_t, int64_t);
 
 // Every edge shape: kTiles<T>[rows - 1][vectors - 1] (rows past kTileRows unused on narrow targets).
 template <class T>
@@ -99,10 +100,15 @@ void Columns(const float* x, int64_t ldx, int64_t M, const T* wt, int64_t ldw, i
     const int64_t nv = std::min<int64_t>(4, (j1 - j + lanes - 1) / lanes), valid = std::min(j1 - j, nv * lanes);
     for (int64_t i = 0; i < M; i += kTileRows) {
       const int64_t mr = std::min<int64_t>(kTileRows, M - i);
-      kTiles<T>[mr - 1][nv - 1](x + i * ldx, ldx, wt + j, ldw, K, y + i * ldy + (j - j0), ldy, valid);
+      kTiles<T>[mr - 1][nv - 1](x + i * ldx, ldx, wt + j, ldw, 0, K, y + i * ldy + (j - j0), ldy, valid);
     }
   }
 }
+
+// One or two rows by two panels (AVX-512: a panel is 4 vectors): reading two streams of
+// weights at once keeps more of memory's bandwidth than one.
+template <class T>
+constexpr TileFn<T> kPairTiles[2] = {&Tile<1, 8, T>, &Tile<2, 8, T>};
 
 // Every row of x by W, one panel of 64 outputs at a time (the panels split between the
 // threads, each swept over all rows while it stays in L2), then the bias. Weights not in
@@ -111,13 +117,17 @@ template <class T>
 void Run(const float* x, int64_t ldx, int64_t M, const WeightRows& w, const T* data, const float* b, float* y,
          int64_t ldy, bool threaded) {
   const int64_t N = w.N, K = w.K, panels = panelCount(N);
-#pragma omp parallel if (threaded && panels > 1 && M * N * K > (1 << 16))
+  const bool pairs = w.panels && M <= 2 && 4 * static_cast<int64_t>(hn::Lanes(DF())) == kPanelWidth;
+  const int64_t step = pairs ? 2 : 1, steps = (panels + step - 1) / step;
+#pragma omp parallel if (threaded && steps > 1 && M * N * K > (1 << 16))
   {
     FloatBuffer scratch(w.panels ? 0 : static_cast<size_t>(K * kPanelWidth));  // each panel written before read
 #pragma omp for schedule(static)
-    for (int64_t p = 0; p < panels; ++p) {
-      const int64_t n0 = p * kPanelWidth, cols = std::min(N - n0, kPanelWidth);
-      if (w.panels) {
+    for (int64_t q = 0; q < steps; ++q) {
+      const int64_t p = q * step, n0 = p * kPanelWidth, cols = std::min(N - n0, step * kPanelWidth);
+      if (pairs && cols > kPanelWidth) {
+        kPairTiles<T>[M - 1](x, ldx, data + p * K * kPanelWidth, kPanelWidth, K * kPanelWidth, K, y + n0, ldy, cols);
+      } else if (w.panels) {
         Columns(x, ldx, M, data + p * K * kPanelWidth, kPanelWidth, K, 0, cols, y + n0, ldy);
       } else {
         panelOf(data, w.stride(), N, K, p, scratch.data());

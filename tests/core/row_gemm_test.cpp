@@ -89,8 +89,12 @@ TEST_P(RowGemm, PanelsGiveTheBitsOfTheRowLayout) {
   std::vector<float> y(c.M * c.N, -7.0f);
   rowGemm(x_.data(), c.M, packed.rows(), b_.empty() ? nullptr : b_.data(), y.data());
   EXPECT_EQ(0, std::memcmp(y.data(), rows_layout.data(), y.size() * sizeof(float)));
-  rowGemm(x_.data(), 1, packed.rows(), b_.empty() ? nullptr : b_.data(), y.data(), false);  // a row alone
-  EXPECT_EQ(0, std::memcmp(y.data(), rows_layout.data(), c.N * sizeof(float)));
+  for (int64_t rows = 1; rows <= std::min<int64_t>(3, c.M); ++rows) {  // few rows: two panels per tile
+    for (bool threaded : {true, false}) {
+      rowGemm(x_.data(), rows, packed.rows(), b_.empty() ? nullptr : b_.data(), y.data(), threaded);
+      EXPECT_EQ(0, std::memcmp(y.data(), rows_layout.data(), rows * c.N * sizeof(float))) << rows << " rows";
+    }
+  }
 }
 
 TEST_P(RowGemm, ARowHasTheSameBitsAloneInAnyBatchAndOnAnyThreads) {
