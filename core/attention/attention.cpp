@@ -390,6 +390,7 @@ struct HeadSlots {
     s.dropped = t.dropout_applied ? &t.probs_dropped.data[map_offset] : nullptr;
     s.dropout_offset = map_offset;
     s.ctx = ctx, s.ld_ctx = ld_ctx;
+    s.stream = streamedMaps(t.L, t.S);
     return s;
   }
 };

@@ -268,6 +268,7 @@ void attendRows(AttentionTrace& t, const Projections& w, const AttentionOptions&
     s.spans = &spans[start];
     s.scores = &t.scores.data[(h * L + start) * L];
     s.probs = &t.probs.data[(h * L + start) * L];
+    s.stream = streamedMaps(L - start, L);
     attendHead(s, L - start, L, plan.ruleForHead(h), DropoutRule{});
   }
   }

@@ -116,6 +116,10 @@ RawScoreBlocks attendHead(const HeadSlot& slot, int64_t L, int64_t S, const Scor
   constexpr int64_t kTransposedFrom = 8;
   KeysT kt;
   RawScoreBlocks counts;
+  // Streamed maps: a block's raw scores, scores and probabilities in scratch [kRowBlock, S].
+  const bool stream = slot.stream && !slot.raw && !slot.cache;
+  FloatBuffer block_raw(stream ? static_cast<size_t>(std::min(kRowBlock, L) * S) : 0);
+  FloatBuffer block_scores(block_raw.size()), block_probs(block_raw.size());
   for (int64_t i0 = 0; i0 < L; i0 += kRowBlock) {
     const int64_t rows = std::min(kRowBlock, L - i0);
     // Keys any row of this block may attend: the raw scores it needs.
@@ -128,15 +132,18 @@ RawScoreBlocks attendHead(const HeadSlot& slot, int64_t L, int64_t S, const Scor
     }
     if (block.begin >= block.end) block = {0, 0};
     // Raw scores, when kept, cover every cell (masked ones too); otherwise only the block's
-    // keys, in the cache when there is one (only the keys it lacks) or in place in scores.
-    // A cell's q.k does not depend on the rows or keys its call covers (row_gemm.h), so a row
-    // gets the same bits in any block, from the cache, an extension or a fresh run; the key
-    // tiles only say what the cache holds.
-    float* raw = slot.raw ? slot.raw : slot.cache ? slot.cache : slot.scores;
+    // keys, in the cache when there is one (only the keys it lacks), in the block's scratch
+    // when streaming, or in place in scores. A cell's q.k does not depend on the rows or keys
+    // its call covers (row_gemm.h), so a row gets the same bits in any block, from the cache,
+    // an extension or a fresh run; the key tiles only say what the cache holds.
+    // raw, scores, probs: the block's rows [rows, S].
+    float* raw = stream ? block_raw.data() : (slot.raw ? slot.raw : slot.cache ? slot.cache : slot.scores) + i0 * S;
+    float* scores = stream ? block_scores.data() : slot.scores + i0 * S;
+    float* probs = stream ? block_probs.data() : slot.probs + i0 * S;
     auto qk = [&](RowSpan keys) {  // raw [rows, keys] = q k^T
       if (keys.begin >= keys.end) return;
       if (L >= kTransposedFrom && kt.ld == 0) kt = transposeKeys(slot.k, S, c);
-      scoreRows(slot.q + i0 * c, c, rows, slot.k, kt.ld ? &kt : nullptr, keys.begin, keys.end, c, raw + i0 * S + keys.begin, S);
+      scoreRows(slot.q + i0 * c, c, rows, slot.k, kt.ld ? &kt : nullptr, keys.begin, keys.end, c, raw + keys.begin, S);
     };
     const RowSpan tiles = slot.raw ? RowSpan{0, S}
                                    : RowSpan{block.begin / kKeyTile * kKeyTile,
@@ -158,18 +165,18 @@ RawScoreBlocks attendHead(const HeadSlot& slot, int64_t L, int64_t S, const Scor
     }
     // Each row over its own keys: its softmax and context see that row alone.
     for (int64_t i = i0; i < i0 + rows; ++i) {
-      const RowSoftmax row =
-          scoreRow(rule, i, raw + i * S, slot.allowed + i * S, slot.spans[i], S, slot.scores + i * S, slot.probs + i * S);
+      const int64_t r = (i - i0) * S;
+      const RowSoftmax row = scoreRow(rule, i, raw + r, slot.allowed + i * S, slot.spans[i], S, scores + r, probs + r);
       if (slot.normalisers) slot.normalisers[i] = row;
     }
-    const float* weights = slot.probs;
+    const float* weights = probs;
     if (slot.dropped) {
       const float keep_scale = 1.0f / (1.0f - dropout.p);
       for (int64_t n = i0 * S; n < (i0 + rows) * S; ++n) {
         slot.dropped[n] =
-            dropoutKeeps(dropout.seed, slot.dropout_offset + n, dropout.p) ? slot.probs[n] * keep_scale : 0.0f;
+            dropoutKeeps(dropout.seed, slot.dropout_offset + n, dropout.p) ? probs[n - i0 * S] * keep_scale : 0.0f;
       }
-      weights = slot.dropped;
+      weights = slot.dropped + i0 * S;
     }
     // A fully masked row with the -1e9 fill spreads over every key, so its context needs all of V.
     RowSpan keys[kRowBlock];
@@ -177,7 +184,11 @@ RawScoreBlocks attendHead(const HeadSlot& slot, int64_t L, int64_t S, const Scor
       const RowSpan span = slot.spans[i];
       keys[i - i0] = span.begin == span.end && uniform_fully_masked ? RowSpan{0, S} : span;
     }
-    combineRowBlock(weights + i0 * S, S, keys, rows, slot.v, c, c, slot.ctx + i0 * slot.ld_ctx, slot.ld_ctx);
+    combineRowBlock(weights, S, keys, rows, slot.v, c, c, slot.ctx + i0 * slot.ld_ctx, slot.ld_ctx);
+    if (stream) {
+      streamCopy(scores, rows * S, slot.scores + i0 * S);
+      streamCopy(probs, rows * S, slot.probs + i0 * S);
+    }
   }
   return counts;
 }

@@ -115,7 +115,12 @@ struct HeadSlot {
   float* ctx = nullptr;
   int64_t ld_ctx = 0;
   RowSoftmax* normalisers = nullptr;  // [L] or null: each row's max and sum of exp, kept
+  // Large maps (no raw or cache): each block's scores and probabilities are computed in a
+  // scratch that stays in cache, then streamed into scores and probs.
+  bool stream = false;
 };
+// Maps from which streaming pays: 1 MiB a head (smaller ones stay in cache for their readers).
+inline bool streamedMaps(int64_t L, int64_t S) { return L * S >= (int64_t{1} << 18); }
 struct DropoutRule {
   float p = 0.0f;
   uint64_t seed = 0;

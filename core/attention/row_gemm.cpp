@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include "attention/row_gemm.h"
@@ -292,6 +293,19 @@ void CombineRowBlock(const float* p, int64_t ldp, const RowSpan* keys, int64_t r
   }
 }
 
+// Aligned whole vectors as non-temporal stores, the edges plainly; then a store fence, so the
+// values are visible to any thread that synchronises with this one afterwards.
+void StreamCopy(const float* from, int64_t n, float* to) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const uintptr_t align = static_cast<uintptr_t>(lanes) * sizeof(float);
+  int64_t i = 0;
+  for (; i < n && reinterpret_cast<uintptr_t>(to + i) % align != 0; ++i) to[i] = from[i];
+  for (; i + lanes <= n; i += lanes) hn::Stream(hn::LoadU(df, from + i), df, to + i);
+  for (; i < n; ++i) to[i] = from[i];
+  hwy::FlushStream();
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace attnscope
 HWY_AFTER_NAMESPACE();
@@ -303,6 +317,7 @@ HWY_EXPORT(FloatLanes);
 HWY_EXPORT(ScoreRows);
 HWY_EXPORT(ScoreFewRows);
 HWY_EXPORT(CombineRowBlock);
+HWY_EXPORT(StreamCopy);
 
 // An empty sum (K = 0) is the bias alone.
 void rowGemm(const float* x, int64_t M, const WeightRows& w, const float* b, float* y, bool threaded) {
@@ -342,6 +357,10 @@ void scoreRows(const float* q, int64_t ldq, int64_t M, const float* k, const Key
 void combineRowBlock(const float* p, int64_t ldp, const RowSpan* keys, int64_t rows, const float* v, int64_t ldv,
                      int64_t d, float* out, int64_t ldo) {
   if (rows > 0 && d > 0) HWY_DYNAMIC_DISPATCH(CombineRowBlock)(p, ldp, keys, rows, v, ldv, d, out, ldo);
+}
+
+void streamCopy(const float* from, int64_t n, float* to) {
+  if (n > 0) HWY_DYNAMIC_DISPATCH(StreamCopy)(from, n, to);
 }
 }  // namespace attnscope
 #endif

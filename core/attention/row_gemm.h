@@ -45,4 +45,8 @@ struct RowSpan {
 void combineRowBlock(const float* p, int64_t ldp, const RowSpan* keys, int64_t rows, const float* v, int64_t ldv,
                      int64_t d, float* out, int64_t ldo);
 
+// to[0, n) = from[0, n) with non-temporal stores (no read of `to` first: maps in fresh memory
+// are written once without being fetched), visible to other threads once they synchronise.
+void streamCopy(const float* from, int64_t n, float* to);
+
 }  // namespace attnscope
