@@ -104,13 +104,11 @@ Tensor rows(const Tensor& t, int64_t first, int64_t count) {
 // of the Conv1D weight [D, 3D], straight into panels) or GPT-NeoX's per-head [H, 3, d] rows.
 void splitFused(const HfConfig& c, HfLinear fused, HfLayer& layer) {
   const int64_t D = c.hidden, H = c.heads, d = c.head_dim;
-  const bool thirds_of_columns = c.family->conv1d && c.family->fused_qkv == HfFusedQkv::Conv1DThirds;
-  if (c.family->conv1d && !thirds_of_columns) fused.weight = transposed(fused.weight);
   HfLinear* parts[] = {&layer.q, &layer.k, &layer.v};
   const bool bias = !fused.bias.empty();
   for (int p = 0; p < 3; ++p) {
     if (c.family->fused_qkv == HfFusedQkv::Conv1DThirds) {
-      parts[p]->weight = thirds_of_columns ? panelsOfColumns(fused.weight, p * D, D) : rowsOf(fused.weight, p * D, D);
+      parts[p]->weight = panelsOfColumns(fused.weight, p * D, D);
       if (bias) parts[p]->bias = rows(fused.bias, p * D, D);
       continue;
     }

@@ -8,15 +8,6 @@ namespace attnscope {
 namespace {
 
 template <class Buffer>
-Buffer transposedData(const Buffer& v, int64_t r, int64_t c) {
-  if (v.empty()) return {};  // the other storage
-  Buffer out(v.size());
-  for (int64_t i = 0; i < r; ++i)
-    for (int64_t j = 0; j < c; ++j) out[j * r + i] = v[i * c + j];
-  return out;
-}
-
-template <class Buffer>
 Buffer rowData(const Buffer& v, int64_t C, int64_t first, int64_t count) {
   if (v.empty()) return {};
   return Buffer(v.begin() + first * C, v.begin() + (first + count) * C);
@@ -58,6 +49,25 @@ Buffer packedData(const Buffer& v, int64_t N, int64_t K) {
   return out;
 }
 
+// Panels of W = columns [first, first + count) of kn [K, ld] transposed: a step over k copies
+// up to 64 consecutive values of a row of kn.
+template <class Buffer>
+Buffer columnPanels(const Buffer& kn, int64_t K, int64_t ld, int64_t first, int64_t count) {
+  if (kn.empty()) return {};
+  const int64_t panels = panelCount(count);
+  Buffer out(static_cast<size_t>(panels * K * kPanelWidth));
+#pragma omp parallel for schedule(dynamic) if (panels > 1 && count * K >= (int64_t{1} << 16))
+  for (int64_t p = 0; p < panels; ++p) {
+    const int64_t c0 = first + p * kPanelWidth, cols = std::min(kPanelWidth, first + count - c0);
+    for (int64_t k = 0; k < K; ++k) {
+      auto* to = &out[(p * K + k) * kPanelWidth];
+      std::copy_n(&kn[k * ld + c0], cols, to);
+      std::fill(to + cols, to + kPanelWidth, 0);
+    }
+  }
+  return out;
+}
+
 void requireRows(const Weights& w, const char* what) {
   if (w.panels) throw std::logic_error(std::string(what) + ": weights already in panels");
 }
@@ -80,23 +90,6 @@ void packPanels(Weights& w) {
   w.f32 = packedData(w.f32, N, K);
   w.bf16 = packedData(w.bf16, N, K);
   w.panels = true;
-}
-
-template <class Buffer>
-Buffer columnPanels(const Buffer& kn, int64_t K, int64_t ld, int64_t first, int64_t count) {
-  if (kn.empty()) return {};
-  const int64_t panels = panelCount(count);
-  Buffer out(static_cast<size_t>(panels * K * kPanelWidth));
-#pragma omp parallel for schedule(dynamic) if (panels > 1 && count * K >= (int64_t{1} << 16))
-  for (int64_t p = 0; p < panels; ++p) {
-    const int64_t c0 = first + p * kPanelWidth, cols = std::min(kPanelWidth, first + count - c0);
-    for (int64_t k = 0; k < K; ++k) {
-      auto* to = &out[(p * K + k) * kPanelWidth];
-      std::copy_n(&kn[k * ld + c0], cols, to);
-      std::fill(to + cols, to + kPanelWidth, 0);
-    }
-  }
-  return out;
 }
 
 Weights panelsOfColumns(const Weights& kn, int64_t first, int64_t count) {
@@ -150,16 +143,6 @@ void Weights::rowInto(int64_t n, float* out) const {
 WeightRows Weights::rows() const {
   const int64_t N = shape.size() == 2 ? dim(0) : 1, K = shape.size() == 2 ? dim(1) : dim(0);
   return {f32.empty() ? nullptr : f32.data(), bf16.empty() ? nullptr : bf16.data(), N, K, 0, panels};
-}
-
-Weights transposed(const Weights& w) {
-  requireRows(w, "transposed");
-  const int64_t r = w.dim(0), c = w.dim(1);
-  Weights out;
-  out.shape = {c, r};
-  out.f32 = transposedData(w.f32, r, c);
-  out.bf16 = transposedData(w.bf16, r, c);
-  return out;
 }
 
 Weights rowsOf(const Weights& w, int64_t first, int64_t count) {

@@ -58,9 +58,7 @@ void packPanelsFrom(const uint16_t* rows, int64_t N, int64_t K, Weights& w);
 
 float bf16ToFloat(uint16_t bits);
 
-// The [K, N] transpose (GPT-2's Conv1D weights are stored [in, out]). Not of panels, nor rowsOf.
-Weights transposed(const Weights& w);
-// Rows [first, first + count) of a [R, C] matrix, or elements of a vector.
+// Rows [first, first + count) of a [R, C] matrix, or elements of a vector (not of panels).
 Weights rowsOf(const Weights& w, int64_t first, int64_t count);
 
 }  // namespace attnscope

@@ -114,8 +114,16 @@ class OpenBrowserGuiTest(g.AppTestCase):
         n = line_count(log)
         self.x.xdotool("mousemove", "--window", window, int(x + 20), int(y + h / 2))
         time.sleep(0.2)
-        self.x.xdotool("click", "--repeat", "2", "--delay", "80", 1)
-        state = wait_after(log, n, lambda s: not s["modal_open"], timeout=10)
+        # ImGui 1.86 reads the button once a frame: on a loaded machine one slow frame can take
+        # both clicks of a double click as one. A user clicks again; so does the test.
+        for attempt in range(3):
+            self.x.xdotool("click", "--repeat", "2", "--delay", "80", 1)
+            try:
+                state = wait_after(log, n, lambda s: not s["modal_open"], timeout=5)
+                break
+            except AssertionError:
+                if attempt == 2:
+                    raise
         state = wait_after(log, n, lambda s: model_settled(s) and s["source"] == "model", timeout=30)
         self.assertEqual(state["model_name"], "reverse-digits")
 
