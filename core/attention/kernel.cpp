@@ -107,13 +107,55 @@ bool dropoutKeeps(uint64_t seed, uint64_t n, float p) {
   return u >= static_cast<double>(p);
 }
 
+namespace {
+
+// Raw scores q k^T of rows [i0, i0 + rows) into raw ([rows, S], the block's rows): every key
+// when raw scores are kept; otherwise the key tiles any row of the block may attend, only
+// those the cache lacks when there is one. A cell's q.k does not depend on the rows or keys
+// its call covers (row_gemm.h), so a row gets the same bits in any block, from the cache, an
+// extension or a fresh run; the key tiles only say what the cache holds. kt: K^T, made once
+// for all the rows when they are more than a few (the same bits either way).
+void blockRawScores(const HeadSlot& slot, int64_t L, int64_t S, int64_t i0, int64_t rows, float* raw, KeysT& kt,
+                    RawScoreBlocks& counts) {
+  constexpr int64_t kTransposedFrom = 8;
+  const int64_t c = slot.c;
+  auto qk = [&](RowSpan keys) {  // raw [rows, keys] = q k^T
+    if (keys.begin >= keys.end) return;
+    if (L >= kTransposedFrom && kt.ld == 0) kt = transposeKeys(slot.k, S, c);
+    scoreRows(slot.q + i0 * c, c, rows, slot.k, kt.ld ? &kt : nullptr, keys.begin, keys.end, c, raw + keys.begin, S);
+  };
+  RowSpan block{S, 0};  // keys any row of this block may attend
+  for (int64_t i = i0; i < i0 + rows; ++i) {
+    const RowSpan span = slot.spans[i];
+    if (span.begin == span.end) continue;
+    block.begin = std::min(block.begin, span.begin);
+    block.end = std::max(block.end, span.end);
+  }
+  if (block.begin >= block.end) block = {0, 0};
+  const RowSpan tiles = slot.raw ? RowSpan{0, S}
+                                 : RowSpan{block.begin / kKeyTile * kKeyTile,
+                                           std::min(S, (block.end + kKeyTile - 1) / kKeyTile * kKeyTile)};
+  if (tiles.begin >= tiles.end) return;
+  RowSpan* held = slot.cache ? &slot.cached[i0 / kRowBlock] : nullptr;
+  if (held && held->begin <= tiles.begin && tiles.end <= held->end) {
+    ++counts.cached;
+  } else if (held && held->begin < held->end && tiles.begin <= held->end && held->begin <= tiles.end) {
+    qk({tiles.begin, std::max(tiles.begin, held->begin)});  // the tiles before and after the held ones
+    qk({std::min(held->end, tiles.end), tiles.end});
+    *held = {std::min(held->begin, tiles.begin), std::max(held->end, tiles.end)};
+    ++counts.extended;
+  } else {
+    qk(tiles);
+    if (held) *held = tiles;
+    ++counts.computed;
+  }
+}
+
+}  // namespace
+
 RawScoreBlocks attendHead(const HeadSlot& slot, int64_t L, int64_t S, const ScoreRule& rule,
                           const DropoutRule& dropout) {
-  const int64_t c = slot.c;
   const bool uniform_fully_masked = rule.fill == MaskFill::NegBillion;
-  // K^T once for all the rows, when they are more than a few and some scores are not cached
-  // (the same bits either way).
-  constexpr int64_t kTransposedFrom = 8;
   KeysT kt;
   RawScoreBlocks counts;
   // Streamed maps: a block's raw scores, scores and probabilities in scratch [kRowBlock, S].
@@ -122,47 +164,12 @@ RawScoreBlocks attendHead(const HeadSlot& slot, int64_t L, int64_t S, const Scor
   FloatBuffer block_scores(block_raw.size()), block_probs(block_raw.size());
   for (int64_t i0 = 0; i0 < L; i0 += kRowBlock) {
     const int64_t rows = std::min(kRowBlock, L - i0);
-    // Keys any row of this block may attend: the raw scores it needs.
-    RowSpan block{S, 0};
-    for (int64_t i = i0; i < i0 + rows; ++i) {
-      const RowSpan span = slot.spans[i];
-      if (span.begin == span.end) continue;
-      block.begin = std::min(block.begin, span.begin);
-      block.end = std::max(block.end, span.end);
-    }
-    if (block.begin >= block.end) block = {0, 0};
-    // Raw scores, when kept, cover every cell (masked ones too); otherwise only the block's
-    // keys, in the cache when there is one (only the keys it lacks), in the block's scratch
-    // when streaming, or in place in scores. A cell's q.k does not depend on the rows or keys
-    // its call covers (row_gemm.h), so a row gets the same bits in any block, from the cache,
-    // an extension or a fresh run; the key tiles only say what the cache holds.
-    // raw, scores, probs: the block's rows [rows, S].
+    // The block's rows [rows, S]: raw scores kept, in the cache, in scratch when streaming, or
+    // in place in scores; scores and probabilities in scratch when streaming.
     float* raw = stream ? block_raw.data() : (slot.raw ? slot.raw : slot.cache ? slot.cache : slot.scores) + i0 * S;
     float* scores = stream ? block_scores.data() : slot.scores + i0 * S;
     float* probs = stream ? block_probs.data() : slot.probs + i0 * S;
-    auto qk = [&](RowSpan keys) {  // raw [rows, keys] = q k^T
-      if (keys.begin >= keys.end) return;
-      if (L >= kTransposedFrom && kt.ld == 0) kt = transposeKeys(slot.k, S, c);
-      scoreRows(slot.q + i0 * c, c, rows, slot.k, kt.ld ? &kt : nullptr, keys.begin, keys.end, c, raw + keys.begin, S);
-    };
-    const RowSpan tiles = slot.raw ? RowSpan{0, S}
-                                   : RowSpan{block.begin / kKeyTile * kKeyTile,
-                                             std::min(S, (block.end + kKeyTile - 1) / kKeyTile * kKeyTile)};
-    if (tiles.begin < tiles.end) {
-      RowSpan* held = slot.cache ? &slot.cached[i0 / kRowBlock] : nullptr;
-      if (held && held->begin <= tiles.begin && tiles.end <= held->end) {
-        ++counts.cached;
-      } else if (held && held->begin < held->end && tiles.begin <= held->end && held->begin <= tiles.end) {
-        qk({tiles.begin, std::max(tiles.begin, held->begin)});  // the tiles before and after the held ones
-        qk({std::min(held->end, tiles.end), tiles.end});
-        *held = {std::min(held->begin, tiles.begin), std::max(held->end, tiles.end)};
-        ++counts.extended;
-      } else {
-        qk(tiles);
-        if (held) *held = tiles;
-        ++counts.computed;
-      }
-    }
+    blockRawScores(slot, L, S, i0, rows, raw, kt, counts);
     // Each row over its own keys: its softmax and context see that row alone.
     for (int64_t i = i0; i < i0 + rows; ++i) {
       const int64_t r = (i - i0) * S;
@@ -184,7 +191,7 @@ RawScoreBlocks attendHead(const HeadSlot& slot, int64_t L, int64_t S, const Scor
       const RowSpan span = slot.spans[i];
       keys[i - i0] = span.begin == span.end && uniform_fully_masked ? RowSpan{0, S} : span;
     }
-    combineRowBlock(weights, S, keys, rows, slot.v, c, c, slot.ctx + i0 * slot.ld_ctx, slot.ld_ctx);
+    combineRowBlock(weights, S, keys, rows, slot.v, slot.c, slot.c, slot.ctx + i0 * slot.ld_ctx, slot.ld_ctx);
     if (stream) {
       streamCopy(scores, rows * S, slot.scores + i0 * S);
       streamCopy(probs, rows * S, slot.probs + i0 * S);

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include <hwy/cache_control.h>
@@ -26,19 +25,12 @@ using VF = hn::Vec<DF>;
 // registers), 2 rows below (16 registers).
 constexpr int kTileRows = HWY_MAX_BYTES >= 64 ? 4 : 2;
 
-HWY_INLINE float ScalarW(const float* p) { return *p; }
-HWY_INLINE float ScalarW(const uint16_t* p) {
-  const uint32_t bits = static_cast<uint32_t>(*p) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
 template <class D>
 HWY_INLINE hn::Vec<D> LoadW(D df, const float* p) { return hn::LoadU(df, p); }
 template <class D>
 HWY_INLINE hn::Vec<D> LoadW(D df, const uint16_t* p) {
   if constexpr (hn::MaxLanes(D()) == 1) {
-    return hn::Set(df, ScalarW(p));
+    return hn::Set(df, bf16ToFloat(*p));
   } else {
     const hn::Rebind<hwy::bfloat16_t, D> dbf;
     return hn::PromoteTo(df, hn::LoadU(dbf, reinterpret_cast<const hwy::bfloat16_t*>(p)));

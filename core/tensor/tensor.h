@@ -57,7 +57,7 @@ inline bool operator!=(const std::vector<float>& a, const FloatBuffer& b) { retu
 
 // Resizes data to n floats: new ones = fill (on every OpenMP thread when they are many), or
 // left unset for a caller that writes them all (fill nullopt). When that needs new storage of
-// 4 MiB or more, its pages are faulted in by madvise(MADV_POPULATE_WRITE), 2 MiB pieces on
+// 1 MiB or more, its pages are faulted in by madvise(MADV_POPULATE_WRITE), 2 MiB pieces on
 // every OpenMP thread, before they are written: on the virtual machines measured here,
 // touching fresh memory page by page cost 3 ms per MiB on a quiet machine and up to 35 ms per
 // MiB under load, about three times the one call (and the pieces halve that again on two
