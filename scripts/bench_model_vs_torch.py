@@ -1,17 +1,19 @@
 #!/usr/bin/python3
 """A model folder through attnscope and through plain eager PyTorch, in one run, with the ratio.
 
-For each size L: `attnscope bench --model FOLDER --tokens L --json` (forward_ms: a full forward
-keeping every layer's maps; append_ms: one more token through the cache) and a plain eager
-PyTorch float32 implementation of the family on the CPU that does what transformers' eager
-path does and returns every layer's attention weights and the last position's logits
-(transformers' logits_to_keep=1, what the app shows first; --logits all: every position's,
-on both sides) (GPT-2: Conv1D
-projections, gelu_new; llama / mistral / qwen2: RMSNorm, rotate-half RoPE, repeat_kv for GQA,
-SiLU-gated MLP). Torch runs in its fastest correct configuration: a float additive causal
-mask (-inf above the diagonal; a bool mask costs torch 1.13 up to 2x), torch.no_grad, the
-same thread count; the median of --repeat runs after one warm-up. Prints both times and
-torch_ms / attnscope_ms.
+For each size L: `attnscope bench --model FOLDER --tokens L --rerun REPEAT --json` and a plain
+eager PyTorch float32 implementation of the family on the CPU that does what transformers'
+eager path does and returns every layer's attention weights and the last position's logits
+(transformers' logits_to_keep=1, what the app shows first; --logits all: every position's, on
+both sides) (GPT-2: Conv1D projections, gelu_new; llama / mistral / qwen2: RMSNorm, rotate-half
+RoPE, repeat_kv for GQA, SiLU-gated MLP). Torch runs in its fastest correct configuration: a
+float additive causal mask (-inf above the diagonal; a bool mask costs torch 1.13 up to 2x),
+torch.no_grad, the same thread count, and glibc's allocator reusing freed blocks (--malloc
+reuse, the default: scripts/peer_malloc.py; both programs run with it). Prints, per size, the
+first full forward of each (torch's warm-up run; attnscope's forward_ms, which also populates
+fresh memory for the maps), then the median of --repeat full forwards after it (torch's further runs;
+attnscope's rerun_ms: each on another text, into the storage of the run before), each pair
+with torch_ms / attnscope_ms, and attnscope's append_ms (one more token through the cache).
 
 --make gpt2-small | llama-1b writes a random-weight folder of that size into FOLDER first
 (GPT-2 small: 12 layers x 12 heads, D 768, V 50257, context 1024, F32; Llama-3.2-1B-sized:
@@ -22,7 +24,7 @@ Torch must use OpenBLAS (install libopenblas0-pthread); to measure both at full 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 scripts/bench_model_vs_torch.py FOLDER
 
 Usage: scripts/bench_model_vs_torch.py FOLDER [--make gpt2-small|llama-1b] [--tokens 128,512]
-       [--bin build/attnscope] [--threads 2] [--repeat 3] [--logits last|all]
+       [--bin build/attnscope] [--threads 2] [--repeat 3] [--logits last|all] [--malloc reuse|default]
 """
 import argparse
 import json
@@ -35,6 +37,8 @@ import time
 
 import torch
 import torch.nn.functional as F
+
+import peer_malloc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "cli"))
 import hf_reference  # noqa: E402  (safetensors writing and reading helpers only)
@@ -182,6 +186,7 @@ FORWARDS = {"gpt2": gpt2_forward, "llama": llama_forward, "mistral": llama_forwa
 
 
 def torch_ms(cfg, w, L, repeat, last_only):
+    """The first run's time and the median of `repeat` runs after it."""
     forward = FORWARDS[cfg["model_type"]]
     ids = torch.randint(0, cfg["vocab_size"], (L,), generator=torch.Generator().manual_seed(L))
     times = []
@@ -189,9 +194,8 @@ def torch_ms(cfg, w, L, repeat, last_only):
         for rep in range(repeat + 1):
             start = time.perf_counter()
             forward(cfg, w, ids, last_only)
-            if rep > 0:
-                times.append(1e3 * (time.perf_counter() - start))
-    return statistics.median(times)
+            times.append(1e3 * (time.perf_counter() - start))
+    return times[0], statistics.median(times[1:])
 
 
 def main():
@@ -203,7 +207,11 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--logits", choices=["last", "all"], default="last")
+    peer_malloc.add_argument(parser)
     args = parser.parse_args()
+    if args.repeat < 1:
+        raise SystemExit("bench_model_vs_torch.py: --repeat must be at least 1")
+    peer_malloc.reexec(args.malloc)
     if args.make:
         make_folder(args.folder, args.make)
     torch.set_num_threads(args.threads)
@@ -211,14 +219,19 @@ def main():
     if cfg["model_type"] not in FORWARDS:
         raise SystemExit("bench_model_vs_torch.py: no eager implementation here for " + cfg["model_type"])
     sizes = [int(n) for n in args.tokens.split(",")]
-    print("%6s %14s %14s %9s %15s" % ("L", "torch_ms", "attnscope_ms", "ratio", "append_ms"))
+    print("torch %s, %d threads, logits %s, %s; median of %d runs after the first" %
+          (torch.__version__, args.threads, args.logits, peer_malloc.describe(), args.repeat))
+    print("%6s %12s %12s %7s %12s %12s %7s %10s" % ("L", "torch_first", "ours_first", "ratio", "torch_ms",
+                                                    "attnscope_ms", "ratio", "append_ms"))
     for L in sizes:
         out = subprocess.run([args.bin, "bench", "--model", args.folder, "--tokens", str(L), "--threads",
-                              str(args.threads), "--logits", args.logits, "--json"], capture_output=True, text=True, check=True)
+                              str(args.threads), "--logits", args.logits, "--rerun", str(args.repeat), "--json"],
+                             capture_output=True, text=True, check=True)
         ours = json.loads(out.stdout)[0]
-        theirs = torch_ms(cfg, w, L, args.repeat, args.logits == "last")
-        print("%6d %14.1f %14.1f %8.2fx %15.1f" % (L, theirs, ours["forward_ms"], theirs / ours["forward_ms"],
-                                                 ours["append_ms"]), flush=True)
+        first, median = torch_ms(cfg, w, L, args.repeat, args.logits == "last")
+        print("%6d %12.1f %12.1f %6.2fx %12.1f %12.1f %6.2fx %10.1f" %
+              (L, first, ours["forward_ms"], first / ours["forward_ms"], median, ours["rerun_ms"],
+               median / ours["rerun_ms"], ours["append_ms"]), flush=True)
 
 
 if __name__ == "__main__":

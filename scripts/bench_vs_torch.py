@@ -12,9 +12,11 @@ comparison meaningless). The machines set OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE, ho
 OpenBLAS to AVX2; to measure both at full speed unset them for this one command:
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 scripts/bench_vs_torch.py
 Both programs inherit the same environment, so the comparison stays fair either way.
+--malloc reuse (the default) runs both with glibc's allocator reusing freed blocks, torch's
+fastest configuration (scripts/peer_malloc.py); --malloc default leaves glibc as configured.
 
 Usage: scripts/bench_vs_torch.py [--bin build/attnscope] [--sizes L:S:D:H,...] [--batch B]
-       [--repeat N] [--threads T] [--mask causal|none] [--json]
+       [--repeat N] [--threads T] [--mask causal|none] [--malloc reuse|default] [--json]
 """
 import argparse
 import json
@@ -23,6 +25,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+import peer_malloc
 
 DEFAULT_SIZES = "512:512:512:8,1024:1024:768:12,2048:2048:1024:16"
 
@@ -77,7 +81,9 @@ def main():
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--mask", choices=["causal", "none"], default="causal")
     parser.add_argument("--json", action="store_true", help="print one JSON array instead of the table")
+    peer_malloc.add_argument(parser)
     args = parser.parse_args()
+    peer_malloc.reexec(args.malloc)
     sizes = parse_sizes(args.sizes)
 
     try:
@@ -100,7 +106,8 @@ def main():
         rows.append({"L": L, "S": S, "D": D, "H": H, "B": args.batch, "attnscope_ms": mine["median_ms"],
                      "torch_ms": torch_ms, "speedup": torch_ms / mine["median_ms"], "gflops": mine["gflops"],
                      "gemm_peak_gflops": mine["gemm_peak_gflops"],
-                     "of_gemm_peak": mine["gflops"] / mine["gemm_peak_gflops"], "peak_rss_mb": mine["peak_rss_mb"]})
+                     "of_gemm_peak": mine["gflops"] / mine["gemm_peak_gflops"], "peak_rss_mb": mine["peak_rss_mb"],
+                     "glibc_tunables": os.environ.get("GLIBC_TUNABLES", "")})
     if args.json:
         print(json.dumps(rows, indent=2))
         return
@@ -108,7 +115,7 @@ def main():
     print(f"attnscope vs torch {torch.__version__} nn.MultiheadAttention (need_weights, per-head), "
           f"B={args.batch}, mask {args.mask}, {args.threads} threads, median of {args.repeat}")
     print(f"OpenBLAS core (attnscope): {core}; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; "
-          f"torch BLAS: {loaded_blas()}")
+          f"torch BLAS: {loaded_blas()}; {peer_malloc.describe()}")
     print(f"{'L':>6} {'S':>6} {'D':>5} {'H':>3}  {'attnscope ms':>12} {'torch ms':>9} {'speedup':>8} "
           f"{'GFLOP/s':>8} {'of GEMM peak':>12}")
     for r in rows:

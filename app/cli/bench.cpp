@@ -264,6 +264,9 @@ int runBenchCommand(int argc, char** argv) {
   app.add_option("--typing", model.typing,
                  "with --model: also append N tokens one by one after a run on L (the app's typing at the end; "
                  "typing_median_ms, typing_max_ms)");
+  app.add_option("--rerun", model.rerun,
+                 "with --model: also N full forwards, each on another text of length L, into the maps' storage "
+                 "of the run before (the app's text replaced; rerun_ms: their median)");
   app.add_option("--logits", model.logits,
                  "with --model: the positions the forward and the append unembed: last (what the app shows "
                  "first) or all (what model run writes)")
@@ -271,7 +274,8 @@ int runBenchCommand(int argc, char** argv) {
       ->capture_default_str();
   app.footer(
       "With --model, JSON fields per size: model, L, load_ms, forward_ms, append_ms, peak_rss_mb (and\n"
-      "generated, step_ms with --generate; typed, typing_median_ms, typing_max_ms with --typing).\n"
+      "reruns, rerun_ms with --rerun; generated, step_ms with --generate; typed, typing_median_ms,\n"
+      "typing_max_ms with --typing).\n"
       "JSON fields per size: L, S, D, H, B, mode (full or tiled), median_ms, gflops, gemm_peak_gflops,\n"
       "peak_rss_mb (the process's peak so far), plus overview_ms and tile_ms when tiled.\n"
       "Compare with PyTorch side by side: /usr/bin/python3 scripts/bench_vs_torch.py\n"

@@ -3,7 +3,10 @@
 // keeping every layer's maps (logits of the last position, or all with --logits all), one
 // appended token through the KV cache, the peak RSS; with
 // --generate N, the median time per generated token (greedy) after a prompt of that size;
-// with --typing N, N tokens appended one by one after a run on L (median and slowest).
+// with --typing N, N tokens appended one by one after a run on L (median and slowest); with
+// --rerun N, the median of N more full forwards, each on another text of length L (every row
+// computed again into the maps' storage of the run before, as when the app's whole text is
+// replaced: what a peer timed after a warm-up is compared with).
 #include "cli/bench_model.h"
 
 #include <sys/resource.h>
@@ -64,6 +67,7 @@ int benchModel(const BenchModelFlags& flags) {
   const std::vector<int64_t> sizes = parseTokenSizes(flags.tokens);
   if (flags.generate && *flags.generate < 1) throw UsageError("--generate must be at least 1");
   if (flags.typing && *flags.typing < 1) throw UsageError("--typing must be at least 1");
+  if (flags.rerun && *flags.rerun < 1) throw UsageError("--rerun must be at least 1");
   const auto load_start = std::chrono::steady_clock::now();
   Loaded m = loadCausalModel(flags.model);
   const double load_ms = msSince(load_start);
@@ -73,8 +77,9 @@ int benchModel(const BenchModelFlags& flags) {
                        ": " + m.name + "'s context is " + std::to_string(m.model.context));
   nlohmann::ordered_json results = nlohmann::ordered_json::array();
   if (!flags.json)
-    std::printf("attnscope bench --model %s\n%7s %9s %11s %10s %9s%s%s\n", m.name.c_str(), "L", "load_ms", "forward_ms",
-                "append_ms", "peak_rss", flags.generate ? "   step_ms" : "", flags.typing ? "  typing_ms (median / max)" : "");
+    std::printf("attnscope bench --model %s\n%7s %9s %11s %10s %9s%s%s%s\n", m.name.c_str(), "L", "load_ms", "forward_ms",
+                "append_ms", "peak_rss", flags.generate ? "   step_ms" : "", flags.typing ? "  typing_ms (median / max)" : "",
+                flags.rerun ? "  rerun_ms" : "");
   std::mt19937_64 rng(42);
   for (int64_t L : sizes) {
     std::vector<int64_t> ids(L + flags.typing.value_or(0));
@@ -95,6 +100,19 @@ int benchModel(const BenchModelFlags& flags) {
     const double append_ms = msSince(start);
     nlohmann::ordered_json r = {{"model", m.name}, {"L", L}, {"load_ms", load_ms}, {"forward_ms", forward_ms},
                                 {"append_ms", append_ms}};
+    if (flags.rerun) {
+      std::vector<double> rerun_ms;
+      for (int64_t n = 1; n <= *flags.rerun; ++n) {
+        std::vector<int64_t> other(ids.begin(), ids.begin() + L);  // every id changed: no row is kept
+        for (int64_t& id : other) id = (id + n) % m.vocab;
+        const ModelTokens text = m.from_ids(other);
+        start = std::chrono::steady_clock::now();
+        m.model.run(text);
+        rerun_ms.push_back(msSince(start));
+      }
+      r["reruns"] = *flags.rerun;
+      r["rerun_ms"] = median(rerun_ms);
+    }
     if (flags.generate) {
       m.reset();
       m.logit_rows(LogitRows{});  // each step unembeds its one row
@@ -129,6 +147,7 @@ int benchModel(const BenchModelFlags& flags) {
                   r["peak_rss_mb"].get<double>());
       if (flags.generate) std::printf(" %9.1f", r["step_ms"].get<double>());
       if (flags.typing) std::printf("  %9.1f / %.1f", r["typing_median_ms"].get<double>(), r["typing_max_ms"].get<double>());
+      if (flags.rerun) std::printf("  %8.1f", r["rerun_ms"].get<double>());
       std::printf("\n");
       std::fflush(stdout);
     }

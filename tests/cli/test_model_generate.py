@@ -353,6 +353,51 @@ class BenchModel(unittest.TestCase):
             self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
 
 
+    def test_rerun_fields(self):
+        """--rerun N: N more full forwards, each on another text of length L (every row computed)."""
+        folder = ref.case_dir("gen", "bench-rerun")
+        cfg, tensors = hf.make_model("gpt2", P=160, seed=52)
+        hf.write_folder(folder, cfg, tensors)
+        result = subprocess.run([ref.BIN, "bench", "--model", folder, "--tokens", "30", "--rerun", "2", "--json"],
+                                capture_output=True, text=True, timeout=120)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        (r,) = json.loads(result.stdout)
+        self.assertEqual(list(r), ["model", "L", "load_ms", "forward_ms", "append_ms", "reruns", "rerun_ms",
+                                   "peak_rss_mb"])
+        self.assertEqual(r["reruns"], 2)
+        self.assertGreater(r["rerun_ms"], 0)
+        result = subprocess.run([ref.BIN, "bench", "--model", folder, "--tokens", "30", "--rerun", "0"],
+                                capture_output=True, text=True, timeout=120)
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("--rerun must be at least 1", result.stderr)
+
+    def test_model_vs_torch_script_prints_first_and_median_runs(self):
+        """scripts/bench_model_vs_torch.py on a small folder: both programs' first forward and
+        the median after it, with their ratios."""
+        folder = ref.case_dir("gen", "bench-vs-torch")
+        cfg, tensors = hf.make_model("gpt2", P=64, seed=53)
+        hf.write_folder(folder, cfg, tensors)
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
+                              "bench_model_vs_torch.py")
+        result = subprocess.run(["/usr/bin/python3", script, folder, "--bin", ref.BIN, "--tokens", "16,24",
+                                 "--repeat", "1", "--threads", "1"], capture_output=True, text=True, timeout=300)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        lines = result.stdout.strip().splitlines()
+        self.assertIn("GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967296", lines[0])
+        self.assertEqual(lines[1].split(), ["L", "torch_first", "ours_first", "ratio", "torch_ms", "attnscope_ms",
+                                            "ratio", "append_ms"])
+        for line, L in zip(lines[2:], [16, 24]):
+            cells = line.split()
+            self.assertEqual(int(cells[0]), L)
+            for t, o, ratio in [(cells[1], cells[2], cells[3]), (cells[4], cells[5], cells[6])]:
+                t, o, ratio = float(t), float(o), float(ratio.rstrip("x"))
+                self.assertGreater(o, 0)
+                # The times are printed to 0.1 ms, the ratio from the unrounded times to 0.01.
+                self.assertLessEqual((t - 0.05) / (o + 0.05) - 0.005, ratio, line)
+                self.assertLessEqual(ratio, (t + 0.05) / max(o - 0.05, 1e-9) + 0.005, line)
+        self.assertEqual(len(lines), 4)
+
+
 class GenerateBadInput(unittest.TestCase):
     def setUp(self):
         self.folder = ref.case_dir("gen", "bad")
