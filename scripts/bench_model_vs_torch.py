@@ -9,7 +9,7 @@ both sides) (GPT-2: Conv1D projections, gelu_new; llama / mistral / qwen2: RMSNo
 RoPE, repeat_kv for GQA, SiLU-gated MLP). Torch runs in its fastest correct configuration: a
 float additive causal mask (-inf above the diagonal; a bool mask costs torch 1.13 up to 2x),
 torch.no_grad, the same thread count, and glibc's allocator reusing freed blocks (--malloc
-reuse, the default: scripts/peer_malloc.py; both programs run with it). Prints, per size, the
+reuse, the default: scripts/peer_malloc.py; attnscope runs with the environment as given). Prints, per size, the
 first full forward of each (torch's warm-up run; attnscope's forward_ms, which also populates
 fresh memory for the maps), then the median of --repeat full forwards after it (torch's further runs;
 attnscope's rerun_ms: each on another text, into the storage of the run before), each pair
@@ -226,7 +226,7 @@ def main():
     for L in sizes:
         out = subprocess.run([args.bin, "bench", "--model", args.folder, "--tokens", str(L), "--threads",
                               str(args.threads), "--logits", args.logits, "--rerun", str(args.repeat), "--json"],
-                             capture_output=True, text=True, check=True)
+                             capture_output=True, text=True, check=True, env=peer_malloc.attnscope_env())
         ours = json.loads(out.stdout)[0]
         first, median = torch_ms(cfg, w, L, args.repeat, args.logits == "last")
         print("%6d %12.1f %12.1f %6.2fx %12.1f %12.1f %6.2fx %10.1f" %

@@ -12,8 +12,9 @@ comparison meaningless). The machines set OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE, ho
 OpenBLAS to AVX2; to measure both at full speed unset them for this one command:
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 scripts/bench_vs_torch.py
 Both programs inherit the same environment, so the comparison stays fair either way.
---malloc reuse (the default) runs both with glibc's allocator reusing freed blocks, torch's
-fastest configuration (scripts/peer_malloc.py); --malloc default leaves glibc as configured.
+--malloc reuse (the default) runs torch with glibc's allocator reusing freed blocks, its fastest
+configuration (scripts/peer_malloc.py); --malloc default leaves glibc as configured. attnscope
+runs with the environment the script was given.
 
 Usage: scripts/bench_vs_torch.py [--bin build/attnscope] [--sizes L:S:D:H,...] [--batch B]
        [--repeat N] [--threads T] [--mask causal|none] [--malloc reuse|default] [--json]
@@ -95,7 +96,7 @@ def main():
 
     cmd = [args.bin, "bench", "--json", "--sizes", args.sizes, "--batch", str(args.batch), "--repeat",
            str(args.repeat), "--threads", str(args.threads), "--mask", args.mask, "--mode", "full"]
-    run = subprocess.run(cmd, capture_output=True, text=True)
+    run = subprocess.run(cmd, capture_output=True, text=True, env=peer_malloc.attnscope_env())
     if run.returncode != 0:
         raise SystemExit(f"bench_vs_torch.py: {' '.join(cmd)} failed: {run.stderr.strip()}")
     ours = json.loads(run.stdout)
@@ -107,7 +108,7 @@ def main():
                      "torch_ms": torch_ms, "speedup": torch_ms / mine["median_ms"], "gflops": mine["gflops"],
                      "gemm_peak_gflops": mine["gemm_peak_gflops"],
                      "of_gemm_peak": mine["gflops"] / mine["gemm_peak_gflops"], "peak_rss_mb": mine["peak_rss_mb"],
-                     "glibc_tunables": os.environ.get("GLIBC_TUNABLES", "")})
+                     "torch_glibc_tunables": peer_malloc.torch_tunables()})
     if args.json:
         print(json.dumps(rows, indent=2))
         return

@@ -379,11 +379,14 @@ class BenchModel(unittest.TestCase):
         hf.write_folder(folder, cfg, tensors)
         script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
                               "bench_model_vs_torch.py")
+        env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
         result = subprocess.run(["/usr/bin/python3", script, folder, "--bin", ref.BIN, "--tokens", "16,24",
-                                 "--repeat", "1", "--threads", "1"], capture_output=True, text=True, timeout=300)
+                                 "--repeat", "1", "--threads", "1"], capture_output=True, text=True, timeout=300,
+                                env=env)
         self.assertEqual(result.returncode, 0, result.stderr)
         lines = result.stdout.strip().splitlines()
-        self.assertIn("GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967296", lines[0])
+        self.assertIn("torch with GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967296", lines[0])
+        self.assertIn("attnscope with (unset: glibc's defaults)", lines[0])
         self.assertEqual(lines[1].split(), ["L", "torch_first", "ours_first", "ratio", "torch_ms", "attnscope_ms",
                                             "ratio", "append_ms"])
         for line, L in zip(lines[2:], [16, 24]):
