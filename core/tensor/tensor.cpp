@@ -13,10 +13,13 @@
 
 namespace attnscope {
 
-void resizePrefaulted(FloatBuffer& data, size_t n, std::optional<float> fill, size_t capacity) {
+namespace {
+
+template <class T>
+void resizeBuffer(std::vector<T, DefaultInitAllocator<T>>& data, size_t n, std::optional<T> fill, size_t capacity) {
   constexpr size_t kPrefaultBytes = size_t{1} << 20;
   const size_t old = data.size();
-  if (n > data.capacity() && n * sizeof(float) >= kPrefaultBytes) {
+  if (n > data.capacity() && n * sizeof(T) >= kPrefaultBytes) {
     data.reserve(std::max(n, capacity));
     const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
     const uintptr_t begin = (reinterpret_cast<uintptr_t>(data.data()) + page - 1) & ~(page - 1);
@@ -30,14 +33,24 @@ void resizePrefaulted(FloatBuffer& data, size_t n, std::optional<float> fill, si
       madvise(reinterpret_cast<void*>(from), std::min(kPiece, end - from), MADV_POPULATE_WRITE);
     }
   }
-  data.resize(n);  // the new values unset (FloatBuffer)
+  data.resize(n);  // the new values unset (DefaultInitAllocator)
   if (!fill || n <= old) return;
-  constexpr int64_t kPieceFloats = int64_t{1} << 20;
-  const int64_t count = static_cast<int64_t>(n - old), pieces = (count + kPieceFloats - 1) / kPieceFloats;
-  float* first = data.data() + old;
+  constexpr int64_t kPieceValues = int64_t{1} << 20;
+  const int64_t count = static_cast<int64_t>(n - old), pieces = (count + kPieceValues - 1) / kPieceValues;
+  T* first = data.data() + old;
 #pragma omp parallel for if (pieces > 1)
   for (int64_t p = 0; p < pieces; ++p)
-    std::fill(first + p * kPieceFloats, first + std::min(count, (p + 1) * kPieceFloats), *fill);
+    std::fill(first + p * kPieceValues, first + std::min(count, (p + 1) * kPieceValues), *fill);
+}
+
+}  // namespace
+
+void resizePrefaulted(FloatBuffer& data, size_t n, std::optional<float> fill, size_t capacity) {
+  resizeBuffer(data, n, fill, capacity);
+}
+
+void resizePrefaulted(Bf16Buffer& data, size_t n, std::optional<uint16_t> fill, size_t capacity) {
+  resizeBuffer(data, n, fill, capacity);
 }
 
 int64_t numel(const Shape& shape) {

@@ -24,7 +24,7 @@ class InputError : public std::runtime_error {
 int64_t numel(const Shape& shape);
 std::string shapeToString(const Shape& shape);  // "[2, 4, 100]"
 
-// Tensor storage: a std::vector<float> whose resize(n) and FloatBuffer(n) leave the new
+// Tensor (and weight) storage: a std::vector whose resize(n) and FloatBuffer(n) leave the new
 // values unset (default-initialised), so that fresh maps are not zeroed twice (the kernel's
 // fresh pages are zero) or filled on one thread; resize(n, value) fills as usual.
 template <class T>
@@ -47,6 +47,7 @@ struct DefaultInitAllocator : std::allocator<T> {
   }
 };
 using FloatBuffer = std::vector<float, DefaultInitAllocator<float>>;
+using Bf16Buffer = std::vector<uint16_t, DefaultInitAllocator<uint16_t>>;  // BF16 bit patterns
 // Values against a plain vector's (readers and tests that hold std::vector<float>).
 inline bool operator==(const FloatBuffer& a, const std::vector<float>& b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end());
@@ -55,15 +56,16 @@ inline bool operator==(const std::vector<float>& a, const FloatBuffer& b) { retu
 inline bool operator!=(const FloatBuffer& a, const std::vector<float>& b) { return !(a == b); }
 inline bool operator!=(const std::vector<float>& a, const FloatBuffer& b) { return !(b == a); }
 
-// Resizes data to n floats: new ones = fill (on every OpenMP thread when they are many), or
+// Resizes data to n values: new ones = fill (on every OpenMP thread when they are many), or
 // left unset for a caller that writes them all (fill nullopt). When that needs new storage of
 // 1 MiB or more, its pages are faulted in by madvise(MADV_POPULATE_WRITE), 2 MiB pieces on
 // every OpenMP thread, before they are written: on the virtual machines measured here,
 // touching fresh memory page by page cost 3 ms per MiB on a quiet machine and up to 35 ms per
 // MiB under load, about three times the one call (and the pieces halve that again on two
-// cores). New storage holds `capacity` floats when that is more than n (room to grow without
+// cores). New storage holds `capacity` values when that is more than n (room to grow without
 // moving); only the first n are faulted in, the room's pages as growth reaches them.
 void resizePrefaulted(FloatBuffer& data, size_t n, std::optional<float> fill = 0.0f, size_t capacity = 0);
+void resizePrefaulted(Bf16Buffer& data, size_t n, std::optional<uint16_t> fill = 0, size_t capacity = 0);
 
 // float32 tensor, row-major (C order). data.size() == numel(shape).
 struct Tensor {

@@ -44,7 +44,8 @@ void packAll(const T* rows, int64_t N, int64_t K, T* out) {
 template <class Buffer>
 Buffer packedData(const Buffer& v, int64_t N, int64_t K) {
   if (v.empty()) return {};
-  Buffer out(static_cast<size_t>(panelCount(N) * K * kPanelWidth));
+  Buffer out;
+  resizePrefaulted(out, static_cast<size_t>(panelCount(N) * K * kPanelWidth), std::nullopt);  // packAll writes all
   packAll(v.data(), N, K, out.data());
   return out;
 }
@@ -55,7 +56,8 @@ template <class Buffer>
 Buffer columnPanels(const Buffer& kn, int64_t K, int64_t ld, int64_t first, int64_t count) {
   if (kn.empty()) return {};
   const int64_t panels = panelCount(count);
-  Buffer out(static_cast<size_t>(panels * K * kPanelWidth));
+  Buffer out;
+  resizePrefaulted(out, static_cast<size_t>(panels * K * kPanelWidth), std::nullopt);  // every value written below
 #pragma omp parallel for schedule(dynamic) if (panels > 1 && count * K >= (int64_t{1} << 16))
   for (int64_t p = 0; p < panels; ++p) {
     const int64_t c0 = first + p * kPanelWidth, cols = std::min(kPanelWidth, first + count - c0);
@@ -107,7 +109,8 @@ Weights panelsOfColumns(const Weights& kn, int64_t first, int64_t count) {
 void packPanelsFrom(const uint16_t* rows, int64_t N, int64_t K, Weights& w) {
   w.shape = {N, K};
   w.f32.clear();
-  w.bf16.resize(static_cast<size_t>(panelCount(N) * K * kPanelWidth));
+  w.bf16 = Bf16Buffer();
+  resizePrefaulted(w.bf16, static_cast<size_t>(panelCount(N) * K * kPanelWidth), std::nullopt);  // packAll writes all
   packAll(rows, N, K, w.bf16.data());
   w.panels = true;
 }

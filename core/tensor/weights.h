@@ -35,7 +35,7 @@ void panelOf(const uint16_t* w, int64_t ld, int64_t N, int64_t K, int64_t p, flo
 struct Weights {
   Shape shape;                 // [N, K] (or [N])
   FloatBuffer f32;             // numel(shape) values, or empty when stored as bf16
-  std::vector<uint16_t> bf16;  // numel(shape) values, or empty when stored as f32
+  Bf16Buffer bf16;             // numel(shape) values, or empty when stored as f32
   bool panels = false;         // a matrix in panels (packPanels): panelCount(N) * K * 64 values
 
   Weights() = default;
