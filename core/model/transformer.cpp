@@ -131,7 +131,7 @@ void RunLogits::resize(int64_t L, int64_t V, int64_t keep) {
   for (int64_t b = 0; b < static_cast<int64_t>(blocks_.size()); ++b) {
     const int64_t first = b * kRowBlock, end = std::min(L, first + kRowBlock);
     if (std::find(computed_.begin() + first, computed_.begin() + end, 1) == computed_.begin() + end)
-      std::vector<float>().swap(blocks_[b]);
+      FloatBuffer().swap(blocks_[b]);
   }
 }
 
@@ -140,8 +140,9 @@ const float* RunLogits::row(int64_t t) const {
 }
 
 float* RunLogits::rowsToWrite(int64_t first, int64_t end) {
-  std::vector<float>& block = blocks_[first / kRowBlock];
-  if (block.empty()) block.resize(static_cast<size_t>(kRowBlock * V_));
+  FloatBuffer& block = blocks_[first / kRowBlock];
+  // Unset until written: only rows marked computed are read (row()); 12.5 MiB a block at V 50257.
+  if (block.empty()) resizePrefaulted(block, static_cast<size_t>(kRowBlock * V_), std::nullopt);
   std::fill(computed_.begin() + first, computed_.begin() + end, 1);
   return &block[(first % kRowBlock) * V_];
 }
