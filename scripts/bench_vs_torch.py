@@ -11,7 +11,7 @@ Torch must use OpenBLAS (Debian's libblas.so.3 alternative; the reference BLAS m
 comparison meaningless). The machines set OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE, holding
 OpenBLAS to AVX2; to measure both at full speed unset them for this one command:
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 scripts/bench_vs_torch.py
-Both programs inherit the same environment, so the comparison stays fair either way.
+Both programs inherit the same OpenBLAS settings, so the comparison stays fair either way.
 --malloc reuse (the default) runs torch with glibc's allocator reusing freed blocks, its fastest
 configuration (scripts/peer_malloc.py); --malloc default leaves glibc as configured. attnscope
 runs with the environment the script was given.

@@ -103,8 +103,10 @@ int benchModel(const BenchModelFlags& flags) {
     if (flags.rerun) {
       std::vector<double> rerun_ms;
       for (int64_t n = 1; n <= *flags.rerun; ++n) {
-        std::vector<int64_t> other(ids.begin(), ids.begin() + L);  // every id changed: no row is kept
-        for (int64_t& id : other) id = (id + n) % m.vocab;
+        // Every id moved by 1 to V - 1, so every row is computed again.
+        const int64_t shift = 1 + (n - 1) % std::max<int64_t>(m.vocab - 1, 1);
+        std::vector<int64_t> other(ids.begin(), ids.begin() + L);
+        for (int64_t& id : other) id = (id + shift) % m.vocab;
         const ModelTokens text = m.from_ids(other);
         start = std::chrono::steady_clock::now();
         m.model.run(text);

@@ -141,7 +141,7 @@ const float* RunLogits::row(int64_t t) const {
 
 float* RunLogits::rowsToWrite(int64_t first, int64_t end) {
   FloatBuffer& block = blocks_[first / kRowBlock];
-  // Unset until written: only rows marked computed are read (row()); 12.5 MiB a block at V 50257.
+  // Unset until written: only rows marked computed are read (row()); 12.3 MiB a block at V 50257.
   if (block.empty()) resizePrefaulted(block, static_cast<size_t>(kRowBlock * V_), std::nullopt);
   std::fill(computed_.begin() + first, computed_.begin() + end, 1);
   return &block[(first % kRowBlock) * V_];

@@ -39,7 +39,7 @@ class RunLogits {
  private:
   int64_t L_ = 0, V_ = 0;
   std::vector<FloatBuffer> blocks_;  // [blocks of L]: [64, V] or empty
-  std::vector<uint8_t> computed_;           // [L]
+  std::vector<uint8_t> computed_;    // [L]
 };
 
 struct ModelRun {
