@@ -61,6 +61,53 @@ double median(std::vector<double> v) {
   return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// The median of n full forwards after a run on ids[0, L), each on another text of length L:
+// every id moved by 1 to V - 1, so every row is computed again (into the run's storage).
+double rerunMs(Loaded& m, const std::vector<int64_t>& ids, int64_t L, int64_t n) {
+  std::vector<double> times;
+  for (int64_t k = 1; k <= n; ++k) {
+    const int64_t shift = 1 + (k - 1) % std::max<int64_t>(m.vocab - 1, 1);
+    std::vector<int64_t> other(ids.begin(), ids.begin() + L);
+    for (int64_t& id : other) id = (id + shift) % m.vocab;
+    const ModelTokens text = m.from_ids(other);
+    const auto start = std::chrono::steady_clock::now();
+    m.model.run(text);
+    times.push_back(msSince(start));
+  }
+  return median(times);
+}
+
+// Up to n greedy tokens after `prompt` (EOS ignored, each step unembedding its one row): the
+// tokens generated and the median time per token, the first step (which includes the
+// prompt's forward) left out.
+std::pair<size_t, double> generationStepMs(Loaded& m, const ModelTokens& prompt, int64_t n) {
+  m.reset();
+  m.logit_rows(LogitRows{});
+  const int64_t room = std::min<int64_t>(n, m.model.context - static_cast<int64_t>(prompt.ids.size()));
+  CausalModel no_eos = m.model;
+  no_eos.eos.clear();
+  const Generation g = generate(no_eos, prompt, std::max<int64_t>(room, 1), SamplingSettings{}, {});
+  std::vector<double> step_ms;
+  for (size_t s = 1; s < g.steps.size(); ++s) step_ms.push_back(g.steps[s].ms);
+  return {g.steps.size(), median(step_ms)};
+}
+
+// A run on ids[0, L), then n tokens appended one at a time, as the app's runs while typing
+// (the last position unembedded): each one's time.
+std::vector<double> typingMs(Loaded& m, const std::vector<int64_t>& ids, int64_t L, int64_t n) {
+  m.reset();
+  m.logit_rows(LogitRows{false, {-1}});
+  m.model.run(m.from_ids(std::vector<int64_t>(ids.begin(), ids.begin() + L)));
+  std::vector<double> times;
+  for (int64_t k = L + 1; k <= L + n; ++k) {
+    const ModelTokens typed = m.from_ids(std::vector<int64_t>(ids.begin(), ids.begin() + k));
+    const auto start = std::chrono::steady_clock::now();
+    m.model.run(typed);
+    times.push_back(msSince(start));
+  }
+  return times;
+}
+
 }  // namespace
 
 int benchModel(const BenchModelFlags& flags) {
@@ -101,44 +148,16 @@ int benchModel(const BenchModelFlags& flags) {
     nlohmann::ordered_json r = {{"model", m.name}, {"L", L}, {"load_ms", load_ms}, {"forward_ms", forward_ms},
                                 {"append_ms", append_ms}};
     if (flags.rerun) {
-      std::vector<double> rerun_ms;
-      for (int64_t n = 1; n <= *flags.rerun; ++n) {
-        // Every id moved by 1 to V - 1, so every row is computed again.
-        const int64_t shift = 1 + (n - 1) % std::max<int64_t>(m.vocab - 1, 1);
-        std::vector<int64_t> other(ids.begin(), ids.begin() + L);
-        for (int64_t& id : other) id = (id + shift) % m.vocab;
-        const ModelTokens text = m.from_ids(other);
-        start = std::chrono::steady_clock::now();
-        m.model.run(text);
-        rerun_ms.push_back(msSince(start));
-      }
       r["reruns"] = *flags.rerun;
-      r["rerun_ms"] = median(rerun_ms);
+      r["rerun_ms"] = rerunMs(m, ids, L, *flags.rerun);
     }
     if (flags.generate) {
-      m.reset();
-      m.logit_rows(LogitRows{});  // each step unembeds its one row
-      const int64_t room = std::min<int64_t>(*flags.generate, m.model.context - L);
-      ModelTokens prompt = L < m.model.context ? tokens : shorter;
-      CausalModel no_eos = m.model;
-      no_eos.eos.clear();
-      const Generation g = generate(no_eos, prompt, std::max<int64_t>(room, 1), SamplingSettings{}, {});
-      std::vector<double> step_ms;
-      for (size_t s = 1; s < g.steps.size(); ++s) step_ms.push_back(g.steps[s].ms);  // step 0 includes the prompt
-      r["generated"] = g.steps.size();
-      r["step_ms"] = median(step_ms);
+      const auto [generated, step_ms] = generationStepMs(m, L < m.model.context ? tokens : shorter, *flags.generate);
+      r["generated"] = generated;
+      r["step_ms"] = step_ms;
     }
-    if (flags.typing) {  // a run on L, then one token more at a time, as the app's runs while typing
-      m.reset();
-      m.logit_rows(LogitRows{false, {-1}});
-      m.model.run(tokens);
-      std::vector<double> typing_ms;
-      for (int64_t n = L + 1; n <= L + *flags.typing; ++n) {
-        const ModelTokens typed = m.from_ids(std::vector<int64_t>(ids.begin(), ids.begin() + n));
-        start = std::chrono::steady_clock::now();
-        m.model.run(typed);
-        typing_ms.push_back(msSince(start));
-      }
+    if (flags.typing) {
+      const std::vector<double> typing_ms = typingMs(m, ids, L, *flags.typing);
       r["typed"] = *flags.typing;
       r["typing_median_ms"] = median(typing_ms);
       r["typing_max_ms"] = *std::max_element(typing_ms.begin(), typing_ms.end());

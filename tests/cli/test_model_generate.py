@@ -306,13 +306,23 @@ class Incremental(unittest.TestCase):
             self.assertEqual(row["first_computed"], changed, texts[n])
 
 
+def bench_folder(name, family, seed, P=160, **opt):
+    """A random folder of one family for the bench tests."""
+    folder = ref.case_dir("gen", name)
+    cfg, tensors = hf.make_model(family, P=P, seed=seed, **opt)
+    hf.write_folder(folder, cfg, tensors)
+    return folder
+
+
+def bench_model(folder, *args):
+    """attnscope bench --model FOLDER ARGS..."""
+    return subprocess.run([ref.BIN, "bench", "--model", folder, *args], capture_output=True, text=True, timeout=120)
+
+
 class BenchModel(unittest.TestCase):
     def test_json_fields(self):
-        folder = ref.case_dir("gen", "bench")
-        cfg, tensors = hf.make_model("llama", P=160, seed=50, G=2)
-        hf.write_folder(folder, cfg, tensors)
-        result = subprocess.run([ref.BIN, "bench", "--model", folder, "--tokens", "20,70", "--generate", "3", "--json"],
-                                capture_output=True, text=True, timeout=120)
+        folder = bench_folder("bench", "llama", 50, G=2)
+        result = bench_model(folder, "--tokens", "20,70", "--generate", "3", "--json")
         self.assertEqual(result.returncode, 0, result.stderr)
         rows = json.loads(result.stdout)
         self.assertEqual([r["L"] for r in rows], [20, 70])
@@ -322,61 +332,48 @@ class BenchModel(unittest.TestCase):
             self.assertEqual(r["generated"], 3)
             self.assertTrue(all(r[k] >= 0 for k in ["load_ms", "forward_ms", "append_ms", "step_ms"]))
             self.assertGreater(r["peak_rss_mb"], 0)
-        result = subprocess.run([ref.BIN, "bench", "--model", folder, "--tokens", "200"], capture_output=True,
-                                text=True, timeout=120)
+        result = bench_model(folder, "--tokens", "200")
         self.assertEqual(result.returncode, 1)
         self.assertIn("context is 160", result.stderr)
 
     def test_typing_fields(self):
         """--typing N: N tokens appended one by one after a run on L (the app's typing at the end)."""
-        folder = ref.case_dir("gen", "bench-typing")
-        cfg, tensors = hf.make_model("gpt2", P=160, seed=51)
-        hf.write_folder(folder, cfg, tensors)
-        result = subprocess.run([ref.BIN, "bench", "--model", folder, "--tokens", "20,70", "--typing", "4", "--json"],
-                                capture_output=True, text=True, timeout=120)
+        folder = bench_folder("bench-typing", "gpt2", 51)
+        result = bench_model(folder, "--tokens", "20,70", "--typing", "4", "--json")
         self.assertEqual(result.returncode, 0, result.stderr)
         for r in json.loads(result.stdout):
             self.assertEqual(list(r), ["model", "L", "load_ms", "forward_ms", "append_ms", "typed", "typing_median_ms",
                                        "typing_max_ms", "peak_rss_mb"])
             self.assertEqual(r["typed"], 4)
             self.assertTrue(0 <= r["typing_median_ms"] <= r["typing_max_ms"])
-        result = subprocess.run([ref.BIN, "bench", "--model", folder, "--tokens", "20", "--typing", "4"],
-                                capture_output=True, text=True, timeout=120)
+        result = bench_model(folder, "--tokens", "20", "--typing", "4")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("typing_ms (median / max)", result.stdout)
         for args, code, message in [(["--typing", "0"], 2, "--typing must be at least 1"),
                                     (["--tokens", "158", "--typing", "5"], 1, "--tokens 158 + --typing 5: ")]:
-            result = subprocess.run([ref.BIN, "bench", "--model", folder] + args, capture_output=True, text=True,
-                                    timeout=120)
+            result = bench_model(folder, *args)
             self.assertEqual(result.returncode, code, result.stderr)
             self.assertIn(message, result.stderr)
             self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
 
-
     def test_rerun_fields(self):
         """--rerun N: N more full forwards, each on another text of length L (every row computed)."""
-        folder = ref.case_dir("gen", "bench-rerun")
-        cfg, tensors = hf.make_model("gpt2", P=160, seed=52)
-        hf.write_folder(folder, cfg, tensors)
-        result = subprocess.run([ref.BIN, "bench", "--model", folder, "--tokens", "30", "--rerun", "2", "--json"],
-                                capture_output=True, text=True, timeout=120)
+        folder = bench_folder("bench-rerun", "gpt2", 52)
+        result = bench_model(folder, "--tokens", "30", "--rerun", "2", "--json")
         self.assertEqual(result.returncode, 0, result.stderr)
         (r,) = json.loads(result.stdout)
         self.assertEqual(list(r), ["model", "L", "load_ms", "forward_ms", "append_ms", "reruns", "rerun_ms",
                                    "peak_rss_mb"])
         self.assertEqual(r["reruns"], 2)
         self.assertGreater(r["rerun_ms"], 0)
-        result = subprocess.run([ref.BIN, "bench", "--model", folder, "--tokens", "30", "--rerun", "0"],
-                                capture_output=True, text=True, timeout=120)
+        result = bench_model(folder, "--tokens", "30", "--rerun", "0")
         self.assertEqual(result.returncode, 2)
         self.assertIn("--rerun must be at least 1", result.stderr)
 
     def test_model_vs_torch_script_prints_first_and_median_runs(self):
         """scripts/bench_model_vs_torch.py on a small folder: both programs' first forward and
         the median after it, with their ratios."""
-        folder = ref.case_dir("gen", "bench-vs-torch")
-        cfg, tensors = hf.make_model("gpt2", P=64, seed=53)
-        hf.write_folder(folder, cfg, tensors)
+        folder = bench_folder("bench-vs-torch", "gpt2", 53, P=64)
         script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
                               "bench_model_vs_torch.py")
         env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
