@@ -94,8 +94,11 @@ AttentionOptions hfLayerOptions(const HfConfig& c, int64_t i) {
   return o;
 }
 
+// "#id" without a tokenizer, and for ids past its vocabulary: Pythia's and Qwen's embeddings
+// are padded past their tokenizers' (50304 rows for 50277 tokens), and a layer's top guess
+// can be one of those rows.
 std::string hfTokenLabel(const HfModel& model, int64_t id) {
-  if (model.tokenizer) return escapeToken(model.tokenizer->label(id));
+  if (model.tokenizer && !model.tokenizer->piece(id).empty()) return escapeToken(model.tokenizer->label(id));
   return "#" + std::to_string(id);
 }
 

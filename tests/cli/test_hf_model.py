@@ -147,6 +147,28 @@ class HfText(unittest.TestCase):
         self.assertEqual(result.returncode, 1)
         self.assertIn("the text has 9 tokens but", result.stderr)
 
+    def test_ids_past_the_tokenizer_are_labelled_by_id(self):
+        """Pythia's and Qwen's embeddings have rows past their tokenizers' vocabulary: such
+        an id is labelled "#id" (tokens.txt, the top-5), not as an empty string."""
+        folder = ref.case_dir("hf-text", "padded-vocab")
+        cfg, tensors = hf.make_model("gpt2", seed=38, V=1000, P=24)
+        hf.write_folder(folder, cfg, tensors)
+        hf.write_byte_level_bpe(folder)  # ids 0..255
+        out = folder + "-out"
+        result = run(folder, out, "--ids", "97,290,98")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(os.path.join(out, "tokens.txt"), encoding="utf-8") as f:
+            rows = [line.split("\t") for line in f.read().splitlines()]
+        self.assertEqual([(r[1], r[2]) for r in rows], [("97", "a"), ("290", "#290"), ("98", "b")])
+        self.assertIn('next token after "a#290b"', result.stdout)
+        top = [(int(line.split("(id ")[1].rstrip(")")), line.split("'")[1])
+               for line in result.stdout.split("next token")[1].splitlines()[1:6]]
+        self.assertTrue(any(i > 255 for i, _ in top), top)  # 3/4 of the rows are past the tokenizer
+        for token_id, label in top:
+            self.assertNotEqual(label, "")
+            if token_id > 255:
+                self.assertEqual(label, "#%d" % token_id)
+
     def test_no_tokenizer(self):
         folder = ref.case_dir("hf-text", "no-tokenizer")
         cfg, tensors = hf.make_model("gpt2", seed=37)
