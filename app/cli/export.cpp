@@ -126,7 +126,7 @@ int exportCommand(const ExportFlags& flags) {
   if (model && !flags.model_text.given()) throw UsageError(flags.bundle + " is a model folder: give --text TEXT or --text-file FILE");
   if (!model && flags.model_text.given()) throw UsageError("--text/--text-file: only with a MODEL folder (config.json)");
   if (model && (flags.mask || flags.heads_count || anyVariantFlag(flags.variants)))
-    throw UsageError("--mask/--heads-count/variant flags: a trained model fixes its heads, its (causal) mask and its attention");
+    throw UsageError("--mask/--heads-count/variant flags: a trained model fixes its heads, its mask and its attention");
   ExportRequest request;
   request.what = splitList("--what", flags.what);
   checkChoices("--what", request.what, exportWhatNames());

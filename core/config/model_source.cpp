@@ -134,20 +134,21 @@ LensTable lensTable(const LogitLens& lens, const std::function<std::string(int64
 
 using TokenLabelOf = std::function<std::string(int64_t)>;
 
-// The top-5 after position t from its logits [V], and the actual next token of `tokens` with
-// its probability and rank.
-NextTokenPredictions predictionAt(const float* logits, int64_t V, const ModelTokens& tokens, int64_t t,
+// The top-5 at position t from its logits [V], and the actual token of `tokens` they guess
+// (t + ahead: 1 for a causal model's next token, 0 for an encoder's masked-LM guess at t
+// itself) with its probability and rank.
+NextTokenPredictions predictionAt(const float* logits, int64_t V, const ModelTokens& tokens, int64_t t, int64_t ahead,
                                   const TokenLabelOf& label) {
   NextTokenPredictions p;
   const int64_t L = static_cast<int64_t>(tokens.ids.size());
   const std::vector<double> probs = nextTokenProbs(logits, V);
   const std::vector<int64_t> top = topIds(probs, kTopGuesses);
   for (int64_t id : top) p.top.push_back({label(id), probs[id]});
-  if (t + 1 < L) {
-    const int64_t next = tokens.ids[t + 1];
-    p.actual = tokens.label[t + 1];
+  if (t + ahead < L) {
+    const int64_t next = tokens.ids[t + ahead];
+    p.actual = tokens.label[t + ahead];
     p.actual_prob = probs[next];
-    p.actual_is_top = !tokens.unknown[t + 1] && top.front() == next;
+    p.actual_is_top = !tokens.unknown[t + ahead] && top.front() == next;
     p.actual_rank = 1;  // as GenerationStep::rank: ties go to the smaller id
     for (size_t j = 0; j < probs.size(); ++j)
       if (probs[j] > probs[next] || (probs[j] == probs[next] && static_cast<int64_t>(j) < next)) ++p.actual_rank;
@@ -181,40 +182,44 @@ ViewModel tiledViewOfRun(const ModelRun& run, const std::function<AttentionOptio
 
 // The maps, labels, top-5 predictions (at the positions whose logits the run computed) and
 // logit lens of one run of either kind of model; label(id) names a vocabulary entry;
-// layer_options(l) the options layer l ran with. No predictions without logits (an encoder
-// without MLM head).
+// layer_options(l) the options layer l ran with; encoder: a bidirectional encoder's run
+// (ViewModel::encoder). No predictions without logits (an encoder without MLM head).
 ViewModel viewFromRun(const ModelRun& run, const LogitLens& lens, const TokenLabelOf& label,
-                      const std::function<AttentionOptions(int64_t)>& layer_options, const Progress& progress) {
+                      const std::function<AttentionOptions(int64_t)>& layer_options, bool encoder,
+                      const Progress& progress) {
   std::vector<std::shared_ptr<const AttentionTrace>> traces;
   if (run.mapsKept())
     for (const AttentionTrace& trace : run.layers) traces.push_back(std::make_shared<const AttentionTrace>(trace));
   ViewModel view = run.mapsKept() ? viewFromTraces(traces) : tiledViewOfRun(run, layer_options, progress);
   view.unknown_tokens = run.tokens.unknownCount();
   view.first_computed = run.first_computed;
+  view.encoder = encoder;
   if (run.logits.empty()) return view;
   view.lens = lensTable(lens, label);
   view.logits_rows = run.logits_rows;
   const int64_t L = static_cast<int64_t>(run.tokens.ids.size());
   view.predictions.resize(L);
   for (int64_t t = 0; t < L; ++t)
-    if (const float* row = run.logits.row(t)) view.predictions[t] = predictionAt(row, run.logits.vocab(), run.tokens, t, label);
+    if (const float* row = run.logits.row(t))
+      view.predictions[t] = predictionAt(row, run.logits.vocab(), run.tokens, t, encoder ? 0 : 1, label);
   return view;
 }
 
 // The predictions of the positions `run` did not unembed, for later (ViewModel::more_predictions):
 // a copy of its final residual rows and tokens; head and label keep the model alive.
-std::shared_ptr<const LaterPredictions> laterPredictions(const ModelRun& run, RowHead head, TokenLabelOf label) {
+std::shared_ptr<const LaterPredictions> laterPredictions(const ModelRun& run, int64_t ahead, RowHead head,
+                                                         TokenLabelOf label) {
   auto residual = std::make_shared<const Tensor>(run.final_residual);
   auto tokens = std::make_shared<const ModelTokens>(run.tokens);
   const int64_t V = run.logits.vocab();
   auto later = std::make_shared<LaterPredictions>();
-  later->block = [residual, tokens, V, head = std::move(head), label = std::move(label)](int64_t position) {
+  later->block = [residual, tokens, V, ahead, head = std::move(head), label = std::move(label)](int64_t position) {
     const std::pair<int64_t, int64_t> block = logitBlock(position, residual->dim(0));
     Tensor logits({block.second - block.first, V});
     blockLogits(*residual, block, head, logits.data.data());
     PredictionBlock out{block.first, {}};
     for (int64_t t = block.first; t < block.second; ++t)
-      out.rows.push_back(predictionAt(&logits.data[(t - block.first) * V], V, *tokens, t, label));
+      out.rows.push_back(predictionAt(&logits.data[(t - block.first) * V], V, *tokens, t, ahead, label));
     return out;
   };
   return later;
@@ -224,7 +229,7 @@ std::shared_ptr<const LaterPredictions> laterPredictions(const ModelRun& run, Ro
 
 ViewModel viewFromModelRun(const Model& model, const ModelRun& run, const Progress& progress) {
   ViewModel view = viewFromRun(run, modelLens(model, run), [&](int64_t id) { return tokenLabel(model, id); },
-                               [&](int64_t) { return modelAttentionOptions(model.config); }, progress);
+                               [&](int64_t) { return modelAttentionOptions(model.config); }, false, progress);
   view.model = model.config.name;
   view.notes = model.caption;
   view.context = model.config.max_len;
@@ -238,7 +243,8 @@ ViewModel viewFromModelRun(const Model& model, const ModelRun& run, const Progre
 
 ViewModel viewFromHfRun(const HfModel& model, const ModelRun& run, const Progress& progress) {
   ViewModel view = viewFromRun(run, hfLens(model, run), [&](int64_t id) { return hfTokenLabel(model, id); },
-                               [&](int64_t layer) { return hfLayerOptions(model.config, layer); }, progress);
+                               [&](int64_t layer) { return hfLayerOptions(model.config, layer); },
+                               !model.config.family->causal, progress);
   view.model = model.name();
   view.notes = "Hugging Face " + model.config.model_type + " model (" + model.folder + ")";
   view.context = model.context();
@@ -261,13 +267,14 @@ FolderModelRunner::FolderModelRunner(const FolderWeights& weights) : folder_(wei
   if (weights.hf) {
     hf_ = std::make_unique<HfRunner>(weights.hf);
     hf_->keepMapsWithin(fullPathBudgetBytes());
-    heads_ = weights.hf->config.heads;
-    width_ = weights.hf->config.hidden;
+    const HfConfig& c = weights.hf->config;
+    shape_ = {c.heads, c.kv_heads, c.head_dim, c.hidden, c.qkv_bias};
   } else {
     own_ = std::make_unique<ModelRunner>(weights.own);
     own_->keepMapsWithin(fullPathBudgetBytes());
-    heads_ = weights.own->config.n_heads;
-    width_ = weights.own->config.d_model;
+    const ModelConfig& c = weights.own->config;
+    shape_ = {c.n_heads, c.n_heads, c.d_model / c.n_heads, c.d_model,
+              !weights.own->blocks.empty() && !weights.own->blocks[0].attn.b_q.empty()};
   }
 }
 
@@ -304,7 +311,7 @@ ViewModel FolderModelRunner::view(const std::string& text, TextSize* size, const
     if (!logit_rows.all && !run.logits.empty()) {
       const std::shared_ptr<const HfModel> m = weights_.hf;
       view.more_predictions = laterPredictions(
-          run, [m](const Tensor& x, float* logits) { hfOutputLogits(*m, x, logits); },
+          run, view.encoder ? 0 : 1, [m](const Tensor& x, float* logits) { hfOutputLogits(*m, x, logits); },
           [m](int64_t id) { return hfTokenLabel(*m, id); });
     }
     return view;
@@ -321,7 +328,7 @@ ViewModel FolderModelRunner::view(const std::string& text, TextSize* size, const
   if (!logit_rows.all) {
     const std::shared_ptr<const Model> m = weights_.own;
     view.more_predictions = laterPredictions(
-        run, [m](const Tensor& x, float* logits) { modelOutputLogits(*m, x, logits); },
+        run, 1, [m](const Tensor& x, float* logits) { modelOutputLogits(*m, x, logits); },
         [m](int64_t id) { return tokenLabel(*m, id); });
   }
   return view;

@@ -105,15 +105,20 @@ class FolderModelRunner {
   ViewModel viewOf(const ModelRun& run) const;
   std::string tokenText(int64_t id) const;
   const std::string& folder() const { return folder_; }
-  int64_t heads() const { return heads_; }  // query heads H
-  int64_t width() const { return width_; }  // d_model / hidden_size
+  // Every layer's attention sizes: H*d is not always the width (Gemma-2-2B: 8 x 256 of
+  // 2304; Qwen3), and G < H under grouped-query attention.
+  struct AttentionShape {
+    int64_t heads = 0, kv_heads = 0, head_dim = 0, width = 0;  // H, G, d, d_model
+    bool qkv_bias = false;                                      // q, k and v projections add a bias
+  };
+  const AttentionShape& attentionShape() const { return shape_; }
 
  private:
   std::string folder_;
   FolderWeights weights_;
   std::unique_ptr<ModelRunner> own_;  // attnscope-model/1
   std::unique_ptr<HfRunner> hf_;      // Hugging Face
-  int64_t heads_ = 0, width_ = 0;
+  AttentionShape shape_;
 };
 
 // One run of FolderModelRunner: the one path from settings to a model's view (buildView).

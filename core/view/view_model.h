@@ -84,7 +84,7 @@ struct TokenGuess {
 struct NextTokenPredictions {
   std::vector<TokenGuess> top;  // best first (k = 5, or V when smaller); empty: not computed
                                 // (the run did not unembed this position: ViewModel::more_predictions)
-  std::string actual;           // the character at position + 1 as a label; "" at the last position
+  std::string actual;           // the token at position + 1 (masked LM: at position) as a label; "" past the end
   double actual_prob = 0.0;     // the model's probability for it (0 at the last position)
   bool actual_is_top = false;   // the top guess is the actual next character
   int64_t actual_rank = 0;      // its rank among all tokens (1 = the top guess); 0 at the last position
@@ -210,6 +210,9 @@ struct ViewModel {
   std::string notes;                                   // imported: bundle.json "notes"; model run: the caption
   // Model runs (config/model_source.h) only; empty otherwise:
   std::vector<NextTokenPredictions> predictions;       // [L] the guess after each query position
+  bool encoder = false;  // a bidirectional encoder's run (BERT): nothing to generate, and its
+                         // predictions[t] are masked-LM guesses of the token at t itself (their
+                         // `actual` is that token, not the next one)
   // Logits only where they are looked at: a run that unembedded some positions only computes
   // the 64-row block holding any other position here, from the run's final residual rows,
   // without rerunning the model (const data: call it off the UI thread). Null when the run

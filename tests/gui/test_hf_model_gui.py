@@ -123,5 +123,51 @@ class HfModelGuiTest(g.AppTestCase):
             self.assertEqual(json.load(f)["recent_models"], [folder])
 
 
+class ModelControlsGuiTest(g.AppTestCase):
+    """A folder's greyed sandbox controls show that model's own attention (never the
+    sandbox's numbers): Gemma 2's head size (head_dim, not hidden / heads), its first layer's
+    sliding window, no q/k/v bias; BERT's bidirectional mask and biases. An encoder's
+    predictions panel shows masked-LM guesses at a position, checked against the token there,
+    and its Generate section says why it does not generate."""
+    SCRATCH = "hf-controls-gui-"
+
+    def open(self, name, folder):
+        ready = lambda s: g.model_settled(s) and s.get("model_name") == name  # noqa: E731
+        return self.start(name, folder, ready=ready, source="text", heads=2, head_dim=8)[3]
+
+    def test_gemma2_head_size_window_and_bias(self):
+        folder = os.path.join(self.dir, "gemma")
+        cfg, tensors = hf.make_model("gemma2", seed=42, V=256, P=256, D=48, H=4, G=2, head_dim=16, window=5)
+        hf.write_folder(folder, cfg, tensors)
+        hf.write_byte_level_bpe(folder)
+        state = self.open("gemma", folder)
+        self.assertEqual(state["controls_shown"], {"heads": 4, "head_dim": 16, "mask": "causal+causal-window:4",
+                                                   "bias": False})
+        self.assertEqual(state["texts"]["constraint_heads"], "D=64, H=4, d=16")  # H*d, not hidden_size 48
+        self.assertEqual(state["texts"]["pipeline_shapes"].split()[-1], "d=16")
+        self.assertFalse(state["predictions"]["masked_lm"])
+        self.assertIn("generate_button", state["rects"])
+        self.assertNotIn("generate_off", state["texts"])
+        self.capture(self.find_window(), "gemma_controls.png")
+
+    def test_bert_mask_bias_and_masked_lm_guesses(self):
+        folder = os.path.join(self.dir, "bert")
+        cfg, tensors = hf.make_model("bert", seed=43, V=40, P=64)
+        hf.write_folder(folder, cfg, tensors)
+        hf.write_wordpiece(folder)
+        state = self.open("bert", folder)
+        self.assertEqual(state["controls_shown"], {"heads": 4, "head_dim": 8, "mask": "none", "bias": True})
+        p = state["predictions"]
+        self.assertTrue(p["masked_lm"])
+        # The guess at position t is checked against the token at t itself, not at t + 1.
+        self.assertEqual(p["actual"], state["query_tokens"][p["position"]])
+        self.assertTrue(state["texts"]["predictions_position"].startswith("at '"), state["texts"])
+        self.assertTrue(all(t["label"] for t in p["top"]))  # ids past the 16-word vocabulary: "#id"
+        # No Generate button that could only fail: the section says why.
+        self.assertIn("is an encoder", state["texts"]["generate_off"])
+        self.assertNotIn("generate_button", state["rects"])
+        self.capture(self.find_window(), "bert_controls.png")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -160,8 +160,11 @@ std::shared_ptr<const ViewModel> ComputeWorker::runModel(const ComputeRequest& r
   facts.known = true;
   facts.B = 1;
   facts.L = facts.S_key = facts.S_value = view->mapL();
-  facts.H = model_runner_->heads();
-  facts.D_q = facts.D_k = model_runner_->width();
+  const FolderModelRunner::AttentionShape& shape = model_runner_->attentionShape();
+  facts.H = shape.heads;
+  facts.D_q = shape.heads * shape.head_dim;
+  facts.D_k = shape.kv_heads * shape.head_dim;
+  facts.qkv_bias = shape.qkv_bias;
   return view;
 }
 

@@ -723,12 +723,12 @@ struct ErrorPlacement {
   }
 };
 
-// Model, mask, scaling, variants and mistakes. A trained model fixes its own heads, causal
+// Model, mask, scaling, variants and mistakes. A trained model fixes its own heads,
 // mask and scale: greyed out with the reason, they show the model's values (the user's
 // come back after).
 bool drawSandboxSections(AppState& state, const KnownSizes& sizes, ErrorPlacement& error) {
   const bool trained = state.settings.source == InputSource::Model;
-  constexpr const char* kReason = "a trained model fixes its heads, sizes, causal mask and scaling: pick the "
+  constexpr const char* kReason = "a trained model fixes its heads, sizes, mask and scaling: pick the "
                                   "random-weights sandbox under Models to change them";
   if (trained) {
     ImGui::Spacing();

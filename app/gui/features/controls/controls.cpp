@@ -47,7 +47,18 @@ Settings controlsShown(const AppState& state) {
   shown.source = state.settings.source;
   shown.heads = f.H;
   shown.head_dim = f.D_q / f.H;
+  shown.bias = f.qkv_bias;
+  shown.positional_encoding = true;  // learned, sinusoidal or rotary: every model has positions
+  // The focused layer's own mask: BERT's none, Mistral's window, Gemma 2's alternating layers.
   shown.mask = MaskSpec::parse("causal");
+  const ViewModel* v = state.compute.view.get();
+  if (v && !v->maps.empty()) {
+    const std::string& name = v->maps[std::clamp<int64_t>(state.view.focus.layer, 0, static_cast<int64_t>(v->maps.size()) - 1)].mask_name;
+    try {
+      if (!name.empty()) shown.mask = MaskSpec::parse(name);
+    } catch (const InputError&) {  // a name no control can show (a tiled view's): the run's causal mask
+    }
+  }
   return shown;
 }
 
@@ -80,7 +91,8 @@ void controlsToJson(const AppState& state, nlohmann::json& line) {
   line["folded_layout"] = s.folded_layout;
   line["mistake"] = mistakeName(s.mistake);
   const Settings shown = controlsShown(state);  // what the (greyed) controls show
-  line["controls_shown"] = {{"heads", shown.heads}, {"head_dim", shown.head_dim}, {"mask", shown.mask.toString()}};
+  line["controls_shown"] = {{"heads", shown.heads}, {"head_dim", shown.head_dim}, {"mask", shown.mask.toString()},
+                            {"bias", shown.bias}};
   line["valid_lens"] = s.valid_lens;
   line["valid_lens_shown"] = textValidLensShown(s);
   line["dropout"] = s.dropout;

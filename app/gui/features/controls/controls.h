@@ -40,8 +40,9 @@ std::string mistakeDiffSummary(const AppState& state);
 // The focused head's max |buggy - correct| probability; -1 when not available.
 float focusedDiffMax(const AppState& state);
 // The settings the sandbox's controls show: the user's, or under a trained model's run the
-// model's own (its heads H, head size D / H, causal mask; no padding, dropout, mistake or
-// variant), greyed out, so that no number on screen is the sandbox's.
+// model's own (its heads H, head size d, the focused layer's mask, whether q, k, v have
+// biases; no padding, dropout, mistake or variant), greyed out, so that no number on screen
+// is the sandbox's.
 Settings controlsShown(const AppState& state);
 // A model's text longer than its context: the one message about it, shown under the text
 // box ("The model reads at most 128 characters: shorten the text by 9. ..."); "" otherwise.

@@ -116,6 +116,16 @@ void drawMassPlots(AppState& state) {
 
 void drawGenerateSection(AppState& state) {
   sectionHeader("Generate");
+  // An encoder (BERT) has no next token: the section says so instead of offering a Generate
+  // that can only fail.
+  if (const ViewModel* v = state.compute.view.get(); v && v->encoder && !state.generate.running) {
+    const std::string why = v->model + " is an encoder (bidirectional): it does not generate; its masked-LM "
+                            "head guesses each position's own token (the predictions panel)";
+    ui::text(state.script.layout, "generate_off", ui::TextLook{ImGui::GetStyle().Colors[ImGuiCol_TextDisabled], true},
+             "%s", why.c_str());
+    state.script.layout.recordText("generate_off", why);
+    return;
+  }
   GenerateControls& c = state.generate.controls;
   const GenerateControls before = c;
   ui::inputInt(state.script.layout, "generate_tokens", "tokens##generate", &c.tokens);

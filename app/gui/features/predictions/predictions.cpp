@@ -128,7 +128,7 @@ void predictionsToJson(const AppState& state, nlohmann::json& line) {
     line["predictions"] = {{"position", at.position}, {"why", at.why}, {"top", top}, {"actual", p.actual},
                            {"actual_prob", p.actual_prob}, {"actual_is_top", p.actual_is_top},
                            {"actual_rank", p.actual_rank}, {"chosen", chosenByGeneration(*v, at.position)},
-                           {"pending", known == nullptr}};
+                           {"pending", known == nullptr}, {"masked_lm", v->encoder}};
   }
   // Logits only where they are looked at: what the shown run and the on-demand jobs unembedded.
   line["logits_rows"] = v ? v->logits_rows : 0;

@@ -73,7 +73,12 @@ void drawNextToken(AppState& state) {
     return;
   }
   const std::string& token = v.mapQueryTokens()[at.position];
-  ImGui::Text("after '%s' at position %lld", visibleToken(token).c_str(), static_cast<long long>(at.position));
+  // An encoder's masked-LM head guesses the token at the position itself, not the next one.
+  const std::string where = (v.encoder ? "at '" : "after '") + visibleToken(token) +
+                            (v.encoder ? "' (position " : "' at position ") + std::to_string(at.position) +
+                            (v.encoder ? ")" : "");
+  ui::text(state.script.layout, "predictions_position", ui::plainText(), "%s", where.c_str());
+  state.script.layout.recordText("predictions_position", where);
   const std::string why = std::string("(") + at.why + ")";
   sameLineIfFits(ImGui::CalcTextSize(why.c_str()).x);  // else on the next line
   ui::text(state.script.layout, "predictions_heading", ui::disabledText(), "%s", why.c_str());
@@ -100,7 +105,7 @@ void drawNextToken(AppState& state) {
     drawChosen(state, p);
   } else {  // wrapped: a long token must not run out of the panel
     ui::text(state.script.layout, "predictions_actual", ui::TextLook{p.actual_is_top ? kHit : kMiss, true},
-             "actual next '%s' (%.1f%%): %s", visibleToken(p.actual).c_str(), 100.0 * p.actual_prob,
+             v.encoder ? "actual token '%s' (%.1f%%): %s" : "actual next '%s' (%.1f%%): %s", visibleToken(p.actual).c_str(), 100.0 * p.actual_prob,
              p.actual_is_top ? "the top guess" : "not the top guess");
   }
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
@@ -113,9 +118,11 @@ void drawNextToken(AppState& state) {
 // Two tabs: the next token at one position, and the logit lens (features/lens).
 void drawPredictionsPanel(AppState& state) {
   if (!showsPredictions(state)) return;
-  if (beginPanelWindow(state, "Next-token predictions", Panel::Predictions) && ImGui::BeginTabBar("##predictions_tabs")) {
+  const char* title = state.compute.view->encoder ? "Masked-LM predictions###predictions" : "Next-token predictions###predictions";
+  if (beginPanelWindow(state, title, Panel::Predictions) && ImGui::BeginTabBar("##predictions_tabs")) {
     state.script.layout.recordWindow("predictions_panel");
-    const bool next_open = ui::beginTabItem(state.script.layout, "predictions_tab", "Next token");
+    const bool next_open = ui::beginTabItem(state.script.layout, "predictions_tab",
+                                            state.compute.view->encoder ? "Masked LM###next" : "Next token###next");
     if (next_open) {
       drawNextToken(state);
       ImGui::EndTabItem();
