@@ -44,7 +44,7 @@ class ImportedControlsTest(g.AppTestCase):
         _, log, window, state = self.start("model", ready=g.model_settled, source="model", model="reverse-digits",
                                            model_text="12=21.", dropout=0.3, train=True)
         self.assertIn("heads_slider", state["rects"])  # greyed, with the model's values
-        self.assertEqual(state["controls_shown"], {"heads": 2, "head_dim": 32, "mask": "causal"})
+        self.assertEqual(state["controls_shown"], {"heads": 2, "head_dim": 32, "mask": "causal", "bias": True})
         self.assertEqual((state["layers"], state["texts"]["source_facts"]), (1, "1 layer x 2 heads"))  # the run's facts
         self.screenshot(window, "model.png")
 

@@ -23,7 +23,7 @@ class PipelineNumbersTest(g.AppTestCase):
     def test_greyed_controls_show_the_models_values(self):
         _, log, window, state = self.start("greyed", ready=model_settled, source="model", model="reverse-digits",
                                            model_text="12=21.", heads=8, head_dim=16, mask="padding", valid_lens=[5])
-        self.assertEqual(state["controls_shown"], {"heads": 2, "head_dim": 32, "mask": "causal"})
+        self.assertEqual(state["controls_shown"], {"heads": 2, "head_dim": 32, "mask": "causal", "bias": True})
         self.assertEqual((state["settings_heads"], state["mask"]), (8, "padding"))  # the user's, kept
         self.assertIn("imported_reason", state["rects"])
 
@@ -31,7 +31,7 @@ class PipelineNumbersTest(g.AppTestCase):
         _, log, window, state = self.start("sandbox", ready=lambda s: g.settled(s) and "constraint_heads" in s["texts"],
                                            text="one two three", heads=2, head_dim=8)
         self.assertEqual(state["texts"]["constraint_heads"], "D=16, H=2, d=8")
-        self.assertEqual(state["controls_shown"], {"heads": 2, "head_dim": 8, "mask": "none"})
+        self.assertEqual(state["controls_shown"], {"heads": 2, "head_dim": 8, "mask": "none", "bias": True})
 
 
 if __name__ == "__main__":
