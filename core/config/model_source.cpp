@@ -225,10 +225,30 @@ std::shared_ptr<const LaterPredictions> laterPredictions(const ModelRun& run, in
   return later;
 }
 
+// The lens of `run`'s residuals column by column (ViewModel::lens.later), `block` positions
+// per call: a copy of the residuals [N + 1, L, D]; head and label keep the model alive.
+std::shared_ptr<const LaterLens> laterLens(const ModelRun& run, int64_t block, OutputHead head, TokenLabelOf label) {
+  auto residuals = std::make_shared<const Tensor>(run.residuals);
+  auto later = std::make_shared<LaterLens>();
+  later->block = block;
+  later->columns = [residuals, block, head = std::move(head), label = std::move(label)](int64_t position) {
+    const int64_t layers = residuals->dim(0), L = residuals->dim(1), D = residuals->dim(2);
+    LensColumns out;
+    out.first = position / block * block;
+    out.count = std::min(block, L - out.first);
+    Tensor part({layers, out.count, D});  // [N + 1, count, D]: the block's rows of every layer
+    for (int64_t l = 0; l < layers; ++l)
+      std::copy_n(&residuals->data[(l * L + out.first) * D], out.count * D, &part.data[l * out.count * D]);
+    out.cells = lensTable(logitLens(part, head), label).cells;
+    return out;
+  };
+  return later;
+}
+
 }  // namespace
 
-ViewModel viewFromModelRun(const Model& model, const ModelRun& run, const Progress& progress) {
-  ViewModel view = viewFromRun(run, modelLens(model, run), [&](int64_t id) { return tokenLabel(model, id); },
+ViewModel viewFromModelRun(const Model& model, const ModelRun& run, const Progress& progress, bool lens) {
+  ViewModel view = viewFromRun(run, lens ? modelLens(model, run) : LogitLens(), [&](int64_t id) { return tokenLabel(model, id); },
                                [&](int64_t) { return modelAttentionOptions(model.config); }, false, progress);
   view.model = model.config.name;
   view.notes = model.caption;
@@ -241,8 +261,8 @@ ViewModel viewFromModelRun(const Model& model, const ModelRun& run, const Progre
   return view;
 }
 
-ViewModel viewFromHfRun(const HfModel& model, const ModelRun& run, const Progress& progress) {
-  ViewModel view = viewFromRun(run, hfLens(model, run), [&](int64_t id) { return hfTokenLabel(model, id); },
+ViewModel viewFromHfRun(const HfModel& model, const ModelRun& run, const Progress& progress, bool lens) {
+  ViewModel view = viewFromRun(run, lens ? hfLens(model, run) : LogitLens(), [&](int64_t id) { return hfTokenLabel(model, id); },
                                [&](int64_t layer) { return hfLayerOptions(model.config, layer); },
                                !model.config.family->causal, progress);
   view.model = model.name();
@@ -285,52 +305,87 @@ void FolderModelRunner::setCacheWindow(const CacheWindow& cache) {
 
 FolderModelRunner::~FolderModelRunner() = default;
 
-// The lens keeps the view quick: off above kLensBudget multiply-adds ((N + 1) L D V), with
-// the reason for the app to show; "" when it fits.
-std::string lensOffReason(int64_t layers, int64_t L, int64_t D, int64_t V) {
-  constexpr double kLensBudget = 1e10;
-  const double cost = static_cast<double>(layers + 1) * L * D * V;
-  if (cost <= kLensBudget) return "";
-  const int64_t fits = static_cast<int64_t>(kLensBudget / (static_cast<double>(layers + 1) * D * V));
-  return "logit lens off: " + std::to_string(L) + " tokens; it is computed for up to " + std::to_string(fits) +
-         " tokens of this model (`attnscope model run --lens` has no limit)";
+namespace {
+
+// How a run gets its logit lens ((N + 1) L D V multiply-adds): eagerly within `budget`; past it,
+// with on_demand, column by column when looked at (LaterLens: its residuals kept, blocks of
+// up to 16 positions within the budget) unless the residuals would pass kLaterLensBytes;
+// otherwise off, with the reason for the app to show.
+struct LensPlan {
+  bool eager = false, later = false;
+  int64_t block = 0;       // positions per later call
+  std::string off_reason;  // "" when the run has a lens
+  bool residuals() const { return eager || later; }
+};
+constexpr uint64_t kLaterLensBytes = uint64_t{1} << 30;
+
+LensPlan lensPlan(int64_t layers, int64_t L, int64_t D, int64_t V, double budget, bool on_demand) {
+  const double per_position = static_cast<double>(layers + 1) * D * V;
+  if (per_position * L <= budget) return {true, false, 0, ""};
+  const auto residual_bytes = static_cast<uint64_t>(layers + 1) * L * D * sizeof(float);
+  if (on_demand && residual_bytes <= kLaterLensBytes)
+    return {false, true, std::clamp<int64_t>(static_cast<int64_t>(budget / per_position), 1, 16), ""};
+  const int64_t fits = static_cast<int64_t>(budget / per_position);
+  std::string reason = "logit lens off: " + std::to_string(L) + " tokens; it is computed whole for up to " +
+                       std::to_string(fits) + " tokens of this model";
+  reason += on_demand ? ", and column by column while its residuals fit 1 GiB (" + std::to_string(residual_bytes >> 20) +
+                            " MiB here)"
+                      : "; open the Logit lens tab to compute it column by column";
+  return {false, false, 0, reason + " (`attnscope model run --lens` has no limit)"};
 }
 
+}  // namespace
+
 ViewModel FolderModelRunner::view(const std::string& text, TextSize* size, const LogitRows& logit_rows,
-                                  const Progress& progress) {
+                                  const Progress& progress, bool lens_on_demand) {
   if (hf_) {
     ModelTokens tokens = tokenizeHf(hf_->model(), text);
     const HfConfig& c = hf_->model().config;
-    if (size) *size = {static_cast<int64_t>(tokens.ids.size()), c.max_positions, "tokens"};
-    const std::string off = lensOffReason(c.n_layers, static_cast<int64_t>(tokens.ids.size()), c.hidden, c.vocab);
-    hf_->keepResiduals(off.empty());
+    const int64_t L = static_cast<int64_t>(tokens.ids.size());
+    if (size) *size = {L, c.max_positions, "tokens"};
+    const LensPlan lens = lensPlan(c.n_layers, L, c.hidden, c.vocab, lens_budget_, lens_on_demand);
+    hf_->keepResiduals(lens.residuals());
     hf_->logitRows(logit_rows);
     const ModelRun& run = hf_->run(std::move(tokens));
-    ViewModel view = viewFromHfRun(hf_->model(), run, progress);
-    if (!view.predictions.empty()) view.lens.off_reason = off;
-    if (!logit_rows.all && !run.logits.empty()) {
-      const std::shared_ptr<const HfModel> m = weights_.hf;
-      view.more_predictions = laterPredictions(
-          run, view.encoder ? 0 : 1, [m](const Tensor& x, float* logits) { hfOutputLogits(*m, x, logits); },
-          [m](int64_t id) { return hfTokenLabel(*m, id); });
+    ViewModel view = viewFromHfRun(hf_->model(), run, progress, lens.eager);
+    if (view.predictions.empty()) return view;  // an encoder without masked-LM head: no lens either
+    view.lens.off_reason = lens.off_reason;
+    const std::shared_ptr<const HfModel> m = weights_.hf;
+    const auto label = [m](int64_t id) { return hfTokenLabel(*m, id); };
+    if (lens.later) {
+      view.lens.layers = c.n_layers + 1, view.lens.positions = L;
+      view.lens.later = laterLens(run, lens.block, [m](const Tensor& x, Tensor& logits) {
+        logits = Tensor({x.dim(0), m->config.vocab});
+        hfOutputLogits(*m, x, logits.data.data());
+      }, label);
     }
+    if (!logit_rows.all && !run.logits.empty())
+      view.more_predictions = laterPredictions(
+          run, view.encoder ? 0 : 1, [m](const Tensor& x, float* logits) { hfOutputLogits(*m, x, logits); }, label);
     return view;
   }
   ModelTokens tokens = tokenizeForModel(own_->model(), text);
   const ModelConfig& c = own_->model().config;
-  if (size) *size = {static_cast<int64_t>(tokens.ids.size()), c.max_len, c.tokenizer == Tokenizer::Chars ? "characters" : "bytes"};
-  const std::string off = lensOffReason(c.n_layers, static_cast<int64_t>(tokens.ids.size()), c.d_model, c.vocab_size);
-  own_->keepResiduals(off.empty());
+  const int64_t L = static_cast<int64_t>(tokens.ids.size());
+  if (size) *size = {L, c.max_len, c.tokenizer == Tokenizer::Chars ? "characters" : "bytes"};
+  const LensPlan lens = lensPlan(c.n_layers, L, c.d_model, c.vocab_size, lens_budget_, lens_on_demand);
+  own_->keepResiduals(lens.residuals());
   own_->logitRows(logit_rows);
   const ModelRun& run = own_->runTokens(std::move(tokens));
-  ViewModel view = viewFromModelRun(own_->model(), run, progress);
-  view.lens.off_reason = off;
-  if (!logit_rows.all) {
-    const std::shared_ptr<const Model> m = weights_.own;
-    view.more_predictions = laterPredictions(
-        run, 1, [m](const Tensor& x, float* logits) { modelOutputLogits(*m, x, logits); },
-        [m](int64_t id) { return tokenLabel(*m, id); });
+  ViewModel view = viewFromModelRun(own_->model(), run, progress, lens.eager);
+  view.lens.off_reason = lens.off_reason;
+  const std::shared_ptr<const Model> m = weights_.own;
+  const auto label = [m](int64_t id) { return tokenLabel(*m, id); };
+  if (lens.later) {
+    view.lens.layers = c.n_layers + 1, view.lens.positions = L;
+    view.lens.later = laterLens(run, lens.block, [m](const Tensor& x, Tensor& logits) {
+      logits = Tensor({x.dim(0), m->config.vocab_size});
+      modelOutputLogits(*m, x, logits.data.data());
+    }, label);
   }
+  if (!logit_rows.all)
+    view.more_predictions = laterPredictions(
+        run, 1, [m](const Tensor& x, float* logits) { modelOutputLogits(*m, x, logits); }, label);
   return view;
 }
 

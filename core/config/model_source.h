@@ -55,10 +55,11 @@ Settings settingsForModel(Settings base, const std::string& folder);
 // caption and notable heads.
 // A run past the full path's budget (ModelRun::mapsKept false) is shown in tiles: every
 // layer's overview, pooled with progress (returning false cancels: Cancelled).
-ViewModel viewFromModelRun(const Model& model, const ModelRun& run, const Progress& progress = {});
+// lens false: no logit lens from the run's residuals (the caller makes it column by column).
+ViewModel viewFromModelRun(const Model& model, const ModelRun& run, const Progress& progress = {}, bool lens = true);
 // The same for a Hugging Face folder: labels from its tokenizer; no predictions for an
 // encoder without masked-LM head (its MLM guesses otherwise).
-ViewModel viewFromHfRun(const HfModel& model, const ModelRun& run, const Progress& progress = {});
+ViewModel viewFromHfRun(const HfModel& model, const ModelRun& run, const Progress& progress = {}, bool lens = true);
 
 // A loaded model folder's weights (one kind set), shared read-only by every runner on it:
 // the app's maps and its generation run on one copy.
@@ -94,9 +95,14 @@ class FolderModelRunner {
   };
   // viewFromModelRun / viewFromHfRun of one run (progress: of a tiled view's overviews);
   // fills *size first when given. logit_rows: the positions to unembed (default all); with
-  // others, the view's more_predictions computes the rest on demand.
+  // others, the view's more_predictions computes the rest on demand. The logit lens is made
+  // whole within the lens budget ((N + 1) L D V multiply-adds); past it, with
+  // lens_on_demand, column by column when looked at (ViewModel::lens.later), else it is off
+  // with the reason.
   ViewModel view(const std::string& text, TextSize* size = nullptr, const LogitRows& logit_rows = {},
-                 const Progress& progress = {});
+                 const Progress& progress = {}, bool lens_on_demand = false);
+  // The lens budget in multiply-adds (default 1e10: 19 tokens of GPT-2 small, 0.1 s).
+  void setLensBudget(double multiply_adds) { lens_budget_ = multiply_adds; }
   // Generation (model/generate.h) on this folder's runner: the text's tokens, the causal
   // model (InputError for an encoder), each run's view (viewFromModelRun / viewFromHfRun)
   // and a token's text as typed.
@@ -119,6 +125,7 @@ class FolderModelRunner {
   std::unique_ptr<ModelRunner> own_;  // attnscope-model/1
   std::unique_ptr<HfRunner> hf_;      // Hugging Face
   AttentionShape shape_;
+  double lens_budget_ = 1e10;
 };
 
 // One run of FolderModelRunner: the one path from settings to a model's view (buildView).

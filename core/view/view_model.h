@@ -102,14 +102,28 @@ struct LaterPredictions {
   std::function<PredictionBlock(int64_t position)> block;
 };
 
+// Lens columns computed when looked at (a text past the eager lens budget): columns(p) gives
+// the block of positions holding p, from a copy of the run's residuals, without rerunning the
+// model (const data: call it off the UI thread). Copies of a view share it.
+struct LensColumns {
+  int64_t first = 0, count = 0;                // positions [first, first + count)
+  std::vector<std::vector<TokenGuess>> cells;  // [layers * count], best first
+};
+struct LaterLens {
+  int64_t block = 1;  // positions per columns() call
+  std::function<LensColumns(int64_t position)> columns;
+};
+
 // The logit lens of a model run (model/logit_lens.h), labelled: for layer l (0 = the
 // embeddings, k = the residual stream after k layers) and position t, the top guesses of the
-// model's output head on that residual (computed in core when the run is made).
+// model's output head on that residual: computed in core when the run is made, or (later set,
+// cells empty) column by column when looked at.
 struct LensTable {
   int64_t layers = 0, positions = 0;           // N + 1, L
   std::vector<std::vector<TokenGuess>> cells;  // [layers * positions], best first (k = 5)
+  std::shared_ptr<const LaterLens> later;      // the columns on demand; null when cells are set
   std::string off_reason;                      // why a model run has no lens ("" when it has one)
-  bool empty() const { return cells.empty(); }
+  bool empty() const { return cells.empty() && !later; }
   const std::vector<TokenGuess>& at(int64_t layer, int64_t position) const { return cells.at(layer * positions + position); }
 };
 

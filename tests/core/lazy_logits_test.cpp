@@ -218,6 +218,79 @@ TEST_F(LazyLogits, ViewComputesOtherPositionsPredictionsOnDemand) {
   }
 }
 
+// A byte-level BPE tokenizer.json without merges for printable ASCII other than the space:
+// each character is its own token, id = its code (GPT-2's byte alphabet leaves them as they are).
+void writeAsciiTokenizer(const fs::path& folder) {
+  nlohmann::json vocab = nlohmann::json::object();
+  for (int c = 33; c < 127; ++c) vocab[std::string(1, static_cast<char>(c))] = c;
+  const nlohmann::json level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
+  const nlohmann::json tok = {{"version", "1.0"}, {"added_tokens", nlohmann::json::array()}, {"normalizer", nullptr},
+                              {"pre_tokenizer", level}, {"post_processor", level}, {"decoder", level},
+                              {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}}};
+  std::ofstream(folder / "tokenizer.json") << tok.dump();
+}
+
+void expectSameColumn(const LensTable& whole, const LensColumns& c, int64_t t) {
+  for (int64_t l = 0; l < whole.layers; ++l) {
+    const std::vector<TokenGuess>& want = whole.at(l, t);
+    const std::vector<TokenGuess>& got = c.cells[l * c.count + t - c.first];
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t r = 0; r < want.size(); ++r) {
+      EXPECT_EQ(got[r].label, want[r].label) << "layer " << l << " position " << t;
+      EXPECT_EQ(got[r].prob, want[r].prob) << "layer " << l << " position " << t;
+    }
+  }
+}
+
+// The logit lens past its budget, for both kinds of folder: without on-demand it is off with
+// the reason; with it, the view keeps no table but a LaterLens whose columns (blocks of the
+// positions the budget allows) equal, bit for bit, the whole lens a run within budget makes.
+TEST_F(LazyLogits, LensColumnsOnDemandEqualTheWholeLens) {
+  writeGpt2(root_ / "gpt2");
+  writeAsciiTokenizer(root_ / "gpt2");
+  const std::string text = "def_area(w,h):return_w*h;print(area(3,4))#the_end!";  // 50 tokens in both
+  for (const std::string& folder : {pythonCodeFolder(), (root_ / "gpt2").string()}) {
+    SCOPED_TRACE(folder);
+    ASSERT_FALSE(folder.empty());
+    const ViewModel whole = FolderModelRunner(folder).view(text, nullptr, LogitRows{false, {-1}}, {}, true);
+    ASSERT_FALSE(whole.lens.cells.empty());  // within the default budget: made with the run
+    ASSERT_EQ(whole.lens.positions, 50);
+    EXPECT_FALSE(whole.lens.later);
+    FolderModelRunner runner(folder);
+    runner.setLensBudget(1.0);  // below one position's cost: one column per call
+    const ViewModel off = runner.view(text, nullptr, LogitRows{false, {-1}}, {}, false);
+    EXPECT_TRUE(off.lens.empty());
+    EXPECT_NE(off.lens.off_reason.find("open the Logit lens tab"), std::string::npos) << off.lens.off_reason;
+    const ViewModel later = runner.view(text, nullptr, LogitRows{false, {-1}}, {}, true);
+    ASSERT_TRUE(later.lens.later);
+    EXPECT_TRUE(later.lens.cells.empty());
+    EXPECT_FALSE(later.lens.empty());
+    EXPECT_EQ(later.lens.off_reason, "");
+    EXPECT_EQ(later.lens.layers, whole.lens.layers);
+    EXPECT_EQ(later.lens.positions, 50);
+    EXPECT_EQ(later.lens.later->block, 1);
+    for (int64_t t : {0, 17, 49}) {
+      const LensColumns c = later.lens.later->columns(t);
+      ASSERT_EQ(c.first, t);
+      ASSERT_EQ(c.count, 1);
+      expectSameColumn(whole.lens, c, t);
+    }
+  }
+  // The GPT-2 folder's position costs 3 x 16 x 300 multiply-adds: a budget of 7.5 positions
+  // gives blocks of 7, the last one cut at the text's end.
+  FolderModelRunner runner((root_ / "gpt2").string());
+  const ViewModel whole = runner.view(text, nullptr, LogitRows{false, {-1}}, {}, true);
+  runner.setLensBudget(7.5 * 3 * kD * kV);
+  const ViewModel later = runner.view(text, nullptr, LogitRows{false, {-1}}, {}, true);
+  ASSERT_TRUE(later.lens.later);
+  EXPECT_EQ(later.lens.later->block, 7);
+  for (auto [position, first, count] : {std::tuple{45, 42, 7}, {49, 49, 1}, {6, 0, 7}}) {
+    const LensColumns c = later.lens.later->columns(position);
+    ASSERT_EQ(std::make_pair(c.first, c.count), std::make_pair(int64_t{first}, int64_t{count}));
+    for (int64_t t = first; t < first + count; ++t) expectSameColumn(whole.lens, c, t);
+  }
+}
+
 // Rows not computed take no memory: a run's logits are stored per 64-row block once one of
 // its rows is written (1000 positions x 50000 would be 200 MB whole).
 TEST(RunLogitsStorage, OnlyBlocksWithComputedRowsAreStored) {

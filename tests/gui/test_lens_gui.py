@@ -106,6 +106,46 @@ class LensGuiTest(g.AppTestCase):
         self.assertTrue(inside(state["rects"]["predictions_actual"], state["rects"]["predictions_panel"]))
         self.screenshot(window, "lens-pinned-next-token.png")
 
+    def test_lens_column_by_column_past_its_budget(self):
+        """A text past the lens budget (here forced to under one position's cost) has no lens
+        until the tab opens; then the run keeps its residuals and the columns in view are
+        computed one block at a time, equal to `model run --lens`'s; a cell still computing
+        is drawn grey with "computing this column..." in its tooltip."""
+        self.x.env["ATTNSCOPE_TEST_LENS_BUDGET"] = "1"
+        self.addCleanup(self.x.env.pop, "ATTNSCOPE_TEST_LENS_BUDGET")
+        _, log, window, state = self.start("lens-later", ready=g.model_settled, source="model", model="python-code",
+                                           model_text=TEXT)
+        lens = state["lens"]
+        self.assertEqual((lens["layers"], lens["on_demand"], lens["shown"]), (0, False, False))
+        self.assertIn("open the Logit lens tab", lens["off_reason"])
+        generation = state["generation"]
+        state = g.wait_for_state(log, lambda s: s["rects"].get("lens_tab", [0, 0, 0, 0])[2] > 0)
+        state = self.click_until(window, log, state["rects"]["lens_tab"], lambda s: s["lens"]["shown"])
+        visible = lambda s: sorted({int(k.split("_")[3]) for k in s["rects"] if k.startswith("lens_cell_")})  # noqa: E731
+        state = g.wait_for_state(log, lambda s: s["lens"] and s["lens"]["on_demand"] and visible(s) and
+                                 all(s["lens"]["top1"][0][t] is not None for t in visible(s)), timeout=30)
+        lens = state["lens"]
+        self.assertEqual((lens["layers"], lens["positions"], lens["off_reason"]), (3, len(TEXT), ""))
+        self.assertGreater(state["generation"], generation)  # the tab asked for a run that keeps the residuals
+        shown = visible(state)
+        self.assertGreaterEqual(len(shown), 3)
+        self.assertLess(lens["columns_known"], len(TEXT))  # only what was looked at
+        self.assertGreaterEqual(lens["columns_known"], len(shown))
+        self.assertIn("columns computed as they come into view", state["texts"]["lens_on_demand"])
+        want = self.cli_top1()
+        for layer in range(3):
+            for t in range(len(TEXT)):
+                got = lens["top1"][layer][t]
+                if got is not None and want[layer][t] is not None:
+                    self.assertEqual(got, want[layer][t], (layer, t))
+        self.assertTrue(all(lens["top1"][layer][t] is not None for layer in range(3) for t in shown))
+        x, y, w, h = state["rects"]["lens_cell_2_%d" % shown[1]]
+        seen = g.line_count(log)
+        self.x.xdotool("mousemove", "--window", window, int(x + w / 2), int(y + h / 2))
+        hovered = g.wait_for_new_state(log, seen, lambda s: s["lens"]["hovered"] is not None)["lens"]["hovered"]
+        self.assertEqual((hovered["layer"], hovered["position"], len(hovered["top"])), (2, shown[1], 5))
+        self.screenshot(window, "lens-later.png")
+
 
 if __name__ == "__main__":
     unittest.main()

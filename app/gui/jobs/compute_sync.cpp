@@ -61,10 +61,12 @@ void postIfSettingsChanged(AppState& state) {
   ComputeState& c = state.compute;
   // A typed D the heads do not divide blocks sandbox runs only (a trained model ignores it).
   if (!state.drafts.control_error.empty() && state.settings.source != InputSource::Model) return;
-  // Opening the stepper asks for the decoding of the same settings.
+  // Opening the stepper asks for the decoding of the same settings, opening the Logit lens
+  // tab for the lens past its budget (the run keeps its residuals).
   const bool decode = state.stepper.open;
+  const bool lens = state.lens.shown && state.settings.source == InputSource::Model;
   if (c.posted_generation != 0 && !computeSettingsDiffer(state.settings, c.posted_settings) &&
-      (!decode || c.posted_decode))
+      (!decode || c.posted_decode) && (!lens || c.posted_lens))
     return;
   recomputeNow(state);
 }
@@ -72,9 +74,11 @@ void postIfSettingsChanged(AppState& state) {
 void recomputeNow(AppState& state) {
   ComputeState& c = state.compute;
   const bool decode = state.stepper.open;
+  const bool lens = state.lens.shown && state.settings.source == InputSource::Model;
   c.posted_settings = state.settings;
   c.posted_decode = decode;
-  c.posted_generation = c.worker->post(state.settings, decode, wantedLogitRows(state));
+  c.posted_lens = lens;
+  c.posted_generation = c.worker->post(state.settings, decode, wantedLogitRows(state), lens);
   c.posted_at = std::chrono::steady_clock::now();
   c.cancelled = false;  // the maps shown stay, marked in progress instead
   c.load_cancelled.clear();

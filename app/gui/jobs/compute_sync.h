@@ -25,6 +25,7 @@ struct ComputeState {
   uint64_t posted_generation = 0;  // 0 = nothing posted yet
   std::chrono::steady_clock::time_point posted_at;
   bool posted_decode = false;      // the KV-cache stepper asked for the decoding
+  bool posted_lens = false;        // the Logit lens tab asked for the lens column by column
   bool busy = false;               // a recompute has run > ~100 ms: spinner shown
   double progress = -1.0;          // a tiled overview or a load in progress: fraction done (whole percents); < 0 otherwise
   bool loading = false;            // ... and it is a model folder's load

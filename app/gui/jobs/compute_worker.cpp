@@ -20,6 +20,10 @@ std::chrono::milliseconds loadDelay() {
   return std::chrono::milliseconds(bytesFromEnvironment(kLoadDelayVariable).value_or(0));
 }
 
+// Test hook (GUI tests of the lens column by column on a small model): the lens budget in
+// multiply-adds (FolderModelRunner::setLensBudget). Unset in normal use.
+constexpr const char* kLensBudgetVariable = "ATTNSCOPE_TEST_LENS_BUDGET";
+
 constexpr int kWorkerNice = 10;  // 0 is the UI's; 10 gives it about 10x the CPU share under contention
 
 InputFacts readFacts(const AttentionInputs& in, int64_t heads) {
@@ -111,6 +115,8 @@ void ComputeWorker::loadFolder(const std::string& folder, const Jobs::Job& job) 
     if (delay.count() > 0) std::this_thread::sleep_for(delay);
     return job.keepGoing();
   });
+  if (const std::optional<uint64_t> budget = bytesFromEnvironment(kLensBudgetVariable))
+    model_runner_->setLensBudget(static_cast<double>(*budget));
   std::lock_guard<std::mutex> lock(weights_mutex_);
   loaded_weights_ = model_runner_->weights();
 }
@@ -145,7 +151,7 @@ std::shared_ptr<const ViewModel> ComputeWorker::runModel(const ComputeRequest& r
   };
   try {
     view = std::make_shared<const ViewModel>(
-        model_runner_->view(settings.model_text, &size, request.logit_rows, overview_progress));
+        model_runner_->view(settings.model_text, &size, request.logit_rows, overview_progress, request.lens_on_demand));
     job.progress(-1.0);
   } catch (const Cancelled&) {
     note_size();

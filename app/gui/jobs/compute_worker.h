@@ -79,6 +79,7 @@ struct ComputeRequest {
   Settings settings;
   bool decode = false;
   LogitRows logit_rows;
+  bool lens_on_demand = false;  // the Logit lens tab is open: past its budget, the lens column by column
 };
 
 class ComputeWorker {
@@ -87,8 +88,8 @@ class ComputeWorker {
 
   // Queues a job for these settings (decode: also run the KV-cache stepper); returns its
   // generation (1, 2, ...).
-  uint64_t post(const Settings& settings, bool decode = false, LogitRows logit_rows = {}) {
-    return jobs_.post({settings, decode, std::move(logit_rows)});
+  uint64_t post(const Settings& settings, bool decode = false, LogitRows logit_rows = {}, bool lens_on_demand = false) {
+    return jobs_.post({settings, decode, std::move(logit_rows), lens_on_demand});
   }
   // The result of the newest job, once, when it has finished; stale results never appear.
   std::shared_ptr<const ComputeResult> poll() { return jobs_.poll(); }

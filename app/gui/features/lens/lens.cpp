@@ -1,8 +1,10 @@
 #include "gui/features/lens/lens.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "gui/features/predictions/predictions.h"
+#include "gui/jobs/job_error.h"
 #include "gui/shell/app_state.h"
 
 namespace attnscope {
@@ -19,6 +21,61 @@ nlohmann::json guessesJson(const std::vector<TokenGuess>& guesses) {
   return top;
 }
 
+// On the worker: one block of lens columns from the run's residuals.
+LaterLensColumns computeColumns(LaterLensRequest& request, const LaterLensWorker::Job&) {
+  LaterLensColumns done;
+  done.source = request.source;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    done.columns = request.source->columns(request.position);
+  } catch (...) {
+    done.error = jobErrorLine("out of memory while computing the logit lens");
+  }
+  done.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return done;
+}
+
+// A new run shown: the columns computed for the last one go; a finished block comes in.
+void takeColumns(AppState& state, const LensTable* lens) {
+  LensState& s = state.lens;
+  const std::shared_ptr<const LaterLens> source = lens ? lens->later : nullptr;
+  if (source != s.source) {
+    s.source = source;
+    s.columns.clear();
+    s.requested = -1;
+    s.error.clear();
+  }
+  const std::shared_ptr<const LaterLensColumns> done = s.worker ? s.worker->poll() : nullptr;
+  if (!done || done->source != s.source) return;
+  s.requested = -1;
+  s.error = done->error;
+  s.columns_ms = done->milliseconds;
+  const LensColumns& c = done->columns;
+  for (int64_t t = 0; t < c.count; ++t) {
+    std::vector<std::vector<TokenGuess>>& column = s.columns[c.first + t];
+    for (int64_t l = 0; l < lens->layers; ++l) column.push_back(c.cells[l * c.count + t]);
+  }
+  markStateChanged(state);
+}
+
+// The clicked column first, then the table's visible columns left to right: the first one not
+// known is asked for (one block at a time).
+void askForShownColumns(AppState& state, const LensTable& lens) {
+  LensState& s = state.lens;
+  if (!s.source || !s.shown || s.requested >= 0 || !s.error.empty()) return;
+  std::vector<int64_t> wanted;
+  if (s.clicked.valid()) wanted.push_back(s.clicked.position);
+  for (int64_t t = s.visible_first; t < std::min(s.visible_end, lens.positions); ++t) wanted.push_back(t);
+  for (int64_t t : wanted) {
+    if (s.columns.count(t)) continue;
+    if (!s.worker) s.worker = std::make_unique<LaterLensWorker>(computeColumns);
+    s.worker->post({s.source, t});
+    s.requested = t / s.source->block * s.source->block;
+    markStateChanged(state);
+    return;
+  }
+}
+
 }  // namespace
 
 void updateLens(AppState& state) {
@@ -28,6 +85,17 @@ void updateLens(AppState& state) {
     clicked = {};
     markStateChanged(state);
   }
+  takeColumns(state, lens);
+  if (lens && lens->later) askForShownColumns(state, *lens);
+}
+
+const std::vector<TokenGuess>* lensCell(const AppState& state, int64_t layer, int64_t position) {
+  const LensTable* lens = shownLens(state);
+  if (!lens || layer < 0 || layer >= lens->layers || position < 0 || position >= lens->positions) return nullptr;
+  if (!lens->cells.empty()) return &lens->at(layer, position);
+  const LensState& s = state.lens;
+  const auto it = s.columns.find(position);
+  return s.source == lens->later && it != s.columns.end() ? &it->second[layer] : nullptr;
 }
 
 int64_t lensMapLayer(int64_t lens_layer) { return std::max<int64_t>(0, lens_layer - 1); }
@@ -45,18 +113,27 @@ void lensToJson(const AppState& state, nlohmann::json& line) {
   const LensTable* lens = shownLens(state);
   if (!lens) return;
   nlohmann::json top1 = nlohmann::json::array();
+  int64_t known = 0;
   for (int64_t l = 0; l < lens->layers; ++l) {
     nlohmann::json row = nlohmann::json::array();
-    for (int64_t t = 0; t < lens->positions; ++t) row.push_back(lens->at(l, t).front().label);
+    for (int64_t t = 0; t < lens->positions; ++t) {
+      const std::vector<TokenGuess>* cell = lensCell(state, l, t);
+      row.push_back(cell ? nlohmann::json(cell->front().label) : nlohmann::json());
+      known += l == 0 && cell;
+    }
     top1.push_back(row);
   }
   const LensCell& h = state.lens.hovered;
   const LensCell& c = state.lens.clicked;
   nlohmann::json hovered = nullptr, clicked = nullptr;
-  if (h.valid()) hovered = {{"layer", h.layer}, {"position", h.position}, {"top", guessesJson(lens->at(h.layer, h.position))}};
+  if (h.valid()) {
+    const std::vector<TokenGuess>* cell = lensCell(state, h.layer, h.position);
+    hovered = {{"layer", h.layer}, {"position", h.position}, {"top", cell ? guessesJson(*cell) : nlohmann::json()}};
+  }
   if (c.valid()) clicked = {{"layer", c.layer}, {"position", c.position}};
   line["lens"] = {{"layers", lens->layers}, {"positions", lens->positions}, {"shown", state.lens.shown},
-                  {"off_reason", lens->off_reason}, {"top1", top1}, {"hovered", hovered}, {"clicked", clicked}};
+                  {"off_reason", lens->off_reason}, {"top1", top1}, {"hovered", hovered}, {"clicked", clicked},
+                  {"on_demand", lens->later != nullptr}, {"columns_known", known}, {"columns_ms", state.lens.columns_ms}};
 }
 
 }  // namespace attnscope

@@ -1,12 +1,20 @@
 // The logit lens table (README, "The logit lens"): for a trained model's run, what each layer
 // would predict at each position, as a layers x positions table of the top-1 token coloured by
 // its probability. It is a tab of the predictions panel; the numbers come from the view model
-// (core/config/model_source: ViewModel::lens), nothing is computed here.
+// (core/config/model_source: ViewModel::lens): made with the run, or past its budget column by
+// column on this feature's worker (LensTable::later) for the columns the table shows.
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "gui/jobs/latest_job_worker.h"
+#include "view/view_model.h"
 
 namespace attnscope {
 
@@ -19,14 +27,38 @@ struct LensCell {
   bool operator!=(const LensCell& o) const { return !(*this == o); }
 };
 
+struct LaterLensRequest {
+  std::shared_ptr<const LaterLens> source;  // the run's (kept alive while it computes)
+  int64_t position = 0;
+};
+struct LaterLensColumns {
+  std::shared_ptr<const LaterLens> source;
+  LensColumns columns;
+  double milliseconds = 0.0;
+  std::string error;  // "" on success
+};
+using LaterLensWorker = LatestJobWorker<LaterLensRequest, LaterLensColumns>;
+
 struct LensState {
   bool shown = false;  // the "Logit lens" tab is the open one
   LensCell hovered;    // the cell under the pointer, drawn this frame
   LensCell clicked;    // the cell clicked last (outlined); dropped when the result no longer has it
+  // Columns computed on demand for the shown run's lens (source), by position: [layers] cells.
+  std::unique_ptr<LaterLensWorker> worker;  // started on first use
+  std::shared_ptr<const LaterLens> source;
+  std::map<int64_t, std::vector<std::vector<TokenGuess>>> columns;
+  int64_t requested = -1;                      // the block posted and not back yet (its first position)
+  int64_t visible_first = 0, visible_end = 0;  // the columns the table drew last frame
+  double columns_ms = 0.0;                     // the last block's wall time
+  std::string error;                           // why the last block failed ("" = it did not)
 };
 
-// Before each frame: a clicked cell outside the shown lens (a shorter text) is dropped.
+// Before each frame: a clicked cell outside the shown lens (a shorter text) is dropped; a
+// lens made column by column takes a finished block and asks for the next column the table
+// shows (or the clicked one) that is not known yet.
 void updateLens(AppState& state);
+// The top guesses at one cell of the shown lens; null while its column is being computed.
+const std::vector<TokenGuess>* lensCell(const AppState& state, int64_t layer, int64_t position);
 // The map layer a lens row focuses: row k (after k layers) -> attention layer k - 1, the
 // embeddings row -> the first layer.
 int64_t lensMapLayer(int64_t lens_layer);
@@ -35,8 +67,9 @@ void focusLensCell(AppState& state, LensCell cell);
 // Inside the predictions panel's "Logit lens" tab.
 void drawLensTable(AppState& state);
 // State-log key "lens": null unless a model run is shown; else layers, positions, shown,
-// off_reason, top1 ([layers][positions] labels), hovered ({layer, position, top: [{label,
-// prob}]} or null), clicked ({layer, position} or null).
+// off_reason, top1 ([layers][positions] labels, null for a column not computed yet), hovered
+// ({layer, position, top: [{label, prob}]} or null), clicked ({layer, position} or null),
+// on_demand (made column by column), columns_known, columns_ms (the last block's wall time).
 void lensToJson(const AppState& state, nlohmann::json& line);
 
 }  // namespace attnscope

@@ -1,7 +1,8 @@
 // The logit lens table: one row per lens layer (the embeddings, then after each layer), one
 // column per position, each cell the top-1 token on its probability's colour (viridis, 0 to
 // 1). The first column (layer names) and the header row (the input tokens) stay in view
-// while the table scrolls. Cells are drawn for the visible window only (L can be 1024).
+// while the table scrolls. Cells are drawn for the visible window only (L can be 1024); a lens
+// made column by column draws a column still being computed as grey dots.
 #include <imgui.h>
 
 #include <algorithm>
@@ -29,13 +30,19 @@ struct LensGrid {
   }
 };
 
-void drawCell(const LensGrid& g, const TokenGuess& top, ImVec2 min, bool outlined) {
+// top: the cell's best guess, or null while its column is computed (grey, dots).
+void drawCell(const LensGrid& g, const TokenGuess* top, ImVec2 min, bool outlined) {
   ImDrawList* list = ImGui::GetWindowDrawList();
-  const Rgb c = colormapColor(Colormap::Viridis, static_cast<float>(top.prob), 0.0f, 1.0f);
   const ImVec2 max(min.x + kCellW - 1, min.y + g.cell_h - 1);
+  if (!top) {
+    list->AddRectFilled(min, max, IM_COL32(60, 60, 64, 255));
+    list->AddText(ImVec2(min.x + 3, min.y + 2), ImGui::GetColorU32(ImGuiCol_TextDisabled), "...");
+    return;
+  }
+  const Rgb c = colormapColor(Colormap::Viridis, static_cast<float>(top->prob), 0.0f, 1.0f);
   list->AddRectFilled(min, max, IM_COL32(c[0], c[1], c[2], 255));
   const bool light = 0.299f * c[0] + 0.587f * c[1] + 0.114f * c[2] > 140.0f;
-  const std::string text = fitText(visibleToken(top.label), kCellW - 6);
+  const std::string text = fitText(visibleToken(top->label), kCellW - 6);
   list->AddText(ImVec2(min.x + 3, min.y + 2), light ? IM_COL32(10, 10, 10, 255) : IM_COL32(240, 240, 240, 255), text.c_str());
   if (outlined) list->AddRect(min, max, ImGui::GetColorU32(kPinColor), 0.0f, 0, 2.0f);
 }
@@ -48,11 +55,13 @@ void drawGrid(AppState& state, const ViewModel& v, const LensGrid& g) {
   const int64_t t1 = std::min(lens.positions, static_cast<int64_t>(std::ceil((g.clip_max.x - g.origin.x - g.label_w) / kCellW)));
   const int64_t l0 = std::max<int64_t>(0, static_cast<int64_t>((g.clip_min.y - g.origin.y) / g.cell_h) - 1);
   const int64_t l1 = std::min(lens.layers, static_cast<int64_t>(std::ceil((g.clip_max.y - g.origin.y) / g.cell_h)));
+  state.lens.visible_first = t0, state.lens.visible_end = t1;  // the columns a lens on demand computes next
   list->PushClipRect(ImVec2(g.clip_min.x + g.label_w, g.clip_min.y + g.cell_h), g.clip_max, true);
   for (int64_t l = l0; l < l1; ++l)
     for (int64_t t = t0; t < t1; ++t) {
       const ImVec2 min = g.cellMin(l, t);
-      drawCell(g, lens.at(l, t).front(), min, state.lens.clicked == LensCell{l, t});
+      const std::vector<TokenGuess>* cell = lensCell(state, l, t);
+      drawCell(g, cell ? &cell->front() : nullptr, min, state.lens.clicked == LensCell{l, t});
       if (min.x >= g.clip_min.x + g.label_w && min.x + kCellW <= g.clip_max.x && min.y >= g.clip_min.y + g.cell_h)
         state.script.layout.record("lens_cell_" + std::to_string(l) + "_" + std::to_string(t), min, ImVec2(kCellW - 1, g.cell_h - 1));
     }
@@ -94,13 +103,14 @@ void hoverAndClick(AppState& state, const ViewModel& v, const LensGrid& g) {
   ImGui::BeginTooltip();
   ImGui::Text("%s at position %lld '%s'", cell.layer == 0 ? "embeddings" : ("after layer " + std::to_string(cell.layer)).c_str(),
               static_cast<long long>(cell.position), visibleToken(v.mapQueryTokens()[cell.position]).c_str());
-  const std::vector<TokenGuess>& top = v.lens.at(cell.layer, cell.position);
+  const std::vector<TokenGuess>* top = lensCell(state, cell.layer, cell.position);
   const float percent_x = ImGui::CalcTextSize("5. 'mmmmmmmm' ").x;
-  for (size_t rank = 0; rank < top.size(); ++rank) {
-    ImGui::Text("%zu. '%s'", rank + 1, visibleToken(top[rank].label).c_str());
+  for (size_t rank = 0; top && rank < top->size(); ++rank) {
+    ImGui::Text("%zu. '%s'", rank + 1, visibleToken((*top)[rank].label).c_str());
     ImGui::SameLine(percent_x);
-    ImGui::Text("%5.1f%%", 100.0 * top[rank].prob);
+    ImGui::Text("%5.1f%%", 100.0 * (*top)[rank].prob);
   }
+  if (!top) ImGui::TextDisabled("computing this column...");
   ImGui::TextDisabled("click: focus layer %lld, query row %lld", static_cast<long long>(lensMapLayer(cell.layer)),
                       static_cast<long long>(cell.position));
   ImGui::EndTooltip();
@@ -118,6 +128,13 @@ void drawLensTable(AppState& state) {
   }
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
   ImGui::TextWrapped("top-1 token per layer (rows) and position; colour: its probability");
+  if (v.lens.later) {  // past the whole lens's budget: the columns in view, a block at a time
+    const std::string note = "long text: columns computed as they come into view (" +
+                             std::to_string(state.lens.columns.size()) + " of " + std::to_string(v.lens.positions) + ")";
+    ui::text(state.script.layout, "lens_on_demand", ui::wrappedText(), "%s", note.c_str());
+    state.script.layout.recordText("lens_on_demand", note);
+  }
+  if (!state.lens.error.empty()) errorText(state.script.layout, "lens_error", state.lens.error);
   ImGui::PopStyleColor();
   ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(0, 0));
   ImGui::BeginChild("##lens_table", ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
