@@ -63,6 +63,9 @@ GenerationSnapshot GenerateWorker::run(const GenerateRequest& request, const Job
       snapshot.tokens = run.tokens;
       ViewModel view = runner.viewOf(run);
       view.first_generated = snapshot.prompt_length;
+      if (view.lens.empty() && !view.predictions.empty())  // the steps keep no residuals: say where the lens is
+        view.lens.off_reason = "no logit lens of a generation in the app: \"put into the text box\" shows the lens "
+                               "of the whole text (`attnscope model generate --lens` writes it)";
       snapshot.view = std::make_shared<const ViewModel>(std::move(view));
       snapshot.head_table =  // stamped with its view
           std::make_shared<const HeadTable>(headTableOf(*snapshot.view, 0.5, request.recent_window));
