@@ -35,7 +35,8 @@ class WeightPlan {
   // `panels`: kept in the row GEMM's panels (a matrix no load step reshapes).
   void add(const std::string& name, Shape shape, Weights* matrix, const std::string& why, bool head = false,
            bool panels = false) {
-    push(head ? name : base(name), std::move(shape), nullptr, matrix, why, panels);
+    const int64_t rows = shape.at(0), K = shape.at(1);
+    push(head ? name : base(name), std::move(shape), nullptr, matrix, why, panels, panels ? panelPadding(rows, 1) * K : 0);
   }
   // A norm: NAME.weight, and NAME.bias when the family's norms have one.
   // Old BERT checkpoints (TensorFlow-converted) name them NAME.gamma and NAME.beta.
@@ -49,7 +50,10 @@ class WeightPlan {
   // panels when read as it is used (not transposed, not split: finishLayer packs those).
   void linear(const std::string& name, int64_t out, int64_t in, bool conv1d, bool bias, HfLinear& dst,
               const std::string& why, bool head = false, bool split = false) {
-    add(name + ".weight", conv1d ? Shape{in, out} : Shape{out, in}, &dst.weight, why, head, !conv1d && !split);
+    // Every linear map ends in panels (finishLayer packs what is not read into them); a fused
+    // q/k/v in three, each padded.
+    push(head ? name + ".weight" : base(name + ".weight"), conv1d ? Shape{in, out} : Shape{out, in}, nullptr,
+         &dst.weight, why, !conv1d && !split, panelPadding(out, split ? 3 : 1) * in);
     if (bias) add(name + ".bias", {out}, &dst.bias, why, head);
   }
   // The memory rule first (from the headers alone), then the files' data: mapped, checked
@@ -65,7 +69,7 @@ class WeightPlan {
       } else {
         *item.dst = store_.read(item.name, item.shape, item.why);
       }
-      done += store_.residentBytes(item.name, item.matrix != nullptr);
+      done += item.bytes;
       if (progress && !progress(bytes_ > 0 ? static_cast<double>(done) / static_cast<double>(bytes_) : 1.0))
         throw Cancelled();
     }
@@ -79,12 +83,19 @@ class WeightPlan {
     Weights* matrix;
     std::string why;
     bool panels;
+    uint64_t bytes;  // in memory, with the panels' padding
   };
+  // Rows a matrix of `rows` outputs in `parts` equal parts gains in panels (whole 64-row blocks).
+  static int64_t panelPadding(int64_t rows, int64_t parts) { return parts * panelCount(rows / parts) * kPanelWidth - rows; }
+  // padding: the elements the matrix gains in panels, in its storage type.
   void push(const std::string& full, Shape shape, Tensor* dst, Weights* matrix, const std::string& why,
-            bool panels = false) {
+            bool panels = false, int64_t padding = 0) {
     store_.checkShape(full, shape, why);
-    items_.push_back({full, std::move(shape), dst, matrix, why, panels});
-    bytes_ += store_.residentBytes(full, matrix != nullptr);
+    const uint64_t stored = store_.residentBytes(full, matrix != nullptr);
+    const uint64_t per_element = numel(shape) > 0 ? stored / static_cast<uint64_t>(numel(shape)) : 0;
+    const uint64_t bytes = stored + static_cast<uint64_t>(padding) * per_element;
+    items_.push_back({full, std::move(shape), dst, matrix, why, panels, bytes});
+    bytes_ += bytes;
   }
   SafetensorsFolder& store_;
   std::string prefix_;

@@ -6,7 +6,8 @@
 //
 // Memory rule: the matrices are read once, at load: BF16 ones kept as stored (tensor/weights.h:
 // the row GEMM widens them in registers), F32 and F16 ones, norms, biases and positions as
-// float32, when that size fits the memory this process may still allocate (MemAvailable, or
+// float32 (the matrices in the row GEMM's panels, counted with their padding), when that
+// size fits the memory this process may still allocate (MemAvailable, or
 // less under `ulimit -v`, the budget checkMemory uses); otherwise the folder is refused with
 // that estimate before anything past the safetensors headers is read (before a truncated
 // file's own error).

@@ -1,4 +1,4 @@
-// Loading a Hugging Face folder (model/hf_model.h): progress follows the float32 bytes
+// Loading a Hugging Face folder (model/hf_model.h): progress follows the bytes kept in memory
 // converted (from 0 to 1, never backwards) and returning false cancels the load; the memory
 // rule refuses a folder from its safetensors header alone, before the file's data (a file
 // that stops right after its header is refused by the memory rule, not as truncated). The
@@ -97,9 +97,22 @@ TEST_F(HfLoad, ReturningFalseCancels) {
   EXPECT_EQ(calls, 4);  // stopped at the first false
 }
 
+// The float32 bytes the model takes in memory: every matrix (each a linear map or the tied
+// embedding) in the row GEMM's panels, its rows padded to whole blocks of 64.
+uint64_t residentBytes() {
+  uint64_t bytes = 0;
+  for (const auto& [name, shape] : llamaTensors())
+    bytes += sizeof(float) * (shape.size() == 2 ? static_cast<uint64_t>((shape[0] + 63) / 64 * 64 * shape[1])
+                                                : static_cast<uint64_t>(shape[0]));
+  return bytes;
+}
+
 TEST_F(HfLoad, MemoryRuleComesBeforeTheData) {
   const fs::path folder = root_ / "m";
-  const uint64_t bytes = writeLlama(folder, false);  // the header only: the data is missing
+  const uint64_t stored = writeLlama(folder, false);  // the header only: the data is missing
+  const uint64_t bytes = residentBytes();
+  EXPECT_EQ(stored, 4u * (2 * (4 * 64 + 3 * 128 + 16) + 128 + 8));  // the file's float32 values
+  EXPECT_EQ(bytes, 4u * (2 * (6 * 512 + 1024 + 16) + 512 + 8));    // in panels: 64 rows each
   setenv("ATTNSCOPE_MEMORY_BYTES", std::to_string(bytes - 1).c_str(), 1);
   try {
     loadHfModel(folder.string(), false);
@@ -170,13 +183,16 @@ TEST_F(HfLoad, Bf16MatricesStayBf16AndRunLikeTheirFloat32Widening) {
   for (int64_t layer = 0; layer < 2; ++layer) EXPECT_EQ(x.layers[layer].probs.data, y.layers[layer].probs.data) << layer;
 }
 
-// The memory rule counts what is kept: 2 bytes a BF16 matrix value, 4 a norm's.
+// The memory rule counts what is kept: 2 bytes a BF16 matrix value (its panels' padding
+// too), 4 a norm's.
 TEST_F(HfLoad, MemoryRuleCountsBf16MatricesAtTwoBytes) {
   const fs::path folder = root_ / "m";
   writeLlamaConfig(folder);
   writeSafetensors(folder / "model.safetensors", llamaTensors(), bf16Exact, true, "BF16");
   uint64_t kept = 0;
-  for (const auto& [name, shape] : llamaTensors()) kept += static_cast<uint64_t>(numel(shape)) * (shape.size() == 1 ? 4 : 2);
+  for (const auto& [name, shape] : llamaTensors())
+    kept += shape.size() == 1 ? 4 * static_cast<uint64_t>(shape[0]) : 2 * static_cast<uint64_t>(panelCount(shape[0]) * kPanelWidth * shape[1]);
+  EXPECT_EQ(kept, residentBytes() / 2 + 2 * (2 * 16 + 8));  // half the float32 count, but norms stay at 4 bytes
   setenv("ATTNSCOPE_MEMORY_BYTES", std::to_string(kept).c_str(), 1);
   EXPECT_NO_THROW(loadHfModel(folder.string(), false));
   setenv("ATTNSCOPE_MEMORY_BYTES", std::to_string(kept - 1).c_str(), 1);
