@@ -1,5 +1,5 @@
 // Loading a Hugging Face folder (model/hf_model.h): progress follows the bytes kept in memory
-// converted (from 0 to 1, never backwards) and returning false cancels the load; the memory
+// (from 0 to 1, never backwards) and returning false cancels the load; the memory
 // rule refuses a folder from its safetensors header alone, before the file's data (a file
 // that stops right after its header is refused by the memory rule, not as truncated). The
 // folder is a tiny random Llama written here (config.json, one F32 safetensors file).
