@@ -9,6 +9,7 @@
 #include "analysis/head_table.h"
 #include "attention/tiles.h"
 #include "config/run.h"
+#include "tensor/memory.h"
 
 namespace attnscope {
 namespace {
@@ -225,6 +226,16 @@ std::shared_ptr<const LaterPredictions> laterPredictions(const ModelRun& run, in
   return later;
 }
 
+// Lens columns [first, first + count) of residuals [N + 1, L, D].
+LensColumns lensColumnsOf(const Tensor& residuals, int64_t first, int64_t count, const OutputHead& head,
+                          const TokenLabelOf& label) {
+  const int64_t layers = residuals.dim(0), L = residuals.dim(1), D = residuals.dim(2);
+  Tensor part({layers, count, D});  // [N + 1, count, D]: the columns' rows of every layer
+  for (int64_t l = 0; l < layers; ++l)
+    std::copy_n(&residuals.data[(l * L + first) * D], count * D, &part.data[l * count * D]);
+  return {first, count, lensTable(logitLens(part, head), label).cells};
+}
+
 // The lens of `run`'s residuals column by column (ViewModel::lens.later), `block` positions
 // per call: a copy of the residuals [N + 1, L, D]; head and label keep the model alive.
 std::shared_ptr<const LaterLens> laterLens(const ModelRun& run, int64_t block, OutputHead head, TokenLabelOf label) {
@@ -232,15 +243,8 @@ std::shared_ptr<const LaterLens> laterLens(const ModelRun& run, int64_t block, O
   auto later = std::make_shared<LaterLens>();
   later->block = block;
   later->columns = [residuals, block, head = std::move(head), label = std::move(label)](int64_t position) {
-    const int64_t layers = residuals->dim(0), L = residuals->dim(1), D = residuals->dim(2);
-    LensColumns out;
-    out.first = position / block * block;
-    out.count = std::min(block, L - out.first);
-    Tensor part({layers, out.count, D});  // [N + 1, count, D]: the block's rows of every layer
-    for (int64_t l = 0; l < layers; ++l)
-      std::copy_n(&residuals->data[(l * L + out.first) * D], out.count * D, &part.data[l * out.count * D]);
-    out.cells = lensTable(logitLens(part, head), label).cells;
-    return out;
+    const int64_t first = position / block * block;
+    return lensColumnsOf(*residuals, first, std::min(block, residuals->dim(1) - first), head, label);
   };
   return later;
 }
@@ -284,17 +288,23 @@ FolderModelRunner::FolderModelRunner(const std::string& folder, const Progress& 
     : FolderModelRunner(loadFolderWeights(folder, progress)) {}
 
 FolderModelRunner::FolderModelRunner(const FolderWeights& weights) : folder_(weights.folder), weights_(weights) {
+  // Test hook (GUI tests of the lens past its budget on a small model): the budget in
+  // multiply-adds. Unset in normal use.
+  if (const std::optional<uint64_t> budget = bytesFromEnvironment("ATTNSCOPE_TEST_LENS_BUDGET"))
+    lens_budget_ = static_cast<double>(*budget);
   if (weights.hf) {
     hf_ = std::make_unique<HfRunner>(weights.hf);
     hf_->keepMapsWithin(fullPathBudgetBytes());
     const HfConfig& c = weights.hf->config;
     shape_ = {c.heads, c.kv_heads, c.head_dim, c.hidden, c.qkv_bias};
+    n_layers_ = c.n_layers, vocab_ = c.vocab;
   } else {
     own_ = std::make_unique<ModelRunner>(weights.own);
     own_->keepMapsWithin(fullPathBudgetBytes());
     const ModelConfig& c = weights.own->config;
     shape_ = {c.n_heads, c.n_heads, c.d_model / c.n_heads, c.d_model,
               !weights.own->blocks.empty() && !weights.own->blocks[0].attn.b_q.empty()};
+    n_layers_ = c.n_layers, vocab_ = c.vocab_size;
   }
 }
 
@@ -338,55 +348,63 @@ LensPlan lensPlan(int64_t layers, int64_t L, int64_t D, int64_t V, double budget
 
 ViewModel FolderModelRunner::view(const std::string& text, TextSize* size, const LogitRows& logit_rows,
                                   const Progress& progress, bool lens_on_demand) {
-  if (hf_) {
-    ModelTokens tokens = tokenizeHf(hf_->model(), text);
-    const HfConfig& c = hf_->model().config;
-    const int64_t L = static_cast<int64_t>(tokens.ids.size());
-    if (size) *size = {L, c.max_positions, "tokens"};
-    const LensPlan lens = lensPlan(c.n_layers, L, c.hidden, c.vocab, lens_budget_, lens_on_demand);
-    hf_->keepResiduals(lens.residuals());
-    hf_->logitRows(logit_rows);
-    const ModelRun& run = hf_->run(std::move(tokens));
-    ViewModel view = viewFromHfRun(hf_->model(), run, progress, lens.eager);
-    if (view.predictions.empty()) return view;  // an encoder without masked-LM head: no lens either
-    view.lens.off_reason = lens.off_reason;
-    const std::shared_ptr<const HfModel> m = weights_.hf;
-    const auto label = [m](int64_t id) { return hfTokenLabel(*m, id); };
-    if (lens.later) {
-      view.lens.layers = c.n_layers + 1, view.lens.positions = L;
-      view.lens.later = laterLens(run, lens.block, [m](const Tensor& x, Tensor& logits) {
-        logits = Tensor({x.dim(0), m->config.vocab});
-        hfOutputLogits(*m, x, logits.data.data());
-      }, label);
-    }
-    if (!logit_rows.all && !run.logits.empty())
-      view.more_predictions = laterPredictions(
-          run, view.encoder ? 0 : 1, [m](const Tensor& x, float* logits) { hfOutputLogits(*m, x, logits); }, label);
-    return view;
-  }
-  ModelTokens tokens = tokenizeForModel(own_->model(), text);
-  const ModelConfig& c = own_->model().config;
+  ModelTokens tokens = tokenize(text);
   const int64_t L = static_cast<int64_t>(tokens.ids.size());
-  if (size) *size = {L, c.max_len, c.tokenizer == Tokenizer::Chars ? "characters" : "bytes"};
-  const LensPlan lens = lensPlan(c.n_layers, L, c.d_model, c.vocab_size, lens_budget_, lens_on_demand);
-  own_->keepResiduals(lens.residuals());
-  own_->logitRows(logit_rows);
-  const ModelRun& run = own_->runTokens(std::move(tokens));
-  ViewModel view = viewFromModelRun(own_->model(), run, progress, lens.eager);
-  view.lens.off_reason = lens.off_reason;
-  const std::shared_ptr<const Model> m = weights_.own;
-  const auto label = [m](int64_t id) { return tokenLabel(*m, id); };
-  if (lens.later) {
-    view.lens.layers = c.n_layers + 1, view.lens.positions = L;
-    view.lens.later = laterLens(run, lens.block, [m](const Tensor& x, Tensor& logits) {
-      logits = Tensor({x.dim(0), m->config.vocab_size});
-      modelOutputLogits(*m, x, logits.data.data());
-    }, label);
+  if (size) {
+    *size = hf_ ? TextSize{L, hf_->model().config.max_positions, "tokens"}
+                : TextSize{L, own_->model().config.max_len,
+                           own_->model().config.tokenizer == Tokenizer::Chars ? "characters" : "bytes"};
   }
-  if (!logit_rows.all)
-    view.more_predictions = laterPredictions(
-        run, 1, [m](const Tensor& x, float* logits) { modelOutputLogits(*m, x, logits); }, label);
+  const LensPlan lens = lensPlan(n_layers_, L, shape_.width, vocab_, lens_budget_, lens_on_demand);
+  keepResiduals(lens.residuals());
+  if (hf_) hf_->logitRows(logit_rows);
+  else own_->logitRows(logit_rows);
+  const ModelRun& run = hf_ ? hf_->run(std::move(tokens)) : own_->runTokens(std::move(tokens));
+  ViewModel view = hf_ ? viewFromHfRun(hf_->model(), run, progress, lens.eager)
+                       : viewFromModelRun(own_->model(), run, progress, lens.eager);
+  if (view.predictions.empty()) return view;  // an encoder without masked-LM head: no lens either
+  view.lens.off_reason = lens.off_reason;
+  if (lens.later) {
+    view.lens.layers = n_layers_ + 1, view.lens.positions = L;
+    view.lens.later = laterLens(run, lens.block, outputHead(), tokenLabels());
+  }
+  if (!logit_rows.all && !run.logits.empty()) {
+    RowHead head;
+    if (hf_) head = [m = weights_.hf](const Tensor& x, float* logits) { hfOutputLogits(*m, x, logits); };
+    else head = [m = weights_.own](const Tensor& x, float* logits) { modelOutputLogits(*m, x, logits); };
+    view.more_predictions = laterPredictions(run, view.encoder ? 0 : 1, std::move(head), tokenLabels());
+  }
   return view;
+}
+
+void FolderModelRunner::keepResiduals(bool keep) {
+  if (hf_) hf_->keepResiduals(keep);
+  else own_->keepResiduals(keep);
+}
+
+bool FolderModelRunner::lensFits(int64_t positions) const {
+  return static_cast<double>(n_layers_ + 1) * shape_.width * vocab_ * positions <= lens_budget_;
+}
+
+LensColumns FolderModelRunner::lensColumns(const ModelRun& run, int64_t first, int64_t count) const {
+  return lensColumnsOf(run.residuals, first, count, outputHead(), tokenLabels());
+}
+
+OutputHead FolderModelRunner::outputHead() const {
+  if (hf_)
+    return [m = weights_.hf](const Tensor& x, Tensor& logits) {
+      logits = Tensor({x.dim(0), m->config.vocab});
+      hfOutputLogits(*m, x, logits.data.data());
+    };
+  return [m = weights_.own](const Tensor& x, Tensor& logits) {
+    logits = Tensor({x.dim(0), m->config.vocab_size});
+    modelOutputLogits(*m, x, logits.data.data());
+  };
+}
+
+std::function<std::string(int64_t)> FolderModelRunner::tokenLabels() const {
+  if (hf_) return [m = weights_.hf](int64_t id) { return hfTokenLabel(*m, id); };
+  return [m = weights_.own](int64_t id) { return tokenLabel(*m, id); };
 }
 
 ModelTokens FolderModelRunner::tokenize(const std::string& text) const {

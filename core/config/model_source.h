@@ -4,6 +4,7 @@
 // The app's worker, `attnscope export MODEL --text` and `attnscope MODEL` all go through here.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -103,6 +104,14 @@ class FolderModelRunner {
                  const Progress& progress = {}, bool lens_on_demand = false);
   // The lens budget in multiply-adds (default 1e10: 19 tokens of GPT-2 small, 0.1 s).
   void setLensBudget(double multiply_adds) { lens_budget_ = multiply_adds; }
+  // Whether the lens of `positions` positions fits the budget.
+  bool lensFits(int64_t positions) const;
+  // Runs made through causalModel (generation) keep every layer's residual stream, for
+  // lensColumns; view() sets it for its own runs.
+  void keepResiduals(bool keep);
+  // Lens columns [first, first + count) of a run that kept its residuals (labelled as the
+  // view's); a generation computes its new positions' columns with each step.
+  LensColumns lensColumns(const ModelRun& run, int64_t first, int64_t count) const;
   // Generation (model/generate.h) on this folder's runner: the text's tokens, the causal
   // model (InputError for an encoder), each run's view (viewFromModelRun / viewFromHfRun)
   // and a token's text as typed.
@@ -124,7 +133,10 @@ class FolderModelRunner {
   FolderWeights weights_;
   std::unique_ptr<ModelRunner> own_;  // attnscope-model/1
   std::unique_ptr<HfRunner> hf_;      // Hugging Face
+  OutputHead outputHead() const;                          // the logit lens's head (model/logit_lens.h)
+  std::function<std::string(int64_t)> tokenLabels() const;  // an id's label, as the maps show it
   AttentionShape shape_;
+  int64_t n_layers_ = 0, vocab_ = 0;
   double lens_budget_ = 1e10;
 };
 

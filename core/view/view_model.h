@@ -116,11 +116,12 @@ struct LaterLens {
 
 // The logit lens of a model run (model/logit_lens.h), labelled: for layer l (0 = the
 // embeddings, k = the residual stream after k layers) and position t, the top guesses of the
-// model's output head on that residual: computed in core when the run is made, or (later set,
-// cells empty) column by column when looked at.
+// model's output head on that residual: computed in core when the run is made (a generation's:
+// the columns of its steps, a column not computed left empty), or (later set, cells empty)
+// column by column when looked at.
 struct LensTable {
   int64_t layers = 0, positions = 0;           // N + 1, L
-  std::vector<std::vector<TokenGuess>> cells;  // [layers * positions], best first (k = 5)
+  std::vector<std::vector<TokenGuess>> cells;  // [layers * positions], best first (k = 5); {} = not computed
   std::shared_ptr<const LaterLens> later;      // the columns on demand; null when cells are set
   std::string off_reason;                      // why a model run has no lens ("" when it has one)
   bool empty() const { return cells.empty() && !later; }

@@ -87,9 +87,9 @@ class GenerateGuiTest(g.AppTestCase):
         self.assertEqual((p["position"], p["why"], p["chosen"]), (L0 + 8, "newest step", True))
         self.assertEqual((p["actual"], p["actual_rank"], p["actual_is_top"]), (last["token"], 1, True))
         self.assertEqual(p["top"][0]["label"], last["token"])
-        # The steps keep no residuals: the Logit lens tab says where the lens is.
+        # The Logit lens tab was closed at Generate: it says to open it first.
         self.assertEqual(state["lens"]["layers"], 0)
-        self.assertIn("put into the text box", state["lens"]["off_reason"])
+        self.assertIn("open the Logit lens tab before Generate", state["lens"]["off_reason"])
         # Over the generation: the focused head's mass per step, its means in the head table.
         mass = state["generate"]["mass"]
         self.assertEqual((mass["layer"], mass["head"], mass["window"]), (state["focused_layer"], state["focused_head"], 8))

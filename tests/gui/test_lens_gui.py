@@ -34,13 +34,13 @@ def pin_pixels(shot, rect, L, row):
 class LensGuiTest(g.AppTestCase):
     SCRATCH = "lens-gui-"
 
-    def cli_top1(self):
-        """Top-1 labels [layers][positions] of `attnscope model run --lens` on TEXT, None where
+    def cli_top1(self, text=TEXT):
+        """Top-1 labels [layers][positions] of `attnscope model run --lens` on text, None where
         the vocabulary entry is not plain printable ASCII (its label is escaped)."""
-        out = os.path.join(self.dir, "cli-lens")
+        out = os.path.join(self.dir, "cli-lens-%d" % len(text))
         text_file = out + ".txt"
         with open(text_file, "w", encoding="utf-8", newline="") as f:
-            f.write(TEXT)
+            f.write(text)
         result = self.x.run("model", "run", MODEL, "--text-file", text_file, "--lens", "--out", out)
         self.assertEqual(result.returncode, 0, result.stderr)
         with open(os.path.join(MODEL, "vocab.json"), encoding="utf-8") as f:
@@ -145,6 +145,55 @@ class LensGuiTest(g.AppTestCase):
         hovered = g.wait_for_new_state(log, seen, lambda s: s["lens"]["hovered"] is not None)["lens"]["hovered"]
         self.assertEqual((hovered["layer"], hovered["position"], len(hovered["top"])), (2, shown[1], 5))
         self.screenshot(window, "lens-later.png")
+
+
+    def generate_with_the_lens_open(self, name):
+        """Opens the Logit lens tab, generates (20 tokens, greedy) and returns the final state."""
+        _, log, window, state = self.start(name, ready=g.model_settled, source="model", model="python-code",
+                                           model_text=TEXT)
+        state = g.wait_for_state(log, lambda s: s["rects"].get("lens_tab", [0, 0, 0, 0])[2] > 0)
+        state = self.click_until(window, log, state["rects"]["lens_tab"], lambda s: s["lens"]["shown"])
+        state = g.wait_for_state(log, lambda s: "generate_button" in s["rects"])
+        n = g.line_count(log)
+        self.click(window, state["rects"]["generate_button"])
+        self.x.xdotool("mousemove", "--window", window, 120, 6)
+        state = g.wait_after(log, n, lambda s: s.get("generate") and not s["generate"]["running"]
+                             and s["generate"]["stop"] != "" and s["lens"] and s["lens"]["positions"] == s["L"], timeout=60)
+        self.screenshot(window, name + ".png")
+        return state
+
+    def test_lens_follows_a_generation(self):
+        """With the tab open, a generation's views carry the lens of each step's new position
+        (and of the prompt, whose whole lens fits the budget): at the end every column is
+        known and its top-1 tokens are `model run --lens`'s on the final text."""
+        state = self.generate_with_the_lens_open("lens-generate")
+        L = state["L"]
+        self.assertGreater(L, len(TEXT))
+        lens = state["lens"]
+        self.assertEqual((lens["layers"], lens["positions"], lens["columns_known"]), (3, L, L))
+        final = TEXT + state["generate"]["text"]
+        self.assertEqual(len(final), L)  # one token per character
+        want = self.cli_top1(final)
+        compared = 0
+        for layer in range(3):
+            for t in range(L):
+                if want[layer][t] is not None:
+                    self.assertEqual(lens["top1"][layer][t], want[layer][t], (layer, t))
+                    compared += 1
+        self.assertGreater(compared, L)
+
+    def test_generation_past_the_lens_budget_has_its_steps_columns(self):
+        """Past the budget (forced here), the prompt keeps only its last column: the columns of
+        the generated positions are there, the prompt's others are not computed (null)."""
+        self.x.env["ATTNSCOPE_TEST_LENS_BUDGET"] = "1"
+        self.addCleanup(self.x.env.pop, "ATTNSCOPE_TEST_LENS_BUDGET")
+        state = self.generate_with_the_lens_open("lens-generate-past-budget")
+        L, P = state["L"], len(TEXT)
+        top1 = state["lens"]["top1"]
+        self.assertEqual(state["lens"]["columns_known"], L - P + 1)
+        for layer in range(3):
+            self.assertTrue(all(top1[layer][t] is None for t in range(P - 1)))
+            self.assertTrue(all(top1[layer][t] is not None for t in range(P - 1, L)))
 
 
 if __name__ == "__main__":

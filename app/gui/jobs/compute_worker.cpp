@@ -20,10 +20,6 @@ std::chrono::milliseconds loadDelay() {
   return std::chrono::milliseconds(bytesFromEnvironment(kLoadDelayVariable).value_or(0));
 }
 
-// Test hook (GUI tests of the lens column by column on a small model): the lens budget in
-// multiply-adds (FolderModelRunner::setLensBudget). Unset in normal use.
-constexpr const char* kLensBudgetVariable = "ATTNSCOPE_TEST_LENS_BUDGET";
-
 constexpr int kWorkerNice = 10;  // 0 is the UI's; 10 gives it about 10x the CPU share under contention
 
 InputFacts readFacts(const AttentionInputs& in, int64_t heads) {
@@ -115,8 +111,6 @@ void ComputeWorker::loadFolder(const std::string& folder, const Jobs::Job& job) 
     if (delay.count() > 0) std::this_thread::sleep_for(delay);
     return job.keepGoing();
   });
-  if (const std::optional<uint64_t> budget = bytesFromEnvironment(kLensBudgetVariable))
-    model_runner_->setLensBudget(static_cast<double>(*budget));
   std::lock_guard<std::mutex> lock(weights_mutex_);
   loaded_weights_ = model_runner_->weights();
 }

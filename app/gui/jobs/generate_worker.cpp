@@ -1,5 +1,7 @@
 #include "gui/jobs/generate_worker.h"
 
+#include <algorithm>
+#include <map>
 #include <utility>
 
 #include "gui/jobs/job_error.h"
@@ -12,6 +14,34 @@ constexpr int kWorkerNice = 10;  // as the compute worker: the UI thread comes f
 bool sharesWeights(const GenerateRequest& request) {
   return request.weights.loaded() && request.weights.folder == request.folder;
 }
+
+// A generation's logit lens, column by column as its runs come: the prompt's columns when its
+// whole lens fits the budget (else its last one), then each new position's (one per step:
+// what every layer predicts for the token being chosen). Columns not computed stay empty.
+class StepLens {
+ public:
+  void addTo(const FolderModelRunner& runner, const ModelRun& run, ViewModel& view) {
+    const int64_t L = static_cast<int64_t>(run.tokens.ids.size());
+    if (view.predictions.empty() || run.residuals.empty() || L == 0) return;
+    const int64_t first = columns_.empty() ? (runner.lensFits(L) ? 0 : L - 1) : columns_.rbegin()->first + 1;
+    if (first < L) {
+      const LensColumns c = runner.lensColumns(run, first, L - first);
+      layers_ = static_cast<int64_t>(c.cells.size()) / c.count;
+      for (int64_t t = 0; t < c.count; ++t)
+        for (int64_t l = 0; l < layers_; ++l) columns_[first + t].push_back(c.cells[l * c.count + t]);
+    }
+    LensTable& lens = view.lens;
+    lens = LensTable();
+    lens.layers = layers_, lens.positions = L;
+    lens.cells.assign(static_cast<size_t>(layers_ * L), {});
+    for (const auto& [t, column] : columns_)
+      for (int64_t l = 0; l < layers_ && t < L; ++l) lens.cells[l * L + t] = column[l];
+  }
+
+ private:
+  std::map<int64_t, std::vector<std::vector<TokenGuess>>> columns_;  // position -> [layers] cells
+  int64_t layers_ = 0;
+};
 
 }  // namespace
 
@@ -50,6 +80,8 @@ GenerationSnapshot GenerateWorker::run(const GenerateRequest& request, const Job
     FolderModelRunner& runner = runnerFor(request);
     snapshot.shared_weights = sharesWeights(request);
     runner.setCacheWindow(request.cache);
+    runner.keepResiduals(request.lens);
+    StepLens step_lens;
     const ModelTokens prompt = runner.tokenize(request.text);
     if (prompt.ids.empty()) throw InputError("the prompt is empty: type at least one character");
     snapshot.prompt_length = static_cast<int64_t>(prompt.ids.size());
@@ -63,9 +95,10 @@ GenerationSnapshot GenerateWorker::run(const GenerateRequest& request, const Job
       snapshot.tokens = run.tokens;
       ViewModel view = runner.viewOf(run);
       view.first_generated = snapshot.prompt_length;
-      if (view.lens.empty() && !view.predictions.empty())  // the steps keep no residuals: say where the lens is
-        view.lens.off_reason = "no logit lens of a generation in the app: \"put into the text box\" shows the lens "
-                               "of the whole text (`attnscope model generate --lens` writes it)";
+      if (request.lens) step_lens.addTo(runner, run, view);
+      else if (!view.predictions.empty())
+        view.lens.off_reason = "open the Logit lens tab before Generate to see what each layer predicts at each step "
+                               "(\"put into the text box\" shows the lens of the whole text)";
       snapshot.view = std::make_shared<const ViewModel>(std::move(view));
       snapshot.head_table =  // stamped with its view
           std::make_shared<const HeadTable>(headTableOf(*snapshot.view, 0.5, request.recent_window));

@@ -31,6 +31,7 @@ struct GenerateRequest {
   int64_t recent_window = kDefaultRecentWindow;  // W of the mass on the last W tokens
   CacheWindow cache;                              // sinks + causal window of the KV cache (off: keep all)
   FolderWeights weights;                          // the folder's weights when already loaded (else loaded here)
+  bool lens = false;  // the Logit lens tab is open: each step's view has its new positions' lens columns
 };
 
 // The sequence so far: made once on the worker, read by the UI.

@@ -76,6 +76,7 @@ void startGeneration(AppState& state) {
   request.recent_window = std::max(1, g.controls.recent_window);
   if (g.controls.cache_on) request.cache = {std::max(0, g.controls.cache_window), std::max(0, g.controls.cache_sinks)};
   if (state.compute.worker) request.weights = state.compute.worker->loadedWeights();  // the maps' weights, shared
+  request.lens = state.lens.shown;
   g.job = g.worker->start(std::move(request));
   g.running = g.shown = true;
   g.stopped_by.clear();

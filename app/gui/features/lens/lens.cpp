@@ -92,7 +92,10 @@ void updateLens(AppState& state) {
 const std::vector<TokenGuess>* lensCell(const AppState& state, int64_t layer, int64_t position) {
   const LensTable* lens = shownLens(state);
   if (!lens || layer < 0 || layer >= lens->layers || position < 0 || position >= lens->positions) return nullptr;
-  if (!lens->cells.empty()) return &lens->at(layer, position);
+  if (!lens->cells.empty()) {
+    const std::vector<TokenGuess>& cell = lens->at(layer, position);
+    return cell.empty() ? nullptr : &cell;  // a generation's column it did not compute
+  }
   const LensState& s = state.lens;
   const auto it = s.columns.find(position);
   return s.source == lens->later && it != s.columns.end() ? &it->second[layer] : nullptr;

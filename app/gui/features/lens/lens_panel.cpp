@@ -110,7 +110,9 @@ void hoverAndClick(AppState& state, const ViewModel& v, const LensGrid& g) {
     ImGui::SameLine(percent_x);
     ImGui::Text("%5.1f%%", 100.0 * (*top)[rank].prob);
   }
-  if (!top) ImGui::TextDisabled("computing this column...");
+  if (!top)
+    ImGui::TextDisabled("%s", v.lens.later ? "computing this column..."
+                                           : "not computed by the generation (its prompt's whole lens is past the budget)");
   ImGui::TextDisabled("click: focus layer %lld, query row %lld", static_cast<long long>(lensMapLayer(cell.layer)),
                       static_cast<long long>(cell.position));
   ImGui::EndTooltip();
@@ -146,6 +148,8 @@ void drawLensTable(AppState& state) {
   g.cell_h = std::floor(ImGui::GetTextLineHeight() + 5.0f);
   g.label_w = ImGui::CalcTextSize(rowName(v.lens.layers - 1).c_str()).x + 12.0f;
   ImGui::Dummy(ImVec2(g.label_w + v.lens.positions * kCellW, g.cell_h * (v.lens.layers + 1)));
+  // A generation with Follow on keeps its newest column, the token being chosen, in view.
+  if (state.generate.running && state.generate.controls.follow) ImGui::SetScrollX(ImGui::GetScrollMaxX());
   state.script.layout.record("lens_table", g.clip_min, ImVec2(g.clip_max.x - g.clip_min.x, g.clip_max.y - g.clip_min.y));
   drawGrid(state, v, g);
   hoverAndClick(state, v, g);
