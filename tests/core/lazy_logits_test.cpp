@@ -291,6 +291,32 @@ TEST_F(LazyLogits, LensColumnsOnDemandEqualTheWholeLens) {
   }
 }
 
+// A generation's lens columns (FolderModelRunner::lensColumns on a run that kept its
+// residuals): a full run's equal the whole lens bit for bit; a step's new column (decoded
+// through the KV cache) has the same top-1 tokens as a fresh run of the longer text.
+TEST_F(LazyLogits, LensColumnsOfAGenerationRun) {
+  writeGpt2(root_ / "gpt2");
+  writeAsciiTokenizer(root_ / "gpt2");
+  const std::string text = "def_area(w,h):return_w*h;";
+  for (const std::string& folder : {pythonCodeFolder(), (root_ / "gpt2").string()}) {
+    SCOPED_TRACE(folder);
+    FolderModelRunner runner(folder);
+    const ViewModel whole = FolderModelRunner(folder).view(text + "x");
+    ASSERT_FALSE(whole.lens.cells.empty());
+    runner.keepResiduals(true);
+    const CausalModel model = runner.causalModel(StepMaps::Keep);
+    ModelTokens tokens = runner.tokenize(text);
+    const LensColumns all = runner.lensColumns(model.run(tokens), 0, static_cast<int64_t>(text.size()));
+    for (int64_t t = 0; t < all.count; ++t) expectSameColumn(whole.lens, all, t);
+    EXPECT_TRUE(runner.lensFits(all.count));
+    model.append(tokens, runner.tokenize("x").ids.back());
+    const int64_t last = static_cast<int64_t>(text.size());
+    const LensColumns step = runner.lensColumns(model.step(tokens), last, 1);
+    for (int64_t l = 0; l < whole.lens.layers; ++l)
+      EXPECT_EQ(step.cells[l].front().label, whole.lens.at(l, last).front().label) << "layer " << l;
+  }
+}
+
 // Rows not computed take no memory: a run's logits are stored per 64-row block once one of
 // its rows is written (1000 positions x 50000 would be 200 MB whole).
 TEST(RunLogitsStorage, OnlyBlocksWithComputedRowsAreStored) {
