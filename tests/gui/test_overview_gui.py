@@ -157,10 +157,12 @@ class OverviewGuiTest(g.AppTestCase):
         g.wait_for_state(log, lambda s: s["modal_open"] and s["item_active"], timeout=10)
         self.x.xdotool("type", "--delay", "20", large)
         time.sleep(0.3)
+        opened = g.line_count(log)  # the small folder's own load must not answer for the large one's
         self.x.xdotool("keydown", "Return")
         time.sleep(0.2)
         self.x.xdotool("keyup", "Return")
-        loading = g.wait_for_state(log, lambda s: s["loading"] and 0.05 <= s["progress"] < 1 and not s["modal_open"], timeout=20)
+        loading = g.wait_for_new_state(log, opened, lambda s: s["loading"] and 0.05 <= s["progress"] < 1 and
+                                       not s["modal_open"], timeout=20)
         self.assertEqual(loading["model"], large)
         self.assertIn("load_progress", loading["rects"])
         self.assertIn("load_cancel", loading["rects"])
