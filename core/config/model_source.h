@@ -113,7 +113,8 @@ class FolderModelRunner {
   // view's); a generation computes its new positions' columns with each step.
   LensColumns lensColumns(const ModelRun& run, int64_t first, int64_t count) const;
   // Generation (model/generate.h) on this folder's runner: the text's tokens, the causal
-  // model (InputError for an encoder), each run's view (viewFromModelRun / viewFromHfRun)
+  // model (InputError for an encoder), each run's view (viewFromModelRun / viewFromHfRun,
+  // without the whole logit lens: a generation adds its new positions' columns, lensColumns)
   // and a token's text as typed.
   ModelTokens tokenize(const std::string& text) const;
   CausalModel causalModel(StepMaps maps = StepMaps::RowsOnly);
