@@ -293,7 +293,8 @@ TEST_F(LazyLogits, LensColumnsOnDemandEqualTheWholeLens) {
 
 // A generation's lens columns (FolderModelRunner::lensColumns on a run that kept its
 // residuals): a full run's equal the whole lens bit for bit; a step's new column (decoded
-// through the KV cache) has the same top-1 tokens as a fresh run of the longer text.
+// through the KV cache) has the same top-1 tokens as a fresh run of the longer text; the
+// step's view (viewOf) makes no whole lens of its own.
 TEST_F(LazyLogits, LensColumnsOfAGenerationRun) {
   writeGpt2(root_ / "gpt2");
   writeAsciiTokenizer(root_ / "gpt2");
@@ -311,7 +312,9 @@ TEST_F(LazyLogits, LensColumnsOfAGenerationRun) {
     EXPECT_TRUE(runner.lensFits(all.count));
     model.append(tokens, runner.tokenize("x").ids.back());
     const int64_t last = static_cast<int64_t>(text.size());
-    const LensColumns step = runner.lensColumns(model.step(tokens), last, 1);
+    const ModelRun& stepped = model.step(tokens);
+    EXPECT_TRUE(runner.viewOf(stepped).lens.empty());  // no whole lens per step from the kept residuals
+    const LensColumns step = runner.lensColumns(stepped, last, 1);
     for (int64_t l = 0; l < whole.lens.layers; ++l)
       EXPECT_EQ(step.cells[l].front().label, whole.lens.at(l, last).front().label) << "layer " << l;
   }
