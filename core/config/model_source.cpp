@@ -406,6 +406,10 @@ LensColumns FolderModelRunner::lensColumns(const ModelRun& run, int64_t first, i
 OutputHead FolderModelRunner::outputHead() const {
   if (hf_)
     return [m = weights_.hf](const Tensor& x, Tensor& logits) {
+      if (!m->hasHead()) {  // an encoder without masked-LM head: no logits, no lens
+        logits = Tensor();
+        return;
+      }
       logits = Tensor({x.dim(0), m->config.vocab});
       hfOutputLogits(*m, x, logits.data.data());
     };
