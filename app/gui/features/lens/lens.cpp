@@ -1,10 +1,8 @@
 #include "gui/features/lens/lens.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include "gui/features/predictions/predictions.h"
-#include "gui/jobs/job_error.h"
 #include "gui/shell/app_state.h"
 
 namespace attnscope {
@@ -21,20 +19,6 @@ nlohmann::json guessesJson(const std::vector<TokenGuess>& guesses) {
   return top;
 }
 
-// On the worker: one block of lens columns from the run's residuals.
-LaterLensColumns computeColumns(LaterLensRequest& request, const LaterLensWorker::Job&) {
-  LaterLensColumns done;
-  done.source = request.source;
-  const auto start = std::chrono::steady_clock::now();
-  try {
-    done.columns = request.source->columns(request.position);
-  } catch (...) {
-    done.error = jobErrorLine("out of memory while computing the logit lens");
-  }
-  done.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  return done;
-}
-
 // A new run shown: the columns computed for the last one go; a finished block comes in.
 void takeColumns(AppState& state, const LensTable* lens) {
   LensState& s = state.lens;
@@ -45,12 +29,12 @@ void takeColumns(AppState& state, const LensTable* lens) {
     s.requested = -1;
     s.error.clear();
   }
-  const std::shared_ptr<const LaterLensColumns> done = s.worker ? s.worker->poll() : nullptr;
+  const std::shared_ptr<const LaterLensWorker::Done> done = s.worker ? s.worker->poll() : nullptr;
   if (!done || done->source != s.source) return;
   s.requested = -1;
   s.error = done->error;
   s.columns_ms = done->milliseconds;
-  const LensColumns& c = done->columns;
+  const LensColumns& c = done->block;
   for (int64_t t = 0; t < c.count; ++t) {
     std::vector<std::vector<TokenGuess>>& column = s.columns[c.first + t];
     for (int64_t l = 0; l < lens->layers; ++l) column.push_back(c.cells[l * c.count + t]);
@@ -68,8 +52,11 @@ void askForShownColumns(AppState& state, const LensTable& lens) {
   for (int64_t t = s.visible_first; t < std::min(s.visible_end, lens.positions); ++t) wanted.push_back(t);
   for (int64_t t : wanted) {
     if (s.columns.count(t)) continue;
-    if (!s.worker) s.worker = std::make_unique<LaterLensWorker>(computeColumns);
-    s.worker->post({s.source, t});
+    if (!s.worker)  // one block of columns from the run's residuals
+      s.worker = std::make_unique<LaterLensWorker>(
+          [](const LaterLens& later, int64_t position) { return later.columns(position); },
+          "out of memory while computing the logit lens");
+    s.worker->post(s.source, t);
     s.requested = t / s.source->block * s.source->block;
     markStateChanged(state);
     return;

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gui/jobs/latest_job_worker.h"
+#include "gui/jobs/block_worker.h"
 #include "view/view_model.h"
 
 namespace attnscope {
@@ -27,17 +27,7 @@ struct LensCell {
   bool operator!=(const LensCell& o) const { return !(*this == o); }
 };
 
-struct LaterLensRequest {
-  std::shared_ptr<const LaterLens> source;  // the run's (kept alive while it computes)
-  int64_t position = 0;
-};
-struct LaterLensColumns {
-  std::shared_ptr<const LaterLens> source;
-  LensColumns columns;
-  double milliseconds = 0.0;
-  std::string error;  // "" on success
-};
-using LaterLensWorker = LatestJobWorker<LaterLensRequest, LaterLensColumns>;
+using LaterLensWorker = BlockWorker<LaterLens, LensColumns>;
 
 struct LensState {
   bool shown = false;  // the "Logit lens" tab is the open one

@@ -1,26 +1,9 @@
 #include "gui/features/predictions/predictions.h"
 
-#include <chrono>
-
-#include "gui/jobs/job_error.h"
 #include "gui/shell/app_state.h"
 
 namespace attnscope {
 namespace {
-
-// On the worker: one 64-row block's predictions from the run's final residual rows.
-LaterPredictionsBlock computeLater(LaterPredictionsRequest& request, const LaterPredictionsWorker::Job&) {
-  LaterPredictionsBlock done;
-  done.source = request.source;
-  const auto start = std::chrono::steady_clock::now();
-  try {
-    done.block = request.source->block(request.position);
-  } catch (...) {
-    done.error = jobErrorLine("out of memory while computing the predictions");
-  }
-  done.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  return done;
-}
 
 // A new run shown: the predictions computed for the last one go; a finished job's come in.
 void takeLaterPredictions(AppState& state) {
@@ -33,7 +16,7 @@ void takeLaterPredictions(AppState& state) {
     p.requested = -1;
     p.later_error.clear();
   }
-  const std::shared_ptr<const LaterPredictionsBlock> done = p.worker ? p.worker->poll() : nullptr;
+  const std::shared_ptr<const LaterPredictionsWorker::Done> done = p.worker ? p.worker->poll() : nullptr;
   if (!done || done->source != p.source) return;
   p.requested = -1;
   p.later_error = done->error;
@@ -51,8 +34,11 @@ void askForShownPredictions(AppState& state) {
   if (at.position < 0 || !p.source || !p.later_error.empty() || knownPredictions(state, at.position)) return;
   const int64_t first = logitBlock(at.position, state.compute.view->L).first;
   if (first == p.requested) return;
-  if (!p.worker) p.worker = std::make_unique<LaterPredictionsWorker>(computeLater);
-  p.worker->post({p.source, at.position});
+  if (!p.worker)  // one 64-row block's predictions from the run's final residual rows
+    p.worker = std::make_unique<LaterPredictionsWorker>(
+        [](const LaterPredictions& later, int64_t position) { return later.block(position); },
+        "out of memory while computing the predictions");
+  p.worker->post(p.source, at.position);
   p.requested = first;
   markStateChanged(state);
 }

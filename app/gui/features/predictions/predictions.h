@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gui/jobs/latest_job_worker.h"
+#include "gui/jobs/block_worker.h"
 #include "model/transformer.h"
 #include "view/view_model.h"
 
@@ -19,17 +19,7 @@ struct AppState;
 // Logits only where they are looked at: a model run unembeds the positions the panel shows
 // (wantedLogitRows); a position looked at later (hovered, pinned) gets its 64-row block's
 // predictions from the view's more_predictions on this worker, without rerunning the model.
-struct LaterPredictionsRequest {
-  std::shared_ptr<const LaterPredictions> source;  // the run's (kept alive while it computes)
-  int64_t position = 0;
-};
-struct LaterPredictionsBlock {
-  std::shared_ptr<const LaterPredictions> source;
-  PredictionBlock block;
-  double milliseconds = 0.0;
-  std::string error;  // "" on success
-};
-using LaterPredictionsWorker = LatestJobWorker<LaterPredictionsRequest, LaterPredictionsBlock>;
+using LaterPredictionsWorker = BlockWorker<LaterPredictions, PredictionBlock>;
 
 // The pin: a query row clicked in a map (ViewState::selected_query) holds the predictions
 // until the text changes (typing follows the end of the text again) or the user clears it.
