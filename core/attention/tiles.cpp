@@ -11,6 +11,7 @@
 
 #include "attention/kernel.h"
 #include "attention/mistakes.h"
+#include "attention/row_gemm.h"
 #include "attention/row_stats.h"
 #include "tensor/memory.h"
 
@@ -50,6 +51,16 @@ void maskRows(const TiledAttention& t, int64_t b, int64_t i0, int64_t i1, RowBlo
   if (ends) block.width = keys.end == 0 ? 0 : *std::lower_bound(ends->begin(), ends->end(), keys.end);
 }
 
+// y [rows, keys] (rows ldy apart) = q [rows, d] k [keys, d]^T through the full trace's score
+// kernel (one FMA chain per cell, attention/row_gemm.h): a tile's scores are the run's bit for
+// bit, whatever window it covers (a BLAS GEMM sums in another order, and on AVX-512 machines
+// the maps then differed from the run's by more than 1e-6).
+void headScores(const float* q, int64_t rows, const float* k, int64_t keys, int64_t d, float* y, int64_t ldy) {
+  if (rows <= 0 || keys <= 0) return;
+  const KeysT kt = transposeKeys(k, keys, d);
+  attnscope::scoreRows(q, d, rows, k, &kt, 0, keys, d, y, ldy);
+}
+
 // Rows [i0, i1) of map (b, h), masked by maskRows, into block.scores / block.probs through the
 // same GEMM and score pass as the full trace (keys no row of the block may attend skipped).
 void scoreRows(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int64_t i1, RowBlock& block) {
@@ -60,8 +71,8 @@ void scoreRows(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int64_
   block.normalisers.resize(rows);
   const size_t bh = static_cast<size_t>(b * t.H + h);
   const size_t kv = static_cast<size_t>(b * t.G + kvHeadOf(h, t.H, t.G));
-  gemm(true, rows, keys.end - keys.begin, d, &t.q->data[(bh * t.L + i0) * d], d, &t.k->data[(kv * S + keys.begin) * d],
-       d, 0.0f, &block.scores[keys.begin], S);
+  headScores(&t.q->data[(bh * t.L + i0) * d], rows, &t.k->data[(kv * S + keys.begin) * d], keys.end - keys.begin, d,
+             &block.scores[keys.begin], S);
   ScoreRule rule;
   rule.scale = t.scale;
   rule.fill = t.fill;
@@ -550,8 +561,8 @@ void tileFromNormalisers(const TiledAttention& t, Tile& tile) {
   const int64_t rows = tile.rows, cols = tile.cols, S = t.S, d = t.d;
   const size_t bh = static_cast<size_t>(tile.b * t.H + tile.h);
   const size_t kv = static_cast<size_t>(tile.b * t.G + kvHeadOf(tile.h, t.H, t.G));
-  gemm(true, rows, cols, d, &t.q->data[(bh * t.L + tile.i0) * d], d, &t.k->data[(kv * S + tile.j0) * d], d, 0.0f,
-       tile.scores.data.data(), cols);
+  headScores(&t.q->data[(bh * t.L + tile.i0) * d], rows, &t.k->data[(kv * S + tile.j0) * d], cols, d,
+             tile.scores.data.data(), cols);
   ScoreRule rule;
   rule.scale = t.scale;
   rule.fill = t.fill;
