@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks attnscope against the reference outputs that scripts/crosscheck_transformers.py made
-with the real `transformers` and `tokenizers` (README, "Cross-checks against transformers").
+with the real `transformers` and `tokenizers` (docs/models.md, "Cross-checks against transformers").
 Not part of CI: the references come from a machine that has those libraries.
 
     /usr/bin/python3 scripts/crosscheck_compare.py REF [--bin build/attnscope]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write attention bundles that attnscope opens (`attnscope BUNDLE`, `attnscope export BUNDLE`).
 
-A bundle is a folder with (README, "Attention bundles")
+A bundle is a folder with (docs/cli.md, "Attention bundles")
   attentions.npy  float32 [layers, B, H, L, S]: every attention layer's per-head probabilities
   tokens.txt      L query labels, one per line (one row for every batch item; PyTorch path)
   key_tokens.txt  S key labels, when S differs from L
@@ -264,7 +264,7 @@ class TokenRows:
 
 
 def tokens_document(queries, keys=None):
-    """tokens.json (README, "Attention bundles"): query rows, and key rows when the keys are
+    """tokens.json (docs/cli.md, "Attention bundles"): query rows, and key rows when the keys are
     another sequence (cross-attention)."""
     doc = {"piece_style": queries.piece_style, "query": queries.document_rows()}
     if keys is not None:

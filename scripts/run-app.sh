@@ -5,5 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --gui
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)"
+# Only the app and the layers it links: the tests build in scripts/run-tests.sh.
+cmake --build build -j"$(nproc)" --target attnscope
 exec build/attnscope "$@"

@@ -8,7 +8,7 @@
   reverse-digits  algorithmic model: "31415=51413." (a digit string, '=', the string reversed,
                   '.'); its copying head draws an anti-diagonal.
 
-Each model is written in the attnscope-model/1 folder format (see README.md, "Model folders"):
+Each model is written in the attnscope-model/1 folder format (see docs/models.md, "Model folders"):
 config.json, vocab.json, one float32 .npy per tensor, plus
   training.json   steps, wall time, corpus files and sha256, final train / validation loss in
                   bits per character, per-head pattern scores and the probe texts they used;

@@ -1,4 +1,4 @@
-// `attnscope bench --model FOLDER`: times a model folder's runtime (README, "attnscope bench").
+// `attnscope bench --model FOLDER`: times a model folder's runtime (docs/performance.md, "attnscope bench").
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// `attnscope model generate`: see model_generate.h and README, "attnscope model generate".
+// `attnscope model generate`: see model_generate.h and docs/generation-and-lens.md, "attnscope model generate".
 // Flags are checked before any file is read (exit 2), the prompt against the context before
 // the output folder is touched (exit 1); the files are written staged, as `model run` does.
 #include "cli/model_generate.h"
@@ -120,7 +120,7 @@ void addGenerateOptions(CLI::App& app, GenerateFlags& flags) {
   app.add_option("--sinks", flags.sinks, "with --window: the first K positions stay in the cache (attention sinks)");
   app.add_option("--out", flags.out, "output folder (created if missing)")->required();
   app.footer(
-      "Sampling: temperature, then top-k, then top-p, then one draw (README). Exit status: 0 ok, 1 bad\n"
+      "Sampling: temperature, then top-k, then top-p, then one draw (docs/generation-and-lens.md). Exit status: 0 ok, 1 bad\n"
       "input (a prompt already at the context, a bad folder), 2 usage error; nothing is written on error.\n"
       "Example: attnscope model generate assets/models/python-code --text 'def ' --tokens 20 --out gen");
 }

@@ -55,6 +55,12 @@ struct AttentionOptions {
   std::vector<double> rope_inv_freq;
   bool alibi = false;                  // -m_h |i - j| on the scaled (and soft-capped) scores
   std::optional<float> softcap;        // cap * tanh(s / cap) on the scaled scores; cap > 0
+  // Per-head RMSNorm of q and k after the head split, before RoPE (Qwen3's q_norm, k_norm):
+  // x / sqrt(mean(x^2) + eps) * w over each head's d features; weights [d] each, the model's
+  // own (not copied, they must outlive the run); null = none. Model runs only (cached_rows.h).
+  const float* q_norm = nullptr;
+  const float* k_norm = nullptr;
+  double qk_norm_eps = 1e-6;
 };
 
 struct AttentionInputs {

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <tuple>
@@ -197,6 +198,26 @@ void finishTrace(AttentionTrace& t, const AttentionOptions& o, const RunPlan& pl
   t.stages = buildStages(t, o);
 }
 
+// Each of `vectors` rows of d features (one head at one position) RMS-normalised and scaled
+// by weight [d] (AttentionOptions::q_norm); statistics in double, as the models' norms.
+void normHeads(float* x, int64_t vectors, int64_t d, const float* weight, double eps) {
+  if (!weight) return;
+  for (int64_t n = 0; n < vectors; ++n) {
+    float* v = &x[n * d];
+    double squares = 0.0;
+    for (int64_t c = 0; c < d; ++c) squares += static_cast<double>(v[c]) * v[c];
+    const double inv = 1.0 / std::sqrt(squares / static_cast<double>(d) + eps);
+    for (int64_t c = 0; c < d; ++c) v[c] = static_cast<float>(v[c] * inv * weight[c]);
+  }
+}
+
+// normHeads on the positions [first, T) of every head of x [B, heads, T, d].
+void normHeadsFrom(Tensor& x, int64_t first, const float* weight, double eps) {
+  if (!weight) return;
+  const int64_t N = x.dim(0) * x.dim(1), T = x.dim(2), d = x.dim(3);
+  for (int64_t n = 0; n < N; ++n) normHeads(&x.data[(n * T + first) * d], T - first, d, weight, eps);
+}
+
 // A layer's projections against its options: InputError for shapes that do not fit.
 void checkProjections(const Projections& w, const AttentionOptions& o) {
   auto shape = [](const WeightRows& r) { return "[" + std::to_string(r.N) + ", " + std::to_string(r.K) + "]"; };
@@ -238,6 +259,8 @@ void attendRows(AttentionTrace& t, const Projections& w, const AttentionOptions&
     rowGemm(x, L - start, *weights, bias, rows.data());
     splitRows(rows, heads, d, start, L, *out);
   }
+  normHeadsFrom(t.q, start, o.q_norm, o.qk_norm_eps);
+  normHeadsFrom(t.k, start, o.k_norm, o.qk_norm_eps);
   if (o.rope) {  // each key rotates once, when it enters the cache
     applyRopeFrom(t.q, start, o.rope_base, o.rope_style, o.rope_inv_freq);
     applyRopeFrom(t.k, start, o.rope_base, o.rope_style, o.rope_inv_freq);
@@ -391,6 +414,8 @@ void decodeRow(DecodeCache& c, const Projections& w, const AttentionOptions& o, 
   rowGemm(x, 1, w.q, w.b_q, q.data());
   rowGemm(x, 1, w.k, w.b_k, k.data());
   rowGemm(x, 1, w.v, w.b_v, v.data());
+  normHeads(q.data(), H, d, o.q_norm, o.qk_norm_eps);
+  normHeads(k.data(), G, d, o.k_norm, o.qk_norm_eps);
   if (o.rope) {
     for (int64_t h = 0; h < H; ++h) rotateAt(&q[h * d], d, p, o.rope_base, o.rope_style, o.rope_inv_freq);
     for (int64_t g = 0; g < G; ++g) rotateAt(&k[g * d], d, p, o.rope_base, o.rope_style, o.rope_inv_freq);

@@ -1,4 +1,4 @@
-// tokens.json of an attention bundle (README, "Attention bundles"): the tokens of every batch
+// tokens.json of an attention bundle (docs/cli.md, "Attention bundles"): the tokens of every batch
 // item, as labels or as the tokenizer's raw pieces with their ids. Labels of raw pieces are
 // the tokenizer's readable labels (core/tokenizer/labels.cpp), so a bundle from
 // scripts/export_attention.py reads exactly as a Hugging Face folder opened here.

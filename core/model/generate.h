@@ -1,7 +1,7 @@
 // Generation through a model's KV cache (issue 21): each step appends the chosen token and
 // computes only the new position's rows: one row per layer through the decode caches
 // (CausalModel::step), or from that position on (run). Works for both kinds of model folders through
-// CausalModel. Sampling procedure (README, "attnscope model generate"):
+// CausalModel. Sampling procedure (docs/generation-and-lens.md, "attnscope model generate"):
 //   greedy: the largest logit (ties: the smaller id);
 //   sampling: p = softmax(logits / T) in double; ids ordered by p (ties: the smaller id first);
 //   top-k keeps the first k (k = 0: all); top-p keeps the shortest prefix of those whose

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/config_fields.h"
 #include "model/config_limits.h"
 #include "tensor/text_file.h"
 
@@ -17,72 +18,7 @@ using nlohmann::json;
 constexpr int64_t kMaxPositions = 1 << 20;
 constexpr size_t kMaxConfigBytes = size_t{16} << 20;
 
-// config.json's fields, each message naming the file and the field.
-class Fields {
- public:
-  Fields(const json& j, std::string path) : j_(j), path_(std::move(path)) {}
-  [[noreturn]] void fail(const std::string& field, const std::string& why) const {
-    throw InputError(path_ + ": \"" + field + "\" " + why);
-  }
-  // The first of the names that is present and not null ("" when none).
-  std::string present(std::initializer_list<const char*> names) const {
-    for (const char* n : names)
-      if (j_.contains(n) && !j_[n].is_null()) return n;
-    return "";
-  }
-  int64_t integer(std::initializer_list<const char*> names, int64_t lo, int64_t hi,
-                  std::optional<int64_t> fallback = std::nullopt) const {
-    const std::string name = present(names);
-    if (name.empty()) {
-      if (fallback) return *fallback;
-      fail(*names.begin(), "is missing");
-    }
-    const json& v = j_[name];
-    if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
-      fail(name, "must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
-    return v.get<int64_t>();
-  }
-  double number(const json& obj, const std::string& key, const std::string& field, double fallback, double lo,
-                double hi) const {
-    if (!obj.contains(key) || obj[key].is_null()) return fallback;
-    const json& v = obj[key];
-    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < lo || v.get<double>() > hi)
-      fail(field, "must be a number in [" + formatNumber(lo) + ", " + formatNumber(hi) + "]");
-    return v.get<double>();
-  }
-  double number(const char* key, double fallback, double lo, double hi) const {
-    return number(j_, key, key, fallback, lo, hi);
-  }
-  bool boolean(const char* key, bool fallback) const {
-    if (!j_.contains(key) || j_[key].is_null()) return fallback;
-    if (!j_[key].is_boolean()) fail(key, "must be true or false");
-    return j_[key].get<bool>();
-  }
-  std::string text(const json& obj, const std::string& key, const std::string& field, const std::string& fallback) const {
-    if (!obj.contains(key) || obj[key].is_null()) return fallback;
-    if (!obj[key].is_string()) fail(field, "must be a string");
-    return obj[key].get<std::string>();
-  }
-  const json& root() const { return j_; }
-  static std::string formatNumber(double v) {
-    std::string s = std::to_string(v);
-    while (s.size() > 1 && s.back() == '0') s.pop_back();
-    if (!s.empty() && s.back() == '.') s.pop_back();
-    return s;
-  }
-
- private:
-  const json& j_;
-  std::string path_;
-};
-
-std::string quotedList(std::initializer_list<const char*> values) {
-  std::string out;
-  for (const char* v : values) out += (out.empty() ? "\"" : ", \"") + std::string(v) + "\"";
-  return out;
-}
-
-HfActivation readActivation(const Fields& f, const HfFamily& family) {
+HfActivation readActivation(const ConfigFields& f, const Family& family) {
   const std::string field = f.present({"hidden_activation", "hidden_act", "activation_function"});
   const std::string name = field.empty() ? family.default_activation : f.text(f.root(), field, field, "");
   if (name == "gelu") return HfActivation::GeluErf;
@@ -93,7 +29,7 @@ HfActivation readActivation(const Fields& f, const HfFamily& family) {
 }
 
 // RoPE inverse frequencies, transformers' modeling_rope_utils: default, linear, llama3.
-std::vector<double> ropeInvFreq(const Fields& f, const json& scaling, const std::string& where, double theta,
+std::vector<double> ropeInvFreq(const ConfigFields& f, const json& scaling, const std::string& where, double theta,
                                 int64_t rotary_dims, const std::string& type) {
   std::vector<double> inv(rotary_dims / 2);
   for (int64_t i = 0; i < rotary_dims / 2; ++i)
@@ -124,7 +60,7 @@ std::vector<double> ropeInvFreq(const Fields& f, const json& scaling, const std:
 }
 
 // rope_parameters (5.x) or rope_theta / rope_scaling / rotary_pct (4.x).
-void readRope(const Fields& f, HfConfig& c) {
+void readRope(const ConfigFields& f, HfConfig& c) {
   const json& j = f.root();
   const bool v5 = j.contains("rope_parameters") && j["rope_parameters"].is_object();
   static const json kNone = json::object();
@@ -150,11 +86,11 @@ void readRope(const Fields& f, HfConfig& c) {
 
 // Per layer: -1, or the causal window W = sliding_window - 1 (a query sees itself and the
 // sliding_window - 1 keys before it, as transformers' sliding-window masks do).
-void readWindows(const Fields& f, HfConfig& c) {
+void readWindows(const ConfigFields& f, HfConfig& c) {
   const json& j = f.root();
   c.window.assign(c.n_layers, -1);
-  const HfWindowRule rule = c.family->window_rule;
-  if (rule == HfWindowRule::None) return;
+  const auto family_rule = c.family->hooks.sliding_layers;
+  if (!family_rule) return;
   std::vector<bool> sliding(c.n_layers, false);
   if (j.contains("layer_types") && !j["layer_types"].is_null()) {
     const json& types = j["layer_types"];
@@ -167,11 +103,7 @@ void readWindows(const Fields& f, HfConfig& c) {
       sliding[i] = t == "sliding_attention";
     }
   } else {
-    const bool qwen_on = f.boolean("use_sliding_window", false);
-    const int64_t first = rule == HfWindowRule::MaxWindowLayers ? f.integer({"max_window_layers"}, 0, kMaxLayers, c.n_layers) : 0;
-    for (int64_t i = 0; i < c.n_layers; ++i)
-      sliding[i] = rule == HfWindowRule::AllLayers || (rule == HfWindowRule::EvenLayers && i % 2 == 0) ||
-                   (rule == HfWindowRule::MaxWindowLayers && qwen_on && i >= first);
+    sliding = family_rule(f, c.n_layers);
   }
   if (f.present({"sliding_window"}).empty()) return;
   const int64_t window = f.integer({"sliding_window"}, 1, kMaxPositions);
@@ -179,7 +111,7 @@ void readWindows(const Fields& f, HfConfig& c) {
     if (sliding[i]) c.window[i] = window - 1;
 }
 
-void readSizes(const Fields& f, HfConfig& c) {
+void readSizes(const ConfigFields& f, HfConfig& c) {
   c.n_layers = f.integer({"num_hidden_layers", "n_layer"}, 1, kMaxLayers);
   c.hidden = f.integer({"hidden_size", "n_embd"}, 1, kMaxDim);
   c.heads = f.integer({"num_attention_heads", "n_head"}, 1, kMaxDim);
@@ -198,20 +130,16 @@ void readSizes(const Fields& f, HfConfig& c) {
   c.vocab = f.integer({"vocab_size"}, 1, kMaxVocab);
   c.max_positions = f.integer({"max_position_embeddings", "n_positions"}, 1, kMaxPositions,
                               c.family->positions == HfPositions::Rope ? std::optional<int64_t>(kMaxPositions) : std::nullopt);
-  c.type_vocab = c.family->names.token_types[0] ? f.integer({"type_vocab_size"}, 1, kMaxDim, 2) : 0;
-}
-
-// Options of one family that attnscope does not compute are refused, not approximated.
-void refuseUnsupported(const Fields& f, const HfConfig& c) {
-  if (c.model_type == "gpt2" && f.boolean("scale_attn_by_inverse_layer_idx", false))
-    f.fail("scale_attn_by_inverse_layer_idx", "is true but attnscope supports false");
-  if (c.model_type == "bert") {
-    const std::string kind = f.text(f.root(), "position_embedding_type", "position_embedding_type", "absolute");
-    if (kind != "absolute") f.fail("position_embedding_type", "is \"" + kind + "\" but attnscope supports \"absolute\"");
-  }
+  c.type_vocab = c.family->names.has(Role::TokenTypes) ? f.integer({"type_vocab_size"}, 1, kMaxDim, 2) : 0;
 }
 
 }  // namespace
+
+std::string quotedList(std::initializer_list<const char*> values) {
+  std::string out;
+  for (const char* v : values) out += (out.empty() ? "\"" : ", \"") + std::string(v) + "\"";
+  return out;
+}
 
 HfConfig parseHfConfig(const std::string& json_text, const std::string& path) {
   json j;
@@ -221,16 +149,16 @@ HfConfig parseHfConfig(const std::string& json_text, const std::string& path) {
     throw InputError(path + ": not valid JSON");
   }
   if (!j.is_object()) throw InputError(path + ": must be a JSON object");
-  const Fields f(j, path);
+  const ConfigFields f(j, path);
   HfConfig c;
   c.config_path = path;
   c.model_type = f.text(j, "model_type", "model_type", "");
-  for (const HfFamily& family : hfFamilies())
-    if (c.model_type == family.model_type) c.family = &family;
+  for (const Family* family : families())
+    if (c.model_type == family->model_type) c.family = family;
   if (!c.family)
     f.fail("model_type", (c.model_type.empty() ? std::string("is missing") : "is \"" + c.model_type + "\"") +
-                             " but attnscope supports " + hfModelTypes());
-  const HfFamily& fam = *c.family;
+                             " but attnscope supports " + familyTypes());
+  const Family& fam = *c.family;
   readSizes(f, c);
   c.norm_eps = f.number(fam.eps_field, fam.norm == HfNorm::LayerNorm ? 1e-5 : 1e-6, 1e-30, 1.0);
   c.activation = readActivation(f, fam);
@@ -241,7 +169,6 @@ HfConfig parseHfConfig(const std::string& json_text, const std::string& path) {
   // dense), except in qwen2, whose q/k/v biases come without an o bias.
   c.o_bias = fam.o_bias ? attention_bias : attention_bias && !fam.qkv_bias;
   c.mlp_bias = f.boolean("mlp_bias", fam.mlp_bias);
-  c.parallel_residual = c.model_type == "gpt_neox" && f.boolean("use_parallel_residual", true);
   if (fam.positions == HfPositions::Rope) readRope(f, c);
   readWindows(f, c);
   c.attn_scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
@@ -249,7 +176,7 @@ HfConfig parseHfConfig(const std::string& json_text, const std::string& path) {
     c.attn_scale = 1.0 / std::sqrt(f.number("query_pre_attn_scalar", 1.0, 1e-9, 1e12));
   if (!f.present({"attn_logit_softcapping"}).empty()) c.attn_softcap = f.number("attn_logit_softcapping", 0.0, 1e-9, 1e12);
   if (!f.present({"final_logit_softcapping"}).empty()) c.final_softcap = f.number("final_logit_softcapping", 0.0, 1e-9, 1e12);
-  refuseUnsupported(f, c);
+  if (fam.hooks.read_config) fam.hooks.read_config(f, c);
   return c;
 }
 

@@ -12,13 +12,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string layerName(const char* pattern, int64_t i) {
-  std::string s = pattern;
-  const size_t at = s.find("{i}");
-  if (at != std::string::npos) s.replace(at, 3, std::to_string(i));
-  return s;
-}
-
 // Which tensors to read, with the shapes config.json implies: checked against the headers
 // first, read only when all are present and fit memory (matrices BF16 as stored, the rest float32).
 class WeightPlan {
@@ -144,26 +137,28 @@ struct LayerPlanned {
 };
 
 void planLayer(const HfConfig& c, int64_t i, WeightPlan& plan, HfLayer& layer, LayerPlanned& p) {
-  const HfFamily& f = *c.family;
-  const HfTensorNames& n = f.names;
+  const Family& f = *c.family;
+  auto name = [&](Role role) { return f.names.of(role, i); };
   const int64_t D = c.hidden, Hd = c.heads * c.head_dim, Gd = c.kv_heads * c.head_dim, M = c.mlp_dim;
   const std::string why = "layer " + std::to_string(i) + " of num_hidden_layers = " + std::to_string(c.n_layers);
   const bool nb = f.norm_bias;
-  plan.norm(layerName(n.attn_norm, i), D, nb, layer.attn_norm, why);
-  if (*n.post_attn_norm) plan.norm(layerName(n.post_attn_norm, i), D, nb, layer.post_attn_norm, why);
-  plan.norm(layerName(n.mlp_norm, i), D, nb, layer.mlp_norm, why);
-  if (*n.post_mlp_norm) plan.norm(layerName(n.post_mlp_norm, i), D, nb, layer.post_mlp_norm, why);
+  plan.norm(name(Role::AttnNorm), D, nb, layer.attn_norm, why);
+  if (f.names.has(Role::PostAttnNorm)) plan.norm(name(Role::PostAttnNorm), D, nb, layer.post_attn_norm, why);
+  plan.norm(name(Role::MlpNorm), D, nb, layer.mlp_norm, why);
+  if (f.names.has(Role::PostMlpNorm)) plan.norm(name(Role::PostMlpNorm), D, nb, layer.post_mlp_norm, why);
   if (f.fused_qkv != HfFusedQkv::None) {
-    plan.linear(layerName(n.qkv, i), 3 * D, D, f.conv1d, c.qkv_bias, p.fused, why, false, true);
+    plan.linear(name(Role::Qkv), 3 * D, D, f.conv1d, c.qkv_bias, p.fused, why, false, true);
   } else {
-    plan.linear(layerName(n.q, i), Hd, D, false, c.qkv_bias, layer.q, why);
-    plan.linear(layerName(n.k, i), Gd, D, false, c.qkv_bias, layer.k, why);
-    plan.linear(layerName(n.v, i), Gd, D, false, c.qkv_bias, layer.v, why);
+    plan.linear(name(Role::Q), Hd, D, false, c.qkv_bias, layer.q, why);
+    plan.linear(name(Role::K), Gd, D, false, c.qkv_bias, layer.k, why);
+    plan.linear(name(Role::V), Gd, D, false, c.qkv_bias, layer.v, why);
   }
-  plan.linear(layerName(n.o, i), D, Hd, f.conv1d, c.o_bias, layer.o, why);
-  if (f.mlp == HfMlp::Gated) plan.linear(layerName(n.gate, i), M, D, false, c.mlp_bias, layer.gate, why);
-  plan.linear(layerName(n.up, i), M, D, f.conv1d, c.mlp_bias, layer.up, why);
-  plan.linear(layerName(n.down, i), D, M, f.conv1d, c.mlp_bias, layer.down, why);
+  if (f.names.has(Role::QNorm)) plan.norm(name(Role::QNorm), c.head_dim, false, layer.q_norm, why);
+  if (f.names.has(Role::KNorm)) plan.norm(name(Role::KNorm), c.head_dim, false, layer.k_norm, why);
+  plan.linear(name(Role::O), D, Hd, f.conv1d, c.o_bias, layer.o, why);
+  if (f.mlp == HfMlp::Gated) plan.linear(name(Role::Gate), M, D, false, c.mlp_bias, layer.gate, why);
+  plan.linear(name(Role::Up), M, D, f.conv1d, c.mlp_bias, layer.up, why);
+  plan.linear(name(Role::Down), D, M, f.conv1d, c.mlp_bias, layer.down, why);
 }
 
 // Splits, then the row GEMM's panels of what was not read into them.
@@ -179,24 +174,24 @@ void finishLayer(const HfConfig& c, HfLayer& layer, LayerPlanned& p) {
 // The base model's prefix: "model." etc. when the embedding is stored with it, "" when the
 // checkpoint was saved from the base class.
 std::string tensorPrefix(const HfConfig& c, const SafetensorsFolder& store) {
-  const std::string embed = std::string(c.family->names.embed) + ".weight";
-  if (store.has(c.family->names.prefix + embed)) return c.family->names.prefix;
+  const std::string embed = c.family->names.of(Role::Embed) + ".weight", prefix = c.family->names.prefix();
+  if (store.has(prefix + embed)) return prefix;
   if (store.has(embed)) return "";
-  throw InputError(store.describe() + ": tensor \"" + c.family->names.prefix + embed + "\" (or \"" + embed +
+  throw InputError(store.describe() + ": tensor \"" + prefix + embed + "\" (or \"" + embed +
                    "\") is missing (the token embedding [vocab_size, hidden_size])");
 }
 
 // Unembedding: lm_head (or tied to the embedding); BERT's masked-LM head when present.
 void planHead(const HfConfig& c, const SafetensorsFolder& store, WeightPlan& plan, HfModel& m) {
-  const HfTensorNames& n = c.family->names;
+  const TensorNames& n = c.family->names;
   const int64_t D = c.hidden, V = c.vocab;
-  if (*n.mlm_transform) {
-    if (!store.has(std::string(n.mlm_transform) + ".weight")) return;  // an encoder without MLM head
-    plan.linear(n.mlm_transform, D, D, false, true, m.mlm_transform, "masked-LM head", true);
-    plan.norm(n.mlm_norm, D, true, m.mlm_norm, "masked-LM head", true);
-    plan.add(n.mlm_bias, {V}, &m.lm_bias, "masked-LM head", true);
+  if (n.has(Role::MlmTransform)) {
+    if (!store.has(n.of(Role::MlmTransform) + ".weight")) return;  // an encoder without MLM head
+    plan.linear(n.of(Role::MlmTransform), D, D, false, true, m.mlm_transform, "masked-LM head", true);
+    plan.norm(n.of(Role::MlmNorm), D, true, m.mlm_norm, "masked-LM head", true);
+    plan.add(n.of(Role::MlmBias), {V}, &m.lm_bias, "masked-LM head", true);
   }
-  if (!c.tied) plan.add(std::string(n.lm_head) + ".weight", {V, D}, &m.lm_head, "unembedding [vocab_size, hidden_size]; or tie_word_embeddings", true, true);
+  if (!c.tied) plan.add(n.of(Role::LmHead) + ".weight", {V, D}, &m.lm_head, "unembedding [vocab_size, hidden_size]; or tie_word_embeddings", true, true);
 }
 
 bool hasTokenizerFiles(const std::string& folder) {
@@ -221,23 +216,23 @@ HfModel loadHfModel(const std::string& folder, bool with_tokenizer, const Progre
   m.folder = folder;
   m.config = readHfConfig(folder);
   const HfConfig& c = m.config;
-  const HfFamily& f = *c.family;
+  const Family& f = *c.family;
+  const TensorNames& n = f.names;
   SafetensorsFolder store = SafetensorsFolder::open(folder);
   m.tensor_prefix = tensorPrefix(c, store);
   WeightPlan plan(store, m.tensor_prefix);
   const int64_t D = c.hidden;
   // Tied, the embedding is the head too: in panels (a lookup reads a row across them).
-  plan.add(std::string(f.names.embed) + ".weight", {c.vocab, D}, &m.embed, "token embedding [vocab_size, hidden_size]",
-           false, c.tied);
-  if (*f.names.positions)
-    plan.add(std::string(f.names.positions) + ".weight", {c.max_positions, D}, &m.positions, "learned positions");
+  plan.add(n.of(Role::Embed) + ".weight", {c.vocab, D}, &m.embed, "token embedding [vocab_size, hidden_size]", false,
+           c.tied);
+  if (n.has(Role::Positions)) plan.add(n.of(Role::Positions) + ".weight", {c.max_positions, D}, &m.positions, "learned positions");
   Tensor token_types;
-  if (*f.names.token_types) plan.add(std::string(f.names.token_types) + ".weight", {c.type_vocab, D}, &token_types, "token types");
-  if (*f.names.embed_norm) plan.norm(f.names.embed_norm, D, f.norm_bias, m.embed_norm, "embedding LayerNorm");
+  if (n.has(Role::TokenTypes)) plan.add(n.of(Role::TokenTypes) + ".weight", {c.type_vocab, D}, &token_types, "token types");
+  if (n.has(Role::EmbedNorm)) plan.norm(n.of(Role::EmbedNorm), D, f.norm_bias, m.embed_norm, "embedding LayerNorm");
   m.layers.resize(c.n_layers);
   std::vector<LayerPlanned> planned(c.n_layers);
   for (int64_t i = 0; i < c.n_layers; ++i) planLayer(c, i, plan, m.layers[i], planned[i]);
-  if (*f.names.final_norm) plan.norm(f.names.final_norm, D, f.norm_bias, m.final_norm, "final norm");
+  if (n.has(Role::FinalNorm)) plan.norm(n.of(Role::FinalNorm), D, f.norm_bias, m.final_norm, "final norm");
   planHead(c, store, plan, m);
   plan.load(folder, progress);
   for (int64_t i = 0; i < c.n_layers; ++i) finishLayer(c, m.layers[i], planned[i]);
@@ -245,7 +240,7 @@ HfModel loadHfModel(const std::string& folder, bool with_tokenizer, const Progre
     m.token_type = rows(token_types, 0, 1);
     m.token_type.shape = {D};
   }
-  const bool encoder_without_head = *f.names.mlm_transform && m.mlm_transform.weight.empty();
+  const bool encoder_without_head = n.has(Role::MlmTransform) && m.mlm_transform.weight.empty();
   m.head_tied = c.tied && !encoder_without_head;  // shared, not copied (a 1B model's is 1 GB in float32)
   if (with_tokenizer && hasTokenizerFiles(folder)) m.tokenizer = HfTokenizer::load(folder);
   return m;

@@ -40,6 +40,7 @@ struct HfLinear {
 
 struct HfLayer {
   HfNormWeights attn_norm, post_attn_norm, mlp_norm, post_mlp_norm;
+  HfNormWeights q_norm, k_norm;  // [d] per-head RMSNorm of q and k (Role::QNorm, KNorm), or empty
   HfLinear q, k, v, o;  // q [H*d, D], k/v [G*d, D], o [D, H*d]
   HfLinear gate, up, down;  // gate only for gated MLPs
   Projections projections() const;  // q .. o for attendRows (they must outlive it)

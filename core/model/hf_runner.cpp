@@ -126,7 +126,14 @@ ModelTokens hfTokensFromIds(const HfModel& model, const std::vector<int64_t>& id
 }
 
 HfRunner::HfRunner(std::shared_ptr<const HfModel> model) : model_(std::move(model)) {
-  for (int64_t i = 0; i < model_->config.n_layers; ++i) options_.push_back(hfLayerOptions(model_->config, i));
+  for (int64_t i = 0; i < model_->config.n_layers; ++i) {
+    AttentionOptions o = hfLayerOptions(model_->config, i);
+    const HfLayer& layer = model_->layers[i];
+    if (!layer.q_norm.empty()) o.q_norm = layer.q_norm.weight.data.data();
+    if (!layer.k_norm.empty()) o.k_norm = layer.k_norm.weight.data.data();
+    o.qk_norm_eps = model_->config.norm_eps;
+    options_.push_back(std::move(o));
+  }
 }
 
 void HfRunner::setCacheWindow(const CacheWindow& cache) {

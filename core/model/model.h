@@ -1,4 +1,4 @@
-// Trained decoder-only transformers in the attnscope-model/1 folder format (README, "Model
+// Trained decoder-only transformers in the attnscope-model/1 folder format (docs/models.md, "Model
 // folders"): config.json, vocab.json, one .npy per tensor (float32 or float16), and an
 // optional training.json whose "caption" describes the model.
 //

@@ -1,4 +1,4 @@
-// Readable labels for token pieces (README, "Tokenizers"): a space shows as "␣", a newline as
+// Readable labels for token pieces (docs/models.md, "Tokenizers"): a space shows as "␣", a newline as
 // "↵", a tab as "⇥"; GPT-2's byte alphabet ("Ġ", "Ċ") and SentencePiece's "▁" are decoded
 // first; a byte-fallback piece <0xNN> of a whole (ASCII) character shows as that character;
 // in an encoded text, a character cut across pieces shows whole on its first piece; any other

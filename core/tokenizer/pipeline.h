@@ -80,7 +80,7 @@ PostProcessor makeBosEosProcessor(std::vector<SpecialPiece> before, std::vector<
 // The ByteLevel pre-tokenizer on its own (GPT-2's vocab.json + merges.txt folders).
 PreTokenizer makeGpt2PreTokenizer();
 
-// Readable labels (README, "Tokenizers").
+// Readable labels (docs/models.md, "Tokenizers").
 enum class PieceStyle { ByteLevel, Plain };
 std::string readableLabel(const std::string& piece, PieceStyle style);
 // Labels of an encoded sequence: as readableLabel, except that a character cut across pieces

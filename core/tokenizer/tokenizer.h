@@ -1,4 +1,4 @@
-// Hugging Face tokenizers, encoded in C++ as the `tokenizers` library encodes them (README,
+// Hugging Face tokenizers, encoded in C++ as the `tokenizers` library encodes them (docs/models.md,
 // "Tokenizers"): FOLDER/tokenizer.json (BPE or WordPiece with its normalizer, pre-tokenizer,
 // post-processor and added tokens), or GPT-2's original FOLDER/vocab.json + FOLDER/merges.txt.
 #pragma once
@@ -13,7 +13,7 @@
 
 namespace attnscope {
 
-// Readable-label marks (README, "Tokenizers"): what a label shows for a space and a newline
+// Readable-label marks (docs/models.md, "Tokenizers"): what a label shows for a space and a newline
 // that the raw piece spells as "Ġ"/"▁" and "Ċ"/"<0x0A>".
 inline constexpr const char* kSpaceMark = "\u2423";    // "␣"
 inline constexpr const char* kNewlineMark = "\u21B5";  // "↵"

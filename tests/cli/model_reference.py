@@ -1,7 +1,7 @@
 """An independent PyTorch implementation of the attnscope-model/1 folder format, and random
 models written in it, for checking `attnscope model run`.
 
-Written from the format's description in README.md ("Model folders"), sharing no code with
+Written from the format's description in docs/models.md ("Model folders"), sharing no code with
 attnscope or scripts/train_tiny_lm.py: it reads the same files and computes in float64.
 
 Run with /usr/bin/python3 (the interpreter that has numpy and torch).

@@ -1,4 +1,4 @@
-"""The memory budget (README "Memory budget"): with ATTNSCOPE_MEMORY_BYTES set, every command
+"""The memory budget (docs/robustness.md, "Memory budget"): with ATTNSCOPE_MEMORY_BYTES set, every command
 refuses a run whose estimate is beyond it: exit 1, one line naming the estimate and the
 budget, nothing written, and before it allocates (the child's peak resident memory stays far
 below the estimate). Runs within the budget are not affected."""

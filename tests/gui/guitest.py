@@ -263,7 +263,7 @@ class AppTestCase(unittest.TestCase):
 
 class TiledAppTestCase(AppTestCase):
     """AppTestCase whose X server's apps send every run down the tiled path
-    (ATTNSCOPE_FULL_PATH_BYTES=1, README "Long maps")."""
+    (ATTNSCOPE_FULL_PATH_BYTES=1, docs/app.md, "Long maps")."""
 
     @classmethod
     def setUpClass(cls):

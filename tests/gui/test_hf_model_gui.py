@@ -75,7 +75,7 @@ class HfModelGuiTest(g.AppTestCase):
         self.assertEqual(len(p["top"]), 5)
         self.assertTrue(all(t["label"] and 0 < t["prob"] <= 1 for t in p["top"]))
         self.assertEqual([t["prob"] for t in p["top"]], sorted((t["prob"] for t in p["top"]), reverse=True))
-        # The logit lens (README "The logit lens"): n_layers + 1 rows; its last row is the predictions.
+        # The logit lens (docs/generation-and-lens.md, "The logit lens"): n_layers + 1 rows; its last row is the predictions.
         lens = state["lens"]
         self.assertEqual((lens["layers"], lens["positions"], lens["off_reason"]), (3, state["L"], ""))
         self.assertEqual(lens["top1"][-1][p["position"]], p["top"][0]["label"])

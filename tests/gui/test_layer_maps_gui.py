@@ -100,7 +100,7 @@ class LayerMapsGuiTest(g.AppTestCase):
         np.testing.assert_allclose(npy, want_flow[2, 0], atol=1e-5)
 
     def test_flow_shows_progress_and_cancels(self):
-        # 4 layers at L = 64: flow takes tens of seconds on two cores (README), long enough to cancel.
+        # 4 layers at L = 64: flow takes tens of seconds on two cores (docs/cli.md), long enough to cancel.
         bundle = os.path.join(self.dir, "long")
         x = np.random.default_rng(8).normal(size=(4, 1, 2, 64, 64)) * 2
         p = np.exp(x - x.max(-1, keepdims=True))

@@ -1,5 +1,5 @@
 """Long maps in tiles (issue 9): sizes past the full path's memory are computed in tiles.
-ATTNSCOPE_FULL_PATH_BYTES=1 (README, "Long maps") sends every run of this X server down the
+ATTNSCOPE_FULL_PATH_BYTES=1 (docs/app.md, "Long maps") sends every run of this X server down the
 tiled path, so small maps run fast here. Checked on the real app under Xvfb:
 - the overview of every head is named on screen ("overview: 256x256 max-pooled from ..."),
   and its value at a hovered block is the block maximum of `attnscope compute`'s probs;

@@ -2,7 +2,7 @@
 the previous run's projections (the state log's projections_reused) and still shows the new
 mask's numbers: the hovered overview block equals the block maximum of `attnscope compute`'s
 probabilities for that mask. ATTNSCOPE_FULL_PATH_BYTES=1 sends every run of this X server down
-the tiled path (README, "Long maps")."""
+the tiled path (docs/app.md, "Long maps")."""
 import os
 import subprocess
 import sys

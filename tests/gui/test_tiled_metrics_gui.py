@@ -1,5 +1,5 @@
 """Head analytics and mask counts of a tiled run (issue 9), on the real app under Xvfb.
-ATTNSCOPE_FULL_PATH_BYTES=1 sends the run down the tiled path (README, "Long maps"): a
+ATTNSCOPE_FULL_PATH_BYTES=1 sends the run down the tiled path (docs/app.md, "Long maps"): a
 300 x 300 bundle with 4 heads, causal, an attn_mask.npy with fully masked rows, and tokens
 holding a repeated segment. Checked:
 - the head metrics table is shown for the tiled run, and its numbers (state log head_table

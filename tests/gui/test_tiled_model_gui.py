@@ -1,5 +1,5 @@
 """A model run beyond the full path's budget (issue 20): ATTNSCOPE_FULL_PATH_BYTES=1 sends
-every model run of this X server down the tiled path (README "Hugging Face model folders",
+every model run of this X server down the tiled path (docs/models.md, "Hugging Face model folders",
 "Past the full path's budget"). A random GPT-2-style folder (the test writes it, byte-level
 BPE: one token per character) on a 300-token text opens with every layer's overview in the
 layer x head grid; focusing a head of the last layer and zooming computes that window's

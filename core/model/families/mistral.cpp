@@ -1,0 +1,19 @@
+// Mistral (transformers' modeling_mistral.py): Llama with a sliding window on every layer.
+#include "model/families/llama_like.h"
+
+namespace attnscope {
+namespace {
+
+std::vector<bool> everyLayerSlides(const ConfigFields&, int64_t n_layers) { return std::vector<bool>(n_layers, true); }
+
+}  // namespace
+
+const Family& family_mistral() {
+  static const Family family = {
+      "mistral", HfNorm::RmsNorm, "rms_norm_eps", HfPositions::Rope, /*causal*/ true, HfMlp::Gated, HfResidual::PreNorm,
+      /*embed_scale_sqrt_d*/ false, /*tied_default*/ false, /*conv1d*/ false, HfFusedQkv::None,
+      /*qkv, o, mlp, norm biases*/ false, false, false, false, "silu", llamaNames(), {nullptr, everyLayerSlides}};
+  return family;
+}
+
+}  // namespace attnscope

@@ -1,0 +1,93 @@
+// A model family (transformers' model_type) as one declaration: its config.json keys, its
+// tensors by role, the shared pieces its forward pass is built from, and named hooks for
+// behaviour of its own. Each family is one file in model/families/ plus one line in
+// families/registry.cpp (docs/HOWTO-add-a-family.md).
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace attnscope {
+
+class ConfigFields;
+struct HfConfig;
+
+enum class HfNorm { LayerNorm, RmsNorm, RmsNormPlusOne };  // RmsNormPlusOne: x_hat * (1 + w) (Gemma)
+enum class HfPositions { Learned, Rope };                    // learned: added to the embedding
+enum class HfMlp { Plain, Gated };                           // act(up x) vs act(gate x) * (up x), then down
+enum class HfResidual {
+  PreNorm,    // x += attn(n1(x)); x += mlp(n2(x))
+  Parallel,   // x += attn(n1(x)) + mlp(n2(x))               (GPT-NeoX use_parallel_residual)
+  Sandwich,   // x += n1'(attn(n1(x))); x += n2'(mlp(n2(x)))  (Gemma 2: post-attention/-MLP norms)
+  PostNorm,   // x = n1(x + attn(x)); x = n2(x + mlp(x))     (BERT)
+};
+enum class HfFusedQkv { None, Conv1DThirds, PerHead };  // gpt2 c_attn [D, 3D]; neox [H, 3, d] rows
+
+// What a tensor does in the model, whatever the family calls it.
+enum class Role {
+  Embed, Positions, TokenTypes, EmbedNorm,             // embeddings (EmbedNorm: BERT's LayerNorm)
+  AttnNorm, Q, K, V, Qkv, O, QNorm, KNorm, PostAttnNorm,  // attention (QNorm/KNorm: [head_dim], per head)
+  MlpNorm, PostMlpNorm, Gate, Up, Down,                // MLP
+  FinalNorm, LmHead, MlmTransform, MlmNorm, MlmBias,   // output head (Mlm*: BERT's cls.predictions)
+};
+
+// A family's tensor names by role; "{i}" stands for the layer index. A role not listed is a
+// tensor the family does not have. Norms and linear maps get ".weight" / ".bias" added.
+class TensorNames {
+ public:
+  TensorNames(const char* prefix, std::initializer_list<std::pair<const Role, const char*>> names)
+      : prefix_(prefix), names_(names) {}
+  // Of the base model ("transformer.", "model.", ...); checkpoints saved from the base class
+  // have none. The output heads (LmHead, Mlm*) never have it.
+  const char* prefix() const { return prefix_; }
+  bool has(Role role) const { return names_.count(role) != 0; }
+  std::string of(Role role, int64_t layer = -1) const;  // "" when the family has none
+  // These names plus `more` (a family built on another's layout).
+  TensorNames with(std::initializer_list<std::pair<const Role, const char*>> more) const {
+    TensorNames out = *this;
+    out.names_.insert(more);
+    return out;
+  }
+
+ private:
+  const char* prefix_;
+  std::map<Role, const char*> names_;
+};
+
+// Behaviour of one family beyond its fields; null = none.
+struct FamilyHooks {
+  // config.json keys only this family reads, after the shared ones (refusing options
+  // attnscope does not compute, switching a residual layout, ...).
+  void (*read_config)(const ConfigFields& fields, HfConfig& config) = nullptr;
+  // Which layers slide when config.json has no layer_types (4.x); null: none ever does.
+  std::vector<bool> (*sliding_layers)(const ConfigFields& fields, int64_t n_layers) = nullptr;
+};
+
+// One family: the shared pieces it is built from, its config.json defaults, its tensors.
+struct Family {
+  const char* model_type;
+  HfNorm norm;
+  const char* eps_field;  // config.json field of the norm epsilon
+  HfPositions positions;
+  bool causal;            // false: bidirectional encoder
+  HfMlp mlp;
+  HfResidual residual;
+  bool embed_scale_sqrt_d;  // x = embed * sqrt(D)
+  bool tied_default;        // tie_word_embeddings when config.json does not say
+  bool conv1d;              // linear weights stored [in, out] (GPT-2 Conv1D)
+  HfFusedQkv fused_qkv;
+  bool qkv_bias, o_bias, mlp_bias, norm_bias;  // which biases the checkpoints have
+  const char* default_activation;
+  TensorNames names;
+  FamilyHooks hooks;
+};
+
+// The registry (families/registry.cpp): every family attnscope runs.
+const std::vector<const Family*>& families();
+std::string familyTypes();  // "\"bert\", \"gemma2\", ..." for messages
+
+}  // namespace attnscope
