@@ -1,6 +1,6 @@
 """Random Hugging Face model folders written by hand (config.json, safetensors, no
 `transformers` or `safetensors` package), and an independent float64 PyTorch forward pass
-of each family, written from transformers' modeling_{gpt2,llama,mistral,qwen2,gemma2,
+of each family, written from transformers' modeling_{gpt2,llama,mistral,qwen2,qwen3,gemma2,
 gpt_neox,bert}.py and modeling_rope_utils.py. Shares no code with attnscope.
 
 Run with /usr/bin/python3 (the interpreter that has numpy and torch).
@@ -162,12 +162,13 @@ def make_model(family, seed=0, D=32, H=4, G=None, N=2, M=64, V=97, P=16, prefix=
                    attn_logit_softcapping=opt.get("attn_cap", 1.5), final_logit_softcapping=opt.get("final_cap", 5.0))
     else:
         cfg["hidden_act"] = "silu"
-        if "head_dim" in opt:
+        if "head_dim" in opt or family == "qwen3":  # Qwen3Config always writes head_dim
             cfg["head_dim"] = d
     if "window" in opt:
         cfg["sliding_window"] = opt["window"]
-        if family == "qwen2":
-            cfg.update(use_sliding_window=True, max_window_layers=opt.get("max_window_layers", 1))
+        if family in ("qwen2", "qwen3"):
+            cfg.update(use_sliding_window=opt.get("use_sliding_window", True),
+                       max_window_layers=opt.get("max_window_layers", 1))
     rope = {"rope_type": opt.get("rope_type", "default")}
     if rope["rope_type"] == "linear":
         rope["factor"] = opt.get("factor", 4.0)
@@ -197,6 +198,9 @@ def make_model(family, seed=0, D=32, H=4, G=None, N=2, M=64, V=97, P=16, prefix=
             t[h + "self_attn.k_proj.bias"] = r(G * d, std=0.2)
             t[h + "self_attn.v_proj.bias"] = r(G * d, std=0.2)
         t[h + "self_attn.o_proj.weight"] = r(D, H * d)
+        if family == "qwen3":
+            t[h + "self_attn.q_norm.weight"] = r.norm(d)
+            t[h + "self_attn.k_norm.weight"] = r.norm(d)
         t[h + "post_attention_layernorm.weight"] = norm()
         if family == "gemma2":
             t[h + "pre_feedforward_layernorm.weight"] = norm()
@@ -362,14 +366,16 @@ def rms(x, weight, eps, plus_one=False):
 
 def sliding_layers(cfg):
     N = cfg["num_hidden_layers"]
+    kind = cfg["model_type"]
+    if kind == "qwen3" and not cfg.get("use_sliding_window"):  # Qwen3Config: sliding_window = None
+        return [False] * N
     if cfg.get("layer_types"):
         return [t == "sliding_attention" for t in cfg["layer_types"]]
-    kind = cfg["model_type"]
     if kind == "mistral":
         return [True] * N
     if kind == "gemma2":
         return [not bool(i % 2) for i in range(N)]
-    if kind == "qwen2":
+    if kind in ("qwen2", "qwen3"):
         return [bool(cfg.get("use_sliding_window")) and i >= cfg.get("max_window_layers", N) for i in range(N)]
     return [False] * N
 
@@ -398,8 +404,11 @@ def forward_llama_like(cfg, w, ids, keep, cache=None):
             return out if b is None else out + b
 
         a = rms(x, w(h + "input_layernorm.weight"), eps, gemma)
-        q = apply_rope(heads(lin("self_attn.q_proj", a), H), inv, dim)
-        k = apply_rope(heads(lin("self_attn.k_proj", a), G), inv, dim)
+        q, k = heads(lin("self_attn.q_proj", a), H), heads(lin("self_attn.k_proj", a), G)
+        if kind == "qwen3":  # RMSNorm over each head's features, before RoPE
+            q = rms(q, w(h + "self_attn.q_norm.weight"), eps)
+            k = rms(k, w(h + "self_attn.k_norm.weight"), eps)
+        q, k = apply_rope(q, inv, dim), apply_rope(k, inv, dim)
         v = heads(lin("self_attn.v_proj", a), G)
         window = cfg.get("sliding_window") if sliding[i] else None
         probs, ctx = attend(q, k, v, scale, causal(L, window, cache), cfg.get("attn_logit_softcapping"))

@@ -1,4 +1,4 @@
-"""`attnscope model run` on Hugging Face model folders (README, "Hugging Face model folders"),
+"""`attnscope model run` on Hugging Face model folders (docs/models.md, "Hugging Face model folders"),
 against the independent float64 PyTorch forward pass of hf_reference.py: one random folder
 per row of the table (every family, F32/F16/BF16, one file or a two-shard index, both
 config.json spellings, tensor names with and without the base model's prefix); and the
@@ -34,6 +34,11 @@ MODELS = [
     ("mistral-window5-5x", "mistral", dict(shards=2), dict(seed=7, window=5, spelling=5, prefix=False)),
     ("qwen2-biases-tied", "qwen2", dict(dtype="BF16"), dict(seed=8, G=2)),
     ("qwen2-window-upper-layers", "qwen2", dict(), dict(seed=9, window=2, max_window_layers=1, N=3)),
+    ("qwen3-qk-norm-gqa-bf16", "qwen3", dict(dtype="BF16"), dict(seed=19, G=2, head_dim=16)),  # 4 x 16 into 32
+    ("qwen3-5x-window-upper-tied", "qwen3", dict(), dict(seed=20, window=3, max_window_layers=1, N=3, spelling=5,
+                                                        tied=True)),
+    ("qwen3-layer-types-without-use-sliding", "qwen3", dict(shards=2),
+     dict(seed=21, window=3, use_sliding_window=False, spelling=5, layer_types=["sliding_attention"] * 2)),
     ("gemma2-4x-even-layers", "gemma2", dict(shards=2), dict(seed=10, G=2, window=4, N=3)),
     ("gemma2-5x-layer-types-bf16", "gemma2", dict(dtype="BF16"),
      dict(seed=11, window=3, spelling=5, layer_types=["full_attention", "sliding_attention"], prefix=False)),
@@ -238,7 +243,8 @@ class HfPastTheBudget(unittest.TestCase):
     so; `analyze MODEL --text` measures in tiles with the full run's numbers."""
 
     CASES = [("gpt2", dict(seed=51)), ("llama", dict(seed=52, G=2)), ("mistral", dict(seed=53, window=5)),
-             ("gemma2", dict(seed=54, G=2, window=4, N=3)), ("bert", dict(seed=55))]
+             ("gemma2", dict(seed=54, G=2, window=4, N=3)), ("qwen3", dict(seed=56, G=2, head_dim=16)),
+             ("bert", dict(seed=55))]
 
     def test_model_run_and_analyze(self):
         env = dict(os.environ, ATTNSCOPE_FULL_PATH_BYTES="1")

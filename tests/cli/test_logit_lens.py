@@ -1,4 +1,4 @@
-"""`attnscope model run --lens` (README, "The logit lens"): lens_ids.npy (int64) and
+"""`attnscope model run --lens` (docs/generation-and-lens.md, "The logit lens"): lens_ids.npy (int64) and
 lens_probs.npy (float32), both [n_layers + 1, L, 5], against the logit lens of the
 independent float64 references (model_reference.py, hf_reference.py): the output head of
 each family (final norm, unembedding, gemma2's final soft-capping, BERT's masked-LM head)
@@ -28,6 +28,7 @@ HF_MODELS = [
     ("llama-gqa", "llama", dict(seed=42, G=2)),
     ("gemma2-softcap", "gemma2", dict(seed=43, G=2, window=4, N=3, final_cap=10.0)),  # raw logits ~40: capped
     ("neox-parallel", "gpt_neox", dict(seed=44)),
+    ("qwen3-qk-norm", "qwen3", dict(seed=47, G=2, head_dim=16)),
     ("bert-mlm", "bert", dict(seed=45)),
 ]
 SHIPPED = [("python-code", "def add(a, b):\n    return a + b\n"), ("reverse-digits", "3111445858=8585441113.")]

@@ -1,4 +1,4 @@
-"""`attnscope model generate` (README, "attnscope model generate") and the runners' KV cache
+"""`attnscope model generate` (docs/generation-and-lens.md, "attnscope model generate") and the runners' KV cache
 (attention/cached_rows.h), against independent float64 references: model_reference.py for
 the shipped attnscope-model/1 folders, hf_reference.py for one random Hugging Face folder per
 causal family (GQA, MQA-free llama; mistral's sliding window; gemma2's sliding layers).
@@ -35,6 +35,7 @@ FAMILIES = [
     ("llama-gqa", "llama", dict(seed=42, G=2)),
     ("mistral-window5", "mistral", dict(seed=43, G=2, window=5)),
     ("qwen2", "qwen2", dict(seed=44, G=2)),
+    ("qwen3-qk-norm", "qwen3", dict(seed=47, G=2, head_dim=16)),
     ("gemma2-sliding", "gemma2", dict(seed=45, G=2, window=4, N=3)),
     ("gpt-neox", "gpt_neox", dict(seed=46, rotary=0.5)),
 ]

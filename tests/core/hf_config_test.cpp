@@ -65,6 +65,15 @@ TEST(HfConfig, BothSpellingsGiveTheSameRun) {
   EXPECT_EQ(parse("qwen2", R"("sliding_window": 3, "use_sliding_window": true, "max_window_layers": 3)").window,
             (std::vector<int64_t>{-1, -1, -1, 2}));
   EXPECT_EQ(parse("qwen2", R"("sliding_window": 3)").window, (std::vector<int64_t>{-1, -1, -1, -1}));
+  // Qwen3: the window only with use_sliding_window (Qwen3Config sets sliding_window to None
+  // otherwise), whatever layer_types says.
+  constexpr const char* kAllSliding =
+      R"("sliding_window": 3, "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention", "full_attention"])";
+  EXPECT_EQ(parse("qwen3", kAllSliding).window, (std::vector<int64_t>{-1, -1, -1, -1}));
+  EXPECT_EQ(parse("qwen3", std::string(kAllSliding) + R"(, "use_sliding_window": true)").window,
+            (std::vector<int64_t>{2, 2, 2, -1}));
+  EXPECT_EQ(parse("qwen3", R"("sliding_window": 3, "use_sliding_window": true, "max_window_layers": 2)").window,
+            (std::vector<int64_t>{-1, -1, 2, 2}));
 }
 
 TEST(HfConfig, TraitsComeFromTheRegistry) {
@@ -88,12 +97,18 @@ TEST(HfConfig, TraitsComeFromTheRegistry) {
       R"({"model_type": "gpt2", "n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": 16, "vocab_size": 50})", "c");
   EXPECT_EQ(gpt2.mlp_dim, 128);  // n_inner absent: 4 x n_embd
   EXPECT_TRUE(gpt2.family->conv1d && gpt2.tied);
+  // Qwen3: its own head_dim, no q/k/v bias, and per-head q/k norms among its tensors.
+  const HfConfig qwen3 = parse("qwen3", R"("head_dim": 32)");
+  EXPECT_EQ(qwen3.head_dim, 32);
+  EXPECT_FALSE(qwen3.qkv_bias || qwen3.o_bias);
+  EXPECT_EQ(qwen3.family->names.of(Role::QNorm, 3), "layers.3.self_attn.q_norm");
+  EXPECT_FALSE(qwen.family->names.has(Role::QNorm));
 }
 
 TEST(HfConfig, UnsupportedOptionsAreOneLineWithTheSupportedValues) {
   const std::pair<std::string, std::string> cases[] = {
       {errorOf("t5", ""), "m/config.json: \"model_type\" is \"t5\" but attnscope supports \"gpt2\", \"llama\", "
-                          "\"mistral\", \"qwen2\", \"gemma2\", \"gpt_neox\", \"bert\""},
+                          "\"mistral\", \"qwen2\", \"gemma2\", \"gpt_neox\", \"bert\", \"qwen3\""},
       {errorOf("llama", R"("rope_scaling": {"rope_type": "yarn", "factor": 4.0})"),
        "m/config.json: \"rope_scaling.rope_type\" is \"yarn\" but attnscope supports \"default\", \"linear\", \"llama3\""},
       {errorOf("llama", R"("rope_parameters": {"rope_type": "dynamic"})"),

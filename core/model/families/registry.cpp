@@ -9,7 +9,8 @@
   X(qwen2)                    \
   X(gemma2)                   \
   X(gpt_neox)                 \
-  X(bert)
+  X(bert)                     \
+  X(qwen3)
 
 namespace attnscope {
 
