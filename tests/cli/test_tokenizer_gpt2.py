@@ -86,10 +86,6 @@ class Gpt2Tokenizer(unittest.TestCase):
         self.assertEqual(got[1]["labels"], ["é"])
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class TokenizerFolderErrors(unittest.TestCase):
     """Bad tokenizer folders: exit 1 and one line that names the file and the field."""
 
@@ -132,3 +128,7 @@ class TokenizerFolderErrors(unittest.TestCase):
                 self.assertEqual(len(lines), 1, done.stderr)
                 self.assertTrue(lines[0].startswith(f"attnscope_tokenize: {folder}" + ("/" if files else "") + start),
                                 lines[0])
+
+
+if __name__ == "__main__":
+    unittest.main()
