@@ -289,18 +289,45 @@ TEST_F(ModelFolder, LogitLensLastLayerIsTheModelsOutput) {
   EXPECT_TRUE(runner.run("abca").residuals.empty());
   const LogitLens lens = lensOfTokens(runner, tokenizeForModel(*model, "cab\na"));
   const ModelRun& run = runner.last();
-  const int64_t L = 5;
-  EXPECT_EQ(run.residuals.shape, (Shape{3, L, 8}));
+  const int64_t L = 5, D = 8, V = 6;
+  EXPECT_EQ(run.residuals.shape, (Shape{3, L, D}));
   ASSERT_EQ((std::vector<int64_t>{lens.layers, lens.positions, lens.k}), (std::vector<int64_t>{3, L, 5}));
   ASSERT_EQ(lens.ids.size(), 3u * L * 5);
-  for (int64_t t = 0; t < L; ++t) {
-    const std::vector<double> p = nextTokenProbs(run.logits.row(t), run.logits.vocab());
-    const std::vector<int64_t> top = topIds(p, 5);
-    for (int64_t r = 0; r < 5; ++r) {
-      EXPECT_EQ(lens.ids[lens.at(2, t, r)], top[r]) << t;
-      EXPECT_EQ(lens.probs[lens.at(2, t, r)], static_cast<float>(p[top[r]])) << t;
-      if (r > 0) {
-        EXPECT_GE(lens.probs[lens.at(0, t, r - 1)], lens.probs[lens.at(0, t, r)]);
+  // The expected lens, computed here in double from the folder's own files and not through the
+  // core's head, softmax or top-k: LayerNorm(ln_f, eps 1e-5), logits = x tok_emb^T (tied
+  // embeddings), softmax, ids by probability (ties: the smaller id).
+  const Tensor ln_w = readNpyFloat((dir_ / "ln_f.weight.npy").string());
+  const Tensor ln_b = readNpyFloat((dir_ / "ln_f.bias.npy").string());
+  const Tensor emb = readNpyFloat((dir_ / "tok_emb.npy").string());
+  ASSERT_EQ(emb.shape, (Shape{V, D}));
+  for (int64_t layer = 0; layer < 3; ++layer) {
+    for (int64_t t = 0; t < L; ++t) {
+      const float* x = run.residuals.data.data() + (layer * L + t) * D;
+      double mean = 0, var = 0;
+      for (int64_t d = 0; d < D; ++d) mean += x[d];
+      mean /= D;
+      for (int64_t d = 0; d < D; ++d) var += (x[d] - mean) * (x[d] - mean);
+      var /= D;
+      std::vector<double> normed(D), logits(V), p(V);
+      for (int64_t d = 0; d < D; ++d) normed[d] = (x[d] - mean) / std::sqrt(var + 1e-5) * ln_w.data[d] + ln_b.data[d];
+      double top = -INFINITY, total = 0;
+      for (int64_t v = 0; v < V; ++v) {
+        logits[v] = 0;
+        for (int64_t d = 0; d < D; ++d) logits[v] += normed[d] * emb.data[v * D + d];
+        top = std::max(top, logits[v]);
+      }
+      for (int64_t v = 0; v < V; ++v) total += p[v] = std::exp(logits[v] - top);
+      for (double& q : p) q /= total;
+      if (layer == 2) {  // the last layer's head is the model's own output
+        for (int64_t v = 0; v < V; ++v) EXPECT_NEAR(run.logits.row(t)[v], logits[v], 1e-4) << t << " " << v;
+      }
+      std::vector<int64_t> order(V);
+      for (int64_t v = 0; v < V; ++v) order[v] = v;
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return p[a] > p[b]; });
+      for (int64_t r = 0; r < 5; ++r) {
+        EXPECT_EQ(lens.ids[lens.at(layer, t, r)], order[r]) << "layer " << layer << " position " << t << " rank " << r;
+        EXPECT_NEAR(lens.probs[lens.at(layer, t, r)], p[order[r]], 1e-6)
+            << "layer " << layer << " position " << t << " rank " << r;
       }
     }
   }

@@ -338,11 +338,41 @@ TEST(FigureRender, SvgOfTheGridCountsEveryTilesCells) {
   for (int h = 0; h < 4; ++h) EXPECT_NE(svg.find(">head " + std::to_string(h) + "</text>"), std::string::npos);
 }
 
+// The ink of a rectangle as a bitmap cropped to its ink's bounding box (background = 0).
+std::vector<std::vector<uint8_t>> inkShape(const RgbImage& image, int x0, int y0, int x1, int y1) {
+  int left = x1, right = x0 - 1, top = y1, bottom = y0 - 1;
+  for (int y = y0; y < y1; ++y)
+    for (int x = x0; x < x1; ++x)
+      if (image.at(x, y) != kWhite) left = std::min(left, x), right = std::max(right, x), top = std::min(top, y),
+                                    bottom = std::max(bottom, y);
+  std::vector<std::vector<uint8_t>> shape;
+  for (int y = top; y <= bottom; ++y) {
+    shape.emplace_back();
+    for (int x = left; x <= right; ++x) shape.back().push_back(image.at(x, y) != kWhite);
+  }
+  return shape;
+}
+
+// CJK labels are drawn with a font that has them: three different ideographs leave three
+// different ink shapes, none of them the font's missing-glyph box (which every missing
+// character shares), drawn here from U+31350 (CJK Extension H, in no font on the system).
 TEST(FigureRender, CjkLabelsRenderWithInk) {
-  Figure figure = rampFigure(2, 2, 40);
-  figure.row_labels = {"\u6ce8\u610f", "\u529b"};
+  Figure figure = rampFigure(4, 2, 40);
+  figure.row_labels = {"\u6ce8", "\u610f", "\u529b", "\U00031350"};
   const Rendered out = renderPng(figure);
-  EXPECT_GT(inkIn(out.image, 0, out.geometry.panel_y[0], out.geometry.panel_x[0], out.geometry.panel_y[0] + 40), 30);
+  const int x0 = out.geometry.panel_x[0], y0 = out.geometry.panel_y[0];
+  std::vector<std::vector<std::vector<uint8_t>>> shapes;
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_GT(inkIn(out.image, 0, y0 + r * 40, x0, y0 + (r + 1) * 40), 30) << figure.row_labels[r];
+    shapes.push_back(inkShape(out.image, 0, y0 + r * 40, x0, y0 + (r + 1) * 40));
+  }
+  const auto& missing = shapes[3];
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_TRUE(shapes[r] != missing) << figure.row_labels[r] << " is drawn as the missing-glyph box (tofu)";
+    for (int q = 0; q < r; ++q)
+      EXPECT_TRUE(shapes[r] != shapes[q]) << figure.row_labels[q] << " and " << figure.row_labels[r]
+                                      << " leave the same ink: both drawn as the missing-glyph box (tofu)";
+  }
 }
 
 TEST(FigureRender, EncodePngRoundTripsEveryPixel) {
