@@ -70,39 +70,46 @@ GenerationStep describe(const CausalModel& model, const float* logits, int64_t V
 
 }  // namespace
 
-int64_t TokenSampler::pick(const float* logits, int64_t V) {
-  if (settings_.greedy) return std::max_element(logits, logits + V) - logits;  // first maximum: the smaller id
+std::vector<SamplingCandidate> samplingDistribution(const float* logits, int64_t V, const SamplingSettings& settings) {
   const double top = *std::max_element(logits, logits + V);
   std::vector<double> p(V);
-  for (int64_t v = 0; v < V; ++v) p[v] = std::exp((logits[v] - top) / settings_.temperature);
+  for (int64_t v = 0; v < V; ++v) p[v] = std::exp((logits[v] - top) / settings.temperature);
   std::vector<int64_t> order(V);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return p[a] > p[b]; });
-  int64_t keep = settings_.top_k > 0 ? std::min(settings_.top_k, V) : V;
+  int64_t keep = settings.top_k > 0 ? std::min(settings.top_k, V) : V;
   auto mass = [&](int64_t n) {
     double sum = 0.0;
     for (int64_t i = 0; i < n; ++i) sum += p[order[i]];
     return sum;
   };
-  if (settings_.top_p < 1.0) {
+  if (settings.top_p < 1.0) {
     const double total = mass(keep);
     double cumulative = 0.0;
     for (int64_t i = 0; i < keep; ++i) {
       cumulative += p[order[i]] / total;
-      if (cumulative >= settings_.top_p) {
+      if (cumulative >= settings.top_p) {
         keep = i + 1;
         break;
       }
     }
   }
   const double total = mass(keep);
+  std::vector<SamplingCandidate> kept(keep);
+  for (int64_t i = 0; i < keep; ++i) kept[i] = {order[i], p[order[i]] / total};
+  return kept;
+}
+
+int64_t TokenSampler::pick(const float* logits, int64_t V) {
+  if (settings_.greedy) return std::max_element(logits, logits + V) - logits;  // first maximum: the smaller id
+  const std::vector<SamplingCandidate> kept = samplingDistribution(logits, V, settings_);
   const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53;
   double cumulative = 0.0;
-  for (int64_t i = 0; i < keep; ++i) {
-    cumulative += p[order[i]] / total;
-    if (u < cumulative) return order[i];
+  for (const SamplingCandidate& c : kept) {
+    cumulative += c.p;
+    if (u < cumulative) return c.id;
   }
-  return order[keep - 1];
+  return kept.back().id;
 }
 
 Generation generate(const CausalModel& model, const ModelTokens& prompt, int64_t max_new,

@@ -29,6 +29,16 @@ struct SamplingSettings {
   uint64_t seed = 0;
 };
 
+// One id a sampling step may draw and its renormalised probability.
+struct SamplingCandidate {
+  int64_t id = 0;
+  double p = 0.0;
+};
+
+// The distribution a sampling step draws from (the procedure above, before u): the kept ids,
+// most likely first (ties: the smaller id first), with their renormalised probabilities.
+std::vector<SamplingCandidate> samplingDistribution(const float* logits, int64_t V, const SamplingSettings& settings);
+
 class TokenSampler {
  public:
   explicit TokenSampler(const SamplingSettings& settings) : settings_(settings), rng_(settings.seed) {}

@@ -8,13 +8,22 @@ causal family (GQA, MQA-free llama; mistral's sliding window; gemma2's sliding l
 - rows: attentions.npy (each row as the step that first computed it) equals the reference's
   full forward over the final sequence within 1e-5;
 - steps.json: prob and rank agree with the reference logits; fixed-seed sampling repeats;
+- sampling (README, "attnscope model generate"): the sampler's distribution (attnscope_sample)
+  equals an independent float64 reference of softmax(logits / T), top-k, the smallest prefix
+  whose renormalised mass reaches P, renormalised, for a grid of T, k and P with ties at the
+  cuts; its draws over many seeds pass a chi-square test against that distribution (stated
+  false-alarm rate) and never leave it; each token `model generate` samples is the one the
+  reference distribution and an independent mt19937_64 (u = (x >> 11) 2^-53) pick, and its
+  first tokens over many seeds follow the reference distribution;
 - incremental runs (append, insert in the middle, delete, replace) equal fresh runs bit for
   bit (attnscope_incremental), and compute only from the first changed token on;
 - bad input: one line, exit 2 for usage and 1 for input, nothing written.
 """
 import json
+import math
 import os
 import subprocess
+import tempfile
 import unittest
 
 import numpy as np
@@ -28,6 +37,11 @@ PROB_TOL = 1e-4
 GAP_TOL = 1e-3
 STEPS = 20
 INCREMENTAL_BIN = os.environ.get("ATTNSCOPE_INCREMENTAL_BIN", "")
+SAMPLE_BIN = os.environ.get("ATTNSCOPE_SAMPLE_BIN", "")
+# Chi-square tests of the draws: false-alarm rate ALPHA each (a correct sampler fails one on a
+# random set of seeds with probability ALPHA; the seeds are fixed, so a run is deterministic).
+ALPHA = 1e-4
+Z_ALPHA = 3.719016  # the standard normal's upper 1e-4 quantile
 
 # name, family, make_model options (context P = 160: the sequences cross a 64-row block)
 FAMILIES = [
@@ -58,6 +72,84 @@ def reference_greedy(forward, prompt, steps):
         if float(top2[0] - top2[1]) < GAP_TOL:
             return ids, True
     return ids, False
+
+
+class MT19937_64:
+    """std::mt19937_64 written out from its definition (Matsumoto and Nishimura's MT19937-64
+    parameters, the C++ standard's default seeding), independent of the C++ library."""
+    MASK = (1 << 64) - 1
+
+    def __init__(self, seed):
+        self.mt = [seed & self.MASK]
+        for i in range(1, 312):
+            prev = self.mt[-1]
+            self.mt.append((6364136223846793005 * (prev ^ (prev >> 62)) + i) & self.MASK)
+        self.index = 312
+
+    def __call__(self):
+        mt = self.mt
+        if self.index >= 312:
+            for i in range(312):
+                x = (mt[i] & 0xFFFFFFFF80000000) | (mt[(i + 1) % 312] & 0x7FFFFFFF)
+                mt[i] = mt[(i + 156) % 312] ^ (x >> 1) ^ (0xB5026F5AA96619E9 if x & 1 else 0)
+            self.index = 0
+        x = mt[self.index]
+        self.index += 1
+        x ^= (x >> 29) & 0x5555555555555555
+        x ^= (x << 17) & 0x71D67FFFEDA60000
+        x ^= (x << 37) & 0xFFF7EEE000000000
+        x ^= x >> 43
+        return x & self.MASK
+
+    def uniform(self):
+        return (self() >> 11) * 2.0 ** -53
+
+
+def reference_kept(logits, T, k, p, tol=0.0):
+    """The sampling distributions a step may draw from, float64: q = softmax(logits / T); ids by q,
+    ties the smaller id first; the first k (0: all); then the smallest prefix whose renormalised
+    mass reaches p; renormalised. A list of (ids, probs): one entry, or two when the prefix's
+    mass lies within tol of p (float32 logits may cut either way)."""
+    z = np.asarray(logits, dtype=np.float64) / T
+    q = np.exp(z - z.max())
+    q /= q.sum()
+    order = sorted(range(len(q)), key=lambda i: (-q[i], i))
+    if k > 0:
+        order = order[:k]
+    mass = q[order] / q[order].sum()
+    cuts = [len(order)]
+    if p < 1.0:
+        cumulative = np.cumsum(mass)
+        cuts = sorted({int(np.argmax(cumulative >= p - t)) + 1 for t in ({0.0, tol, -tol} if tol else {0.0})
+                       if (cumulative >= p - t).any()})
+    return [(order[:n], q[order[:n]] / q[order[:n]].sum()) for n in cuts]
+
+
+def inverse_cdf(ids, probs, u, tol=0.0):
+    """The ids whose cumulative interval holds u (more than one only within tol of a boundary)."""
+    upper = np.cumsum(probs)
+    lower = upper - probs
+    hit = [i for i, lo, hi in zip(ids, lower, upper) if lo - tol <= u < hi + tol]
+    return hit or [ids[-1]]
+
+
+def chi_square_limit(df):
+    """The chi-square distribution's upper ALPHA quantile (Wilson and Hilferty's approximation)."""
+    a = 2.0 / (9.0 * df)
+    return df * (1.0 - a + Z_ALPHA * math.sqrt(a)) ** 3
+
+
+def chi_square(counts, probs):
+    """Pearson's statistic and degrees of freedom; expected counts under 5 pooled into one bin."""
+    n = sum(counts)
+    expected = n * np.asarray(probs, dtype=np.float64)
+    observed = np.asarray(counts, dtype=np.float64)
+    small = expected < 5
+    if small.any():
+        expected = np.append(expected[~small], expected[small].sum())
+        observed = np.append(observed[~small], observed[small].sum())
+    stat = float(np.sum((observed - expected) ** 2 / np.where(expected > 0, expected, 1)))
+    return stat, len(expected) - 1
 
 
 def read_outputs(out):
@@ -126,6 +218,64 @@ class GenerateHf(unittest.TestCase):
         self.check_steps(runs[0], lambda position: logits[position - 1], 3)
         self.assertTrue(any(s["rank"] > 1 for steps in runs for s in steps), "sampling never left the top token")
 
+    # (T, k, P, seed): temperature below and above 1, top-k alone, top-p alone at a cut that
+    # keeps several ids, and the three together.
+    SAMPLINGS = [(1.5, 40, 0.95, 7), (0.6, 0, 1.0, 3), (2.5, 0, 1.0, 4), (1.0, 3, 1.0, 5), (1.7, 0, 0.6, 6),
+                 (1.3, 6, 0.8, 9)]
+
+    def test_each_sampled_token_is_the_references_pick(self):
+        """Every step of `model generate --temperature T --top-k k --top-p P --seed S`: the token
+        is the one the reference distribution of that step (from the float64 reference's logits)
+        and the independent mt19937_64(S) pick; u within PROB_TOL of a boundary accepts either."""
+        folder = ref.case_dir("gen", "sampling-replay")
+        cfg, tensors = hf.make_model("llama", P=160, seed=47, G=2)
+        stored = hf.write_folder(folder, cfg, tensors)
+        for T, k, p, seed in self.SAMPLINGS:
+            with self.subTest(temperature=T, top_k=k, top_p=p, seed=seed):
+                out = os.path.join(folder + "-out", f"{T}-{k}-{p}")
+                result = generate(folder, out, "--ids", "1,2,3", "--tokens", "12", "--temperature", str(T),
+                                  "--top-k", str(k), "--top-p", str(p), "--seed", str(seed))
+                self.assertEqual(result.returncode, 0, result.stderr)
+                steps = read_outputs(out)[0]
+                got = [s["id"] for s in steps]
+                logits, _ = hf.forward(cfg, stored, [1, 2, 3] + got)
+                self.check_steps(steps, lambda position: logits[position - 1], 3)
+                rng = MT19937_64(seed)
+                for n, step in enumerate(steps):
+                    u = rng.uniform()
+                    row = logits[step["position"] - 1].numpy()
+                    allowed = set()
+                    for ids, probs in reference_kept(row, T, k, p, tol=PROB_TOL):
+                        allowed.update(inverse_cdf(ids, probs, u, tol=PROB_TOL))
+                    self.assertIn(step["id"], allowed,
+                                  f"step {n}: sampled {step['id']}, the reference distribution "
+                                  f"(T={T}, top-k={k}, top-p={p}) and u={u:.6f} give {sorted(allowed)}")
+
+    def test_first_tokens_over_many_seeds_follow_the_reference(self):
+        """The first generated token over SEEDS seeds: never outside the reference's kept ids, and
+        its frequencies pass a chi-square test against the reference distribution (ALPHA)."""
+        folder = ref.case_dir("gen", "sampling-frequencies")
+        cfg, tensors = hf.make_model("llama", P=160, seed=47, G=2)
+        stored = hf.write_folder(folder, cfg, tensors)
+        prompt = [1, 2, 3]
+        row = hf.forward(cfg, stored, prompt)[0][-1].numpy()
+        T, k, p, seeds = 2.0, 8, 0.9, 300
+        (ids, probs), = reference_kept(row, T, k, p)
+        self.assertGreaterEqual(len(ids), 4, "the case should keep several ids")
+        counts = dict.fromkeys(ids, 0)
+        for seed in range(seeds):
+            out = os.path.join(folder + "-out", str(seed))
+            result = generate(folder, out, "--ids", ",".join(map(str, prompt)), "--tokens", "1", "--temperature",
+                              str(T), "--top-k", str(k), "--top-p", str(p), "--seed", str(seed))
+            self.assertEqual(result.returncode, 0, result.stderr)
+            first = read_outputs(out)[0][0]["id"]
+            self.assertIn(first, counts, f"seed {seed} drew {first}, outside top-k / nucleus {ids}")
+            counts[first] += 1
+        stat, df = chi_square([counts[i] for i in ids], probs)
+        self.assertLess(stat, chi_square_limit(df),
+                        f"first tokens {counts} over {seeds} seeds, the reference {dict(zip(ids, probs.round(4)))}: "
+                        f"chi-square {stat:.1f} on {df} df (limit {chi_square_limit(df):.1f}, false alarm {ALPHA})")
+
     def test_stops_at_the_context_and_at_eos(self):
         folder = ref.case_dir("gen", "stops")
         cfg, tensors = hf.make_model("gpt2", P=10, seed=48)
@@ -146,6 +296,75 @@ class GenerateHf(unittest.TestCase):
         steps, lines, attn = read_outputs(folder + "-eos")
         self.assertEqual(([s["id"] for s in steps], attn.shape[-1]), ([first], 4))
         self.assertIn("stopped at eos", result.stdout)
+
+
+class Sampler(unittest.TestCase):
+    """core/model/generate.h's sampler through attnscope_sample on crafted logits: its distribution
+    equals reference_kept for a grid of T, k and P (ties at the top-k cut and at the top-p cut),
+    and its draws over many seeds follow it (chi-square, ALPHA) and never leave it."""
+
+    V = 12
+
+    @classmethod
+    def rows(cls):
+        rng = np.random.default_rng(39)
+        tail = list(np.linspace(-1.0, -3.0, cls.V - 6))
+        return np.array([
+            rng.normal(0.0, 2.0, cls.V),                # random
+            [5.0, 4.0, 3.0, 3.0, 3.0, 3.0] + tail,      # ties straddle the top-k cut at 3, 4 and 5
+            [3.0, 1.0, 1.0, 1.0, 1.0, 1.0] + tail,      # ties straddle the top-p cut
+            [0.0] * cls.V,                              # all equal
+            [9.0, 0.5, 0.4, 0.3, 0.2, 0.1] + tail,      # one id holds most of the mass
+            rng.normal(0.0, 0.3, cls.V) - 40.0,         # flat, far below zero
+        ], dtype=np.float32)
+
+    def sample(self, logits, T, k, p, seeds=0):
+        with tempfile.TemporaryDirectory(dir=ref.TMP if os.path.isdir(ref.TMP) else None) as tmp:
+            path = os.path.join(tmp, "logits.npy")
+            np.save(path, logits)
+            done = subprocess.run([SAMPLE_BIN, path, str(T), str(k), str(p), str(seeds)], capture_output=True,
+                                  text=True, timeout=300)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        return json.loads(done.stdout)
+
+    def test_distribution_equals_the_reference(self):
+        logits = self.rows()
+        for T in (0.5, 1.0, 1.7):
+            for k in (0, 1, 3, 4, 5):
+                for p in (1.0, 0.9, 0.6, 0.3):
+                    got = self.sample(logits, T, k, p)
+                    for r, row in enumerate(logits):
+                        with self.subTest(temperature=T, top_k=k, top_p=p, row=r):
+                            (ids, probs), = reference_kept(row, T, k, p)
+                            kept = got[r]["kept"]
+                            self.assertEqual([i for i, _ in kept], ids,
+                                             f"kept ids differ from softmax(logits / {T}), top-{k}, top-p {p}")
+                            np.testing.assert_allclose([q for _, q in kept], probs, rtol=1e-9, atol=1e-12)
+
+    def test_draws_follow_the_distribution(self):
+        logits = self.rows()
+        seeds = 20000
+        for T, k, p in [(0.5, 0, 1.0), (1.7, 0, 1.0), (1.0, 4, 1.0), (1.0, 0, 0.6), (1.7, 5, 0.9)]:
+            got = self.sample(logits, T, k, p, seeds)
+            for r, row in enumerate(logits):
+                with self.subTest(temperature=T, top_k=k, top_p=p, row=r):
+                    (ids, probs), = reference_kept(row, T, k, p)
+                    draws = np.asarray(got[r]["draws"])
+                    outside = sorted(set(draws.tolist()) - set(ids))
+                    self.assertEqual(outside, [], f"drew ids outside top-k / nucleus {ids}")
+                    counts = [int(np.sum(draws == i)) for i in ids]
+                    if len(ids) > 1:
+                        stat, df = chi_square(counts, probs)
+                        self.assertLess(stat, chi_square_limit(df),
+                                        f"{seeds} draws {counts} against {probs.round(4).tolist()}: chi-square "
+                                        f"{stat:.1f} on {df} df (limit {chi_square_limit(df):.1f}, false alarm {ALPHA})")
+
+    def test_the_mt19937_64_reference_is_the_standards(self):
+        """The C++ standard's check value: the 10000th output of a default-seeded (5489) mt19937_64."""
+        rng = MT19937_64(5489)
+        for _ in range(9999):
+            rng()
+        self.assertEqual(rng(), 9981545732273789042)
 
 
 SHIPPED_PROMPT = "def add(a, b):\n"
