@@ -15,6 +15,10 @@ TEXT = "def f(x):\n    return x + 1\n"
 MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "assets", "models", "python-code")
 
 
+def plain(s):
+    return len(s) == 1 and "!" <= s <= "~" and s != "\\"
+
+
 def inside(inner, outer):
     x, y, w, h = inner
     X, Y, W, H = outer
@@ -34,9 +38,8 @@ def pin_pixels(shot, rect, L, row):
 class LensGuiTest(g.AppTestCase):
     SCRATCH = "lens-gui-"
 
-    def cli_top1(self, text=TEXT):
-        """Top-1 labels [layers][positions] of `attnscope model run --lens` on text, None where
-        the vocabulary entry is not plain printable ASCII (its label is escaped)."""
+    def cli_lens(self, text=TEXT):
+        """`attnscope model run --lens` on text: (lens_ids.npy, lens_probs.npy, the vocabulary)."""
         out = os.path.join(self.dir, "cli-lens-%d" % len(text))
         text_file = out + ".txt"
         with open(text_file, "w", encoding="utf-8", newline="") as f:
@@ -45,9 +48,25 @@ class LensGuiTest(g.AppTestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         with open(os.path.join(MODEL, "vocab.json"), encoding="utf-8") as f:
             vocab = json.load(f)
-        ids = np.load(os.path.join(out, "lens_ids.npy"))[..., 0]
-        plain = lambda s: len(s) == 1 and "!" <= s <= "~" and s != "\\"
-        return [[vocab[i] if plain(vocab[i]) else None for i in row] for row in ids.tolist()]
+        return np.load(os.path.join(out, "lens_ids.npy")), np.load(os.path.join(out, "lens_probs.npy")), vocab
+
+    def cli_top1(self, text=TEXT):
+        """Top-1 labels [layers][positions] of `attnscope model run --lens` on text, None where
+        the vocabulary entry is not plain printable ASCII (its label is escaped)."""
+        ids, _, vocab = self.cli_lens(text)
+        return [[vocab[i] if plain(vocab[i]) else None for i in row] for row in ids[..., 0].tolist()]
+
+    def check_tooltip_top5(self, hovered, text=TEXT):
+        """The hovered cell's top 5 are lens_probs.npy's and lens_ids.npy's at its layer and position:
+        probabilities within 1e-6, labels equal where the vocabulary entry is plain ASCII."""
+        ids, probs, vocab = self.cli_lens(text)
+        layer, position = hovered["layer"], hovered["position"]
+        self.assertEqual(len(hovered["top"]), 5)
+        np.testing.assert_allclose([t["prob"] for t in hovered["top"]], probs[layer, position, :5], rtol=0, atol=1e-6,
+                                   err_msg=f"tooltip top 5 at layer {layer}, position {position} vs lens_probs.npy")
+        for rank, (shown, want) in enumerate(zip(hovered["top"], ids[layer, position, :5].tolist())):
+            if plain(vocab[want]):
+                self.assertEqual(shown["label"], vocab[want], f"rank {rank + 1} at layer {layer}, position {position}")
 
     def test_lens_table(self):
         _, log, window, state = self.start("lens", ready=g.model_settled, source="model", model="python-code",
@@ -86,6 +105,7 @@ class LensGuiTest(g.AppTestCase):
         self.assertEqual(probs, sorted(probs, reverse=True))
         self.assertLessEqual(sum(probs), 1.0 + 1e-6)
         self.assertEqual(hovered["hovered"]["top"][0]["label"], hovered["top1"][1][2])
+        self.check_tooltip_top5(hovered["hovered"])
         self.screenshot(window, "lens-hover.png")
 
         # Click: layer 2's row focuses map layer 1 and pins query row 4.
@@ -144,6 +164,7 @@ class LensGuiTest(g.AppTestCase):
         self.x.xdotool("mousemove", "--window", window, int(x + w / 2), int(y + h / 2))
         hovered = g.wait_for_new_state(log, seen, lambda s: s["lens"]["hovered"] is not None)["lens"]["hovered"]
         self.assertEqual((hovered["layer"], hovered["position"], len(hovered["top"])), (2, shown[1], 5))
+        self.check_tooltip_top5(hovered)
         self.screenshot(window, "lens-later.png")
 
 
