@@ -27,6 +27,20 @@ wait_after = g.wait_after
 line_count = g.line_count
 
 
+BAR = (76, 139, 230)     # predictions_panel.cpp kBarColor: a guess's bar
+CHOSEN = (70, 200, 100)  # kActualColor: the bar of the token the generation chose
+HIT = (115, 230, 128)    # kHit (0.45, 0.9, 0.5): "chosen ...: the top guess"
+MISS = (255, 158, 46)    # kMiss (1.0, 0.62, 0.18): "chosen ...: sampled at rank N"
+
+
+def pixels_near(shot, rect, colour, tol=12):
+    """Pixels within tol (each channel) of colour inside rect [x, y, w, h] of a capture."""
+    _, _, rows = shot
+    x, y, w, h = (int(round(v)) for v in rect)
+    return sum(1 for yy in range(max(0, y), min(len(rows), y + h)) for xx in range(max(0, x), min(len(rows[0]), x + w))
+               if all(abs(a - b) <= tol for a, b in zip(rows[yy][xx], colour)))
+
+
 def generated(state):
     gen = state.get("generate")
     return gen is not None and not gen["running"] and gen["stop"] != ""
@@ -34,6 +48,25 @@ def generated(state):
 
 class GenerateGuiTest(g.AppTestCase):
     SCRATCH = "generate-gui-"
+
+    def check_chosen_mark(self, shot, state, rank, text_colour):
+        """As drawn: the bar of the chosen token (rank, 1 = the top) in the chosen colour and no
+        other bar in it, the others in the plain bar colour, the 'chosen' line in text_colour."""
+        rects = state["rects"]
+        for r in range(5):
+            bar = rects["prediction_row_%d" % r]
+            chosen, plain = pixels_near(shot, bar, CHOSEN), pixels_near(shot, bar, BAR)
+            if r == rank - 1:
+                self.assertGreater(chosen, 10, f"the chosen token's bar (rank {rank}) is not drawn in {CHOSEN}")
+                self.assertEqual(plain, 0, f"the chosen token's bar (rank {rank}) is drawn in the plain {BAR}")
+            else:
+                self.assertEqual(chosen, 0, f"rank {r + 1}'s bar is drawn in the chosen colour, the chosen rank is {rank}")
+                self.assertGreater(plain, 0, f"rank {r + 1}'s bar is not drawn in {BAR}")
+        other = MISS if text_colour == HIT else HIT
+        line = rects["predictions_actual"]
+        self.assertGreater(pixels_near(shot, line, text_colour, tol=40), 10,
+                           f"the 'chosen' line is not drawn in {text_colour}")
+        self.assertEqual(pixels_near(shot, line, other, tol=20), 0, f"the 'chosen' line is drawn in {other}")
 
     def set_tokens(self, window, log, state, count, field="tokens", key="max_tokens"):
         """Types count into the Generate section's token count (or another number field)."""
@@ -101,7 +134,7 @@ class GenerateGuiTest(g.AppTestCase):
         self.assertAlmostEqual(row["gen_recent_mass"], sum(mass["recent"]) / 10, delta=1e-6)
         self.assertIn("generate_plot_sink", state["rects"])
         self.assertIn("generate_plot_recent", state["rects"])
-        self.screenshot(window, "generated.png")
+        self.check_chosen_mark(self.capture(window, "generated.png"), state, 1, HIT)
 
         # Ctrl+S on the generation: a bundle that `attnscope export` reads back equal.
         n = line_count(log)
@@ -163,7 +196,10 @@ class GenerateGuiTest(g.AppTestCase):
                        capture_output=True, text=True, timeout=60, check=True)
         with open(os.path.join(reference, "generated.txt")) as f:
             self.assertEqual(gen["text"], f.read())
-        self.screenshot(window, "cache_window.png")
+        p = state["predictions"]
+        self.assertTrue(p["chosen"])
+        self.check_chosen_mark(self.capture(window, "cache_window.png"), state, p["actual_rank"],
+                               HIT if p["actual_is_top"] else MISS)
         L = state["L"]
         cache = self.cache_at_the_last_step(window, log, L)
         self.assertEqual([(l["entries"], l["evicted"], l["kv_heads"], l["head_dim"], l["bytes"]) for l in cache["layers"]],
@@ -191,7 +227,8 @@ class GenerateGuiTest(g.AppTestCase):
             self.assertEqual(state["generate"]["text"], f.read())
         with open(os.path.join(reference, "steps.json")) as f:
             self.assertEqual(json.load(f)[-1]["rank"], last["rank"])
-        self.screenshot(window, "sampled.png")
+        self.assertLessEqual(last["rank"], 5)  # so its bar is among the top 5 drawn
+        self.check_chosen_mark(self.capture(window, "sampled.png"), state, last["rank"], MISS)
 
     def test_follow_keeps_the_newest_row_in_a_zoomed_focus_view(self):
         app, log, window, state = self.start("follow", ready=g.model_settled, source="model", model="python-code",
