@@ -20,6 +20,12 @@ TMP_ROOT = os.environ.get("ATTNSCOPE_TEST_TMP", tempfile.gettempdir())
 SCREEN = "-screen 0 1600x1000x24 -noreset"  # -noreset: keep the parked pointer between clients
 MASKED = {(128, 128, 128), (160, 160, 160)}  # kMaskedColor / kMaskedHatchColor
 BACKGROUND = (26, 27, 31)                     # panel background (0.10, 0.105, 0.12)
+DISABLED_ALPHA = 0.6  # Dear ImGui's style.DisabledAlpha: a disabled widget is drawn at 60 % opacity
+# The controls a trained model greys, and reverse-digits' values in the sandbox's settings (2 heads
+# of 32, causal, bias): set in the sandbox, where the controls are enabled, they give the look the
+# greyed controls must have, dimmed.
+GREYED_CONTROLS = ("heads_slider", "mask_causal")
+REVERSE_DIGITS_VALUES = dict(heads=2, head_dim=32, mask="causal", bias=True)
 
 
 def scratch_dir(prefix):
@@ -132,6 +138,37 @@ class AppTestCase(unittest.TestCase):
 
     def capture(self, window, name):
         return read_png(self.screenshot(window, name))
+
+    def check_greyed_as_drawn(self, shot, state, name, names, values):
+        """The controls `names` as drawn in shot are the sandbox's enabled controls with `values`,
+        dimmed as a disabled widget is: each pixel background + DISABLED_ALPHA x (enabled -
+        background) within 25 per channel (stacked layers blend a little differently: up to 12
+        seen), and on average more than 6 away from the enabled look itself. The same value drawn
+        is needed for that: another value's digits, grab or an unticked box leave pixels off by
+        far more. Starts the sandbox app itself: stop the app that drew shot first (find_window
+        takes the first window)."""
+        app, log, window, enabled = self.start(name, **values)
+        for _ in range(50):  # the first frames may not be on screen yet
+            enabled_shot = self.capture(window, name + ".png")
+            if crop_pixels(enabled_shot, enabled["rects"]["heads_slider"]).max() > 100:
+                break
+            time.sleep(0.1)
+        enabled = read_state_log(log)[-1]
+        self.stop(app)
+        background = np.array(BACKGROUND, dtype=np.float64)
+        for control in names:
+            with self.subTest(control=control):
+                drawn, look = crop_pixels(shot, state["rects"][control]), crop_pixels(enabled_shot, enabled["rects"][control])
+                self.assertEqual(drawn.shape, look.shape, control)
+                dimmed = background + DISABLED_ALPHA * (look - background)
+                off = np.abs(drawn - dimmed).max(axis=-1)
+                from_enabled = np.abs(drawn - look).max(axis=-1)
+                self.assertLessEqual(
+                    off.max(), 25,
+                    f"{control} as drawn is not the enabled control with {values} dimmed to {DISABLED_ALPHA}: "
+                    f"{int((off > 25).sum())} pixels off by more than 25 (up to {off.max():.0f})")
+                self.assertGreater(from_enabled.mean(), 6,
+                                   f"{control} is drawn as the enabled control (mean difference {from_enabled.mean():.1f})")
 
     def click(self, window, rect, dx=None):
         """Clicks rect [x, y, w, h] (at dx from its left edge, else its centre). The pointer rests
@@ -375,6 +412,13 @@ def colour_table(name):
     colours = [tuple(int(v) for v in m) for m in re.findall(r"\{(\d+),(\d+),(\d+)\}", body)]
     assert len(colours) == 256, len(colours)
     return colours
+
+
+def crop_pixels(shot, rect):
+    """The pixels of rect [x, y, w, h] of a capture as a float array [h, w, 3]."""
+    _, _, rows = shot
+    x, y, w, h = (int(round(v)) for v in rect)
+    return np.array([row[x:x + w] for row in rows[y:y + h]], dtype=np.float64)
 
 
 def cell_pixel(rect, rows, cols, i, j):

@@ -1,7 +1,8 @@
 """Issue 22 item 6: imported maps (an attention bundle) showed the sandbox's state (causal
 ticked, padding, dropout 0.30, ...). The control panel now shows only what applies to the
 source plus its own facts: model, layers (bundle.json's names), heads, tokens and notes.
-A trained model's run keeps its greyed controls showing the model's values (item 1)."""
+A trained model's run keeps its greyed controls showing the model's values (item 1): as
+drawn, they are the sandbox's enabled controls set to the model's values, dimmed."""
 import json
 import os
 import unittest
@@ -41,12 +42,14 @@ class ImportedControlsTest(g.AppTestCase):
         self.screenshot(window, "imported.png")
 
     def test_model_runs_grey_the_sandbox_with_the_models_values(self):
-        _, log, window, state = self.start("model", ready=g.model_settled, source="model", model="reverse-digits",
-                                           model_text="12=21.", dropout=0.3, train=True)
+        app, log, window, state = self.start("model", ready=g.model_settled, source="model", model="reverse-digits",
+                                             model_text="12=21.", dropout=0.3, train=True)
         self.assertIn("heads_slider", state["rects"])  # greyed, with the model's values
         self.assertEqual(state["controls_shown"], {"heads": 2, "head_dim": 32, "mask": "causal", "bias": True})
         self.assertEqual((state["layers"], state["texts"]["source_facts"]), (1, "1 layer x 2 heads"))  # the run's facts
-        self.screenshot(window, "model.png")
+        shot = self.capture(window, "model.png")
+        self.stop(app)  # one app window at a time: find_window takes the first
+        self.check_greyed_as_drawn(shot, state, "model-enabled-look", g.GREYED_CONTROLS, g.REVERSE_DIGITS_VALUES)
 
 
 if __name__ == "__main__":

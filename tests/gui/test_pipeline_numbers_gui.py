@@ -21,11 +21,15 @@ class PipelineNumbersTest(g.AppTestCase):
         self.assertEqual(state["texts"]["constraint_heads"], "D=96, H=4, d=24")
 
     def test_greyed_controls_show_the_models_values(self):
-        _, log, window, state = self.start("greyed", ready=model_settled, source="model", model="reverse-digits",
-                                           model_text="12=21.", heads=8, head_dim=16, mask="padding", valid_lens=[5])
+        app, log, window, state = self.start("greyed", ready=model_settled, source="model", model="reverse-digits",
+                                             model_text="12=21.", heads=8, head_dim=16, mask="padding", valid_lens=[5])
         self.assertEqual(state["controls_shown"], {"heads": 2, "head_dim": 32, "mask": "causal", "bias": True})
         self.assertEqual((state["settings_heads"], state["mask"]), (8, "padding"))  # the user's, kept
         self.assertIn("imported_reason", state["rects"])
+        # As drawn: greyed, with the model's 2 heads and causal mask, not the user's 8 and padding.
+        shot = self.capture(window, "greyed.png")
+        self.stop(app)
+        self.check_greyed_as_drawn(shot, state, "greyed-enabled-look", g.GREYED_CONTROLS, g.REVERSE_DIGITS_VALUES)
 
     def test_sandbox_reads_its_own(self):
         _, log, window, state = self.start("sandbox", ready=lambda s: g.settled(s) and "constraint_heads" in s["texts"],
