@@ -1,10 +1,12 @@
 #include "config/model_source.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <system_error>
+#include <thread>
 
 #include "analysis/head_table.h"
 #include "attention/tiles.h"
@@ -232,6 +234,10 @@ std::shared_ptr<const LaterPredictions> laterPredictions(const ModelRun& run, in
 // equals the whole lens's bit for bit.
 LensColumns lensColumnsOf(const Tensor& residuals, int64_t first, int64_t count, const OutputHead& head,
                           const TokenLabelOf& label) {
+  // Test hook (GUI tests of a column still computing, tests/gui/test_lens_gui.py): a wait in
+  // milliseconds before each block of columns. Unset in normal use.
+  if (const std::optional<uint64_t> ms = bytesFromEnvironment("ATTNSCOPE_TEST_LENS_COLUMN_DELAY_MS"))
+    std::this_thread::sleep_for(std::chrono::milliseconds(*ms));
   const int64_t layers = residuals.dim(0), L = residuals.dim(1), D = residuals.dim(2);
   Tensor rows({layers * count, D});  // [N + 1, count, D]: the columns' rows of every layer
   for (int64_t l = 0; l < layers; ++l)

@@ -414,6 +414,12 @@ def colour_table(name):
     return colours
 
 
+def pixels_near(shot, rect, colour, tol=12):
+    """Pixels within tol (each channel) of colour inside rect [x, y, w, h] of a capture."""
+    part = crop_pixels(shot, rect)
+    return int(np.sum(np.all(np.abs(part - np.array(colour, dtype=np.float64)) <= tol, axis=-1))) if part.size else 0
+
+
 def crop_pixels(shot, rect):
     """The pixels of rect [x, y, w, h] of a capture as a float array [h, w, 3]."""
     _, _, rows = shot

@@ -5,6 +5,7 @@ clicking a cell focuses its layer and pins its position as the query row (outlin
 focus view's maps). Nothing of the table is cut off at the default 1440 x 900 window."""
 import json
 import os
+import time
 import unittest
 
 import numpy as np
@@ -167,6 +168,46 @@ class LensGuiTest(g.AppTestCase):
         self.check_tooltip_top5(hovered)
         self.screenshot(window, "lens-later.png")
 
+    def test_a_column_still_computing_is_grey_with_a_note(self):
+        """Past the budget, a column still being computed (held for COLUMN_DELAY_MS by the core's
+        test hook) is drawn grey (60, 60, 64) with dots, and its tooltip says "computing this
+        column..." (drawn in the disabled text colour); once computed the cell has its colour."""
+        delay_ms = 8000
+        for name, value in (("ATTNSCOPE_TEST_LENS_BUDGET", "1"), ("ATTNSCOPE_TEST_LENS_COLUMN_DELAY_MS", str(delay_ms))):
+            self.x.env[name] = value
+            self.addCleanup(self.x.env.pop, name)
+        _, log, window, state = self.start("lens-computing", ready=g.model_settled, source="model",
+                                           model="python-code", model_text=TEXT)
+        state = g.wait_for_state(log, lambda s: s["rects"].get("lens_tab", [0, 0, 0, 0])[2] > 0)
+        state = self.click_until(window, log, state["rects"]["lens_tab"], lambda s: s["lens"]["shown"])
+        cells = lambda s: sorted(k for k in s["rects"] if k.startswith("lens_cell_2_"))  # noqa: E731
+        state = g.wait_for_state(log, lambda s: s["lens"] and s["lens"]["on_demand"] and cells(s), timeout=30)
+        name = cells(state)[1]
+        t = int(name.split("_")[3])
+        self.assertIsNone(state["lens"]["top1"][2][t], "the column was computed before the delay ended")
+        rect = state["rects"][name]
+        grey = g.pixels_near(self.capture(window, "lens-computing.png"), rect, (60, 60, 64), tol=3)
+        self.assertGreater(grey, 0.7 * rect[2] * rect[3], f"{name}, still computing, is not drawn grey")
+        x, y, w, h = rect
+        seen = g.line_count(log)
+        self.x.xdotool("mousemove", "--window", window, int(x + w / 2), int(y + h / 2))
+        state = g.wait_for_new_state(log, seen, lambda s: s["lens"]["hovered"] is not None)
+        self.assertEqual((state["lens"]["hovered"]["position"], state["lens"]["hovered"]["top"]), (t, None))
+        time.sleep(0.3)  # the tooltip is placed a frame after it appears
+        shot = self.capture(window, "lens-computing-tooltip.png")
+        state = g.read_state_log(log)[-1]
+        self.assertIsNone(state["lens"]["top1"][2][t], "the column was computed before the tooltip was seen")
+        self.assertEqual(state["texts"].get("lens_tooltip_note"), "computing this column...")
+        note = state["rects"]["lens_tooltip_note"]
+        self.assertGreater(g.pixels_near(shot, note, (128, 128, 128), tol=20), 20,
+                           "the tooltip's 'computing this column...' is not drawn")
+        # The column arrives: the cell is drawn in its colour.
+        self.x.xdotool("mousemove", "--window", window, 120, 6)
+        state = g.wait_for_state(log, lambda s: s["lens"] and len(s["lens"]["top1"]) == 3 and name in s["rects"]
+                                 and s["lens"]["top1"][2][t] is not None, timeout=30 + delay_ms / 1000)
+        time.sleep(0.3)
+        grey = g.pixels_near(self.capture(window, "lens-computed.png"), state["rects"][name], (60, 60, 64), tol=3)
+        self.assertLess(grey, 0.1 * rect[2] * rect[3], f"{name}, computed, is still drawn grey")
 
     def generate_with_the_lens_open(self, name):
         """Opens the Logit lens tab, generates (20 tokens, greedy) and returns the final state."""

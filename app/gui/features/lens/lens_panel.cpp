@@ -110,9 +110,12 @@ void hoverAndClick(AppState& state, const ViewModel& v, const LensGrid& g) {
     ImGui::SameLine(percent_x);
     ImGui::Text("%5.1f%%", 100.0 * (*top)[rank].prob);
   }
-  if (!top)
-    ImGui::TextDisabled("%s", v.lens.later ? "computing this column..."
-                                           : "not computed by the generation (its prompt's whole lens is past the budget)");
+  if (!top) {
+    const char* note = v.lens.later ? "computing this column..."
+                                    : "not computed by the generation (its prompt's whole lens is past the budget)";
+    ui::text(state.script.layout, "lens_tooltip_note", ui::disabledText(), "%s", note);
+    state.script.layout.recordText("lens_tooltip_note", note);
+  }
   ImGui::TextDisabled("click: focus layer %lld, query row %lld", static_cast<long long>(lensMapLayer(cell.layer)),
                       static_cast<long long>(cell.position));
   ImGui::EndTooltip();
