@@ -2,9 +2,12 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "tensor/interrupt.h"
+#include "tensor/memory.h"
 #include "tensor/tensor.h"
 
 namespace attnscope {
@@ -29,10 +32,15 @@ void writeOutputFiles(const std::string& out, const std::string& command, const 
   if (ec) throw InputError("--out " + out + ": cannot create the folder (" + ec.message() + ")");
   // Locked while it lives, removed on failure, SIGINT/SIGTERM, or by the next run after a kill.
   StagingFolder staging(out, "attnscope-" + command);
+  // Test hook (tests/cli/test_interrupt.py): once the first file is staged, wait this many
+  // milliseconds, so that a signal arrives mid-write every time, not only when it wins a race.
+  // Unset in normal use.
+  const uint64_t hold_ms = bytesFromEnvironment("ATTNSCOPE_TEST_STAGING_HOLD_MS").value_or(0);
   std::vector<std::string> names;
   for (const OutputFile& f : files) {
     f.second(staging.file(f.first));
     names.push_back(f.first);
+    if (hold_ms && names.size() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms));
   }
   staging.commit(names);
 }

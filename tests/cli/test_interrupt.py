@@ -1,7 +1,11 @@
 """Signals and interrupted runs (issue 12): SIGTERM or SIGINT during `compute` leaves no
 staging folder or temp file in --out, and a staging folder left by a run that was killed
 (SIGKILL, power loss) is removed by the next run into that folder, while one that belongs
-to a run still writing (its flock is held) is left alone."""
+to a run still writing (its flock is held) is left alone.
+
+The signal is sent at a known point, not in a race with the run: ATTNSCOPE_TEST_STAGING_HOLD_MS
+holds the run once its first output file is staged, and the signal goes when that file is
+seen in the staging folder (the run would go on after HOLD_MS without one)."""
 import fcntl
 import os
 import signal
@@ -14,6 +18,7 @@ import numpy as np
 import reference as ref
 
 STAGING_PREFIX = ".attnscope-compute-"
+HOLD_MS = 60000
 
 
 def big_bundle(root):
@@ -29,20 +34,26 @@ def staging_folders(out):
     return [name for name in os.listdir(out) if name.startswith(STAGING_PREFIX)]
 
 
+def staged_files(out):
+    return [name for folder in staging_folders(out) for name in os.listdir(os.path.join(out, folder))]
+
+
 def signal_while_staging(bundle, out, sig):
-    """Starts compute, sends sig as soon as its staging folder exists; returns (code, seen)."""
+    """Starts compute held after staging its first file (HOLD_MS), sends sig once that file is in
+    the staging folder; returns (exit code, the staged files the signal found)."""
+    env = dict(os.environ, ATTNSCOPE_TEST_STAGING_HOLD_MS=str(HOLD_MS))
     proc = subprocess.Popen([ref.BIN, "compute", bundle, "--out", out, "--heads", "4"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    seen = False
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    staged = []
     deadline = time.monotonic() + 120
     while proc.poll() is None and time.monotonic() < deadline:
-        if staging_folders(out):
-            seen = True
+        staged = staged_files(out)
+        if staged:
             proc.send_signal(sig)
             break
-        time.sleep(0.0005)
+        time.sleep(0.005)
     proc.communicate(timeout=120)
-    return proc.returncode, seen
+    return proc.returncode, staged
 
 
 class Interrupted(unittest.TestCase):
@@ -52,9 +63,8 @@ class Interrupted(unittest.TestCase):
                 root = ref.case_dir("interrupt", "signal_" + sig.name)
                 bundle = big_bundle(root)
                 out = os.path.join(root, "out")
-                code, seen = signal_while_staging(bundle, out, sig)
-                if not seen:
-                    self.skipTest("compute finished before its staging folder was seen")
+                code, staged = signal_while_staging(bundle, out, sig)
+                self.assertTrue(staged, "the run ended before its first file was staged")
                 self.assertEqual(code, 128 + sig, "exit status after %s" % sig.name)
                 left = [n for n in os.listdir(out) if n.startswith(".")]
                 self.assertEqual(left, [], "hidden files left in --out after %s" % sig.name)
@@ -63,9 +73,8 @@ class Interrupted(unittest.TestCase):
         root = ref.case_dir("interrupt", "sigkill")
         bundle = big_bundle(root)
         out = os.path.join(root, "out")
-        code, seen = signal_while_staging(bundle, out, signal.SIGKILL)
-        if not seen:
-            self.skipTest("compute finished before its staging folder was seen")
+        code, staged = signal_while_staging(bundle, out, signal.SIGKILL)
+        self.assertTrue(staged, "the run ended before its first file was staged")
         self.assertEqual(code, -signal.SIGKILL)
         self.assertTrue(staging_folders(out), "SIGKILL cannot clean up: the folder should still be there")
         result = ref.run_compute(["--demo", "--out", out])
