@@ -24,6 +24,7 @@
 #include "cli/out_folder.h"
 #include "cli/run_command.h"
 #include "cli/run_options.h"
+#include "attention/tiles.h"
 #include "config/attention_bundle.h"
 #include "config/model_source.h"
 #include "config/run.h"
@@ -114,7 +115,7 @@ Analyzed analyzeModelRun(const std::string& folder, const std::string& text) {
   if (a.view->tiled) a.notes.push_back(measuredInTilesNote());
   if (a.view->unknown_tokens > 0)
     a.notes.push_back(std::to_string(a.view->unknown_tokens) + " tokens outside the vocabulary map to the unknown id");
-  a.mask = isHfModelFolder(folder) && !readHfConfig(folder).family->causal ? "none (bidirectional encoder)" : "causal";
+  a.mask = a.view->encoder ? "none (bidirectional encoder)" : "causal";
   return a;
 }
 

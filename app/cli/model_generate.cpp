@@ -11,11 +11,10 @@
 
 #include "cli/out_folder.h"
 #include "cli/run_command.h"
+#include "model/folder_runner.h"
 #include "model/generate.h"
-#include "model/hf_model.h"
 #include "tensor/npy.h"
 #include "tensor/text_file.h"
-#include "tokenizer/tokenizer.h"
 
 namespace attnscope {
 namespace {
@@ -50,60 +49,33 @@ CacheWindow cacheWindowOf(const GenerateFlags& f) {
   return cache;
 }
 
-// The runner's part of p (either kind): the causal model, reset and lens. The runner lives as
-// long as the functions that hold it (causalModelOf keeps a reference).
-template <typename Runner>
-void attachRunner(Loaded& p, const std::shared_ptr<Runner>& runner) {
-  p.model = causalModelOf(*runner);
+}  // namespace
+
+// The runner lives as long as the functions that hold it (causalModel keeps a reference).
+Loaded loadCausalModel(const std::string& folder) {
+  auto runner = std::make_shared<FolderModelRunner>(folder);
+  const Model& model = runner->model();
+  Loaded p;
+  p.model = runner->causalModel();
   p.model.run = [runner, run = p.model.run](const ModelTokens& tokens) -> const ModelRun& { return run(tokens); };
-  if (p.model.step)
-    p.model.step = [runner, step = p.model.step](const ModelTokens& tokens) -> const ModelRun& { return step(tokens); };
+  p.model.step = [runner, step = p.model.step](const ModelTokens& tokens) -> const ModelRun& { return step(tokens); };
   p.reset = [runner] { runner->reset(); };
   p.set_window = [runner](const CacheWindow& cache) { runner->setCacheWindow(cache); };
   p.logit_rows = [runner](const LogitRows& rows) { runner->logitRows(rows); };
-  p.lens = [runner](const ModelTokens& tokens) { return lensOfTokens(*runner, tokens); };
-}
-
-Loaded loadHf(const std::string& folder) {
-  auto hf = std::make_shared<const HfModel>(loadHfModel(folder));
-  Loaded p;
-  attachRunner(p, std::make_shared<HfRunner>(hf));
-  p.name = hf->name() + " (" + hf->config.model_type + ")";
-  p.vocab = hf->config.vocab;
-  p.text = [hf](int64_t id) { return hfTokenText(*hf, id); };
-  p.encode = [hf](const std::string& text) { return tokenizeHf(*hf, text); };
-  p.from_ids = [hf](const std::vector<int64_t>& ids) { return hfTokensFromIds(*hf, ids); };
+  p.lens = [runner](const ModelTokens& tokens) { return runner->lens(tokens); };
+  p.name = model.name() + " (" + model.config.model_type + ")";
+  p.vocab = model.config.vocab;
+  p.text = [runner](int64_t id) { return runner->tokenText(id); };
+  p.encode = [runner](const std::string& text) { return runner->tokenize(text); };
+  p.from_ids = [runner](const std::vector<int64_t>& ids) { return runner->tokensFromIds(ids); };
   return p;
 }
 
-Loaded loadOwn(const std::string& folder) {
-  auto model = std::make_shared<const Model>(loadModel(folder));
-  Loaded p;
-  attachRunner(p, std::make_shared<ModelRunner>(model));
-  p.name = model->config.name;
-  p.vocab = model->config.vocab_size;
-  p.text = [model](int64_t id) { return model->vocab.at(id); };
-  p.encode = [model](const std::string& text) {
-    ModelTokens tokens = tokenizeForModel(*model, text);
-    if (tokens.ids.empty()) throw InputError("the prompt is empty: give at least one character");
-    return tokens;
-  };
-  p.from_ids = [append = p.model.append](const std::vector<int64_t>& ids) {
-    ModelTokens tokens;
-    for (int64_t id : ids) append(tokens, id);
-    return tokens;
-  };
-  return p;
-}
-
-}  // namespace
-
-Loaded loadCausalModel(const std::string& folder) { return isHfModelFolder(folder) ? loadHf(folder) : loadOwn(folder); }
 
 void addGenerateOptions(CLI::App& app, GenerateFlags& flags) {
   app.add_option("MODEL", flags.model, "model folder (attnscope-model/1 or a causal Hugging Face folder)")->required();
   addModelTextOptions(app, flags.text);
-  app.add_option("--ids", flags.ids, "Hugging Face folders: the prompt as token ids separated by commas");
+  app.add_option("--ids", flags.ids, "the prompt as token ids separated by commas");
   app.add_option("--tokens", flags.tokens, "how many tokens to generate (at most; EOS and the context stop earlier)")
       ->required();
   app.add_flag("--greedy", flags.greedy, "always the most likely token (the default)");
@@ -130,9 +102,6 @@ int modelGenerate(const GenerateFlags& flags) {
   if (flags.text.given() && !flags.ids.empty()) throw UsageError("generate: give either a text or --ids, not both");
   const SamplingSettings sampling = samplingOf(flags);
   const CacheWindow cache = cacheWindowOf(flags);
-  const bool hf = isHfModelFolder(flags.model);
-  if (!hf && !flags.ids.empty())
-    throw UsageError("generate: --ids is for Hugging Face model folders; give --text or --text-file");
   Loaded p = loadCausalModel(flags.model);
   p.set_window(cache);
   const ModelTokens prompt = flags.ids.empty() ? p.encode(readModelText(flags.text)) : p.from_ids(parseIds(flags.ids));

@@ -16,7 +16,7 @@
 #include "config/generation_bundle.h"
 #include "model/generate.h"
 #include "model/logit_lens.h"
-#include "model/transformer.h"
+#include "model/model.h"
 
 namespace attnscope {
 

@@ -20,9 +20,10 @@
 #include "cli/run_options.h"
 #include "attention/tiles.h"
 #include "config/run.h"
-#include "model/hf_model.h"
+#include "config/model_source.h"
+#include "model/folder_runner.h"
 #include "model/logit_lens.h"
-#include "model/transformer.h"
+#include "model/model.h"
 #include "tensor/npy.h"
 
 namespace attnscope {
@@ -116,45 +117,23 @@ int writeRun(const ModelFacts& facts, const ModelRun& run, const std::vector<Pre
   return 0;
 }
 
-int hfModelRun(const ModelRunFlags& flags) {
-  const std::string text = flags.text.given() ? readModelText(flags.text) : "";
-  auto model = std::make_shared<const HfModel>(loadHfModel(flags.model));
-  ModelTokens tokens = flags.ids.empty() ? tokenizeHf(*model, text) : hfTokensFromIds(*model, parseIds(flags.ids));
-  if (flags.lens && !model->hasHead())
-    throw InputError(model->folder + ": --lens needs an output head, and this encoder has no masked-LM head (cls.predictions)");
-  checkOutDir(flags.out);
-  HfRunner runner(model);
-  runner.keepResiduals(flags.lens);
-  runner.keepMapsWithin(fullPathBudgetBytes());
-  const ModelRun& run = runner.run(std::move(tokens));
-  const HfConfig& c = model->config;
-  const ModelFacts facts{model->name() + " (" + c.model_type + ")", c.n_layers, c.heads, c.hidden, c.max_positions, c.vocab,
-                         model->tokenizer && model->tokenizer->unkId() ? *model->tokenizer->unkId() : 0,
-                         c.family->causal, [&c](int64_t layer) { return hfLayerOptions(c, layer); }};
-  std::vector<Prediction> top;
-  if (!run.logits.empty()) {
-    const std::vector<double> p =
-        nextTokenProbs(run.logits.row(static_cast<int64_t>(run.tokens.ids.size()) - 1), run.logits.vocab());
-    for (int64_t id : topIds(p, 5)) top.push_back({id, hfTokenLabel(*model, id), p[id]});
-  }
-  return writeRun(facts, run, top, hfLens(*model, run), flags.out);
-}
-
 int modelRun(const ModelRunFlags& flags) {
-  if (isHfModelFolder(flags.model)) return hfModelRun(flags);
-  if (!flags.ids.empty()) throw UsageError("run: --ids is for Hugging Face model folders; give --text or --text-file");
-  const std::string text = readModelText(flags.text);
-  auto model = std::make_shared<const Model>(loadModel(flags.model));
+  const std::string text = flags.text.given() ? readModelText(flags.text) : "";
+  FolderModelRunner runner(flags.model);
+  const Model& model = runner.model();
+  ModelTokens tokens = flags.ids.empty() ? runner.tokenize(text) : runner.tokensFromIds(parseIds(flags.ids));
+  if (flags.lens && !model.hasHead())
+    throw InputError(model.folder + ": --lens needs an output head, and this encoder has no masked-LM head (cls.predictions)");
   checkOutDir(flags.out);
-  ModelRunner runner(model);
   runner.keepResiduals(flags.lens);
-  runner.keepMapsWithin(fullPathBudgetBytes());
-  const ModelRun& run = runner.run(text);
-  const ModelConfig& c = model->config;
-  const ModelFacts facts{c.name, c.n_layers, c.n_heads, c.d_model, c.max_len, c.vocab_size, c.unk_id, true,
-                         [&c](int64_t) { return modelAttentionOptions(c); }};
-  const int64_t L = static_cast<int64_t>(run.tokens.ids.size());
-  return writeRun(facts, run, topPredictions(*model, run.logits.row(L - 1), run.logits.vocab(), 5), modelLens(*model, run), flags.out);
+  const ModelRun& run = runner.run(std::move(tokens));
+  const ModelConfig& c = model.config;
+  const int64_t unk_id = model.chars ? model.chars->unkId() : model.tokenizer ? model.tokenizer->unkId().value_or(0) : 0;
+  const ModelFacts facts{model.name() + " (" + c.model_type + ")", c.n_layers, c.heads, c.hidden, c.max_positions, c.vocab,
+                         unk_id, c.family->causal, [&c](int64_t layer) { return layerOptions(c, layer); }};
+  std::vector<Prediction> top;
+  if (!run.logits.empty()) top = topPredictions(model, run.logits.row(static_cast<int64_t>(run.tokens.ids.size()) - 1), run.logits.vocab(), 5);
+  return writeRun(facts, run, top, modelLens(model, run), flags.out);
 }
 
 }  // namespace
@@ -193,7 +172,7 @@ int runModelCommand(int argc, char** argv) {
                   "model folder: config.json, vocab.json, one .npy per tensor (attnscope-model/1); or config.json, "
                   "model.safetensors (or its index and shards) and tokenizer.json (Hugging Face)")->required();
   addModelTextOptions(*run, flags.text);
-  run->add_option("--ids", flags.ids, "Hugging Face folders: token ids separated by commas instead of a text");
+  run->add_option("--ids", flags.ids, "token ids separated by commas instead of a text");
   run->add_option("--out", flags.out, "output folder (created if missing)")->required();
   run->add_flag("--lens", flags.lens,
                 "logit lens: also write lens_ids.npy (int64) and lens_probs.npy (float32), [n_layers + 1, L, 5]: the "

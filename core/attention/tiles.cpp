@@ -632,4 +632,8 @@ Tile computeTile(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int6
   return tile;
 }
 
+uint64_t fullPathBudgetBytes() {
+  return bytesFromEnvironment("ATTNSCOPE_FULL_PATH_BYTES").value_or(uint64_t{2} << 30);
+}
+
 }  // namespace attnscope

@@ -17,6 +17,11 @@
 
 namespace attnscope {
 
+// Bytes a full trace may take before a run keeps Q, K and the row normalisers instead and is
+// shown in tiles: 2 GiB, or the value of the environment variable ATTNSCOPE_FULL_PATH_BYTES
+// (tests set it low to reach the tiled path with small maps).
+uint64_t fullPathBudgetBytes();
+
 struct TiledAttention {
   int64_t B = 0, L = 0, S = 0, D = 0, H = 0, d = 0, G = 0;
   float scale = 1.0f;

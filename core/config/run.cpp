@@ -13,6 +13,7 @@
 #include "config/bundle.h"
 #include "config/inputs.h"
 #include "config/model_source.h"
+#include "model/folder_runner.h"
 #include "tensor/memory.h"
 
 namespace attnscope {
@@ -137,10 +138,6 @@ Settings settingsForBundle(Settings settings, const std::string& dir) {
   if (bundleKind(dir) == BundleKind::Tensors)
     applyBundleRunKeys(readBundleMeta(dir), (std::filesystem::path(dir) / "bundle.json").string(), settings);
   return settings;
-}
-
-uint64_t fullPathBudgetBytes() {
-  return bytesFromEnvironment("ATTNSCOPE_FULL_PATH_BYTES").value_or(uint64_t{2} << 30);
 }
 
 Run configureRun(const Settings& settings) {

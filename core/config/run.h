@@ -30,11 +30,6 @@ struct Run {
   bool tiled = false;
 };
 
-// Bytes a full trace may take before the app switches to tiles: 2 GiB, or the value of the
-// environment variable ATTNSCOPE_FULL_PATH_BYTES (tests set it low to reach the tiled path
-// with small maps).
-uint64_t fullPathBudgetBytes();
-
 // What a bundle opened from the command line starts from: the default settings with H = 1
 // (any D is divisible by 1), before bundle.json and the flags.
 Settings bundleDefaults();

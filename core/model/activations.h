@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "model/hf_config.h"
+#include "model/model_config.h"
 
 namespace attnscope {
 

@@ -14,9 +14,11 @@
 namespace attnscope {
 
 class ConfigFields;
-struct HfConfig;
+struct ModelConfig;
 
-enum class HfNorm { LayerNorm, RmsNorm, RmsNormPlusOne };  // RmsNormPlusOne: x_hat * (1 + w) (Gemma)
+// RmsNormPlusOne: x_hat * (1 + w) (Gemma). LayerNormFloatAffine: attnscope-model/1's, whose
+// affine step is in float32 (families/attnscope_model.cpp).
+enum class HfNorm { LayerNorm, RmsNorm, RmsNormPlusOne, LayerNormFloatAffine };
 enum class HfPositions { Learned, Rope };                    // learned: added to the embedding
 enum class HfMlp { Plain, Gated };                           // act(up x) vs act(gate x) * (up x), then down
 enum class HfResidual {
@@ -62,7 +64,7 @@ class TensorNames {
 struct FamilyHooks {
   // config.json keys only this family reads, after the shared ones (refusing options
   // attnscope does not compute, switching a residual layout, ...).
-  void (*read_config)(const ConfigFields& fields, HfConfig& config) = nullptr;
+  void (*read_config)(const ConfigFields& fields, ModelConfig& config) = nullptr;
   // Which layers slide when config.json has no layer_types (4.x); null: none ever does.
   std::vector<bool> (*sliding_layers)(const ConfigFields& fields, int64_t n_layers) = nullptr;
 };

@@ -165,16 +165,7 @@ Generation generate(const CausalModel& model, const ModelTokens& prompt, int64_t
   return g;
 }
 
-std::string hfTokenText(const HfModel& model, int64_t id) {
-  if (!model.tokenizer) return "#" + std::to_string(id);
-  std::string text = model.tokenizer->label(id);
-  for (auto [mark, plain] : {std::pair{kSpaceMark, " "}, {kNewlineMark, "\n"}, {kTabMark, "\t"}})
-    for (size_t at = text.find(mark); at != std::string::npos; at = text.find(mark, at + 1))
-      text.replace(at, std::string(mark).size(), plain);
-  return text;
-}
-
-std::vector<int64_t> hfEosIds(const HfModel& model) {
+std::vector<int64_t> eosIds(const Model& model) {
   std::vector<int64_t> eos;
   const nlohmann::json config = nlohmann::json::parse(readSmallFile(model.config.config_path, 64u << 20, "config.json"),
                                                       nullptr, false);
@@ -189,40 +180,24 @@ std::vector<int64_t> hfEosIds(const HfModel& model) {
   return eos;
 }
 
-CausalModel causalModelOf(HfRunner& runner, StepMaps maps) {
-  const HfModel& hf = runner.model();
-  if (!hf.config.family->causal)
-    throw InputError(hf.folder + ": " + hf.config.model_type + " is an encoder: generation needs a causal model");
-  if (!hf.hasHead()) throw InputError(hf.folder + ": no language-model head to generate with");
+CausalModel causalModelOf(ModelRunner& runner, StepMaps maps) {
+  const Model& model = runner.model();
+  if (!model.config.family->causal)
+    throw InputError(model.folder + ": " + model.config.model_type + " is an encoder: generation needs a causal model");
+  if (!model.hasHead()) throw InputError(model.folder + ": no language-model head to generate with");
   CausalModel m;
   m.run = [&runner](const ModelTokens& tokens) -> const ModelRun& { return runner.run(tokens); };
   m.step = [&runner, maps](const ModelTokens& tokens) -> const ModelRun& { return runner.step(tokens, maps); };
-  m.append = [&hf](ModelTokens& tokens, int64_t id) {
-    const ModelTokens one = hfTokensFromIds(hf, {id});
+  m.append = [&model](ModelTokens& tokens, int64_t id) {
+    const ModelTokens one = tokensFromIds(model, {id});
     tokens.ids.push_back(id);
     tokens.text.push_back(one.text[0]);
     tokens.label.push_back(one.label[0]);
     tokens.unknown.push_back(one.unknown[0]);
   };
-  m.label = [&hf](int64_t id) { return hfTokenLabel(hf, id); };
-  m.context = hf.context();
-  m.eos = hfEosIds(hf);
-  return m;
-}
-
-CausalModel causalModelOf(ModelRunner& runner, StepMaps maps) {
-  const Model& model = runner.model();
-  CausalModel m;
-  m.run = [&runner](const ModelTokens& tokens) -> const ModelRun& { return runner.runTokens(tokens); };
-  m.step = [&runner, maps](const ModelTokens& tokens) -> const ModelRun& { return runner.step(tokens, maps); };
-  m.append = [&model](ModelTokens& tokens, int64_t id) {
-    tokens.ids.push_back(id);
-    tokens.text.push_back(model.vocab.at(id));
-    tokens.label.push_back(tokenLabel(model, id));
-    tokens.unknown.push_back(0);
-  };
   m.label = [&model](int64_t id) { return tokenLabel(model, id); };
-  m.context = model.config.max_len;
+  m.context = model.context();
+  m.eos = eosIds(model);
   return m;
 }
 

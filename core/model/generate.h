@@ -16,8 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "model/hf_model.h"
-#include "model/transformer.h"
+#include "model/model.h"
 
 namespace attnscope {
 
@@ -90,14 +89,11 @@ Generation generate(const CausalModel& model, const ModelTokens& prompt, int64_t
                     const SamplingSettings& sampling, const std::function<void(const GenerationStep&)>& on_step,
                     const std::function<bool(const ModelRun&)>& on_run = {});
 
-// A Hugging Face token's text as typed: the labels' marks back to a space, newline and tab.
-std::string hfTokenText(const HfModel& model, int64_t id);
 // config.json's eos_token_id (a number or a list), else the tokenizer's end-of-sequence token.
-std::vector<int64_t> hfEosIds(const HfModel& model);
-// The causal model behind a runner of either kind (the runner must outlive it). InputError
+std::vector<int64_t> eosIds(const Model& model);
+// The causal model behind a runner (the runner must outlive it). InputError
 // naming the folder for an encoder or a folder without a language-model head.
 // maps: what each generation step leaves in the run's traces (StepMaps).
-CausalModel causalModelOf(HfRunner& runner, StepMaps maps = StepMaps::RowsOnly);
 CausalModel causalModelOf(ModelRunner& runner, StepMaps maps = StepMaps::RowsOnly);
 
 }  // namespace attnscope

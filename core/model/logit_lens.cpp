@@ -25,30 +25,18 @@ LogitLens logitLens(const Tensor& residuals, const OutputHead& head, int64_t k) 
 
 LogitLens modelLens(const Model& model, const ModelRun& run, int64_t k) {
   return logitLens(run.residuals, [&](const Tensor& x, Tensor& logits) {
-    logits = Tensor({x.dim(0), model.config.vocab_size});
-    modelOutputLogits(model, x, logits.data.data());
-  }, k);
-}
-
-LogitLens hfLens(const HfModel& model, const ModelRun& run, int64_t k) {
-  return logitLens(run.residuals, [&](const Tensor& x, Tensor& logits) {
     if (!model.hasHead()) {  // an encoder without masked-LM head: no lens
       logits = Tensor();
       return;
     }
     logits = Tensor({x.dim(0), model.config.vocab});
-    hfOutputLogits(model, x, logits.data.data());
+    modelOutputLogits(model, x, logits.data.data());
   }, k);
 }
 
 LogitLens lensOfTokens(ModelRunner& runner, ModelTokens tokens, int64_t k) {
   runner.keepResiduals(true);
-  return modelLens(runner.model(), runner.runTokens(std::move(tokens)), k);
-}
-
-LogitLens lensOfTokens(HfRunner& runner, ModelTokens tokens, int64_t k) {
-  runner.keepResiduals(true);
-  return hfLens(runner.model(), runner.run(std::move(tokens)), k);
+  return modelLens(runner.model(), runner.run(std::move(tokens)), k);
 }
 
 }  // namespace attnscope

@@ -11,8 +11,7 @@
 #include <functional>
 #include <vector>
 
-#include "model/hf_model.h"
-#include "model/transformer.h"
+#include "model/model.h"
 
 namespace attnscope {
 
@@ -34,11 +33,9 @@ LogitLens logitLens(const Tensor& residuals, const OutputHead& head, int64_t k =
 
 // The lens of a run made with keepResiduals(true) (empty residuals: an empty lens).
 LogitLens modelLens(const Model& model, const ModelRun& run, int64_t k = kLensTop);
-LogitLens hfLens(const HfModel& model, const ModelRun& run, int64_t k = kLensTop);
 
 // One forward over a token sequence (a prompt, or a generation's final sequence) with the
 // residuals kept, and its lens. The runner's last run is this one afterwards.
 LogitLens lensOfTokens(ModelRunner& runner, ModelTokens tokens, int64_t k = kLensTop);
-LogitLens lensOfTokens(HfRunner& runner, ModelTokens tokens, int64_t k = kLensTop);
 
 }  // namespace attnscope

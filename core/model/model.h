@@ -1,55 +1,57 @@
-// Trained decoder-only transformers in the attnscope-model/1 folder format (docs/models.md, "Model
-// folders"): config.json, vocab.json, one .npy per tensor (float32 or float16), and an
-// optional training.json whose "caption" describes the model.
+// The model runtime: one model contract for every folder kind, one runner. A model folder is
+// a Hugging Face folder (config.json with a model_type, model.safetensors or its shards,
+// the tokenizer: model/hf_folder.cpp) or an attnscope-model/1 folder (config.json with its
+// format, .npy tensors, vocab.json: model/own_folder.cpp); either becomes a Model of its
+// family (model/family.h, model/families/). The forward pass follows the family's
+// declaration; every layer's attention goes through the attention core's cached rows (GQA,
+// RoPE with scaled / partial inverse frequencies, per-head q/k norms, soft-cap, sliding
+// window as a causal-window mask), so each layer keeps its full AttentionTrace.
 //
-// Sizes: V vocabulary, D d_model, M d_mlp, T max_len (context), N layers, H heads.
+// Memory rule: the matrices are read once, at load: BF16 ones kept as stored (tensor/weights.h:
+// the row GEMM widens them in registers), F32 and F16 ones, norms, biases and positions as
+// float32 (the matrices in the row GEMM's panels, counted with their padding), when that
+// size fits the memory this process may still allocate (MemAvailable, or
+// less under `ulimit -v`, the budget checkMemory uses); otherwise the folder is refused with
+// that estimate before anything past the safetensors headers is read (before a truncated
+// file's own error).
 #pragma once
 
-#include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "attention/attention.h"
-#include "tensor/tensor.h"
+#include "attention/cached_rows.h"
+#include "attention/kv_cache.h"
+#include "model/char_vocab.h"
+#include "model/model_config.h"
+#include "model/model_run.h"
+#include "tensor/interrupt.h"
+#include "tokenizer/tokenizer.h"
 
 namespace attnscope {
 
-enum class Tokenizer { Chars, Bytes };
-enum class Positional { Learned, Sinusoidal };
-enum class Activation { Gelu, GeluTanh };
-
-inline constexpr const char* kModelFormat = "attnscope-model/1";
-
-struct ModelConfig {
-  std::string name;
-  std::string description;
-  int64_t n_layers = 0;
-  int64_t n_heads = 0;
-  int64_t d_model = 0;
-  int64_t d_mlp = 0;
-  int64_t max_len = 0;
-  int64_t vocab_size = 0;
-  Tokenizer tokenizer = Tokenizer::Chars;
-  int64_t unk_id = 0;
-  Positional positional = Positional::Learned;
-  Activation activation = Activation::Gelu;
-  float ln_eps = 1e-5f;
-  bool tied_embeddings = false;
-  bool mlp = true;
+struct NormWeights {
+  Tensor weight, bias;  // [D]; bias empty for RMSNorm
+  bool empty() const { return weight.empty(); }
 };
 
-// nn.Linear convention throughout: y = x W^T + b.
-struct BlockWeights {
-  Tensor ln1_weight, ln1_bias;   // [D]
-  AttentionInputs attn;          // w_q, w_k, w_v, w_o [D, D]; b_q .. b_o [D] each, or empty = no bias
-                                 // (the runners read them in place: no copy)
-  Tensor ln2_weight, ln2_bias;   // [D]       (mlp only)
-  Tensor w_in, b_in;             // [M, D], [M]
-  Tensor w_out, b_out;           // [D, M], [D]
+struct Linear {
+  Weights weight;  // nn.Linear: [out, in]
+  Tensor bias;     // [out] or empty
 };
 
-// A head training.json's "notable_heads" names: the best head for one pattern score.
+struct LayerWeights {
+  NormWeights attn_norm, post_attn_norm, mlp_norm, post_mlp_norm;
+  NormWeights q_norm, k_norm;  // [d] per-head RMSNorm of q and k (Role::QNorm, KNorm), or empty
+  Linear q, k, v, o;  // q [H*d, D], k/v [G*d, D], o [D, H*d]
+  Linear gate, up, down;  // gate only for gated MLPs
+  Projections projections() const;  // q .. o for attendRows (they must outlive it)
+};
+
+// A training log's notable head (attnscope-model/1's training.json "notable_heads"): the
+// best head for one pattern score.
 struct NotableHead {
   std::string pattern;  // "previous_token", "induction", ...
   int64_t layer = 0, head = 0;
@@ -59,39 +61,108 @@ struct NotableHead {
 struct Model {
   std::string folder;
   ModelConfig config;
-  std::vector<std::string> vocab;  // [V] vocab.json's entries (bytes without vocab.json: the byte itself)
-  std::unordered_map<std::string, int64_t> char_ids;  // chars tokenizer: character -> id
-  Tensor tok_emb;   // [V, D]
-  Tensor pos_emb;   // [T, D]: learned, or the sinusoidal table of seed 003 computed at load
-  std::vector<BlockWeights> blocks;  // [N]
-  Tensor ln_f_weight, ln_f_bias;     // [D]
-  Tensor lm_head;   // [V, D] (tok_emb's copy when tied_embeddings)
-  std::string caption;  // training.json "caption", else config "description"
-  std::vector<NotableHead> notable_heads;  // training.json "notable_heads", best score first; may be empty
+  Weights embed;          // [V, D]
+  Tensor positions;       // [P, D] learned positions, or empty
+  Tensor token_type;      // [D]: token type 0 (BERT), or empty
+  NormWeights embed_norm, final_norm;
+  std::vector<LayerWeights> layers;  // [N]
+  Weights lm_head;        // [V, D] when untied (tied: empty, `embed` is the head, not copied)
+  bool head_tied = false;  // the embedding is the unembedding (tie_word_embeddings)
+  // The unembedding [V, D]: lm_head, or the embedding when tied; empty for an encoder without MLM head.
+  const Weights& unembedding() const { return head_tied ? embed : lm_head; }
+  bool hasHead() const { return !unembedding().empty(); }
+  Tensor lm_bias;         // [V] or empty
+  Linear mlm_transform;  // BERT's cls.predictions.transform (dense + LayerNorm)
+  NormWeights mlm_norm;
+  std::string tensor_prefix;  // "model.", "transformer.", ... or "" (saved from a base class)
+  std::optional<HfTokenizer> tokenizer;  // none when the folder has no tokenizer files
+  std::optional<CharVocab> chars;        // attnscope-model/1: its characters or bytes instead
+  std::string display_name;  // attnscope-model/1's config "name" ("" = the folder's name)
+  std::string caption;       // what the app says of the model (training.json, or the family and folder)
+  std::vector<NotableHead> notable_heads;  // training.json's, best score first; may be empty
+  std::string name() const;  // display_name, else the folder's name
+  int64_t context() const { return config.max_positions; }
 };
 
-// Reads and validates a model folder. Every problem is an InputError naming the file:
-// "m/config.json: \"format\" is \"x\" but must be \"attnscope-model/1\"",
-// "m/blocks.0.attn.w_q.npy: missing", "m/tok_emb.npy: shape [97, 64] but the config needs [97, 128]".
-Model loadModel(const std::string& folder);
+// Reads a model folder of either kind: config.json, maps and validates every tensor,
+// converts the weights (memory rule above) and loads the tokenizer when the folder has one.
+// InputError naming the file (and the tensor or field) on any problem. progress (optional)
+// follows the conversion, as the fraction of the bytes converted; returning false stops the
+// load (Cancelled).
+Model loadModel(const std::string& folder, bool with_tokenizer = true, const Progress& progress = {});
+Model loadHfFolder(const std::string& folder, bool with_tokenizer, const Progress& progress);  // hf_folder.cpp
+Model loadOwnFolder(const std::string& folder);                                               // own_folder.cpp
 
-// Text -> token ids. chars: one token per UTF-8 character; bytes: one per byte.
-// Characters outside the vocabulary get unk_id and are flagged unknown, as is a character
-// that matches the unknown id's own entry (a vocabulary whose unknown entry is "\uFFFD").
-struct ModelTokens {
-  std::vector<int64_t> ids;          // [L]
-  std::vector<std::string> text;     // [L] the input character (or byte) at each position
-  std::vector<std::string> label;    // [L] the same as one printable line ("\\n", "\\xc3")
-  std::vector<uint8_t> unknown;      // [L] 1 = not in the vocabulary, mapped to unk_id
-  int64_t unknownCount() const;
-};
+// The model's tokens of a text: its tokenizer (add_special_tokens = true; labels are the
+// readable labels escaped to one line, unknown marks the unk token) or attnscope-model/1's
+// characters or bytes. InputError when the folder has no tokenizer.
 ModelTokens tokenizeForModel(const Model& model, const std::string& text);
-
-// Token `id` as one printable line: the character escaped (chars), or "a", "\\n", "\\xc3" (bytes).
+// Token ids given directly; labels from the tokenizer when there is one, else the ids.
+ModelTokens tokensFromIds(const Model& model, const std::vector<int64_t>& ids);
+// Token `id` as one printable line ("#id" without a tokenizer or past its vocabulary).
 std::string tokenLabel(const Model& model, int64_t id);
+// A token's text as typed (the labels' marks back to a space, newline and tab).
+std::string tokenText(const Model& model, int64_t id);
+// What the model's tokens are called in messages: "tokens", or "characters" / "bytes".
+const char* tokenUnit(const Model& model);
+// The k most likely next tokens after a position (softmax of its logits [V]), best first.
+std::vector<Prediction> topPredictions(const Model& model, const float* logits, int64_t V, int64_t k);
 
-// A token's text as one printable line: "\n" -> "\\n", "\t" -> "\\t", other control bytes
-// -> "\\xNN"; backslashes doubled.
-std::string escapeToken(const std::string& text);
+// The output head on residual rows x [rows, D] (any positions: a row's logits do not depend on
+// the others): logits [rows, V] (final norm, lm_head or BERT's MLM head, final soft-capping).
+// The model must have a head (lm_head not empty).
+void modelOutputLogits(const Model& model, const Tensor& x, float* logits);
+RowHead modelHead(const Model& model);  // modelOutputLogits as a RowHead (the model must outlive it)
+
+// Layer `layer`'s attention options from the config (GQA, scale, soft-cap, causal window, RoPE).
+AttentionOptions layerOptions(const ModelConfig& config, int64_t layer);
+
+// Runs one model on token after token of text; buffers are kept between runs. A causal
+// model keeps each layer's K, V and map rows (attention/cached_rows.h): a run computes from
+// the first token that differs from the last run's and equals a from-scratch run bit for
+// bit; ModelRun::first_computed says where it started.
+class ModelRunner {
+ public:
+  explicit ModelRunner(std::shared_ptr<const Model> model);
+  // InputError for no tokens, more tokens than the context, or an id outside the vocabulary.
+  const ModelRun& run(ModelTokens tokens);
+  const ModelRun& run(const std::string& text) { return run(tokenizeForModel(*model_, text)); }
+  // Generation: `tokens` = the last run's plus one (canStep; run() otherwise) computes
+  // that one position through each layer's decode cache (one row, ModelRun::decoded_from).
+  const ModelRun& step(ModelTokens tokens, StepMaps maps = StepMaps::RowsOnly);
+  void reset();  // forget the cache: the next run computes every row
+  const Model& model() const { return *model_; }
+  const ModelRun& last() const { return run_; }
+  // Keep the residual stream after every layer in ModelRun::residuals (the logit lens).
+  void keepResiduals(bool keep) { keep_residuals_ = keep; }
+  // The positions whose logits each run computes (default: all).
+  void logitRows(LogitRows rows) { logit_rows_ = std::move(rows); }
+  // Sinks + causal window on every layer (attention/kv_cache.h); a change forgets the cache.
+  void setCacheWindow(const CacheWindow& cache);
+  // A run whose maps (modelMapBytes) exceed `bytes` keeps Q, K and the row normalisers
+  // instead (ModelRun::mapsKept false). Default: no limit.
+  void keepMapsWithin(uint64_t bytes) { maps_budget_ = bytes; }
+
+ private:
+  void embed(const ModelTokens& tokens);
+  void layer(int64_t i, const std::vector<std::string>& labels);
+  void attention(int64_t i, const Tensor& input, const std::vector<std::string>& labels, Tensor& out);
+  void mlp(const LayerWeights& w, const Tensor& input, Tensor& out);
+  void unembed();  // logits rows [start_, L) that logit_rows_ wants
+  void checkTokens(const ModelTokens& tokens) const;
+  void forward(const ModelTokens& tokens);  // rows [start_, L) into run_
+
+  std::shared_ptr<const Model> model_;
+  std::vector<AttentionOptions> options_;  // [N]
+  int64_t start_ = 0;  // the first position this run computes; the buffers below hold rows [start_, L)
+  Tensor x_, h_, a_, m_, gate_, up_;  // [L, D] residual, normed, attention out, MLP out; [L, M] hidden
+  ModelRun run_;
+  bool keep_residuals_ = false;
+  LogitRows logit_rows_;
+  std::vector<DecodeCache> decode_;  // [N] while stepping, else empty
+  RunMasks masks_;                   // the last run's mask, shared by its layers
+  StepMaps step_maps_ = StepMaps::RowsOnly;
+  uint64_t maps_budget_ = UINT64_MAX;
+};
 
 }  // namespace attnscope

@@ -90,7 +90,7 @@ struct NextTokenPredictions {
   int64_t actual_rank = 0;      // its rank among all tokens (1 = the top guess); 0 at the last position
 };
 
-// The predictions of one 64-row block of positions (model/transformer.h LogitRows).
+// The predictions of one 64-row block of positions (model/model_run.h LogitRows).
 struct PredictionBlock {
   int64_t first = 0;                       // the position of rows[0]
   std::vector<NextTokenPredictions> rows;  // the block's positions, in order
@@ -223,7 +223,7 @@ struct ViewModel {
   std::vector<std::string> warnings;                   // one line each, e.g. rows not summing to 1
   std::string model;                                   // imported: bundle.json "model"; model run: its name
   std::string notes;                                   // imported: bundle.json "notes"; model run: the caption
-  // Model runs (config/model_source.h) only; empty otherwise:
+  // Model runs (model/folder_runner.h) only; empty otherwise:
   std::vector<NextTokenPredictions> predictions;       // [L] the guess after each query position
   bool encoder = false;  // a bidirectional encoder's run (BERT): nothing to generate, and its
                          // predictions[t] are masked-LM guesses of the token at t itself (their
@@ -242,7 +242,7 @@ struct ViewModel {
   // were generated (the prompt's length); -1 = none.
   int64_t first_generated = -1;
   // The run computed rows [first_computed, L); rows before it were kept from the run before
-  // (a causal model's cache, model/transformer.h ModelRun). 0 = every row.
+  // (a causal model's cache, model/model_run.h ModelRun). 0 = every row.
   int64_t first_computed = 0;
   // Tiled: the real map behind the overview; null otherwise.
   std::shared_ptr<const TiledMaps> tiled;

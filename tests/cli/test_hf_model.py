@@ -151,6 +151,8 @@ class HfText(unittest.TestCase):
         result = ref.run_model(folder, "x" * 9, folder + "-out")
         self.assertEqual(result.returncode, 1)
         self.assertIn("the text has 9 tokens but", result.stderr)
+        # GPT-2's config names its context n_positions: the message names the key it has.
+        self.assertIn("(n_positions in " + os.path.join(folder, "config.json") + ")", result.stderr)
 
     def test_ids_past_the_tokenizer_are_labelled_by_id(self):
         """Pythia's and Qwen's embeddings have rows past their tokenizers' vocabulary: such

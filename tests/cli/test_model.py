@@ -9,6 +9,7 @@ import os
 import re
 import resource
 import shutil
+import subprocess
 import unittest
 
 import numpy as np
@@ -102,6 +103,28 @@ class RandomModels(unittest.TestCase):
         self.assertEqual([len(r) == 4 and r[3] == "unknown" for r in rows],
                          [False, False, True, True, True, True, False])
         self.assertIn("4 outside the vocabulary -> unknown id 0", result.stdout)
+
+    def test_ids_run_as_the_text_does(self):
+        """One runtime for both folder kinds: --ids on an attnscope-model/1 folder (the ids of a
+        text's tokens.txt) gives that text's maps and logits bit for bit, and an id outside
+        the vocabulary is one line naming config.json."""
+        folder = os.path.join(ref.case_dir("model_random", "ids"), "model")
+        ref.write_random_model(folder, seed=10)
+        text_out, ids_out = folder + "-text", folder + "-ids"
+        attn, logits, tokens, _ = ref.model_outputs(folder, "abc(d)ab", text_out)
+        ids = [line.split("\t")[1] for line in tokens]
+        result = subprocess.run([ref.BIN, "model", "run", folder, "--ids", ",".join(ids), "--out", ids_out],
+                                capture_output=True, text=True, timeout=120)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        np.testing.assert_array_equal(np.load(os.path.join(ids_out, "attentions.npy")), attn)
+        np.testing.assert_array_equal(np.load(os.path.join(ids_out, "logits.npy")), logits)
+        V = ref.FolderModel(folder).cfg["vocab_size"]
+        bad = subprocess.run([ref.BIN, "model", "run", folder, "--ids", "1,%d" % V, "--out", folder + "-bad"],
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(bad.returncode, 1)
+        self.assertIn("token id %d is outside the vocabulary (vocab_size %d in %s)"
+                      % (V, V, os.path.join(folder, "config.json")), bad.stderr)
+        self.assertFalse(os.path.exists(folder + "-bad"))
 
     def test_top5_predictions_printed(self):
         folder = os.path.join(ref.case_dir("model_random", "top5"), "model")

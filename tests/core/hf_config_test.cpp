@@ -6,7 +6,7 @@
 #include <cmath>
 #include <string>
 
-#include "model/hf_config.h"
+#include "model/model_config.h"
 
 namespace attnscope {
 namespace {
@@ -14,7 +14,7 @@ namespace {
 constexpr const char* kSizes = R"("hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4,
   "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 64)";
 
-HfConfig parse(const std::string& type, const std::string& fields) {
+ModelConfig parse(const std::string& type, const std::string& fields) {
   return parseHfConfig("{\"model_type\": \"" + type + "\", " + kSizes + (fields.empty() ? "" : ", " + fields) + "}",
                        "m/config.json");
 }
@@ -28,7 +28,7 @@ std::string errorOf(const std::string& type, const std::string& fields) {
   return "accepted";
 }
 
-TEST(HfConfig, BothSpellingsGiveTheSameRun) {
+TEST(ModelConfig, BothSpellingsGiveTheSameRun) {
   struct Case {
     const char* name;
     const char* type;
@@ -49,14 +49,14 @@ TEST(HfConfig, BothSpellingsGiveTheSameRun) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    const HfConfig a = parse(c.type, c.v4), b = parse(c.type, c.v5);
+    const ModelConfig a = parse(c.type, c.v4), b = parse(c.type, c.v5);
     EXPECT_EQ(a.rope_inv_freq, b.rope_inv_freq);
     EXPECT_EQ(a.window, b.window);
     EXPECT_EQ(a.rope_type, b.rope_type);
     EXPECT_FALSE(a.rope_inv_freq.empty());
   }
   // Partial rotary: 16-dim heads, 25 % -> 4 rotated features, 2 frequencies 1000^(-0/4), 1000^(-2/4).
-  const HfConfig neox = parse("gpt_neox", R"("rotary_pct": 0.25, "rotary_emb_base": 1000)");
+  const ModelConfig neox = parse("gpt_neox", R"("rotary_pct": 0.25, "rotary_emb_base": 1000)");
   ASSERT_EQ(neox.rope_inv_freq.size(), 2u);
   EXPECT_DOUBLE_EQ(neox.rope_inv_freq[1], 1.0 / std::sqrt(1000.0));
   // Gemma 2 without layer_types: layers 0, 2 slide; window 8 = itself and 7 keys before.
@@ -76,8 +76,8 @@ TEST(HfConfig, BothSpellingsGiveTheSameRun) {
             (std::vector<int64_t>{-1, -1, 2, 2}));
 }
 
-TEST(HfConfig, TraitsComeFromTheRegistry) {
-  const HfConfig gemma = parse("gemma2", R"("head_dim": 16, "query_pre_attn_scalar": 256, "attn_logit_softcapping": 50.0,
+TEST(ModelConfig, TraitsComeFromTheRegistry) {
+  const ModelConfig gemma = parse("gemma2", R"("head_dim": 16, "query_pre_attn_scalar": 256, "attn_logit_softcapping": 50.0,
                                            "final_logit_softcapping": 30.0)");
   EXPECT_EQ(gemma.family->norm, HfNorm::RmsNormPlusOne);
   EXPECT_TRUE(gemma.tied);
@@ -85,27 +85,27 @@ TEST(HfConfig, TraitsComeFromTheRegistry) {
   EXPECT_EQ(gemma.attn_softcap.value_or(0), 50.0);
   EXPECT_EQ(gemma.final_softcap.value_or(0), 30.0);
   EXPECT_EQ(gemma.activation, HfActivation::GeluTanh);
-  const HfConfig qwen = parse("qwen2", "");
+  const ModelConfig qwen = parse("qwen2", "");
   EXPECT_TRUE(qwen.qkv_bias);
   EXPECT_FALSE(qwen.o_bias);
-  const HfConfig llama = parse("llama", R"("attention_bias": true)");
+  const ModelConfig llama = parse("llama", R"("attention_bias": true)");
   EXPECT_TRUE(llama.qkv_bias && llama.o_bias);
   EXPECT_EQ(llama.kv_heads, 2);
   // Heads narrower or wider than the model (Gemma 2 2B: 8 x 256 into 2304) are allowed.
   EXPECT_EQ(parse("llama", R"("head_dim": 32)").head_dim, 32);
-  const HfConfig gpt2 = parseHfConfig(
+  const ModelConfig gpt2 = parseHfConfig(
       R"({"model_type": "gpt2", "n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": 16, "vocab_size": 50})", "c");
   EXPECT_EQ(gpt2.mlp_dim, 128);  // n_inner absent: 4 x n_embd
   EXPECT_TRUE(gpt2.family->conv1d && gpt2.tied);
   // Qwen3: its own head_dim, no q/k/v bias, and per-head q/k norms among its tensors.
-  const HfConfig qwen3 = parse("qwen3", R"("head_dim": 32)");
+  const ModelConfig qwen3 = parse("qwen3", R"("head_dim": 32)");
   EXPECT_EQ(qwen3.head_dim, 32);
   EXPECT_FALSE(qwen3.qkv_bias || qwen3.o_bias);
   EXPECT_EQ(qwen3.family->names.of(Role::QNorm, 3), "layers.3.self_attn.q_norm");
   EXPECT_FALSE(qwen.family->names.has(Role::QNorm));
 }
 
-TEST(HfConfig, UnsupportedOptionsAreOneLineWithTheSupportedValues) {
+TEST(ModelConfig, UnsupportedOptionsAreOneLineWithTheSupportedValues) {
   const std::pair<std::string, std::string> cases[] = {
       {errorOf("t5", ""), "m/config.json: \"model_type\" is \"t5\" but attnscope supports \"gpt2\", \"llama\", "
                           "\"mistral\", \"qwen2\", \"gemma2\", \"gpt_neox\", \"bert\", \"qwen3\""},

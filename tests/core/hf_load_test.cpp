@@ -16,7 +16,8 @@
 
 #include "config/model_source.h"
 #include "heap_bytes.h"
-#include "model/hf_model.h"
+#include "model/folder_runner.h"
+#include "model/model.h"
 #include "safetensors_writer.h"
 
 namespace attnscope {
@@ -77,7 +78,7 @@ TEST_F(HfLoad, ProgressRunsFromZeroToOneAndTheWeightsArrive) {
   const fs::path folder = root_ / "m";
   writeLlama(folder, true);
   std::vector<double> seen;
-  const HfModel m = loadHfModel(folder.string(), false, [&](double f) {
+  const Model m = loadModel(folder.string(), false, [&](double f) {
     seen.push_back(f);
     return true;
   });
@@ -93,7 +94,7 @@ TEST_F(HfLoad, ReturningFalseCancels) {
   const fs::path folder = root_ / "m";
   writeLlama(folder, true);
   int calls = 0;
-  EXPECT_THROW(loadHfModel(folder.string(), false, [&](double) { return ++calls < 4; }), Cancelled);
+  EXPECT_THROW(loadModel(folder.string(), false, [&](double) { return ++calls < 4; }), Cancelled);
   EXPECT_EQ(calls, 4);  // stopped at the first false
 }
 
@@ -115,7 +116,7 @@ TEST_F(HfLoad, MemoryRuleComesBeforeTheData) {
   EXPECT_EQ(bytes, 4u * (2 * (6 * 512 + 1024 + 16) + 512 + 8));    // in panels: 64 rows each
   setenv("ATTNSCOPE_MEMORY_BYTES", std::to_string(bytes - 1).c_str(), 1);
   try {
-    loadHfModel(folder.string(), false);
+    loadModel(folder.string(), false);
     FAIL() << "loaded";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()).rfind(folder.string() + ": the weights in memory (0 MiB) needs ", 0), 0u) << e.what();
@@ -124,7 +125,7 @@ TEST_F(HfLoad, MemoryRuleComesBeforeTheData) {
   // Within the budget the same file is refused as what it is: its data is missing.
   setenv("ATTNSCOPE_MEMORY_BYTES", std::to_string(bytes).c_str(), 1);
   try {
-    loadHfModel(folder.string(), false);
+    loadModel(folder.string(), false);
     FAIL() << "loaded";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("out of range (the data section has 0 bytes)"), std::string::npos) << e.what();
@@ -139,18 +140,18 @@ TEST_F(HfLoad, ASecondRunnerSharesTheLoadedWeights) {
   writeLlama(folder, true);
   FolderModelRunner first(folder.string());
   const FolderWeights weights = first.weights();
-  ASSERT_TRUE(weights.hf);
+  ASSERT_TRUE(weights.model);
   uint64_t attention_bytes = 0;
-  for (const HfLayer& layer : weights.hf->layers)
-    for (const HfLinear* w : {&layer.q, &layer.k, &layer.v, &layer.o})
+  for (const LayerWeights& layer : weights.model->layers)
+    for (const Linear* w : {&layer.q, &layer.k, &layer.v, &layer.o})
       attention_bytes += w->weight.bytes();
   const size_t before = testing::heapBytesInUse();
   FolderModelRunner second(weights);
   const size_t grown = testing::heapGrowthSince(before);
   EXPECT_LT(grown, attention_bytes / 2) << "a runner on shared weights allocated " << grown << " bytes";
-  EXPECT_EQ(second.weights().hf.get(), weights.hf.get());
-  HfRunner a(weights.hf), b(weights.hf);
-  const ModelTokens ids = hfTokensFromIds(*weights.hf, {1, 2, 3, 4});
+  EXPECT_EQ(second.weights().model.get(), weights.model.get());
+  ModelRunner a(weights.model), b(weights.model);
+  const ModelTokens ids = tokensFromIds(*weights.model, {1, 2, 3, 4});
   const Tensor probs = a.run(ids).layers[1].probs;
   EXPECT_EQ(probs.data, b.run(ids).layers[1].probs.data);
 }
@@ -163,9 +164,9 @@ TEST_F(HfLoad, Bf16MatricesStayBf16AndRunLikeTheirFloat32Widening) {
   writeLlamaConfig(f32);
   writeSafetensors(bf16 / "model.safetensors", llamaTensors(), bf16Exact, true, "BF16");
   writeSafetensors(f32 / "model.safetensors", llamaTensors(), bf16Exact, true, "F32");
-  auto a = std::make_shared<const HfModel>(loadHfModel(bf16.string(), false));
-  auto b = std::make_shared<const HfModel>(loadHfModel(f32.string(), false));
-  for (const HfLinear* l : {&a->layers[0].q, &a->layers[1].down, &a->layers[1].gate}) {
+  auto a = std::make_shared<const Model>(loadModel(bf16.string(), false));
+  auto b = std::make_shared<const Model>(loadModel(f32.string(), false));
+  for (const Linear* l : {&a->layers[0].q, &a->layers[1].down, &a->layers[1].gate}) {
     EXPECT_TRUE(l->weight.f32.empty());
     EXPECT_TRUE(l->weight.panels);
     EXPECT_EQ(l->weight.bf16.size(), static_cast<size_t>(panelCount(l->weight.dim(0)) * kPanelWidth * l->weight.dim(1)));
@@ -175,8 +176,8 @@ TEST_F(HfLoad, Bf16MatricesStayBf16AndRunLikeTheirFloat32Widening) {
   EXPECT_EQ(b->embed.bytes(), padded * 4);
   EXPECT_EQ(a->layers[0].attn_norm.weight.data.size(), static_cast<size_t>(D));  // norms as float32
   for (int64_t k = 0; k < V * D; ++k) ASSERT_EQ(a->embed.at(k), b->embed.at(k)) << k;
-  HfRunner ra(a), rb(b);
-  const ModelTokens ids = hfTokensFromIds(*a, {3, 1, 4, 1, 5, 9, 2, 6});
+  ModelRunner ra(a), rb(b);
+  const ModelTokens ids = tokensFromIds(*a, {3, 1, 4, 1, 5, 9, 2, 6});
   const ModelRun& x = ra.run(ids);
   const ModelRun& y = rb.run(ids);
   EXPECT_EQ(x.logits.dense().data, y.logits.dense().data);
@@ -194,9 +195,9 @@ TEST_F(HfLoad, MemoryRuleCountsBf16MatricesAtTwoBytes) {
     kept += shape.size() == 1 ? 4 * static_cast<uint64_t>(shape[0]) : 2 * static_cast<uint64_t>(panelCount(shape[0]) * kPanelWidth * shape[1]);
   EXPECT_EQ(kept, residentBytes() / 2 + 2 * (2 * 16 + 8));  // half the float32 count, but norms stay at 4 bytes
   setenv("ATTNSCOPE_MEMORY_BYTES", std::to_string(kept).c_str(), 1);
-  EXPECT_NO_THROW(loadHfModel(folder.string(), false));
+  EXPECT_NO_THROW(loadModel(folder.string(), false));
   setenv("ATTNSCOPE_MEMORY_BYTES", std::to_string(kept - 1).c_str(), 1);
-  EXPECT_THROW(loadHfModel(folder.string(), false), InputError);
+  EXPECT_THROW(loadModel(folder.string(), false), InputError);
 }
 
 // A NaN in a BF16 tensor is refused naming the file, the tensor and the index.
@@ -206,7 +207,7 @@ TEST_F(HfLoad, NanInABf16TensorIsRefused) {
   writeSafetensors(folder / "model.safetensors", llamaTensors(), [](int64_t k) { return k == 77 ? std::nanf("") : bf16Exact(k); },
                    true, "BF16");
   try {
-    loadHfModel(folder.string(), false);
+    loadModel(folder.string(), false);
     FAIL() << "loaded";
   } catch (const InputError& e) {
     const std::string what = e.what();

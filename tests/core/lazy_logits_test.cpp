@@ -1,4 +1,4 @@
-// Logits only where they are looked at (model/transformer.h LogitRows): a run that unembeds
+// Logits only where they are looked at (model/model_run.h LogitRows): a run that unembeds
 // some positions computes their 64-row blocks only, leaves the other rows NaN and marked not
 // computed, and the rows computed later from the run's final residual rows (blockLogits, the
 // app's more_predictions) equal the full run's bit for bit, for both kinds of model folder
@@ -19,8 +19,8 @@
 
 #include "config/model_source.h"
 #include "heap_bytes.h"
-#include "model/hf_model.h"
-#include "model/transformer.h"
+#include "model/folder_runner.h"
+#include "model/model.h"
 
 namespace attnscope {
 namespace {
@@ -128,15 +128,15 @@ class LazyLogits : public ::testing::Test {
 
 TEST_F(LazyLogits, HfRunUnembedsTheWantedBlocksAndTheRestLaterBitForBit) {
   writeGpt2(root_ / "gpt2");
-  auto model = std::make_shared<const HfModel>(loadHfModel((root_ / "gpt2").string(), false));
-  const ModelTokens tokens = hfTokensFromIds(*model, ids(150, 1));
-  HfRunner full_runner(model), lazy_runner(model);
+  auto model = std::make_shared<const Model>(loadModel((root_ / "gpt2").string(), false));
+  const ModelTokens tokens = tokensFromIds(*model, ids(150, 1));
+  ModelRunner full_runner(model), lazy_runner(model);
   const Tensor full = full_runner.run(tokens).logits.dense();  // [150, V] every row
   EXPECT_EQ(full_runner.run(tokens).logits_rows, 0);    // nothing changed, nothing wanted anew
   lazy_runner.logitRows({false, {-1}});                 // the last position: block [128, 150)
   const ModelRun& lazy = lazy_runner.run(tokens);
   EXPECT_EQ(lazy.logits_rows, 150 - 128);
-  expectLazyRowsOfTheFullRun(lazy, full, 2, hfHead(*model));
+  expectLazyRowsOfTheFullRun(lazy, full, 2, modelHead(*model));
 
   // The same text, another position wanted: its block only, nothing rerun.
   lazy_runner.logitRows({false, {5}});
@@ -149,12 +149,12 @@ TEST_F(LazyLogits, HfRunUnembedsTheWantedBlocksAndTheRestLaterBitForBit) {
   // logits); a fresh full run of the longer sequence gives the same rows.
   std::vector<int64_t> longer_ids = tokens.ids;
   longer_ids.push_back(7);
-  const ModelTokens longer = hfTokensFromIds(*model, longer_ids);
+  const ModelTokens longer = tokensFromIds(*model, longer_ids);
   lazy_runner.logitRows({false, {-1}});
   const ModelRun& appended = lazy_runner.run(longer);
   EXPECT_EQ(appended.first_computed, 150);
   EXPECT_EQ(appended.logits_rows, 1);
-  HfRunner fresh(model);
+  ModelRunner fresh(model);
   const Tensor full_longer = fresh.run(longer).logits.dense();
   for (int64_t t = 0; t < 151; ++t)
     if (t < 64 || t >= 128) expectSameRow(full_longer, t, appended.logits.row(t));
@@ -164,11 +164,11 @@ TEST_F(LazyLogits, HfRunUnembedsTheWantedBlocksAndTheRestLaterBitForBit) {
   // it agrees with a full run (over the decode cache: within float rounding).
   std::vector<int64_t> stepped_ids = longer_ids;
   stepped_ids.push_back(9);
-  const ModelRun& stepped = lazy_runner.step(hfTokensFromIds(*model, stepped_ids));
+  const ModelRun& stepped = lazy_runner.step(tokensFromIds(*model, stepped_ids));
   EXPECT_EQ(stepped.logits_rows, 1);
   ASSERT_TRUE(stepped.logits.computed(151));
-  HfRunner fresh_stepped(model);
-  const Tensor full_stepped = fresh_stepped.run(hfTokensFromIds(*model, stepped_ids)).logits.dense();
+  ModelRunner fresh_stepped(model);
+  const Tensor full_stepped = fresh_stepped.run(tokensFromIds(*model, stepped_ids)).logits.dense();
   for (int64_t v = 0; v < kV; ++v) EXPECT_NEAR(stepped.logits.row(151)[v], full_stepped.data[151 * kV + v], 1e-4);
 }
 

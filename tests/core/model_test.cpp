@@ -3,7 +3,6 @@
 // tokenization (UTF-8 characters, unknown ids, bytes), and next-token predictions.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <tuple>
 
 #include <algorithm>
@@ -20,14 +19,28 @@
 #include "attention/kv_cache.h"
 #include "config/run.h"
 #include "heap_bytes.h"
+#include "model/folder_runner.h"
 #include "model/logit_lens.h"
-#include "model/transformer.h"
+#include "model/model.h"
 #include "tensor/npy.h"
 
 namespace attnscope {
 namespace {
 
 namespace fs = std::filesystem;
+
+// A layer's attention weights as the sandbox's inputs (float32 nn.Linear layout, not panels).
+AttentionInputs inputsOf(const LayerWeights& w) {
+  auto tensor = [](const Weights& m) {
+    Tensor t(m.shape);
+    std::copy(m.f32.begin(), m.f32.end(), t.data.begin());
+    return t;
+  };
+  AttentionInputs in;
+  in.w_q = tensor(w.q.weight), in.w_k = tensor(w.k.weight), in.w_v = tensor(w.v.weight), in.w_o = tensor(w.o.weight);
+  in.b_q = w.q.bias, in.b_k = w.k.bias, in.b_v = w.v.bias, in.b_o = w.o.bias;
+  return in;
+}
 
 // A small random model folder: D = 8, H = 2, N = 2, T = 12, vocab "<unk>" + "abcé\n".
 class ModelFolder : public ::testing::Test {
@@ -101,12 +114,12 @@ TEST_F(ModelFolder, StepsComputeOneRowAndRunsReturnToTheGrid) {
   auto model = std::make_shared<const Model>(loadModel(write()));
   ModelRunner runner(model);
   ModelTokens tokens = tokenizeForModel(*model, "abcab");
-  runner.runTokens(tokens);
-  const int64_t H = model->config.n_heads, N = model->config.n_layers;
+  runner.run(tokens);
+  const int64_t H = model->config.heads, N = model->config.n_layers;
   for (int64_t id : {1, 2, 0}) {
     tokens.ids.push_back(id);
-    tokens.text.push_back(model->vocab.at(id));
-    tokens.label.push_back(model->vocab.at(id));
+    tokens.text.push_back(model->chars->entry(id));
+    tokens.label.push_back(model->chars->entry(id));
     tokens.unknown.push_back(0);
     const ModelRun& stepped = runner.step(tokens);
     const int64_t L = static_cast<int64_t>(tokens.ids.size());
@@ -114,7 +127,7 @@ TEST_F(ModelFolder, StepsComputeOneRowAndRunsReturnToTheGrid) {
     EXPECT_EQ(stepped.decoded_from, 5);
     ASSERT_EQ(stepped.step_probs.shape, (Shape{N, H, L}));
     ModelRunner fresh(model);
-    const ModelRun& once = fresh.runTokens(tokens);
+    const ModelRun& once = fresh.run(tokens);
     for (int64_t i = 0; i < N; ++i)
       for (int64_t h = 0; h < H; ++h)
         for (int64_t j = 0; j < L; ++j)
@@ -125,17 +138,17 @@ TEST_F(ModelFolder, StepsComputeOneRowAndRunsReturnToTheGrid) {
   // A step that keeps the maps cannot append to traces the RowsOnly steps left behind: it
   // runs on the grid instead, and every trace holds every position again.
   tokens.ids.push_back(1);
-  tokens.text.push_back(model->vocab.at(1));
-  tokens.label.push_back(model->vocab.at(1));
+  tokens.text.push_back(model->chars->entry(1));
+  tokens.label.push_back(model->chars->entry(1));
   tokens.unknown.push_back(0);
   const ModelRun& kept = runner.step(tokens, StepMaps::Keep);
   EXPECT_EQ(kept.decoded_from, -1);
   EXPECT_EQ(kept.layers.front().L, static_cast<int64_t>(tokens.ids.size()));
-  const ModelRun& synced = runner.runTokens(tokens);
+  const ModelRun& synced = runner.run(tokens);
   EXPECT_EQ(synced.decoded_from, -1);
   EXPECT_EQ(synced.rowsComputed(), 0);  // the grid run above left nothing to redo
   ModelRunner fresh(model);
-  const ModelRun& once = fresh.runTokens(tokens);
+  const ModelRun& once = fresh.run(tokens);
   EXPECT_EQ(synced.logits.dense().data, once.logits.dense().data);
   for (int64_t i = 0; i < N; ++i) EXPECT_EQ(synced.layers[i].probs.data, once.layers[i].probs.data);
 }
@@ -146,16 +159,16 @@ TEST_F(ModelFolder, StepsThatKeepTheMapsCompleteTheTraces) {
   auto model = std::make_shared<const Model>(loadModel(write()));
   ModelRunner runner(model);
   ModelTokens tokens = tokenizeForModel(*model, "cab");
-  runner.runTokens(tokens);
+  runner.run(tokens);
   for (int64_t id : {0, 2, 1, 1}) {
     tokens.ids.push_back(id);
-    tokens.text.push_back(model->vocab.at(id));
-    tokens.label.push_back(model->vocab.at(id));
+    tokens.text.push_back(model->chars->entry(id));
+    tokens.label.push_back(model->chars->entry(id));
     tokens.unknown.push_back(0);
     const ModelRun& stepped = runner.step(tokens, StepMaps::Keep);
     EXPECT_EQ(stepped.rowsComputed(), 1);
     ModelRunner fresh(model);
-    const ModelRun& once = fresh.runTokens(tokens);
+    const ModelRun& once = fresh.run(tokens);
     for (size_t i = 0; i < once.layers.size(); ++i) {
       const AttentionTrace &a = stepped.layers[i], &b = once.layers[i];
       ASSERT_EQ(a.L, b.L);
@@ -487,10 +500,10 @@ TEST_F(ModelFolder, CacheWindowIsTheStepperDecoding) {
   const ViewModel view = runner.view(text);
   const int64_t L = view.L;
   ASSERT_EQ(L, 10);
-  const Model& model = *runner.weights().own;
+  const Model& model = *runner.weights().model;
   for (int64_t layer = 0; layer < 2; ++layer) {
     const AttentionTrace& trace = *view.maps[layer].trace;
-    AttentionInputs in = model.blocks[layer].attn;
+    AttentionInputs in = inputsOf(model.layers[layer]);
     in.query = in.key = in.value = trace.query;  // the layer's input rows ln1(x)
     AttentionOptions options;
     options.heads = 2;
@@ -529,13 +542,13 @@ TEST(ModelSource, ASecondRunnerSharesTheLoadedWeights) {
   FolderModelRunner first(it->folder);
   const FolderWeights weights = first.weights();
   uint64_t attention_bytes = 0;
-  for (const BlockWeights& b : weights.own->blocks)
-    for (const Tensor* w : {&b.attn.w_q, &b.attn.w_k, &b.attn.w_v, &b.attn.w_o}) attention_bytes += w->data.size() * 4;
+  for (const LayerWeights& b : weights.model->layers)
+    for (const Linear* w : {&b.q, &b.k, &b.v, &b.o}) attention_bytes += w->weight.bytes();
   const size_t before = testing::heapBytesInUse();
   FolderModelRunner second(weights);
   const size_t grown = testing::heapGrowthSince(before);
   EXPECT_LT(grown, attention_bytes / 16) << "a runner on shared weights allocated " << grown << " bytes";
-  EXPECT_EQ(second.weights().own.get(), weights.own.get());
+  EXPECT_EQ(second.weights().model.get(), weights.model.get());
   const ViewModel a = first.view("def f(x):"), b = second.view("def f(x):");
   EXPECT_EQ(0, std::memcmp(a.probs(1, 0, 0), b.probs(1, 0, 0), sizeof(float) * a.H * a.L * a.L));
 }

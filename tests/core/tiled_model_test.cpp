@@ -1,4 +1,4 @@
-// A model run beyond the full path's budget (HfRunner::keepMapsWithin; AttentionOptions::
+// A model run beyond the full path's budget (ModelRunner::keepMapsWithin; AttentionOptions::
 // keep_maps false) keeps each layer's Q and K (after RoPE) and the softmax normalisers
 // instead of its maps; the tiled path (attention/tiles.h) then computes any window of them.
 // Table-driven over families (random Hugging Face folders written here): GPT-2 (learned
@@ -29,7 +29,8 @@
 #include "analysis/layer_maps.h"
 #include "attention/tiles.h"
 #include "config/model_source.h"
-#include "model/hf_model.h"
+#include "model/folder_runner.h"
+#include "model/model.h"
 #include "safetensors_writer.h"
 #include "view/downsample.h"
 
@@ -119,11 +120,11 @@ void writeFolder(const fs::path& folder, const FamilyCase& c) {
   writeF32Safetensors(folder / "model.safetensors", c.tensors, [&](int64_t) { return uniform(rng); });
 }
 
-ModelTokens idsOf(const HfModel& model, int64_t L, uint32_t seed) {
+ModelTokens idsOf(const Model& model, int64_t L, uint32_t seed) {
   std::mt19937 rng(seed);
   std::vector<int64_t> ids;
   for (int64_t t = 0; t < L; ++t) ids.push_back(static_cast<int64_t>(rng() % V));
-  return hfTokensFromIds(model, ids);
+  return tokensFromIds(model, ids);
 }
 
 bool sameBits(const Tensor& a, const Tensor& b) {
@@ -142,18 +143,18 @@ class TiledModel : public ::testing::TestWithParam<FamilyCase> {
     char pattern[] = "/tmp/tiled-model-XXXXXX";
     root_ = mkdtemp(pattern);
     writeFolder(root_, GetParam());
-    model_ = std::make_shared<const HfModel>(loadHfModel(root_.string(), false));
+    model_ = std::make_shared<const Model>(loadModel(root_.string(), false));
   }
   void TearDown() override { fs::remove_all(root_); }
   fs::path root_;
-  std::shared_ptr<const HfModel> model_;
+  std::shared_ptr<const Model> model_;
 };
 
 constexpr int64_t kL = 150;  // three 64-row blocks, the last one partial
 constexpr double kTol = 1e-6;
 
 TEST_P(TiledModel, TilesAndZoomEqualTheFullMaps) {
-  HfRunner full(model_), tiled(model_);
+  ModelRunner full(model_), tiled(model_);
   tiled.keepMapsWithin(1);
   const ModelTokens tokens = idsOf(*model_, kL, 3);
   const ModelRun& a = full.run(tokens);
@@ -161,11 +162,11 @@ TEST_P(TiledModel, TilesAndZoomEqualTheFullMaps) {
   ASSERT_TRUE(a.mapsKept());
   ASSERT_FALSE(b.mapsKept());
   EXPECT_TRUE(sameBits(a.logits.dense(), b.logits.dense())) << "the same row computations, so the same outputs";
-  const HfConfig& c = model_->config;
+  const ModelConfig& c = model_->config;
   for (int64_t layer = 0; layer < c.n_layers; ++layer) {
     const AttentionTrace& ref = a.layers[layer];
     EXPECT_TRUE(b.layers[layer].scores.empty() && b.layers[layer].probs.empty() && b.layers[layer].mask.allowed.empty());
-    const TiledAttention t = tiledFromTrace(b.layers[layer], hfLayerOptions(c, layer));
+    const TiledAttention t = tiledFromTrace(b.layers[layer], layerOptions(c, layer));
     ASSERT_TRUE(t.normalisers);
     struct Window {
       int64_t i0, rows, j0, cols;
@@ -213,11 +214,11 @@ TEST_P(TiledModel, TilesAndZoomEqualTheFullMaps) {
 }
 
 TEST_P(TiledModel, TiledViewHasEveryLayerAndTheFullViewsHeadTable) {
-  HfRunner full(model_), tiled(model_);
+  ModelRunner full(model_), tiled(model_);
   tiled.keepMapsWithin(1);
   const ModelTokens tokens = idsOf(*model_, kL, 5);
-  const ViewModel a = viewFromHfRun(*model_, full.run(tokens));
-  const ViewModel b = viewFromHfRun(*model_, tiled.run(tokens));
+  const ViewModel a = viewFromModelRun(*model_, full.run(tokens));
+  const ViewModel b = viewFromModelRun(*model_, tiled.run(tokens));
   ASSERT_FALSE(a.tiled);
   ASSERT_TRUE(b.tiled);
   EXPECT_EQ(b.source, ViewSource::ModelRun);  // a model's run, its maps in tiles
@@ -255,8 +256,8 @@ TEST_P(TiledModel, AppendedTextEqualsAFreshRunAcrossTheBudget) {
   const ModelTokens longer = idsOf(*model_, kL, 9);
   ModelTokens shorter = longer;
   shorter.ids.resize(100), shorter.text.resize(100), shorter.label.resize(100), shorter.unknown.resize(100);
-  const HfConfig& c = model_->config;
-  HfRunner growing(model_), fresh(model_);
+  const ModelConfig& c = model_->config;
+  ModelRunner growing(model_), fresh(model_);
   growing.keepMapsWithin(modelMapBytes(c.n_layers, c.heads, 100));  // 100 tokens fit, 150 do not
   fresh.keepMapsWithin(1);
   ASSERT_TRUE(growing.run(shorter).mapsKept());
@@ -284,11 +285,11 @@ TEST_P(TiledModel, AppendedTextEqualsAFreshRunAcrossTheBudget) {
 // The view pools every layer's overview with progress (0 to 1 over all layers); returning
 // false cancels (Cancelled), as a synthetic tiled overview does.
 TEST_P(TiledModel, OverviewProgressCoversEveryLayerAndCancels) {
-  HfRunner tiled(model_);
+  ModelRunner tiled(model_);
   tiled.keepMapsWithin(1);
   const ModelRun& run = tiled.run(idsOf(*model_, kL, 11));
   std::vector<double> seen;
-  viewFromHfRun(*model_, run, [&](double f) {
+  viewFromModelRun(*model_, run, [&](double f) {
     seen.push_back(f);
     return true;
   });
@@ -297,7 +298,7 @@ TEST_P(TiledModel, OverviewProgressCoversEveryLayerAndCancels) {
   EXPECT_DOUBLE_EQ(*std::max_element(seen.begin(), seen.end()), 1.0);
   EXPECT_LE(*std::min_element(seen.begin(), seen.end()), 1.0 / static_cast<double>(model_->config.n_layers));
   EXPECT_GE(*std::min_element(seen.begin(), seen.end()), 0.0);
-  EXPECT_THROW(viewFromHfRun(*model_, run, [](double f) { return f < 0.5; }), Cancelled);
+  EXPECT_THROW(viewFromModelRun(*model_, run, [](double f) { return f < 0.5; }), Cancelled);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, TiledModel, ::testing::ValuesIn(familyCases()),

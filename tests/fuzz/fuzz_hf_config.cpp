@@ -7,11 +7,11 @@
 #include <string>
 
 #include "fuzz_util.h"
-#include "model/hf_config.h"
+#include "model/model_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = "fuzz/config.json";
-  attnscope::HfConfig c;
+  attnscope::ModelConfig c;
   try {
     c = attnscope::parseHfConfig(std::string(reinterpret_cast<const char*>(data), size), path);
   } catch (const attnscope::InputError& e) {

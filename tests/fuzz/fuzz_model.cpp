@@ -7,7 +7,6 @@
 
 #include "fuzz_util.h"
 #include "model/model.h"
-#include "model/transformer.h"
 
 namespace {
 attnscope::fuzz::Scratch scratch;
@@ -29,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   const attnscope::ModelConfig& c = model->config;
-  if (c.n_layers * (c.d_model * c.d_model + c.d_model * c.d_mlp) > (1 << 20)) return 0;
+  if (c.n_layers * (c.hidden * c.hidden + c.hidden * c.mlp_dim) > (1 << 20)) return 0;
   attnscope::ModelRunner runner(model);
   const std::string texts[] = {"ab\nc", std::string("\xff\xfe\x00z", 4), std::string(70, 'a')};
   for (const std::string& text : texts) {

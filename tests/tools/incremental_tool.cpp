@@ -10,8 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/hf_model.h"
-#include "model/transformer.h"
+#include "model/model.h"
 #include "tensor/text_file.h"
 
 namespace {
@@ -49,12 +48,12 @@ int main(int argc, char** argv) {
     const auto inputs = nlohmann::json::parse(readSmallFile(argv[2], size_t{64} << 20, "a list of inputs"));
     nlohmann::json out = nlohmann::json::array();
     if (isHfModelFolder(argv[1])) {
-      auto model = std::make_shared<const HfModel>(loadHfModel(argv[1]));
-      HfRunner cached(model);
+      auto model = std::make_shared<const Model>(loadModel(argv[1]));
+      ModelRunner cached(model);
       for (const auto& ids : inputs) {
-        const ModelRun& a = cached.run(hfTokensFromIds(*model, ids.get<std::vector<int64_t>>()));
-        HfRunner fresh(model);
-        out.push_back(row(a, fresh.run(hfTokensFromIds(*model, ids.get<std::vector<int64_t>>()))));
+        const ModelRun& a = cached.run(tokensFromIds(*model, ids.get<std::vector<int64_t>>()));
+        ModelRunner fresh(model);
+        out.push_back(row(a, fresh.run(tokensFromIds(*model, ids.get<std::vector<int64_t>>()))));
       }
     } else {
       auto model = std::make_shared<const Model>(loadModel(argv[1]));

@@ -6,6 +6,7 @@
 #include <optional>
 #include <thread>
 
+#include "attention/tiles.h"
 #include "config/model_source.h"
 #include "config/run.h"
 #include "tensor/memory.h"

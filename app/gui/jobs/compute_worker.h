@@ -22,6 +22,7 @@
 #include "config/run.h"
 #include "config/settings.h"
 #include "gui/jobs/latest_job_worker.h"
+#include "model/folder_runner.h"
 #include "view/view_model.h"
 
 namespace attnscope {

@@ -18,6 +18,7 @@
 #include "analysis/head_table.h"
 #include "config/model_source.h"
 #include "gui/jobs/latest_job_worker.h"
+#include "model/folder_runner.h"
 #include "model/generate.h"
 #include "view/view_model.h"
 

@@ -2,12 +2,12 @@
 // learned positions and token types, an embedding LayerNorm, and the masked-LM head
 // (cls.predictions) when the checkpoint has one.
 #include "model/config_fields.h"
-#include "model/hf_config.h"
+#include "model/model_config.h"
 
 namespace attnscope {
 namespace {
 
-void readBertConfig(const ConfigFields& f, HfConfig&) {
+void readBertConfig(const ConfigFields& f, ModelConfig&) {
   const std::string kind = f.text(f.root(), "position_embedding_type", "position_embedding_type", "absolute");
   if (kind != "absolute") f.fail("position_embedding_type", "is \"" + kind + "\" but attnscope supports \"absolute\"");
 }

@@ -1,12 +1,12 @@
 // GPT-2 (transformers' modeling_gpt2.py): LayerNorm, learned positions, Conv1D weights
 // stored [in, out] with q/k/v fused in thirds, gelu_new.
 #include "model/config_fields.h"
-#include "model/hf_config.h"
+#include "model/model_config.h"
 
 namespace attnscope {
 namespace {
 
-void readGpt2Config(const ConfigFields& f, HfConfig&) {
+void readGpt2Config(const ConfigFields& f, ModelConfig&) {
   if (f.boolean("scale_attn_by_inverse_layer_idx", false))
     f.fail("scale_attn_by_inverse_layer_idx", "is true but attnscope supports false");
 }

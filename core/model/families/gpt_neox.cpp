@@ -2,12 +2,12 @@
 // (rotary_pct), q/k/v fused per head ([H, 3, d] rows), parallel residual unless
 // use_parallel_residual is false.
 #include "model/config_fields.h"
-#include "model/hf_config.h"
+#include "model/model_config.h"
 
 namespace attnscope {
 namespace {
 
-void readNeoxConfig(const ConfigFields& f, HfConfig& c) { c.parallel_residual = f.boolean("use_parallel_residual", true); }
+void readNeoxConfig(const ConfigFields& f, ModelConfig& c) { c.parallel_residual = f.boolean("use_parallel_residual", true); }
 
 }  // namespace
 

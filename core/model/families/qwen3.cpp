@@ -3,12 +3,12 @@
 // and a sliding window only where use_sliding_window and layer_types (or max_window_layers)
 // say so: without use_sliding_window, Qwen3Config sets sliding_window to None.
 #include "model/families/llama_like.h"
-#include "model/hf_config.h"
+#include "model/model_config.h"
 
 namespace attnscope {
 namespace {
 
-void readQwen3Config(const ConfigFields& f, HfConfig& c) {
+void readQwen3Config(const ConfigFields& f, ModelConfig& c) {
   if (!f.boolean("use_sliding_window", false)) c.window.assign(c.n_layers, -1);
 }
 

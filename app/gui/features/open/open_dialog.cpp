@@ -12,7 +12,7 @@
 #include "config/bundle.h"
 #include "config/model_source.h"
 #include "config/run.h"
-#include "model/hf_config.h"
+#include "model/model_config.h"
 #include "model/model.h"
 #include "gui/shell/panels.h"
 

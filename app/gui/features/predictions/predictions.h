@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gui/jobs/block_worker.h"
-#include "model/transformer.h"
+#include "model/model.h"
 #include "view/view_model.h"
 
 namespace attnscope {

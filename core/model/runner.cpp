@@ -1,11 +1,11 @@
-// The forward pass of a Hugging Face model folder (hf_model.h), one family's traits at a time.
+// The forward pass of a model (model.h), following its family's declaration.
 #include <algorithm>
 #include <cmath>
 
 #include "attention/cached_rows.h"
 #include "attention/kernel.h"
 #include "model/activations.h"
-#include "model/hf_model.h"
+#include "model/model.h"
 
 namespace attnscope {
 namespace {
@@ -35,9 +35,22 @@ double rowSum(const float* row, int64_t D, F f) {
   return sum;
 }
 
+// attnscope-model/1's LayerNorm of one row: mean and biased variance in double, summed in
+// order, the affine step in float32 (the arithmetic its shipped models were checked with).
+void floatAffineLayerNorm(const float* row, int64_t D, const float* weight, const float* bias, double eps, float* o) {
+  double mean = 0.0;
+  for (int64_t c = 0; c < D; ++c) mean += row[c];
+  mean /= static_cast<double>(D);
+  double var = 0.0;
+  for (int64_t c = 0; c < D; ++c) var += (row[c] - mean) * (row[c] - mean);
+  var /= static_cast<double>(D);
+  const double inv = 1.0 / std::sqrt(var + eps);
+  for (int64_t c = 0; c < D; ++c) o[c] = static_cast<float>((row[c] - mean) * inv) * weight[c] + bias[c];
+}
+
 // out [L, D] = norm(x [L, D]); statistics in double (transformers upcasts to float32). Rows
 // on both threads.
-void applyNorm(HfNorm kind, const HfNormWeights& w, double eps, const Tensor& x, Tensor& out) {
+void applyNorm(HfNorm kind, const NormWeights& w, double eps, const Tensor& x, Tensor& out) {
   const int64_t L = x.dim(0), D = x.dim(1);
   reshape(out, L, D);
   const float* weight = w.weight.data.data();
@@ -46,6 +59,10 @@ void applyNorm(HfNorm kind, const HfNormWeights& w, double eps, const Tensor& x,
 #pragma omp parallel for if (L * D >= kThreadedWork)
   for (int64_t t = 0; t < L; ++t) {
     const float* row = &x.data[t * D];
+    if (kind == HfNorm::LayerNormFloatAffine) {
+      floatAffineLayerNorm(row, D, weight, bias, eps, &out.data[t * D]);
+      continue;
+    }
     const double mean =
         kind == HfNorm::LayerNorm ? rowSum(row, D, [](float v) { return double{v}; }) / static_cast<double>(D) : 0.0;
     const double var = rowSum(row, D, [mean](float v) { return (v - mean) * (v - mean); });
@@ -59,7 +76,7 @@ void applyNorm(HfNorm kind, const HfNormWeights& w, double eps, const Tensor& x,
 }
 
 // out = x w^T + b (x [rows, in], out [rows, out]).
-void linear(const Tensor& x, const HfLinear& w, Tensor& out) {
+void linear(const Tensor& x, const Linear& w, Tensor& out) {
   reshape(out, x.dim(0), w.weight.dim(0));
   linearInto(x.data.data(), x.dim(0), w.weight, w.bias, out.data.data());
 }
@@ -72,7 +89,7 @@ void addInto(Tensor& x, const Tensor& y) {
 
 }  // namespace
 
-AttentionOptions hfLayerOptions(const HfConfig& c, int64_t i) {
+AttentionOptions layerOptions(const ModelConfig& c, int64_t i) {
   AttentionOptions o;
   o.heads = c.heads;
   o.kv_heads = c.kv_heads;
@@ -94,41 +111,10 @@ AttentionOptions hfLayerOptions(const HfConfig& c, int64_t i) {
   return o;
 }
 
-// "#id" without a tokenizer, and for ids past its vocabulary: Pythia's and Qwen's embeddings
-// are padded past their tokenizers' (50304 rows for 50277 tokens), and a layer's top guess
-// can be one of those rows.
-std::string hfTokenLabel(const HfModel& model, int64_t id) {
-  if (model.tokenizer && !model.tokenizer->piece(id).empty()) return escapeToken(model.tokenizer->label(id));
-  return "#" + std::to_string(id);
-}
-
-ModelTokens tokenizeHf(const HfModel& model, const std::string& text) {
-  if (!model.tokenizer) throw InputError(model.folder + ": no tokenizer.json (or vocab.json + merges.txt) to encode the text with");
-  ModelTokens t;
-  for (const Token& token : model.tokenizer->encode(text)) {
-    t.ids.push_back(token.id);
-    t.text.push_back(token.piece);
-    t.label.push_back(escapeToken(token.label));
-    t.unknown.push_back(token.unknown ? 1 : 0);
-  }
-  return t;
-}
-
-ModelTokens hfTokensFromIds(const HfModel& model, const std::vector<int64_t>& ids) {
-  ModelTokens t;
-  for (int64_t id : ids) {
-    t.ids.push_back(id);
-    t.text.push_back(model.tokenizer ? model.tokenizer->piece(id) : std::to_string(id));
-    t.label.push_back(hfTokenLabel(model, id));
-    t.unknown.push_back(model.tokenizer && model.tokenizer->unkId() == id ? 1 : 0);
-  }
-  return t;
-}
-
-HfRunner::HfRunner(std::shared_ptr<const HfModel> model) : model_(std::move(model)) {
+ModelRunner::ModelRunner(std::shared_ptr<const Model> model) : model_(std::move(model)) {
   for (int64_t i = 0; i < model_->config.n_layers; ++i) {
-    AttentionOptions o = hfLayerOptions(model_->config, i);
-    const HfLayer& layer = model_->layers[i];
+    AttentionOptions o = layerOptions(model_->config, i);
+    const LayerWeights& layer = model_->layers[i];
     if (!layer.q_norm.empty()) o.q_norm = layer.q_norm.weight.data.data();
     if (!layer.k_norm.empty()) o.k_norm = layer.k_norm.weight.data.data();
     o.qk_norm_eps = model_->config.norm_eps;
@@ -136,19 +122,19 @@ HfRunner::HfRunner(std::shared_ptr<const HfModel> model) : model_(std::move(mode
   }
 }
 
-void HfRunner::setCacheWindow(const CacheWindow& cache) {
+void ModelRunner::setCacheWindow(const CacheWindow& cache) {
   bool changed = false;
   for (int64_t i = 0; i < model_->config.n_layers; ++i) {
-    const MaskSpec mask = withCacheWindow(hfLayerOptions(model_->config, i).mask, cache);
+    const MaskSpec mask = withCacheWindow(layerOptions(model_->config, i).mask, cache);
     changed = changed || !(mask == options_[i].mask);
     options_[i].mask = mask;
   }
   if (changed) reset();  // the kept rows were computed under the other mask
 }
 
-void HfRunner::embed(const ModelTokens& tokens) {
-  const HfModel& m = *model_;
-  const HfConfig& c = m.config;
+void ModelRunner::embed(const ModelTokens& tokens) {
+  const Model& m = *model_;
+  const ModelConfig& c = m.config;
   const int64_t L = static_cast<int64_t>(tokens.ids.size()), D = c.hidden;
   const float scale = c.family->embed_scale_sqrt_d ? std::sqrt(static_cast<float>(D)) : 1.0f;
   reshape(x_, L - start_, D);  // rows [start_, L) only
@@ -168,7 +154,7 @@ void HfRunner::embed(const ModelTokens& tokens) {
   }
 }
 
-void HfRunner::attention(int64_t i, const Tensor& input, const std::vector<std::string>& labels, Tensor& out) {
+void ModelRunner::attention(int64_t i, const Tensor& input, const std::vector<std::string>& labels, Tensor& out) {
   const int64_t L = static_cast<int64_t>(labels.size());
   const Projections weights = model_->layers[i].projections();  // shared with other runners, never copied
   reshape(out, input.dim(0), weights.o.N);
@@ -181,8 +167,8 @@ void HfRunner::attention(int64_t i, const Tensor& input, const std::vector<std::
   attendRows(run_.layers[i], weights, options_[i], input.data.data(), start_, L, labels, out.data.data(), &masks_);
 }
 
-void HfRunner::mlp(const HfLayer& w, const Tensor& input, Tensor& out) {
-  const HfConfig& c = model_->config;
+void ModelRunner::mlp(const LayerWeights& w, const Tensor& input, Tensor& out) {
+  const ModelConfig& c = model_->config;
   linear(input, w.up, up_);
   if (c.family->mlp == HfMlp::Gated) {
     linear(input, w.gate, gate_);
@@ -193,10 +179,10 @@ void HfRunner::mlp(const HfLayer& w, const Tensor& input, Tensor& out) {
   linear(up_, w.down, out);
 }
 
-void HfRunner::layer(int64_t i, const std::vector<std::string>& labels) {
-  const HfModel& m = *model_;
-  const HfConfig& c = m.config;
-  const HfLayer& w = m.layers[i];
+void ModelRunner::layer(int64_t i, const std::vector<std::string>& labels) {
+  const Model& m = *model_;
+  const ModelConfig& c = m.config;
+  const LayerWeights& w = m.layers[i];
   const HfNorm kind = c.family->norm;
   if (c.family->residual == HfResidual::PostNorm) {  // BERT: x = n1(x + attn(x)); x = n2(x + mlp(x))
     attention(i, x_, labels, a_);
@@ -221,6 +207,7 @@ void HfRunner::layer(int64_t i, const std::vector<std::string>& labels) {
     return;
   }
   addInto(x_, a_);
+  if (w.up.weight.empty()) return;  // attention only (attnscope-model/1's "mlp": false)
   applyNorm(kind, w.mlp_norm, c.norm_eps, x_, h_);
   mlp(w, h_, m_);
   if (!w.post_mlp_norm.empty()) {
@@ -230,8 +217,8 @@ void HfRunner::layer(int64_t i, const std::vector<std::string>& labels) {
   addInto(x_, m_);
 }
 
-void hfOutputLogits(const HfModel& m, const Tensor& x, float* logits) {
-  const HfConfig& c = m.config;
+void modelOutputLogits(const Model& m, const Tensor& x, float* logits) {
+  const ModelConfig& c = m.config;
   const int64_t rows = x.dim(0), V = c.vocab;
   Tensor normed = x, scratch;  // [rows, D]
   if (!m.final_norm.empty()) applyNorm(c.family->norm, m.final_norm, c.norm_eps, x, normed);
@@ -247,37 +234,40 @@ void hfOutputLogits(const HfModel& m, const Tensor& x, float* logits) {
   }
 }
 
-RowHead hfHead(const HfModel& m) {
-  return [&m](const Tensor& x, float* logits) { hfOutputLogits(m, x, logits); };
+RowHead modelHead(const Model& m) {
+  return [&m](const Tensor& x, float* logits) { modelOutputLogits(m, x, logits); };
 }
 
-void HfRunner::unembed() {
-  const HfModel& m = *model_;
+void ModelRunner::unembed() {
+  const Model& m = *model_;
   if (!m.hasHead()) {  // an encoder without masked-LM head: no scores
     run_.logits = RunLogits();
     run_.logits_rows = 0;
     return;
   }
   startLogitRows(run_, x_, start_, m.config.vocab);  // rows [0, start_) kept
-  computeLogitRows(run_, logit_rows_, hfHead(m));
+  computeLogitRows(run_, logit_rows_, modelHead(m));
 }
 
-void HfRunner::checkTokens(const ModelTokens& tokens) const {
-  const HfModel& m = *model_;
-  const HfConfig& c = m.config;
+void ModelRunner::checkTokens(const ModelTokens& tokens) const {
+  const Model& m = *model_;
+  const ModelConfig& c = m.config;
   const int64_t L = static_cast<int64_t>(tokens.ids.size());
-  if (L == 0) throw InputError("the text gives no tokens: give at least one");
+  const std::string unit = tokenUnit(m);
+  if (L == 0)
+    throw InputError(m.chars ? "the text is empty: give at least one " + unit.substr(0, unit.size() - 1)
+                             : "the text gives no tokens: give at least one");
   if (L > c.max_positions)
-    throw InputError("the text has " + std::to_string(L) + " tokens but " + m.name() + "'s context is " +
-                     std::to_string(c.max_positions) + " (max_position_embeddings in " + c.config_path + ")");
+    throw InputError("the text has " + std::to_string(L) + " " + unit + " but " + m.name() + "'s context is " +
+                     std::to_string(c.max_positions) + " (" + c.context_key + " in " + c.config_path + ")");
   for (int64_t id : tokens.ids)
     if (id < 0 || id >= c.vocab)
       throw InputError("token id " + std::to_string(id) + " is outside the vocabulary (vocab_size " +
                        std::to_string(c.vocab) + " in " + c.config_path + ")");
 }
 
-void HfRunner::forward(const ModelTokens& tokens) {
-  const HfConfig& c = model_->config;
+void ModelRunner::forward(const ModelTokens& tokens) {
+  const ModelConfig& c = model_->config;
   const int64_t L = static_cast<int64_t>(tokens.ids.size());
   std::vector<std::string> labels;
   for (size_t t = 0; t < tokens.label.size(); ++t) labels.push_back(tokens.unknown[t] ? tokens.label[t] + " (unk)" : tokens.label[t]);
@@ -296,19 +286,20 @@ void HfRunner::forward(const ModelTokens& tokens) {
   unembed();
 }
 
-const ModelRun& HfRunner::run(ModelTokens tokens) {
+const ModelRun& ModelRunner::run(ModelTokens tokens) {
   checkTokens(tokens);
   const int64_t L = static_cast<int64_t>(tokens.ids.size());
   // Causal: the positions before the first changed token keep their rows (cached_rows.h),
   // and their residuals when the last run kept them too.
-  const HfConfig& c = model_->config;
+  const ModelConfig& c = model_->config;
   const bool keep_maps = modelMapBytes(c.n_layers, c.heads, L) <= maps_budget_;
   for (AttentionOptions& o : options_) o.keep_maps = keep_maps;
   const int64_t prefix = c.family->causal ? reusablePrefix(run_, tokens, keep_residuals_, keep_maps) : 0;
-  if (prefix == L && run_.tokens.ids.size() == tokens.ids.size()) {  // nothing changed
+  // Nothing changed (the labels too: two unknown characters share an id, not a label).
+  if (prefix == L && run_.tokens.ids.size() == tokens.ids.size() && run_.tokens.label == tokens.label) {
     run_.first_computed = L;
     run_.tokens = std::move(tokens);
-    computeLogitRows(run_, logit_rows_, hfHead(*model_));  // rows now wanted that were not
+    computeLogitRows(run_, logit_rows_, modelHead(*model_));  // rows now wanted that were not
     return run_;
   }
   start_ = prefix;
@@ -327,7 +318,7 @@ const ModelRun& HfRunner::run(ModelTokens tokens) {
   return run_;
 }
 
-const ModelRun& HfRunner::step(ModelTokens tokens, StepMaps maps) {
+const ModelRun& ModelRunner::step(ModelTokens tokens, StepMaps maps) {
   if (!model_->config.family->causal || !canStep(run_, tokens, maps, keep_residuals_)) return run(std::move(tokens));
   checkTokens(tokens);
   const int64_t L = static_cast<int64_t>(tokens.ids.size()), N = model_->config.n_layers;
@@ -351,7 +342,7 @@ const ModelRun& HfRunner::step(ModelTokens tokens, StepMaps maps) {
   return run_;
 }
 
-void HfRunner::reset() {
+void ModelRunner::reset() {
   run_ = ModelRun();
   decode_.clear();
 }

@@ -1,4 +1,7 @@
-#include "model/hf_model.h"
+// Hugging Face model folders (docs/models.md, "Hugging Face model folders"): config.json
+// (model_config.h), the weights of model.safetensors or its shards (tensor/safetensors.h)
+// read by role as the family names them, and the tokenizer (tokenizer/).
+#include "model/model.h"
 
 #include <cmath>
 #include <filesystem>
@@ -33,7 +36,7 @@ class WeightPlan {
   }
   // A norm: NAME.weight, and NAME.bias when the family's norms have one.
   // Old BERT checkpoints (TensorFlow-converted) name them NAME.gamma and NAME.beta.
-  void norm(const std::string& name, int64_t D, bool bias, HfNormWeights& dst, const std::string& why,
+  void norm(const std::string& name, int64_t D, bool bias, NormWeights& dst, const std::string& why,
             bool head = false) {
     const bool legacy = !has((head ? "" : prefix_) + name + ".weight") && has((head ? "" : prefix_) + name + ".gamma");
     add(name + (legacy ? ".gamma" : ".weight"), {D}, &dst.weight, why, head);
@@ -41,7 +44,7 @@ class WeightPlan {
   }
   // A linear layer [out, in] (Conv1D checkpoints store it [in, out]), with its bias; in
   // panels when read as it is used (not transposed, not split: finishLayer packs those).
-  void linear(const std::string& name, int64_t out, int64_t in, bool conv1d, bool bias, HfLinear& dst,
+  void linear(const std::string& name, int64_t out, int64_t in, bool conv1d, bool bias, Linear& dst,
               const std::string& why, bool head = false, bool split = false) {
     // Every linear map ends in panels (finishLayer packs what is not read into them); a fused
     // q/k/v in three, each padded.
@@ -106,9 +109,9 @@ Tensor rows(const Tensor& t, int64_t first, int64_t count) {
 
 // Splits a fused q/k/v weight [3D, D] (and bias [3D]) into q, k, v: GPT-2's thirds (columns
 // of the Conv1D weight [D, 3D], straight into panels) or GPT-NeoX's per-head [H, 3, d] rows.
-void splitFused(const HfConfig& c, HfLinear fused, HfLayer& layer) {
+void splitFused(const ModelConfig& c, Linear fused, LayerWeights& layer) {
   const int64_t D = c.hidden, H = c.heads, d = c.head_dim;
-  HfLinear* parts[] = {&layer.q, &layer.k, &layer.v};
+  Linear* parts[] = {&layer.q, &layer.k, &layer.v};
   const bool bias = !fused.bias.empty();
   for (int p = 0; p < 3; ++p) {
     if (c.family->fused_qkv == HfFusedQkv::Conv1DThirds) {
@@ -133,10 +136,10 @@ void splitFused(const HfConfig& c, HfLinear fused, HfLayer& layer) {
 }
 
 struct LayerPlanned {
-  HfLinear fused;  // filled for fused q/k/v families, split after loading
+  Linear fused;  // filled for fused q/k/v families, split after loading
 };
 
-void planLayer(const HfConfig& c, int64_t i, WeightPlan& plan, HfLayer& layer, LayerPlanned& p) {
+void planLayer(const ModelConfig& c, int64_t i, WeightPlan& plan, LayerWeights& layer, LayerPlanned& p) {
   const Family& f = *c.family;
   auto name = [&](Role role) { return f.names.of(role, i); };
   const int64_t D = c.hidden, Hd = c.heads * c.head_dim, Gd = c.kv_heads * c.head_dim, M = c.mlp_dim;
@@ -162,18 +165,18 @@ void planLayer(const HfConfig& c, int64_t i, WeightPlan& plan, HfLayer& layer, L
 }
 
 // Splits, then the row GEMM's panels of what was not read into them.
-void finishLayer(const HfConfig& c, HfLayer& layer, LayerPlanned& p) {
+void finishLayer(const ModelConfig& c, LayerWeights& layer, LayerPlanned& p) {
   if (c.family->fused_qkv != HfFusedQkv::None) splitFused(c, std::move(p.fused), layer);
   if (c.family->conv1d) {  // [in, out] as stored
-    for (HfLinear* l : {&layer.o, &layer.up, &layer.down}) l->weight = panelsOfColumns(l->weight, 0, l->weight.dim(1));
+    for (Linear* l : {&layer.o, &layer.up, &layer.down}) l->weight = panelsOfColumns(l->weight, 0, l->weight.dim(1));
   }
-  for (HfLinear* l : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down})
+  for (Linear* l : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down})
     if (!l->weight.empty() && !l->weight.panels) packPanels(l->weight);
 }
 
 // The base model's prefix: "model." etc. when the embedding is stored with it, "" when the
 // checkpoint was saved from the base class.
-std::string tensorPrefix(const HfConfig& c, const SafetensorsFolder& store) {
+std::string tensorPrefix(const ModelConfig& c, const SafetensorsFolder& store) {
   const std::string embed = c.family->names.of(Role::Embed) + ".weight", prefix = c.family->names.prefix();
   if (store.has(prefix + embed)) return prefix;
   if (store.has(embed)) return "";
@@ -182,7 +185,7 @@ std::string tensorPrefix(const HfConfig& c, const SafetensorsFolder& store) {
 }
 
 // Unembedding: lm_head (or tied to the embedding); BERT's masked-LM head when present.
-void planHead(const HfConfig& c, const SafetensorsFolder& store, WeightPlan& plan, HfModel& m) {
+void planHead(const ModelConfig& c, const SafetensorsFolder& store, WeightPlan& plan, Model& m) {
   const TensorNames& n = c.family->names;
   const int64_t D = c.hidden, V = c.vocab;
   if (n.has(Role::MlmTransform)) {
@@ -201,21 +204,19 @@ bool hasTokenizerFiles(const std::string& folder) {
 
 }  // namespace
 
-Projections HfLayer::projections() const {
+Projections LayerWeights::projections() const {
   auto bias = [](const Tensor& b) { return b.empty() ? nullptr : b.data.data(); };
   return {q.weight.rows(), k.weight.rows(), v.weight.rows(), o.weight.rows(),
           bias(q.bias), bias(k.bias), bias(v.bias), bias(o.bias)};
 }
 
-std::string HfModel::name() const { return fs::path(folder).filename().string(); }
-
-HfModel loadHfModel(const std::string& folder, bool with_tokenizer, const Progress& progress) {
+Model loadHfFolder(const std::string& folder, bool with_tokenizer, const Progress& progress) {
   std::error_code ec;
   if (!fs::is_directory(folder, ec)) throw InputError(folder + ": not a model folder (no such directory)");
-  HfModel m;
+  Model m;
   m.folder = folder;
   m.config = readHfConfig(folder);
-  const HfConfig& c = m.config;
+  const ModelConfig& c = m.config;
   const Family& f = *c.family;
   const TensorNames& n = f.names;
   SafetensorsFolder store = SafetensorsFolder::open(folder);
@@ -243,6 +244,7 @@ HfModel loadHfModel(const std::string& folder, bool with_tokenizer, const Progre
   const bool encoder_without_head = n.has(Role::MlmTransform) && m.mlm_transform.weight.empty();
   m.head_tied = c.tied && !encoder_without_head;  // shared, not copied (a 1B model's is 1 GB in float32)
   if (with_tokenizer && hasTokenizerFiles(folder)) m.tokenizer = HfTokenizer::load(folder);
+  m.caption = "Hugging Face " + c.model_type + " model (" + folder + ")";
   return m;
 }
 

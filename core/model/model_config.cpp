@@ -1,4 +1,4 @@
-#include "model/hf_config.h"
+#include "model/model_config.h"
 
 #include <cmath>
 #include <filesystem>
@@ -60,7 +60,7 @@ std::vector<double> ropeInvFreq(const ConfigFields& f, const json& scaling, cons
 }
 
 // rope_parameters (5.x) or rope_theta / rope_scaling / rotary_pct (4.x).
-void readRope(const ConfigFields& f, HfConfig& c) {
+void readRope(const ConfigFields& f, ModelConfig& c) {
   const json& j = f.root();
   const bool v5 = j.contains("rope_parameters") && j["rope_parameters"].is_object();
   static const json kNone = json::object();
@@ -86,7 +86,7 @@ void readRope(const ConfigFields& f, HfConfig& c) {
 
 // Per layer: -1, or the causal window W = sliding_window - 1 (a query sees itself and the
 // sliding_window - 1 keys before it, as transformers' sliding-window masks do).
-void readWindows(const ConfigFields& f, HfConfig& c) {
+void readWindows(const ConfigFields& f, ModelConfig& c) {
   const json& j = f.root();
   c.window.assign(c.n_layers, -1);
   const auto family_rule = c.family->hooks.sliding_layers;
@@ -111,7 +111,7 @@ void readWindows(const ConfigFields& f, HfConfig& c) {
     if (sliding[i]) c.window[i] = window - 1;
 }
 
-void readSizes(const ConfigFields& f, HfConfig& c) {
+void readSizes(const ConfigFields& f, ModelConfig& c) {
   c.n_layers = f.integer({"num_hidden_layers", "n_layer"}, 1, kMaxLayers);
   c.hidden = f.integer({"hidden_size", "n_embd"}, 1, kMaxDim);
   c.heads = f.integer({"num_attention_heads", "n_head"}, 1, kMaxDim);
@@ -130,6 +130,7 @@ void readSizes(const ConfigFields& f, HfConfig& c) {
   c.vocab = f.integer({"vocab_size"}, 1, kMaxVocab);
   c.max_positions = f.integer({"max_position_embeddings", "n_positions"}, 1, kMaxPositions,
                               c.family->positions == HfPositions::Rope ? std::optional<int64_t>(kMaxPositions) : std::nullopt);
+  if (f.present({"max_position_embeddings"}).empty() && !f.present({"n_positions"}).empty()) c.context_key = "n_positions";
   c.type_vocab = c.family->names.has(Role::TokenTypes) ? f.integer({"type_vocab_size"}, 1, kMaxDim, 2) : 0;
 }
 
@@ -141,7 +142,7 @@ std::string quotedList(std::initializer_list<const char*> values) {
   return out;
 }
 
-HfConfig parseHfConfig(const std::string& json_text, const std::string& path) {
+ModelConfig parseHfConfig(const std::string& json_text, const std::string& path) {
   json j;
   try {
     j = json::parse(json_text);
@@ -150,7 +151,7 @@ HfConfig parseHfConfig(const std::string& json_text, const std::string& path) {
   }
   if (!j.is_object()) throw InputError(path + ": must be a JSON object");
   const ConfigFields f(j, path);
-  HfConfig c;
+  ModelConfig c;
   c.config_path = path;
   c.model_type = f.text(j, "model_type", "model_type", "");
   for (const Family* family : families())
@@ -180,7 +181,7 @@ HfConfig parseHfConfig(const std::string& json_text, const std::string& path) {
   return c;
 }
 
-HfConfig readHfConfig(const std::string& folder) {
+ModelConfig readHfConfig(const std::string& folder) {
   const std::string path = (fs::path(folder) / "config.json").string();
   return parseHfConfig(readSmallFile(path, kMaxConfigBytes, "a model's config.json"), path);
 }

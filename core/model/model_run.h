@@ -1,23 +1,33 @@
-// The forward pass of an attnscope-model/1 transformer (GPT-2 style, pre-LayerNorm):
-//   x = tok_emb[ids] + pos_emb[:L]
-//   per block: x += attn(ln1(x))   (causal multi-head attention through runAttention, so
-//              each layer keeps its full AttentionTrace)
-//              x += w_out gelu(w_in ln2(x) + b_in) + b_out   (unless mlp = false)
-//   logits = ln_f(x) lm_head^T
+// A model run's data, whatever the model: its tokens, every layer's attention trace, the
+// logits of the positions asked for, the residual stream when kept; and the rules that let a
+// runner keep rows between runs (cached rows, one-row generation steps). model/model.h runs
+// models into it.
+//
+// Sizes: N layers, H heads, L positions, D hidden size, V vocabulary.
 #pragma once
 
 #include <functional>
-#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "attention/attention.h"
 #include "attention/cached_rows.h"
-#include "attention/kv_cache.h"
-#include "model/model.h"
+#include "tensor/tensor.h"
 
 namespace attnscope {
+
+// A text's tokens as the model's tokenizer makes them (model/model.h: tokenizeForModel).
+struct ModelTokens {
+  std::vector<int64_t> ids;          // [L]
+  std::vector<std::string> text;     // [L] the piece of the text at each position (a character, a byte, a token)
+  std::vector<std::string> label;    // [L] the same as one printable line ("\\n", "\\xc3", "␣the")
+  std::vector<uint8_t> unknown;      // [L] 1 = not in the vocabulary, mapped to the unknown id
+  int64_t unknownCount() const;
+};
+// A token's text as one printable line: "\n" -> "\\n", "\t" -> "\\t", other control bytes
+// -> "\\xNN"; backslashes doubled.
+std::string escapeToken(const std::string& text);
 
 // A run's logits [L, V] (row t scores the token after position t), stored per 64-row block
 // once one of its rows is computed: the app unembeds a few positions (LogitRows), and the
@@ -75,9 +85,6 @@ enum class StepMaps { RowsOnly, Keep };
 // and its traces and residuals hold what the step builds on; run() otherwise.
 bool canStep(const ModelRun& last, const ModelTokens& tokens, StepMaps maps, bool keep_residuals);
 
-// Every layer's attention options (causal, 1/sqrt(d), -inf fill).
-AttentionOptions modelAttentionOptions(const ModelConfig& config);
-
 // Bytes of a run's maps: scores and probs [H, L, L] of every layer, in float32.
 uint64_t modelMapBytes(int64_t layers, int64_t H, int64_t L);
 
@@ -119,11 +126,6 @@ std::pair<int64_t, int64_t> logitBlock(int64_t position, int64_t L);
 // a run's rows bit for bit.
 void blockLogits(const Tensor& final_residual, std::pair<int64_t, int64_t> block, const RowHead& head, float* logits);
 
-// The output head of an attnscope-model/1 model on residual rows x [rows, D]: logits
-// [rows, V] = ln_f(x) lm_head^T.
-void modelOutputLogits(const Model& model, const Tensor& x, float* logits);
-RowHead modelHead(const Model& model);  // modelOutputLogits as a RowHead (the model must outlive it)
-
 struct Prediction {
   int64_t id = 0;
   std::string label;  // vocab entry, escaped for one line ("\\n")
@@ -135,58 +137,5 @@ std::vector<double> nextTokenProbs(const float* logits, int64_t V);
 
 // The ids of the k largest entries of p, largest first (ties: the smaller id first).
 std::vector<int64_t> topIds(const std::vector<double>& p, int64_t k);
-
-// The k most likely next tokens after a position (softmax of its logits [V]), best first.
-std::vector<Prediction> topPredictions(const Model& model, const float* logits, int64_t V, int64_t k);
-
-// Runs one model again and again (one keystroke after another): the per-layer attention
-// weights, the activation buffers and each layer's K, V and map rows are kept between runs
-// (attention/cached_rows.h). A run computes from the first token that differs from the last
-// run's and equals a from-scratch run bit for bit.
-class ModelRunner {
- public:
-  explicit ModelRunner(std::shared_ptr<const Model> model);
-
-  // Throws InputError for an empty text or one longer than the context (max_len tokens).
-  const ModelRun& run(const std::string& text);
-  const ModelRun& runTokens(ModelTokens tokens);
-  // Generation: `tokens` = the last run's plus one (canStep; runTokens otherwise)
-  // computes that position through each layer's decode cache (one row, ModelRun::decoded_from).
-  const ModelRun& step(ModelTokens tokens, StepMaps maps = StepMaps::RowsOnly);
-  void reset();  // forget the cache: the next run computes every row
-
-  const Model& model() const { return *model_; }
-  const ModelRun& last() const { return run_; }
-  // Keep the residual stream after every layer in ModelRun::residuals (the logit lens).
-  void keepResiduals(bool keep) { keep_residuals_ = keep; }
-  // The positions whose logits each run computes (default: all).
-  void logitRows(LogitRows rows) { logit_rows_ = std::move(rows); }
-  // Sinks + causal window on every layer (attention/kv_cache.h); a change forgets the cache.
-  void setCacheWindow(const CacheWindow& cache);
-  // A run whose maps (modelMapBytes) exceed `bytes` keeps Q, K and the row normalisers
-  // instead (ModelRun::mapsKept false). Default: no limit.
-  void keepMapsWithin(uint64_t bytes) { maps_budget_ = bytes; }
-
- private:
-  std::shared_ptr<const Model> model_;
-  uint64_t maps_budget_ = UINT64_MAX;
-  AttentionOptions options_;
-  void forward(const ModelTokens& tokens, int64_t start);  // rows [start, L) into run_
-
-  // Rows [start, L) of the run being computed:
-  Tensor x_;    // [n, D] residual stream
-  Tensor h_;    // [n, D] LayerNorm output
-  Tensor a_;    // [n, D] attention or MLP output
-  Tensor mid_;  // [n, M] MLP hidden
-  ModelRun run_;
-  bool keep_residuals_ = false;
-  LogitRows logit_rows_;
-  std::vector<DecodeCache> decode_;  // [N] while stepping, else empty
-  RunMasks masks_;                   // the last run's mask, shared by its layers
-  StepMaps step_maps_ = StepMaps::RowsOnly;
-};
-
-// Text longer than the context: the error message used by run() (for callers that check first).
-std::string contextOverflowMessage(const Model& model, int64_t tokens);
 
 }  // namespace attnscope

@@ -1,4 +1,5 @@
-// Hugging Face model folders: config.json read in both spellings (transformers 4.x:
+// A model's configuration, whatever its folder kind (model.h); for Hugging Face model
+// folders, config.json read in both spellings (transformers 4.x:
 // rope_theta, rope_scaling, rotary_pct; 5.x: rope_parameters {rope_theta, rope_type,
 // partial_rotary_factor}, layer_types), the family's own keys through its hooks (family.h).
 // docs/models.md, "Hugging Face model folders".
@@ -19,11 +20,12 @@ namespace attnscope {
 
 enum class HfActivation { GeluErf, GeluTanh, Silu };
 
-struct HfConfig {
+struct ModelConfig {
   const Family* family = nullptr;
   std::string model_type;
   int64_t n_layers = 0, hidden = 0, heads = 0, kv_heads = 0, head_dim = 0, mlp_dim = 0;
   int64_t vocab = 0, max_positions = 0, type_vocab = 0;
+  std::string context_key = "max_position_embeddings";  // the config.json key max_positions came from
   double norm_eps = 1e-5;
   HfActivation activation = HfActivation::GeluTanh;
   bool tied = false;
@@ -42,9 +44,9 @@ struct HfConfig {
 // Reads FOLDER/config.json. Every problem is one InputError naming config.json and the field,
 // with the supported values where there is a list ("rope_scaling.rope_type is \"yarn\" but
 // attnscope supports \"default\", \"linear\", \"llama3\"").
-HfConfig readHfConfig(const std::string& folder);
+ModelConfig readHfConfig(const std::string& folder);
 // The same from config.json's text; `path` names the file in errors.
-HfConfig parseHfConfig(const std::string& json_text, const std::string& path);
+ModelConfig parseHfConfig(const std::string& json_text, const std::string& path);
 
 // True when FOLDER/config.json has a "model_type" (a Hugging Face folder, not attnscope-model/1).
 bool isHfModelFolder(const std::string& folder);

@@ -1,0 +1,118 @@
+// A model folder of either kind as the app and the commands run it: loaded once, run on text
+// after text (FolderModelRunner), each run made into the view model every panel draws.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/generate.h"
+#include "model/logit_lens.h"
+#include "model/model.h"
+#include "view/view_model.h"
+
+namespace attnscope {
+
+// The view of one model run: one layer per block (probabilities, scores, causal mask),
+// query/key labels with unknown tokens marked "(unk)", the top-5 predictions after every
+// position (an encoder's masked-LM guesses at it; none without an output head), the logit
+// lens (when the run kept its residuals), the model's name, caption and notable heads, and
+// a tokenizer's raw pieces for the tooltips.
+// A run past the full path's budget (ModelRun::mapsKept false) is shown in tiles: every
+// layer's overview, pooled with progress (returning false cancels: Cancelled).
+// lens false: no logit lens from the run's residuals (the caller makes it column by column).
+ViewModel viewFromModelRun(const Model& model, const ModelRun& run, const Progress& progress = {}, bool lens = true);
+
+// A loaded model folder's weights, shared read-only by every runner on it:
+// the app's maps and its generation run on one copy.
+struct FolderWeights {
+  std::string folder;
+  std::shared_ptr<const Model> model;
+  bool loaded() const { return model != nullptr; }
+};
+// Reads either kind of folder (progress: as FolderModelRunner's). InputError naming the file.
+FolderWeights loadFolderWeights(const std::string& folder, const Progress& progress = {});
+
+// A model folder of either kind (attnscope-model/1, or Hugging Face: config.json with a
+// model_type), loaded once and run on text after text (one keystroke after another):
+// what the app's worker can keep between runs. InputError naming the file on bad input.
+class FolderModelRunner {
+ public:
+  // progress follows a Hugging Face folder's weights as they are converted (loadModel);
+  // returning false stops the load (Cancelled). An attnscope-model/1 folder (small .npy
+  // files) loads without it.
+  explicit FolderModelRunner(const std::string& folder, const Progress& progress = {});
+  // A second runner (its own KV cache) on weights another runner loaded: nothing is read or copied.
+  explicit FolderModelRunner(const FolderWeights& weights);
+  ~FolderModelRunner();
+  const FolderWeights& weights() const { return weights_; }
+  // Sinks + causal window on every layer (attention/kv_cache.h); a change forgets the cache.
+  void setCacheWindow(const CacheWindow& cache);
+  // The text's size against the model's context, counted before the run (a text that does
+  // not fit is refused by the run, with this count for the app to show).
+  struct TextSize {
+    int64_t tokens = 0, context = 0;
+    const char* unit = "tokens";  // "characters" or "bytes" for attnscope-model/1 tokenizers
+  };
+  // viewFromModelRun of one run (progress: of a tiled view's overviews);
+  // fills *size first when given. logit_rows: the positions to unembed (default all); with
+  // others, the view's more_predictions computes the rest on demand. The logit lens is made
+  // whole within the lens budget ((N + 1) L D V multiply-adds); past it, with
+  // lens_on_demand, column by column when looked at (ViewModel::lens.later), else it is off
+  // with the reason.
+  ViewModel view(const std::string& text, TextSize* size = nullptr, const LogitRows& logit_rows = {},
+                 const Progress& progress = {}, bool lens_on_demand = false);
+  // The lens budget in multiply-adds (default 1e10: 19 tokens of GPT-2 small, 0.1 s).
+  void setLensBudget(double multiply_adds) { lens_budget_ = multiply_adds; }
+  // Whether the lens of `positions` positions fits the budget.
+  bool lensFits(int64_t positions) const;
+  // Runs made through causalModel (generation) keep every layer's residual stream, for
+  // lensColumns; view() sets it for its own runs.
+  void keepResiduals(bool keep);
+  // Lens columns [first, first + count) of a run that kept its residuals (labelled as the
+  // view's); a generation computes its new positions' columns with each step.
+  LensColumns lensColumns(const ModelRun& run, int64_t first, int64_t count) const;
+  // Generation (model/generate.h) on this folder's runner: the text's tokens, the causal
+  // model (InputError for an encoder), each run's view (viewFromModelRun,
+  // without the whole logit lens: a generation adds its new positions' columns, lensColumns)
+  // and a token's text as typed.
+  ModelTokens tokenize(const std::string& text) const;
+  ModelTokens tokensFromIds(const std::vector<int64_t>& ids) const;
+  CausalModel causalModel(StepMaps maps = StepMaps::RowsOnly);
+  ViewModel viewOf(const ModelRun& run) const;
+  std::string tokenText(int64_t id) const;
+  const std::string& folder() const { return folder_; }
+  const Model& model() const { return *weights_.model; }
+  // One run of every row's logits, for the commands that write a run's files (`model run`):
+  // the same runner, options and budgets as view()'s.
+  const ModelRun& run(ModelTokens tokens);
+  // For the commands that drive the causal model themselves (`model generate`, `bench
+  // --model`): the positions each run unembeds, forgetting the kept rows, and the logit lens
+  // of a token sequence (one more run, with the residuals kept).
+  void logitRows(const LogitRows& rows) { runner_->logitRows(rows); }
+  void reset() { runner_->reset(); }
+  LogitLens lens(ModelTokens tokens) { return lensOfTokens(*runner_, std::move(tokens)); }
+  // Every layer's attention sizes: H*d is not always the width (Gemma-2-2B: 8 x 256 of
+  // 2304; Qwen3), and G < H under grouped-query attention.
+  struct AttentionShape {
+    int64_t heads = 0, kv_heads = 0, head_dim = 0, width = 0;  // H, G, d, d_model
+    bool qkv_bias = false;                                      // q, k and v projections add a bias
+  };
+  const AttentionShape& attentionShape() const { return shape_; }
+
+ private:
+  std::string folder_;
+  FolderWeights weights_;
+  std::unique_ptr<ModelRunner> runner_;
+  OutputHead outputHead() const;                          // the logit lens's head (model/logit_lens.h)
+  std::function<std::string(int64_t)> tokenLabels() const;  // an id's label, as the maps show it
+  AttentionShape shape_;
+  int64_t n_layers_ = 0, vocab_ = 0;
+  double lens_budget_ = 1e10;
+};
+
+// One run of FolderModelRunner: the one path from settings to a model's view (buildView).
+ViewModel viewOfModelFolder(const std::string& folder, const std::string& text);
+
+}  // namespace attnscope
