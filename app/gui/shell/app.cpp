@@ -18,7 +18,7 @@
 #include "gui/shell/app_window.h"
 #include "gui/features/compare/compare.h"
 #include "gui/jobs/compute_sync.h"
-#include "gui/features/exports/export_jobs.h"
+#include "gui/jobs/export_jobs.h"
 #include "gui/features/layer_maps/layer_maps.h"
 #include "gui/gui.h"
 #include "gui/shell/panels.h"

@@ -36,7 +36,7 @@
 #include "config/settings.h"
 #include "gui/features/compare/compare.h"
 #include "gui/features/controls/controls.h"
-#include "gui/features/exports/export_state.h"
+#include "gui/jobs/export_state.h"
 #include "gui/features/focus/focus.h"
 #include "gui/features/generate/generate.h"
 #include "gui/features/head_grid/head_grid.h"

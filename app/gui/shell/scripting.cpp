@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "gui/features/exports/export_jobs.h"
+#include "gui/jobs/export_jobs.h"
 #include "gui/shell/app_state.h"
 #include "tensor/npy.h"
 

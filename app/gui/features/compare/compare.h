@@ -61,6 +61,9 @@ nlohmann::json pickJson(const MapPick& pick);
 unsigned int pickedTexture(const AppState& state, const MapPick& pick);
 
 void updateComparison(AppState& state);
+// Queues A - B as PNG + .npy [L, S] float32 + a JSON naming A and B (README: "Compare and
+// query focus exports").
+void requestDifferenceExport(AppState& state);
 void drawComparePanel(AppState& state);
 // State-log keys: compare, compare_variant.
 void compareToJson(const AppState& state, nlohmann::json& line);

@@ -6,7 +6,7 @@
 #include "config/generation_bundle.h"
 #include "config/model_source.h"
 #include "figure/figure.h"
-#include "gui/features/exports/export_jobs.h"
+#include "gui/jobs/export_jobs.h"
 #include "gui/jobs/compute_sync.h"
 #include "gui/shell/app_state.h"
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "analysis/map_stack.h"
+#include "gui/jobs/export_jobs.h"
 #include "gui/shell/app_state.h"
 
 namespace attnscope {
@@ -28,9 +29,8 @@ void updateQueryFocus(AppState& state) {
 
 namespace {
 
-// bars [layers][H][S] as nested arrays when small (else null).
-nlohmann::json barsJson(const Tensor& bars) {
-  if (bars.empty() || bars.data.size() > 4096) return nullptr;
+// bars [layers][H][S] as nested arrays (the export writes them all).
+nlohmann::json nestedBars(const Tensor& bars) {
   nlohmann::json layers = nlohmann::json::array();
   for (int64_t l = 0; l < bars.dim(0); ++l) {
     nlohmann::json heads = nlohmann::json::array();
@@ -43,6 +43,12 @@ nlohmann::json barsJson(const Tensor& bars) {
   return layers;
 }
 
+// ... in the state log when small (else null).
+nlohmann::json barsJson(const Tensor& bars) {
+  if (bars.empty() || bars.data.size() > 4096) return nullptr;
+  return nestedBars(bars);
+}
+
 }  // namespace
 
 void queryFocusToJson(const AppState& state, nlohmann::json& line) {
@@ -51,6 +57,30 @@ void queryFocusToJson(const AppState& state, nlohmann::json& line) {
   const QueryFocusState& q = state.query_focus;
   line["query_focus"] = {{"queries", q.choice.queries}, {"combine", q.choice.combine == RowCombine::Mean ? "mean" : "sum"},
                          {"batch_item", q.batch_item}, {"bars", barsJson(q.bars)}};
+}
+
+void requestQueryFocusExport(AppState& state) {
+  const QueryFocusState& q = state.query_focus;
+  const ViewModel* view = shownView(state);
+  if (!view || q.bars.empty()) return;
+  const int64_t b = q.batch_item, H = view->H, S = view->S;
+  std::vector<std::string> layer_names, query_tokens;
+  for (const LayerMaps& layer : view->maps) layer_names.push_back(layer.name);
+  std::string queries_part;
+  for (int64_t i : q.choice.queries) {
+    query_tokens.push_back(view->query_tokens[b][i]);
+    queries_part += (queries_part.empty() ? "" : ",") + std::to_string(i);
+  }
+  const char* combine = q.choice.combine == RowCombine::Mean ? "mean" : "sum";
+  const nlohmann::json json = {{"batch_item", b},         {"queries", q.choice.queries}, {"query_tokens", query_tokens},
+                               {"combine", combine},      {"layers", layer_names},       {"heads", H},
+                               {"key_tokens", view->key_tokens[b]}, {"bars", nestedBars(q.bars)}};
+  ExportJob job;
+  job.kind = "query_focus";
+  job.base_name = "query_focus_b" + std::to_string(b) + "_q" + queries_part + "_" + combine + "_L" +
+                  std::to_string(view->L) + "xS" + std::to_string(S);
+  job.json = json.dump(2) + "\n";
+  queueExport(state, std::move(job));
 }
 
 }  // namespace attnscope

@@ -25,6 +25,8 @@ struct QueryFocusState {
 // Drops chosen rows past the shown result and recomputes the bars when the choice, the
 // batch item or the result change.
 void updateQueryFocus(AppState& state);
+// Queues the bars as one JSON (README: "Compare and query focus exports").
+void requestQueryFocusExport(AppState& state);
 void drawQueryFocusPanel(AppState& state);
 // State-log keys: query_focus.
 void queryFocusToJson(const AppState& state, nlohmann::json& line);

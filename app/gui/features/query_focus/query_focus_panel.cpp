@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "gui/features/exports/export_jobs.h"
 #include "gui/shell/panels.h"
 
 namespace attnscope {
