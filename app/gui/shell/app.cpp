@@ -59,7 +59,7 @@ std::string windowTitle(const AppState& state) {
 
 // Before drawing: results, exports, spinner, textures and title follow the latest state.
 void updateBeforeFrame(GLFWwindow* window, AppState& state) {
-  receiveResult(state);
+  if (receiveResult(state)) followResult(state);
   updateGeneration(state);  // a generation shown replaces the compute result in every view
   updateLayerMaps(state);
   updateExports(state);
@@ -196,7 +196,7 @@ int runFrameLoop(GLFWwindow* window, const AppOptions& options, AppState& state,
     ImGui::NewFrame();
     drawPanels(state);
     ImGui::Render();
-    postIfSettingsChanged(state);
+    postIfSettingsChanged(state, computeAsk(state));
     noteFrameChanges(state);
 
     glfwGetFramebufferSize(window, &fb_width, &fb_height);

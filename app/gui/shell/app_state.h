@@ -136,6 +136,13 @@ FocusLimits focusLimits(const AppState& state);
 // The one way to move the focus: clamped to focusLimits, saved with the settings, logged.
 void setFocus(AppState& state, ViewFocus wanted);
 
+// What the next compute job asks for beyond the settings: the stepper's decoding, the
+// lens, the predictions' rows; held while a control's draft blocks a sandbox run.
+ComputeAsk computeAsk(const AppState& state);
+// After receiveResult took a result: the views clamp to it (focus, zoom, step) and a first
+// start focuses the featured head.
+void followResult(AppState& state);
+
 // Marks the visible state as changed so one state-log line is written after this frame.
 inline void markStateChanged(AppState& state) { state.script.pending = true; }
 // Schedules the debounced save of settings and focus, and a state-log line.

@@ -100,7 +100,7 @@ void updateGeneration(AppState& state) {
   if (g.shown && computeSettingsDiffer(state.settings, g.started_with)) {
     stopGeneration(state, "text edited");
     g.shown = false;  // the next compute result replaces the generation's maps
-    if (!computeSettingsDiffer(state.settings, state.compute.posted_settings)) recomputeNow(state);
+    if (!computeSettingsDiffer(state.settings, state.compute.posted_settings)) recomputeNow(state, computeAsk(state));
   }
   std::shared_ptr<const GenerationSnapshot> snapshot = g.worker->take();
   if (snapshot && snapshot->job == g.job) {
