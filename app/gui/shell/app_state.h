@@ -136,6 +136,11 @@ FocusLimits focusLimits(const AppState& state);
 // The one way to move the focus: clamped to focusLimits, saved with the settings, logged.
 void setFocus(AppState& state, ViewFocus wanted);
 
+// Pins the predictions to query row `row` of the current text; unpins (follows the end of
+// the text again).
+void pinQueryRow(AppState& state, int64_t row);
+void unpinQueryRow(AppState& state);
+
 // What the next compute job asks for beyond the settings: the stepper's decoding, the
 // lens, the predictions' rows; held while a control's draft blocks a sandbox run.
 ComputeAsk computeAsk(const AppState& state);

@@ -128,9 +128,11 @@ struct ViewState {
   // Model folders opened (Ctrl+O, the command line), newest first, at most kRecentModels;
   // listed under Models and kept in view.json. Changed only through rememberModel.
   std::vector<std::string> recent_models;
-  // Model runs: the query position whose next-token predictions are shown when no map is
-  // hovered (clicked in a map); -1 = the last position. Clamped where it is read.
+  // Model runs: the pinned query row, shared by the maps and the lens (a click pins it) and
+  // the predictions panel (it shows that row's predictions when no map is hovered); -1 = the
+  // last position. Clamped where it is read; changed through pinQueryRow / unpinQueryRow.
   int64_t selected_query = -1;
+  std::string pinned_text;  // the model text when the row was pinned (typing unpins it)
   PanelSizes panel_sizes;
 };
 

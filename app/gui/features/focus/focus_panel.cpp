@@ -246,7 +246,7 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
   }
   zoomAndPan(state, hit, g, v.mapL(), v.mapS());
   if (hit.clicked && !v.predictions.empty() && state.view.selected_query != hit.row) {
-    pinPrediction(state, hit.row);  // the predictions panel keeps this query
+    pinQueryRow(state, hit.row);  // the predictions panel keeps this query
   }
   const ImVec2 map_max(map_min.x + g.map_w, map_min.y + g.map_h);
   const LabelSpan rows{map.row_labels ? &q_tokens : nullptr, g.window.row0, g.window.rows};

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "gui/features/predictions/predictions.h"
 #include "gui/shell/app_state.h"
 
 namespace attnscope {
@@ -95,7 +94,7 @@ void focusLensCell(AppState& state, LensCell cell) {
   ViewFocus focus = state.view.focus;
   focus.layer = lensMapLayer(cell.layer);
   setFocus(state, focus);
-  pinPrediction(state, cell.position);
+  pinQueryRow(state, cell.position);
 }
 
 void lensToJson(const AppState& state, nlohmann::json& line) {

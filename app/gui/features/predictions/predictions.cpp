@@ -76,20 +76,8 @@ PredictionPosition predictionPosition(const AppState& state) {
   return {L - 1, "last position"};
 }
 
-void pinPrediction(AppState& state, int64_t row) {
-  state.view.selected_query = row;
-  state.predictions.pinned_text = state.settings.model_text;
-  markStateChanged(state);
-}
-
-void clearPredictionPin(AppState& state) {
-  if (state.view.selected_query < 0) return;
-  state.view.selected_query = -1;
-  markStateChanged(state);
-}
-
 void updatePredictions(AppState& state) {
-  if (state.settings.model_text != state.predictions.pinned_text) clearPredictionPin(state);
+  if (state.settings.model_text != state.view.pinned_text) unpinQueryRow(state);
   takeLaterPredictions(state);
   askForShownPredictions(state);
 }
