@@ -122,13 +122,6 @@ const ViewModel* pickedView(const AppState& state, const MapPick& pick) {
   return same ? variant : nullptr;
 }
 
-nlohmann::json pickJson(const MapPick& pick) {
-  const std::string run = pick.with != Mistake::None ? std::string("with:") + mistakeName(pick.with)
-                          : pick.correct_run         ? "correct"
-                                                     : "this";
-  return {{"layer", pick.layer}, {"head", pick.head}, {"run", run}};
-}
-
 unsigned int pickedTexture(const AppState& state, const MapPick& pick) {
   const ViewTextures& tex = pick.with != Mistake::None ? state.gpu.variant_textures
                             : pick.correct_run         ? state.gpu.correct_textures

@@ -55,8 +55,6 @@ bool settingsVariantsPossible(const AppState& state);
 const ViewModel* pickedView(const AppState& state, const MapPick& pick);
 // "layer 1, head 2 (correct run)" (the layer only with several), "head 0 (with no-scaling)".
 std::string pickName(const ViewModel& view, const MapPick& pick);
-// {"layer", "head", "run": "this" | "correct" | "with:<mistake>"} (state log, view.json, exports).
-nlohmann::json pickJson(const MapPick& pick);
 // The texture of a pick's probability map for the focused batch item (0 when missing).
 unsigned int pickedTexture(const AppState& state, const MapPick& pick);
 

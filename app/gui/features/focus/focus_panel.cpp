@@ -172,7 +172,7 @@ void chooseQueryByLabel(AppState& state, ImVec2 top_left, float label_w, const F
     ImGui::PopID();
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("click: this query in every head (Query focus); Ctrl+click: add it");
     if (!clicked) continue;
-    chooseQuery(state.view.query_focus, g.window.row0 + r, ImGui::GetIO().KeyCtrl);
+    chooseQuery(state, g.window.row0 + r, ImGui::GetIO().KeyCtrl);
     state.view.tab = FocusTab::QueryFocus;
     state.view.tab_requested = true;
     markStateChanged(state);

@@ -9,15 +9,23 @@
 
 namespace attnscope {
 
+void chooseQuery(AppState& state, int64_t query, bool add) {
+  std::vector<int64_t>& q = state.query_focus.wanted.queries;
+  const auto found = std::lower_bound(q.begin(), q.end(), query);
+  if (!add) q = {query};
+  else if (found != q.end() && *found == query) q.erase(found);
+  else q.insert(found, query);
+}
+
 void updateQueryFocus(AppState& state) {
   const ViewModel* view = shownView(state);
   if (state.view.tab != FocusTab::QueryFocus || !view) return;
-  std::vector<int64_t>& queries = state.view.query_focus.queries;
+  std::vector<int64_t>& queries = state.query_focus.wanted.queries;
   queries.erase(std::remove_if(queries.begin(), queries.end(), [&](int64_t i) { return i >= view->L; }), queries.end());
   QueryFocusState& q = state.query_focus;
   const int64_t b = std::clamp<int64_t>(state.view.focus.batch_item, 0, view->B - 1);
   const uint64_t generation = state.compute.traceGeneration();
-  const QueryFocusView& choice = state.view.query_focus;
+  const QueryFocusView& choice = q.wanted;
   if (q.generation == generation && q.batch_item == b && q.choice.queries == choice.queries &&
       q.choice.combine == choice.combine) {
     return;
