@@ -36,23 +36,6 @@ void unpinQueryRow(AppState& state) {
   markStateChanged(state);
 }
 
-ComputeAsk computeAsk(const AppState& state) {
-  ComputeAsk ask;
-  ask.decode = state.stepper.open;
-  ask.lens = state.lens.shown && state.settings.source == InputSource::Model;
-  ask.logit_rows = wantedLogitRows(state);
-  // A typed D the heads do not divide blocks sandbox runs only (a trained model ignores it).
-  ask.hold = !state.drafts.control_error.empty() && state.settings.source != InputSource::Model;
-  return ask;
-}
-
-void followResult(AppState& state) {
-  setFocus(state, state.view.focus);   // fewer heads or batch items than before: clamp
-  focusFeaturedHead(state);            // a first start: the head the caption talks about
-  setZoom(state, state.view.zoom);     // a smaller map: the window moves inside it
-  setStep(state, state.stepper.step);  // a shorter sequence: clamp
-}
-
 void saveLater(AppState& state) {
   state.persist.dirty = true;
   state.persist.changed_at = std::chrono::steady_clock::now();

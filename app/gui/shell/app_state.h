@@ -141,11 +141,11 @@ void setFocus(AppState& state, ViewFocus wanted);
 void pinQueryRow(AppState& state, int64_t row);
 void unpinQueryRow(AppState& state);
 
-// What the next compute job asks for beyond the settings: the stepper's decoding, the
-// lens, the predictions' rows; held while a control's draft blocks a sandbox run.
+// What the next compute job asks for beyond the settings, from each feature that wants
+// something (the stepper's decoding, the lens, the predictions' rows; a draft holds it).
 ComputeAsk computeAsk(const AppState& state);
-// After receiveResult took a result: the views clamp to it (focus, zoom, step) and a first
-// start focuses the featured head.
+// After receiveResult took a result: the focus and each feature clamp to it (the registry,
+// shell/feature_registry.cpp).
 void followResult(AppState& state);
 
 // Marks the visible state as changed so one state-log line is written after this frame.

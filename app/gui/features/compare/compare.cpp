@@ -132,6 +132,9 @@ unsigned int pickedTexture(const AppState& state, const MapPick& pick) {
 }
 
 void updateComparison(AppState& state) {
+  // The second run's textures first (a run taken below is uploaded next frame).
+  if (updateViewTextures(state.gpu.variant_textures, state.compare.variant.view(), state.view.focus.batch_item))
+    ++state.gpu.texture_generation;
   updateVariantRun(state);
   const ViewModel* view = shownView(state);
   if (state.view.tab != FocusTab::Compare || !view) return;

@@ -112,6 +112,8 @@ void updateGeneration(AppState& state) {
   showSnapshot(state);
 }
 
+bool generationRunning(const AppState& state) { return state.generate.running; }
+
 bool generationShown(const AppState& state) {
   const GenerateState& g = state.generate;
   return g.shown && g.snapshot && g.snapshot->view && state.compute.view == g.snapshot->view;

@@ -89,6 +89,10 @@ const std::vector<TokenGuess>* lensCell(const AppState& state, int64_t layer, in
 
 int64_t lensMapLayer(int64_t lens_layer) { return std::max<int64_t>(0, lens_layer - 1); }
 
+void askLens(const AppState& state, ComputeAsk& ask) {
+  ask.lens = state.lens.shown && state.settings.source == InputSource::Model;
+}
+
 void focusLensCell(AppState& state, LensCell cell) {
   state.lens.clicked = cell;
   ViewFocus focus = state.view.focus;

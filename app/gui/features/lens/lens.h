@@ -19,6 +19,7 @@
 namespace attnscope {
 
 struct AppState;
+struct ComputeAsk;
 
 struct LensCell {
   int64_t layer = -1, position = -1;  // lens layer (0 = the embeddings, k = after k layers)
@@ -47,6 +48,8 @@ struct LensState {
 // lens made column by column takes a finished block and asks for the next column the table
 // shows (or the clicked one) that is not known yet.
 void updateLens(AppState& state);
+// The open tab asks a model run for the lens past its budget (the run keeps its residuals).
+void askLens(const AppState& state, ComputeAsk& ask);
 // The top guesses at one cell of the shown lens; null while its column is being computed.
 const std::vector<TokenGuess>* lensCell(const AppState& state, int64_t layer, int64_t position);
 // The map layer a lens row focuses: row k (after k layers) -> attention layer k - 1, the

@@ -45,11 +45,10 @@ void askForShownPredictions(AppState& state) {
 
 }  // namespace
 
-LogitRows wantedLogitRows(const AppState& state) {
-  LogitRows rows{false, {-1}};  // the last position
+void askLogitRows(const AppState& state, ComputeAsk& ask) {
+  ask.logit_rows = LogitRows{false, {-1}};  // the last position
   for (int64_t row : {state.view.selected_query, state.view.hover.row})
-    if (row >= 0) rows.positions.push_back(row);
-  return rows;
+    if (row >= 0) ask.logit_rows.positions.push_back(row);
 }
 
 const NextTokenPredictions* knownPredictions(const AppState& state, int64_t position) {

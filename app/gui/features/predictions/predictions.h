@@ -15,9 +15,10 @@
 namespace attnscope {
 
 struct AppState;
+struct ComputeAsk;
 
 // Logits only where they are looked at: a model run unembeds the positions the panel shows
-// (wantedLogitRows); a position looked at later (hovered, pinned) gets its 64-row block's
+// (askLogitRows); a position looked at later (hovered, pinned) gets its 64-row block's
 // predictions from the view's more_predictions on this worker, without rerunning the model.
 using LaterPredictionsWorker = BlockWorker<LaterPredictions, PredictionBlock>;
 
@@ -35,7 +36,7 @@ struct PredictionsState {
 };
 // The positions a model run posted now should unembed: the last one (and the newest
 // generated step's), the pinned and the hovered row.
-LogitRows wantedLogitRows(const AppState& state);
+void askLogitRows(const AppState& state, ComputeAsk& ask);
 // The predictions known at `position` (the run's or computed later); null while computing.
 const NextTokenPredictions* knownPredictions(const AppState& state, int64_t position);
 bool laterPredictionsPending(const AppState& state);
