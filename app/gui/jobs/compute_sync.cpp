@@ -36,10 +36,10 @@ void returnToShownModel(AppState& state, const std::string& folder) {
 
 }  // namespace
 
-void receiveResult(AppState& state) {
+bool receiveResult(AppState& state) {
   ComputeState& c = state.compute;
   std::shared_ptr<const ComputeResult> result = c.worker->poll();
-  if (!result) return;
+  if (!result) return false;
   c.cancelled = result->cancelled;
   if (!result->cancelled) c.facts = result->facts;  // a cancelled job's sizes were never shown
   if (result->view || result->correct_view) c.head_table = result->head_table;  // the shown view changed
@@ -50,35 +50,27 @@ void receiveResult(AppState& state) {
   }
   if (!result->load_cancelled.empty()) returnToShownModel(state, result->load_cancelled);
   c.latest = std::move(result);
-  setFocus(state, state.view.focus);  // fewer heads or batch items than before: clamp
-  focusFeaturedHead(state);           // a first start: the head the caption talks about
-  setZoom(state, state.view.zoom);    // a smaller map: the window moves inside it
-  setStep(state, state.stepper.step);  // a shorter sequence: clamp
   markStateChanged(state);
+  return true;
 }
 
-void postIfSettingsChanged(AppState& state) {
+void postIfSettingsChanged(AppState& state, const ComputeAsk& ask) {
   ComputeState& c = state.compute;
-  // A typed D the heads do not divide blocks sandbox runs only (a trained model ignores it).
-  if (!state.drafts.control_error.empty() && state.settings.source != InputSource::Model) return;
+  if (ask.hold) return;
   // Opening the stepper asks for the decoding of the same settings, opening the Logit lens
   // tab for the lens past its budget (the run keeps its residuals).
-  const bool decode = state.stepper.open;
-  const bool lens = state.lens.shown && state.settings.source == InputSource::Model;
   if (c.posted_generation != 0 && !computeSettingsDiffer(state.settings, c.posted_settings) &&
-      (!decode || c.posted_decode) && (!lens || c.posted_lens))
+      (!ask.decode || c.posted_decode) && (!ask.lens || c.posted_lens))
     return;
-  recomputeNow(state);
+  recomputeNow(state, ask);
 }
 
-void recomputeNow(AppState& state) {
+void recomputeNow(AppState& state, const ComputeAsk& ask) {
   ComputeState& c = state.compute;
-  const bool decode = state.stepper.open;
-  const bool lens = state.lens.shown && state.settings.source == InputSource::Model;
   c.posted_settings = state.settings;
-  c.posted_decode = decode;
-  c.posted_lens = lens;
-  c.posted_generation = c.worker->post(state.settings, decode, wantedLogitRows(state), lens);
+  c.posted_decode = ask.decode;
+  c.posted_lens = ask.lens;
+  c.posted_generation = c.worker->post(state.settings, ask.decode, ask.logit_rows, ask.lens);
   c.posted_at = std::chrono::steady_clock::now();
   c.cancelled = false;  // the maps shown stay, marked in progress instead
   c.load_cancelled.clear();

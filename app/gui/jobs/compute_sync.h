@@ -74,17 +74,27 @@ struct ComputeState {
   const ComputeResult& result() const;  // latest, or an empty result before the first
 };
 
-// Takes the worker's newest result, if any, and clamps the focus to it.
-void receiveResult(AppState& state);
+// What a job asks for beyond the settings, from the features that want it (the shell's
+// computeAsk): the stepper's decoding, the lens past its budget, the rows to unembed.
+struct ComputeAsk {
+  bool decode = false;
+  bool lens = false;
+  LogitRows logit_rows;
+  bool hold = false;  // a draft blocks the run (postIfSettingsChanged posts nothing)
+};
+
+// Takes the worker's newest result, if any; true when one was taken (the shell then clamps
+// the views to it).
+bool receiveResult(AppState& state);
 // Posts the settings when they differ from the last posted job's (or nothing was posted).
-void postIfSettingsChanged(AppState& state);
+void postIfSettingsChanged(AppState& state, const ComputeAsk& ask);
 // Shows the spinner once a recompute has run for ~100 ms; follows a tiled overview's progress.
 void updateBusy(AppState& state);
 // Stops a tiled overview in progress (Cancel button, Escape); the maps shown stay, marked stale.
 // Stops a model folder's load the same way; the settings then return to the shown model's.
 void cancelCompute(AppState& state);
 // Posts the settings again, changed or not (after a cancel).
-void recomputeNow(AppState& state);
+void recomputeNow(AppState& state, const ComputeAsk& ask);
 
 // State-log keys: generation, pending, error, maps_stale, busy, progress, loading, cancelled, load_cancelled, compute_runs, projections_reused, raw_scores_reused, compute_ms; the shown result's sizes, variants and mask components.
 void computeToJson(const AppState& state, nlohmann::json& line);

@@ -16,10 +16,9 @@
 #include "gui/shell/frame_stats.h"
 #include "gui/shell/app_state.h"
 #include "gui/shell/app_window.h"
-#include "gui/features/compare/compare.h"
+#include "gui/shell/feature_registry.h"
 #include "gui/jobs/compute_sync.h"
-#include "gui/features/exports/export_jobs.h"
-#include "gui/features/layer_maps/layer_maps.h"
+#include "gui/jobs/export_jobs.h"
 #include "gui/gui.h"
 #include "gui/shell/panels.h"
 #include "gui/features/persistence/persistence.h"
@@ -59,27 +58,16 @@ std::string windowTitle(const AppState& state) {
 
 // Before drawing: results, exports, spinner, textures and title follow the latest state.
 void updateBeforeFrame(GLFWwindow* window, AppState& state) {
-  receiveResult(state);
-  updateGeneration(state);  // a generation shown replaces the compute result in every view
-  updateLayerMaps(state);
+  if (receiveResult(state)) followResult(state);
+  updateShownResult(state);  // a generation shown, rollout / flow: what every view shows
   updateExports(state);
   updateBusy(state);
-  advanceStepperPlay(state);
   GpuState& gpu = state.gpu;
   const int64_t b = state.view.focus.batch_item;
   bool textures_changed = updateViewTextures(gpu.textures, state.compute.view.get(), b);
   textures_changed |= updateViewTextures(gpu.correct_textures, state.compute.correctView().get(), b);
-  textures_changed |= updateViewTextures(gpu.variant_textures, state.compare.variant.view(), b);
-  updateZoomTile(state);
-  textures_changed |= updateZoomTextures(gpu.zoom, state.compute.view.get(), state.compute.correctView().get(),
-                                         state.view.focus, state.view.zoom, state.zoom_tile.ready());
   if (textures_changed) ++gpu.texture_generation;
-  updateHeadOrder(state);
-  updateOverview(state);
-  updateComparison(state);
-  updateQueryFocus(state);
-  updatePredictions(state);
-  updateLens(state);
+  updateFeatures(state);
   const std::string title = windowTitle(state);
   if (title != state.ui.window_title) {
     state.ui.window_title = title;
@@ -92,20 +80,7 @@ void drawPanels(AppState& state) {
   state.script.focus_axis = {};
   state.script.focus_note.clear();
   handleShortcuts(state);
-  updatePanelBorders(state);  // before the panels: a dragged border moves them this frame
-  drawControlPanel(state);
-  drawMetricsPanel(state);   // before the grid: a sort or row click shows in the grid this frame
-  drawHeadGridPanel(state);
-  drawFocusPanel(state);
-  drawPredictionsPanel(state);
-  drawMaskPanel(state);
-  drawPipelinePanel(state);
-  drawStepperPanel(state);
-  drawStatusBar(state);
-  drawHelpOverlay(state);
-  drawOpenDialog(state);
-  drawToast(state);
-  drawNotice(state);
+  drawFeatures(state);
 }
 
 // After drawing: what changed this frame becomes the state the next frame (and the state
@@ -183,8 +158,8 @@ int runFrameLoop(GLFWwindow* window, const AppOptions& options, AppState& state,
   stats.started = launched;
   int scripted_frame = 0;
   for (;;) {
-    const bool waiting = state.compute.pending() || state.zoom_tile.pending() || exportBusy(state.exports) || state.exports.toast.has_value() || state.generate.running ||
-                         state.stepper.playing || laterPredictionsPending(state);
+    const bool waiting =
+        state.compute.pending() || exportBusy(state.exports) || state.exports.toast.has_value() || featuresBusy(state);
     if (options.frames > 0) glfwPollEvents();
     else glfwWaitEventsTimeout(waiting ? 0.016 : 0.1);
 
@@ -196,7 +171,7 @@ int runFrameLoop(GLFWwindow* window, const AppOptions& options, AppState& state,
     ImGui::NewFrame();
     drawPanels(state);
     ImGui::Render();
-    postIfSettingsChanged(state);
+    postIfSettingsChanged(state, computeAsk(state));
     noteFrameChanges(state);
 
     glfwGetFramebufferSize(window, &fb_width, &fb_height);
@@ -272,8 +247,7 @@ int runGui(int argc, char** argv) {
   closeStateLog(state, fb_width, fb_height);
   if (state.persist.dirty) saveSettingsNow(state);  // unchanged settings: the file is not rewritten
   finishExports(state.exports);
-  finishLayerMaps(state);
-  finishGeneration(state);
+  finishFeatures(state);
   state.compute.worker.reset();
   state.zoom_tile.worker.reset();
   closeAppWindow(window, state);

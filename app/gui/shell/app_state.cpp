@@ -24,6 +24,18 @@ void setFocus(AppState& state, ViewFocus wanted) {
   saveLater(state);
 }
 
+void pinQueryRow(AppState& state, int64_t row) {
+  state.view.selected_query = row;
+  state.view.pinned_text = state.settings.model_text;
+  markStateChanged(state);
+}
+
+void unpinQueryRow(AppState& state) {
+  if (state.view.selected_query < 0) return;
+  state.view.selected_query = -1;
+  markStateChanged(state);
+}
+
 void saveLater(AppState& state) {
   state.persist.dirty = true;
   state.persist.changed_at = std::chrono::steady_clock::now();

@@ -36,7 +36,7 @@
 #include "config/settings.h"
 #include "gui/features/compare/compare.h"
 #include "gui/features/controls/controls.h"
-#include "gui/features/exports/export_state.h"
+#include "gui/jobs/export_state.h"
 #include "gui/features/focus/focus.h"
 #include "gui/features/generate/generate.h"
 #include "gui/features/head_grid/head_grid.h"
@@ -135,6 +135,18 @@ const ViewModel* shownView(const AppState& state);
 FocusLimits focusLimits(const AppState& state);
 // The one way to move the focus: clamped to focusLimits, saved with the settings, logged.
 void setFocus(AppState& state, ViewFocus wanted);
+
+// Pins the predictions to query row `row` of the current text; unpins (follows the end of
+// the text again).
+void pinQueryRow(AppState& state, int64_t row);
+void unpinQueryRow(AppState& state);
+
+// What the next compute job asks for beyond the settings, from each feature that wants
+// something (the stepper's decoding, the lens, the predictions' rows; a draft holds it).
+ComputeAsk computeAsk(const AppState& state);
+// After receiveResult took a result: the focus and each feature clamp to it (the registry,
+// shell/feature_registry.cpp).
+void followResult(AppState& state);
 
 // Marks the visible state as changed so one state-log line is written after this frame.
 inline void markStateChanged(AppState& state) { state.script.pending = true; }

@@ -25,6 +25,9 @@ PanelRect panelRect(const AppState& state, Panel panel);
 // Begin() for a panel window at its rectangle (End() as usual).
 bool beginPanelWindow(const AppState& state, const char* title, Panel panel, ImGuiWindowFlags extra_flags = 0);
 
+// The tabs other features add to `panel`'s tab bar, in the registry's order (shell/feature_registry.cpp).
+void drawPanelTabs(AppState& state, Panel panel);
+
 void drawStatusBar(AppState& state);
 void drawHelpOverlay(AppState& state);
 void drawToast(AppState& state);

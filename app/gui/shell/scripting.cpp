@@ -11,8 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "gui/features/exports/export_jobs.h"
+#include "gui/jobs/export_jobs.h"
 #include "gui/shell/app_state.h"
+#include "gui/shell/feature_registry.h"
 #include "tensor/npy.h"
 
 namespace attnscope {
@@ -43,10 +44,9 @@ void shellToJson(const AppState& state, int width, int height, nlohmann::json& l
 // One JSON line per visible change, composed from each feature's keys (tests read them).
 void writeStateLog(AppState& state, int width, int height) {
   nlohmann::json line;
-  for (auto toJson : {computeToJson, controlsToJson, focusToJson, layerMapsToJson, exportsToJson, predictionsToJson, lensToJson,
-                      maskToJson, headGridToJson, overviewToJson, headTableToJson, headScrollToJson, compareToJson,
-                      queryFocusToJson, stepperToJson, openDialogToJson, panelBordersToJson, generateToJson})
-    toJson(state, line);
+  computeToJson(state, line);
+  exportsToJson(state, line);
+  featuresToJson(state, line);
   shellToJson(state, width, height, line);
   const std::string text = line.dump();
   if (text == state.script.last_line) return;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "gui/jobs/compute_sync.h"
-#include "gui/features/exports/export_jobs.h"
+#include "gui/jobs/export_jobs.h"
 
 namespace attnscope {
 namespace {

@@ -98,7 +98,7 @@ void drawStatusBar(AppState& state) {
       ui::text(rects, "cancelled_note", ui::coloredText(ImVec4(1.0f, 0.45f, 0.4f, 1.0f)),
                       "   cancelled: the maps shown are the previous result's");
       ImGui::SameLine();
-      if (ui::smallButton(rects, "recompute_button", "Recompute")) recomputeNow(state);
+      if (ui::smallButton(rects, "recompute_button", "Recompute")) recomputeNow(state, computeAsk(state));
     } else if (state.compute.mapsStale() && !state.compute.textTooLong()) {  // the numbers above are the previous result's
       drawNote(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "out of date: " + state.compute.error());
     } else if (!state.compute.load_cancelled.empty()) {

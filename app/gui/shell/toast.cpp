@@ -4,7 +4,7 @@
 
 #include <cfloat>
 
-#include "gui/features/exports/export_jobs.h"
+#include "gui/jobs/export_jobs.h"
 #include "gui/shell/panels.h"
 
 namespace attnscope {

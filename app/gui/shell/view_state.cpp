@@ -12,12 +12,11 @@ ViewFocus clampFocus(ViewFocus focus, const FocusLimits& limits) {
   return focus;
 }
 
-void chooseQuery(QueryFocusView& view, int64_t query, bool add) {
-  std::vector<int64_t>& q = view.queries;
-  const auto found = std::lower_bound(q.begin(), q.end(), query);
-  if (!add) q = {query};
-  else if (found != q.end() && *found == query) q.erase(found);
-  else q.insert(found, query);
+nlohmann::json pickJson(const MapPick& pick) {
+  const std::string run = pick.with != Mistake::None ? std::string("with:") + mistakeName(pick.with)
+                          : pick.correct_run         ? "correct"
+                                                     : "this";
+  return {{"layer", pick.layer}, {"head", pick.head}, {"run", run}};
 }
 
 bool rememberModel(ViewState& view, const std::string& folder) {

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "analysis/compare.h"
 #include "analysis/head_table.h"
 #include "config/settings.h"
@@ -65,20 +67,14 @@ struct MapPick {
   bool operator!=(const MapPick& o) const { return !(*this == o); }
 };
 
+// {"layer", "head", "run": "this" | "correct" | "with:<mistake>"} (state log, view.json, exports).
+nlohmann::json pickJson(const MapPick& pick);
+
 // The compare view's choice: A and B (A - B is shown); set to defaults on first opening.
 struct CompareView {
   MapPick a, b;
   bool chosen = false;  // false: defaults (focus vs next head, or buggy vs correct run)
 };
-
-// Query focus: chosen query rows of the focused batch item, shown across every layer and
-// head as bars over the keys, summed or averaged.
-struct QueryFocusView {
-  std::vector<int64_t> queries;         // sorted, unique; empty = none chosen
-  RowCombine combine = RowCombine::Mean;
-};
-// Click a query token: choose only it; Ctrl+click: add it to (or take it out of) the choice.
-void chooseQuery(QueryFocusView& view, int64_t query, bool add);
 
 // Panel sizes the user set by dragging the borders between panels (features/panel_borders),
 // as fractions: left and right columns of the window's width, the head metrics table of the
@@ -124,13 +120,14 @@ struct ViewState {
   FocusTab tab = FocusTab::Maps;
   bool tab_requested = false;  // select `tab` in the tab bar next frame (shortcut, label click)
   CompareView compare;
-  QueryFocusView query_focus;
   // Model folders opened (Ctrl+O, the command line), newest first, at most kRecentModels;
   // listed under Models and kept in view.json. Changed only through rememberModel.
   std::vector<std::string> recent_models;
-  // Model runs: the query position whose next-token predictions are shown when no map is
-  // hovered (clicked in a map); -1 = the last position. Clamped where it is read.
+  // Model runs: the pinned query row, shared by the maps and the lens (a click pins it) and
+  // the predictions panel (it shows that row's predictions when no map is hovered); -1 = the
+  // last position. Clamped where it is read; changed through pinQueryRow / unpinQueryRow.
   int64_t selected_query = -1;
+  std::string pinned_text;  // the model text when the row was pinned (typing unpins it)
   PanelSizes panel_sizes;
 };
 

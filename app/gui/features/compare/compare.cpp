@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "gui/jobs/export_jobs.h"
 #include "gui/render/gl_resources.h"
 
 namespace attnscope {
@@ -121,13 +122,6 @@ const ViewModel* pickedView(const AppState& state, const MapPick& pick) {
   return same ? variant : nullptr;
 }
 
-nlohmann::json pickJson(const MapPick& pick) {
-  const std::string run = pick.with != Mistake::None ? std::string("with:") + mistakeName(pick.with)
-                          : pick.correct_run         ? "correct"
-                                                     : "this";
-  return {{"layer", pick.layer}, {"head", pick.head}, {"run", run}};
-}
-
 unsigned int pickedTexture(const AppState& state, const MapPick& pick) {
   const ViewTextures& tex = pick.with != Mistake::None ? state.gpu.variant_textures
                             : pick.correct_run         ? state.gpu.correct_textures
@@ -138,6 +132,9 @@ unsigned int pickedTexture(const AppState& state, const MapPick& pick) {
 }
 
 void updateComparison(AppState& state) {
+  // The second run's textures first (a run taken below is uploaded next frame).
+  if (updateViewTextures(state.gpu.variant_textures, state.compare.variant.view(), state.view.focus.batch_item))
+    ++state.gpu.texture_generation;
   updateVariantRun(state);
   const ViewModel* view = shownView(state);
   if (state.view.tab != FocusTab::Compare || !view) return;
@@ -188,6 +185,48 @@ void compareToJson(const AppState& state, nlohmann::json& line) {
                              {"pending", variant.pending()}, {"error", variant.error()}};
   line["compare"] = {{"a", pickJson(cmp.a)}, {"b", pickJson(cmp.b)}, {"batch_item", cmp.batch_item}, {"error", cmp.error},
                      {"abs_max", cmp.comparison.abs_max}, {"largest", largest}};
+}
+
+void requestDifferenceExport(AppState& state) {
+  const CompareState& c = state.compare;
+  const ViewModel* view = shownView(state);
+  const ViewModel* va = view ? pickedView(state, c.a) : nullptr;
+  const ViewModel* vb = view ? pickedView(state, c.b) : nullptr;
+  if (!va || !vb || c.comparison.difference.empty()) return;
+  const int64_t b = c.batch_item, L = view->L, S = view->S;
+  Figure figure;
+  figure.rows = L;
+  figure.cols = S;
+  figure.row_labels = view->query_tokens[b];
+  figure.col_labels = view->key_tokens[b];
+  figure.title = "A - B: " + pickName(*view, c.a) + " minus " + pickName(*view, c.b);
+  figure.subtitle = "batch item " + std::to_string(b) + " \u00b7 L " + std::to_string(L) + " \u00d7 S " + std::to_string(S);
+  figure.value_label = "probability difference";
+  figure.colormap = Colormap::Diverging;
+  const float abs_max = c.comparison.abs_max > 0 ? c.comparison.abs_max : 1.0f;
+  figure.low = -abs_max, figure.high = abs_max;
+  FigurePanel panel;
+  panel.values.assign(c.comparison.difference.data.begin(), c.comparison.difference.data.end());
+  // Cells masked in both maps are hatched, as on screen.
+  const uint8_t* mask_a = va->allowed(c.a.layer, b);
+  const uint8_t* mask_b = vb->allowed(c.b.layer, b);
+  if (mask_a && mask_b)
+    for (int64_t cell = 0; cell < L * S; ++cell) panel.masked.push_back(!mask_a[cell] && !mask_b[cell]);
+  figure.panels.push_back(std::move(panel));
+  // L0H1, L0H1c (the correct run), L0H1+no-scaling (a settings variant).
+  const auto pickPart = [](const MapPick& p) {
+    return "L" + std::to_string(p.layer) + "H" + std::to_string(p.head) + (p.correct_run ? "c" : "") +
+           (p.with != Mistake::None ? std::string("+") + mistakeName(p.with) : "");
+  };
+  ExportJob job;
+  job.kind = "difference";
+  job.figure = std::move(figure);
+  job.base_name = "difference_" + pickPart(c.a) + "-" + pickPart(c.b) + "_b" + std::to_string(b) + "_L" +
+                  std::to_string(L) + "xS" + std::to_string(S);
+  job.json = nlohmann::json{{"a", pickJson(c.a)}, {"b", pickJson(c.b)}, {"batch_item", b},
+                            {"abs_max", c.comparison.abs_max}, {"settings", settingsToJson(state.settings, state.view.focus)}}
+                 .dump(2) + "\n";
+  queueExport(state, std::move(job));
 }
 
 }  // namespace attnscope

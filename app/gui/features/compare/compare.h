@@ -55,12 +55,13 @@ bool settingsVariantsPossible(const AppState& state);
 const ViewModel* pickedView(const AppState& state, const MapPick& pick);
 // "layer 1, head 2 (correct run)" (the layer only with several), "head 0 (with no-scaling)".
 std::string pickName(const ViewModel& view, const MapPick& pick);
-// {"layer", "head", "run": "this" | "correct" | "with:<mistake>"} (state log, view.json, exports).
-nlohmann::json pickJson(const MapPick& pick);
 // The texture of a pick's probability map for the focused batch item (0 when missing).
 unsigned int pickedTexture(const AppState& state, const MapPick& pick);
 
 void updateComparison(AppState& state);
+// Queues A - B as PNG + .npy [L, S] float32 + a JSON naming A and B (README: "Compare and
+// query focus exports").
+void requestDifferenceExport(AppState& state);
 void drawComparePanel(AppState& state);
 // State-log keys: compare, compare_variant.
 void compareToJson(const AppState& state, nlohmann::json& line);

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "gui/features/compare/compare.h"
-#include "gui/features/exports/export_jobs.h"
 #include "gui/render/heatmap_widget.h"
 #include "gui/shell/panels.h"
 

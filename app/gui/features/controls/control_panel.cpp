@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "gui/features/exports/export_jobs.h"
+#include "gui/jobs/export_jobs.h"
 #include "gui/shell/panels.h"
 
 namespace attnscope {

@@ -80,6 +80,10 @@ std::string textTooLongMessage(const AppState& state) {
   return message;
 }
 
+void askControls(const AppState& state, ComputeAsk& ask) {
+  ask.hold = !state.drafts.control_error.empty() && state.settings.source != InputSource::Model;
+}
+
 void controlsToJson(const AppState& state, nlohmann::json& line) {
   const Settings& s = state.settings;
   line["source"] = inputSourceName(s.source);

@@ -14,6 +14,7 @@
 namespace attnscope {
 
 struct AppState;
+struct ComputeAsk;
 
 struct ControlDrafts {
   bool size_by_model_dim = false;  // user types D and H (d = D / H) instead of d
@@ -50,6 +51,8 @@ std::string textTooLongMessage(const AppState& state);
 // A text's valid length per batch item as the padding sliders show it: the one set by hand,
 // else its line's token count (followed as the text changes); empty for other sources.
 std::vector<int64_t> textValidLensShown(const Settings& settings);
+// A typed D the heads do not divide holds sandbox runs (a trained model ignores it).
+void askControls(const AppState& state, ComputeAsk& ask);
 void drawControlPanel(AppState& state);
 // valid_lens (the settings', -1 = follows its line), valid_lens_shown (textValidLensShown).
 // State-log keys: source, settings_heads, settings_L, mask, colormap, log_scale, folded_layout, mistake, model, model_text, models_listed, correct_trace, diff_max, diff_summary,

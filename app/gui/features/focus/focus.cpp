@@ -19,7 +19,7 @@ void setZoom(AppState& state, CellWindow wanted) {
   markStateChanged(state);
 }
 
-void updateZoomTile(AppState& state) {
+void updateZoomView(AppState& state) {
   ZoomTileState& z = state.zoom_tile;
   const ViewModel* v = state.compute.view.get();
   TileRequest want;
@@ -40,7 +40,11 @@ void updateZoomTile(AppState& state) {
     if (z.posted.maps) z.tile = std::move(tile);
     markStateChanged(state);
   }
+  if (updateZoomTextures(state.gpu.zoom, v, state.compute.correctView().get(), state.view.focus, state.view.zoom, z.ready()))
+    ++state.gpu.texture_generation;
 }
+
+bool zoomTilePending(const AppState& state) { return state.zoom_tile.pending(); }
 
 namespace {
 
@@ -108,6 +112,11 @@ void focusFeaturedHead(AppState& state) {
   state.view.focus_featured_head = false;
   if (v->source != ViewSource::ModelRun) return;
   if (const HeadNote* note = featuredHead(*v)) setFocus(state, ViewFocus{note->layer, note->head, 0});
+}
+
+void followResultInFocus(AppState& state) {
+  focusFeaturedHead(state);         // a first start: the head the caption talks about
+  setZoom(state, state.view.zoom);  // a smaller map: the window moves inside it
 }
 
 void focusToJson(const AppState& state, nlohmann::json& line) {

@@ -13,6 +13,7 @@
 namespace attnscope {
 
 struct AppState;
+struct ComputeAsk;
 
 // The zoomed focus view of a tiled source: the window asked for last and the newest tile.
 struct ZoomTileState {
@@ -27,9 +28,11 @@ struct ZoomTileState {
 // The one way to change the focus view's zoom window: clamped to the shown result's
 // [L, S] (whole map before any result), logged, not saved.
 void setZoom(AppState& state, CellWindow wanted);
-// A tiled source zoomed in the focus view: asks for the visible window's tile when the
-// window, the focused map or the result changed, and takes the newest tile.
-void updateZoomTile(AppState& state);
+// Before each frame: a tiled source zoomed in the focus view asks for the visible window's
+// tile when the window, the focused map or the result changed, and takes the newest tile;
+// the zoomed maps' textures follow.
+void updateZoomView(AppState& state);
+bool zoomTilePending(const AppState& state);
 // Heatmaps side by side in the focus view: 3 when a teaching mistake's buggy and correct
 // probabilities are both shown (beside the scores), else 2.
 int focusMapCount(const AppState& state);
@@ -39,6 +42,8 @@ const HeadNote* featuredHead(const ViewModel& view);
 // After a result arrives on a first start (ViewState::focus_featured_head): a model run's
 // featured head gets the focus, once; any other first result ends the wait.
 void focusFeaturedHead(AppState& state);
+// A new result: the featured head on a first start, and the zoom window moved inside a smaller map.
+void followResultInFocus(AppState& state);
 void drawFocusPanel(AppState& state);
 // State-log keys: focused_layer, focused_head, batch_item, selected_view, focus_tab, hover, hover_prob, hover_score, map_hover, hover_exact, tiled, zoom_tile, zoom_window, zoomed, focus_axis, zoom_textures_built.
 void focusToJson(const AppState& state, nlohmann::json& line);

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "gui/features/exports/export_jobs.h"
+#include "gui/jobs/export_jobs.h"
 #include "gui/render/heatmap_widget.h"
 #include "gui/shell/panels.h"
 
@@ -172,7 +172,7 @@ void chooseQueryByLabel(AppState& state, ImVec2 top_left, float label_w, const F
     ImGui::PopID();
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("click: this query in every head (Query focus); Ctrl+click: add it");
     if (!clicked) continue;
-    chooseQuery(state.view.query_focus, g.window.row0 + r, ImGui::GetIO().KeyCtrl);
+    chooseQuery(state, g.window.row0 + r, ImGui::GetIO().KeyCtrl);
     state.view.tab = FocusTab::QueryFocus;
     state.view.tab_requested = true;
     markStateChanged(state);
@@ -246,7 +246,7 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
   }
   zoomAndPan(state, hit, g, v.mapL(), v.mapS());
   if (hit.clicked && !v.predictions.empty() && state.view.selected_query != hit.row) {
-    pinPrediction(state, hit.row);  // the predictions panel keeps this query
+    pinQueryRow(state, hit.row);  // the predictions panel keeps this query
   }
   const ImVec2 map_max(map_min.x + g.map_w, map_min.y + g.map_h);
   const LabelSpan rows{map.row_labels ? &q_tokens : nullptr, g.window.row0, g.window.rows};

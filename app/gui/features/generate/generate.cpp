@@ -6,7 +6,7 @@
 #include "config/generation_bundle.h"
 #include "config/model_source.h"
 #include "figure/figure.h"
-#include "gui/features/exports/export_jobs.h"
+#include "gui/jobs/export_jobs.h"
 #include "gui/jobs/compute_sync.h"
 #include "gui/shell/app_state.h"
 
@@ -100,7 +100,7 @@ void updateGeneration(AppState& state) {
   if (g.shown && computeSettingsDiffer(state.settings, g.started_with)) {
     stopGeneration(state, "text edited");
     g.shown = false;  // the next compute result replaces the generation's maps
-    if (!computeSettingsDiffer(state.settings, state.compute.posted_settings)) recomputeNow(state);
+    if (!computeSettingsDiffer(state.settings, state.compute.posted_settings)) recomputeNow(state, computeAsk(state));
   }
   std::shared_ptr<const GenerationSnapshot> snapshot = g.worker->take();
   if (snapshot && snapshot->job == g.job) {
@@ -111,6 +111,8 @@ void updateGeneration(AppState& state) {
   }
   showSnapshot(state);
 }
+
+bool generationRunning(const AppState& state) { return state.generate.running; }
 
 bool generationShown(const AppState& state) {
   const GenerateState& g = state.generate;

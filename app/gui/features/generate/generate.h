@@ -67,6 +67,7 @@ void stopGeneration(AppState& state, const char* by);
 void updateGeneration(AppState& state);
 // The views show a generation (Ctrl+S writes it as a bundle).
 bool generationShown(const AppState& state);
+bool generationRunning(const AppState& state);
 // Ctrl+S on a shown generation: a new folder generation-N in the export folder.
 void requestGenerationBundle(AppState& state);
 void finishGeneration(AppState& state);  // at shutdown: a bundle being written is finished

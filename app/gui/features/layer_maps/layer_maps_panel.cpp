@@ -9,7 +9,7 @@
 #include <cmath>
 #include <string>
 
-#include "gui/features/exports/export_jobs.h"
+#include "gui/jobs/export_jobs.h"
 #include "gui/render/heatmap_widget.h"
 #include "gui/features/layer_maps/layer_maps.h"
 #include "gui/shell/panels.h"

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "gui/features/predictions/predictions.h"
 #include "gui/shell/app_state.h"
 
 namespace attnscope {
@@ -90,12 +89,16 @@ const std::vector<TokenGuess>* lensCell(const AppState& state, int64_t layer, in
 
 int64_t lensMapLayer(int64_t lens_layer) { return std::max<int64_t>(0, lens_layer - 1); }
 
+void askLens(const AppState& state, ComputeAsk& ask) {
+  ask.lens = state.lens.shown && state.settings.source == InputSource::Model;
+}
+
 void focusLensCell(AppState& state, LensCell cell) {
   state.lens.clicked = cell;
   ViewFocus focus = state.view.focus;
   focus.layer = lensMapLayer(cell.layer);
   setFocus(state, focus);
-  pinPrediction(state, cell.position);
+  pinQueryRow(state, cell.position);
 }
 
 void lensToJson(const AppState& state, nlohmann::json& line) {

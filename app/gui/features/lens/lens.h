@@ -19,6 +19,7 @@
 namespace attnscope {
 
 struct AppState;
+struct ComputeAsk;
 
 struct LensCell {
   int64_t layer = -1, position = -1;  // lens layer (0 = the embeddings, k = after k layers)
@@ -47,6 +48,8 @@ struct LensState {
 // lens made column by column takes a finished block and asks for the next column the table
 // shows (or the clicked one) that is not known yet.
 void updateLens(AppState& state);
+// The open tab asks a model run for the lens past its budget (the run keeps its residuals).
+void askLens(const AppState& state, ComputeAsk& ask);
 // The top guesses at one cell of the shown lens; null while its column is being computed.
 const std::vector<TokenGuess>* lensCell(const AppState& state, int64_t layer, int64_t position);
 // The map layer a lens row focuses: row k (after k layers) -> attention layer k - 1, the
@@ -54,8 +57,8 @@ const std::vector<TokenGuess>* lensCell(const AppState& state, int64_t layer, in
 int64_t lensMapLayer(int64_t lens_layer);
 // Clicking a cell: focuses its map layer (setFocus) and pins its position as the query row.
 void focusLensCell(AppState& state, LensCell cell);
-// Inside the predictions panel's "Logit lens" tab.
-void drawLensTable(AppState& state);
+// The "Logit lens" tab of the predictions panel (a Panel::Predictions tab of the registry).
+void drawLensTab(AppState& state);
 // State-log key "lens": null unless a model run is shown; else layers, positions, shown,
 // off_reason, top1 ([layers][positions] labels, null for a column not computed yet), hovered
 // ({layer, position, top: [{label, prob}]} or null), clicked ({layer, position} or null),

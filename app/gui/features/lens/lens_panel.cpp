@@ -122,8 +122,6 @@ void hoverAndClick(AppState& state, const ViewModel& v, const LensGrid& g) {
   if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) focusLensCell(state, cell);
 }
 
-}  // namespace
-
 void drawLensTable(AppState& state) {
   const ViewModel& v = *state.compute.view;
   if (v.lens.empty()) {
@@ -158,6 +156,20 @@ void drawLensTable(AppState& state) {
   hoverAndClick(state, v, g);
   ImGui::EndChild();
   ImGui::PopStyleVar();
+}
+
+}  // namespace
+
+void drawLensTab(AppState& state) {
+  const bool open = ui::beginTabItem(state.script.layout, "lens_tab", "Logit lens");
+  if (open) {
+    drawLensTable(state);
+    ImGui::EndTabItem();
+  }
+  if (open != state.lens.shown) {
+    state.lens.shown = open;
+    markStateChanged(state);
+  }
 }
 
 }  // namespace attnscope

@@ -12,7 +12,6 @@
 #include "attention/mistakes.h"
 #include "config/model_source.h"
 #include "config/run.h"
-#include "gui/features/compare/compare.h"
 #include "tensor/npy.h"
 
 namespace attnscope {

@@ -45,11 +45,10 @@ void askForShownPredictions(AppState& state) {
 
 }  // namespace
 
-LogitRows wantedLogitRows(const AppState& state) {
-  LogitRows rows{false, {-1}};  // the last position
+void askLogitRows(const AppState& state, ComputeAsk& ask) {
+  ask.logit_rows = LogitRows{false, {-1}};  // the last position
   for (int64_t row : {state.view.selected_query, state.view.hover.row})
-    if (row >= 0) rows.positions.push_back(row);
-  return rows;
+    if (row >= 0) ask.logit_rows.positions.push_back(row);
 }
 
 const NextTokenPredictions* knownPredictions(const AppState& state, int64_t position) {
@@ -76,20 +75,8 @@ PredictionPosition predictionPosition(const AppState& state) {
   return {L - 1, "last position"};
 }
 
-void pinPrediction(AppState& state, int64_t row) {
-  state.view.selected_query = row;
-  state.predictions.pinned_text = state.settings.model_text;
-  markStateChanged(state);
-}
-
-void clearPredictionPin(AppState& state) {
-  if (state.view.selected_query < 0) return;
-  state.view.selected_query = -1;
-  markStateChanged(state);
-}
-
 void updatePredictions(AppState& state) {
-  if (state.settings.model_text != state.predictions.pinned_text) clearPredictionPin(state);
+  if (state.settings.model_text != state.view.pinned_text) unpinQueryRow(state);
   takeLaterPredictions(state);
   askForShownPredictions(state);
 }

@@ -15,16 +15,16 @@
 namespace attnscope {
 
 struct AppState;
+struct ComputeAsk;
 
 // Logits only where they are looked at: a model run unembeds the positions the panel shows
-// (wantedLogitRows); a position looked at later (hovered, pinned) gets its 64-row block's
+// (askLogitRows); a position looked at later (hovered, pinned) gets its 64-row block's
 // predictions from the view's more_predictions on this worker, without rerunning the model.
 using LaterPredictionsWorker = BlockWorker<LaterPredictions, PredictionBlock>;
 
-// The pin: a query row clicked in a map (ViewState::selected_query) holds the predictions
-// until the text changes (typing follows the end of the text again) or the user clears it.
+// The pin is the shell's (ViewState::selected_query, pinQueryRow): a clicked query row holds
+// the predictions until the text changes or the user clears it.
 struct PredictionsState {
-  std::string pinned_text;  // the model text when the row was pinned
   // Predictions computed on demand for the shown run (source): by position.
   std::unique_ptr<LaterPredictionsWorker> worker;  // started on first use
   std::shared_ptr<const LaterPredictions> source;
@@ -36,13 +36,10 @@ struct PredictionsState {
 };
 // The positions a model run posted now should unembed: the last one (and the newest
 // generated step's), the pinned and the hovered row.
-LogitRows wantedLogitRows(const AppState& state);
+void askLogitRows(const AppState& state, ComputeAsk& ask);
 // The predictions known at `position` (the run's or computed later); null while computing.
 const NextTokenPredictions* knownPredictions(const AppState& state, int64_t position);
 bool laterPredictionsPending(const AppState& state);
-// Pins the predictions to query row `row` of the current text.
-void pinPrediction(AppState& state, int64_t row);
-void clearPredictionPin(AppState& state);
 // Before each frame: an edited text drops the pin; the shown position's predictions are
 // asked for when the run did not compute them, and taken when they are back.
 void updatePredictions(AppState& state);

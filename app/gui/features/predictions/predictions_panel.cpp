@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <string>
 
-#include "gui/features/lens/lens.h"
 #include "gui/shell/panels.h"
 
 namespace attnscope {
@@ -47,7 +46,7 @@ void drawPin(AppState& state) {
   ImGui::AlignTextToFramePadding();
   ImGui::TextColored(kPinColor, "pinned at position %lld", static_cast<long long>(state.view.selected_query));
   ImGui::SameLine();
-  if (ui::smallButton(state.script.layout, "predictions_unpin", "unpin")) clearPredictionPin(state);
+  if (ui::smallButton(state.script.layout, "predictions_unpin", "unpin")) unpinQueryRow(state);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("follow the end of the text again (typing also unpins)");
 }
 
@@ -115,7 +114,7 @@ void drawNextToken(AppState& state) {
 
 }  // namespace
 
-// Two tabs: the next token at one position, and the logit lens (features/lens).
+// Tabs: the next token at one position, then those other features add (the logit lens).
 void drawPredictionsPanel(AppState& state) {
   if (!showsPredictions(state)) return;
   const char* title = state.compute.view->encoder ? "Masked-LM predictions###predictions" : "Next-token predictions###predictions";
@@ -127,15 +126,7 @@ void drawPredictionsPanel(AppState& state) {
       drawNextToken(state);
       ImGui::EndTabItem();
     }
-    const bool lens_open = ui::beginTabItem(state.script.layout, "lens_tab", "Logit lens");
-    if (lens_open) {
-      drawLensTable(state);
-      ImGui::EndTabItem();
-    }
-    if (lens_open != state.lens.shown) {
-      state.lens.shown = lens_open;
-      markStateChanged(state);
-    }
+    drawPanelTabs(state, Panel::Predictions);
     ImGui::EndTabBar();
   }
   ImGui::End();

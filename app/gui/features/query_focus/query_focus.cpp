@@ -4,19 +4,28 @@
 #include <vector>
 
 #include "analysis/map_stack.h"
+#include "gui/jobs/export_jobs.h"
 #include "gui/shell/app_state.h"
 
 namespace attnscope {
 
+void chooseQuery(AppState& state, int64_t query, bool add) {
+  std::vector<int64_t>& q = state.query_focus.wanted.queries;
+  const auto found = std::lower_bound(q.begin(), q.end(), query);
+  if (!add) q = {query};
+  else if (found != q.end() && *found == query) q.erase(found);
+  else q.insert(found, query);
+}
+
 void updateQueryFocus(AppState& state) {
   const ViewModel* view = shownView(state);
   if (state.view.tab != FocusTab::QueryFocus || !view) return;
-  std::vector<int64_t>& queries = state.view.query_focus.queries;
+  std::vector<int64_t>& queries = state.query_focus.wanted.queries;
   queries.erase(std::remove_if(queries.begin(), queries.end(), [&](int64_t i) { return i >= view->L; }), queries.end());
   QueryFocusState& q = state.query_focus;
   const int64_t b = std::clamp<int64_t>(state.view.focus.batch_item, 0, view->B - 1);
   const uint64_t generation = state.compute.traceGeneration();
-  const QueryFocusView& choice = state.view.query_focus;
+  const QueryFocusView& choice = q.wanted;
   if (q.generation == generation && q.batch_item == b && q.choice.queries == choice.queries &&
       q.choice.combine == choice.combine) {
     return;
@@ -28,9 +37,8 @@ void updateQueryFocus(AppState& state) {
 
 namespace {
 
-// bars [layers][H][S] as nested arrays when small (else null).
-nlohmann::json barsJson(const Tensor& bars) {
-  if (bars.empty() || bars.data.size() > 4096) return nullptr;
+// bars [layers][H][S] as nested arrays (the export writes them all).
+nlohmann::json nestedBars(const Tensor& bars) {
   nlohmann::json layers = nlohmann::json::array();
   for (int64_t l = 0; l < bars.dim(0); ++l) {
     nlohmann::json heads = nlohmann::json::array();
@@ -43,6 +51,12 @@ nlohmann::json barsJson(const Tensor& bars) {
   return layers;
 }
 
+// ... in the state log when small (else null).
+nlohmann::json barsJson(const Tensor& bars) {
+  if (bars.empty() || bars.data.size() > 4096) return nullptr;
+  return nestedBars(bars);
+}
+
 }  // namespace
 
 void queryFocusToJson(const AppState& state, nlohmann::json& line) {
@@ -51,6 +65,30 @@ void queryFocusToJson(const AppState& state, nlohmann::json& line) {
   const QueryFocusState& q = state.query_focus;
   line["query_focus"] = {{"queries", q.choice.queries}, {"combine", q.choice.combine == RowCombine::Mean ? "mean" : "sum"},
                          {"batch_item", q.batch_item}, {"bars", barsJson(q.bars)}};
+}
+
+void requestQueryFocusExport(AppState& state) {
+  const QueryFocusState& q = state.query_focus;
+  const ViewModel* view = shownView(state);
+  if (!view || q.bars.empty()) return;
+  const int64_t b = q.batch_item, H = view->H, S = view->S;
+  std::vector<std::string> layer_names, query_tokens;
+  for (const LayerMaps& layer : view->maps) layer_names.push_back(layer.name);
+  std::string queries_part;
+  for (int64_t i : q.choice.queries) {
+    query_tokens.push_back(view->query_tokens[b][i]);
+    queries_part += (queries_part.empty() ? "" : ",") + std::to_string(i);
+  }
+  const char* combine = q.choice.combine == RowCombine::Mean ? "mean" : "sum";
+  const nlohmann::json json = {{"batch_item", b},         {"queries", q.choice.queries}, {"query_tokens", query_tokens},
+                               {"combine", combine},      {"layers", layer_names},       {"heads", H},
+                               {"key_tokens", view->key_tokens[b]}, {"bars", nestedBars(q.bars)}};
+  ExportJob job;
+  job.kind = "query_focus";
+  job.base_name = "query_focus_b" + std::to_string(b) + "_q" + queries_part + "_" + combine + "_L" +
+                  std::to_string(view->L) + "xS" + std::to_string(S);
+  job.json = json.dump(2) + "\n";
+  queueExport(state, std::move(job));
 }
 
 }  // namespace attnscope

@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "gui/features/exports/export_jobs.h"
 #include "gui/shell/panels.h"
 
 namespace attnscope {
@@ -22,7 +21,7 @@ const ImVec4 kChosen(0.95f, 0.65f, 0.15f, 1.0f);
 
 // The query tokens as buttons, wrapping; a click chooses, Ctrl+click adds or removes.
 void drawQueryButtons(AppState& state, const std::vector<std::string>& tokens) {
-  QueryFocusView& choice = state.view.query_focus;
+  QueryFocusView& choice = state.query_focus.wanted;
   const float right = ImGui::GetCursorScreenPos().x + ImGui::GetContentRegionAvail().x;
   for (size_t i = 0; i < tokens.size(); ++i) {
     const bool chosen = std::binary_search(choice.queries.begin(), choice.queries.end(), static_cast<int64_t>(i));
@@ -43,7 +42,7 @@ void drawQueryButtons(AppState& state, const std::vector<std::string>& tokens) {
     ImGui::GetWindowDrawList()->AddText(ImVec2(min.x + ImGui::GetStyle().FramePadding.x, min.y + ImGui::GetStyle().FramePadding.y),
                                         ImGui::GetColorU32(ImGuiCol_Text), label.c_str());
     if (clicked) {
-      chooseQuery(choice, static_cast<int64_t>(i), ImGui::GetIO().KeyCtrl);
+      chooseQuery(state, static_cast<int64_t>(i), ImGui::GetIO().KeyCtrl);
       markStateChanged(state);
     }
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("query %zu: click to focus it, Ctrl+click to add it", i);
@@ -86,7 +85,7 @@ void drawQueryFocusPanel(AppState& state) {
     return;
   }
   const int64_t b = std::clamp<int64_t>(state.view.focus.batch_item, 0, view->B - 1);
-  QueryFocusView& choice = state.view.query_focus;
+  QueryFocusView& choice = state.query_focus.wanted;
   ImGui::TextDisabled("query tokens of batch item %lld: click one, Ctrl+click to add more", static_cast<long long>(b));
   // As many lines as the tokens need (estimated from their widths), at most 3; then it scrolls.
   float tokens_w = 0.0f;

@@ -26,6 +26,12 @@ void setStep(AppState& state, int64_t step) {
   markStateChanged(state);
 }
 
+void clampStep(AppState& state) { setStep(state, state.stepper.step); }
+
+void askDecode(const AppState& state, ComputeAsk& ask) { ask.decode = state.stepper.open; }
+
+bool stepperPlaying(const AppState& state) { return state.stepper.playing; }
+
 void toggleStepper(AppState& state) {
   state.stepper.open = !state.stepper.open;
   state.stepper.playing = false;

@@ -11,6 +11,7 @@
 namespace attnscope {
 
 struct AppState;
+struct ComputeAsk;
 
 // The KV-cache stepper (F5). The step is clamped by setStep only.
 struct StepperState {
@@ -28,6 +29,11 @@ int64_t stepperSteps(const AppState& state);
 // The one way to move the stepper: clamped to [0, L - 1] of the decoding or the model run
 // (0 without either).
 void setStep(AppState& state, int64_t step);
+// A new result: the step clamped to a shorter sequence.
+void clampStep(AppState& state);
+// The open stepper asks every job for the decoding too.
+void askDecode(const AppState& state, ComputeAsk& ask);
+bool stepperPlaying(const AppState& state);
 // Opens or closes the stepper panel (F5); closing stops play.
 void toggleStepper(AppState& state);
 // Play: advances the stepper when its interval has passed (before drawing each frame).

@@ -1,7 +1,8 @@
-// Figure export from the app (issue 4): Ctrl+S the selected heatmap, Ctrl+Shift+S the head
-// grid, Ctrl+Shift+H the HTML page (issue 23), Ctrl+Alt+S the window. Figures go through exportFigures() with the app's Settings
-// and trace, so they equal `attnscope export --settings <the JSON written beside them>`.
-// Jobs run on the export worker, one at a time, in order; the UI only polls.
+// The export service (issue 4): Ctrl+S the selected heatmap, Ctrl+Shift+S the head
+// grid, Ctrl+Shift+H the HTML page (issue 23), Ctrl+Alt+S the window, and the files features
+// make themselves (compare's A - B, query focus's bars) through queueExport. Figures go through
+// exportFigures() with the app's Settings and trace, so they equal `attnscope export --settings
+// <the JSON written beside them>`. Jobs run on the export worker, one at a time, in order; the UI only polls.
 #pragma once
 
 #include <string>
@@ -15,10 +16,8 @@ namespace attnscope {
 // Figures start once the trace is current (no recompute pending), so the settings JSON
 // written beside them describes exactly the pixels.
 void requestFigureExport(AppState& state, const std::string& what);
-// Queues the compare view's A - B as PNG + .npy [L, S] float32 + a JSON naming A and B,
-// and query focus's bars as one JSON (README: "Compare and query focus exports").
-void requestDifferenceExport(AppState& state);
-void requestQueryFocusExport(AppState& state);
+// Queues a job a feature made (a figure or JSON of what its view shows).
+void queueExport(AppState& state, ExportJob job);
 // Queues the window pixels read after the last rendered frame ([height, width], top row first).
 void requestScreenshotExport(AppState& state, RgbImage window);
 

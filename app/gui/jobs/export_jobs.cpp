@@ -1,4 +1,4 @@
-#include "gui/features/exports/export_jobs.h"
+#include "gui/jobs/export_jobs.h"
 
 #include "gui/shell/app_state.h"
 
@@ -10,7 +10,6 @@
 #include <utility>
 
 #include "figure/figure.h"
-#include "gui/features/compare/compare.h"
 #include "tensor/npy.h"
 
 namespace attnscope {
@@ -134,83 +133,10 @@ void requestFigureExport(AppState& state, const std::string& what) {
   job.kind = kind;
   job.zoom = focus_map ? state.view.zoom : CellWindow{};
   job.full_resolution = state.exports.full_resolution_atlas;
-  state.exports.queue.push_back(std::move(job));
-  markStateChanged(state);
+  queueExport(state, std::move(job));
 }
 
-void requestDifferenceExport(AppState& state) {
-  const CompareState& c = state.compare;
-  const ViewModel* view = shownView(state);
-  const ViewModel* va = view ? pickedView(state, c.a) : nullptr;
-  const ViewModel* vb = view ? pickedView(state, c.b) : nullptr;
-  if (!va || !vb || c.comparison.difference.empty()) return;
-  const int64_t b = c.batch_item, L = view->L, S = view->S;
-  Figure figure;
-  figure.rows = L;
-  figure.cols = S;
-  figure.row_labels = view->query_tokens[b];
-  figure.col_labels = view->key_tokens[b];
-  figure.title = "A - B: " + pickName(*view, c.a) + " minus " + pickName(*view, c.b);
-  figure.subtitle = "batch item " + std::to_string(b) + " \u00b7 L " + std::to_string(L) + " \u00d7 S " + std::to_string(S);
-  figure.value_label = "probability difference";
-  figure.colormap = Colormap::Diverging;
-  const float abs_max = c.comparison.abs_max > 0 ? c.comparison.abs_max : 1.0f;
-  figure.low = -abs_max, figure.high = abs_max;
-  FigurePanel panel;
-  panel.values.assign(c.comparison.difference.data.begin(), c.comparison.difference.data.end());
-  // Cells masked in both maps are hatched, as on screen.
-  const uint8_t* mask_a = va->allowed(c.a.layer, b);
-  const uint8_t* mask_b = vb->allowed(c.b.layer, b);
-  if (mask_a && mask_b)
-    for (int64_t cell = 0; cell < L * S; ++cell) panel.masked.push_back(!mask_a[cell] && !mask_b[cell]);
-  figure.panels.push_back(std::move(panel));
-  // L0H1, L0H1c (the correct run), L0H1+no-scaling (a settings variant).
-  const auto pickPart = [](const MapPick& p) {
-    return "L" + std::to_string(p.layer) + "H" + std::to_string(p.head) + (p.correct_run ? "c" : "") +
-           (p.with != Mistake::None ? std::string("+") + mistakeName(p.with) : "");
-  };
-  ExportJob job;
-  job.kind = "difference";
-  job.figure = std::move(figure);
-  job.base_name = "difference_" + pickPart(c.a) + "-" + pickPart(c.b) + "_b" + std::to_string(b) + "_L" +
-                  std::to_string(L) + "xS" + std::to_string(S);
-  job.json = nlohmann::json{{"a", pickJson(c.a)}, {"b", pickJson(c.b)}, {"batch_item", b},
-                            {"abs_max", c.comparison.abs_max}, {"settings", settingsToJson(state.settings, state.view.focus)}}
-                 .dump(2) + "\n";
-  state.exports.queue.push_back(std::move(job));
-  markStateChanged(state);
-}
-
-void requestQueryFocusExport(AppState& state) {
-  const QueryFocusState& q = state.query_focus;
-  const ViewModel* view = shownView(state);
-  if (!view || q.bars.empty()) return;
-  const int64_t b = q.batch_item, layers = view->layers, H = view->H, S = view->S;
-  nlohmann::json bars = nlohmann::json::array();  // [layers][H][S]
-  for (int64_t l = 0; l < layers; ++l) {
-    nlohmann::json heads = nlohmann::json::array();
-    for (int64_t h = 0; h < H; ++h) {
-      const float* row = q.bars.data.data() + (l * H + h) * S;
-      heads.push_back(std::vector<float>(row, row + S));
-    }
-    bars.push_back(std::move(heads));
-  }
-  std::vector<std::string> layer_names, query_tokens;
-  for (const LayerMaps& layer : view->maps) layer_names.push_back(layer.name);
-  std::string queries_part;
-  for (int64_t i : q.choice.queries) {
-    query_tokens.push_back(view->query_tokens[b][i]);
-    queries_part += (queries_part.empty() ? "" : ",") + std::to_string(i);
-  }
-  const char* combine = q.choice.combine == RowCombine::Mean ? "mean" : "sum";
-  const nlohmann::json json = {{"batch_item", b},         {"queries", q.choice.queries}, {"query_tokens", query_tokens},
-                               {"combine", combine},      {"layers", layer_names},       {"heads", H},
-                               {"key_tokens", view->key_tokens[b]}, {"bars", bars}};
-  ExportJob job;
-  job.kind = "query_focus";
-  job.base_name = "query_focus_b" + std::to_string(b) + "_q" + queries_part + "_" + combine + "_L" +
-                  std::to_string(view->L) + "xS" + std::to_string(S);
-  job.json = json.dump(2) + "\n";
+void queueExport(AppState& state, ExportJob job) {
   state.exports.queue.push_back(std::move(job));
   markStateChanged(state);
 }
@@ -219,8 +145,7 @@ void requestScreenshotExport(AppState& state, RgbImage window) {
   ExportJob job;
   job.kind = "screenshot";
   job.window = std::move(window);
-  state.exports.queue.push_back(std::move(job));
-  markStateChanged(state);
+  queueExport(state, std::move(job));
 }
 
 void updateExports(AppState& state) {
