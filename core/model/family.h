@@ -48,10 +48,10 @@ class TensorNames {
   const char* prefix() const { return prefix_; }
   bool has(Role role) const { return names_.count(role) != 0; }
   std::string of(Role role, int64_t layer = -1) const;  // "" when the family has none
-  // These names plus `more` (a family built on another's layout).
+  // These names with `more` added or replacing a role's (a family built on another's layout).
   TensorNames with(std::initializer_list<std::pair<const Role, const char*>> more) const {
     TensorNames out = *this;
-    out.names_.insert(more);
+    for (const auto& [role, name] : more) out.names_[role] = name;
     return out;
   }
 

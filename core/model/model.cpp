@@ -50,9 +50,17 @@ ModelTokens tokenizeForModel(const Model& model, const std::string& text) {
   return t;
 }
 
+void checkTokenId(const Model& model, int64_t id) {
+  const ModelConfig& c = model.config;
+  if (id < 0 || id >= c.vocab)
+    throw InputError("token id " + std::to_string(id) + " is outside the vocabulary (vocab_size " +
+                     std::to_string(c.vocab) + " in " + c.config_path + ")");
+}
+
 ModelTokens tokensFromIds(const Model& model, const std::vector<int64_t>& ids) {
   ModelTokens t;
   for (int64_t id : ids) {
+    checkTokenId(model, id);
     t.ids.push_back(id);
     t.text.push_back(model.chars ? model.chars->entry(id) : model.tokenizer ? model.tokenizer->piece(id) : std::to_string(id));
     t.label.push_back(tokenLabel(model, id));

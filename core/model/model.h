@@ -98,7 +98,10 @@ Model loadOwnFolder(const std::string& folder);                                 
 // characters or bytes. InputError when the folder has no tokenizer.
 ModelTokens tokenizeForModel(const Model& model, const std::string& text);
 // Token ids given directly; labels from the tokenizer when there is one, else the ids.
+// InputError for an id outside the vocabulary (checkTokenId).
 ModelTokens tokensFromIds(const Model& model, const std::vector<int64_t>& ids);
+// InputError "token id N is outside the vocabulary (vocab_size V in CONFIG)" unless 0 <= id < V.
+void checkTokenId(const Model& model, int64_t id);
 // Token `id` as one printable line ("#id" without a tokenizer or past its vocabulary).
 std::string tokenLabel(const Model& model, int64_t id);
 // A token's text as typed (the labels' marks back to a space, newline and tab).

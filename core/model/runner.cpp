@@ -260,10 +260,7 @@ void ModelRunner::checkTokens(const ModelTokens& tokens) const {
   if (L > c.max_positions)
     throw InputError("the text has " + std::to_string(L) + " " + unit + " but " + m.name() + "'s context is " +
                      std::to_string(c.max_positions) + " (" + c.context_key + " in " + c.config_path + ")");
-  for (int64_t id : tokens.ids)
-    if (id < 0 || id >= c.vocab)
-      throw InputError("token id " + std::to_string(id) + " is outside the vocabulary (vocab_size " +
-                       std::to_string(c.vocab) + " in " + c.config_path + ")");
+  for (int64_t id : tokens.ids) checkTokenId(m, id);
 }
 
 void ModelRunner::forward(const ModelTokens& tokens) {

@@ -1,7 +1,8 @@
-// Gemma 2 (transformers' modeling_gemma2.py): RMSNorm with (1 + w) weights, embeddings
+// Gemma 2 (transformers' modeling_gemma2.py): Llama's tensor names with its own norms, RMSNorm
+// with (1 + w) weights, embeddings
 // scaled by sqrt(hidden), sandwich norms around attention and MLP, sliding window on even
 // layers, soft-capped scores and logits (config.json), queries scaled by query_pre_attn_scalar.
-#include "model/family.h"
+#include "model/families/llama_like.h"
 
 namespace attnscope {
 namespace {
@@ -19,21 +20,9 @@ const Family& family_gemma2() {
       "gemma2", HfNorm::RmsNormPlusOne, "rms_norm_eps", HfPositions::Rope, /*causal*/ true, HfMlp::Gated,
       HfResidual::Sandwich, /*embed_scale_sqrt_d*/ true, /*tied_default*/ true, /*conv1d*/ false, HfFusedQkv::None,
       /*qkv, o, mlp, norm biases*/ false, false, false, false, "gelu_pytorch_tanh",
-      {"model.",
-       {{Role::Embed, "embed_tokens"},
-        {Role::AttnNorm, "layers.{i}.input_layernorm"},
-        {Role::Q, "layers.{i}.self_attn.q_proj"},
-        {Role::K, "layers.{i}.self_attn.k_proj"},
-        {Role::V, "layers.{i}.self_attn.v_proj"},
-        {Role::O, "layers.{i}.self_attn.o_proj"},
-        {Role::PostAttnNorm, "layers.{i}.post_attention_layernorm"},
-        {Role::MlpNorm, "layers.{i}.pre_feedforward_layernorm"},
-        {Role::PostMlpNorm, "layers.{i}.post_feedforward_layernorm"},
-        {Role::Gate, "layers.{i}.mlp.gate_proj"},
-        {Role::Up, "layers.{i}.mlp.up_proj"},
-        {Role::Down, "layers.{i}.mlp.down_proj"},
-        {Role::FinalNorm, "norm"},
-        {Role::LmHead, "lm_head"}}},
+      llamaNames().with({{Role::PostAttnNorm, "layers.{i}.post_attention_layernorm"},
+                         {Role::MlpNorm, "layers.{i}.pre_feedforward_layernorm"},
+                         {Role::PostMlpNorm, "layers.{i}.post_feedforward_layernorm"}}),
       {nullptr, evenLayersSlide}};
   return family;
 }
