@@ -57,8 +57,19 @@ void maskRows(const TiledAttention& t, int64_t b, int64_t i0, int64_t i1, RowBlo
 // the maps then differed from the run's by more than 1e-6).
 void headScores(const float* q, int64_t rows, const float* k, int64_t keys, int64_t d, float* y, int64_t ldy) {
   if (rows <= 0 || keys <= 0) return;
-  const KeysT kt = transposeKeys(k, keys, d);
-  attnscope::scoreRows(q, d, rows, k, &kt, 0, keys, d, y, ldy);
+  // The keys transposed pay off over several rows only (an overview's block is often one row).
+  constexpr int64_t kTransposeRows = 8;
+  const KeysT kt = rows >= kTransposeRows ? transposeKeys(k, keys, d) : KeysT{};
+  const KeysT* keys_t = kt.ld ? &kt : nullptr;
+  // The rows split between the threads, as the BLAS GEMM did (a cell's bits do not depend on
+  // the rows its call covers); one thread for a small window, or inside a parallel caller.
+  constexpr int64_t kThreadedMultiplyAdds = int64_t{1} << 20;
+  const int64_t parts = rows * keys * d >= kThreadedMultiplyAdds ? std::min<int64_t>(omp_get_max_threads(), rows) : 1;
+#pragma omp parallel for num_threads(static_cast<int>(parts)) schedule(static) if (parts > 1)
+  for (int64_t part = 0; part < parts; ++part) {
+    const int64_t r0 = rows * part / parts, r1 = rows * (part + 1) / parts;
+    attnscope::scoreRows(q + r0 * d, d, r1 - r0, k, keys_t, 0, keys, d, y + r0 * ldy, ldy);
+  }
 }
 
 // Rows [i0, i1) of map (b, h), masked by maskRows, into block.scores / block.probs through the
