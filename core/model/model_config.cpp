@@ -171,6 +171,7 @@ ModelConfig parseHfConfig(const std::string& json_text, const std::string& path)
   c.o_bias = fam.o_bias ? attention_bias : attention_bias && !fam.qkv_bias;
   c.mlp_bias = f.boolean("mlp_bias", fam.mlp_bias);
   if (fam.positions == HfPositions::Rope) readRope(f, c);
+  c.rotary.assign(c.n_layers, fam.positions == HfPositions::Rope ? 1 : 0);
   readWindows(f, c);
   c.attn_scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
   if (!f.present({"query_pre_attn_scalar"}).empty())

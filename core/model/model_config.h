@@ -35,6 +35,8 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   std::string rope_type = "default";
   std::vector<double> rope_inv_freq;
+  std::vector<uint8_t> rotary;      // [N]: 1 = the layer rotates q and k (every layer of a RoPE family
+                                    // unless its hooks say otherwise: SmolLM3's NoPE layers are 0)
   std::optional<double> attn_softcap, final_softcap;
   double attn_scale = 0.0;          // scores * attn_scale (1/sqrt(d), or query_pre_attn_scalar^-0.5)
   std::vector<int64_t> window;      // [N]: causal window W (a query sees itself and W keys before), -1 = full

@@ -131,6 +131,7 @@ ModelConfig readConfig(const std::string& path, OwnFormat& own) {
   c.head_dim = c.hidden / c.heads;
   c.attn_scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
   c.window.assign(c.n_layers, -1);
+  c.rotary.assign(c.n_layers, 0);  // learned or sinusoidal positions, added to the embedding
   return c;
 }
 

@@ -102,7 +102,7 @@ AttentionOptions layerOptions(const ModelConfig& c, int64_t i) {
     o.mask.causal = true;
     o.mask.causal_window = c.window[i];
   }
-  if (c.family->positions == HfPositions::Rope) {
+  if (c.rotary[i]) {
     o.rope = true;
     o.rope_base = c.rope_theta;
     o.rope_style = RopeStyle::RotateHalf;
