@@ -1,6 +1,6 @@
 """Random Hugging Face model folders written by hand (config.json, safetensors, no
 `transformers` or `safetensors` package), and an independent float64 PyTorch forward pass
-of each family, written from transformers' modeling_{gpt2,llama,mistral,qwen2,qwen3,gemma2,
+of each family, written from transformers' modeling_{gpt2,llama,mistral,qwen2,qwen3,smollm3,gemma2,
 gpt_neox,bert}.py and modeling_rope_utils.py. Shares no code with attnscope.
 
 Run with /usr/bin/python3 (the interpreter that has numpy and torch).
@@ -164,9 +164,14 @@ def make_model(family, seed=0, D=32, H=4, G=None, N=2, M=64, V=97, P=16, prefix=
         cfg["hidden_act"] = "silu"
         if "head_dim" in opt or family == "qwen3":  # Qwen3Config always writes head_dim
             cfg["head_dim"] = d
+    if family == "smollm3":
+        if "no_rope_layers" in opt:
+            cfg["no_rope_layers"] = opt["no_rope_layers"]
+        else:
+            cfg["no_rope_layer_interval"] = opt.get("no_rope_interval", 4)
     if "window" in opt:
         cfg["sliding_window"] = opt["window"]
-        if family in ("qwen2", "qwen3"):
+        if family in ("qwen2", "qwen3", "smollm3"):
             cfg.update(use_sliding_window=opt.get("use_sliding_window", True),
                        max_window_layers=opt.get("max_window_layers", 1))
     rope = {"rope_type": opt.get("rope_type", "default")}
@@ -364,10 +369,22 @@ def rms(x, weight, eps, plus_one=False):
     return y * ((1.0 + weight) if plus_one else weight)
 
 
+def rope_layers(cfg):
+    """Which layers rotate q and k: SmolLM3 takes use_rope = no_rope_layers[layer] (1 = RoPE),
+    by default every layer but each no_rope_layer_interval-th; every layer elsewhere."""
+    N = cfg["num_hidden_layers"]
+    if cfg["model_type"] != "smollm3":
+        return [True] * N
+    if "no_rope_layers" in cfg:
+        return [bool(x) for x in cfg["no_rope_layers"]]
+    interval = cfg.get("no_rope_layer_interval", 4)
+    return [(i + 1) % interval != 0 for i in range(N)]
+
+
 def sliding_layers(cfg):
     N = cfg["num_hidden_layers"]
     kind = cfg["model_type"]
-    if kind == "qwen3" and not cfg.get("use_sliding_window"):  # Qwen3Config: sliding_window = None
+    if kind in ("qwen3", "smollm3") and not cfg.get("use_sliding_window"):  # sliding_window = None
         return [False] * N
     if cfg.get("layer_types"):
         return [t == "sliding_attention" for t in cfg["layer_types"]]
@@ -377,6 +394,8 @@ def sliding_layers(cfg):
         return [not bool(i % 2) for i in range(N)]
     if kind in ("qwen2", "qwen3"):
         return [bool(cfg.get("use_sliding_window")) and i >= cfg.get("max_window_layers", N) for i in range(N)]
+    if kind == "smollm3":  # the NoPE layers
+        return [not rope for rope in rope_layers(cfg)]
     return [False] * N
 
 
@@ -390,6 +409,7 @@ def forward_llama_like(cfg, w, ids, keep, cache=None):
     inv, dim = rope_inv_freq(cfg, d)
     scale = cfg["query_pre_attn_scalar"] ** -0.5 if gemma else 1.0 / math.sqrt(d)
     sliding = sliding_layers(cfg)
+    rotates = rope_layers(cfg)
     x = w("embed_tokens.weight")[ids]
     if gemma:
         x = x * math.sqrt(D)
@@ -408,7 +428,8 @@ def forward_llama_like(cfg, w, ids, keep, cache=None):
         if kind == "qwen3":  # RMSNorm over each head's features, before RoPE
             q = rms(q, w(h + "self_attn.q_norm.weight"), eps)
             k = rms(k, w(h + "self_attn.k_norm.weight"), eps)
-        q, k = apply_rope(q, inv, dim), apply_rope(k, inv, dim)
+        if rotates[i]:
+            q, k = apply_rope(q, inv, dim), apply_rope(k, inv, dim)
         v = heads(lin("self_attn.v_proj", a), G)
         window = cfg.get("sliding_window") if sliding[i] else None
         probs, ctx = attend(q, k, v, scale, causal(L, window, cache), cfg.get("attn_logit_softcapping"))

@@ -39,6 +39,9 @@ MODELS = [
                                                         tied=True)),
     ("qwen3-layer-types-without-use-sliding", "qwen3", dict(shards=2),
      dict(seed=21, window=3, use_sliding_window=False, spelling=5, layer_types=["sliding_attention"] * 2)),
+    ("smollm3-nope-every-2nd-gqa-bf16", "smollm3", dict(dtype="BF16"), dict(seed=22, G=2, N=4, no_rope_interval=2)),
+    ("smollm3-5x-list-window-on-nope", "smollm3", dict(), dict(seed=23, N=3, spelling=5, no_rope_layers=[1, 0, 0],
+                                                             window=3, tied=True)),
     ("gemma2-4x-even-layers", "gemma2", dict(shards=2), dict(seed=10, G=2, window=4, N=3)),
     ("gemma2-5x-layer-types-bf16", "gemma2", dict(dtype="BF16"),
      dict(seed=11, window=3, spelling=5, layer_types=["full_attention", "sliding_attention"], prefix=False)),
@@ -271,6 +274,7 @@ class HfPastTheBudget(unittest.TestCase):
 
     CASES = [("gpt2", dict(seed=51)), ("llama", dict(seed=52, G=2)), ("mistral", dict(seed=53, window=5)),
              ("gemma2", dict(seed=54, G=2, window=4, N=3)), ("qwen3", dict(seed=56, G=2, head_dim=16)),
+             ("smollm3", dict(seed=57, G=2, N=4)),
              ("bert", dict(seed=55))]
 
     def test_model_run_and_analyze(self):

@@ -50,6 +50,7 @@ FAMILIES = [
     ("mistral-window5", "mistral", dict(seed=43, G=2, window=5)),
     ("qwen2", "qwen2", dict(seed=44, G=2)),
     ("qwen3-qk-norm", "qwen3", dict(seed=47, G=2, head_dim=16)),
+    ("smollm3-nope", "smollm3", dict(seed=48, G=2, N=4)),
     ("gemma2-sliding", "gemma2", dict(seed=45, G=2, window=4, N=3)),
     ("gpt-neox", "gpt_neox", dict(seed=46, rotary=0.5)),
 ]

@@ -103,12 +103,23 @@ TEST(ModelConfig, TraitsComeFromTheRegistry) {
   EXPECT_FALSE(qwen3.qkv_bias || qwen3.o_bias);
   EXPECT_EQ(qwen3.family->names.of(Role::QNorm, 3), "layers.3.self_attn.q_norm");
   EXPECT_FALSE(qwen.family->names.has(Role::QNorm));
+  // SmolLM3: no RoPE where no_rope_layers says 0 (by default every 4th layer); llama rotates every layer.
+  EXPECT_EQ(parse("smollm3", "").rotary, (std::vector<uint8_t>{1, 1, 1, 0}));
+  EXPECT_EQ(parse("smollm3", R"("no_rope_layer_interval": 2)").rotary, (std::vector<uint8_t>{1, 0, 1, 0}));
+  EXPECT_EQ(parse("smollm3", R"("no_rope_layers": [0, 1, 1, 0])").rotary, (std::vector<uint8_t>{0, 1, 1, 0}));
+  EXPECT_EQ(llama.rotary, (std::vector<uint8_t>{1, 1, 1, 1}));
+  EXPECT_EQ(errorOf("smollm3", R"("no_rope_layers": [1, 2, 1, 1])"),
+            "m/config.json: \"no_rope_layers\" entry 1 must be 0 (no RoPE) or 1 (RoPE)");
+  // Its window only with use_sliding_window, on the NoPE layers unless layer_types says otherwise.
+  EXPECT_EQ(parse("smollm3", R"("sliding_window": 3, "use_sliding_window": true)").window,
+            (std::vector<int64_t>{-1, -1, -1, 2}));
+  EXPECT_EQ(parse("smollm3", R"("sliding_window": 3)").window, (std::vector<int64_t>{-1, -1, -1, -1}));
 }
 
 TEST(ModelConfig, UnsupportedOptionsAreOneLineWithTheSupportedValues) {
   const std::pair<std::string, std::string> cases[] = {
       {errorOf("t5", ""), "m/config.json: \"model_type\" is \"t5\" but attnscope supports \"gpt2\", \"llama\", "
-                          "\"mistral\", \"qwen2\", \"gemma2\", \"gpt_neox\", \"bert\", \"qwen3\""},
+                          "\"mistral\", \"qwen2\", \"gemma2\", \"gpt_neox\", \"bert\", \"qwen3\", \"smollm3\""},
       {errorOf("llama", R"("rope_scaling": {"rope_type": "yarn", "factor": 4.0})"),
        "m/config.json: \"rope_scaling.rope_type\" is \"yarn\" but attnscope supports \"default\", \"linear\", \"llama3\""},
       {errorOf("llama", R"("rope_parameters": {"rope_type": "dynamic"})"),

@@ -10,7 +10,8 @@
   X(gemma2)                   \
   X(gpt_neox)                 \
   X(bert)                     \
-  X(qwen3)
+  X(qwen3)                    \
+  X(smollm3)
 
 namespace attnscope {
 
