@@ -5,12 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
-#include "attention/attention.h"
 #include "config/text_input.h"
 #include "model/config_limits.h"
 #include "tensor/memory.h"
