@@ -237,6 +237,7 @@ LensPlan lensPlan(int64_t layers, int64_t L, int64_t D, int64_t V, double budget
 
 ViewModel FolderModelRunner::view(const std::string& text, TextSize* size, const LogitRows& logit_rows,
                                   const Progress& progress, bool lens_on_demand) {
+  const auto started = std::chrono::steady_clock::now();
   ModelTokens tokens = tokenize(text);
   const int64_t L = static_cast<int64_t>(tokens.ids.size());
   const Model& model = runner_->model();
@@ -245,6 +246,7 @@ ViewModel FolderModelRunner::view(const std::string& text, TextSize* size, const
   keepResiduals(lens.residuals());
   runner_->logitRows(logit_rows);
   const ModelRun& run = runner_->run(std::move(tokens));
+  last_run_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   ViewModel view = viewFromModelRun(model, run, progress, lens.eager);
   if (view.predictions.empty()) return view;  // an encoder without masked-LM head: no lens either
   view.lens.off_reason = lens.off_reason;

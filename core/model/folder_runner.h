@@ -100,6 +100,9 @@ class FolderModelRunner {
     bool qkv_bias = false;                                      // q, k and v projections add a bias
   };
   const AttentionShape& attentionShape() const { return shape_; }
+  // Wall time of the last view()'s model run (tokenize to logits, the engine's part of a
+  // keystroke), in milliseconds.
+  double lastRunMs() const { return last_run_ms_; }
 
  private:
   std::string folder_;
@@ -110,6 +113,7 @@ class FolderModelRunner {
   AttentionShape shape_;
   int64_t n_layers_ = 0, vocab_ = 0;
   double lens_budget_ = 1e10;
+  double last_run_ms_ = 0.0;
 };
 
 // One run of FolderModelRunner: the one path from settings to a model's view (buildView).

@@ -46,8 +46,17 @@ bool receiveResult(AppState& state) {
   if (result->view) {
     c.view = result->view;
     c.compute_ms = result->milliseconds;
+    c.stages = result->stages;
     c.shown_settings = result->settings;
+    c.shown_edit.reset();
+    for (const auto& [generation, edited] : c.posted_edits)
+      if (generation == result->generation) c.shown_edit = edited;
+    c.maps_generation = result->generation;
   }
+  // Older posts can no longer be shown (a newer job supersedes them).
+  c.posted_edits.erase(std::remove_if(c.posted_edits.begin(), c.posted_edits.end(),
+                                      [&](const auto& post) { return post.first <= result->generation; }),
+                       c.posted_edits.end());
   if (!result->load_cancelled.empty()) returnToShownModel(state, result->load_cancelled);
   c.latest = std::move(result);
   markStateChanged(state);
@@ -72,8 +81,17 @@ void recomputeNow(AppState& state, const ComputeAsk& ask) {
   c.posted_lens = ask.lens;
   c.posted_generation = c.worker->post(state.settings, ask.decode, ask.logit_rows, ask.lens);
   c.posted_at = std::chrono::steady_clock::now();
+  c.posted_edits.emplace_back(c.posted_generation, c.frame_started);
   c.cancelled = false;  // the maps shown stay, marked in progress instead
   c.load_cancelled.clear();
+  markStateChanged(state);
+}
+
+void noteMapsDrawn(AppState& state) {
+  ComputeState& c = state.compute;
+  if (!c.shown_edit) return;
+  c.edit_to_maps_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - *c.shown_edit).count();
+  c.shown_edit.reset();
   markStateChanged(state);
 }
 
@@ -115,6 +133,13 @@ void computeToJson(const AppState& state, nlohmann::json& line) {
   line["projections_reused"] = c.projectionsReused();
   line["raw_scores_reused"] = c.rawScoresReused();
   line["compute_ms"] = c.compute_ms;
+  // From the edit (the frame that read it) to the end of the first frame drawing its maps.
+  line["edit_to_maps_ms"] = c.edit_to_maps_ms;
+  line["maps_generation"] = c.maps_generation;
+  line["stages"] = {{"engine_ms", c.stages.engine_ms},
+                    {"view_ms", c.stages.view_ms},
+                    {"head_table_ms", c.stages.head_table_ms},
+                    {"upload_ms", c.upload_ms}};
   if (const ViewModel* v = c.view.get()) {
     line["view_source"] = viewSourceName(v->source);
     line["layers"] = v->layers;

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -39,6 +41,15 @@ struct ComputeState {
   // rollout / flow (layer_maps). Kept when a later job fails or is cancelled.
   std::shared_ptr<const ViewModel> view;
   double compute_ms = 0.0;         // the wall time of the job that made view
+  JobStages stages;                // ... stage by stage
+  // From an edit to the maps on screen: each frame starts at frame_started (its input is
+  // read then); a post remembers the frame it came from until its result is drawn.
+  std::chrono::steady_clock::time_point frame_started;
+  std::vector<std::pair<uint64_t, std::chrono::steady_clock::time_point>> posted_edits;  // generation, edit time
+  std::optional<std::chrono::steady_clock::time_point> shown_edit;  // the new view's edit, until its frame is drawn
+  double upload_ms = 0.0;          // the new view's textures, uploaded in its first frame
+  double edit_to_maps_ms = 0.0;    // the last view drawn: its edit to the end of its first frame
+  uint64_t maps_generation = 0;    // the job whose maps were drawn last
   InputFacts facts;                // sizes of the latest job's inputs (a cancelled job's were never shown)
   std::shared_ptr<const HeadTable> head_table;  // metrics and groups of the shown view; may be stale or null
 
@@ -88,6 +99,10 @@ struct ComputeAsk {
 bool receiveResult(AppState& state);
 // Posts the settings when they differ from the last posted job's (or nothing was posted).
 void postIfSettingsChanged(AppState& state, const ComputeAsk& ask);
+// The frame begins: its input is the edit a post of this frame answers.
+inline void startFrame(ComputeState& c) { c.frame_started = std::chrono::steady_clock::now(); }
+// The frame that first showed a new view was drawn: edit_to_maps_ms.
+void noteMapsDrawn(AppState& state);
 // Shows the spinner once a recompute has run for ~100 ms; follows a tiled overview's progress.
 void updateBusy(AppState& state);
 // Stops a tiled overview in progress (Cancel button, Escape); the maps shown stay, marked stale.
@@ -96,7 +111,7 @@ void cancelCompute(AppState& state);
 // Posts the settings again, changed or not (after a cancel).
 void recomputeNow(AppState& state, const ComputeAsk& ask);
 
-// State-log keys: generation, pending, error, maps_stale, busy, progress, loading, cancelled, load_cancelled, compute_runs, projections_reused, raw_scores_reused, compute_ms; the shown result's sizes, variants and mask components.
+// State-log keys: generation, pending, error, maps_stale, busy, progress, loading, cancelled, load_cancelled, compute_runs, projections_reused, raw_scores_reused, compute_ms, edit_to_maps_ms, stages; the shown result's sizes, variants and mask components.
 void computeToJson(const AppState& state, nlohmann::json& line);
 
 }  // namespace attnscope

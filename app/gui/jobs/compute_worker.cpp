@@ -14,6 +14,10 @@
 namespace attnscope {
 namespace {
 
+double millisecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
 // Test hook (GUI tests of a long load's progress and Cancel): milliseconds to wait after
 // each tensor of a model folder is converted. Unset or 0 in normal use.
 constexpr const char* kLoadDelayVariable = "ATTNSCOPE_TEST_LOAD_DELAY_MS";
@@ -86,9 +90,11 @@ std::string describeFailure(const Settings& settings, Work&& work) {
 // The UI thread (and Mesa's render threads) come first on a busy machine: a slider drag
 // keeps the worker thread and the OpenMP/OpenBLAS threads it starts (they inherit the nice
 // value) computing back to back, which otherwise takes the cores a frame needs.
-ComputeWorker::ComputeWorker()
+ComputeWorker::ComputeWorker(std::function<void()> on_result)
     : jobs_([this](ComputeRequest& request, const Jobs::Job& job) { return compute(request, job); },
-            JobOptions{JobPolicy::Latest, kWorkerNice, -1.0}) {}
+            JobOptions{JobPolicy::Latest, kWorkerNice, -1.0}) {
+  jobs_.notifyOnResult(std::move(on_result));
+}
 
 // Loads a model folder with progress; Cancelled when the job is cancelled or superseded.
 void ComputeWorker::loadFolder(const std::string& folder, const Jobs::Job& job) {
@@ -145,8 +151,11 @@ std::shared_ptr<const ViewModel> ComputeWorker::runModel(const ComputeRequest& r
     return job.keepGoing();
   };
   try {
+    const auto started = std::chrono::steady_clock::now();
     view = std::make_shared<const ViewModel>(
         model_runner_->view(settings.model_text, &size, request.logit_rows, overview_progress, request.lens_on_demand));
+    result.stages.engine_ms = model_runner_->lastRunMs();
+    result.stages.view_ms = millisecondsSince(started) - result.stages.engine_ms;
     job.progress(-1.0);
   } catch (const Cancelled&) {
     note_size();
@@ -194,8 +203,12 @@ std::shared_ptr<const ViewModel> ComputeWorker::runCore(Run& run, ComputeResult&
   }
   tiled_workspace_ = TiledWorkspace();  // its Q and K would count against the full path's memory
   run.options.keep_raw_scores = false;  // the tooltip derives them (rawScore)
-  auto view = std::make_shared<const ViewModel>(
-      viewFromTrace(workspace_.run(run.inputs, run.options, true, rawCacheBytes(run.inputs, run.options))));
+  const auto started = std::chrono::steady_clock::now();
+  std::shared_ptr<const AttentionTrace> trace =
+      workspace_.run(run.inputs, run.options, true, rawCacheBytes(run.inputs, run.options));
+  result.stages.engine_ms = millisecondsSince(started);
+  auto view = std::make_shared<const ViewModel>(viewFromTrace(std::move(trace)));
+  result.stages.view_ms = millisecondsSince(started) - result.stages.engine_ms;
   ++runs_;
   result.projections_reused = workspace_.projectionsReused();
   result.raw_scores_reused = workspace_.rawScoresReused();
@@ -222,7 +235,9 @@ void ComputeWorker::addCorrectRun(const Settings& settings, const Run& run, Comp
 void ComputeWorker::addHeadTable(const Settings& settings, ComputeResult& result, const Jobs::Job& job) {
   const ViewModel* shown = result.view ? result.view.get() : result.correct_view.get();
   if (!shown || job.superseded()) return;
+  const auto started = std::chrono::steady_clock::now();
   describeFailure(settings, [&] { result.head_table = std::make_shared<const HeadTable>(headTableOf(*shown)); });
+  result.stages.head_table_ms = millisecondsSince(started);
 }
 
 // The KV-cache stepper: the same run decoded one token at a time. A model run is not decoded
@@ -255,8 +270,7 @@ ComputeResult ComputeWorker::compute(const ComputeRequest& request, const Jobs::
   addHeadTable(settings, result, job);
   if (request.decode) addDecoding(settings, run ? &*run : nullptr, result, job);
   result.runs = runs_;
-  result.milliseconds =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  result.milliseconds = millisecondsSince(start);
   return result;
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -40,6 +41,13 @@ struct InputFacts {
   const char* token_unit = "characters";
 };
 
+// Where a job's time went, in milliseconds (state log, --bench-typing): the engine (a model
+// run from tokenizing to logits, or the attention run), building the view model from its
+// result (maps, ranges, pooled copies, predictions, lens) and the head table's metrics.
+struct JobStages {
+  double engine_ms = 0.0, view_ms = 0.0, head_table_ms = 0.0;
+};
+
 struct ComputeResult {
   InputFacts facts;
   uint64_t generation = 0;
@@ -50,6 +58,7 @@ struct ComputeResult {
   Settings settings;                            // the job's settings (what view, when made, shows)
   bool tiled = false;                           // the maps were computed in tiles
   double milliseconds = 0.0;                    // configureRun + runAttention wall time
+  JobStages stages;                             // ... stage by stage
   // Incremental recomputes (state log, tests): attention runs this worker has done so far,
   // whether this job reused the previous job's projections (only mask, fill, scale or the
   // score transforms changed) and took every raw score Q K^T from the workspace's cache.
@@ -85,7 +94,8 @@ struct ComputeRequest {
 
 class ComputeWorker {
  public:
-  ComputeWorker();
+  // on_result: called on the worker thread when a result is ready to poll.
+  explicit ComputeWorker(std::function<void()> on_result = {});
 
   // Queues a job for these settings (decode: also run the KV-cache stepper); returns its
   // generation (1, 2, ...).

@@ -103,6 +103,12 @@ class LatestJobWorker {
     std::lock_guard<std::mutex> lock(mutex_);
     cancelled_ = latest_;
   }
+  // Called on the worker thread each time a result is ready to poll (the app wakes its frame
+  // loop instead of polling every frame while a job runs).
+  void notifyOnResult(std::function<void()> on_result) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    on_result_ = std::move(on_result);
+  }
   // What the running job reported through Job::progress (idle_progress between jobs).
   double progress() const { return progress_.load(); }
 
@@ -129,6 +135,7 @@ class LatestJobWorker {
       if (!superseded(pending.generation, lock)) {
         if (options_.policy == JobPolicy::Latest) done_.clear();
         done_.push_back(std::move(result));
+        if (on_result_) on_result_();
       }
     }
   }
@@ -143,6 +150,7 @@ class LatestJobWorker {
   std::condition_variable wake_;
   std::deque<Pending> waiting_;
   std::deque<std::shared_ptr<const Result>> done_;
+  std::function<void()> on_result_;
   uint64_t latest_ = 0;  // newest posted
   bool running_ = false;
   bool stop_ = false;

@@ -24,6 +24,7 @@
 #include "gui/features/persistence/persistence.h"
 #include "gui/shell/scripting.h"
 #include "gui/shell/shortcuts.h"
+#include "gui/shell/typing_bench.h"
 #include "tensor/interrupt.h"
 
 namespace attnscope {
@@ -58,15 +59,21 @@ std::string windowTitle(const AppState& state) {
 
 // Before drawing: results, exports, spinner, textures and title follow the latest state.
 void updateBeforeFrame(GLFWwindow* window, AppState& state) {
+  startFrame(state.compute);
   if (receiveResult(state)) followResult(state);
   updateShownResult(state);  // a generation shown, rollout / flow: what every view shows
   updateExports(state);
   updateBusy(state);
   GpuState& gpu = state.gpu;
   const int64_t b = state.view.focus.batch_item;
+  const auto upload_started = std::chrono::steady_clock::now();
   bool textures_changed = updateViewTextures(gpu.textures, state.compute.view.get(), b);
   textures_changed |= updateViewTextures(gpu.correct_textures, state.compute.correctView().get(), b);
-  if (textures_changed) ++gpu.texture_generation;
+  if (textures_changed) {
+    ++gpu.texture_generation;
+    state.compute.upload_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - upload_started).count();
+  }
   updateFeatures(state);
   const std::string title = windowTitle(state);
   if (title != state.ui.window_title) {
@@ -156,12 +163,16 @@ int runFrameLoop(GLFWwindow* window, const AppOptions& options, AppState& state,
   frames.wanted = options.frames;
   FrameStats stats;
   stats.started = launched;
+  TypingBench bench;
+  bench.edits = options.bench_typing;
   int scripted_frame = 0;
   for (;;) {
-    const bool waiting =
-        state.compute.pending() || exportBusy(state.exports) || state.exports.toast.has_value() || featuresBusy(state);
+    // A compute job wakes the loop when its result is ready (ComputeWorker's on_result), so
+    // while one runs the frames only follow the spinner and the progress: every frame drawn
+    // then takes a core the job could use.
+    const bool animating = exportBusy(state.exports) || state.exports.toast.has_value() || featuresBusy(state);
     if (options.frames > 0) glfwPollEvents();
-    else glfwWaitEventsTimeout(waiting ? 0.016 : 0.1);
+    else glfwWaitEventsTimeout(animating ? 0.016 : 0.1);
 
     updateBeforeFrame(window, state);
     const bool scripted_drag = options.frame_stats && state.compute.traceGeneration() > 0;
@@ -190,6 +201,8 @@ int runFrameLoop(GLFWwindow* window, const AppOptions& options, AppState& state,
       exit_code = 1;
     }
     presentFrame(state.gpu.redraw, window);
+    noteMapsDrawn(state);
+    if (bench.edits > 0 && stepTypingBench(bench, state, exit_code)) state.ui.quit_requested = true;
     if (options.frame_stats) recordFrame(stats, scripted_drag);
     if (last_frame && options.frame_stats) std::printf("%s\n", frameStatsLine(stats).c_str());
 
@@ -238,7 +251,7 @@ int runGui(int argc, char** argv) {
     *interrupted = true;
     glfwPostEmptyEvent();
   });
-  state.compute.worker = std::make_unique<ComputeWorker>();
+  state.compute.worker = std::make_unique<ComputeWorker>([] { glfwPostEmptyEvent(); });
   state.zoom_tile.worker = std::make_unique<TileWorker>();
   int fb_width = 0, fb_height = 0;
   const int exit_code = runFrameLoop(window, options, state, fb_width, fb_height, launched);

@@ -9,7 +9,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: attnscope [gui] [BUNDLE | MODEL] [--settings FILE] [--frames N] [--screenshot PATH] "
-    "[--state-log PATH] [--size WxH] [--check-gl] [--frame-stats] [--full-redraw]";
+    "[--state-log PATH] [--size WxH] [--check-gl] [--frame-stats] [--full-redraw] [--bench-typing N]";
 constexpr const char* kHelp =
     "attnscope: see multi-head attention live.\n"
     "\n"
@@ -32,6 +32,9 @@ constexpr const char* kHelp =
     "  --frame-stats       drag the temperature slider every frame (script), print mean/p95/max\n"
     "                      frame time and the first frame's time at exit\n"
     "  --full-redraw       draw the whole window every frame (default: only what changed)\n"
+    "  --bench-typing N    on a model's text: type N characters at its end, edit its start N\n"
+    "                      times, paste it 3 times; print each one's edit-to-maps time (median,\n"
+    "                      worst) beside the engine's as one JSON line, then exit\n"
     "\n"
     "In the app, F1 lists the keyboard shortcuts.";
 
@@ -54,7 +57,7 @@ std::string parseArgs(int argc, char** argv, AppOptions& options) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--settings" || arg == "--screenshot" || arg == "--state-log" || arg == "--frames" ||
-        arg == "--size") {
+        arg == "--size" || arg == "--bench-typing") {
       if (i + 1 >= argc) return arg + " needs a value";
       const char* v = argv[++i];
       if (arg == "--settings") options.settings_file = v;
@@ -62,6 +65,9 @@ std::string parseArgs(int argc, char** argv, AppOptions& options) {
       if (arg == "--state-log") options.state_log = v;
       if (arg == "--frames" && !parseInt(v, 1, 1000000, options.frames)) {
         return std::string("--frames: expected a positive integer, got '") + v + "'";
+      }
+      if (arg == "--bench-typing" && !parseInt(v, 1, 100000, options.bench_typing)) {
+        return std::string("--bench-typing: expected a positive integer, got '") + v + "'";
       }
       if (arg == "--size") {
         const std::string size = v;

@@ -1,5 +1,6 @@
 // The app's command line: attnscope [gui] [BUNDLE | MODEL] [--settings FILE] [--frames N]
-// [--screenshot PATH] [--state-log PATH] [--size WxH] [--check-gl] [--frame-stats] [--full-redraw].
+// [--screenshot PATH] [--state-log PATH] [--size WxH] [--check-gl] [--frame-stats] [--full-redraw]
+// [--bench-typing N].
 #pragma once
 
 #include <string>
@@ -17,6 +18,7 @@ struct AppOptions {
   bool check_gl = false;
   bool frame_stats = false;  // --frame-stats: scripted slider drag, frame times printed at exit
   bool full_redraw = false;  // --full-redraw: draw the whole window every frame (gui/redraw.h)
+  int bench_typing = 0;      // --bench-typing N: the scripted typing benchmark (shell/typing_bench.h); 0 = off
   bool help = false;
 };
 
