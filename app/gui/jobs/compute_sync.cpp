@@ -34,15 +34,38 @@ void returnToShownModel(AppState& state, const std::string& folder) {
   saveLater(state);
 }
 
+// The head table measured after a result: taken when it is the shown view's.
+void receiveHeadTable(AppState& state) {
+  ComputeState& c = state.compute;
+  const std::shared_ptr<const HeadTableResult> measured = c.worker->pollHeadTable();
+  if (!measured) return;
+  const auto shows = [&](const std::shared_ptr<const ViewModel>& view) {
+    return view && measured->table && measured->table->source_stamp == view->stamp.value();
+  };
+  // The newest job's view (c.view may be it extended with rollout / flow: layer_maps restamps
+  // the table for that).
+  if (c.latest && (shows(c.latest->view) || shows(c.latest->correct_view))) c.head_table = measured->table;
+  c.stages.head_table_ms = measured->milliseconds;
+  markStateChanged(state);
+}
+
 }  // namespace
 
 bool receiveResult(AppState& state) {
   ComputeState& c = state.compute;
   std::shared_ptr<const ComputeResult> result = c.worker->poll();
-  if (!result) return false;
+  if (!result) {
+    receiveHeadTable(state);
+    return false;
+  }
   c.cancelled = result->cancelled;
   if (!result->cancelled) c.facts = result->facts;  // a cancelled job's sizes were never shown
-  if (result->view || result->correct_view) c.head_table = result->head_table;  // the shown view changed
+  // Until the new view's head table comes, the last one stays where it has the same heads
+  // (its numbers a keystroke old), so the table does not blink at every keystroke.
+  const ViewModel* shown = result->view ? result->view.get() : result->correct_view.get();
+  const HeadTable* table = c.head_table.get();
+  if (shown && table && (table->layers != shown->layers || table->H != shown->H || table->B != shown->B))
+    c.head_table = nullptr;
   if (result->view) {
     c.view = result->view;
     c.compute_ms = result->milliseconds;
@@ -59,6 +82,7 @@ bool receiveResult(AppState& state) {
                        c.posted_edits.end());
   if (!result->load_cancelled.empty()) returnToShownModel(state, result->load_cancelled);
   c.latest = std::move(result);
+  receiveHeadTable(state);  // after the view it was measured on
   markStateChanged(state);
   return true;
 }

@@ -67,7 +67,10 @@ struct ComputeState {
   const std::vector<float>& decodeRowDiff() const { return result().decode_row_diff; }  // [L] max |decoded row - full row| per step
   const std::string& decodeError() const { return result().decode_error; }              // why the settings cannot be decoded
 
-  bool pending() const { return posted_generation > traceGeneration(); }
+  // A job or the head table of its view is still being computed.
+  bool pending() const {
+    return posted_generation > traceGeneration() || (worker && worker->headTablePending());
+  }
   // The core's trace behind the view (pipeline, mask components, tooltips); null for
   // imported maps.
   const AttentionTrace* trace() const { return view ? view->trace.get() : nullptr; }

@@ -85,14 +85,29 @@ std::string describeFailure(const Settings& settings, Work&& work) {
   return "";
 }
 
+// The head table of a view (off the UI thread); a table that fails is left out.
+HeadTableResult measureHeadTable(const std::shared_ptr<const ViewModel>& view) {
+  HeadTableResult result;
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    result.table = std::make_shared<const HeadTable>(headTableOf(*view));
+  } catch (const std::exception&) {  // none: the metrics panel says so
+  }
+  result.milliseconds = millisecondsSince(started);
+  return result;
+}
+
 }  // namespace
 
 // The UI thread (and Mesa's render threads) come first on a busy machine: a slider drag
 // keeps the worker thread and the OpenMP/OpenBLAS threads it starts (they inherit the nice
 // value) computing back to back, which otherwise takes the cores a frame needs.
 ComputeWorker::ComputeWorker(std::function<void()> on_result)
-    : jobs_([this](ComputeRequest& request, const Jobs::Job& job) { return compute(request, job); },
+    : tables_([](std::shared_ptr<const ViewModel>& view, const Tables::Job&) { return measureHeadTable(view); },
+              JobOptions{JobPolicy::Latest, kWorkerNice, -1.0}),
+      jobs_([this](ComputeRequest& request, const Jobs::Job& job) { return compute(request, job); },
             JobOptions{JobPolicy::Latest, kWorkerNice, -1.0}) {
+  tables_.notifyOnResult(on_result);
   jobs_.notifyOnResult(std::move(on_result));
 }
 
@@ -230,14 +245,11 @@ void ComputeWorker::addCorrectRun(const Settings& settings, const Run& run, Comp
   });
 }
 
-// The head table of the shown view, measured with it (never on the UI thread). A tiled
-// view's numbers were measured on the real maps in the overview's pass.
-void ComputeWorker::addHeadTable(const Settings& settings, ComputeResult& result, const Jobs::Job& job) {
-  const ViewModel* shown = result.view ? result.view.get() : result.correct_view.get();
-  if (!shown || job.superseded()) return;
-  const auto started = std::chrono::steady_clock::now();
-  describeFailure(settings, [&] { result.head_table = std::make_shared<const HeadTable>(headTableOf(*shown)); });
-  result.stages.head_table_ms = millisecondsSince(started);
+// The head table of the view the app will show, measured on its own worker once the job's
+// result is back. A tiled view's numbers were measured on the real maps in the overview's pass.
+void ComputeWorker::postHeadTable(const ComputeResult& result, const Jobs::Job& job) {
+  std::shared_ptr<const ViewModel> shown = result.view ? result.view : result.correct_view;
+  if (shown && !job.superseded()) tables_.post(std::move(shown));
 }
 
 // The KV-cache stepper: the same run decoded one token at a time. A model run is not decoded
@@ -267,10 +279,10 @@ ComputeResult ComputeWorker::compute(const ComputeRequest& request, const Jobs::
   };
   result.error = describeFailure(settings, [&] { result.view = buildView(settings, runners); });
   if (run) addCorrectRun(settings, *run, result, job);
-  addHeadTable(settings, result, job);
   if (request.decode) addDecoding(settings, run ? &*run : nullptr, result, job);
   result.runs = runs_;
   result.milliseconds = millisecondsSince(start);
+  postHeadTable(result, job);
   return result;
 }
 

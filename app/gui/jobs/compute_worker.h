@@ -43,7 +43,8 @@ struct InputFacts {
 
 // Where a job's time went, in milliseconds (state log, --bench-typing): the engine (a model
 // run from tokenizing to logits, or the attention run), building the view model from its
-// result (maps, ranges, pooled copies, predictions, lens) and the head table's metrics.
+// result (maps, ranges, pooled copies, predictions, lens) and, measured after the maps are
+// back (HeadTableResult), the head table's metrics.
 struct JobStages {
   double engine_ms = 0.0, view_ms = 0.0, head_table_ms = 0.0;
 };
@@ -77,9 +78,14 @@ struct ComputeResult {
   std::shared_ptr<const KvCacheRun> decode;
   std::vector<float> decode_row_diff;
   std::string decode_error;
-  // The head table (metrics, groups) of the view the app shows: view, or correct_view when
-  // the buggy run threw. Null when neither exists.
-  std::shared_ptr<const HeadTable> head_table;
+};
+
+// The head table (metrics, groups) of the view a job made for the app to show (its view, or
+// its correct_view when the buggy run threw), measured after the job's result is back: a
+// keystroke's maps show without waiting for every head's statistics.
+struct HeadTableResult {
+  std::shared_ptr<const HeadTable> table;  // stamped with its view; null when it failed
+  double milliseconds = 0.0;
 };
 
 // One compute job: the settings, whether the KV-cache stepper wants the decoding too, and
@@ -114,6 +120,10 @@ class ComputeWorker {
     std::lock_guard<std::mutex> lock(weights_mutex_);
     return loaded_weights_;
   }
+  // The head table of the newest job's view, once, when it has been measured (null otherwise);
+  // whether one is still being measured.
+  std::shared_ptr<const HeadTableResult> pollHeadTable() { return tables_.poll(); }
+  bool headTablePending() const { return tables_.busy(); }
   // Stops the newest job if it is a tiled overview (at its next row block, or as soon as it
   // starts) or a model folder's load (at its next tensor); its result says cancelled.
   void cancel() { jobs_.cancel(); }
@@ -133,7 +143,7 @@ class ComputeWorker {
   std::shared_ptr<const ViewModel> runTiled(Run& run, const Jobs::Job& job);
   // The mistakes lab's correct run, the head table, the KV-cache stepper's decoding.
   void addCorrectRun(const Settings& settings, const Run& run, ComputeResult& result, const Jobs::Job& job);
-  void addHeadTable(const Settings& settings, ComputeResult& result, const Jobs::Job& job);
+  void postHeadTable(const ComputeResult& result, const Jobs::Job& job);
   void addDecoding(const Settings& settings, const Run* run, ComputeResult& result, const Jobs::Job& job);
 
   // worker thread only:
@@ -144,6 +154,8 @@ class ComputeWorker {
   std::atomic<bool> loading_{false};  // a model folder's weights are being converted
   mutable std::mutex weights_mutex_;
   FolderWeights loaded_weights_;      // model_runner_'s weights, for loadedWeights()
+  using Tables = LatestJobWorker<std::shared_ptr<const ViewModel>, HeadTableResult>;
+  Tables tables_;                     // the head tables, after each job's result (their thread first: jobs_ posts to it)
   Jobs jobs_;                         // last member: its thread starts after the others exist
 };
 

@@ -41,7 +41,7 @@ struct HeadTableView {
   bool sort_to_table = false;   // restored: hand `sort` to the ImGui table on its next draw
   bool order_grid = false;      // "order grid by table"
   std::vector<int64_t> order;   // heads n = layer * H + head of the focused batch item, table order
-  uint64_t order_generation = 0;  // what order was computed for (result, batch item, sort)
+  uint64_t order_generation = 0;  // what order was computed for (the table's source_stamp, batch item, sort)
   int64_t order_batch = -1;
   HeadSort order_sort;
   std::string filter;           // typed in the table's filter box (analysis/head_filter.h)

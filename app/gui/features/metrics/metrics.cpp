@@ -48,7 +48,8 @@ void updateHeadOrder(AppState& state) {
   HeadTableView& t = state.view.table;
   const HeadTable* table = shownHeadTable(state);
   const int64_t b = state.view.focus.batch_item;
-  const uint64_t generation = state.compute.traceGeneration();
+  // The order follows the table it sorts, which comes after its view's maps (compute_sync).
+  const uint64_t generation = table ? table->source_stamp : 0;
   const bool order_current = generation == t.order_generation && b == t.order_batch && t.sort == t.order_sort;
   if (order_current && t.filter == t.visible_filter) return;
   if (!order_current) {
