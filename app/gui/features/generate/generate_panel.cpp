@@ -45,6 +45,12 @@ void drawCacheWindowControls(AppState& state) {
   c.cache_sinks = std::clamp(c.cache_sinks, 0, 1 << 20);
 }
 
+// A line wrapped at the panel's edge (the left column is narrow), recorded for the tests.
+void wrappedLine(WidgetRects& rects, const std::string& name, const std::string& text) {
+  ui::text(rects, name, ui::wrappedText(), "%s", text.c_str());
+  rects.recordText(name, text);
+}
+
 // How a generation ended, after "24 tokens, " (GenerationSnapshot::stop, and what stopped it);
 // an error shows the error instead.
 struct EndReason {
@@ -97,9 +103,9 @@ void drawProgress(AppState& state) {
     return;
   }
   const std::string steps = std::to_string(s->steps.size()) + (s->steps.size() == 1 ? " token" : " tokens");
-  ui::textUnformatted(rects, "generate_status",
-                      g.running ? "generating: " + steps + " of " + std::to_string(g.controls.tokens)
-                                : steps + ", " + endReason(s->stop, g.stopped_by));
+  wrappedLine(rects, "generate_status",
+              g.running ? "generating: " + steps + " of " + std::to_string(g.controls.tokens)
+                        : steps + ", " + endReason(s->stop, g.stopped_by));
   ImGui::BeginChild("generate_text", ImVec2(0, ImGui::GetTextLineHeightWithSpacing() * 6.0f), true);
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
   ImGui::TextWrapped("%s", s->prompt_text.c_str());
@@ -122,9 +128,9 @@ void drawProgress(AppState& state) {
 void drawSeries(AppState& state, const std::string& name, const std::string& title, const float* values, int steps,
                 const SeriesScale& scale) {
   WidgetRects& rects = state.script.layout;
-  ui::textUnformatted(rects, name + "_values",
-                      title + ": now " + significantText(scale.last) + ", mean " + significantText(scale.mean) +
-                          " (" + significantText(scale.min) + ".." + significantText(scale.max) + ")");
+  wrappedLine(rects, name + "_values",
+              title + ": now " + significantText(scale.last) + ", mean " + significantText(scale.mean) + " (" +
+                  significantText(scale.min) + ".." + significantText(scale.max) + ")");
   const std::string top = significantText(scale.hi), bottom = significantText(scale.lo);
   const float axis_w = std::max(ImGui::CalcTextSize(top.c_str()).x, ImGui::CalcTextSize(bottom.c_str()).x) + 6.0f;
   const ImVec2 at = ImGui::GetCursorScreenPos();
