@@ -4,6 +4,24 @@
 
 namespace attnscope {
 
+SeriesScale seriesScale(const float* values, int64_t count) {
+  SeriesScale s;
+  s.min = s.max = values[0];
+  for (int64_t i = 0; i < count; ++i) {
+    s.min = std::min(s.min, values[i]), s.max = std::max(s.max, values[i]);
+    s.mean += values[i];
+  }
+  s.mean /= static_cast<double>(count);
+  s.last = values[count - 1];
+  s.lo = s.min, s.hi = s.max;
+  if (s.max - s.min >= kMinPlotSpan) return s;
+  s.lo = std::max(0.0f, (s.min + s.max) / 2.0f - kMinPlotSpan / 2.0f);
+  s.hi = std::min(1.0f, s.lo + kMinPlotSpan);
+  s.lo = std::max(0.0f, s.hi - kMinPlotSpan);  // near 1: shifted down, the same span
+  s.lo = std::min(s.lo, s.min), s.hi = std::max(s.hi, s.max);  // never cut by rounding
+  return s;
+}
+
 GenerationMass generationMass(const ViewModel& view, int64_t window) {
   GenerationMass m;
   m.layers = view.layers, m.H = view.H, m.B = view.B;
@@ -26,6 +44,8 @@ GenerationMass generationMass(const ViewModel& view, int64_t window) {
         m.sink[out] = row[0];
         m.recent[out] = static_cast<float>(recent);
       }
+      m.sink_scale.push_back(seriesScale(&m.sink[out - m.steps], m.steps));
+      m.recent_scale.push_back(seriesScale(&m.recent[out - m.steps], m.steps));
     }
   return m;
 }

@@ -17,12 +17,26 @@ namespace attnscope {
 
 inline constexpr int64_t kDefaultRecentWindow = 8;
 
+// What a series' plot shows: its y-range, and the values printed beside it.
+struct SeriesScale {
+  float lo = 0.0f, hi = 1.0f;   // the plot's range: the series' min..max, widened to at least
+                                // kMinPlotSpan around its middle, within [0, 1]
+  float min = 0.0f, max = 0.0f, last = 0.0f;
+  double mean = 0.0;
+};
+inline constexpr float kMinPlotSpan = 0.01f;
+SeriesScale seriesScale(const float* values, int64_t count);  // count >= 1
+
 struct GenerationMass {
   int64_t layers = 0, H = 0, B = 0;
   int64_t first = 0, steps = 0, window = 0;  // rows first .. first + steps - 1
   std::vector<float> sink, recent;           // [layers, B, H, steps]
   const float* sinkSeries(int64_t layer, int64_t b, int64_t h) const { return &sink[index(layer, b, h)]; }
   const float* recentSeries(int64_t layer, int64_t b, int64_t h) const { return &recent[index(layer, b, h)]; }
+  // The plots' scales, made once with the series: [layers, B, H].
+  std::vector<SeriesScale> sink_scale, recent_scale;
+  const SeriesScale& sinkScale(int64_t layer, int64_t b, int64_t h) const { return sink_scale[index(layer, b, h) / steps]; }
+  const SeriesScale& recentScale(int64_t layer, int64_t b, int64_t h) const { return recent_scale[index(layer, b, h) / steps]; }
 
  private:
   size_t index(int64_t layer, int64_t b, int64_t h) const {

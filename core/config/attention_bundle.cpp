@@ -127,6 +127,33 @@ std::vector<uint8_t> readPadding(const fs::path& root, int64_t B, int64_t L, int
   return allowed;
 }
 
+// A generation bundle's steps.json (config/generation_bundle.h stepsJson): each step's top
+// guesses and chosen token, at the position before it. InputError naming the file and step.
+std::vector<NextTokenPredictions> readSteps(const fs::path& path, int64_t first_generated, int64_t L) {
+  const nlohmann::json steps = readJsonFile(path.string(), kMaxLabelBytes, "a steps list");
+  if (!steps.is_array()) throw InputError(path.string() + ": expected a list of steps");
+  std::vector<NextTokenPredictions> predictions(static_cast<size_t>(L));
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const std::string where = path.string() + ": step " + std::to_string(i);
+    try {
+      const nlohmann::json& step = steps[i];
+      const int64_t position = step.at("position").get<int64_t>();
+      if (position < std::max<int64_t>(1, first_generated) || position >= L)
+        throw InputError(where + ": position " + std::to_string(position) + " is not a generated one (" +
+                         std::to_string(first_generated) + ".." + std::to_string(L - 1) + ")");
+      NextTokenPredictions& p = predictions[static_cast<size_t>(position - 1)];
+      for (const nlohmann::json& guess : step.at("top")) p.top.push_back({guess.at(1).get<std::string>(), guess.at(2).get<double>()});
+      p.actual = step.at("token").get<std::string>();
+      p.actual_prob = step.at("prob").get<double>();
+      p.actual_rank = step.at("rank").get<int64_t>();
+      p.actual_is_top = p.actual_rank == 1;
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(where + ": expected {position, token, prob, rank, top: [[id, token, prob]]} (" + e.what() + ")");
+    }
+  }
+  return predictions;
+}
+
 }  // namespace
 
 BundleKind bundleKind(const std::string& dir) {
@@ -166,6 +193,10 @@ ImportedMaps loadAttentionBundle(const std::string& dir) {
 
   readTokens(root, shape[1], L, S, maps_name, imported);
   imported.allowed = readPadding(root, shape[1], L, S);
+  if (imported.first_generated >= 0 && present(root / "steps.json"))
+    imported.predictions = readSteps(root / "steps.json", imported.first_generated, L);
+  if (imported.first_generated >= 0 && present(root / "generated.txt"))
+    imported.generated_text = readSmallFile((root / "generated.txt").string(), kMaxLabelBytes, "a generated text");
 
   const nlohmann::json meta = readBundleMeta(dir);
   const std::string json_path = (root / "bundle.json").string();

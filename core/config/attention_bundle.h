@@ -17,6 +17,9 @@
 //   attention_mask.npy  optional [B, S]: 1 = a real key, 0 = padding (masked in the view)
 //   query_mask.npy      optional [B, L]: the same for queries (default: attention_mask when S == L)
 //   bundle.json     optional: "model" (string), "layer_names" (one string per layer), "notes"
+//   steps.json      optional, a generation bundle's (tokens.txt with the `generated` column):
+//                   each step's top-5 and chosen token, the predictions at the position before it
+//   generated.txt   optional, the same: the generated text
 #pragma once
 
 #include <string>

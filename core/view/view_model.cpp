@@ -429,6 +429,8 @@ ViewModel viewFromImported(ImportedMaps imported) {
   view.model = std::move(imported.model);
   view.notes = std::move(imported.notes);
   view.first_generated = imported.first_generated;
+  view.predictions = std::move(imported.predictions);
+  view.generated_text = std::move(imported.generated_text);
   summarize(view);
   warnNonDistributions(view, origin);
   return view;

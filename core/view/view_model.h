@@ -241,6 +241,7 @@ struct ViewModel {
   // A generation (the app's Generate control, a generation bundle): positions from here on
   // were generated (the prompt's length); -1 = none.
   int64_t first_generated = -1;
+  std::string generated_text;  // a generation bundle's generated.txt ("" otherwise)
   // The run computed rows [first_computed, L); rows before it were kept from the run before
   // (a causal model's cache, model/model_run.h ModelRun). 0 = every row.
   int64_t first_computed = 0;
@@ -326,6 +327,10 @@ struct ImportedMaps {
   std::string model, notes;
   std::string origin;  // file the maps came from, named in warnings ("bundle/attentions.npy")
   int64_t first_generated = -1;  // a generation bundle (tokens.txt's `generated` column): its first generated position
+  // A generation bundle's steps.json: [L] the top-5 before each generated token (at the
+  // position before it) with the token chosen; empty `top` elsewhere; empty when none.
+  std::vector<NextTokenPredictions> predictions;
+  std::string generated_text;  // its generated.txt ("" otherwise)
 };
 // Rows that are not probability distributions (a negative value, or a sum off 1 by more
 // than 1e-3) are kept and counted in one warning line. Throws InputError on shapes that

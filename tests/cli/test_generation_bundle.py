@@ -85,6 +85,25 @@ class GenerationBundleTest(unittest.TestCase):
         self.assertNotIn("gen_sink_mass", rows[0])
         self.assertNotIn("gen last W", run(["analyze", plain]).stdout)
 
+    def test_a_bad_steps_json_names_the_file_and_step(self):
+        """steps.json (read when the bundle reopens: the predictions at the generated steps) that
+        is not a list of steps, or puts a step outside the generated positions: one line, exit 1."""
+        import shutil
+        for name, steps, says in (("not-json", "{", "not valid JSON"),
+                                  ("no-top", json.dumps([{"position": len(PROMPT), "token": "x", "prob": 0.5,
+                                                          "rank": 1}]), "step 0: expected {position"),
+                                  ("prompt-step", json.dumps([{"position": 2, "token": "x", "prob": 0.5, "rank": 1,
+                                                               "top": []}]), "step 0: position 2 is not a generated")):
+            bundle = os.path.join(self.tmp.name, name)
+            shutil.copytree(self.bundle, bundle)
+            with open(os.path.join(bundle, "steps.json"), "w") as f:
+                f.write(steps)
+            result = run(["analyze", bundle])
+            self.assertEqual(result.returncode, 1, name)
+            self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+            self.assertIn(os.path.join(bundle, "steps.json"), result.stderr)
+            self.assertIn(says, result.stderr)
+
     def test_bad_recent_is_a_usage_error(self):
         result = run(["analyze", self.bundle, "--recent", "0"])
         self.assertEqual(result.returncode, 2)

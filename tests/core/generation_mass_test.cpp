@@ -3,6 +3,7 @@
 // float64 reference written here; table-driven over shapes, windows and prompt lengths.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -75,11 +76,47 @@ TEST(GenerationMass, RowsAndMeansMatchAFloat64Reference) {
             sink_mean += map[t * c.L] / static_cast<double>(m.steps);
             recent_mean += recent / static_cast<double>(m.steps);
           }
+          // The plots' scales: the series' own extremes, mean and last value (float64).
+          for (const auto& [scale, series] : {std::pair{m.sinkScale(layer, b, h), m.sinkSeries(layer, b, h)},
+                                              std::pair{m.recentScale(layer, b, h), m.recentSeries(layer, b, h)}}) {
+            const double lo = *std::min_element(series, series + m.steps), hi = *std::max_element(series, series + m.steps);
+            double mean = 0;
+            for (int64_t s = 0; s < m.steps; ++s) mean += series[s] / static_cast<double>(m.steps);
+            EXPECT_EQ(scale.min, lo);
+            EXPECT_EQ(scale.max, hi);
+            EXPECT_EQ(scale.last, series[m.steps - 1]);
+            EXPECT_NEAR(scale.mean, mean, kTolerance);
+            EXPECT_LE(scale.lo, lo);
+            EXPECT_GE(scale.hi, hi);
+          }
           const HeadMetrics& row = table.row(layer, h, b);
           EXPECT_NEAR(row.gen_sink_mass, sink_mean, kTolerance);
           EXPECT_NEAR(row.gen_recent_mass, recent_mean, kTolerance);
         }
   }
+}
+
+// A plot's range is the series' own (so 0.0178-0.0223 is not a flat line at the foot of
+// 0..1), at least kMinPlotSpan wide around its middle and within [0, 1].
+TEST(GenerationMass, PlotScaleIsTheSeriesOwnRange) {
+  const float narrow[] = {0.0178f, 0.0223f, 0.02f};
+  SeriesScale s = seriesScale(narrow, 3);
+  EXPECT_NEAR(s.lo, (0.0178 + 0.0223) / 2 - 0.005, 1e-7);
+  EXPECT_NEAR(s.hi, (0.0178 + 0.0223) / 2 + 0.005, 1e-7);
+  EXPECT_NEAR(s.mean, (0.0178 + 0.0223 + 0.02) / 3, 1e-7);
+  EXPECT_EQ(s.last, 0.02f);
+  const float wide[] = {0.2f, 0.9f};
+  s = seriesScale(wide, 2);
+  EXPECT_EQ(s.lo, 0.2f);
+  EXPECT_EQ(s.hi, 0.9f);
+  const float near_one[] = {0.999f, 1.0f};  // widened downwards: never above 1
+  s = seriesScale(near_one, 2);
+  EXPECT_EQ(s.hi, 1.0f);
+  EXPECT_NEAR(s.lo, 0.99, 1e-6);
+  const float near_zero[] = {0.0f, 0.001f};  // widened upwards: never below 0
+  s = seriesScale(near_zero, 2);
+  EXPECT_EQ(s.lo, 0.0f);
+  EXPECT_NEAR(s.hi, 0.01, 1e-6);
 }
 
 TEST(GenerationMass, NoGenerationLeavesTheColumnsEmpty) {

@@ -104,6 +104,7 @@ class GenerateGuiTest(g.AppTestCase):
         n = line_count(log)
         state = self.generate(window, log, state, generated)
         self.assertEqual((state["generate"]["stop"], state["generate"]["steps"]), ("tokens", 10))
+        self.assertEqual(state["texts"]["generate_status"], "10 tokens, done")
         self.assertEqual(state["L"], L0 + 10)  # the grid and the focus view: 10 more rows
         self.assertEqual(state["generate"]["rows"], L0 + 10)
         rows = [s["L"] for s in g.read_state_log(log)[n:] if "L" in s]
@@ -172,9 +173,24 @@ class GenerateGuiTest(g.AppTestCase):
         self.assertTrue(os.path.isfile(os.path.join(bundle, "attentions.npy")))
 
         # The bundle reopens in the app: the same maps' size and token labels.
-        other, _, _, reopened = self.start("reopen", bundle, ready=lambda s: g.settled(s) and s.get("L") == L0 + 10)
+        self.stop(app)  # one window on the screen: the reopened one
+        other, _, other_window, reopened = self.start("reopen", bundle,
+                                                      ready=lambda s: g.settled(s) and s.get("L") == L0 + 10)
         self.assertEqual((reopened["view_source"], reopened["error"], reopened["layers"]), ("imported", "", 2))
         self.assertEqual([line.split("\t")[2] for line in lines], labels)  # the labels it reads
+        # Issue 35: opened as what it is (not under the sandbox): the bundle named in Models, its
+        # model and generated tokens in the facts, the newest step's predictions from steps.json.
+        self.assertEqual(reopened["texts"]["models_combo"], "bundle: " + os.path.basename(bundle))
+        self.assertIn("model: python-code", reopened["texts"]["source_facts"])
+        self.assertEqual(reopened["texts"]["source_generated"],
+                         "generated: positions %d..%d (after the prompt's %d tokens)" % (L0, L0 + 9, L0))
+        with open(os.path.join(bundle, "steps.json")) as f:
+            steps = json.load(f)
+        p = reopened["predictions"]
+        self.assertEqual((p["position"], p["why"], p["chosen"], p["pending"]), (L0 + 8, "newest step", True, False))
+        self.assertEqual([(t["label"], t["prob"]) for t in p["top"]], [(t[1], t[2]) for t in steps[-1]["top"]])
+        self.assertEqual((p["actual"], p["actual_rank"]), (steps[-1]["token"], steps[-1]["rank"]))
+        self.check_chosen_mark(self.capture(other_window, "reopened_bundle.png"), reopened, 1, HIT)
 
     def test_cache_window_evicts_and_shares_the_weights(self):
         """Generate with the cache window (W = 8, sinks 2) on: the same tokens as `attnscope model
@@ -270,6 +286,7 @@ class GenerateGuiTest(g.AppTestCase):
         self.assertTrue(all(s["L"] == L0 + s["generate"]["steps"] == s["generate"]["rows"] for s in running))
         self.assertGreater(len({s["L"] for s in running}), 1, "the rows appeared at once, not token by token")
         self.assertEqual((gen["stop"], gen["stopped_by"]), ("stopped", "stop button"))
+        self.assertEqual(state["texts"]["generate_status"], "%d tokens, stopped" % gen["steps"])
         self.assertLess(gen["steps"], 900)
         self.assertEqual(state["L"], L0 + gen["steps"])
         # The stepper on the generation: the runner's cache of a GQA model (2 K/V heads of 8).
@@ -285,8 +302,66 @@ class GenerateGuiTest(g.AppTestCase):
         self.type_at_text_end(window, state, "!")
         state = wait_after(log, n, lambda s: generated(s) and g.model_settled(s) and s["L"] == L0 + 1, timeout=60)
         self.assertEqual(state["generate"]["stopped_by"], "text edited")
+        self.assertEqual(state["texts"]["generate_status"],
+                         "%d tokens, stopped: the text was edited" % state["generate"]["steps"])
         self.assertLess(state["generate"]["steps"], 900)
         self.assertTrue(state["model_text"].endswith("!"))
+
+    def test_context_end_lens_pin_and_plot_ranges(self):
+        """Issue 35: a pin made by a lens click before Generate (Follow on) is dropped, so the
+        predictions show the newest step; a generation that reaches the context says so; the
+        plots use their series' own range (printed beside them) and print the values."""
+        prompt = PROMPT * 4  # 108 of the context's 128 characters: a short generation reaches it
+        app, log, window, state = self.start("context", ready=g.model_settled, source="model", model="python-code",
+                                             model_text=prompt)
+        L0 = state["L"]
+        state = g.wait_for_state(log, lambda s: s["rects"].get("lens_tab", [0, 0, 0, 0])[2] > 0)
+        state = self.click_until(window, log, state["rects"]["lens_tab"],
+                                 lambda s: s["lens"]["shown"] and "lens_cell_1_1" in s["rects"])
+        state = self.click_until(window, log, state["rects"]["lens_cell_1_1"], lambda s: s["predictions_pin"] == 1)
+        self.assertEqual(state["predictions"]["why"], "clicked")
+        state = self.set_tokens(window, log, state, 200)  # more than the context (128) leaves
+        state = self.generate(window, log, state, generated)
+        gen = state["generate"]
+        self.assertEqual((gen["stop"], state["L"]), ("context", 128))
+        self.assertEqual(state["texts"]["generate_status"], "%d tokens, stopped: the context is full" % (128 - L0))
+        self.assertIsNone(state["predictions_pin"])
+        self.assertEqual((state["predictions"]["position"], state["predictions"]["why"]), (126, "newest step"))
+        # The plots: each series' own range, at least 0.01 wide, within [0, 1], the values printed.
+        mass = gen["mass"]
+        for key, name in (("sink", "generate_plot_sink"), ("recent", "generate_plot_recent")):
+            values = np.array(mass[key], dtype=np.float64)
+            lo, hi = mass[key + "_range"]
+            self.assertLessEqual(lo, values.min() + 1e-6)
+            self.assertGreaterEqual(hi, values.max() - 1e-6)
+            self.assertAlmostEqual(hi - lo, max(values.max() - values.min(), 0.01), delta=1e-5)
+            self.assertTrue(0 <= lo < hi <= 1)
+            text = state["texts"][name + "_values"]
+            self.assertIn("now %s" % sig3(values[-1]), text)
+            self.assertIn("mean %s" % sig3(values.mean()), text)
+            self.assertEqual(state["texts"][name + "_axis"], "%s..%s" % (sig3(lo), sig3(hi)))
+        # As drawn: each line spans as much of its plot's height as its values span of the plot's
+        # range (their own: at least 0.01), not a band at the foot of 0..1.
+        shot = self.capture(window, "context_plots.png")
+        _, _, rows = shot
+        for key, name in (("sink", "generate_plot_sink"), ("recent", "generate_plot_recent")):
+            x, y, w, h = (int(round(v)) for v in state["rects"][name])
+            line = [yy for yy in range(y + 2, y + h - 2) for xx in range(x + 2, x + w - 2) if rows[yy][xx][0] > 90]
+            self.assertTrue(line, "no plot line drawn (ImGui's plot line colour, grey 156) in " + name)
+            values = np.array(mass[key], dtype=np.float64)
+            lo, hi = mass[key + "_range"]
+            expected = (values.max() - values.min()) / (hi - lo) * (h - 4)
+            if values.max() - values.min() >= 0.01:
+                self.assertGreater(expected, 0.95 * (h - 4))  # the series' own min..max
+            self.assertGreater(max(line) - min(line), 0.8 * expected - 3, name + "'s line is flat at its scale")
+
+
+def sig3(v):
+    """Three significant digits in plain notation (core/view/number_text.h, written again here)."""
+    if v == 0:
+        return "0"
+    decimals = min(12, max(0, 2 - int(("%.2e" % v).split("e")[1])))
+    return "%.*f" % (decimals, v)
 
 
 if __name__ == "__main__":

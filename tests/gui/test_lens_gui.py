@@ -5,12 +5,16 @@ clicking a cell focuses its layer and pins its position as the query row (outlin
 focus view's maps). Nothing of the table is cut off at the default 1440 x 900 window."""
 import json
 import os
+import sys
 import time
 import unittest
 
 import numpy as np
 
 import guitest as g
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
+import hf_reference as hf  # noqa: E402  (the CLI tests' random-folder writer)
 
 TEXT = "def f(x):\n    return x + 1\n"
 MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "assets", "models", "python-code")
@@ -126,6 +130,58 @@ class LensGuiTest(g.AppTestCase):
         self.assertEqual(state["predictions"]["position"], 3)
         self.assertTrue(inside(state["rects"]["predictions_actual"], state["rects"]["predictions_panel"]))
         self.screenshot(window, "lens-pinned-next-token.png")
+
+    def test_enlarged_lens_of_a_twelve_layer_model(self):
+        """Issue 35: a 12-layer model's lens in the predictions panel shows a few columns of a few
+        rows; "enlarge" draws it over the focus view at 1440 x 900: all 13 rows and at least 7
+        whole columns of 104 px, the focus view back with one click; the tooltip prints each probability
+        with three significant digits (0.391%, not 0.4%)."""
+        folder = os.path.join(self.dir, "gpt2-12")
+        cfg, tensors = hf.make_model("gpt2", seed=5, V=256, P=64, N=12, H=4, D=32)
+        hf.write_folder(folder, cfg, tensors)
+        hf.write_byte_level_bpe(folder)
+        text = "def undo(self, steps):\n    return steps"
+        _, log, window, state = self.start("lens-large", ready=g.model_settled, source="model", model=folder,
+                                           model_text=text)
+        state = g.wait_for_state(log, lambda s: s["rects"].get("lens_tab", [0, 0, 0, 0])[2] > 0)
+        state = self.click_until(window, log, state["rects"]["lens_tab"],
+                                 lambda s: s["lens"]["shown"] and "lens_enlarge" in s["rects"])
+        self.assertEqual(state["lens"]["layers"], 13)
+        rows = lambda s: {int(k.split("_")[2]) for k in s["rects"] if k.startswith("lens_cell_")}  # noqa: E731
+        columns = lambda s: {int(k.split("_")[3]) for k in s["rects"] if k.startswith("lens_cell_")}  # noqa: E731
+        self.assertLess(len(rows(state)), 13)  # in the panel: a few rows and columns only
+        panel_columns = len(columns(state))
+        state = self.click_until(window, log, state["rects"]["lens_enlarge"],
+                                 lambda s: s["lens"]["enlarged"] and "lens_large" in s["rects"] and rows(s))
+        self.assertEqual(state["window"], [1440, 900])
+        large = state["rects"]["lens_large"]
+        focus = state["panels"]["focus"]
+        self.assertEqual([round(v) for v in large], [round(v) for v in focus])  # the focus view's space
+        self.assertEqual(rows(state), set(range(13)))
+        self.assertGreaterEqual(len(columns(state)), max(7, panel_columns + 2))  # 104-px cells: 12 characters whole
+        for name, rect in state["rects"].items():
+            if name.startswith("lens_cell_"):
+                self.assertTrue(inside(rect, large), (name, rect, large))
+                self.assertFalse(state["texts"][name].endswith(".."), (name, state["texts"][name]))
+        # The tooltip: three significant digits, the state log's probabilities written as such.
+        x, y, w, h = state["rects"]["lens_cell_12_3"]
+        seen = g.line_count(log)
+        self.x.xdotool("mousemove", "--window", window, int(x + w / 2), int(y + h / 2))
+        state = g.wait_for_new_state(log, seen, lambda s: s["lens"]["hovered"] is not None and
+                                     "lens_tooltip_4" in s["texts"])
+        top = state["lens"]["hovered"]["top"]
+        for rank, guess in enumerate(top):
+            percent = 100 * guess["prob"]
+            digits = min(12, max(0, 2 - int(("%.2e" % percent).split("e")[1])))
+            self.assertTrue(state["texts"]["lens_tooltip_%d" % rank].endswith(" %.*f%%" % (digits, percent)),
+                            (state["texts"]["lens_tooltip_%d" % rank], guess["prob"]))
+        self.assertLess(top[-1]["prob"], 0.01)  # a random model: small probabilities, printed as 0.xyz%
+        self.screenshot(window, "lens-enlarged.png")
+        # Back: the focus view's maps again, the table in the tab.
+        self.x.xdotool("mousemove", "--window", window, 120, 6)
+        state = self.click_until(window, log, state["rects"]["lens_shrink"], lambda s: not s["lens"]["enlarged"])
+        state = g.wait_for_state(log, lambda s: "lens_large" not in s["rects"] and "focus_probs" in s["rects"])
+        self.assertLess(len(rows(state)), 13)
 
     def test_lens_column_by_column_past_its_budget(self):
         """A text past the lens budget (here forced to under one position's cost) has no lens

@@ -92,6 +92,8 @@ constexpr const char* kSandboxLabel = "random-weights sandbox";
 
 // The Models choice's label for what the settings run.
 std::string modelChoiceLabel(const Settings& s) {
+  if (s.source == InputSource::Bundle && !s.bundle_path.empty())  // what it is, not the sandbox
+    return "bundle: " + std::filesystem::path(s.bundle_path).lexically_normal().filename().string();
   if (s.source != InputSource::Model) return kSandboxLabel;
   if (s.model.find('/') == std::string::npos) return s.model;
   return "folder: " + std::filesystem::path(s.model).filename().string();
@@ -114,7 +116,9 @@ bool drawModelsSection(AppState& state) {
   sectionHeader("Models");
   ImGui::SetNextItemWidth(-1);
   WidgetRects& rects = state.script.layout;
-  if (ui::Combo combo(rects, "models_combo", "##models", modelChoiceLabel(s).c_str()); combo) {
+  const std::string choice = modelChoiceLabel(s);
+  rects.recordText("models_combo", choice);
+  if (ui::Combo combo(rects, "models_combo", "##models", choice.c_str()); combo) {
     for (const ShippedModel& m : state.ui.shipped_models) {
       const bool current = s.source == InputSource::Model && s.model == m.name;
       if (ui::selectable(rects, "models_item_" + m.name, m.name.c_str(), current)) pickModel(state, m.name);
@@ -214,9 +218,19 @@ void drawImportedFacts(AppState& state, const ViewModel& v) {
                             "\n" + std::to_string(v.L) + " queries x " + std::to_string(v.S) + " keys" +
                             (v.B > 1 ? ", batch of " + std::to_string(v.B) : "");
   ui::textUnformatted(state.script.layout, "source_facts", facts);
-  if (v.notes.empty()) return;
-  ui::text(state.script.layout, "source_notes", ui::TextLook{ImGui::GetStyle().Colors[ImGuiCol_TextDisabled], true}, "%s",
-           v.notes.c_str());
+  if (!v.notes.empty())
+    ui::text(state.script.layout, "source_notes", ui::TextLook{ImGui::GetStyle().Colors[ImGuiCol_TextDisabled], true},
+             "%s", v.notes.c_str());
+  if (v.first_generated < 0) return;  // a generation bundle: which tokens were generated, and their text
+  const std::string generated = "generated: positions " + std::to_string(v.first_generated) + ".." +
+                                std::to_string(v.L - 1) + " (after the prompt's " + std::to_string(v.first_generated) +
+                                " tokens)";
+  ui::text(state.script.layout, "source_generated", ui::TextLook{ImVec4(0.45f, 0.9f, 0.5f, 1.0f), true}, "%s",
+           generated.c_str());
+  state.script.layout.recordText("source_generated", generated);
+  if (!v.generated_text.empty())
+    ui::text(state.script.layout, "source_generated_text", ui::TextLook{ImVec4(0.45f, 0.9f, 0.5f, 1.0f), true}, "%s",
+             v.generated_text.c_str());
 }
 
 bool drawInputSection(AppState& state, const KnownSizes& sizes) {

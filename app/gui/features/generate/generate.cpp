@@ -78,6 +78,8 @@ void startGeneration(AppState& state) {
   if (state.compute.worker) request.weights = state.compute.worker->loadedWeights();  // the maps' weights, shared
   request.lens = state.lens.shown;
   g.job = g.worker->start(std::move(request));
+  // Follow: the predictions show the newest step, which a pin (a clicked map row or lens cell) would hide.
+  if (g.controls.follow) unpinQueryRow(state);
   g.running = g.shown = true;
   g.stopped_by.clear();
   g.started_with = state.settings;
@@ -173,8 +175,11 @@ void generateToJson(const AppState& state, nlohmann::json& line) {
     if (f.layer < m.layers && f.head < m.H && f.batch_item < m.B) {
       const float* sink = m.sinkSeries(f.layer, f.batch_item, f.head);
       const float* recent = m.recentSeries(f.layer, f.batch_item, f.head);
+      const SeriesScale &sink_scale = m.sinkScale(f.layer, f.batch_item, f.head),
+                        &recent_scale = m.recentScale(f.layer, f.batch_item, f.head);
       j["mass"] = {{"layer", f.layer}, {"head", f.head}, {"window", m.window},
-                   {"sink", std::vector<float>(sink, sink + m.steps)}, {"recent", std::vector<float>(recent, recent + m.steps)}};
+                   {"sink", std::vector<float>(sink, sink + m.steps)}, {"recent", std::vector<float>(recent, recent + m.steps)},
+                   {"sink_range", {sink_scale.lo, sink_scale.hi}}, {"recent_range", {recent_scale.lo, recent_scale.hi}}};
     }
   }
   line["generate"] = j;

@@ -73,7 +73,7 @@ void requestGenerationBundle(AppState& state);
 void finishGeneration(AppState& state);  // at shutdown: a bundle being written is finished
 void drawGenerateSection(AppState& state);  // in the control panel, for model folders
 // State-log key: generate {running, shown, job, max_tokens, greedy, window, seed, temperature,
-// cache_on, cache_window, cache_sinks, weights_shared, steps, last (the newest step: id, token, rank, prob), prompt_tokens, stop, stopped_by, rows, text (up to 200 bytes), follow, bundle, bundle_writing, bundle_error, mass {layer, head, window, sink [steps], recent [steps]} of the focused head}.
+// cache_on, cache_window, cache_sinks, weights_shared, steps, last (the newest step: id, token, rank, prob), prompt_tokens, stop, stopped_by, rows, text (up to 200 bytes), follow, bundle, bundle_writing, bundle_error, mass {layer, head, window, sink [steps], recent [steps], sink_range, recent_range ([lo, hi]: the plots' y-ranges)} of the focused head}.
 void generateToJson(const AppState& state, nlohmann::json& line);
 
 }  // namespace attnscope

@@ -4,9 +4,11 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <string>
 
 #include "gui/features/generate/generate.h"
 #include "gui/shell/panels.h"
+#include "view/number_text.h"
 
 namespace attnscope {
 namespace {
@@ -43,6 +45,33 @@ void drawCacheWindowControls(AppState& state) {
   c.cache_sinks = std::clamp(c.cache_sinks, 0, 1 << 20);
 }
 
+// A line wrapped at the panel's edge (the left column is narrow), recorded for the tests.
+void wrappedLine(WidgetRects& rects, const std::string& name, const std::string& text) {
+  ui::text(rects, name, ui::wrappedText(), "%s", text.c_str());
+  rects.recordText(name, text);
+}
+
+// How a generation ended, after "24 tokens, " (GenerationSnapshot::stop, and what stopped it);
+// an error shows the error instead.
+struct EndReason {
+  const char* stop;        // Generation::stop
+  const char* stopped_by;  // GenerateState::stopped_by ("" = any)
+  const char* text;
+};
+constexpr EndReason kEndReasons[] = {
+    {"tokens", "", "done"},
+    {"eos", "", "stopped at the end-of-sequence token"},
+    {"context", "", "stopped: the context is full"},
+    {"stopped", "text edited", "stopped: the text was edited"},
+    {"stopped", "", "stopped"},
+};
+
+std::string endReason(const std::string& stop, const std::string& stopped_by) {
+  for (const EndReason& r : kEndReasons)
+    if (stop == r.stop && (!*r.stopped_by || stopped_by == r.stopped_by)) return r.text;
+  return "stopped (" + stop + ")";  // a reason this table does not know yet
+}
+
 void drawButtons(AppState& state) {
   GenerateState& g = state.generate;
   WidgetRects& rects = state.script.layout;
@@ -54,8 +83,10 @@ void drawButtons(AppState& state) {
   if (ui::button(rects, "generate_stop", "Stop##generate")) stopGeneration(state, "stop button");
   ImGui::EndDisabled();
   ImGui::SameLine();
-  ui::checkbox(rects, "generate_follow", "Follow##generate", &g.controls.follow);
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("a zoomed focus view keeps the newest row in view");
+  if (ui::checkbox(rects, "generate_follow", "Follow##generate", &g.controls.follow) && g.controls.follow)
+    unpinQueryRow(state);  // the predictions show the newest step again
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("a zoomed focus view keeps the newest row in view; the predictions show the newest step");
 }
 
 // Where the generation stands, the text so far and the button that puts it into the text box.
@@ -71,12 +102,10 @@ void drawProgress(AppState& state) {
     errorText(rects, "generate_error", s->error);
     return;
   }
-  const long long steps = static_cast<long long>(s->steps.size());
-  if (g.running)
-    ui::text(rects, "generate_status", ui::plainText(), "generating: %lld of %d tokens", steps, g.controls.tokens);
-  else
-    ui::text(rects, "generate_status", ui::plainText(), "%lld tokens, stopped at %s%s%s", steps, s->stop.c_str(),
-             g.stopped_by.empty() ? "" : " by ", g.stopped_by.c_str());
+  const std::string steps = std::to_string(s->steps.size()) + (s->steps.size() == 1 ? " token" : " tokens");
+  wrappedLine(rects, "generate_status",
+              g.running ? "generating: " + steps + " of " + std::to_string(g.controls.tokens)
+                        : steps + ", " + endReason(s->stop, g.stopped_by));
   ImGui::BeginChild("generate_text", ImVec2(0, ImGui::GetTextLineHeightWithSpacing() * 6.0f), true);
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
   ImGui::TextWrapped("%s", s->prompt_text.c_str());
@@ -93,6 +122,28 @@ void drawProgress(AppState& state) {
   }
 }
 
+// One series over the steps: "title: now x, mean y (min..max)", then the plot on the series'
+// own range (SeriesScale: a narrow series is not a flat line at the foot of 0..1) with that
+// range printed at its top and bottom left.
+void drawSeries(AppState& state, const std::string& name, const std::string& title, const float* values, int steps,
+                const SeriesScale& scale) {
+  WidgetRects& rects = state.script.layout;
+  wrappedLine(rects, name + "_values",
+              title + ": now " + significantText(scale.last) + ", mean " + significantText(scale.mean) + " (" +
+                  significantText(scale.min) + ".." + significantText(scale.max) + ")");
+  const std::string top = significantText(scale.hi), bottom = significantText(scale.lo);
+  const float axis_w = std::max(ImGui::CalcTextSize(top.c_str()).x, ImGui::CalcTextSize(bottom.c_str()).x) + 6.0f;
+  const ImVec2 at = ImGui::GetCursorScreenPos();
+  const ImVec2 size(ImGui::GetContentRegionAvail().x - axis_w, ImGui::GetTextLineHeight() * 3.0f);
+  ImDrawList* list = ImGui::GetWindowDrawList();
+  const ImU32 axis = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+  list->AddText(at, axis, top.c_str());
+  list->AddText(ImVec2(at.x, at.y + size.y - ImGui::GetTextLineHeight()), axis, bottom.c_str());
+  rects.recordText(name + "_axis", bottom + ".." + top);
+  ImGui::SetCursorScreenPos(ImVec2(at.x + axis_w, at.y));
+  ui::plotLines(rects, name, ("##" + name).c_str(), values, steps, nullptr, scale.lo, scale.hi, size);
+}
+
 // The focused head over the generation: the mass each step gives to the first token and to
 // the last W tokens (core: analysis/generation_mass.h), one small plot each.
 void drawMassPlots(AppState& state) {
@@ -103,13 +154,11 @@ void drawMassPlots(AppState& state) {
     return;
   const GenerationMass& m = *s->mass;
   const int steps = static_cast<int>(m.steps);
-  const ImVec2 size(ImGui::GetContentRegionAvail().x, ImGui::GetTextLineHeight() * 2.5f);
-  ImGui::Text("L%lldH%lld over %d steps (0..1):", static_cast<long long>(f.layer), static_cast<long long>(f.head), steps);
-  ui::plotLines(state.script.layout, "generate_plot_sink", "##gen_sink", m.sinkSeries(f.layer, f.batch_item, f.head), steps,
-                "first token (sink)", 0.0f, 1.0f, size);
-  const std::string recent = "last " + std::to_string(m.window) + " tokens";
-  ui::plotLines(state.script.layout, "generate_plot_recent", "##gen_recent", m.recentSeries(f.layer, f.batch_item, f.head),
-                steps, recent.c_str(), 0.0f, 1.0f, size);
+  ImGui::Text("L%lldH%lld over %d steps:", static_cast<long long>(f.layer), static_cast<long long>(f.head), steps);
+  drawSeries(state, "generate_plot_sink", "first token (sink)", m.sinkSeries(f.layer, f.batch_item, f.head), steps,
+             m.sinkScale(f.layer, f.batch_item, f.head));
+  drawSeries(state, "generate_plot_recent", "last " + std::to_string(m.window) + " tokens",
+             m.recentSeries(f.layer, f.batch_item, f.head), steps, m.recentScale(f.layer, f.batch_item, f.head));
 }
 
 }  // namespace

@@ -125,7 +125,7 @@ void lensToJson(const AppState& state, nlohmann::json& line) {
   }
   if (c.valid()) clicked = {{"layer", c.layer}, {"position", c.position}};
   line["lens"] = {{"layers", lens->layers}, {"positions", lens->positions}, {"shown", state.lens.shown},
-                  {"off_reason", lens->off_reason}, {"top1", top1}, {"hovered", hovered}, {"clicked", clicked},
+                  {"enlarged", state.lens.enlarged}, {"off_reason", lens->off_reason}, {"top1", top1}, {"hovered", hovered}, {"clicked", clicked},
                   {"on_demand", lens->later != nullptr}, {"columns_known", known}, {"columns_ms", state.lens.columns_ms}};
 }
 

@@ -32,6 +32,7 @@ using LaterLensWorker = BlockWorker<LaterLens, LensColumns>;
 
 struct LensState {
   bool shown = false;  // the "Logit lens" tab is the open one
+  bool enlarged = false;  // the table is drawn over the focus view (room for every layer and more positions)
   LensCell hovered;    // the cell under the pointer, drawn this frame
   LensCell clicked;    // the cell clicked last (outlined); dropped when the result no longer has it
   // Columns computed on demand for the shown run's lens (source), by position: [layers] cells.
@@ -59,7 +60,7 @@ int64_t lensMapLayer(int64_t lens_layer);
 void focusLensCell(AppState& state, LensCell cell);
 // The "Logit lens" tab of the predictions panel (a Panel::Predictions tab of the registry).
 void drawLensTab(AppState& state);
-// State-log key "lens": null unless a model run is shown; else layers, positions, shown,
+// State-log key "lens": null unless a model run is shown; else layers, positions, shown, enlarged,
 // off_reason, top1 ([layers][positions] labels, null for a column not computed yet), hovered
 // ({layer, position, top: [{label, prob}]} or null), clicked ({layer, position} or null),
 // on_demand (made column by column), columns_known, columns_ms (the last block's wall time).

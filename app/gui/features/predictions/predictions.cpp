@@ -87,7 +87,11 @@ bool chosenByGeneration(const ViewModel& view, int64_t position) {
 }
 
 bool showsPredictions(const AppState& state) {
-  return state.settings.source == InputSource::Model && state.compute.view && !state.compute.view->predictions.empty();
+  const ViewModel* v = state.compute.view.get();
+  if (!v || v->predictions.empty()) return false;
+  // A model's run, or a reopened generation bundle (its steps.json's predictions).
+  return state.settings.source == InputSource::Model ||
+         (state.settings.source == InputSource::Bundle && v->source == ViewSource::Imported);
 }
 
 void predictionsToJson(const AppState& state, nlohmann::json& line) {
@@ -101,7 +105,7 @@ void predictionsToJson(const AppState& state, nlohmann::json& line) {
     line["predictions"] = {{"position", at.position}, {"why", at.why}, {"top", top}, {"actual", p.actual},
                            {"actual_prob", p.actual_prob}, {"actual_is_top", p.actual_is_top},
                            {"actual_rank", p.actual_rank}, {"chosen", chosenByGeneration(*v, at.position)},
-                           {"pending", known == nullptr}, {"masked_lm", v->encoder}};
+                           {"pending", known == nullptr && v->more_predictions != nullptr}, {"masked_lm", v->encoder}};
   }
   // Logits only where they are looked at: what the shown run and the on-demand jobs unembedded.
   line["logits_rows"] = v ? v->logits_rows : 0;

@@ -83,6 +83,11 @@ void drawNextToken(AppState& state) {
   ui::text(state.script.layout, "predictions_heading", ui::disabledText(), "%s", why.c_str());
   drawPin(state);
   const NextTokenPredictions* known = knownPredictions(state, at.position);
+  if (!known && !v.more_predictions) {  // a generation bundle: steps.json holds the generated steps' only
+    ui::textUnformatted(state.script.layout, "predictions_pending",
+                        "not stored: the bundle holds the predictions before each generated token");
+    return;
+  }
   if (!known) {  // the run did not unembed this position: its block is computing (updatePredictions)
     const std::string& error = state.predictions.later_error;
     const ImVec4 colour = error.empty() ? ImGui::GetStyle().Colors[ImGuiCol_TextDisabled] : kMiss;
