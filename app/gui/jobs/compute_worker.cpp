@@ -136,6 +136,8 @@ std::shared_ptr<const ViewModel> ComputeWorker::runModel(const ComputeRequest& r
     facts.text_tokens = size.tokens;
     facts.context = size.context;
     facts.token_unit = size.unit;
+    facts.text_more = size.more;
+    facts.text_cut = size.cut;
   };
   std::shared_ptr<const ViewModel> view;
   // Past the full path's budget every layer's overview is pooled: progress and Cancel as a
@@ -146,7 +148,8 @@ std::shared_ptr<const ViewModel> ComputeWorker::runModel(const ComputeRequest& r
   };
   try {
     view = std::make_shared<const ViewModel>(
-        model_runner_->view(settings.model_text, &size, request.logit_rows, overview_progress, request.lens_on_demand));
+        model_runner_->view(settings.model_text, &size, request.logit_rows, overview_progress, request.lens_on_demand,
+                            settings.model_truncate));
     job.progress(-1.0);
   } catch (const Cancelled&) {
     note_size();
