@@ -5,6 +5,7 @@ tokenizing just past the context ("more than N tokens", naming the key the confi
 model run, export, analyze and model generate. Bad values are usage errors."""
 import json
 import os
+import shutil
 import re
 import subprocess
 import unittest
@@ -18,6 +19,12 @@ P = 16  # the small folders' context
 def tokens_txt(out):
     with open(os.path.join(out, "tokens.txt"), encoding="utf-8") as f:
         return [line.split("\t") for line in f.read().splitlines()]
+
+
+def fresh(out):
+    """An output folder of an earlier run is removed (exports add files beside old ones)."""
+    shutil.rmtree(out, ignore_errors=True)
+    return out
 
 
 def attnscope(*args, timeout=120):
@@ -65,11 +72,11 @@ class TooLong(unittest.TestCase):
         self.assertEqual(result.returncode, 1)
         self.assertIn("the text has more than %d tokens but" % P, result.stderr)
         self.assertIn("(max_position_embeddings in %s)" % os.path.join(short, "config.json"), result.stderr)
-        # Exactly the context fits (BOS counted): 15 text tokens after <s>.
-        result = ref.run_model(short, "a" * 15, short + "-fits")
+        # Exactly the context fits (BOS counted): <s> ▁ and 14 h.
+        result = ref.run_model(short, "h" * 14, short + "-fits")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(len(tokens_txt(short + "-fits")), P)
-        result = ref.run_model(short, "a" * 16, short + "-one-more")
+        result = ref.run_model(short, "h" * 15, short + "-one-more")
         self.assertIn("the text has more than %d tokens" % P, result.stderr)
 
 
@@ -109,19 +116,23 @@ class Truncate(unittest.TestCase):
     def test_export_analyze_and_generate_take_it(self):
         short, long = twin_folders("llama-commands", "llama", hf.write_sentencepiece_bpe, 60)
         ids, labels = self.full_ids(long, TEXT)
-        out = short + "-export"
+        out = fresh(short + "-export")
         result = attnscope("export", short, "--text", TEXT, "--truncate", "start", "--format", "csv", "--layers", "0",
                            "--heads", "0", "--out", out)
         self.assertEqual(result.returncode, 0, result.stderr)
         [name] = [f for f in os.listdir(out) if f.endswith(".csv")]
         with open(os.path.join(out, name), encoding="utf-8") as f:
-            self.assertEqual(f.readline().rstrip("\n").split(",")[1:], labels[:1] + labels[-(P - 1):])
+            header = f.readline().rstrip("\n").split(",")[1:]
+        # The cut falls inside 世: its continuation pieces, without their lead, show their bytes.
+        self.assertEqual(labels[-(P - 1):][:2], ["\u00b7", "\u00b7"])
+        self.assertEqual(header, labels[:1] + ["<0xB8>", "<0x96>"] + labels[-(P - 3):])
         result = attnscope("analyze", short, "--text", TEXT, "--truncate", "end", "--json")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(len(json.loads(result.stdout)), 2 * 4)  # 2 layers x 4 heads
         result = attnscope("analyze", short, "--text", TEXT, "--json")
         self.assertEqual(result.returncode, 1)
-        self.assertIn("more than %d tokens" % P, result.stderr)
+        # analyze and export count as the app does, to 4 contexts: the real count here.
+        self.assertIn("the text has %d tokens but" % len(ids), result.stderr)
         # generate: the prompt's last tokens, leaving room for the 4 new ones.
         out = short + "-generate"
         result = attnscope("model", "generate", short, "--text", TEXT, "--truncate", "start", "--tokens", "4",

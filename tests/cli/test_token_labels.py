@@ -5,6 +5,7 @@ and for --ids; BERT's unknown token reads "[UNK]" (not "[UNK] (unk)"); the top-5
 up by display width after labels such as "␣hi" or "世"."""
 import csv
 import os
+import shutil
 import subprocess
 import unicodedata
 import unittest
@@ -19,6 +20,12 @@ SPACE = "\u2423"
 def tokens_txt(out):
     with open(os.path.join(out, "tokens.txt"), encoding="utf-8") as f:
         return [line.split("\t") for line in f.read().splitlines()]
+
+
+def fresh(out):
+    """An output folder of an earlier run is removed (exports add files beside old ones)."""
+    shutil.rmtree(out, ignore_errors=True)
+    return out
 
 
 def attnscope(*args):
@@ -66,7 +73,7 @@ class ByteFallbackLabels(unittest.TestCase):
         self.assertEqual([r[2] for r in tokens_txt(out)], ["<0xB8>", "<0xE4>", "A"])
 
     def test_export_writes_the_same_labels(self):
-        out = self.folder + "-csv"
+        out = fresh(self.folder + "-csv")
         result = attnscope("export", self.folder, "--text", "\u4e16 hi", "--format", "csv", "--layers", "0",
                            "--heads", "0", "--out", out)
         self.assertEqual(result.returncode, 0, result.stderr)
@@ -83,7 +90,7 @@ class UnknownToken(unittest.TestCase):
         cfg, tensors = hf.make_model("bert", seed=52, V=16, P=16)
         hf.write_folder(folder, cfg, tensors)
         hf.write_wordpiece(folder)
-        out = folder + "-csv"
+        out = fresh(folder + "-csv")
         result = attnscope("export", folder, "--text", "the \u2603 head", "--format", "csv", "--layers", "0",
                            "--heads", "0", "--out", out)
         self.assertEqual(result.returncode, 0, result.stderr)

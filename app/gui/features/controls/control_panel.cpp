@@ -157,7 +157,6 @@ bool drawTextTooLong(AppState& state) {
   Truncate& truncate = state.settings.model_truncate;
   if (ui::smallButton(rects, "truncate_end", ("use the first " + n).c_str())) truncate = Truncate::End;
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("the maps read the text's first %s; the text stays as typed", n.c_str());
-  ImGui::SameLine();
   if (ui::smallButton(rects, "truncate_start", ("use the last " + n).c_str())) truncate = Truncate::Start;
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("the maps read the text's last %s; the text stays as typed", n.c_str());
   return truncate != Truncate::None;
@@ -183,9 +182,10 @@ bool drawTextCount(AppState& state, const ViewModel& v) {
   const std::string count = (f.text_more ? "more than " : "") + std::to_string(f.text_tokens) + " " + f.token_unit +
                             ": the maps read the " + (truncate == Truncate::Start ? "last " : "first ") +
                             std::to_string(f.context);
-  ui::text(rects, "text_count", ui::coloredText(ImVec4(1.0f, 0.75f, 0.3f, 1.0f)), "%s", count.c_str());
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.75f, 0.3f, 1.0f));
+  ui::text(rects, "text_count", ui::wrappedText(), "%s", count.c_str());
+  ImGui::PopStyleColor();
   rects.recordText("text_count", count);
-  ImGui::SameLine();
   if (!ui::smallButton(rects, "truncate_off", "read all")) return false;
   truncate = Truncate::None;  // the text is refused again until it fits
   return true;
