@@ -63,13 +63,20 @@ class TokenLabelsTest(g.AppTestCase):
         self.assertEqual(state["text_tokens"], [9, 128])
         self.assertEqual(state["texts"]["text_count"], "9 of 128 characters (context)")
         x, y, w, h = state["rects"]["text_box"]
-        self.x.xdotool("mousemove", "--window", window, int(x + w / 2), int(y + h / 2))
-        self.x.xdotool("click", 1)
         seen = g.line_count(log)
-        self.press(window, "ctrl+a")
-        self.press(window, "BackSpace")
-        self.x.xdotool("mousemove", "--window", window, 120, 6)
-        state = g.wait_for_new_state(log, seen, lambda s: s["model_text"] == "" and not s["pending"])
+        for _ in range(4):  # a busy frame can miss the click that gives the box the keys
+            self.x.xdotool("mousemove", "--window", window, int(x + w / 2), int(y + h / 2))
+            self.x.xdotool("click", 1)
+            time.sleep(0.3)
+            self.press(window, "ctrl+a")
+            self.press(window, "BackSpace")
+            self.x.xdotool("mousemove", "--window", window, 120, 6)
+            try:
+                state = g.wait_for_new_state(log, seen, lambda s: s["model_text"] == "" and not s["pending"], timeout=8)
+                break
+            except AssertionError:
+                pass
+        self.assertEqual(state["model_text"], "")
         self.assertEqual(state["text_tokens"], [0, 128])
         self.assertEqual(state["texts"]["text_count"], "0 of 128 characters (context)")
 
