@@ -39,6 +39,7 @@ namespace fs = std::filesystem;
 struct AnalyzeFlags {
   RunFlags run;                     // run.bundle is the MODEL folder when text is given
   std::optional<std::string> text;  // MODEL --text
+  std::optional<std::string> truncate;  // --truncate start|end with --text
   bool json = false;
   std::optional<std::string> sort;  // METRIC or METRIC:asc
   double min_correlation = 0.5;
@@ -107,10 +108,11 @@ bool anyRunOption(const RunFlags& r) {
 
 // A trained model folder (attnscope-model/1 or Hugging Face) on a text: one layer per block, B = 1; the same settings
 // (source model) and view as the app and `export MODEL --text` build.
-Analyzed analyzeModelRun(const std::string& folder, const std::string& text) {
-  const Settings defaults;
+Analyzed analyzeModelRun(const std::string& folder, const std::string& text, Truncate truncate) {
+  Settings settings = settingsForModel(Settings(), folder, text);
+  settings.model_truncate = truncate;
   Analyzed a;
-  a.view = buildView(settingsForModel(defaults, folder, text));
+  a.view = buildView(settings);
   a.source = "model " + a.view->model + " (" + folder + ") on " + std::to_string(a.view->mapL()) + " tokens";
   if (a.view->tiled) a.notes.push_back(measuredInTilesNote());
   if (a.view->unknown_tokens > 0)
@@ -121,7 +123,7 @@ Analyzed analyzeModelRun(const std::string& folder, const std::string& text) {
 
 // The maps analyze measures: a model run (MODEL --text), an attention bundle, or a core run.
 Analyzed analyzeSource(const AnalyzeFlags& flags) {
-  if (flags.text) return analyzeModelRun(flags.run.bundle, *flags.text);
+  if (flags.text) return analyzeModelRun(flags.run.bundle, *flags.text, truncateOf(flags.truncate, true));
   if (!flags.run.demo && bundleKind(flags.run.bundle) == BundleKind::Attentions) {
     if (anyRunOption(flags.run))
       throw UsageError(flags.run.bundle + " holds attention maps computed elsewhere: the run options (--heads, --mask, ...) do not apply");
@@ -306,6 +308,7 @@ int runAnalyzeCommand(int argc, char** argv) {
   AnalyzeFlags flags;
   addRunOptions(app, flags.run);
   app.add_option("--text", flags.text, "run the trained model folder given as MODEL (instead of BUNDLE) on this text");
+  addTruncateOption(app, flags.truncate);
   app.add_flag("--json", flags.json, "print one JSON array of objects (one per layer, head, batch item) on stdout");
   app.add_option("--sort", flags.sort, "order rows by a metric, largest first (METRIC:asc for smallest first)");
   app.add_option("--recent", flags.recent,
@@ -330,6 +333,7 @@ int runAnalyzeCommand(int argc, char** argv) {
       if (anyRunOption(r))
         throw UsageError("--text runs a trained model: --demo and the run options (--heads, --mask, ...) do not apply");
     }
+    truncateOf(flags.truncate, flags.text.has_value());
     checkRunFlags(flags.run);
     if (flags.sort) parseSort(*flags.sort);
     if (flags.recent < 1) throw UsageError("--recent: W must be at least 1, got " + std::to_string(flags.recent));

@@ -101,6 +101,7 @@ Settings settingsFromFlags(const ExportFlags& flags, ViewFocus& focus) {
     settings = loadSettingsFile(flags.settings_file, &focus);
   } else if (isModelFolder(flags.bundle)) {
     settings = settingsForModel(settings, flags.bundle, readModelText(flags.model_text));
+    settings.model_truncate = truncateOf(flags.model_text.truncate, true);
   } else if (!flags.bundle.empty()) {
     settings = settingsForBundle(bundleDefaults(), flags.bundle);
   }
@@ -125,6 +126,8 @@ int exportCommand(const ExportFlags& flags) {
   const bool model = isModelFolder(flags.bundle);
   if (model && !flags.model_text.given()) throw UsageError(flags.bundle + " is a model folder: give --text TEXT or --text-file FILE");
   if (!model && flags.model_text.given()) throw UsageError("--text/--text-file: only with a MODEL folder (config.json)");
+  if (!model && flags.model_text.truncate) throw UsageError("--truncate: only with a MODEL folder (config.json)");
+  truncateOf(flags.model_text.truncate, flags.model_text.given());  // a bad value: usage error before any file
   if (model && (flags.mask || flags.heads_count || anyVariantFlag(flags.variants)))
     throw UsageError("--mask/--heads-count/variant flags: a trained model fixes its heads, its mask and its attention");
   ExportRequest request;

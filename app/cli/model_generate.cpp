@@ -66,7 +66,7 @@ Loaded loadCausalModel(const std::string& folder) {
   p.name = model.name() + " (" + model.config.model_type + ")";
   p.vocab = model.config.vocab;
   p.text = [runner](int64_t id) { return runner->tokenText(id); };
-  p.encode = [runner](const std::string& text) { return runner->tokenize(text); };
+  p.encode = [runner](const std::string& text, Truncate truncate, int64_t room) { return runner->tokenize(text, truncate, room); };
   p.from_ids = [runner](const std::vector<int64_t>& ids) { return runner->tokensFromIds(ids); };
   return p;
 }
@@ -100,11 +100,12 @@ void addGenerateOptions(CLI::App& app, GenerateFlags& flags) {
 int modelGenerate(const GenerateFlags& flags) {
   if (!flags.text.given() && flags.ids.empty()) throw UsageError("generate: give --text TEXT, --text-file FILE or --ids IDS");
   if (flags.text.given() && !flags.ids.empty()) throw UsageError("generate: give either a text or --ids, not both");
+  const Truncate truncate = truncateOf(flags.text.truncate, flags.text.given());
   const SamplingSettings sampling = samplingOf(flags);
   const CacheWindow cache = cacheWindowOf(flags);
   Loaded p = loadCausalModel(flags.model);
   p.set_window(cache);
-  const ModelTokens prompt = flags.ids.empty() ? p.encode(readModelText(flags.text)) : p.from_ids(parseIds(flags.ids));
+  const ModelTokens prompt = flags.ids.empty() ? p.encode(readModelText(flags.text), truncate, flags.tokens) : p.from_ids(parseIds(flags.ids));
   const int64_t P = static_cast<int64_t>(prompt.ids.size());
   if (P >= p.model.context)
     throw InputError("the prompt has " + std::to_string(P) + " tokens and " + p.name + "'s context is " +

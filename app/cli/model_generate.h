@@ -43,7 +43,8 @@ struct Loaded {
   std::string name;
   int64_t vocab = 0;
   std::function<std::string(int64_t)> text;  // a token's text (generated.txt)
-  std::function<ModelTokens(const std::string&)> encode;
+  // A prompt's tokens (FolderModelRunner::tokenize: a truncated one leaves `room` tokens free).
+  std::function<ModelTokens(const std::string&, Truncate truncate, int64_t room)> encode;
   std::function<ModelTokens(const std::vector<int64_t>&)> from_ids;
   std::function<void()> reset;  // forget the runner's cache
   std::function<void(const CacheWindow&)> set_window;  // sinks + causal window on every layer

@@ -43,6 +43,7 @@ struct ModelFacts {
   int64_t n_layers = 0, n_heads = 0, d_model = 0, context = 0, vocab = 0, unk_id = 0;
   bool causal = true;  // false: an encoder, whose scores at a position are masked-LM guesses
   std::function<AttentionOptions(int64_t)> layer_options;
+  std::string cut;  // how a text past the context was truncated ("" when it fit)
 };
 
 // attentions.npy [N, 1, H, L, L], written one map at a time (never stacked in memory); a
@@ -83,6 +84,7 @@ void printSummary(const ModelFacts& f, const ModelRun& run, const std::vector<Pr
       if (run.tokens.unknown[t]) std::cout << " '" << run.tokens.label[t] << "'@" << t, ++shown;
     std::cout << ")";
   }
+  if (!f.cut.empty()) std::cout << " (" << f.cut << ")";
   std::cout << "\n  wrote   attentions.npy " << shapeToString({f.n_layers, 1, f.n_heads, L, L});
   if (!run.mapsKept())
     std::cout << " (computed from the kept Q, K and row normalisers: the maps are past the full path's budget of "
@@ -98,9 +100,11 @@ void printSummary(const ModelFacts& f, const ModelRun& run, const std::vector<Pr
   for (int64_t t = std::max<int64_t>(0, L - 24); t < L; ++t) tail += run.tokens.label[t];
   std::cout << (f.causal ? "  next token after \"" : "  masked-LM guesses at the last token of \"") << (L > 24 ? "..." : "")
             << tail << "\":\n";
-  for (size_t i = 0; i < top.size(); ++i)
-    std::cout << "    " << i + 1 << ". " << std::left << std::setw(8) << ("'" + top[i].label + "'") << " " << std::right
+  for (size_t i = 0; i < top.size(); ++i) {  // padded by display width: "␣" is 3 bytes, one column
+    const std::string quoted = "'" + top[i].label + "'";
+    std::cout << "    " << i + 1 << ". " << quoted << std::string(std::max<int64_t>(0, 8 - displayWidth(quoted)), ' ') << " "
               << std::fixed << std::setprecision(4) << top[i].prob << "  (id " << top[i].id << ")\n";
+  }
 }
 
 // Writes the outputs of one run (staged, then renamed into place) and prints the summary;
@@ -118,10 +122,16 @@ int writeRun(const ModelFacts& facts, const ModelRun& run, const std::vector<Pre
 }
 
 int modelRun(const ModelRunFlags& flags) {
+  const Truncate truncate = truncateOf(flags.text.truncate, flags.text.given());
   const std::string text = flags.text.given() ? readModelText(flags.text) : "";
   FolderModelRunner runner(flags.model);
   const Model& model = runner.model();
-  ModelTokens tokens = flags.ids.empty() ? runner.tokenize(text) : runner.tokensFromIds(parseIds(flags.ids));
+  TextTokens counted;
+  if (flags.ids.empty()) {
+    counted = textTokens(model, text, truncate);
+    if (counted.refused) throw InputError(contextError(model, counted.count, counted.more));
+  }
+  ModelTokens tokens = flags.ids.empty() ? std::move(counted.tokens) : runner.tokensFromIds(parseIds(flags.ids));
   if (flags.lens && !model.hasHead())
     throw InputError(model.folder + ": --lens needs an output head, and this encoder has no masked-LM head (cls.predictions)");
   checkOutDir(flags.out);
@@ -130,7 +140,8 @@ int modelRun(const ModelRunFlags& flags) {
   const ModelConfig& c = model.config;
   const int64_t unk_id = model.chars ? model.chars->unkId() : model.tokenizer ? model.tokenizer->unkId().value_or(0) : 0;
   const ModelFacts facts{model.name() + " (" + c.model_type + ")", c.n_layers, c.heads, c.hidden, c.max_positions, c.vocab,
-                         unk_id, c.family->causal, [&c](int64_t layer) { return layerOptions(c, layer); }};
+                         unk_id, c.family->causal, [&c](int64_t layer) { return layerOptions(c, layer); },
+                         counted.more ? truncatedNote(truncate, counted.count, tokenUnit(model)) : ""};
   std::vector<Prediction> top;
   if (!run.logits.empty()) top = topPredictions(model, run.logits.row(static_cast<int64_t>(run.tokens.ids.size()) - 1), run.logits.vocab(), 5);
   return writeRun(facts, run, top, modelLens(model, run), flags.out);
@@ -182,7 +193,7 @@ int runModelCommand(int argc, char** argv) {
                                                   "generated.txt, tokens.txt, attentions.npy and steps.json");
   addGenerateOptions(*gen, generate);
   run->footer(
-      "Text longer than the model's context (max_len) is refused; characters outside the vocabulary\n"
+      "Text longer than the model's context is refused (--truncate keeps its start or end); characters outside the vocabulary\n"
       "become the unknown id (marked 'unknown' in tokens.txt). Exit status: 0 ok, 1 bad input (one\n"
       "line on stderr naming the file), 2 usage error.\n"
       "Example: attnscope model run assets/models/python-code --text 'def f(x):' --out result");

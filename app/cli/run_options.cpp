@@ -167,6 +167,26 @@ void addModelTextOptions(CLI::App& app, ModelTextFlags& flags) {
   auto* text = app.add_option("--text", flags.text, "the input text (one token per character, or per byte)");
   auto* file = app.add_option("--text-file", flags.text_file, "read the input text from a file (taken as is)");
   text->excludes(file);
+  addTruncateOption(app, flags.truncate);
+}
+
+void addTruncateOption(CLI::App& app, std::optional<std::string>& truncate) {
+  app.add_option("--truncate", truncate,
+                 "a text longer than the model's context: 'start' drops tokens from its start (keeps the last ones), "
+                 "'end' drops them from its end (keeps the first ones); without it such a text is refused");
+}
+
+std::string truncatedNote(Truncate truncate, int64_t kept, const char* unit) {
+  return std::string("the text has more: --truncate ") + truncateNames().name(truncate) + " kept its " +
+         (truncate == Truncate::Start ? "last " : "first ") + std::to_string(kept) + " " + unit;
+}
+
+Truncate truncateOf(const std::optional<std::string>& truncate, bool text_given) {
+  if (!truncate) return Truncate::None;
+  if (!text_given) throw UsageError("--truncate: only with --text or --text-file");
+  const std::optional<Truncate> value = truncateNames().find(*truncate);
+  if (!value || *value == Truncate::None) throw UsageError("--truncate: '" + *truncate + "' is not start or end");
+  return *value;
 }
 
 std::string readModelText(const ModelTextFlags& flags) {

@@ -74,15 +74,23 @@ ConfiguredRun configureRunFromFlags(const RunFlags& flags);
 
 std::string formatNumber(double value);  // "%g"
 
-// The text a trained MODEL runs on (`model run`, `export MODEL`): --text TEXT or
-// --text-file FILE (taken as is), one of them.
+// The text a trained MODEL runs on (`model run`, `model generate`, `export MODEL`): --text
+// TEXT or --text-file FILE (taken as is), one of them, and --truncate start|end for a text
+// longer than the context (docs/cli.md).
 struct ModelTextFlags {
   std::optional<std::string> text;
   std::optional<std::string> text_file;
+  std::optional<std::string> truncate;
   bool given() const { return text || text_file; }
 };
 void addModelTextOptions(CLI::App& app, ModelTextFlags& flags);
+// --truncate's option alone (`analyze MODEL --text` has its own --text).
+void addTruncateOption(CLI::App& app, std::optional<std::string>& truncate);
 // The text; InputError naming the file when it cannot be read.
 std::string readModelText(const ModelTextFlags& flags);
+// --truncate as given (None without it); UsageError for another value, or without a text.
+Truncate truncateOf(const std::optional<std::string>& truncate, bool text_given);
+// "the text has more: --truncate end kept its first 64 tokens" (the commands' summaries).
+std::string truncatedNote(Truncate truncate, int64_t kept, const char* unit);
 
 }  // namespace attnscope

@@ -92,6 +92,7 @@ const SettingField kSettingFields[] = {
     {"bundle_path", differs<&Settings::bundle_path>, forSources<kBundle>},
     {"model", differs<&Settings::model>, forSources<kModel>},
     {"model_text", differs<&Settings::model_text>, forSources<kModel>},
+    {"model_truncate", differs<&Settings::model_truncate>, forSources<kModel>},
     {"heads", differs<&Settings::heads>, always},
     {"head_dim", differs<&Settings::head_dim>, forSources<kText, kSynthetic, kBundle>},
     {"positional_encoding", differs<&Settings::positional_encoding>, forSources<kText>},

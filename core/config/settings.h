@@ -10,6 +10,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "attention/attention.h"
+#include "model/truncate.h"
 #include "registry/name_table.h"
 #include "view/colormap.h"
 
@@ -70,6 +71,7 @@ struct Settings {
   // path (any value with a '/'), run on model_text. See config/model_source.h.
   std::string model = "python-code";
   std::string model_text = kDefaultModelText;
+  Truncate model_truncate = Truncate::None;       // a text past the context: refused, or its first / last tokens
 
   // model
   int64_t heads = 4;

@@ -142,6 +142,7 @@ json settingsToJson(const Settings& s, const ViewFocus& focus) {
       {"bundle_path", s.bundle_path},
       {"model", s.model},
       {"model_text", s.model_text},
+      {"model_truncate", truncateNames().name(s.model_truncate)},
       {"heads", s.heads},
       {"head_dim", s.head_dim},
       {"positional_encoding", s.positional_encoding},
@@ -189,6 +190,7 @@ Settings settingsFromJson(const json& j, std::vector<std::string>* problems) {
   r.string("model", s.model);
   if (s.model.empty()) Reader::fail("model", "must name a shipped model or a model folder");
   r.string("model_text", s.model_text);
+  r.named("model_truncate", s.model_truncate, truncateNames(), "\"none\", \"start\" or \"end\"");
   r.integer("heads", s.heads, 1, 4096);
   r.integer("head_dim", s.head_dim, 1, 65536);
   r.boolean("positional_encoding", s.positional_encoding);

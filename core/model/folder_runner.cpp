@@ -176,7 +176,9 @@ ViewModel viewFromModelRun(const Model& model, const ModelRun& run, const Progre
   }
   if (model.chars) return view;  // a character or byte is its own label
   std::vector<TokenPiece> pieces;  // the tooltips' raw piece and id
-  for (size_t t = 0; t < run.tokens.ids.size(); ++t) pieces.push_back({run.tokens.text[t], run.tokens.ids[t]});
+  const ModelTokens& tokens = run.tokens;
+  for (size_t t = 0; t < tokens.ids.size(); ++t)
+    pieces.push_back({tokens.text[t], tokens.ids[t], t < tokens.source.size() ? tokens.source[t] : ""});
   view.query_pieces.assign(static_cast<size_t>(view.B), pieces);
   view.key_pieces = view.query_pieces;
   return view;
@@ -236,12 +238,14 @@ LensPlan lensPlan(int64_t layers, int64_t L, int64_t D, int64_t V, double budget
 }  // namespace
 
 ViewModel FolderModelRunner::view(const std::string& text, TextSize* size, const LogitRows& logit_rows,
-                                  const Progress& progress, bool lens_on_demand) {
+                                  const Progress& progress, bool lens_on_demand, Truncate truncate) {
   const auto started = std::chrono::steady_clock::now();
-  ModelTokens tokens = tokenize(text);
-  const int64_t L = static_cast<int64_t>(tokens.ids.size());
   const Model& model = runner_->model();
-  if (size) *size = TextSize{L, model.context(), tokenUnit(model)};
+  TextTokens counted = textTokens(model, text, Truncate::None, 4 * model.context());
+  if (size) *size = TextSize{counted.count, model.context(), tokenUnit(model), counted.more, counted.refused};
+  if (counted.refused && truncate == Truncate::None) throw InputError(contextError(model, counted.count, counted.more));
+  ModelTokens tokens = counted.refused ? textTokens(model, text, truncate).tokens : std::move(counted.tokens);
+  const int64_t L = static_cast<int64_t>(tokens.ids.size());
   const LensPlan lens = lensPlan(n_layers_, L, shape_.width, vocab_, lens_budget_, lens_on_demand);
   keepResiduals(lens.residuals());
   runner_->logitRows(logit_rows);
@@ -286,7 +290,9 @@ std::function<std::string(int64_t)> FolderModelRunner::tokenLabels() const {
   return [m = weights_.model](int64_t id) { return tokenLabel(*m, id); };
 }
 
-ModelTokens FolderModelRunner::tokenize(const std::string& text) const { return tokenizeForModel(runner_->model(), text); }
+ModelTokens FolderModelRunner::tokenize(const std::string& text, Truncate truncate, int64_t room) const {
+  return tokensForRun(runner_->model(), text, truncate, room);
+}
 
 ModelTokens FolderModelRunner::tokensFromIds(const std::vector<int64_t>& ids) const {
   return attnscope::tokensFromIds(runner_->model(), ids);
@@ -305,8 +311,8 @@ ViewModel FolderModelRunner::viewOf(const ModelRun& run) const {  // no whole le
 
 std::string FolderModelRunner::tokenText(int64_t id) const { return attnscope::tokenText(runner_->model(), id); }
 
-ViewModel viewOfModelFolder(const std::string& folder, const std::string& text) {
-  return FolderModelRunner(folder).view(text);
+ViewModel viewOfModelFolder(const std::string& folder, const std::string& text, Truncate truncate) {
+  return FolderModelRunner(folder).view(text, nullptr, {}, {}, false, truncate);
 }
 
 }  // namespace attnscope

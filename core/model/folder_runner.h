@@ -15,7 +15,8 @@
 namespace attnscope {
 
 // The view of one model run: one layer per block (probabilities, scores, causal mask),
-// query/key labels with unknown tokens marked "(unk)", the top-5 predictions after every
+// query/key labels with unknown characters marked "(unk)" (a tokenizer's unknown token reads
+// as its name, "[UNK]", the text it stands for in its piece's tooltip), the top-5 predictions after every
 // position (an encoder's masked-LM guesses at it; none without an output head), the logit
 // lens (when the run kept its residuals), the model's name, caption and notable heads, and
 // a tokenizer's raw pieces for the tooltips.
@@ -51,9 +52,12 @@ class FolderModelRunner {
   void setCacheWindow(const CacheWindow& cache);
   // The text's size against the model's context, counted before the run (a text that does
   // not fit is refused by the run, with this count for the app to show).
+  // A text past the context is counted to 4 contexts (`more`: it has more than `tokens`);
+  // the run refuses it, or with `truncate` reads its first or last context's worth (`cut`).
   struct TextSize {
     int64_t tokens = 0, context = 0;
     const char* unit = "tokens";  // "characters" or "bytes" for attnscope-model/1 tokenizers
+    bool more = false, cut = false;
   };
   // viewFromModelRun of one run (progress: of a tiled view's overviews);
   // fills *size first when given. logit_rows: the positions to unembed (default all); with
@@ -62,7 +66,7 @@ class FolderModelRunner {
   // lens_on_demand, column by column when looked at (ViewModel::lens.later), else it is off
   // with the reason.
   ViewModel view(const std::string& text, TextSize* size = nullptr, const LogitRows& logit_rows = {},
-                 const Progress& progress = {}, bool lens_on_demand = false);
+                 const Progress& progress = {}, bool lens_on_demand = false, Truncate truncate = Truncate::None);
   // The lens budget in multiply-adds (default 1e10: 19 tokens of GPT-2 small, 0.1 s).
   void setLensBudget(double multiply_adds) { lens_budget_ = multiply_adds; }
   // Whether the lens of `positions` positions fits the budget.
@@ -77,7 +81,8 @@ class FolderModelRunner {
   // model (InputError for an encoder), each run's view (viewFromModelRun,
   // without the whole logit lens: a generation adds its new positions' columns, lensColumns)
   // and a token's text as typed.
-  ModelTokens tokenize(const std::string& text) const;
+  // tokensForRun: the text's tokens within the context (room: left free after a truncated text).
+  ModelTokens tokenize(const std::string& text, Truncate truncate = Truncate::None, int64_t room = 0) const;
   ModelTokens tokensFromIds(const std::vector<int64_t>& ids) const;
   CausalModel causalModel(StepMaps maps = StepMaps::RowsOnly);
   ViewModel viewOf(const ModelRun& run) const;
@@ -117,6 +122,6 @@ class FolderModelRunner {
 };
 
 // One run of FolderModelRunner: the one path from settings to a model's view (buildView).
-ViewModel viewOfModelFolder(const std::string& folder, const std::string& text);
+ViewModel viewOfModelFolder(const std::string& folder, const std::string& text, Truncate truncate = Truncate::None);
 
 }  // namespace attnscope

@@ -192,8 +192,10 @@ CausalModel causalModelOf(ModelRunner& runner, StepMaps maps) {
     const ModelTokens one = tokensFromIds(model, {id});
     tokens.ids.push_back(id);
     tokens.text.push_back(one.text[0]);
-    tokens.label.push_back(one.label[0]);
     tokens.unknown.push_back(one.unknown[0]);
+    if (!tokens.source.empty()) tokens.source.emplace_back();
+    // A new piece can finish a character begun before it: the labels are the sequence's.
+    tokens.label = tokenLabels(model, tokens.ids);
   };
   m.label = [&model](int64_t id) { return tokenLabel(model, id); };
   m.context = model.context();

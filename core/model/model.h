@@ -27,6 +27,7 @@
 #include "model/char_vocab.h"
 #include "model/model_config.h"
 #include "model/model_run.h"
+#include "model/truncate.h"
 #include "tensor/interrupt.h"
 #include "tokenizer/tokenizer.h"
 
@@ -97,6 +98,24 @@ Model loadOwnFolder(const std::string& folder);                                 
 // readable labels escaped to one line, unknown marks the unk token) or attnscope-model/1's
 // characters or bytes. InputError when the folder has no tokenizer.
 ModelTokens tokenizeForModel(const Model& model, const std::string& text);
+// A text's tokens for a run (model run, export, analyze, generate, the app): all of them when
+// they fit the context; past it, the first or last context's worth (truncate), or InputError
+// (contextError). Tokenizing stops once the context is passed, and the text is counted to
+// count_to tokens at most (at least the context): `count` says how many it has, and `more`
+// that it has more than that.
+struct TextTokens {
+  ModelTokens tokens;  // what the run reads (nothing when refused)
+  int64_t count = 0;   // the text's tokens, up to count_to
+  bool more = false;   // the text has more than `count`
+  bool refused = false;  // too long, and not truncated
+};
+// room: tokens a truncated text leaves free after it (a generation's new tokens).
+TextTokens textTokens(const Model& model, const std::string& text, Truncate truncate, int64_t count_to = 0,
+                      int64_t room = 0);
+// textTokens' tokens, or InputError(contextError) for a text that does not fit.
+ModelTokens tokensForRun(const Model& model, const std::string& text, Truncate truncate, int64_t room = 0);
+// "the text has [more than] N tokens but NAME's context is C (KEY in CONFIG)".
+std::string contextError(const Model& model, int64_t count, bool more);
 // Token ids given directly; labels from the tokenizer when there is one, else the ids.
 // InputError for an id outside the vocabulary (checkTokenId).
 ModelTokens tokensFromIds(const Model& model, const std::vector<int64_t>& ids);
@@ -104,6 +123,9 @@ ModelTokens tokensFromIds(const Model& model, const std::vector<int64_t>& ids);
 void checkTokenId(const Model& model, int64_t id);
 // Token `id` as one printable line ("#id" without a tokenizer or past its vocabulary).
 std::string tokenLabel(const Model& model, int64_t id);
+// The labels of a sequence of ids, as tokenizeForModel labels a text's (a character spelled
+// in byte-fallback pieces shows on its first piece, "·" on the others).
+std::vector<std::string> tokenLabels(const Model& model, const std::vector<int64_t>& ids);
 // A token's text as typed (the labels' marks back to a space, newline and tab).
 std::string tokenText(const Model& model, int64_t id);
 // What the model's tokens are called in messages: "tokens", or "characters" / "bytes".

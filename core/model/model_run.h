@@ -23,6 +23,7 @@ struct ModelTokens {
   std::vector<std::string> text;     // [L] the piece of the text at each position (a character, a byte, a token)
   std::vector<std::string> label;    // [L] the same as one printable line ("\\n", "\\xc3", "␣the")
   std::vector<uint8_t> unknown;      // [L] 1 = not in the vocabulary, mapped to the unknown id
+  std::vector<std::string> source;   // [L] or empty: the word of the text a tokenizer's unknown token stands for
   int64_t unknownCount() const;
 };
 // A token's text as one printable line: "\n" -> "\\n", "\t" -> "\\t", other control bytes

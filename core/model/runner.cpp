@@ -266,8 +266,10 @@ void ModelRunner::checkTokens(const ModelTokens& tokens) const {
 void ModelRunner::forward(const ModelTokens& tokens) {
   const ModelConfig& c = model_->config;
   const int64_t L = static_cast<int64_t>(tokens.ids.size());
+  // An unknown character keeps its label, marked; a tokenizer's unknown token is labelled by its name ("[UNK]").
   std::vector<std::string> labels;
-  for (size_t t = 0; t < tokens.label.size(); ++t) labels.push_back(tokens.unknown[t] ? tokens.label[t] + " (unk)" : tokens.label[t]);
+  for (size_t t = 0; t < tokens.label.size(); ++t)
+    labels.push_back(tokens.unknown[t] && model_->chars ? tokens.label[t] + " (unk)" : tokens.label[t]);
   embed(tokens);
   if (keep_residuals_) {
     resizeResiduals(c.n_layers + 1, L, c.hidden, run_.residuals);

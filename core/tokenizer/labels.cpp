@@ -1,8 +1,9 @@
 // Readable labels for token pieces (docs/models.md, "Tokenizers"): a space shows as "␣", a newline as
 // "↵", a tab as "⇥"; GPT-2's byte alphabet ("Ġ", "Ċ") and SentencePiece's "▁" are decoded
 // first; a byte-fallback piece <0xNN> of a whole (ASCII) character shows as that character;
-// in an encoded text, a character cut across pieces shows whole on its first piece; any other
-// byte that is not a whole UTF-8 character stays <0xNN>.
+// in an encoded text, a character cut across pieces shows whole on its first piece and the
+// pieces it took bytes from as "·"; any other byte that is not a whole UTF-8 character stays
+// <0xNN>.
 #include <cstdio>
 
 #include "tokenizer/byte_level.h"
@@ -120,8 +121,8 @@ std::vector<std::string> readableLabels(const std::vector<std::string>& pieces, 
     } else {
       shown = bytes[i].substr(lent[i]);
     }
-    // A piece whose bytes all went to an earlier piece keeps their <0xNN> names.
-    labels[i] = readableBytes(shown.empty() ? bytes[i].substr(0, lent[i]) : shown);
+    // A piece whose bytes all went to an earlier piece continues that piece's character.
+    labels[i] = shown.empty() && lent[i] > 0 ? kContinuationMark : readableBytes(shown);
   }
   return labels;
 }

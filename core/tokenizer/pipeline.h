@@ -85,7 +85,7 @@ enum class PieceStyle { ByteLevel, Plain };
 std::string readableLabel(const std::string& piece, PieceStyle style);
 // Labels of an encoded sequence: as readableLabel, except that a character cut across pieces
 // (byte fallback, byte-level pieces) shows whole on the piece where it starts; a piece whose
-// bytes all went to the piece before keeps their <0xNN> names. Special pieces stay as they are.
+// bytes all went to the piece before shows kContinuationMark. Special pieces stay as they are.
 std::vector<std::string> readableLabels(const std::vector<std::string>& pieces, const std::vector<bool>& special,
                                         PieceStyle style);
 

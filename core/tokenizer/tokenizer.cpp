@@ -33,7 +33,12 @@ struct TokenizerImpl {
   tok::PieceStyle style = tok::PieceStyle::Plain;
   std::optional<int64_t> bos, eos, pad, unk;
 
-  std::vector<Token> encode(const std::string& text, bool add_special_tokens) const;
+  struct TextIds {
+    std::vector<int64_t> ids;
+    std::vector<std::pair<size_t, std::string>> sources;  // (index in ids, word) of unknown tokens
+  };
+  TextIds textIds(const std::string& input, size_t budget, bool keep_last) const;
+  std::vector<Token> encode(const std::string& text, bool add_special_tokens, const EncodeLimit& limit, bool* cut) const;
   std::vector<tok::Segment> findAddedTokens(const std::string& text) const;
   std::optional<int64_t> idOf(const std::string& piece) const;
   std::string pieceOf(int64_t id) const {
@@ -134,30 +139,53 @@ std::vector<tok::Segment> TokenizerImpl::findAddedTokens(const std::string& text
   return out;
 }
 
-std::vector<Token> TokenizerImpl::encode(const std::string& input, bool add_special_tokens) const {
-  std::vector<Token> tokens;
-  const auto push = [&](int64_t id) {
-    Token token;
-    token.id = id;
-    token.special = special.count(id) > 0;
-    token.unknown = unk && id == *unk;
-    tokens.push_back(token);
-  };
+// The text's ids (no special tokens) within a limit: the first `limit.max_tokens` and one
+// more to say that the text goes on (reading no further), or with keep_last all of them.
+// An unknown token keeps the pre-tokenized word it came from (its `source`).
+TokenizerImpl::TextIds TokenizerImpl::textIds(const std::string& input, size_t budget, bool keep_last) const {
+  TextIds out;
   std::vector<int64_t> ids;
+  const auto full = [&] { return !keep_last && out.ids.size() > budget; };
   for (const tok::Segment& segment : findAddedTokens(tok::sanitizeUtf8(input))) {
+    if (full()) break;
     if (segment.id) {
-      push(*segment.id);
+      out.ids.push_back(*segment.id);
       continue;
     }
     std::vector<tok::Piece> words{{segment.text, segment.at_origin}};
     if (pre_tokenizer) words = pre_tokenizer(std::move(words));
     for (const tok::Piece& word : words) {
+      if (full()) break;
       ids.clear();
       model->tokenize(word.text, ids);
-      for (const int64_t id : ids) push(id);
+      for (const int64_t id : ids) {
+        if (unk && id == *unk) out.sources.emplace_back(out.ids.size(), word.text);
+        out.ids.push_back(id);
+      }
     }
   }
-  if (add_special_tokens && post_processor) tokens = post_processor(std::move(tokens));
+  return out;
+}
+
+std::vector<Token> TokenizerImpl::encode(const std::string& input, bool add_special_tokens, const EncodeLimit& limit,
+                                         bool* cut) const {
+  const bool specials = add_special_tokens && post_processor;
+  const size_t added_specials = specials ? post_processor({}).size() : 0;  // BOS, [CLS] ... [SEP]
+  const size_t budget = limit.max_tokens > added_specials ? limit.max_tokens - added_specials : 0;
+  TextIds text = textIds(input, budget, limit.keep_last);
+  const size_t drop = text.ids.size() > budget ? text.ids.size() - budget : 0;
+  if (cut) *cut = drop > 0;
+  const size_t first = limit.keep_last ? drop : 0;  // the kept ids: [first, first + size - drop)
+  std::vector<Token> tokens(text.ids.size() - drop);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    Token& token = tokens[i];
+    token.id = text.ids[first + i];
+    token.special = special.count(token.id) > 0;
+    token.unknown = unk && token.id == *unk;
+  }
+  for (auto& [at, word] : text.sources)
+    if (at >= first && at - first < tokens.size()) tokens[at - first].source = std::move(word);
+  if (specials) tokens = post_processor(std::move(tokens));
   std::vector<std::string> raw;
   std::vector<bool> is_special;
   for (Token& token : tokens) {
@@ -320,13 +348,25 @@ HfTokenizer HfTokenizer::fromJson(const std::string& json_text, const std::strin
 }
 
 std::vector<Token> HfTokenizer::encode(const std::string& text, bool add_special_tokens) const {
-  return impl_->encode(text, add_special_tokens);
+  return impl_->encode(text, add_special_tokens, EncodeLimit{}, nullptr);
+}
+std::vector<Token> HfTokenizer::encode(const std::string& text, const EncodeLimit& limit, bool* cut) const {
+  return impl_->encode(text, true, limit, cut);
 }
 int64_t HfTokenizer::vocabSize() const { return impl_->size; }
 std::string HfTokenizer::piece(int64_t id) const { return impl_->pieceOf(id); }
 std::string HfTokenizer::label(int64_t id) const {
   const std::string raw = impl_->pieceOf(id);
   return raw.empty() || impl_->special.count(id) ? raw : tok::readableLabel(raw, impl_->style);
+}
+std::vector<std::string> HfTokenizer::labels(const std::vector<int64_t>& ids) const {
+  std::vector<std::string> raw;
+  std::vector<bool> keep;  // special tokens and ids without piece: as they are
+  for (const int64_t id : ids) {
+    raw.push_back(impl_->pieceOf(id));
+    keep.push_back(raw.back().empty() || impl_->special.count(id) > 0);
+  }
+  return tok::readableLabels(raw, keep, impl_->style);
 }
 std::optional<int64_t> HfTokenizer::bosId() const { return impl_->bos; }
 std::optional<int64_t> HfTokenizer::eosId() const { return impl_->eos; }

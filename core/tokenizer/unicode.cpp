@@ -4,7 +4,11 @@
 #include <cstdlib>
 #include <memory>
 
+#include <algorithm>
+
 #include <utf8proc.h>
+
+#include "tokenizer/tokenizer.h"
 
 namespace attnscope::tok {
 
@@ -91,3 +95,14 @@ bool isWordChar(char32_t c) {
 }
 
 }  // namespace attnscope::tok
+
+namespace attnscope {
+
+int64_t displayWidth(const std::string& utf8) {
+  int64_t width = 0;
+  for (const char32_t c : tok::decodeUtf8(tok::sanitizeUtf8(utf8)))
+    width += std::max(0, utf8proc_charwidth(static_cast<utf8proc_int32_t>(c)));
+  return width;
+}
+
+}  // namespace attnscope

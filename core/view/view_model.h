@@ -72,7 +72,8 @@ struct LayerMaps {
 // tokens.json): the vocabulary's raw piece ("Ġthe", "▁the", "<0x0A>") and its id.
 struct TokenPiece {
   std::string raw;
-  int64_t id = -1;  // -1 = unknown
+  int64_t id = -1;     // -1 = unknown
+  std::string source{};  // the text an unknown token ("[UNK]") stands for, "" otherwise
 };
 
 // A trained model's guess for the token after one query position (softmax of its logits

@@ -592,3 +592,36 @@ def write_wordpiece(folder):
                      "max_input_chars_per_word": 100, "vocab": vocab}}
     with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
         json.dump(tok, f, ensure_ascii=False)
+
+
+SENTENCEPIECE_WORDS = ["\u2581", "h", "i", "hi", "\u2581hi", "\u2581the", "\u2581a", "\u2581head"]
+
+
+def write_sentencepiece_bpe(folder, words=SENTENCEPIECE_WORDS, byte_fallback=True):
+    """Llama 2's pipeline (Prepend + Replace "▁", BPE with byte fallback, "<s> $A"): <unk> <s>
+    </s>, then <0x00>..<0xFF> at ids 3..258 when byte_fallback, then `words` (merges: every
+    word made of two others, e.g. "h i", "▁ hi")."""
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    if byte_fallback:
+        vocab.update({"<0x%02X>" % b: 3 + b for b in range(256)})
+    for w in words:
+        vocab[w] = len(vocab)
+    merges = ["%s %s" % (w[:i], w[i:]) for w in words for i in range(1, len(w)) if w[:i] in vocab and w[i:] in vocab]
+    special = [{"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
+                "special": True} for s, i in (("<unk>", 0), ("<s>", 1), ("</s>", 2))]
+    tok = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": special,
+           "normalizer": {"type": "Sequence", "normalizers": [
+               {"type": "Prepend", "prepend": "\u2581"},
+               {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+           "pre_tokenizer": None,
+           "post_processor": {"type": "TemplateProcessing",
+                              "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                                         {"Sequence": {"id": "A", "type_id": 0}}],
+                              "pair": [], "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
+           "decoder": None,
+           "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
+                     "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": byte_fallback,
+                     "ignore_merges": False, "vocab": vocab, "merges": merges}}
+    with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tok, f, ensure_ascii=False)
+    return vocab

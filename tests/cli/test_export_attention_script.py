@@ -233,7 +233,7 @@ class HuggingFaceWritingTest(unittest.TestCase):
             self.assertEqual(json.load(f)["layer_names"], ["cross attention 0", "cross attention 1"])
 
         out = os.path.join(tmp, "out")
-        decoder_labels = [["<pad>", "\u2423", "\u03b1", "<0xB1>"], ["<pad>", "\u2423Ja", "<pad>", "<pad>"]]
+        decoder_labels = [["<pad>", "\u2423", "\u03b1", "\u00b7"], ["<pad>", "\u2423Ja", "<pad>", "<pad>"]]
         encoder_labels = [["\u2423The", "\u2423cat", ".", "</s>"], ["\u2423Hi", "</s>", "<pad>", "<pad>"]]
         for b in range(2):
             with self.subTest(item=b):

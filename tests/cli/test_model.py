@@ -341,7 +341,7 @@ class BadInput(unittest.TestCase):
         return lines[0]
 
     def test_text_longer_than_the_context(self):
-        line = self.check("text has 17 characters but model's context is 16", text="a" * 17)
+        line = self.check("text has more than 16 characters but model's context is 16", text="a" * 17)
         self.assertIn("config.json", line)
 
     def test_empty_text(self):

@@ -103,10 +103,41 @@ TEST(TokenizerBpe, Llama2ByteFallback) {
   };
   for (const Case& c : cases) EXPECT_EQ(encodeIds(t, c.text), c.ids) << c.what;
   EXPECT_EQ(encodeIds(t, "hi", false), (Ids{263}));
-  // Labels: 你's three byte pieces show the character on the first, their bytes on the others.
+  // Labels: 你's three byte pieces show the character on the first, "·" on the others; the
+  // same for the ids alone (--ids, a generation).
+  const auto tokenizer = HfTokenizer::fromJson(t.dump(), "t/tokenizer.json");
   std::vector<std::string> labels;
-  for (const Token& token : HfTokenizer::fromJson(t.dump(), "t/tokenizer.json").encode("hi 你\n")) labels.push_back(token.label);
-  EXPECT_EQ(labels, (std::vector<std::string>{"<s>", "\u2423hi", "\u2423", "\u4f60", "<0xBD>", "<0xA0>", "\u21B5"}));
+  Ids ids;
+  for (const Token& token : tokenizer.encode("hi 你\n")) labels.push_back(token.label), ids.push_back(token.id);
+  EXPECT_EQ(labels, (std::vector<std::string>{"<s>", "\u2423hi", "\u2423", "\u4f60", "\u00b7", "\u00b7", "\u21B5"}));
+  EXPECT_EQ(tokenizer.labels(ids), labels);
+  // A continuation without its lead, a lead without its continuation: their byte names.
+  EXPECT_EQ(tokenizer.labels({3 + 0xBD, 3 + 0xE4, 1}), (std::vector<std::string>{"<0xBD>", "<0xE4>", "<s>"}));
+}
+
+// Within a limit (docs/cli.md, --truncate): the first or last tokens of the full encoding, the
+// special tokens the post-processor adds kept and counted; `cut` says whether any was dropped.
+TEST(TokenizerBpe, EncodeWithinALimit) {
+  const auto tokenizer = HfTokenizer::fromJson(llama2Style(true).dump(), "t/tokenizer.json");
+  const std::string text = "hi hi 你 hi\nhi";
+  const Ids all = idsOf(tokenizer.encode(text));
+  ASSERT_EQ(all.size(), 11u);  // <s> ▁hi ▁hi ▁ E4 BD A0 ▁hi ↵ h i
+  for (const size_t n : {1u, 2u, 5u, 10u, 11u, 12u}) {
+    bool cut = true;
+    const std::vector<Token> first = tokenizer.encode(text, EncodeLimit{n, false}, &cut);
+    const size_t kept = std::min(n, all.size());
+    EXPECT_EQ(idsOf(first), Ids(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(kept))) << n;
+    EXPECT_EQ(cut, n < all.size()) << n;
+    const std::vector<Token> last = tokenizer.encode(text, EncodeLimit{n, true}, &cut);
+    Ids expected{all.front()};  // <s> stays first
+    expected.insert(expected.end(), all.end() - static_cast<std::ptrdiff_t>(kept - 1), all.end());
+    EXPECT_EQ(idsOf(last), expected) << n;
+  }
+  // The first kept pieces continue a character whose lead was dropped: their byte names.
+  bool cut = false;
+  std::vector<std::string> labels;
+  for (const Token& token : tokenizer.encode(text, EncodeLimit{7, true}, &cut)) labels.push_back(token.label);
+  EXPECT_EQ(labels, (std::vector<std::string>{"<s>", "<0xBD>", "<0xA0>", "\u2423hi", "\u21B5", "h", "i"}));
 }
 
 TEST(TokenizerBpe, FuseUnkWithoutByteFallback) {
@@ -303,7 +334,7 @@ TEST(TokenizerLabels, ByteLevelAndPlain) {
                                  nullptr, {{"type", "ByteLevel"}, {"add_prefix_space", false}});
   std::vector<std::string> labels;
   for (const Token& token : HfTokenizer::fromJson(cut.dump(), "t/tokenizer.json").encode("\u65e5")) labels.push_back(token.label);
-  EXPECT_EQ(labels, (std::vector<std::string>{"\u65e5", "<0xA5>"}));
+  EXPECT_EQ(labels, (std::vector<std::string>{"\u65e5", "\u00b7"}));
   EXPECT_EQ(b.label(99), "");
   const json plain = tokenizerJson({{"type", "BPE"}, {"vocab", vocabOf({"\u2581the", "<0x0A>", "<0xE4>", "<0x41>"})}, {"merges", json::array()}});
   const auto p = HfTokenizer::fromJson(plain.dump(), "t/tokenizer.json");

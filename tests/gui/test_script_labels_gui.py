@@ -28,7 +28,7 @@ ITEMS = [
      ("\u2581\u0928\u092e\u0938\u094d\u0924\u0947", 16, "\u2423\u0928\u092e\u0938\u094d\u0924\u0947"),  # Devanagari
      ("\u2581\u4f60\u597d", 17, "\u2423\u4f60\u597d")],                          # CJK
     [("\u2581\u1ea1\u01a1", 21, "\u2423\u1ea1\u01a1"),                          # Vietnamese (Latin Ext. Additional)
-     ("<0xCE>", 22, "\u03b1"), ("<0xB1>", 23, "<0xB1>"),                         # byte fallback: α whole on its first piece
+     ("<0xCE>", 22, "\u03b1"), ("<0xB1>", 23, "\u00b7"),                         # byte fallback: α whole on its first piece
      ("\u0444", 24, "\u0444"), ("\u05d0", 25, "\u05d0"), ("\u0628", 26, "\u0628"),
      ("\u0915", 27, "\u0915")],
 ]

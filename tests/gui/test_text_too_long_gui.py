@@ -32,8 +32,8 @@ class TextTooLongTest(g.AppTestCase):
         self.assertTrue(state["text_too_long"])
         self.assertIn("text has 137 characters but python-code's context is 128", state["error"])
         message = state["text_too_long_message"]
-        self.assertEqual(message, "The model reads at most 128 characters: shorten the text by 9. "
-                                  "The dimmed maps show the last text that fit.")
+        self.assertEqual(message, "The model reads at most 128 characters: shorten the text by 9, or use its first or "
+                                  "last 128. The dimmed maps show the last text that fit.")
         self.assertNotIn("config.json", message)
         # The count and the message sit right under the text box.
         box, count, note = state["rects"]["text_box"], state["rects"]["text_count"], state["rects"]["text_too_long"]
@@ -68,9 +68,36 @@ class TextTooLongTest(g.AppTestCase):
                                            source="model", model="python-code", model_text=TEXT + MORE)
         self.assertEqual((state["text_tokens"], state["text_too_long"]), ([137, 128], True))
         self.assertEqual(state["text_too_long_message"],
-                         "The model reads at most 128 characters: shorten the text by 9.")
+                         "The model reads at most 128 characters: shorten the text by 9, or use its first or last 128.")
         self.assertNotIn("control_error", state["rects"])
         self.assertNotIn("status_note", state["rects"])
+
+
+    def test_use_the_first_or_last_tokens(self):
+        """The buttons under the message set model_truncate (the text stays as typed): the maps
+        read the first 128 characters, then the last 128; "read all" refuses the text again."""
+        text = TEXT + MORE
+        _, log, window, state = self.start("truncate", ready=lambda s: s["generation"] > 0 and not s["pending"]
+                                           and "truncate_end" in s["rects"],
+                                           source="model", model="python-code", model_text=text)
+        self.assertEqual(state["model_truncate"], "none")
+        for button, how, kept in (("truncate_end", "end", text[:128]), ("truncate_start", "start", text[-128:])):
+            with self.subTest(how=how):
+                state = self.click_until(window, log, state["rects"][button],
+                                         lambda s, how=how: s["model_truncate"] == how and not s["pending"]
+                                         and s["text_cut"] and s["L"] == 128 and not s["maps_stale"])
+                self.assertEqual(state["model_text"], text)  # not rewritten
+                self.assertEqual("".join(state["query_tokens"]), kept.replace("\n", "\\n"))
+                self.assertEqual((state["error"], state["text_too_long"]), ("", False))
+                self.assertEqual(state["text_tokens"], [137, 128])
+                self.assertEqual(state["texts"]["text_count"], "137 characters: the maps read the %s 128"
+                                 % ("first" if how == "end" else "last"))
+                self.screenshot(window, "truncate-%s.png" % how)
+                if how == "end":  # back to refusing, then the other end
+                    state = self.click_until(window, log, state["rects"]["truncate_off"],
+                                             lambda s: s["model_truncate"] == "none" and s["text_too_long"]
+                                             and "truncate_start" in s["rects"])
+                    self.assertTrue(state["maps_stale"])
 
 
 if __name__ == "__main__":

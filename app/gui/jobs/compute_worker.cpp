@@ -157,6 +157,8 @@ std::shared_ptr<const ViewModel> ComputeWorker::runModel(const ComputeRequest& r
     facts.text_tokens = size.tokens;
     facts.context = size.context;
     facts.token_unit = size.unit;
+    facts.text_more = size.more;
+    facts.text_cut = size.cut;
   };
   std::shared_ptr<const ViewModel> view;
   // Past the full path's budget every layer's overview is pooled: progress and Cancel as a
@@ -168,7 +170,8 @@ std::shared_ptr<const ViewModel> ComputeWorker::runModel(const ComputeRequest& r
   try {
     const auto started = std::chrono::steady_clock::now();
     view = std::make_shared<const ViewModel>(
-        model_runner_->view(settings.model_text, &size, request.logit_rows, overview_progress, request.lens_on_demand));
+        model_runner_->view(settings.model_text, &size, request.logit_rows, overview_progress, request.lens_on_demand,
+                            settings.model_truncate));
     result.stages.engine_ms = model_runner_->lastRunMs();
     result.stages.view_ms = millisecondsSince(started) - result.stages.engine_ms;
     job.progress(-1.0);

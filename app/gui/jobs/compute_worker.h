@@ -39,6 +39,8 @@ struct InputFacts {
   // the model's context and what a token is ("characters" or "bytes"). 0 = not a model run.
   int64_t text_tokens = 0, context = 0;
   const char* token_unit = "characters";
+  bool text_more = false;  // the text has more than text_tokens (counted to 4 contexts)
+  bool text_cut = false;   // the run read part of it (settings.model_truncate)
 };
 
 // Where a job's time went, in milliseconds (state log, --bench-typing): the engine (a model

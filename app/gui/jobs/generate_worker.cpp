@@ -82,7 +82,7 @@ GenerationSnapshot GenerateWorker::run(const GenerateRequest& request, const Job
     runner.setCacheWindow(request.cache);
     runner.keepResiduals(request.lens);
     StepLens step_lens;
-    const ModelTokens prompt = runner.tokenize(request.text);
+    const ModelTokens prompt = runner.tokenize(request.text, request.truncate, request.tokens);
     if (prompt.ids.empty()) throw InputError("the prompt is empty: type at least one character");
     snapshot.prompt_length = static_cast<int64_t>(prompt.ids.size());
     snapshot.prompt_text = request.text;

@@ -27,6 +27,7 @@ namespace attnscope {
 struct GenerateRequest {
   std::string folder;  // a model folder of either kind
   std::string text;    // the prompt
+  Truncate truncate = Truncate::None;  // a prompt past the context: its first / last tokens, room left for `tokens`
   int64_t tokens = 0;  // how many to generate (at most)
   SamplingSettings sampling;
   int64_t recent_window = kDefaultRecentWindow;  // W of the mass on the last W tokens

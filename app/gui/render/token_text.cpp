@@ -30,19 +30,29 @@ std::string visibleToken(const std::string& label) {
   return out;
 }
 
+namespace {
+
+// "text" with control bytes as \xNN.
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    char escaped[8];
+    std::snprintf(escaped, sizeof escaped, "\\x%02X", static_cast<unsigned char>(c));
+    out += static_cast<unsigned char>(c) < 0x20 || c == 0x7F ? std::string(escaped) : std::string(1, c);
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
 std::string pieceNote(const std::vector<std::vector<TokenPiece>>& pieces, int64_t b, int64_t at) {
   if (b < 0 || b >= static_cast<int64_t>(pieces.size())) return "";
   const std::vector<TokenPiece>& row = pieces[static_cast<size_t>(b)];
   if (at < 0 || at >= static_cast<int64_t>(row.size())) return "";
   const TokenPiece& piece = row[static_cast<size_t>(at)];
-  std::string note = "piece \"";
-  for (const char c : piece.raw) {
-    char escaped[8];
-    std::snprintf(escaped, sizeof escaped, "\\x%02X", static_cast<unsigned char>(c));
-    note += static_cast<unsigned char>(c) < 0x20 || c == 0x7F ? std::string(escaped) : std::string(1, c);
-  }
-  note += "\"";
+  std::string note = "piece " + quoted(piece.raw);
   if (piece.id >= 0) note += "  id " + std::to_string(piece.id);
+  if (!piece.source.empty()) note += "  for " + quoted(piece.source);
   return note;
 }
 

@@ -16,7 +16,8 @@ namespace attnscope {
 std::string visibleToken(const std::string& label);
 
 // The raw vocabulary piece and id behind position `at` of batch item b, as tooltips write
-// them: `piece "Ġcat"  id 3797` (control bytes as \xNN; no id part when unknown); "" when
+// them: `piece "Ġcat"  id 3797` (control bytes as \xNN; no id part when unknown; an unknown
+// token adds the text it stands for: `piece "[UNK]"  id 100  for "☃"`); "" when
 // the view has no pieces (pieces: ViewModel::query_pieces or key_pieces, [B][n]).
 std::string pieceNote(const std::vector<std::vector<TokenPiece>>& pieces, int64_t b, int64_t at);
 

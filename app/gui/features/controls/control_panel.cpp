@@ -141,14 +141,58 @@ bool drawModelsSection(AppState& state) {
   return computeSettingsDiffer(before, s);
 }
 
-// A text longer than the model's context: the real count and the one message about it
-// (the maps keep the last text that fit, dimmed as out of date).
-void drawTextTooLong(AppState& state) {
+// "137 of 128 tokens", "more than 512 of 128 tokens": the latest job's count of the text.
+std::string textCount(const InputFacts& f) {
+  return (f.text_more ? "more than " : "") + std::to_string(f.text_tokens) + " of " + std::to_string(f.context) + " " +
+         f.token_unit + " (context)";
+}
+
+// A text longer than the model's context: the real count, the one message about it (the maps
+// keep the last text that fit, dimmed as out of date) and the choice to read the text's first
+// or last context's worth instead (a setting: the text itself is left as typed). True when chosen.
+bool drawTextTooLong(AppState& state) {
   const InputFacts& f = state.compute.facts;
-  ui::text(state.script.layout, "text_count", ui::coloredText(ImVec4(1.0f, 0.35f, 0.35f, 1.0f)),
-           "%lld of %lld %s (context)",
-                  static_cast<long long>(f.text_tokens), static_cast<long long>(f.context), f.token_unit);
-  errorText(state.script.layout, "text_too_long", textTooLongMessage(state));
+  WidgetRects& rects = state.script.layout;
+  const std::string count = textCount(f);
+  ui::text(rects, "text_count", ui::coloredText(ImVec4(1.0f, 0.35f, 0.35f, 1.0f)), "%s", count.c_str());
+  rects.recordText("text_count", count);
+  errorText(rects, "text_too_long", textTooLongMessage(state));
+  const std::string n = std::to_string(f.context) + " " + f.token_unit;
+  Truncate& truncate = state.settings.model_truncate;
+  if (ui::smallButton(rects, "truncate_end", ("use the first " + n).c_str())) truncate = Truncate::End;
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("the maps read the text's first %s; the text stays as typed", n.c_str());
+  if (ui::smallButton(rects, "truncate_start", ("use the last " + n).c_str())) truncate = Truncate::Start;
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("the maps read the text's last %s; the text stays as typed", n.c_str());
+  return truncate != Truncate::None;
+}
+
+// The count under the text box: the latest job's (an empty text reads 0), and when the run read
+// only part of a longer text, which part, with the way back to refusing it. True when changed.
+bool drawTextCount(AppState& state, const ViewModel& v) {
+  const InputFacts& f = state.compute.facts;
+  WidgetRects& rects = state.script.layout;
+  if (f.context == 0) {  // no count from the latest job (a folder that failed to load): the view's
+    ImGui::TextDisabled("%lld of %lld characters (context)", static_cast<long long>(v.mapL()),
+                        static_cast<long long>(v.context));
+    return false;
+  }
+  if (!f.text_cut) {
+    const std::string count = textCount(f);
+    ui::text(rects, "text_count", ui::disabledText(), "%s", count.c_str());
+    rects.recordText("text_count", count);
+    return false;
+  }
+  Truncate& truncate = state.settings.model_truncate;
+  const std::string count = (f.text_more ? "more than " : "") + std::to_string(f.text_tokens) + " " + f.token_unit +
+                            ": the maps read the " + (truncate == Truncate::Start ? "last " : "first ") +
+                            std::to_string(f.context);
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.75f, 0.3f, 1.0f));
+  ui::text(rects, "text_count", ui::wrappedText(), "%s", count.c_str());
+  ImGui::PopStyleColor();
+  rects.recordText("text_count", count);
+  if (!ui::smallButton(rects, "truncate_off", "read all")) return false;
+  truncate = Truncate::None;  // the text is refused again until it fits
+  return true;
 }
 
 // A text that does not fit the model (characters outside its vocabulary, longer than its
@@ -199,13 +243,14 @@ bool drawModelInput(AppState& state) {
                                         ImVec2(width, ImGui::GetTextLineHeight() * 6.5f));
   const bool unknown = model_view && v->unknown_tokens > 0;
   if (state.compute.textTooLong()) {
-    drawTextTooLong(state);
+    changed |= drawTextTooLong(state);
   } else if (model_view) {
-    const InputFacts& f = state.compute.facts;  // what a token is: characters, bytes or tokens
-    ImGui::TextDisabled("%lld of %lld %s (context)", static_cast<long long>(v->mapL()), static_cast<long long>(v->context),
-                        f.context > 0 ? f.token_unit : "characters");
+    changed |= drawTextCount(state, *v);
     if (unknown)
-      warningText(std::to_string(v->unknown_tokens) + " character(s) outside the vocabulary: shown as \"(unk)\"");
+      warningText(std::to_string(v->unknown_tokens) +
+                  (std::string(state.compute.facts.token_unit) == "tokens"
+                       ? " word(s) the tokenizer does not know: shown as its unknown token (the tooltip gives the word)"
+                       : " character(s) outside the vocabulary: shown as \"(unk)\""));
   }
   if (unknown || state.compute.textTooLong()) changed |= offerSampleText(state);
   return changed;

@@ -75,7 +75,9 @@ std::string textTooLongMessage(const AppState& state) {
   const InputFacts& f = state.compute.facts;
   if (!state.compute.textTooLong()) return "";
   std::string message = "The model reads at most " + std::to_string(f.context) + " " + f.token_unit +
-                        ": shorten the text by " + std::to_string(f.text_tokens - f.context) + ".";
+                        ": shorten the text by " + (f.text_more ? "more than " : "") +
+                        std::to_string(f.text_tokens - f.context) + ", or use its first or last " +
+                        std::to_string(f.context) + ".";
   if (state.compute.mapsStale()) message += " The dimmed maps show the last text that fit.";
   return message;
 }
@@ -104,10 +106,13 @@ void controlsToJson(const AppState& state, nlohmann::json& line) {
   if (s.source == InputSource::Model) {
     line["model"] = s.model;
     line["model_text"] = s.model_text;
+    line["model_truncate"] = truncateNames().name(s.model_truncate);
   }
   const InputFacts& f = state.compute.facts;
   line["text_tokens"] = nullptr;  // a model's text: [tokens, context] of the latest job
   if (f.context > 0) line["text_tokens"] = {f.text_tokens, f.context};
+  line["text_more"] = f.text_more;  // the text has more tokens than text_tokens says
+  line["text_cut"] = f.text_cut;    // the run read the first or last context's worth (model_truncate)
   line["text_too_long_message"] = textTooLongMessage(state);
   line["models_listed"] = nlohmann::json::array();
   for (const ShippedModel& m : state.ui.shipped_models) line["models_listed"].push_back(m.name);

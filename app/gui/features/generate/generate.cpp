@@ -71,6 +71,7 @@ void startGeneration(AppState& state) {
     return;
   }
   request.text = state.settings.model_text;
+  request.truncate = state.settings.model_truncate;
   request.tokens = std::max(1, g.controls.tokens);
   request.sampling = samplingOf(g.controls);
   request.recent_window = std::max(1, g.controls.recent_window);
