@@ -20,18 +20,42 @@ const ComputeResult& ComputeState::result() const { return latest ? *latest : kN
 
 namespace {
 
-// A cancelled load: the model fields go back to the shown model's (posted as such, so the
-// maps shown are current again; its weights load again on the next run that needs them).
-void returnToShownModel(AppState& state, const std::string& folder) {
+// A cancelled or failed load: the model fields go back to the shown model's (posted as such,
+// so the maps shown are current again; its weights load again on the next run that needs
+// them). False when nothing is shown yet (the maps stay empty).
+bool returnToShownModel(AppState& state) {
   ComputeState& c = state.compute;
-  c.load_cancelled = folder;
-  if (!c.view) return;  // nothing shown yet: the maps stay empty, marked cancelled
+  if (!c.view) return false;
   state.settings.source = c.shown_settings.source;
   state.settings.model = c.shown_settings.model;
   state.settings.model_text = c.shown_settings.model_text;
   c.posted_settings = state.settings;
   c.cancelled = false;
   saveLater(state);
+  return true;
+}
+
+// A folder whose weights failed to load while another model is shown: that model stays, as
+// after a cancelled load; the error goes to load_error (the Open dialog shows it), not to
+// the maps, which stay current. The result is kept without its error.
+std::shared_ptr<const ComputeResult> keepShownModel(AppState& state, std::shared_ptr<const ComputeResult> result) {
+  ComputeState& c = state.compute;
+  c.load_failed = result->load_failed;
+  c.load_error = result->error;
+  if (!returnToShownModel(state)) return result;
+  ++c.load_failures;
+  auto kept = std::make_shared<ComputeResult>(*result);
+  kept->error.clear();
+  kept->facts = c.facts;  // the shown model's sizes
+  return kept;
+}
+
+// A model folder that ran: listed under Models (view.json) from now on.
+void rememberRunFolder(AppState& state, const ComputeResult& result) {
+  const Settings& s = result.settings;
+  if (result.view && s.source == InputSource::Model && s.model.find('/') != std::string::npos &&
+      rememberModel(state.view, s.model))
+    saveLater(state);
 }
 
 }  // namespace
@@ -40,15 +64,20 @@ bool receiveResult(AppState& state) {
   ComputeState& c = state.compute;
   std::shared_ptr<const ComputeResult> result = c.worker->poll();
   if (!result) return false;
+  if (!result->load_failed.empty()) result = keepShownModel(state, std::move(result));
   c.cancelled = result->cancelled;
   if (!result->cancelled) c.facts = result->facts;  // a cancelled job's sizes were never shown
+  rememberRunFolder(state, *result);
   if (result->view || result->correct_view) c.head_table = result->head_table;  // the shown view changed
   if (result->view) {
     c.view = result->view;
     c.compute_ms = result->milliseconds;
     c.shown_settings = result->settings;
   }
-  if (!result->load_cancelled.empty()) returnToShownModel(state, result->load_cancelled);
+  if (!result->load_cancelled.empty()) {
+    c.load_cancelled = result->load_cancelled;
+    returnToShownModel(state);
+  }
   c.latest = std::move(result);
   markStateChanged(state);
   return true;
@@ -74,6 +103,7 @@ void recomputeNow(AppState& state, const ComputeAsk& ask) {
   c.posted_at = std::chrono::steady_clock::now();
   c.cancelled = false;  // the maps shown stay, marked in progress instead
   c.load_cancelled.clear();
+  c.load_failed.clear();
   markStateChanged(state);
 }
 
@@ -111,6 +141,8 @@ void computeToJson(const AppState& state, nlohmann::json& line) {
   line["loading"] = c.loading;      // ... a model folder's weights
   line["cancelled"] = c.cancelled;  // the latest job was cancelled (the maps are the previous result's)
   line["load_cancelled"] = c.load_cancelled;  // the folder whose load was cancelled ("" = none since the last post)
+  line["load_failed"] = c.load_failed;        // the folder whose load failed ("" = none since the last post)
+  line["load_error"] = c.load_error;          // why the last failed load failed
   line["compute_runs"] = c.runs();
   line["projections_reused"] = c.projectionsReused();
   line["raw_scores_reused"] = c.rawScoresReused();

@@ -128,6 +128,9 @@ std::shared_ptr<const ViewModel> ComputeWorker::runModel(const ComputeRequest& r
       result.cancelled = true;
       result.load_cancelled = folder;
       return nullptr;
+    } catch (...) {  // bad weights, out of memory: the message is describeFailure's
+      result.load_failed = folder;
+      throw;
     }
   }
   // The text's size against the context reaches the app even when the run refuses the text.

@@ -47,6 +47,7 @@ struct ComputeResult {
   std::string error;                            // InputError message, "" on success
   bool cancelled = false;                       // a tiled overview or a load was cancelled: no view, no error
   std::string load_cancelled;                   // the model folder whose load was cancelled ("" otherwise)
+  std::string load_failed;                      // the model folder whose load failed (error says why; "" otherwise)
   Settings settings;                            // the job's settings (what view, when made, shows)
   bool tiled = false;                           // the maps were computed in tiles
   double milliseconds = 0.0;                    // configureRun + runAttention wall time

@@ -111,6 +111,7 @@ void controlsToJson(const AppState& state, nlohmann::json& line) {
   line["text_too_long_message"] = textTooLongMessage(state);
   line["models_listed"] = nlohmann::json::array();
   for (const ShippedModel& m : state.ui.shipped_models) line["models_listed"].push_back(m.name);
+  line["recent_models"] = state.view.recent_models;  // the Models choice's folders, newest first
   line["correct_trace"] = state.compute.correctView() != nullptr;
   line["diff_max"] = nullptr;  // focused head, batch item: max |buggy - correct| probability
   if (const float diff = focusedDiffMax(state); diff >= 0.0f) line["diff_max"] = diff;

@@ -55,7 +55,7 @@ std::vector<int64_t> textValidLensShown(const Settings& settings);
 void askControls(const AppState& state, ComputeAsk& ask);
 void drawControlPanel(AppState& state);
 // valid_lens (the settings', -1 = follows its line), valid_lens_shown (textValidLensShown).
-// State-log keys: source, settings_heads, settings_L, mask, colormap, log_scale, folded_layout, mistake, model, model_text, models_listed, correct_trace, diff_max, diff_summary,
+// State-log keys: source, settings_heads, settings_L, mask, colormap, log_scale, folded_layout, mistake, model, model_text, models_listed, recent_models, correct_trace, diff_max, diff_summary,
 // text_tokens ([tokens, context] of a model's text, else null), text_too_long_message,
 // dropout (p), train, controls_shown (heads, head_dim, mask the control panel shows).
 void controlsToJson(const AppState& state, nlohmann::json& line);
