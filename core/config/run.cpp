@@ -151,6 +151,7 @@ Run configureRun(const Settings& settings) {
       run.inputs = std::move(bundle.inputs);
       groupKeyValueHeads(settings, run.inputs);  // as buildInputs does
       run.source = "bundle " + settings.bundle_path;
+      run.seeded_weights = !bundle.has_weights;
       if (!bundle.has_weights)
         run.notes.push_back("no w_q/w_k/w_v/w_o.npy: seeded default weights (seed " + std::to_string(settings.seed) +
                             ", D=" + std::to_string(run.inputs.w_q.dim(0)) + ")");

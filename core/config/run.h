@@ -28,6 +28,9 @@ struct Run {
   // a mistake or dropout, which need the full map. compute and export ignore it (the core
   // refuses sizes whose trace does not fit in memory, with the estimate).
   bool tiled = false;
+  // w_q, w_k, w_v and w_o come from the seed (a text, synthetic inputs, a bundle without
+  // them): the seed and the model size D apply.
+  bool seeded_weights = true;
 };
 
 // What a bundle opened from the command line starts from: the default settings with H = 1

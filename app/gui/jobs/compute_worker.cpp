@@ -188,6 +188,7 @@ std::shared_ptr<const ViewModel> ComputeWorker::runTiled(Run& run, const Jobs::J
 
 std::shared_ptr<const ViewModel> ComputeWorker::runCore(Run& run, ComputeResult& result, const Jobs::Job& job) {
   result.facts = readFacts(run.inputs, run.options.heads);
+  result.facts.seeded_weights = run.seeded_weights;
   if (run.tiled) {
     result.tiled = true;
     std::shared_ptr<const ViewModel> view = runTiled(run, job);

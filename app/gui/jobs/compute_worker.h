@@ -34,6 +34,7 @@ struct InputFacts {
   int64_t B = 0, L = 0, S_key = 0, S_value = 0, H = 0;
   int64_t D_q = 0, D_k = 0;  // projected sizes: rows of w_q and w_k
   bool qkv_bias = false;     // a trained model's q, k, v projections add a bias
+  bool seeded_weights = false;  // a sandbox run's weights came from the seed (Run::seeded_weights)
   // A trained model's text, counted before the run (also when it is too long): its tokens,
   // the model's context and what a token is ("characters" or "bytes"). 0 = not a model run.
   int64_t text_tokens = 0, context = 0;

@@ -86,8 +86,12 @@ void drawMetricsPanel(AppState& state) {
       return;
     }
     const int64_t b = state.view.focus.batch_item;
+    const std::string unused = orderGridUnusedReason(state);
+    ImGui::BeginDisabled(!unused.empty());
     if (ui::checkbox(state.script.layout, "metrics_order_grid", "order grid by table", &view.order_grid)) saveLater(state);
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("lay out the head grid's tiles in this table's order");
+    ImGui::EndDisabled();
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+      ImGui::SetTooltip("%s", unused.empty() ? "lay out the head grid's tiles in this table's order" : unused.c_str());
     ImGui::SameLine();
     if (const ViewModel* shown = shownView(state)) drawOverviewToggle(state, *shown);
     const int64_t groups = table->clusters[b].count;
