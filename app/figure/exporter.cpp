@@ -12,6 +12,7 @@
 
 #include "figure.h"
 #include "analysis/layer_maps.h"
+#include "config/run.h"
 #include "tensor/npy.h"
 
 namespace attnscope {
@@ -290,8 +291,8 @@ std::vector<ExportItem> exportItems(const std::vector<std::string>& what_names, 
 }
 
 // The settings (and focused map) that reopen or re-export exactly this item's view.
-std::string reopenSettingsJson(const Settings& settings, const ExportRequest& request, const ExportPlan& plan,
-                               const ExportItem& item) {
+std::string reopenSettingsJson(const Settings& settings, const ViewModel& view, const ExportRequest& request,
+                               const ExportPlan& plan, const ExportItem& item) {
   Settings reopen = settings;
   reopen.prob_colormap = plan.colormap;
   reopen.cell_px = plan.cell_px;
@@ -300,7 +301,7 @@ std::string reopenSettingsJson(const Settings& settings, const ExportRequest& re
   focus.batch_item = plan.batch;
   focus.layer = item.layers[0];
   if (item.head >= 0) focus.head = item.head;
-  return settingsToJson(reopen, focus).dump(2) + "\n";
+  return exportSettingsJson(reopen, focus, view).dump(2) + "\n";
 }
 
 // One item's files, rendered in memory.
@@ -315,6 +316,7 @@ FigureJob itemJob(const Settings& settings, const ViewModel& view, const ExportR
                       ? tiledWindowFigure(item.what, view, item.layers[0], plan.batch, head, window, plan.colormap, settings.log_scale)
                       : buildFigure(item.what, view, item.layers, plan.batch, head, plan.colormap, settings.log_scale);
   figure.cell_px = plan.cell_px;
+  if (!view.model.empty()) figure.title += " \u00b7 " + view.model;  // whose attention: the model (or bundle.json's)
   if (!tiled_window) cropFigure(figure, view.tiled ? CellWindow{} : window);
   std::string base_name = exportBaseName(item.what, item.name_layers, item.head, plan.batch, plan.mask_name,
                                          view.mapL(), view.mapS(), tiled_window || !view.tiled ? window : CellWindow{});
@@ -324,7 +326,7 @@ FigureJob itemJob(const Settings& settings, const ViewModel& view, const ExportR
   const std::optional<Figure> image =
       item.what == "grid" && !request.full_resolution ? capFigureSize(figure, kMaxAtlasSide) : std::nullopt;
   FigureJob job = renderJob(base_name, figure, plan.figure_formats, image ? &*image : nullptr);
-  job.files.push_back({"json", reopenSettingsJson(settings, request, plan, item), {}});
+  job.files.push_back({"json", reopenSettingsJson(settings, view, request, plan, item), {}});
   return job;
 }
 
@@ -345,7 +347,7 @@ FigureJob htmlJob(const Settings& settings, const ViewModel& view, const ExportR
                                  plan.mask_name, view.mapL(), view.mapS());
   job.files.push_back({"html", renderViewHtml(view, page), {}});
   const ExportItem item{"html", {plan.layers[0]}, {}, -1};
-  job.files.push_back({"json", reopenSettingsJson(settings, request, plan, item), {}});
+  job.files.push_back({"json", reopenSettingsJson(settings, view, request, plan, item), {}});
   return job;
 }
 

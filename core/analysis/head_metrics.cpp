@@ -48,25 +48,40 @@ MetricSums sumsOfMap(const float* map, int64_t L, int64_t S, const uint8_t* full
 
 }  // namespace
 
+namespace {
+
+// The fixed ranges (MetricInfo::range): a probability mass; entropy against its maximum
+// log2(S) (a uniform row over every key); a distance that can reach the farthest position;
+// a count of keys from one to all.
+MetricRange probabilityRange(int64_t, int64_t) { return {0.0, 1.0}; }
+MetricRange entropyRange(int64_t, int64_t S) { return {0.0, std::log2(static_cast<double>(std::max<int64_t>(S, 1)))}; }
+MetricRange distanceRange(int64_t L, int64_t S) { return {0.0, static_cast<double>(std::max<int64_t>(std::max(L, S) - 1, 0))}; }
+MetricRange keysRange(int64_t, int64_t S) { return {1.0, static_cast<double>(std::max<int64_t>(S, 1))}; }
+
+}  // namespace
+
 const std::vector<MetricInfo>& headMetricInfos() {
   static const std::vector<MetricInfo> infos = {
       {"entropy_bits", "entropy", "row entropy -sum p log2 p, in bits (0 = one key, log2 S = uniform)",
-       &HeadMetrics::entropy_bits},
-      {"max_prob", "max p", "largest probability of the row", &HeadMetrics::max_prob},
+       &HeadMetrics::entropy_bits, "0..log2(S)", entropyRange},
+      {"max_prob", "max p", "largest probability of the row", &HeadMetrics::max_prob, "0..1", probabilityRange},
       {"mean_distance", "distance", "expected |query - key| position distance, in tokens",
-       &HeadMetrics::mean_distance},
-      {"sink_mass", "sink", "probability on the first key (attention sink)", &HeadMetrics::sink_mass},
-      {"diag_mass", "diag", "probability on the key at the query's own position", &HeadMetrics::diag_mass},
-      {"prev_mass", "prev", "probability on the previous position (rows i >= 1)", &HeadMetrics::prev_mass},
+       &HeadMetrics::mean_distance, "0..max(L,S)-1", distanceRange},
+      {"sink_mass", "sink", "probability on the first key (attention sink)", &HeadMetrics::sink_mass, "0..1",
+       probabilityRange},
+      {"diag_mass", "diag", "probability on the key at the query's own position", &HeadMetrics::diag_mass, "0..1",
+       probabilityRange},
+      {"prev_mass", "prev", "probability on the previous position (rows i >= 1)", &HeadMetrics::prev_mass, "0..1",
+       probabilityRange},
       {"effective_keys", "eff. keys", "2^entropy: how many keys the row effectively spreads over",
-       &HeadMetrics::effective_keys},
+       &HeadMetrics::effective_keys, "1..S", keysRange},
       {"induction", "induction", "repeated segment: probability on the token after the first occurrence",
-       &HeadMetrics::induction},
+       &HeadMetrics::induction, "0..1", probabilityRange},
       {"gen_sink_mass", "gen sink", "generation: mean over the generated steps of the probability on the first token",
-       &HeadMetrics::gen_sink_mass},
+       &HeadMetrics::gen_sink_mass, "0..1", probabilityRange},
       {"gen_recent_mass", "gen last W",
        "generation: mean over the generated steps of the probability on the last W tokens (W = 8 unless set)",
-       &HeadMetrics::gen_recent_mass},
+       &HeadMetrics::gen_recent_mass, "0..1", probabilityRange},
   };
   return infos;
 }

@@ -29,12 +29,22 @@ struct HeadMetrics {
   int64_t rows = 0;           // query rows in the means (NaN metrics when 0)
 };
 
+// A metric's fixed colour range over maps of L queries and S keys: what it can be, so that a
+// colour means the same value whichever heads are on screen (the overview's default scale).
+struct MetricRange {
+  double low = 0, high = 1;
+};
+
 // The metric columns, in table order: one row per metric (table, JSON and GUI use it).
 struct MetricInfo {
   const char* name;         // JSON field: "entropy_bits", ...
   const char* heading;      // short column heading: "entropy", ...
   const char* description;  // one line, with units
   double HeadMetrics::*field;
+  // Its fixed range: the rule as written ("0..1", "0..log2(S)": entropy in bits against
+  // its maximum, S keys) and its value for maps of L queries and S keys.
+  const char* range_rule;
+  MetricRange (*range)(int64_t L, int64_t S);
 };
 const std::vector<MetricInfo>& headMetricInfos();  // the seven issue metrics, then induction
 // The two columns over a generation (gen_sink_mass, gen_recent_mass): outputs that are not

@@ -2,10 +2,36 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace attnscope {
 
-HeadOverview headOverview(const HeadTable& table, const MetricInfo& metric, int64_t b) {
+namespace {
+
+// measured: some value is finite (else there is no auto range to judge).
+OverviewScale scaleOf(const HeadOverview& o, const MetricInfo& metric, const HeadTable& table, bool auto_range,
+                      bool measured) {
+  const MetricRange fixed = metric.range(table.L, table.S);
+  OverviewScale scale;
+  scale.automatic = auto_range;
+  scale.rule = metric.range_rule;
+  scale.low = auto_range ? o.low : fixed.low;
+  scale.high = auto_range ? o.high : fixed.high;
+  const double fixed_span = fixed.high - fixed.low, span = o.high - o.low;
+  scale.narrow = auto_range && measured && fixed_span > 0 && span < kNarrowRangeFraction * fixed_span;
+  if (scale.narrow) {
+    char text[200];
+    std::snprintf(text, sizeof text,
+                  "narrow range: %.3g .. %.3g is %.2g%% of %s's %.3g .. %.3g, so small differences look large",
+                  o.low, o.high, 100.0 * span / fixed_span, metric.heading, fixed.low, fixed.high);
+    scale.warning = text;
+  }
+  return scale;
+}
+
+}  // namespace
+
+HeadOverview headOverview(const HeadTable& table, const MetricInfo& metric, int64_t b, bool auto_range) {
   HeadOverview o;
   o.layers = table.layers, o.H = table.H, o.metric = metric.name;
   o.values.reserve(static_cast<size_t>(table.layers * table.H));
@@ -19,6 +45,7 @@ HeadOverview headOverview(const HeadTable& table, const MetricInfo& metric, int6
       o.high = any ? std::max(o.high, v) : v;
       any = true;
     }
+  o.scale = scaleOf(o, metric, table, auto_range, any);
   return o;
 }
 

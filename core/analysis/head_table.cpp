@@ -26,6 +26,7 @@ HeadTable tiledHeadTable(const ViewModel& view, double min_correlation) {
   table.source = &view;
   table.source_stamp = view.stamp.value();
   table.layers = view.layers, table.H = view.H, table.B = view.B;
+  table.L = m.L, table.S = m.S;
   // Rows in headMetrics' order (layer, head, batch item); sums and means are [layers, B, H].
   const auto map = [&](int64_t l, int64_t b, int64_t h) { return static_cast<size_t>((l * view.B + b) * view.H + h); };
   for (int64_t l = 0; l < view.layers; ++l)
@@ -56,6 +57,7 @@ HeadTable headTableOf(const ViewModel& view, double min_correlation, int64_t rec
   table.source = &view;
   table.source_stamp = view.stamp.value();
   table.layers = maps.layers, table.H = maps.H, table.B = maps.B;
+  table.L = maps.L, table.S = maps.S;
   table.metrics = headMetrics(maps);
   addGenerationMass(view, recent_window, table.metrics);
   table.clusters = clustersPerItem(maps, min_correlation);

@@ -21,6 +21,7 @@ struct HeadTable {
   const ViewModel* source = nullptr;  // the view model measured (borrowed; identity only)
   uint64_t source_stamp = 0;          // ... its ViewModel::stamp: what a cache compares (an address can be reused)
   int64_t layers = 0, H = 0, B = 0;
+  int64_t L = 0, S = 0;                // the measured maps' queries and keys (a tiled view's real ones)
   std::vector<HeadMetrics> metrics;    // [layers, H, B], as headMetrics orders them
   std::vector<HeadClusters> clusters;  // [B]
 

@@ -140,6 +140,25 @@ Settings settingsForBundle(Settings settings, const std::string& dir) {
   return settings;
 }
 
+nlohmann::json exportSettingsJson(const Settings& settings, const ViewFocus& focus, const ViewModel& view) {
+  nlohmann::json j = settingsToJson(settings, focus);
+  if (settings.source != InputSource::Model) return j;
+  // Every key a trained model's run does not read (the model fixes them, or another source reads them).
+  static const char* const kSandboxKeys[] = {
+      "text",  "cross_attention", "key_text", "synthetic_L", "synthetic_S", "batch",    "valid_lens",
+      "bundle_path", "heads", "head_dim", "positional_encoding", "bias",  "seed",     "mask",
+      "fill",  "scale",           "scale_factor", "temperature", "dropout", "train",  "mistake",
+      "kv_heads", "rope",         "rope_base", "rope_style", "alibi",   "softcap"};
+  for (const char* key : kSandboxKeys) j.erase(key);
+  const int64_t layer = std::clamp<int64_t>(focus.layer, 0, std::max<int64_t>(view.layers - 1, 0));
+  j["run"] = {{"model", view.model},
+              {"layers", view.layers},
+              {"heads", view.H},
+              {"tokens", view.mapL()},
+              {"mask", view.maps.empty() ? std::string() : view.maps[static_cast<size_t>(layer)].mask_name}};
+  return j;
+}
+
 Run configureRun(const Settings& settings) {
   Run run;
   switch (settings.source) {
@@ -151,6 +170,7 @@ Run configureRun(const Settings& settings) {
       run.inputs = std::move(bundle.inputs);
       groupKeyValueHeads(settings, run.inputs);  // as buildInputs does
       run.source = "bundle " + settings.bundle_path;
+      run.seeded_weights = !bundle.has_weights;
       if (!bundle.has_weights)
         run.notes.push_back("no w_q/w_k/w_v/w_o.npy: seeded default weights (seed " + std::to_string(settings.seed) +
                             ", D=" + std::to_string(run.inputs.w_q.dim(0)) + ")");

@@ -28,6 +28,9 @@ struct Run {
   // a mistake or dropout, which need the full map. compute and export ignore it (the core
   // refuses sizes whose trace does not fit in memory, with the estimate).
   bool tiled = false;
+  // w_q, w_k, w_v and w_o come from the seed (a text, synthetic inputs, a bundle without
+  // them): the seed and the model size D apply.
+  bool seeded_weights = true;
 };
 
 // What a bundle opened from the command line starts from: the default settings with H = 1
@@ -45,6 +48,13 @@ Settings bundleDefaults();
 Settings settingsForBundle(Settings base, const std::string& dir);
 // The same keys applied to settings from an already parsed bundle.json (json_path names it).
 void applyBundleRunKeys(const nlohmann::json& meta, const std::string& json_path, Settings& settings);
+
+// The settings JSON an export writes beside its files: settingsToJson(settings, focus), except
+// that a trained model's run drops the sandbox's keys (its heads, mask, seed, text, ...: they
+// describe no part of this run) and adds "run": {"model", "layers", "heads", "tokens",
+// "mask"} of `view`, the run the files came from (mask: the focused layer's). Reopening it
+// (--settings) gives the same model, text and focus.
+nlohmann::json exportSettingsJson(const Settings& settings, const ViewFocus& focus, const ViewModel& view);
 
 // Inputs for the settings' source and the options for them (temperature scale with the
 // real D of a bundle). Throws InputError for bad settings or inputs, for sizes whose

@@ -52,10 +52,15 @@ class WeightPlan {
          &dst.weight, why, !conv1d && !split, panelPadding(out, split ? 3 : 1) * in);
     if (bias) add(name + ".bias", {out}, &dst.bias, why, head);
   }
+  // What load() checks before reading anything: the memory rule, then the files' sizes.
+  void check(const std::string& folder) const {
+    checkMemoryRule(folder);
+    store_.checkSizes();
+  }
   // The memory rule first (from the headers alone), then the files' data: mapped, checked
   // against their sizes, read tensor by tensor with progress (bytes read).
   void load(const std::string& folder, const Progress& progress) {
-    checkMemory(bytes_, folder + ": the weights in memory (" + std::to_string(bytes_ >> 20) + " MiB)");
+    checkMemoryRule(folder);
     store_.mapData();
     uint64_t done = 0;
     if (progress && !progress(0.0)) throw Cancelled();
@@ -81,6 +86,9 @@ class WeightPlan {
     bool panels;
     uint64_t bytes;  // in memory, with the panels' padding
   };
+  void checkMemoryRule(const std::string& folder) const {
+    checkMemory(bytes_, folder + ": the weights in memory (" + std::to_string(bytes_ >> 20) + " MiB)");
+  }
   // Rows a matrix of `rows` outputs in `parts` equal parts gains in panels (whole 64-row blocks).
   static int64_t panelPadding(int64_t rows, int64_t parts) { return parts * panelCount(rows / parts) * kPanelWidth - rows; }
   // padding: the elements the matrix gains in panels, in its storage type.
@@ -210,7 +218,12 @@ Projections LayerWeights::projections() const {
           bias(q.bias), bias(k.bias), bias(v.bias), bias(o.bias)};
 }
 
-Model loadHfFolder(const std::string& folder, bool with_tokenizer, const Progress& progress) {
+namespace {
+
+// config.json, the weight files' headers and the plan of every tensor the family reads
+// (shapes checked); with `read`, the weights read with progress, else only what reading
+// checks first (memory, file sizes): the model then holds no weights.
+Model readHfFolder(const std::string& folder, const Progress& progress, bool read) {
   std::error_code ec;
   if (!fs::is_directory(folder, ec)) throw InputError(folder + ": not a model folder (no such directory)");
   Model m;
@@ -235,17 +248,32 @@ Model loadHfFolder(const std::string& folder, bool with_tokenizer, const Progres
   for (int64_t i = 0; i < c.n_layers; ++i) planLayer(c, i, plan, m.layers[i], planned[i]);
   if (n.has(Role::FinalNorm)) plan.norm(n.of(Role::FinalNorm), D, f.norm_bias, m.final_norm, "final norm");
   planHead(c, store, plan, m);
+  if (!read) {
+    plan.check(folder);
+    return m;
+  }
   plan.load(folder, progress);
   for (int64_t i = 0; i < c.n_layers; ++i) finishLayer(c, m.layers[i], planned[i]);
   if (!token_types.empty()) {
     m.token_type = rows(token_types, 0, 1);
     m.token_type.shape = {D};
   }
+  return m;
+}
+
+}  // namespace
+
+Model loadHfFolder(const std::string& folder, bool with_tokenizer, const Progress& progress) {
+  Model m = readHfFolder(folder, progress, true);
+  const ModelConfig& c = m.config;
+  const TensorNames& n = c.family->names;
   const bool encoder_without_head = n.has(Role::MlmTransform) && m.mlm_transform.weight.empty();
   m.head_tied = c.tied && !encoder_without_head;  // shared, not copied (a 1B model's is 1 GB in float32)
   if (with_tokenizer && hasTokenizerFiles(folder)) m.tokenizer = HfTokenizer::load(folder);
   m.caption = "Hugging Face " + c.model_type + " model (" + folder + ")";
   return m;
 }
+
+void checkHfFolder(const std::string& folder) { readHfFolder(folder, {}, false); }
 
 }  // namespace attnscope

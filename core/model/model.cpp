@@ -17,6 +17,11 @@ Model loadModel(const std::string& folder, bool with_tokenizer, const Progress& 
   return isHfModelFolder(folder) ? loadHfFolder(folder, with_tokenizer, progress) : loadOwnFolder(folder);
 }
 
+void checkModelFolder(const std::string& folder) {
+  if (isHfModelFolder(folder)) checkHfFolder(folder);
+  else loadOwnFolder(folder);
+}
+
 // "#id" without a tokenizer, and for ids past its vocabulary: Pythia's and Qwen's embeddings
 // are padded past their tokenizers' (50304 rows for 50277 tokens), and a layer's top guess
 // can be one of those rows.

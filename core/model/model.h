@@ -91,7 +91,14 @@ struct Model {
 // follows the conversion, as the fraction of the bytes converted; returning false stops the
 // load (Cancelled).
 Model loadModel(const std::string& folder, bool with_tokenizer = true, const Progress& progress = {});
+// What loadModel checks before it reads a weight, as quickly as reading headers: config.json,
+// every tensor the family reads (present, its shape and dtype), each weight file's size
+// against its header (truncated), the memory rule; an attnscope-model/1 folder (small) is
+// loaded. The same InputError as loadModel's. The app's Open dialog runs it before it
+// switches to a folder, so that a folder that cannot load never replaces the model shown.
+void checkModelFolder(const std::string& folder);
 Model loadHfFolder(const std::string& folder, bool with_tokenizer, const Progress& progress);  // hf_folder.cpp
+void checkHfFolder(const std::string& folder);                                               // hf_folder.cpp
 Model loadOwnFolder(const std::string& folder);                                               // own_folder.cpp
 
 // The model's tokens of a text: its tokenizer (add_special_tokens = true; labels are the

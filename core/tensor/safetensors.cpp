@@ -143,13 +143,23 @@ SafetensorsHeader parseHeaderJson(const uint8_t* text, uint64_t n, const std::st
   return h;
 }
 
-// Every tensor's data lies inside a file of file_size bytes.
+// Every tensor's data lies inside a file of file_size bytes. A file shorter than its header
+// says is truncated (an interrupted download or copy): the message gives both sizes.
 void checkDataRange(const SafetensorsHeader& h, uint64_t file_size, const std::string& path) {
-  const uint64_t data_bytes = file_size > h.data_start ? file_size - h.data_start : 0;
-  for (const auto& [name, e] : h.tensors)
-    if (e.begin > e.end || e.end > data_bytes)
+  const std::string* last = nullptr;  // the tensor whose data ends last
+  for (const auto& [name, e] : h.tensors) {
+    if (e.begin > e.end)
       fail(path, "tensor \"" + name + "\": data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
-                     "] out of range (the data section has " + std::to_string(data_bytes) + " bytes)");
+                     "] out of range (begin after end)");
+    if (!last || e.end > h.tensors.at(*last).end) last = &name;
+  }
+  const uint64_t needed = h.data_start + (last ? h.tensors.at(*last).end : 0);
+  if (file_size >= needed) return;
+  const SafetensorsEntry& e = h.tensors.at(*last);
+  fail(path, "truncated: " + std::to_string(file_size) + " bytes where its header needs " + std::to_string(needed) +
+                 " (tensor \"" + *last + "\": data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
+                 "] end past the " + std::to_string(file_size > h.data_start ? file_size - h.data_start : 0) +
+                 " bytes of data): an unfinished download or copy?");
 }
 
 }  // namespace
@@ -306,6 +316,18 @@ std::map<std::string, std::string> readWeightMap(const std::string& index) {
   return map;
 }
 
+// A folder with PyTorch's weights only (pytorch_model.bin, or its shards' index): those are
+// pickles, which attnscope does not read (unpickling runs code); say how to write safetensors.
+void refusePickles(const std::string& folder) {
+  std::error_code ec;
+  for (const char* name : {"pytorch_model.bin", "pytorch_model.bin.index.json"}) {
+    const fs::path pickle = fs::path(folder) / name;
+    if (fs::exists(pickle, ec))
+      fail(pickle.string(), "PyTorch pickles are not read, only safetensors: write them with "
+                            "model.save_pretrained(\"" + folder + "\", safe_serialization=True) (model.safetensors)");
+  }
+}
+
 }  // namespace
 
 SafetensorsFolder SafetensorsFolder::open(const std::string& folder) {
@@ -314,8 +336,10 @@ SafetensorsFolder SafetensorsFolder::open(const std::string& folder) {
   std::error_code ec;
   if (!fs::exists(index, ec)) {
     const fs::path single = fs::path(folder) / "model.safetensors";
-    if (!fs::exists(single, ec))
+    if (!fs::exists(single, ec)) {
+      refusePickles(folder);
       fail(single.string(), "missing (a Hugging Face model folder needs model.safetensors or model.safetensors.index.json)");
+    }
     out.shards_.push_back(std::make_unique<Shard>(single.string()));
     for (const auto& [name, e] : out.shards_[0]->header.tensors) out.where_[name] = 0;
     out.describe_ = single.string();
@@ -336,6 +360,15 @@ SafetensorsFolder SafetensorsFolder::open(const std::string& folder) {
     out.where_[name] = it->second;
   }
   return out;
+}
+
+void SafetensorsFolder::checkSizes() const {
+  for (const std::unique_ptr<Shard>& shard : shards_) {
+    std::error_code ec;
+    const uint64_t size = fs::file_size(shard->path, ec);
+    if (ec) fail(shard->path, "cannot read its size (" + ec.message() + ")");
+    checkDataRange(shard->header, size, shard->path);
+  }
 }
 
 void SafetensorsFolder::mapData() {

@@ -53,8 +53,13 @@ class MappedFile;  // tensor/safetensors.cpp
 class SafetensorsFolder {
  public:
   // FOLDER/model.safetensors.index.json when present, else FOLDER/model.safetensors.
+  // A folder with pytorch_model.bin instead: InputError saying pickles are not read and how
+  // to write safetensors.
   static SafetensorsFolder open(const std::string& folder);
   void mapData();  // before read()
+  // mapData's check without mapping: every tensor's data lies inside its file (InputError
+  // "truncated: N bytes, but its header says M ..." otherwise).
+  void checkSizes() const;
   SafetensorsFolder();
   ~SafetensorsFolder();
   SafetensorsFolder(SafetensorsFolder&&) noexcept;

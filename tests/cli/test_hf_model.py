@@ -382,10 +382,34 @@ class HfBadInput(unittest.TestCase):
         self.expect("model.safetensors: truncated")
 
     def test_truncated_data(self):
+        """A file cut short (an interrupted download) says so, with its size and the size its
+        header needs, naming the tensor that ends last."""
         size = os.path.getsize(self.file)
         with open(self.file, "r+b") as f:
-            f.truncate(size - 4)
-        self.expect("model.safetensors", "out of range")
+            f.truncate(size - 1000)
+        with open(self.file, "rb") as f:
+            n = struct.unpack("<Q", f.read(8))[0]
+            header = json.loads(f.read(n))
+        header.pop("__metadata__", None)
+        last = max(header, key=lambda name: header[name]["data_offsets"][1])
+        begin, end = header[last]["data_offsets"]
+        self.assertEqual(8 + n + end, size)  # the writer leaves no gap after the last tensor
+        self.expect("%s: truncated: %d bytes where its header needs %d (tensor \"%s\": data_offsets [%d, %d] end past "
+                    "the %d bytes of data): an unfinished download or copy?"
+                    % (self.file, size - 1000, size, last, begin, end, size - 1000 - 8 - n))
+
+    def test_pytorch_pickle_only(self):
+        """A folder with pytorch_model.bin (or its shards' index) instead of safetensors: pickles
+        are not read, and the message says how to write safetensors."""
+        for name in ("pytorch_model.bin", "pytorch_model.bin.index.json"):
+            with self.subTest(name=name):
+                if os.path.exists(self.file):
+                    os.rename(self.file, os.path.join(self.folder, name))
+                else:
+                    os.rename(os.path.join(self.folder, "pytorch_model.bin"), os.path.join(self.folder, name))
+                self.expect("%s: PyTorch pickles are not read, only safetensors: write them with "
+                            "model.save_pretrained(\"%s\", safe_serialization=True) (model.safetensors)"
+                            % (os.path.join(self.folder, name), self.folder))
 
     def test_header_length_beyond_file(self):
         with open(self.file, "r+b") as f:
@@ -401,7 +425,7 @@ class HfBadInput(unittest.TestCase):
 
     def test_out_of_range_offsets(self):
         rewrite_header(self.file, lambda h: h["model.norm.weight"].update(data_offsets=[10 ** 9, 10 ** 9 + 128]))
-        self.expect("model.safetensors", '"model.norm.weight": data_offsets [1000000000, 1000000128] out of range')
+        self.expect("model.safetensors: truncated:", '(tensor "model.norm.weight": data_offsets [1000000000, 1000000128] end past')
 
     def test_unknown_dtype(self):
         rewrite_header(self.file, lambda h: h["model.norm.weight"].update(dtype="F12"))
@@ -471,7 +495,7 @@ class HfBadInput(unittest.TestCase):
         so before the truncated file's own error)."""
         self.expect_refused_under_4_gib(self.write_promising_header(sparse_data=False))
         # Without the memory limit the same file is refused as truncated: the size check came first.
-        self.expect("model.safetensors", "out of range")
+        self.expect("model.safetensors: truncated:")
 
     def test_id_outside_vocabulary(self):
         result = run(self.folder, self.out, "--ids", "1,%d" % self.cfg["vocab_size"])

@@ -124,6 +124,42 @@ class ExportModel(unittest.TestCase):
             head = beside(path)["focused_head"]
             np.testing.assert_array_equal(np.load(path), attn[0, 0, head])
 
+    def test_settings_json_and_title_describe_the_model_run(self):
+        """Issue 35: the settings JSON beside a model run's figure names the model, the text and
+        the map (layer, head) and the run's own attention, never the sandbox's heads, mask, seed
+        or text; the figure's title names the model (the SVG's title, the PNG's drawn title)."""
+        root = ref.case_dir("model_export", "describes_run")
+        text = "def f(x): return f(x)"
+        out = os.path.join(root, "out")
+        result = export(os.path.join(ref.SHIPPED, "python-code"), "--text", text, "--layers", "1", "--heads", "3", "--format", "png,svg",
+                        "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        [svg] = written(result, "svg")
+        settings = beside(svg)
+        self.assertEqual(sorted(settings), sorted(RUN_SETTINGS_KEYS))
+        self.assertEqual((settings["source"], settings["model"], settings["model_text"]),
+                         ("model", os.path.join(ref.SHIPPED, "python-code"), text))
+        self.assertEqual((settings["focused_layer"], settings["focused_head"], settings["batch_item"]), (1, 3, 0))
+        # python-code: 2 layers x 4 heads, causal; one token per character.
+        self.assertEqual(settings["run"], {"model": "python-code", "layers": 2, "heads": 4, "tokens": len(text),
+                                           "mask": "causal"})
+        with open(svg, encoding="utf-8") as f:
+            self.assertIn("<title>Attention probabilities, layer 1, head 3 \u00b7 python-code</title>", f.read())
+        # Reopened, it exports the same map again.
+        [png] = written(result, "png")
+        again = export("--settings", os.path.splitext(png)[0] + ".json", "--layers", "1", "--heads", "3", "--format", "npy",
+                       "--out", os.path.join(root, "b"))
+        self.assertEqual(again.returncode, 0, again.stderr)
+        [npy] = written(again, "npy")
+        attn, _, _, _ = ref.model_outputs(os.path.join(ref.SHIPPED, "python-code"), text, os.path.join(root, "run"))
+        np.testing.assert_array_equal(np.load(npy), attn[1, 0, 3])
+
+
+# What a model run's export settings hold: the source, the model and its text, the map, the
+# view and export keys, and "run" (the model's own attention).
+RUN_SETTINGS_KEYS = ("source", "model", "model_text", "focused_layer", "focused_head", "batch_item", "prob_colormap",
+                     "log_scale", "folded_layout", "export_dir", "cell_px", "export_formats", "run")
+
 
 class ExportModelErrors(unittest.TestCase):
     def setUp(self):

@@ -16,7 +16,9 @@
 
 #include "analysis/head_clusters.h"
 #include "analysis/head_filter.h"
+#include "analysis/head_metrics.h"
 #include "analysis/head_overview.h"
+#include "analysis/map_stack.h"
 
 namespace attnscope {
 namespace {
@@ -75,6 +77,87 @@ TEST(HeadOverview, NoFiniteValueGivesAnEmptyRange) {
   const HeadOverview o = headOverview(t, *findHeadMetric("induction"), 0);
   EXPECT_EQ(o.low, 0.0);
   EXPECT_EQ(o.high, 0.0);
+}
+
+// The fixed colour ranges (MetricInfo::range): what each metric can be, written out here.
+MetricRange referenceRange(const std::string& metric, int64_t L, int64_t S) {
+  if (metric == "entropy_bits") return {0.0, std::log2(static_cast<double>(S))};  // uniform over S keys
+  if (metric == "mean_distance") return {0.0, static_cast<double>(std::max(L, S) - 1)};
+  if (metric == "effective_keys") return {1.0, static_cast<double>(S)};
+  return {0.0, 1.0};  // probability masses: max p, sink, diag, prev, induction, gen_*
+}
+
+// Maps [L, S] whose every row is one-hot on `key(i)`, or uniform when key(i) < 0.
+Tensor rowsOn(int64_t L, int64_t S, const std::function<int64_t(int64_t)>& key) {
+  Tensor probs({1, 1, L, S});
+  for (int64_t i = 0; i < L; ++i)
+    for (int64_t j = 0; j < S; ++j)
+      probs.data[i * S + j] = key(i) < 0 ? 1.0f / static_cast<float>(S) : (j == key(i) ? 1.0f : 0.0f);
+  return probs;
+}
+
+TEST(MetricRange, EveryMetricsFixedRangeIsWhatItCanBe) {
+  for (const auto& [L, S] : std::vector<std::pair<int64_t, int64_t>>{{16, 16}, {1004, 1004}, {8, 32}, {40, 10}})
+    for (const MetricInfo& info : headMetricInfos()) {
+      const MetricRange got = info.range(L, S), want = referenceRange(info.name, L, S);
+      EXPECT_DOUBLE_EQ(got.low, want.low) << info.name << " L=" << L << " S=" << S;
+      EXPECT_DOUBLE_EQ(got.high, want.high) << info.name << " L=" << L << " S=" << S;
+    }
+  EXPECT_STREQ(findHeadMetric("entropy_bits")->range_rule, "0..log2(S)");
+  EXPECT_STREQ(findHeadMetric("induction")->range_rule, "0..1");
+  // The ends are reached: a uniform map has entropy log2(S) and S effective keys; a map on
+  // the first key has entropy 0, sink and max p 1; on the diagonal, diag 1; on the key
+  // before, prev 1; from the last query to key 0, the largest distance.
+  const int64_t L = 16, S = 16;
+  const auto metric = [](const Tensor& probs, double HeadMetrics::*field) { return headMetrics(mapStackOf(probs))[0].*field; };
+  const MetricRange entropy = findHeadMetric("entropy_bits")->range(L, S);
+  EXPECT_NEAR(metric(rowsOn(L, S, [](int64_t) { return -1; }), &HeadMetrics::entropy_bits), entropy.high, 1e-5);
+  EXPECT_NEAR(metric(rowsOn(L, S, [](int64_t) { return -1; }), &HeadMetrics::effective_keys),
+              findHeadMetric("effective_keys")->range(L, S).high, 1e-4);
+  EXPECT_EQ(metric(rowsOn(L, S, [](int64_t) { return 0; }), &HeadMetrics::entropy_bits), entropy.low);
+  EXPECT_EQ(metric(rowsOn(L, S, [](int64_t) { return 0; }), &HeadMetrics::sink_mass), 1.0);
+  EXPECT_EQ(metric(rowsOn(L, S, [](int64_t i) { return i; }), &HeadMetrics::diag_mass), 1.0);
+  EXPECT_EQ(metric(rowsOn(L, S, [](int64_t i) { return std::max<int64_t>(i - 1, 0); }), &HeadMetrics::prev_mass), 1.0);
+  const Tensor far = rowsOn(1, S, [&](int64_t) { return S - 1; });  // one query at 0, its key at S - 1
+  EXPECT_EQ(metric(far, &HeadMetrics::mean_distance), findHeadMetric("mean_distance")->range(1, S).high);
+}
+
+// The overview's scale: the fixed range by default; auto spans the values and flags a range
+// narrower than a tenth of the fixed one (the induction heads at 0.0178 .. 0.0223).
+TEST(HeadOverview, FixedRangeByDefaultAutoOnRequestWithANarrowWarning) {
+  HeadTable t = syntheticTable(2, 3);
+  t.L = t.S = 100;
+  const double induction[] = {0.0178, 0.02, 0.0223, 0.019, 0.021, 0.0181};
+  for (HeadMetrics& m : t.metrics) m.induction = induction[m.layer * 3 + m.head];
+  const MetricInfo& info = *findHeadMetric("induction");
+  const HeadOverview fixed = headOverview(t, info, 0);
+  EXPECT_FALSE(fixed.scale.automatic);
+  EXPECT_EQ(fixed.scale.low, 0.0);
+  EXPECT_EQ(fixed.scale.high, 1.0);
+  EXPECT_EQ(fixed.scale.rule, "0..1");
+  EXPECT_FALSE(fixed.scale.narrow);
+  EXPECT_EQ(fixed.scale.warning, "");
+  EXPECT_EQ(fixed.low, 0.0178);  // the values' own range is still reported
+  EXPECT_EQ(fixed.high, 0.0223);
+  const HeadOverview automatic = headOverview(t, info, 0, true);
+  EXPECT_TRUE(automatic.scale.automatic);
+  EXPECT_EQ(automatic.scale.low, 0.0178);
+  EXPECT_EQ(automatic.scale.high, 0.0223);
+  EXPECT_TRUE(automatic.scale.narrow);
+  EXPECT_EQ(automatic.scale.warning,
+            "narrow range: 0.0178 .. 0.0223 is 0.45% of induction's 0 .. 1, so small differences look large");
+  // Entropy against log2(S) bits; an auto range over more than a tenth of it is not flagged.
+  const MetricInfo& entropy = *findHeadMetric("entropy_bits");
+  const HeadOverview bits = headOverview(t, entropy, 0);
+  EXPECT_EQ(bits.scale.rule, "0..log2(S)");
+  EXPECT_DOUBLE_EQ(bits.scale.high, std::log2(100.0));
+  for (HeadMetrics& m : t.metrics) m.entropy_bits = m.head < 2 ? 1.0 : 1.0 + 0.1 * std::log2(100.0) + 1e-9;
+  EXPECT_FALSE(headOverview(t, entropy, 0, true).scale.narrow);
+  for (HeadMetrics& m : t.metrics) m.entropy_bits = m.head < 2 ? 1.0 : 1.0 + 0.1 * std::log2(100.0) - 1e-6;
+  EXPECT_TRUE(headOverview(t, entropy, 0, true).scale.narrow);
+  // Nothing measured: no auto range to judge.
+  for (HeadMetrics& m : t.metrics) m.induction = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_FALSE(headOverview(t, info, 0, true).scale.narrow);
 }
 
 TEST(HeadFilter, WordsAndThresholdsKeepWhatAReferenceKeeps) {

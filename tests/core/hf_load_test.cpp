@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -128,8 +129,45 @@ TEST_F(HfLoad, MemoryRuleComesBeforeTheData) {
     loadModel(folder.string(), false);
     FAIL() << "loaded";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("out of range (the data section has 0 bytes)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("model.safetensors: truncated: "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("past the 0 bytes of data"), std::string::npos) << e.what();
   }
+}
+
+// The Open dialog's check (checkModelFolder): headers and file sizes, no data. A value no
+// load accepts (a NaN) passes it and fails the load; a truncated file and a folder of
+// PyTorch pickles fail it with loadModel's own message.
+TEST_F(HfLoad, CheckModelFolderReadsHeadersAndSizesOnly) {
+  const fs::path folder = root_ / "m";
+  writeLlama(folder, true);
+  EXPECT_NO_THROW(checkModelFolder(folder.string()));
+  const fs::path file = folder / "model.safetensors";
+  const uint64_t size = fs::file_size(file);
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(size - 4));
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    f.write(reinterpret_cast<const char*>(&nan), sizeof nan);
+  }
+  EXPECT_NO_THROW(checkModelFolder(folder.string()));
+  EXPECT_THROW(loadModel(folder.string(), false), InputError);
+  const auto message = [&] {
+    try {
+      checkModelFolder(folder.string());
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  fs::resize_file(file, size - 1);
+  EXPECT_EQ(message().rfind(file.string() + ": truncated: " + std::to_string(size - 1) + " bytes where its header needs " +
+                                std::to_string(size) + " (tensor ", 0),
+            0u)
+      << message();
+  fs::rename(file, folder / "pytorch_model.bin");
+  EXPECT_EQ(message(), (folder / "pytorch_model.bin").string() +
+                           ": PyTorch pickles are not read, only safetensors: write them with model.save_pretrained(\"" +
+                           folder.string() + "\", safe_serialization=True) (model.safetensors)");
 }
 
 // The app's generation runs a second runner on the weights its maps' runner loaded: the same

@@ -1,15 +1,19 @@
 // Configure once: bundle.json's run keys through settingsForBundle, configureRun's options,
 // how a folder is recognised (tensor vs attention bundle), and attention bundles read into
-// imported maps. Hand-made folders in a temporary directory.
+// imported maps, and the settings JSON an export writes. Hand-made folders in a temporary directory.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "config/attention_bundle.h"
 #include "config/run.h"
+#include "config/settings.h"
 #include "tensor/npy.h"
 
 namespace attnscope {
@@ -176,6 +180,44 @@ TEST_F(BundleFolder, AttentionBundleReadsMapsTokensAndNames) {
     EXPECT_NE(std::string(e.what()).find("tokens.txt: 3 labels but attentions.npy has L = 2"), std::string::npos)
         << e.what();
   }
+}
+
+}  // namespace
+}  // namespace attnscope
+
+namespace attnscope {
+namespace {
+
+// An export's settings JSON (exportSettingsJson): a trained model's run keeps the keys that
+// describe it and adds "run" from its view; every other key of the settings is a sandbox
+// key it drops (a new setting shows up here and must be classified). Other sources write
+// settingsToJson unchanged.
+TEST(ExportSettingsJson, AModelRunKeepsOnlyWhatDescribesIt) {
+  ViewModel view;
+  view.layers = 2, view.H = 4, view.B = 1, view.L = view.S = 21;
+  view.model = "python-code";
+  view.maps.resize(2);
+  view.maps[0].mask_name = "causal";
+  view.maps[1].mask_name = "causal+causal-window:8";
+  Settings s;
+  s.source = InputSource::Model;
+  s.model = "python-code";
+  s.model_text = "def f(x): return f(x)";
+  s.heads = 3, s.seed = 5, s.text = "sandbox";
+  const nlohmann::json j = exportSettingsJson(s, ViewFocus{1, 2, 0}, view);
+  std::set<std::string> keys;
+  for (const auto& [key, value] : j.items()) keys.insert(key);
+  const std::set<std::string> want = {"source", "model", "model_text", "focused_layer", "focused_head", "batch_item",
+                                      "prob_colormap", "log_scale", "folded_layout", "export_dir", "cell_px",
+                                      "export_formats", "run"};
+  EXPECT_EQ(keys, want);
+  EXPECT_EQ(j["run"], (nlohmann::json{{"model", "python-code"}, {"layers", 2}, {"heads", 4}, {"tokens", 21},
+                                      {"mask", "causal+causal-window:8"}}));
+  EXPECT_EQ(j["model_text"], s.model_text);
+  EXPECT_EQ(j["focused_layer"], 1);
+  EXPECT_EQ(j["focused_head"], 2);
+  s.source = InputSource::Text;
+  EXPECT_EQ(exportSettingsJson(s, ViewFocus{1, 2, 0}, view), settingsToJson(s, ViewFocus{1, 2, 0}));
 }
 
 }  // namespace

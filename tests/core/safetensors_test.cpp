@@ -38,10 +38,12 @@ TEST(Safetensors, BadFilesGiveOneLineNamingFileAndTensor) {
       {"not an object", file("[1]", {}), "the header must be a JSON object {name: {dtype, shape, data_offsets}}"},
       {"unknown dtype", file(R"({"w":{"dtype":"F12","shape":[2],"data_offsets":[0,4]}})", eight),
        "tensor \"w\": unknown dtype \"F12\" (attnscope reads F32, F16, BF16)"},
+      // 8 + 55 header bytes + 8 of data = 71; the header needs 8 + 55 + 16 = 79.
       {"out of range", file(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", eight),
-       "tensor \"w\": data_offsets [0, 16] out of range (the data section has 8 bytes)"},
+       "truncated: 71 bytes where its header needs 79 (tensor \"w\": data_offsets [0, 16] end past the 8 bytes of "
+       "data): an unfinished download or copy?"},
       {"reversed", file(R"({"w":{"dtype":"F32","shape":[0],"data_offsets":[4,0]}})", eight),
-       "tensor \"w\": data_offsets [4, 0] out of range (the data section has 8 bytes)"},
+       "tensor \"w\": data_offsets [4, 0] out of range (begin after end)"},
       {"span vs shape", file(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,8]}})", eight),
        "tensor \"w\": data_offsets span 8 bytes but F32 [1] needs 4"},
       {"overlap", file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F16","shape":[2],"data_offsets":[4,8]}})", eight),

@@ -110,6 +110,9 @@ TEST_P(TiledMetricsTest, HeadTableAndMaskCountsEqualFullPath) {
   ASSERT_EQ(got.layers, 1);
   ASSERT_EQ(got.H, c.H);
   ASSERT_EQ(got.B, c.B);
+  // The real map's sizes (the fixed colour ranges read them), not the overview's.
+  EXPECT_EQ(std::make_pair(got.L, got.S), std::make_pair(full.L, full.S));
+  EXPECT_EQ(std::make_pair(want.L, want.S), std::make_pair(full.L, full.S));
   bool any_induction = false;
   for (size_t n = 0; n < want.metrics.size(); ++n) {
     const HeadMetrics &g = got.metrics[n], &w = want.metrics[n];

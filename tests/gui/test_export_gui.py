@@ -3,6 +3,7 @@ Ctrl+S writes the selected heatmap (PNG + settings JSON) into the export folder 
 toast; the PNG is byte-identical to `attnscope export --settings <that JSON>`; Ctrl+Shift+S
 writes the head grid; Ctrl+Alt+S a window screenshot; clicking a map selects what Ctrl+S
 exports; an unwritable folder gives a red error toast and no file."""
+import json
 import os
 import subprocess
 import time
@@ -18,6 +19,11 @@ def is_red(p):
 def is_toast_green(p):
     # Toast background (0.12, 0.20, 0.16) blended at 0.97 over the panels, or its green border.
     return p[1] > p[0] + 10 and p[1] > p[2] + 3
+
+
+# What a model run's export settings hold (tests/cli/test_model_export.py checks the same).
+RUN_SETTINGS_KEYS = ("source", "model", "model_text", "focused_layer", "focused_head", "batch_item", "prob_colormap",
+                     "log_scale", "folded_layout", "export_dir", "cell_px", "export_formats", "run")
 
 
 class ExportGuiTest(g.AppTestCase):
@@ -74,6 +80,44 @@ class ExportGuiTest(g.AppTestCase):
 
         # The toast goes away after a few seconds.
         g.wait_for_state(log, lambda s: s["toast"] is None, timeout=20)
+
+    def test_model_run_export_describes_the_run(self):
+        """Issue 35: Ctrl+S under a trained model writes settings that describe that run (the
+        model, the text as typed, the focused layer and head, "run": the model's own heads and
+        mask), none of the sandbox's numbers (heads 3, mask none, seed 5 set here), and a
+        figure titled with the model; the screenshot's JSON alike. The CLI redraws the same PNG."""
+        folder = os.path.join(self.dir, "exports-model")
+        text = "def f(x): return f(x)"
+        _, log, window, state = self.start("model_export", ready=g.model_settled, source="model", model="python-code",
+                                           model_text=text, heads=3, mask="none", seed=5, text="sandbox text",
+                                           focused_layer=1, focused_head=3, export_dir=folder,
+                                           export_formats=["png", "svg"])
+        self.assertEqual((state["focused_layer"], state["focused_head"]), (1, 3))
+        self.press(window, "ctrl+s")
+        state = self.wait_export(log, 1)
+        self.assertEqual(state["last_export"]["error"], "")
+        base = os.path.join(folder, "probs_L1_H3_b0_causal_L%dxS%d" % (len(text), len(text)))
+        self.assertEqual(state["last_export"]["paths"], [base + ".png", base + ".svg", base + ".json"])
+        with open(base + ".json", encoding="utf-8") as f:
+            settings = json.load(f)
+        self.assertEqual(sorted(settings), sorted(RUN_SETTINGS_KEYS))
+        self.assertEqual((settings["source"], settings["model"], settings["model_text"]), ("model", "python-code", text))
+        self.assertEqual((settings["focused_layer"], settings["focused_head"]), (1, 3))
+        self.assertEqual(settings["run"], {"model": "python-code", "layers": 2, "heads": 4, "tokens": len(text),
+                                           "mask": "causal"})
+        with open(base + ".svg", encoding="utf-8") as f:
+            self.assertIn("<title>Attention probabilities, layer 1, head 3 \u00b7 python-code</title>", f.read())
+        paths = self.cli_export(base + ".json", "--layers", "1", "--heads", "3", "--format", "png")
+        with open(base + ".png", "rb") as a, open(paths[0], "rb") as b:
+            self.assertEqual(a.read(), b.read())  # the same title and pixels, redrawn from the JSON
+
+        self.press(window, "ctrl+alt+s")
+        state = self.wait_export(log, 2)
+        _, screenshot_json = state["last_export"]["paths"]
+        with open(screenshot_json, encoding="utf-8") as f:
+            settings = json.load(f)
+        self.assertEqual(sorted(settings), sorted(RUN_SETTINGS_KEYS))
+        self.assertEqual(settings["model_text"], text)
 
     def test_selected_view_grid_and_screenshot(self):
         folder = os.path.join(self.dir, "exports-views")

@@ -16,6 +16,7 @@ import unittest
 import guitest as g
 
 SIZES = ("1440x900", "1280x800")
+CHAR_W = 7  # the UI font's advance (monospaced, 13 px): a hint of n characters is n x 7 pixels wide
 WINDOWS = ("help_overlay", "notice", "toast", "bundle_modal")
 # Map titles drawn side by side in one row, left to right.
 TITLE_ROWS = (("focus_scores_title", "focus_probs_title", "focus_correct_title"),
@@ -67,6 +68,23 @@ class LayoutFitsTest(g.AppTestCase):
             self.screenshot(window, what.replace(" ", "_") + ".png")
         self.assertEqual(problems, [], "%s at %s: %d cut off" % (what, state["window"], len(problems)))
 
+    def assertHintsShown(self, state, window, size):
+        """Issue 35: the hints under the maps, in the head table's filter box and under the
+        predictions are whole inside their panels as first shown (not below a scroll), and the
+        filter's hint is one of its examples whole, no wider than the box."""
+        self.screenshot(window, "hints_%s.png" % size)
+        panels = state["panels"]
+        for name, panel in (("focus_zoom_line", "focus"), ("metrics_filter", "metrics"),
+                            ("predictions_actual", "predictions"), ("predictions_hint", "predictions")):
+            x, y, w, h = state["rects"][name]
+            px, py, pw, ph = panels[panel]
+            self.assertTrue(px <= x and py <= y and x + w <= px + pw + 1 and y + h <= py + ph + 1,
+                            "%s %s is not whole inside the %s panel %s at %s" % (name, [x, y, w, h], panel, panels[panel], size))
+        hint = state["texts"]["metrics_filter_hint"]
+        self.assertIn(hint, ("filter: L3  H5  induc  entropy>2  sink<0.1", "filter: L3  induc  entropy>2",
+                             "filter: induc  entropy>2"))
+        self.assertLessEqual(len(hint) * CHAR_W, state["rects"]["metrics_filter"][2])
+
     def settled_again(self, log, count, predicate, timeout=20):
         """The state once the frame after an action is drawn (rects settle a frame late)."""
         g.wait_after(log, count, predicate, timeout=timeout)
@@ -92,6 +110,7 @@ class LayoutFitsTest(g.AppTestCase):
                 state = self.settled_again(log, 0, lambda s: g.model_settled(s) and "predictions_actual" in s["rects"])
                 self.assertEqual(state["window"], [int(v) for v in size.split("x")])
                 self.assertFits(state, window, "model " + size)
+                self.assertHintsShown(state, window, size)
 
                 state = self.press_until(window, log, "F1", lambda s: "help_overlay" in s["rects"])
                 self.assertIn("help_row_ctrl_s", state["rects"])

@@ -6,6 +6,7 @@ clicking a cell focuses that head; the head table's filter keeps the rows its wo
 thresholds name. A 32 x 32 folder shows all 1024 cells inside the panel at 1440 x 900. A
 long load (ATTNSCOPE_TEST_LOAD_DELAY_MS: a wait after each tensor) shows its progress, and
 Escape cancels it: the previous model stays shown, its settings restored."""
+import math
 import os
 import sys
 import time
@@ -55,9 +56,10 @@ class OverviewGuiTest(g.AppTestCase):
         return self.start(name, folder, ready=run_of(os.path.basename(folder)), source="text", heads=2)
 
     def expect_cell_colours(self, state, pixels, colours):
-        """Each cell's centre pixel is the colour table's colour of its value (viridis)."""
+        """Each cell's centre pixel is the colour table's colour of its value (viridis) on the
+        scale the state log names (the metric's fixed range, or auto)."""
         o = state["overview"]
-        low, high = o["low"], o["high"]
+        low, high = o["scale"]["low"], o["scale"]["high"]
         for layer in range(0, o["rows"], 5):
             for head in range(0, o["cols"], 5):
                 v = o["cells"][layer][head]
@@ -127,6 +129,64 @@ class OverviewGuiTest(g.AppTestCase):
         self.assertTrue(0 < len(want) < 12)
         self.assertEqual(state["head_table"]["filter_error"], "")
         self.screenshot(window, "filtered.png")
+
+    def test_metric_colours_on_the_metrics_own_range(self):
+        """Issue 35: on a repeated random word sequence a random model's induction scores are all
+        near 0.02. Coloured over induction's own range 0..1 they all look alike (the lowest
+        colours); auto range spans their own min and max, prints it and warns that the range is
+        narrow. Entropy is coloured against its maximum log2(L) bits."""
+        folder = write_hf(self.dir, "hf12i", 12, 12, 24, seed=3)
+        words = "amber cloud river stone maple quiet ember lunar"
+        text = words + " " + words  # each character one token: the second copy repeats the first
+        _, log, window, state = self.start("scales", folder, ready=run_of("hf12i"), source="text", heads=2,
+                                           model_text=text)
+        self.assertEqual(state["model_text"], text)
+        L = state["L"]
+        o = state["overview"]
+        self.assertEqual((o["metric"], o["scale"]["auto"], o["scale"]["rule"]), ("entropy_bits", False, "0..log2(S)"))
+        self.assertAlmostEqual(o["scale"]["low"], 0.0)
+        self.assertAlmostEqual(o["scale"]["high"], math.log2(L), places=9)
+        self.assertLessEqual(o["high"], math.log2(L))
+
+        state = self.choose_item(window, log, "overview_metric", "overview_metric_induction",
+                                 lambda s: s["overview"]["metric"] == "induction" and s["overview"]["cells"])
+        o = state["overview"]
+        induction = table_values(state, "induction")
+        values = [induction[(l, h)] for l in range(12) for h in range(12)]
+        self.assertEqual((o["low"], o["high"]), (min(values), max(values)))
+        self.assertLess(o["high"] - o["low"], 0.1)  # the narrow spread the issue describes
+        self.assertEqual((o["scale"]["auto"], o["scale"]["low"], o["scale"]["high"], o["scale"]["rule"]),
+                         (False, 0.0, 1.0, "0..1"))
+        self.assertEqual((o["scale"]["narrow"], o["scale"]["warning"]), (False, ""))
+        self.assertNotIn("overview_range_warning", state["rects"])
+        self.assertIn("colours 0 .. 1 (0..1)", state["texts"]["overview_range"])
+        self.x.xdotool("mousemove", "--window", window, 120, 6)
+        time.sleep(0.5)
+        viridis = g.colour_table("kViridisTable")
+        fixed = self.capture(window, "induction_fixed.png")[2]
+        self.expect_cell_colours(state, fixed, viridis)
+        # On 0..1 every cell is within a few steps of the colour map's lowest colour.
+        for layer in range(12):
+            for head in range(12):
+                index = int(o["cells"][layer][head] * 255 + 0.5)
+                self.assertLessEqual(index, int(o["high"] * 255 + 0.5))
+
+        # Auto range: the values' own min and max, printed, with the narrow-range warning.
+        state = self.click_until(window, log, state["rects"]["overview_auto_range"],
+                                 lambda s: s["overview"]["scale"]["auto"])
+        o = state["overview"]
+        self.assertEqual((o["scale"]["low"], o["scale"]["high"]), (o["low"], o["high"]))
+        self.assertTrue(o["scale"]["narrow"])
+        self.assertEqual(o["scale"]["warning"], "narrow range: %.3g .. %.3g is %.2g%% of induction's 0 .. 1, so small "
+                         "differences look large" % (o["low"], o["high"], 100 * (o["high"] - o["low"])))
+        self.assertIn("overview_range_warning", state["rects"])
+        self.assertIn("colours %.3g .. %.3g (auto)" % (o["low"], o["high"]), state["texts"]["overview_range"])
+        self.assertTrue(inside(state["rects"]["overview_range_warning"], state["rects"]["overview_panel"]))
+        time.sleep(0.5)
+        automatic = self.capture(window, "induction_auto.png")[2]
+        self.expect_cell_colours(state, automatic, viridis)
+        grid = state["rects"]["overview_grid"]
+        self.assertNotEqual(g.inner_pixels(fixed, grid), g.inner_pixels(automatic, grid))
 
     def test_32x32_fits_the_panel(self):
         folder = write_hf(self.dir, "hf32", 32, 32, 64, seed=5)

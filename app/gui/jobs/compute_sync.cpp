@@ -20,18 +20,42 @@ const ComputeResult& ComputeState::result() const { return latest ? *latest : kN
 
 namespace {
 
-// A cancelled load: the model fields go back to the shown model's (posted as such, so the
-// maps shown are current again; its weights load again on the next run that needs them).
-void returnToShownModel(AppState& state, const std::string& folder) {
+// A cancelled or failed load: the model fields go back to the shown model's (posted as such,
+// so the maps shown are current again; its weights load again on the next run that needs
+// them). False when nothing is shown yet (the maps stay empty).
+bool returnToShownModel(AppState& state) {
   ComputeState& c = state.compute;
-  c.load_cancelled = folder;
-  if (!c.view) return;  // nothing shown yet: the maps stay empty, marked cancelled
+  if (!c.view) return false;
   state.settings.source = c.shown_settings.source;
   state.settings.model = c.shown_settings.model;
   state.settings.model_text = c.shown_settings.model_text;
   c.posted_settings = state.settings;
   c.cancelled = false;
   saveLater(state);
+  return true;
+}
+
+// A folder whose weights failed to load while another model is shown: that model stays, as
+// after a cancelled load; the error goes to load_error (the Open dialog shows it), not to
+// the maps, which stay current. The result is kept without its error.
+std::shared_ptr<const ComputeResult> keepShownModel(AppState& state, std::shared_ptr<const ComputeResult> result) {
+  ComputeState& c = state.compute;
+  c.load_failed = result->load_failed;
+  c.load_error = result->error;
+  if (!returnToShownModel(state)) return result;
+  ++c.load_failures;
+  auto kept = std::make_shared<ComputeResult>(*result);
+  kept->error.clear();
+  kept->facts = c.facts;  // the shown model's sizes
+  return kept;
+}
+
+// A model folder that ran: listed under Models (view.json) from now on.
+void rememberRunFolder(AppState& state, const ComputeResult& result) {
+  const Settings& s = result.settings;
+  if (result.view && s.source == InputSource::Model && s.model.find('/') != std::string::npos &&
+      rememberModel(state.view, s.model))
+    saveLater(state);
 }
 
 // The head table measured after a result: taken when it is the shown view's.
@@ -58,8 +82,10 @@ bool receiveResult(AppState& state) {
     receiveHeadTable(state);
     return false;
   }
+  if (!result->load_failed.empty()) result = keepShownModel(state, std::move(result));
   c.cancelled = result->cancelled;
   if (!result->cancelled) c.facts = result->facts;  // a cancelled job's sizes were never shown
+  rememberRunFolder(state, *result);
   // Until the new view's head table comes, the last one stays where it has the same heads
   // (its numbers a keystroke old), so the table does not blink at every keystroke.
   const ViewModel* shown = result->view ? result->view.get() : result->correct_view.get();
@@ -80,7 +106,10 @@ bool receiveResult(AppState& state) {
   c.posted_edits.erase(std::remove_if(c.posted_edits.begin(), c.posted_edits.end(),
                                       [&](const auto& post) { return post.first <= result->generation; }),
                        c.posted_edits.end());
-  if (!result->load_cancelled.empty()) returnToShownModel(state, result->load_cancelled);
+  if (!result->load_cancelled.empty()) {
+    c.load_cancelled = result->load_cancelled;
+    returnToShownModel(state);
+  }
   c.latest = std::move(result);
   receiveHeadTable(state);  // after the view it was measured on
   markStateChanged(state);
@@ -108,6 +137,7 @@ void recomputeNow(AppState& state, const ComputeAsk& ask) {
   c.posted_edits.emplace_back(c.posted_generation, c.frame_started);
   c.cancelled = false;  // the maps shown stay, marked in progress instead
   c.load_cancelled.clear();
+  c.load_failed.clear();
   markStateChanged(state);
 }
 
@@ -153,6 +183,8 @@ void computeToJson(const AppState& state, nlohmann::json& line) {
   line["loading"] = c.loading;      // ... a model folder's weights
   line["cancelled"] = c.cancelled;  // the latest job was cancelled (the maps are the previous result's)
   line["load_cancelled"] = c.load_cancelled;  // the folder whose load was cancelled ("" = none since the last post)
+  line["load_failed"] = c.load_failed;        // the folder whose load failed ("" = none since the last post)
+  line["load_error"] = c.load_error;          // why the last failed load failed
   line["compute_runs"] = c.runs();
   line["projections_reused"] = c.projectionsReused();
   line["raw_scores_reused"] = c.rawScoresReused();

@@ -33,6 +33,11 @@ struct ComputeState {
   bool loading = false;            // ... and it is a model folder's load
   bool cancelled = false;          // the latest job was cancelled: the maps shown are older (until the next post)
   std::string load_cancelled;      // the folder whose load was cancelled last ("" until one is; cleared by the next post)
+  // A folder whose weights failed to load while another model was shown: that model stays
+  // (settings, maps, recent list) and the error is shown in the Open dialog.
+  std::string load_failed;         // the folder ("" until one fails; cleared by the next post)
+  std::string load_error;          // its one-line error (kept)
+  uint64_t load_failures = 0;      // counts those that kept a shown model (the Open dialog shows each once)
   Settings shown_settings;         // the settings of the job that made view (a cancelled load returns to them)
   // The latest result, as the worker made it (null before the first): error, incremental
   // reuse, the mistakes lab's correct run, the stepper's decoding. Read through the accessors.
@@ -109,12 +114,13 @@ void noteMapsDrawn(AppState& state);
 // Shows the spinner once a recompute has run for ~100 ms; follows a tiled overview's progress.
 void updateBusy(AppState& state);
 // Stops a tiled overview in progress (Cancel button, Escape); the maps shown stay, marked stale.
-// Stops a model folder's load the same way; the settings then return to the shown model's.
+// Stops a model folder's load the same way; the settings then return to the shown model's
+// (as they do when a load fails, receiveResult).
 void cancelCompute(AppState& state);
 // Posts the settings again, changed or not (after a cancel).
 void recomputeNow(AppState& state, const ComputeAsk& ask);
 
-// State-log keys: generation, pending, error, maps_stale, busy, progress, loading, cancelled, load_cancelled, compute_runs, projections_reused, raw_scores_reused, compute_ms, edit_to_maps_ms, stages; the shown result's sizes, variants and mask components.
+// State-log keys: generation, pending, error, maps_stale, busy, progress, loading, cancelled, load_cancelled, load_failed, load_error, compute_runs, projections_reused, raw_scores_reused, compute_ms, edit_to_maps_ms, maps_generation, stages; the shown result's sizes, variants and mask components.
 void computeToJson(const AppState& state, nlohmann::json& line);
 
 }  // namespace attnscope

@@ -149,6 +149,9 @@ std::shared_ptr<const ViewModel> ComputeWorker::runModel(const ComputeRequest& r
       result.cancelled = true;
       result.load_cancelled = folder;
       return nullptr;
+    } catch (...) {  // bad weights, out of memory: the message is describeFailure's
+      result.load_failed = folder;
+      throw;
     }
   }
   // The text's size against the context reaches the app even when the run refuses the text.
@@ -212,6 +215,7 @@ std::shared_ptr<const ViewModel> ComputeWorker::runTiled(Run& run, const Jobs::J
 
 std::shared_ptr<const ViewModel> ComputeWorker::runCore(Run& run, ComputeResult& result, const Jobs::Job& job) {
   result.facts = readFacts(run.inputs, run.options.heads);
+  result.facts.seeded_weights = run.seeded_weights;
   if (run.tiled) {
     result.tiled = true;
     std::shared_ptr<const ViewModel> view = runTiled(run, job);

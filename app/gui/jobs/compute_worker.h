@@ -35,6 +35,7 @@ struct InputFacts {
   int64_t B = 0, L = 0, S_key = 0, S_value = 0, H = 0;
   int64_t D_q = 0, D_k = 0;  // projected sizes: rows of w_q and w_k
   bool qkv_bias = false;     // a trained model's q, k, v projections add a bias
+  bool seeded_weights = false;  // a sandbox run's weights came from the seed (Run::seeded_weights)
   // A trained model's text, counted before the run (also when it is too long): its tokens,
   // the model's context and what a token is ("characters" or "bytes"). 0 = not a model run.
   int64_t text_tokens = 0, context = 0;
@@ -58,6 +59,7 @@ struct ComputeResult {
   std::string error;                            // InputError message, "" on success
   bool cancelled = false;                       // a tiled overview or a load was cancelled: no view, no error
   std::string load_cancelled;                   // the model folder whose load was cancelled ("" otherwise)
+  std::string load_failed;                      // the model folder whose load failed (error says why; "" otherwise)
   Settings settings;                            // the job's settings (what view, when made, shows)
   bool tiled = false;                           // the maps were computed in tiles
   double milliseconds = 0.0;                    // configureRun + runAttention wall time

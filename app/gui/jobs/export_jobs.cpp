@@ -30,7 +30,8 @@ std::string timestamp() {
 }
 
 // The window as a PNG plus the settings JSON beside it; nothing is left when either fails.
-std::vector<std::string> saveScreenshot(const Settings& settings, const RgbImage& window) {
+std::vector<std::string> saveScreenshot(const Settings& settings, const ViewFocus& focus, const ViewModel* view,
+                                        const RgbImage& window) {
   const std::string dir = exportFolder(settings);
   prepareExportFolder(dir);
   const std::string base = freeBaseName(dir, "screenshot_" + timestamp(), {"png", "json"});
@@ -38,7 +39,7 @@ std::vector<std::string> saveScreenshot(const Settings& settings, const RgbImage
   const std::string json = (fs::path(dir) / (base + ".json")).string();
   writeFileAtomic(png, encodePng(window));
   try {
-    writeFileAtomic(json, settingsToJson(settings).dump(2) + "\n");
+    writeFileAtomic(json, (view ? exportSettingsJson(settings, focus, *view) : settingsToJson(settings, focus)).dump(2) + "\n");
   } catch (...) {
     std::error_code ignored;
     fs::remove(png, ignored);
@@ -57,7 +58,7 @@ ExportOutcome runJob(ExportRun& run, const ExportWorker::Job&) {
   outcome.kind = job.kind;
   try {
     if (job.window) {
-      outcome.paths = saveScreenshot(settings, *job.window);
+      outcome.paths = saveScreenshot(settings, focus, view, *job.window);
     } else if (job.figure) {
       outcome.paths = exportFigureFiles(*job.figure, job.base_name, {"png", "npy"}, job.json, exportFolder(settings));
     } else if (!job.json.empty()) {

@@ -237,8 +237,6 @@ int runGui(int argc, char** argv) {
   }
   state.ui.window_title = windowTitle(state);
   state.ui.shipped_models = shippedModels();
-  if (state.settings.source == InputSource::Model && state.settings.model.find('/') != std::string::npos)
-    if (rememberModel(state.view, state.settings.model)) saveLater(state);  // the Models list in view.json
   std::string error;
   GLFWwindow* window = openAppWindow(options, state, error);
   if (!window) {

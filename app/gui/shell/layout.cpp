@@ -49,9 +49,12 @@ PanelRect panelRect(const AppState& state, Panel panel) {
   const float focus_h = focus_map + ImGui::GetFrameHeight() + (maps == 3 ? 8.0f : 7.0f) * line_h + 60.0f + tab_bar_h;
   const float grid_h = chosenSize(chosen.grid, body_h, std::floor(std::clamp(body_h - focus_h, body_h * 0.30f, body_h * 0.50f)),
                                   kMinBand, body_h - 2 * kMinBand);
-  // A trained model's predictions take the top of the right column.
+  // A trained model's predictions take the top of the right column: 30%, and at least
+  // its tabs, 5 rows and the lines around them (a 1280 x 800 window's 30% cut its hint).
+  const float predictions_fit = std::floor(2 * ImGui::GetFrameHeightWithSpacing() + 11 * line_h);
   const float predictions_h =
-      showsPredictions(state) ? chosenSize(chosen.predictions, body_h, std::floor(body_h * 0.30f), kMinBand, body_h - 2 * kMinBand)
+      showsPredictions(state) ? chosenSize(chosen.predictions, body_h, std::max(std::floor(body_h * 0.30f), predictions_fit),
+                                           kMinBand, body_h - 2 * kMinBand)
                               : 0.0f;
   const float mask_h = chosenSize(chosen.mask, body_h, std::floor(body_h * (predictions_h > 0 ? 0.30f : 0.36f)), kMinBand,
                                   body_h - predictions_h - kMinBand);

@@ -103,6 +103,8 @@ void drawStatusBar(AppState& state) {
       drawNote(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "out of date: " + state.compute.error());
     } else if (!state.compute.load_cancelled.empty()) {
       drawNote(ImVec4(1.0f, 0.62f, 0.18f, 1.0f), "loading " + state.compute.load_cancelled + " cancelled: the model shown stays");
+    } else if (!state.compute.load_failed.empty()) {
+      drawNote(ImVec4(1.0f, 0.62f, 0.18f, 1.0f), "not loaded, the model shown stays: " + state.compute.load_error);
     } else if (v && !v->warnings.empty()) {
       drawNote(ImVec4(1.0f, 0.62f, 0.18f, 1.0f), v->warnings.front());
     }

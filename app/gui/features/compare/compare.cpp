@@ -199,7 +199,8 @@ void requestDifferenceExport(AppState& state) {
   figure.cols = S;
   figure.row_labels = view->query_tokens[b];
   figure.col_labels = view->key_tokens[b];
-  figure.title = "A - B: " + pickName(*view, c.a) + " minus " + pickName(*view, c.b);
+  figure.title = "A - B: " + pickName(*view, c.a) + " minus " + pickName(*view, c.b) +
+                 (view->model.empty() ? "" : " \u00b7 " + view->model);
   figure.subtitle = "batch item " + std::to_string(b) + " \u00b7 L " + std::to_string(L) + " \u00d7 S " + std::to_string(S);
   figure.value_label = "probability difference";
   figure.colormap = Colormap::Diverging;
@@ -224,7 +225,7 @@ void requestDifferenceExport(AppState& state) {
   job.base_name = "difference_" + pickPart(c.a) + "-" + pickPart(c.b) + "_b" + std::to_string(b) + "_L" +
                   std::to_string(L) + "xS" + std::to_string(S);
   job.json = nlohmann::json{{"a", pickJson(c.a)}, {"b", pickJson(c.b)}, {"batch_item", b},
-                            {"abs_max", c.comparison.abs_max}, {"settings", settingsToJson(state.settings, state.view.focus)}}
+                            {"abs_max", c.comparison.abs_max}, {"settings", exportSettingsJson(state.settings, state.view.focus, *view)}}
                  .dump(2) + "\n";
   queueExport(state, std::move(job));
 }

@@ -334,11 +334,24 @@ bool drawInputSection(AppState& state, const KnownSizes& sizes) {
   return changed;
 }
 
-bool drawModelSection(AppState& state) {
+// Draws a control greyed (ImGui's disabled style, the reason as its tooltip) while the
+// current source does not read it (unusedControlReason); its rectangle recorded as `control`.
+template <typename Draw>
+bool drawUsedOrGreyed(AppState& state, const char* control, Draw draw) {
+  const std::string why = unusedControlReason(state, control);
+  ImGui::BeginDisabled(!why.empty());
+  ImGui::BeginGroup();
+  const bool changed = draw();
+  ImGui::EndGroup();
+  ImGui::EndDisabled();
+  state.script.layout.recordItem(control);
+  if (!why.empty() && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("%s", why.c_str());
+  return changed;
+}
+
+bool drawHeadSize(AppState& state) {
   Settings& s = state.settings;
   bool changed = false;
-  sectionHeader("Model");
-  changed |= sliderInt64(state.script.layout, "heads_slider", "heads H", &s.heads, 1, 16);
   ImGui::Checkbox("type D instead of d", &state.drafts.size_by_model_dim);
   const std::string model_dim = "D = H*d = " + std::to_string(s.modelDim());
   sameLineIfFits(ImGui::CalcTextSize(model_dim.c_str()).x);
@@ -360,10 +373,20 @@ bool drawModelSection(AppState& state) {
     state.drafts.typed_model_dim = s.modelDim();
   }
   if (!state.drafts.control_error.empty()) errorText(state.drafts.control_error);
-  changed |= ImGui::Checkbox("positional encoding", &s.positional_encoding);
+  return changed;
+}
+
+bool drawModelSection(AppState& state) {
+  Settings& s = state.settings;
+  bool changed = false;
+  sectionHeader("Model");
+  changed |= sliderInt64(state.script.layout, "heads_slider", "heads H", &s.heads, 1, 16);
+  changed |= drawUsedOrGreyed(state, "head_dim", [&] { return drawHeadSize(state); });
+  changed |= drawUsedOrGreyed(state, "positional_encoding",
+                              [&] { return ImGui::Checkbox("positional encoding", &s.positional_encoding); });
   ImGui::SameLine();
-  changed |= ImGui::Checkbox("bias", &s.bias);
-  changed |= ImGui::InputScalar("seed", ImGuiDataType_U64, &s.seed);
+  changed |= drawUsedOrGreyed(state, "bias", [&] { return ImGui::Checkbox("bias", &s.bias); });
+  changed |= drawUsedOrGreyed(state, "seed", [&] { return ImGui::InputScalar("seed", ImGuiDataType_U64, &s.seed); });
   return changed;
 }
 

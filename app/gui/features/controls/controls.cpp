@@ -62,6 +62,35 @@ Settings controlsShown(const AppState& state) {
   return shown;
 }
 
+namespace {
+
+// Which sandbox inputs a source reads (a trained model greys every sandbox section itself).
+bool textOnly(const Settings& s, const InputFacts&) { return s.source == InputSource::Text; }
+bool seededInputs(const Settings& s, const InputFacts&) { return s.source != InputSource::Bundle; }
+bool seededWeights(const Settings& s, const InputFacts& f) { return s.source != InputSource::Bundle || f.seeded_weights; }
+
+struct ControlUse {
+  const char* control;
+  bool (*used)(const Settings&, const InputFacts&);
+  const char* reason;
+};
+constexpr ControlUse kControlUses[] = {
+    {"positional_encoding", textOnly, "only a text's token embeddings get positions: synthetic and bundle inputs are used as they are"},
+    {"bias", seededInputs, "a bundle brings its own biases (b_q.npy ...) or none"},
+    {"seed", seededWeights, "the bundle's own inputs and weights: nothing is seeded"},
+    {"head_dim", seededWeights, "the bundle's weights fix D = H*d"},
+};
+
+}  // namespace
+
+std::string unusedControlReason(const AppState& state, const std::string& control) {
+  const Settings& s = state.settings;
+  if (s.source == InputSource::Model) return "";
+  for (const ControlUse& use : kControlUses)
+    if (control == use.control && !use.used(s, state.compute.facts)) return use.reason;
+  return "";
+}
+
 std::vector<int64_t> textValidLensShown(const Settings& settings) {
   if (settings.source != InputSource::Text) return {};
   std::vector<int64_t> lens = textKeyLengths(settings);
@@ -99,6 +128,9 @@ void controlsToJson(const AppState& state, nlohmann::json& line) {
   const Settings shown = controlsShown(state);  // what the (greyed) controls show
   line["controls_shown"] = {{"heads", shown.heads}, {"head_dim", shown.head_dim}, {"mask", shown.mask.toString()},
                             {"bias", shown.bias}};
+  line["controls_unused"] = nlohmann::json::object();
+  for (const ControlUse& use : kControlUses)
+    if (const std::string why = unusedControlReason(state, use.control); !why.empty()) line["controls_unused"][use.control] = why;
   line["valid_lens"] = s.valid_lens;
   line["valid_lens_shown"] = textValidLensShown(s);
   line["dropout"] = s.dropout;
@@ -116,6 +148,7 @@ void controlsToJson(const AppState& state, nlohmann::json& line) {
   line["text_too_long_message"] = textTooLongMessage(state);
   line["models_listed"] = nlohmann::json::array();
   for (const ShippedModel& m : state.ui.shipped_models) line["models_listed"].push_back(m.name);
+  line["recent_models"] = state.view.recent_models;  // the Models choice's folders, newest first
   line["correct_trace"] = state.compute.correctView() != nullptr;
   line["diff_max"] = nullptr;  // focused head, batch item: max |buggy - correct| probability
   if (const float diff = focusedDiffMax(state); diff >= 0.0f) line["diff_max"] = diff;

@@ -45,6 +45,11 @@ float focusedDiffMax(const AppState& state);
 // biases; no padding, dropout, mistake or variant), greyed out, so that no number on screen
 // is the sandbox's.
 Settings controlsShown(const AppState& state);
+// Why the sandbox's control `control` ("positional_encoding", "bias", "seed", "head_dim") does
+// nothing for the current source, "" when it applies: synthetic inputs and bundles are used
+// as they are (no positions added), a bundle brings its own biases, and its weights fix the
+// seed's and D's part. The panel draws such a control greyed, with the reason.
+std::string unusedControlReason(const AppState& state, const std::string& control);
 // A model's text longer than its context: the one message about it, shown under the text
 // box ("The model reads at most 128 characters: shorten the text by 9. ..."); "" otherwise.
 std::string textTooLongMessage(const AppState& state);
@@ -55,9 +60,10 @@ std::vector<int64_t> textValidLensShown(const Settings& settings);
 void askControls(const AppState& state, ComputeAsk& ask);
 void drawControlPanel(AppState& state);
 // valid_lens (the settings', -1 = follows its line), valid_lens_shown (textValidLensShown).
-// State-log keys: source, settings_heads, settings_L, mask, colormap, log_scale, folded_layout, mistake, model, model_text, models_listed, correct_trace, diff_max, diff_summary,
+// State-log keys: source, settings_heads, settings_L, mask, colormap, log_scale, folded_layout, mistake, model, model_text, models_listed, recent_models, correct_trace, diff_max, diff_summary,
 // text_tokens ([tokens, context] of a model's text, else null), text_too_long_message,
-// dropout (p), train, controls_shown (heads, head_dim, mask the control panel shows).
+// dropout (p), train, controls_shown (heads, head_dim, mask the control panel shows),
+// controls_unused ({control: reason} of the sandbox controls the source does not read).
 void controlsToJson(const AppState& state, nlohmann::json& line);
 
 }  // namespace attnscope

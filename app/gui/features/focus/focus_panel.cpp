@@ -321,8 +321,9 @@ void drawZoomLine(WidgetRects& rects, const CellWindow& w, bool zoomed, int64_t 
     ui::text(rects, kName, ui::disabledText(), "%s   (wheel zooms around the pointer, drag pans, 0 resets)",
              tiled_note.c_str());
   } else {
-    ui::text(rects, kName, ui::disabledText(), "whole map%s   (wheel over a map zooms around the pointer, drag pans, 0 resets)",
-                     pooling);
+    // Wrapped: with a pooling note it is longer than a 1280-pixel window's focus panel.
+    ui::text(rects, kName, ui::TextLook{ImGui::GetStyle().Colors[ImGuiCol_TextDisabled], true},
+             "whole map%s   (wheel over a map zooms around the pointer, drag pans, 0 resets)", pooling);
   }
 }
 

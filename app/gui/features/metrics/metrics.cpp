@@ -67,7 +67,11 @@ void updateHeadOrder(AppState& state) {
 
 bool gridFollowsTable(const AppState& state) {
   return state.view.table.order_grid && shownHeadTable(state) && !state.view.table.order.empty() &&
-         !mapKindInfo(state.view.map_kind).across_layers;
+         orderGridUnusedReason(state).empty();
+}
+
+std::string orderGridUnusedReason(const AppState& state) {
+  return mapKindInfo(state.view.map_kind).across_layers ? "rollout and flow show one map per layer: no heads to order" : "";
 }
 
 void headTableToJson(const AppState& state, nlohmann::json& line) {
@@ -88,7 +92,7 @@ void headTableToJson(const AppState& state, nlohmann::json& line) {
   nlohmann::json visible = nlohmann::json::array();  // the rows the filter keeps, as drawn
   for (int64_t n : t.visible) visible.push_back({n / table->H, n % table->H});
   line["head_table"] = {{"sort_column", headColumnName(t.sort.column)}, {"descending", t.sort.descending},
-                        {"order_grid", t.order_grid}, {"order", order}, {"groups", groups}, {"values", values},
+                        {"order_grid", t.order_grid}, {"order_grid_unused", orderGridUnusedReason(state)}, {"order", order}, {"groups", groups}, {"values", values},
                         {"filter", t.filter}, {"filter_error", t.filter_error}, {"visible", visible}};
 }
 

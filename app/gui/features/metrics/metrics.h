@@ -22,8 +22,11 @@ std::string headLabel(const HeadTable& table, int64_t n);
 // The head grid wraps in the table's order ("order grid by table", a table shown, and the
 // attention maps chosen rather than rollout / flow): arrow keys then follow that order.
 bool gridFollowsTable(const AppState& state);
+// Why "order grid by table" does nothing now ("" when it orders the grid): drawn greyed.
+std::string orderGridUnusedReason(const AppState& state);
 void drawMetricsPanel(AppState& state);
-// State-log keys: head_table (with filter, filter_error and visible: the rows the filter keeps).
+// State-log keys: head_table (with filter, filter_error and visible: the rows the filter keeps;
+// order_grid_unused: orderGridUnusedReason).
 void headTableToJson(const AppState& state, nlohmann::json& line);
 
 }  // namespace attnscope

@@ -58,15 +58,25 @@ void groupMarker(int64_t group) {
 // The filter box (words of a label or pattern, metric thresholds) and what it keeps.
 void drawFilter(AppState& state) {
   HeadTableView& t = state.view.table;
-  ImGui::SetNextItemWidth(std::max(120.0f, ImGui::GetContentRegionAvail().x - 150.0f));
-  if (ui::inputTextWithHint(state.script.layout, "metrics_filter", "##metrics_filter",
-                            "filter: L3  H5  induc  entropy>2  sink<0.1", &t.filter))
+  // The longest example that fits the box whole (a narrow panel at 1280 x 800 cut the first);
+  // the box shares its line with the count while a useful example still fits, else the
+  // count goes under it.
+  static const std::vector<std::string> kHints = {"filter: L3  H5  induc  entropy>2  sink<0.1", "filter: L3  induc  entropy>2",
+                                                  "filter: induc  entropy>2", "filter"};
+  constexpr float kCountWidth = 150.0f;
+  const float avail = ImGui::GetContentRegionAvail().x, padding = 2 * ImGui::GetStyle().FramePadding.x;
+  const bool beside = ImGui::CalcTextSize(kHints[1].c_str()).x + padding <= avail - kCountWidth;
+  const float box_w = beside ? avail - kCountWidth : avail;
+  ImGui::SetNextItemWidth(box_w);
+  const std::string& hint = kHints[firstFitting(kHints, box_w - padding)];
+  state.script.layout.recordText("metrics_filter_hint", hint);
+  if (ui::inputTextWithHint(state.script.layout, "metrics_filter", "##metrics_filter", hint.c_str(), &t.filter))
     updateHeadOrder(state);  // this frame already draws (and logs) the rows kept
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("rows that match every word: a label (L3, H5) or pattern (induc), or a metric threshold\n"
                       "METRIC>V, >=, <, <=: a column heading without spaces (entropy, maxp, distance, sink, diag, prev,\n"
                       "eff.keys, induction) or its JSON name (entropy_bits, sink_mass, ...)");
-  ImGui::SameLine();
+  if (beside) ImGui::SameLine();
   if (!t.filter_error.empty()) errorText(state.script.layout, "metrics_filter_count", t.filter_error);
   else ui::text(state.script.layout, "metrics_filter_count", ui::disabledText(), "%zu of %zu heads", t.visible.size(), t.order.size());
 }
@@ -86,8 +96,12 @@ void drawMetricsPanel(AppState& state) {
       return;
     }
     const int64_t b = state.view.focus.batch_item;
+    const std::string unused = orderGridUnusedReason(state);
+    ImGui::BeginDisabled(!unused.empty());
     if (ui::checkbox(state.script.layout, "metrics_order_grid", "order grid by table", &view.order_grid)) saveLater(state);
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("lay out the head grid's tiles in this table's order");
+    ImGui::EndDisabled();
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+      ImGui::SetTooltip("%s", unused.empty() ? "lay out the head grid's tiles in this table's order" : unused.c_str());
     ImGui::SameLine();
     if (const ViewModel* shown = shownView(state)) drawOverviewToggle(state, *shown);
     const int64_t groups = table->clusters[b].count;

@@ -12,7 +12,6 @@
 #include "config/bundle.h"
 #include "config/model_source.h"
 #include "config/run.h"
-#include "model/model_config.h"
 #include "model/model.h"
 #include "gui/shell/panels.h"
 
@@ -27,13 +26,11 @@ constexpr const char* kOpenTitle = "Open a model folder, bundle or settings file
 constexpr float kPlacesWidth = 230.0f, kListHeight = 300.0f;
 
 // A model folder (attnscope-model/1 or Hugging Face): checked (InputError naming the file; a
-// Hugging Face folder's config.json only, its weights load on the worker), then the run's
-// source and one of the Models choice's entries.
+// Hugging Face folder's config.json and weight headers and sizes, its weights load on the
+// worker), then the run's source; it joins the Models choice once it has run.
 void openModelFolder(AppState& state, const std::string& folder) {
-  if (isHfModelFolder(folder)) readHfConfig(folder);
-  else loadModel(folder);
+  checkModelFolder(folder);
   state.settings = settingsForModel(state.settings, folder);
-  rememberModel(state.view, state.settings.model);
   state.view.selected_query = -1;
 }
 
@@ -220,6 +217,19 @@ void relist(AppState& state) {
   markStateChanged(state);
 }
 
+// A folder that passed openModelFolder's checks but failed on the worker (a NaN in its
+// weights, its tokenizer), or a listed folder broken since: the model shown stayed, and the
+// dialog opens again on that folder with the error.
+void reopenOnLoadFailure(AppState& state) {
+  OpenDialogState& dialog = state.open_dialog;
+  if (state.compute.load_failures == dialog.failures_shown) return;
+  dialog.failures_shown = state.compute.load_failures;
+  dialog.path_input = state.compute.load_failed;
+  startBrowsing(state);
+  relist(state);
+  dialog.error = state.compute.load_error;
+}
+
 void drawBrowser(AppState& state) {
   OpenDialogState& dialog = state.open_dialog;
   ImGui::TextWrapped("Model folders (config.json), tensor bundles (query.npy ...), attention bundles "
@@ -254,6 +264,7 @@ void drawBrowser(AppState& state) {
 void drawOpenDialog(AppState& state) {
   OpenDialogState& dialog = state.open_dialog;
   if (dialog.requested) startBrowsing(state);
+  reopenOnLoadFailure(state);
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(ImVec2(viewport->WorkPos.x + viewport->WorkSize.x * 0.5f,
                                  viewport->WorkPos.y + viewport->WorkSize.y * 0.4f),

@@ -35,6 +35,7 @@ struct OpenDialogState {
   bool select_all = false;          // on opening: typing replaces the preset path
   bool box_active = false;          // the path box had the keyboard last frame
   std::string box_text_before;      // the box's text the frame before (Backspace over '/')
+  uint64_t failures_shown = 0;      // compute.load_failures already shown (reopenOnLoadFailure)
 };
 
 void drawOpenDialog(AppState& state);

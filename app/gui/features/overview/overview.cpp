@@ -17,9 +17,9 @@ void updateOverview(AppState& state) {
   const MetricInfo* metric = findHeadMetric(o.metric);
   if (!metric) metric = &headMetricInfos().front(), o.metric = metric->name;
   const uint64_t stamp = table ? table->source_stamp : 0;
-  if (stamp == o.built_stamp && b == o.built_batch && o.metric == o.built_metric) return;
-  o.data = table && b < table->B ? headOverview(*table, *metric, b) : HeadOverview{};
-  o.built_stamp = stamp, o.built_batch = b, o.built_metric = o.metric;
+  if (stamp == o.built_stamp && b == o.built_batch && o.metric == o.built_metric && o.auto_range == o.built_auto) return;
+  o.data = table && b < table->B ? headOverview(*table, *metric, b, o.auto_range) : HeadOverview{};
+  o.built_stamp = stamp, o.built_batch = b, o.built_metric = o.metric, o.built_auto = o.auto_range;
   markStateChanged(state);
 }
 
@@ -47,7 +47,13 @@ void overviewToJson(const AppState& state, nlohmann::json& line) {
                       {"high", o.data.high},
                       {"cells", cells},
                       {"cell", {o.cell_w, o.cell_h, o.gap}},
-                      {"hovered", hovered}};
+                      {"hovered", hovered},
+                      {"scale", {{"auto", o.data.scale.automatic},
+                                 {"low", o.data.scale.low},
+                                 {"high", o.data.scale.high},
+                                 {"rule", o.data.scale.rule},
+                                 {"narrow", o.data.scale.narrow},
+                                 {"warning", o.data.scale.warning}}}};
 }
 
 }  // namespace attnscope

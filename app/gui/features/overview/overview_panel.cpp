@@ -26,7 +26,23 @@ ImU32 cellColor(const AppState& state, double value, double low, double high) {
   return IM_COL32(rgb[0], rgb[1], rgb[2], 255);
 }
 
-// The metric picker and the toggle, with the range the colours span.
+// The values' range and the one the colours span (the metric's fixed range, or auto), with
+// a warning when an auto range is narrow.
+void drawRange(AppState& state, const ViewModel& view) {
+  const OverviewState& o = state.overview;
+  char range[160] = "measuring heads...";
+  const OverviewScale& scale = o.data.scale;
+  if (!o.data.values.empty())
+    std::snprintf(range, sizeof range, "%lld heads %.3g .. %.3g, colours %.3g .. %.3g (%s)",
+                  static_cast<long long>(view.layers * view.H), o.data.low, o.data.high, scale.low, scale.high,
+                  scale.automatic ? "auto" : scale.rule.c_str());
+  sameLineIfFits(ImGui::CalcTextSize(range).x);  // else on a line of its own: never cut at the panel's edge
+  ui::text(state.script.layout, "overview_range", ui::disabledText(), "%s", range);
+  state.script.layout.recordText("overview_range", range);
+  if (!scale.warning.empty()) warningText(state.script.layout, "overview_range_warning", scale.warning);
+}
+
+// The metric picker, the toggle and the auto range, with the range the colours span.
 void drawHeader(AppState& state, const ViewModel& view) {
   OverviewState& o = state.overview;
   const MetricInfo* current = findHeadMetric(o.metric);
@@ -46,12 +62,14 @@ void drawHeader(AppState& state, const ViewModel& view) {
   }
   ImGui::SameLine();
   drawOverviewToggle(state, view);
-  char range[96] = "measuring heads...";
-  if (!o.data.values.empty())
-    std::snprintf(range, sizeof range, "%lld heads, %.3g .. %.3g", static_cast<long long>(view.layers * view.H),
-                  o.data.low, o.data.high);
-  sameLineIfFits(ImGui::CalcTextSize(range).x);  // else on a line of its own: never cut at the panel's edge
-  ui::text(state.script.layout, "overview_range", ui::disabledText(), "%s", range);
+  constexpr const char* kAutoLabel = "auto range";
+  sameLineIfFits(ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize(kAutoLabel).x);
+  if (ui::checkbox(state.script.layout, "overview_auto_range", kAutoLabel, &o.auto_range)) updateOverview(state);
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("off: the colours span the metric's own range (%s), so a colour means one value\n"
+                      "on: they span the values shown, which makes small differences look large",
+                      current ? current->range_rule : "");
+  drawRange(state, view);
 }
 
 struct CellGrid {
@@ -137,7 +155,7 @@ void drawCells(AppState& state, const CellGrid& g) {
     for (int64_t h = 0; h < g.cols; ++h) {
       const ImVec2 min = g.cellMin(l, h);
       const double v = measured ? o.data.at(l, h) : NAN;
-      list->AddRectFilled(min, ImVec2(min.x + g.w, min.y + g.h), cellColor(state, v, o.data.low, o.data.high));
+      list->AddRectFilled(min, ImVec2(min.x + g.w, min.y + g.h), cellColor(state, v, o.data.scale.low, o.data.scale.high));
     }
   const ImVec2 f = g.cellMin(focus.layer, focus.head);
   list->AddRect(ImVec2(f.x - 1, f.y - 1), ImVec2(f.x + g.w + 1, f.y + g.h + 1), kFocusOutline, 0.0f, 0, 2.0f);
@@ -203,7 +221,8 @@ void drawOverview(AppState& state, const ViewModel& view) {
   drawCells(state, g);
   handlePointer(state, view, g);
   ImGui::SetCursorScreenPos(ImVec2(g.origin.x + g.size().x + 8, g.origin.y));
-  const ValueRange range{static_cast<float>(o.data.low), static_cast<float>(std::max(o.data.high, o.data.low + 1e-9))};
+  const OverviewScale& scale = o.data.scale;
+  const ValueRange range{static_cast<float>(scale.low), static_cast<float>(std::max(scale.high, scale.low + 1e-9))};
   drawColorBar(heatmapCanvas(state), {state.settings.prob_colormap, range, false, "%.3g", "overview_colorbar"},
                ImVec2(kBarWidth - 8, std::max(40.0f, std::min(g.size().y, 480.0f))));
 }

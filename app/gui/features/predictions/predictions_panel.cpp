@@ -104,7 +104,7 @@ void drawNextToken(AppState& state) {
     drawGuessRow(state, static_cast<int>(rank), p.top[rank], !p.actual.empty() && p.top[rank].label == p.actual, label_w);
   if (p.actual.empty()) {
     ui::text(state.script.layout, "predictions_actual", ui::TextLook{ImGui::GetStyle().Colors[ImGuiCol_TextDisabled], true},
-             "last position: what the model expects next");
+             "what the model expects next");  // the heading says "(last position)"
   } else if (chosenByGeneration(v, at.position)) {
     drawChosen(state, p);
   } else {  // wrapped: a long token must not run out of the panel
@@ -112,9 +112,8 @@ void drawNextToken(AppState& state) {
              v.encoder ? "actual token '%s' (%.1f%%): %s" : "actual next '%s' (%.1f%%): %s", visibleToken(p.actual).c_str(), 100.0 * p.actual_prob,
              p.actual_is_top ? "the top guess" : "not the top guess");
   }
-  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
-  ImGui::TextWrapped("hover a query row of a map to see its predictions; a click pins it until you type");
-  ImGui::PopStyleColor();
+  ui::text(state.script.layout, "predictions_hint", ui::TextLook{ImGui::GetStyle().Colors[ImGuiCol_TextDisabled], true},
+           "hover a map's row for its predictions; a click pins it until you type");
 }
 
 }  // namespace
