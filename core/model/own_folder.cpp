@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config/text_input.h"
+#include "attention/positional_encoding.h"
 #include "model/config_limits.h"
 #include "tensor/memory.h"
 #include "tensor/npy.h"
