@@ -21,9 +21,10 @@
 #include "gui/jobs/export_jobs.h"
 #include "gui/gui.h"
 #include "gui/shell/panels.h"
-#include "gui/features/persistence/persistence.h"
+#include "gui/shell/persistence.h"
 #include "gui/shell/scripting.h"
 #include "gui/shell/shortcuts.h"
+#include "gui/features/focus/focus.h"
 #include "tensor/interrupt.h"
 
 namespace attnscope {
@@ -239,7 +240,7 @@ int runGui(int argc, char** argv) {
     glfwPostEmptyEvent();
   });
   state.compute.worker = std::make_unique<ComputeWorker>();
-  state.zoom_tile.worker = std::make_unique<TileWorker>();
+  state.feature<ZoomTileState>().worker = std::make_unique<TileWorker>();
   int fb_width = 0, fb_height = 0;
   const int exit_code = runFrameLoop(window, options, state, fb_width, fb_height, launched);
 
@@ -249,7 +250,7 @@ int runGui(int argc, char** argv) {
   finishExports(state.exports);
   finishFeatures(state);
   state.compute.worker.reset();
-  state.zoom_tile.worker.reset();
+  state.feature<ZoomTileState>().worker.reset();
   closeAppWindow(window, state);
   return exit_code;
 }

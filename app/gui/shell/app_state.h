@@ -1,26 +1,18 @@
 // The application's state: small plain structs, each owned once by AppState (one per
-// runGui) and passed to the panels by reference. Each feature's struct is declared in its
-// own header under features/ (with its update step, drawing and state-log JSON).
+// runGui) and passed to the panels by reference. The shell's own state and what several
+// features share are members; each feature's own struct is declared in its header under
+// features/ (with its update step, drawing and state-log JSON) and owned by `features`,
+// found by its type (state.feature<StepperState>()), so this header names no feature.
 //   settings  what the user sets (core Settings; saved as JSON)
-//   view      which map is focused (layer, head, batch item) and the hovered cell
+//   view      which map is focused (layer, head, batch item), the hovered cell, the pin, the zoom
 //   compute   the worker, the job posted last and the latest result
-//   compare   the compare view's A - B, cached for its picks
-//   query_focus  the query focus bars, cached for the chosen rows
-//   layer_maps  rollout / flow being built for the shown view
-//   overview  the head grid's layers x heads overview: shown or not, its metric and values
-//   exports   the export queue, the running job, the toast
+//   exports   the export service: its queue, the running job, the toast
 //   gpu       GL objects and the textures of the latest result
-//   ui        overlays, dialogs, keys pressed since the last frame, one-line notices
-//   open_dialog  the Ctrl+O dialog
-//   panel_borders  the border between panels being dragged
-//   drafts    control-panel fields that may hold invalid input (never written to settings)
-//   stepper   the KV-cache stepper panel: open, the step shown, playing
-//   predictions  the predictions panel's pin (a clicked query row)
-//   lens      the logit lens tab: shown, the hovered and the clicked cell
-//   head_scroll  the head table and grid keeping the focused head in view
-//   generate  the Generate control: its worker, the newest snapshot, Ctrl+S bundles
+//   ui        overlays, keys pressed since the last frame, one-line notices
+//   head_scroll  the head table and grid keeping the focused head in view (shared by both)
 //   persist   where and when the settings are saved
 //   script    the state log and widget rectangles (tests, scripting)
+//   features  every feature's own state
 #pragma once
 
 #include <atomic>
@@ -34,29 +26,14 @@
 
 #include "config/model_source.h"
 #include "config/settings.h"
-#include "gui/features/compare/compare.h"
-#include "gui/features/controls/controls.h"
 #include "gui/jobs/export_state.h"
-#include "gui/features/focus/focus.h"
-#include "gui/features/generate/generate.h"
-#include "gui/features/head_grid/head_grid.h"
-#include "gui/features/head_scroll/head_scroll.h"
-#include "gui/features/layer_maps/layer_maps.h"
-#include "gui/features/lens/lens.h"
-#include "gui/features/mask/mask.h"
-#include "gui/features/metrics/metrics.h"
-#include "gui/features/open/open_dialog.h"
-#include "gui/features/overview/overview.h"
-#include "gui/features/panel_borders/panel_borders.h"
-#include "gui/features/persistence/persistence.h"
-#include "gui/features/pipeline/pipeline.h"
-#include "gui/features/predictions/predictions.h"
-#include "gui/features/query_focus/query_focus.h"
-#include "gui/features/stepper/stepper.h"
 #include "gui/jobs/compute_sync.h"
 #include "gui/render/gl_resources.h"
 #include "gui/render/heatmap_widget.h"
 #include "gui/render/widget_rects.h"
+#include "gui/shell/feature_states.h"
+#include "gui/shell/head_scroll.h"
+#include "gui/shell/persistence.h"
 #include "gui/shell/view_state.h"
 
 namespace attnscope {
@@ -76,7 +53,6 @@ struct UiState {
   std::vector<ShippedModel> shipped_models;  // assets/models, listed once at start
   std::string notice;                  // one-line message, e.g. "settings.json ignored: ..."
   std::string window_title;
-  RopeDecayCurve rope_curve;
   LabelWidths label_widths;            // focus and compare views' axis labels
 };
 
@@ -107,24 +83,23 @@ struct AppState {
   Settings settings;
   ViewState view;
   ComputeState compute;
-  ZoomTileState zoom_tile;
-  CompareState compare;
-  QueryFocusState query_focus;
-  LayerMapsState layer_maps;
-  OverviewState overview;
   ExportState exports;
-  OpenDialogState open_dialog;
-  PanelBordersState panel_borders;
   GpuState gpu;
   UiState ui;
-  ControlDrafts drafts;
-  StepperState stepper;
-  PredictionsState predictions;
-  LensState lens;
   HeadScrollState head_scroll;
-  GenerateState generate;
   PersistState persist;
   ScriptState script;
+  FeatureStates features;
+
+  // A feature's own state (features/<name>/<name>.h declares T).
+  template <typename T>
+  T& feature() {
+    return features.get<T>();
+  }
+  template <typename T>
+  const T& feature() const {
+    return features.get<T>();
+  }
 };
 
 // The view model the views show: the latest one, or the mistakes lab's correct run when

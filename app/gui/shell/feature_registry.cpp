@@ -7,6 +7,22 @@
 
 #include <optional>
 
+#include "gui/features/compare/compare.h"
+#include "gui/features/controls/controls.h"
+#include "gui/features/focus/focus.h"
+#include "gui/features/generate/generate.h"
+#include "gui/features/head_grid/head_grid.h"
+#include "gui/features/layer_maps/layer_maps.h"
+#include "gui/features/lens/lens.h"
+#include "gui/features/mask/mask.h"
+#include "gui/features/metrics/metrics.h"
+#include "gui/features/open/open_dialog.h"
+#include "gui/features/overview/overview.h"
+#include "gui/features/panel_borders/panel_borders.h"
+#include "gui/features/pipeline/pipeline.h"
+#include "gui/features/predictions/predictions.h"
+#include "gui/features/query_focus/query_focus.h"
+#include "gui/features/stepper/stepper.h"
 #include "gui/shell/panels.h"
 
 namespace attnscope {

@@ -2,6 +2,9 @@
 #include <cmath>
 
 #include "gui/shell/panels.h"
+#include "gui/features/focus/focus.h"
+#include "gui/features/predictions/predictions.h"
+#include "gui/features/stepper/stepper.h"
 
 namespace attnscope {
 namespace {
@@ -55,7 +58,7 @@ PanelRect panelRect(const AppState& state, Panel panel) {
                               : 0.0f;
   const float mask_h = chosenSize(chosen.mask, body_h, std::floor(body_h * (predictions_h > 0 ? 0.30f : 0.36f)), kMinBand,
                                   body_h - predictions_h - kMinBand);
-  const float stepper_h = state.stepper.open ? std::floor((body_h - predictions_h - mask_h) * 0.6f) : 0.0f;
+  const float stepper_h = state.feature<StepperState>().open ? std::floor((body_h - predictions_h - mask_h) * 0.6f) : 0.0f;
   const float right_x = origin.x + left_w + centre_w;
   // The head metrics table takes the right part of the grid's band.
   const float table_w = chosenSize(chosen.table, centre_w, std::floor(std::clamp(centre_w * 0.42f, 280.0f, 520.0f)),

@@ -9,6 +9,11 @@
 
 #include "gui/jobs/compute_sync.h"
 #include "gui/jobs/export_jobs.h"
+#include "gui/features/focus/focus.h"
+#include "gui/features/generate/generate.h"
+#include "gui/features/metrics/metrics.h"
+#include "gui/features/open/open_dialog.h"
+#include "gui/features/stepper/stepper.h"
 
 namespace attnscope {
 namespace {
@@ -49,7 +54,7 @@ ViewFocus arrowTarget(const AppState& state, int key) {
 // The stepper's keys while it is open: . / , step forward / back, P plays or pauses,
 // Home / End go to the first / last step. True when the key was one of them.
 bool stepperKey(AppState& state, int key) {
-  StepperState& s = state.stepper;
+  StepperState& s = state.feature<StepperState>();
   switch (key) {
     case GLFW_KEY_PERIOD: s.playing = false; setStep(state, s.step + 1); return true;
     case GLFW_KEY_COMMA: s.playing = false; setStep(state, s.step - 1); return true;
@@ -100,8 +105,8 @@ void escapeKey(AppState& state) {
   UiState& ui = state.ui;
   if (ImGui::GetIO().WantTextInput) ImGui::SetWindowFocus(nullptr);
   if (ui.show_help) ui.show_help = false;
-  else if (state.compute.progress >= 0.0 && !state.open_dialog.modal_open) cancelCompute(state);  // a tiled overview or a load
-  else state.open_dialog.close_requested = true;
+  else if (state.compute.progress >= 0.0 && !state.feature<OpenDialogState>().modal_open) cancelCompute(state);  // a tiled overview or a load
+  else state.feature<OpenDialogState>().close_requested = true;
   markStateChanged(state);
 }
 
@@ -118,8 +123,8 @@ void handleShortcuts(AppState& state) {
     if (press.key == GLFW_KEY_ESCAPE || globalKey(state, press, popup_open) || typing) continue;
     const bool ctrl = (press.mods & GLFW_MOD_CONTROL) != 0;
     if (press.key == GLFW_KEY_F5) toggleStepper(state);
-    if (state.stepper.open && !ctrl && !popup_open && stepperKey(state, press.key)) continue;
-    if (ctrl && press.key == GLFW_KEY_O) state.open_dialog.requested = true;
+    if (state.feature<StepperState>().open && !ctrl && !popup_open && stepperKey(state, press.key)) continue;
+    if (ctrl && press.key == GLFW_KEY_O) state.feature<OpenDialogState>().requested = true;
     if (!state.compute.view || popup_open || ctrl) continue;
     if (press.key == GLFW_KEY_0 || press.key == GLFW_KEY_KP_0) setZoom(state, CellWindow{});  // whole map again
     setFocus(state, arrowTarget(state, press.key));

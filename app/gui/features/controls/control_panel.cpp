@@ -11,6 +11,9 @@
 
 #include "gui/jobs/export_jobs.h"
 #include "gui/shell/panels.h"
+#include "gui/features/controls/controls.h"
+#include "gui/features/generate/generate.h"
+#include "gui/features/open/open_dialog.h"
 
 namespace attnscope {
 namespace {
@@ -129,7 +132,7 @@ bool drawModelsSection(AppState& state) {
       s.source = InputSource::Text;
       setFocus(state, ViewFocus{});
     }
-    if (ImGui::Selectable("Open model folder... (Ctrl+O)")) state.open_dialog.requested = true;
+    if (ImGui::Selectable("Open model folder... (Ctrl+O)")) state.feature<OpenDialogState>().requested = true;
   }
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("a trained model (assets/models, or a folder you open), or random weights with every control");
@@ -262,7 +265,7 @@ bool drawInputSection(AppState& state, const KnownSizes& sizes) {
     case InputSource::Bundle:
       ImGui::TextWrapped("%s", s.bundle_path.empty() ? "(no bundle chosen)" : s.bundle_path.c_str());
       if (const ViewModel* v = state.compute.imported() ? state.compute.view.get() : nullptr) drawImportedFacts(state, *v);
-      if (ImGui::Button("Open bundle... (Ctrl+O)")) state.open_dialog.requested = true;
+      if (ImGui::Button("Open bundle... (Ctrl+O)")) state.feature<OpenDialogState>().requested = true;
       break;
     case InputSource::Model:  // drawModelInput
       break;
@@ -280,27 +283,27 @@ bool drawModelSection(AppState& state) {
   bool changed = false;
   sectionHeader("Model");
   changed |= sliderInt64(state.script.layout, "heads_slider", "heads H", &s.heads, 1, 16);
-  ImGui::Checkbox("type D instead of d", &state.drafts.size_by_model_dim);
+  ImGui::Checkbox("type D instead of d", &state.feature<ControlDrafts>().size_by_model_dim);
   const std::string model_dim = "D = H*d = " + std::to_string(s.modelDim());
   sameLineIfFits(ImGui::CalcTextSize(model_dim.c_str()).x);
   ui::text(state.script.layout, "model_dim_note", ui::disabledText(), "%s", model_dim.c_str());
-  state.drafts.control_error.clear();
-  if (state.drafts.size_by_model_dim) {
-    if (ImGui::InputScalar("model size D", ImGuiDataType_S64, &state.drafts.typed_model_dim)) {
-      state.drafts.typed_model_dim = std::clamp<int64_t>(state.drafts.typed_model_dim, 1, 8192);
+  state.feature<ControlDrafts>().control_error.clear();
+  if (state.feature<ControlDrafts>().size_by_model_dim) {
+    if (ImGui::InputScalar("model size D", ImGuiDataType_S64, &state.feature<ControlDrafts>().typed_model_dim)) {
+      state.feature<ControlDrafts>().typed_model_dim = std::clamp<int64_t>(state.feature<ControlDrafts>().typed_model_dim, 1, 8192);
     }
-    if (state.drafts.typed_model_dim % s.heads != 0) {
-      state.drafts.control_error = "D=" + std::to_string(state.drafts.typed_model_dim) + " is not divisible by H=" +
+    if (state.feature<ControlDrafts>().typed_model_dim % s.heads != 0) {
+      state.feature<ControlDrafts>().control_error = "D=" + std::to_string(state.feature<ControlDrafts>().typed_model_dim) + " is not divisible by H=" +
                             std::to_string(s.heads) + ": D % H == 0 is required (d = D / H)";
-    } else if (state.drafts.typed_model_dim / s.heads != s.head_dim) {
-      s.head_dim = state.drafts.typed_model_dim / s.heads;
+    } else if (state.feature<ControlDrafts>().typed_model_dim / s.heads != s.head_dim) {
+      s.head_dim = state.feature<ControlDrafts>().typed_model_dim / s.heads;
       changed = true;
     }
   } else {
     changed |= sliderInt64("head size d", &s.head_dim, 1, 128);
-    state.drafts.typed_model_dim = s.modelDim();
+    state.feature<ControlDrafts>().typed_model_dim = s.modelDim();
   }
-  if (!state.drafts.control_error.empty()) errorText(state.drafts.control_error);
+  if (!state.feature<ControlDrafts>().control_error.empty()) errorText(state.feature<ControlDrafts>().control_error);
   changed |= ImGui::Checkbox("positional encoding", &s.positional_encoding);
   ImGui::SameLine();
   changed |= ImGui::Checkbox("bias", &s.bias);
@@ -330,7 +333,7 @@ std::string termLayoutName(const MaskTermKind& kind) {
 // Lengths (segments): a checkbox and, while ticked, the lengths typed as "4,6".
 bool drawLengthsTerm(AppState& state, const MaskTermKind& kind, int64_t span) {
   std::vector<int64_t>& lengths = state.settings.mask.*kind.lengths;
-  std::string& input = state.drafts.segments_input;
+  std::string& input = state.feature<ControlDrafts>().segments_input;
   bool changed = false;
   bool on = !lengths.empty();
   if (on && input.empty()) {  // loaded from a settings file
@@ -565,7 +568,7 @@ bool drawVariantsSection(AppState& state) {
     const AttentionTrace* trace = state.compute.trace();
     const int64_t head_dim = trace ? trace->d : s.head_dim;
     const int64_t d = std::max<int64_t>(head_dim - head_dim % 2, 2);
-    const std::vector<float>& decay = ropeDecayCurve(state.ui.rope_curve, d, s.rope_base, s.rope_style);
+    const std::vector<float>& decay = ropeDecayCurve(state.feature<RopeDecayCurve>(), d, s.rope_base, s.rope_style);
     ui::plotLines(rects, "rope_decay_plot", "##rope_decay", decay.data(), static_cast<int>(decay.size()),
                   "RoPE score vs distance 0..256", -1.0f, 1.0f,
                   ImVec2(ImGui::GetContentRegionAvail().x, ImGui::GetTextLineHeight() * 4.0f));
@@ -712,8 +715,8 @@ struct ErrorPlacement {
   bool drawn = false;
   // After each section: notes an edit and draws the error when it belongs here.
   bool after(bool edited) {
-    if (edited) state.drafts.edited_section = section;
-    if (section++ == state.drafts.edited_section) draw();
+    if (edited) state.feature<ControlDrafts>().edited_section = section;
+    if (section++ == state.feature<ControlDrafts>().edited_section) draw();
     return edited;
   }
   void draw() {
@@ -758,7 +761,7 @@ void drawControlPanel(AppState& state) {
   if (beginPanelWindow(state, "Controls", Panel::Controls)) {
     ImGui::PushItemWidth(-ImGui::GetContentRegionAvail().x * 0.42f);
     ErrorPlacement error{state};
-    if (state.drafts.edited_section < 0) error.draw();
+    if (state.feature<ControlDrafts>().edited_section < 0) error.draw();
     const KnownSizes sizes = knownSizes(state);
     bool changed = error.after(drawModelsSection(state));
     changed |= error.after(drawInputSection(state, sizes));

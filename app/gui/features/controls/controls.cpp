@@ -81,7 +81,7 @@ std::string textTooLongMessage(const AppState& state) {
 }
 
 void askControls(const AppState& state, ComputeAsk& ask) {
-  ask.hold = !state.drafts.control_error.empty() && state.settings.source != InputSource::Model;
+  ask.hold = !state.feature<ControlDrafts>().control_error.empty() && state.settings.source != InputSource::Model;
 }
 
 void controlsToJson(const AppState& state, nlohmann::json& line) {

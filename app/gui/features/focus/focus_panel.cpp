@@ -15,6 +15,11 @@
 #include "gui/jobs/export_jobs.h"
 #include "gui/render/heatmap_widget.h"
 #include "gui/shell/panels.h"
+#include "gui/features/focus/focus.h"
+#include "gui/features/compare/compare.h"
+#include "gui/features/controls/controls.h"
+#include "gui/features/layer_maps/layer_maps.h"
+#include "gui/features/query_focus/query_focus.h"
 
 namespace attnscope {
 namespace {
@@ -278,7 +283,7 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
 std::string tiledPoolingNote(const AppState& state, const ViewModel& v, const CellWindow& w, bool zoomed) {
   const TiledMaps& m = *v.tiled;
   char text[200];
-  const ZoomTileState& z = state.zoom_tile;
+  const ZoomTileState& z = state.feature<ZoomTileState>();
   if (!zoomed) {
     std::snprintf(text, sizeof text, "overview: %lldx%lld max-pooled from %lldx%lld (every head, in tiles)",
                   static_cast<long long>(m.rows), static_cast<long long>(m.cols), static_cast<long long>(m.L),
@@ -373,7 +378,7 @@ FocusScene focusScene(const AppState& state) {
   g.window = resolveWindow(scene.zoomed ? state.view.zoom : CellWindow{}, scene.shown->mapL(), scene.shown->mapS());
   const bool tile_shown = scene.tiled && scene.zoomed && zoom.tile_maps == scene.tiled && zoom.window == g.window &&
                           zoom.focus == ViewFocus{g.layer, g.h, g.b} && zoom.probs;
-  scene.tile = tile_shown ? state.zoom_tile.ready() : nullptr;
+  scene.tile = tile_shown ? state.feature<ZoomTileState>().ready() : nullptr;
   if (scene.tiled && !tile_shown) {  // nearest sampling keeps the overview's blocks
     const float L = static_cast<float>(scene.tiled->L), S = static_cast<float>(scene.tiled->S);
     scene.uv0 = ImVec2(static_cast<float>(g.window.col0) / S, static_cast<float>(g.window.row0) / L);

@@ -9,6 +9,9 @@
 #include "gui/jobs/export_jobs.h"
 #include "gui/jobs/compute_sync.h"
 #include "gui/shell/app_state.h"
+#include "gui/features/focus/focus.h"
+#include "gui/features/lens/lens.h"
+#include "gui/features/stepper/stepper.h"
 
 namespace attnscope {
 namespace {
@@ -34,7 +37,7 @@ void followNewestRow(AppState& state, const ViewModel& view) {
 
 // The generation's view becomes the one every panel shows (as a compute result would).
 void showSnapshot(AppState& state) {
-  GenerateState& g = state.generate;
+  GenerateState& g = state.feature<GenerateState>();
   if (!g.shown || !g.snapshot || !g.snapshot->view || state.compute.view == g.snapshot->view) return;
   state.compute.view = g.snapshot->view;
   state.compute.head_table = g.snapshot->head_table;
@@ -43,13 +46,13 @@ void showSnapshot(AppState& state) {
   facts.L = facts.S_key = facts.S_value = g.snapshot->view->L;
   setFocus(state, state.view.focus);
   setZoom(state, state.view.zoom);
-  setStep(state, state.stepper.step);
+  setStep(state, state.feature<StepperState>().step);
   if (g.controls.follow) followNewestRow(state, *g.snapshot->view);
   markStateChanged(state);
 }
 
 void takeBundleResult(AppState& state) {
-  GenerateState& g = state.generate;
+  GenerateState& g = state.feature<GenerateState>();
   if (!g.writer) return;
   if (std::shared_ptr<const BundleWritten> written = g.writer->poll()) {
     g.bundle_error = written->error;
@@ -61,7 +64,7 @@ void takeBundleResult(AppState& state) {
 }  // namespace
 
 void startGeneration(AppState& state) {
-  GenerateState& g = state.generate;
+  GenerateState& g = state.feature<GenerateState>();
   if (!g.worker) g.worker = std::make_unique<GenerateWorker>();
   GenerateRequest request;
   try {
@@ -76,7 +79,7 @@ void startGeneration(AppState& state) {
   request.recent_window = std::max(1, g.controls.recent_window);
   if (g.controls.cache_on) request.cache = {std::max(0, g.controls.cache_window), std::max(0, g.controls.cache_sinks)};
   if (state.compute.worker) request.weights = state.compute.worker->loadedWeights();  // the maps' weights, shared
-  request.lens = state.lens.shown;
+  request.lens = state.feature<LensState>().shown;
   g.job = g.worker->start(std::move(request));
   g.running = g.shown = true;
   g.stopped_by.clear();
@@ -86,7 +89,7 @@ void startGeneration(AppState& state) {
 }
 
 void stopGeneration(AppState& state, const char* by) {
-  GenerateState& g = state.generate;
+  GenerateState& g = state.feature<GenerateState>();
   if (!g.running) return;
   g.worker->stop();
   g.stopped_by = by;
@@ -94,7 +97,7 @@ void stopGeneration(AppState& state, const char* by) {
 }
 
 void updateGeneration(AppState& state) {
-  GenerateState& g = state.generate;
+  GenerateState& g = state.feature<GenerateState>();
   takeBundleResult(state);
   if (!g.worker) return;
   if (g.shown && computeSettingsDiffer(state.settings, g.started_with)) {
@@ -112,15 +115,15 @@ void updateGeneration(AppState& state) {
   showSnapshot(state);
 }
 
-bool generationRunning(const AppState& state) { return state.generate.running; }
+bool generationRunning(const AppState& state) { return state.feature<GenerateState>().running; }
 
 bool generationShown(const AppState& state) {
-  const GenerateState& g = state.generate;
+  const GenerateState& g = state.feature<GenerateState>();
   return g.shown && g.snapshot && g.snapshot->view && state.compute.view == g.snapshot->view;
 }
 
 void requestGenerationBundle(AppState& state) {
-  GenerateState& g = state.generate;
+  GenerateState& g = state.feature<GenerateState>();
   if (!generationShown(state)) return;
   if (!g.writer)
     g.writer = std::make_unique<BundleWriter>(
@@ -141,12 +144,12 @@ void requestGenerationBundle(AppState& state) {
 }
 
 void finishGeneration(AppState& state) {
-  state.generate.worker.reset();  // a running generation stops at its next step
-  state.generate.writer.reset();  // Queue: a bundle being written is finished first
+  state.feature<GenerateState>().worker.reset();  // a running generation stops at its next step
+  state.feature<GenerateState>().writer.reset();  // Queue: a bundle being written is finished first
 }
 
 void generateToJson(const AppState& state, nlohmann::json& line) {
-  const GenerateState& g = state.generate;
+  const GenerateState& g = state.feature<GenerateState>();
   nlohmann::json j = {{"running", g.running}, {"shown", g.shown}, {"job", g.job}, {"stopped_by", g.stopped_by},
                       {"max_tokens", g.controls.tokens}, {"greedy", g.controls.greedy}, {"window", g.controls.recent_window},
                       {"seed", g.controls.seed}, {"temperature", g.controls.temperature},

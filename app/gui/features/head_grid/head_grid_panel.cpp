@@ -18,6 +18,9 @@
 #include "gui/jobs/export_jobs.h"
 #include "gui/render/heatmap_widget.h"
 #include "gui/shell/panels.h"
+#include "gui/features/head_grid/head_grid.h"
+#include "gui/features/metrics/metrics.h"
+#include "gui/features/overview/overview.h"
 
 namespace attnscope {
 namespace {

@@ -43,7 +43,7 @@ namespace {
 
 // Building, failed or cancelled: progress and Cancel, or the message and Build again.
 void drawLayerMapsProgress(AppState& state, const MapKindInfo& info) {
-  LayerMapsState& job = state.layer_maps;
+  LayerMapsState& job = state.feature<LayerMapsState>();
   if (job.building()) {
     ImGui::Text("building %s for every layer ...", info.label);
     ui::progressBar(state.script.layout, "layer_maps_progress", static_cast<float>(job.progress()), ImVec2(260, 0));

@@ -11,6 +11,7 @@
 
 #include "gui/features/lens/lens.h"
 #include "gui/shell/panels.h"
+#include "gui/features/generate/generate.h"
 #include "view/colormap.h"
 
 namespace attnscope {
@@ -55,13 +56,13 @@ void drawGrid(AppState& state, const ViewModel& v, const LensGrid& g) {
   const int64_t t1 = std::min(lens.positions, static_cast<int64_t>(std::ceil((g.clip_max.x - g.origin.x - g.label_w) / kCellW)));
   const int64_t l0 = std::max<int64_t>(0, static_cast<int64_t>((g.clip_min.y - g.origin.y) / g.cell_h) - 1);
   const int64_t l1 = std::min(lens.layers, static_cast<int64_t>(std::ceil((g.clip_max.y - g.origin.y) / g.cell_h)));
-  state.lens.visible_first = t0, state.lens.visible_end = t1;  // the columns a lens on demand computes next
+  state.feature<LensState>().visible_first = t0, state.feature<LensState>().visible_end = t1;  // the columns a lens on demand computes next
   list->PushClipRect(ImVec2(g.clip_min.x + g.label_w, g.clip_min.y + g.cell_h), g.clip_max, true);
   for (int64_t l = l0; l < l1; ++l)
     for (int64_t t = t0; t < t1; ++t) {
       const ImVec2 min = g.cellMin(l, t);
       const std::vector<TokenGuess>* cell = lensCell(state, l, t);
-      drawCell(g, cell ? &cell->front() : nullptr, min, state.lens.clicked == LensCell{l, t});
+      drawCell(g, cell ? &cell->front() : nullptr, min, state.feature<LensState>().clicked == LensCell{l, t});
       if (min.x >= g.clip_min.x + g.label_w && min.x + kCellW <= g.clip_max.x && min.y >= g.clip_min.y + g.cell_h)
         state.script.layout.record("lens_cell_" + std::to_string(l) + "_" + std::to_string(t), min, ImVec2(kCellW - 1, g.cell_h - 1));
     }
@@ -95,8 +96,8 @@ void hoverAndClick(AppState& state, const ViewModel& v, const LensGrid& g) {
     const int64_t l = static_cast<int64_t>(std::floor((m.y - g.origin.y) / g.cell_h)) - 1;
     if (l >= 0 && l < v.lens.layers && t >= 0 && t < v.lens.positions) cell = {l, t};
   }
-  if (cell != state.lens.hovered) {
-    state.lens.hovered = cell;
+  if (cell != state.feature<LensState>().hovered) {
+    state.feature<LensState>().hovered = cell;
     markStateChanged(state);
   }
   if (!cell.valid()) return;
@@ -133,11 +134,11 @@ void drawLensTable(AppState& state) {
   ImGui::TextWrapped("top-1 token per layer (rows) and position; colour: its probability");
   if (v.lens.later) {  // past the whole lens's budget: the columns in view, a block at a time
     const std::string note = "long text: columns computed as they come into view (" +
-                             std::to_string(state.lens.columns.size()) + " of " + std::to_string(v.lens.positions) + ")";
+                             std::to_string(state.feature<LensState>().columns.size()) + " of " + std::to_string(v.lens.positions) + ")";
     ui::text(state.script.layout, "lens_on_demand", ui::wrappedText(), "%s", note.c_str());
     state.script.layout.recordText("lens_on_demand", note);
   }
-  if (!state.lens.error.empty()) errorText(state.script.layout, "lens_error", state.lens.error);
+  if (!state.feature<LensState>().error.empty()) errorText(state.script.layout, "lens_error", state.feature<LensState>().error);
   ImGui::PopStyleColor();
   ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(0, 0));
   ImGui::BeginChild("##lens_table", ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
@@ -150,7 +151,7 @@ void drawLensTable(AppState& state) {
   g.label_w = ImGui::CalcTextSize(rowName(v.lens.layers - 1).c_str()).x + 12.0f;
   ImGui::Dummy(ImVec2(g.label_w + v.lens.positions * kCellW, g.cell_h * (v.lens.layers + 1)));
   // A generation with Follow on keeps its newest column, the token being chosen, in view.
-  if (state.generate.running && state.generate.controls.follow) ImGui::SetScrollX(ImGui::GetScrollMaxX());
+  if (state.feature<GenerateState>().running && state.feature<GenerateState>().controls.follow) ImGui::SetScrollX(ImGui::GetScrollMaxX());
   state.script.layout.record("lens_table", g.clip_min, ImVec2(g.clip_max.x - g.clip_min.x, g.clip_max.y - g.clip_min.y));
   drawGrid(state, v, g);
   hoverAndClick(state, v, g);
@@ -166,8 +167,8 @@ void drawLensTab(AppState& state) {
     drawLensTable(state);
     ImGui::EndTabItem();
   }
-  if (open != state.lens.shown) {
-    state.lens.shown = open;
+  if (open != state.feature<LensState>().shown) {
+    state.feature<LensState>().shown = open;
     markStateChanged(state);
   }
 }

@@ -10,6 +10,7 @@
 #include "gui/jobs/export_jobs.h"
 #include "gui/render/heatmap_widget.h"
 #include "gui/shell/panels.h"
+#include "gui/features/mask/mask.h"
 
 namespace attnscope {
 

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "gui/shell/panels.h"
+#include "gui/features/metrics/metrics.h"
+#include "gui/features/overview/overview.h"
 
 namespace attnscope {
 namespace {

@@ -58,7 +58,7 @@ void openPath(AppState& state, std::string path) {
                                                            "attentions.npy/.npz) or settings JSON"
                                                          : "no such file or folder"));
   }
-  state.open_dialog.error.clear();
+  state.feature<OpenDialogState>().error.clear();
   state.view.focus = focus;  // a new source starts at its first map (or the saved one); clamped on arrival
   settingsEdited(state);
   ImGui::CloseCurrentPopup();
@@ -73,7 +73,7 @@ void setInput(OpenDialogState& dialog, const std::string& text) {
 
 // Enter or a double click on entry i: a folder is gone into, the rest opened.
 void chooseEntry(AppState& state, int i) {
-  OpenDialogState& dialog = state.open_dialog;
+  OpenDialogState& dialog = state.feature<OpenDialogState>();
   const BrowseEntry& entry = dialog.entries[i];
   const std::string folder = splitBrowsePath(dialog.path_input).folder;
   if (entry.name == "..") setInput(dialog, parentBrowsePath(folder));
@@ -83,7 +83,7 @@ void chooseEntry(AppState& state, int i) {
 
 // Enter or Open: the chosen entry, else the typed path (a plain folder is listed).
 void submit(AppState& state) {
-  OpenDialogState& dialog = state.open_dialog;
+  OpenDialogState& dialog = state.feature<OpenDialogState>();
   if (dialog.selected >= 0 && dialog.selected < static_cast<int>(dialog.entries.size())) {
     chooseEntry(state, dialog.selected);
     return;
@@ -101,7 +101,7 @@ void tryOpen(AppState& state, Action action) {
   try {
     action();
   } catch (const InputError& e) {
-    state.open_dialog.error = e.what();
+    state.feature<OpenDialogState>().error = e.what();
     markStateChanged(state);
   }
 }
@@ -155,7 +155,7 @@ void listPlaces(const AppState& state, OpenDialogState& dialog) {
 }
 
 void startBrowsing(AppState& state) {
-  OpenDialogState& dialog = state.open_dialog;
+  OpenDialogState& dialog = state.feature<OpenDialogState>();
   ImGui::OpenPopup(kOpenTitle);
   dialog.requested = false;
   dialog.error.clear();
@@ -173,7 +173,7 @@ void startBrowsing(AppState& state) {
 }
 
 void drawPlaces(AppState& state) {
-  OpenDialogState& dialog = state.open_dialog;
+  OpenDialogState& dialog = state.feature<OpenDialogState>();
   ImGui::BeginChild("##places", ImVec2(kPlacesWidth, kListHeight), true);
   ImGui::TextDisabled("Places");
   for (size_t i = 0; i < dialog.places.size(); ++i) {
@@ -186,7 +186,7 @@ void drawPlaces(AppState& state) {
 }
 
 void drawEntries(AppState& state, bool selection_moved) {
-  OpenDialogState& dialog = state.open_dialog;
+  OpenDialogState& dialog = state.feature<OpenDialogState>();
   ImGui::BeginChild("##entries", ImVec2(0, kListHeight), true);
   if (dialog.entries.empty()) ImGui::TextDisabled("nothing here that attnscope opens");
   for (int i = 0; i < static_cast<int>(dialog.entries.size()); ++i) {
@@ -209,7 +209,7 @@ void drawEntries(AppState& state, bool selection_moved) {
 
 // The path box changed (typed, completed, chosen): list the folder it points into.
 void relist(AppState& state) {
-  OpenDialogState& dialog = state.open_dialog;
+  OpenDialogState& dialog = state.feature<OpenDialogState>();
   if (dialog.path_input == dialog.listed_for) return;
   const BrowsePath split = splitBrowsePath(dialog.path_input);
   dialog.entries = listBrowseFolder(split.folder, split.prefix);
@@ -221,7 +221,7 @@ void relist(AppState& state) {
 }
 
 void drawBrowser(AppState& state) {
-  OpenDialogState& dialog = state.open_dialog;
+  OpenDialogState& dialog = state.feature<OpenDialogState>();
   ImGui::TextWrapped("Model folders (config.json), tensor bundles (query.npy ...), attention bundles "
                      "(attentions.npy/.npz) and settings JSON. Tab completes, Up/Down choose, Enter opens (a "
                      "folder: goes in), Backspace after a '/' goes up.");
@@ -252,7 +252,7 @@ void drawBrowser(AppState& state) {
 }  // namespace
 
 void drawOpenDialog(AppState& state) {
-  OpenDialogState& dialog = state.open_dialog;
+  OpenDialogState& dialog = state.feature<OpenDialogState>();
   if (dialog.requested) startBrowsing(state);
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(ImVec2(viewport->WorkPos.x + viewport->WorkSize.x * 0.5f,
@@ -276,7 +276,7 @@ void drawOpenDialog(AppState& state) {
 }
 
 void openDialogToJson(const AppState& state, nlohmann::json& line) {
-  const OpenDialogState& dialog = state.open_dialog;
+  const OpenDialogState& dialog = state.feature<OpenDialogState>();
   line["modal_open"] = dialog.modal_open;
   line["open_error"] = dialog.error;  // the open dialog's message
   nlohmann::json entries = nlohmann::json::array();

@@ -3,15 +3,16 @@
 #include <cmath>
 
 #include "gui/shell/app_state.h"
+#include "gui/features/metrics/metrics.h"
 
 namespace attnscope {
 
 bool overviewShown(const AppState& state, const ViewModel& view) {
-  return state.overview.chosen.value_or(view.layers * view.H > kOverviewAutoHeads);
+  return state.feature<OverviewState>().chosen.value_or(view.layers * view.H > kOverviewAutoHeads);
 }
 
 void updateOverview(AppState& state) {
-  OverviewState& o = state.overview;
+  OverviewState& o = state.feature<OverviewState>();
   const HeadTable* table = shownHeadTable(state);
   const int64_t b = state.view.focus.batch_item;
   const MetricInfo* metric = findHeadMetric(o.metric);
@@ -24,7 +25,7 @@ void updateOverview(AppState& state) {
 }
 
 void overviewToJson(const AppState& state, nlohmann::json& line) {
-  const OverviewState& o = state.overview;
+  const OverviewState& o = state.feature<OverviewState>();
   const ViewModel* view = shownView(state);
   const bool shown = view && overviewShown(state, *view);
   nlohmann::json cells = nlohmann::json::array();  // [rows][cols] values (null: not measured)

@@ -73,7 +73,7 @@ void drawBorderLine(const Border& border, const BorderLine& line, bool held) {
 }  // namespace
 
 void updatePanelBorders(AppState& state) {
-  PanelBordersState& drag = state.panel_borders;
+  PanelBordersState& drag = state.feature<PanelBordersState>();
   ImGuiIO& io = ImGui::GetIO();
   if (drag.dragged >= 0 && !io.MouseDown[0]) {  // released: the layout is saved a second later
     drag.dragged = -1;
@@ -125,7 +125,7 @@ void panelBordersToJson(const AppState& state, nlohmann::json& line) {
   line["panels"] = panels;
   nlohmann::json& sizes = line["panel_sizes"];
   for (const auto& [name, size] : kPanelSizeFields) sizes[name] = state.view.panel_sizes.*size;
-  line["border_dragged"] = state.panel_borders.dragged >= 0 ? kBorders[state.panel_borders.dragged].name : "";
+  line["border_dragged"] = state.feature<PanelBordersState>().dragged >= 0 ? kBorders[state.feature<PanelBordersState>().dragged].name : "";
 }
 
 }  // namespace attnscope

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "gui/shell/panels.h"
+#include "gui/features/pipeline/pipeline.h"
+#include "gui/features/controls/controls.h"
 
 namespace attnscope {
 namespace {
@@ -206,8 +208,8 @@ void drawConstraints(AppState& state) {
                  f.known ? "(" + std::to_string(f.S_key) + ", " + std::to_string(f.S_value) + ")" : "");
   // A D the user typed in the sandbox's controls is checked before any job is posted; else
   // the numbers are the run's (a trained model's own H, not the sandbox's heads setting).
-  const bool typed_bad = !state.drafts.control_error.empty() && state.settings.source != InputSource::Model;
-  const int64_t D = typed_bad ? state.drafts.typed_model_dim : f.D_q;
+  const bool typed_bad = !state.feature<ControlDrafts>().control_error.empty() && state.settings.source != InputSource::Model;
+  const int64_t D = typed_bad ? state.feature<ControlDrafts>().typed_model_dim : f.D_q;
   const int64_t H = typed_bad ? state.settings.heads : f.H;
   const std::string detail = (typed_bad || f.known) && H > 0
                                  ? "D=" + std::to_string(D) + ", H=" + std::to_string(H) +

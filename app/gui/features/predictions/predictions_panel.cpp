@@ -8,6 +8,7 @@
 #include <string>
 
 #include "gui/shell/panels.h"
+#include "gui/features/predictions/predictions.h"
 
 namespace attnscope {
 namespace {
@@ -84,7 +85,7 @@ void drawNextToken(AppState& state) {
   drawPin(state);
   const NextTokenPredictions* known = knownPredictions(state, at.position);
   if (!known) {  // the run did not unembed this position: its block is computing (updatePredictions)
-    const std::string& error = state.predictions.later_error;
+    const std::string& error = state.feature<PredictionsState>().later_error;
     const ImVec4 colour = error.empty() ? ImGui::GetStyle().Colors[ImGuiCol_TextDisabled] : kMiss;
     ui::text(state.script.layout, "predictions_pending", ui::TextLook{colour, true}, "%s",
              error.empty() ? "computing the predictions at this position..." : error.c_str());

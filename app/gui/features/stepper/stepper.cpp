@@ -20,31 +20,31 @@ int64_t stepperSteps(const AppState& state) {
 void setStep(AppState& state, int64_t step) {
   const int64_t steps = stepperSteps(state);
   step = std::clamp<int64_t>(step, 0, std::max<int64_t>(steps - 1, 0));
-  if (state.stepper.playing && step >= steps - 1) state.stepper.playing = false;  // the end
-  if (step == state.stepper.step) return;
-  state.stepper.step = step;
+  if (state.feature<StepperState>().playing && step >= steps - 1) state.feature<StepperState>().playing = false;  // the end
+  if (step == state.feature<StepperState>().step) return;
+  state.feature<StepperState>().step = step;
   markStateChanged(state);
 }
 
-void clampStep(AppState& state) { setStep(state, state.stepper.step); }
+void clampStep(AppState& state) { setStep(state, state.feature<StepperState>().step); }
 
-void askDecode(const AppState& state, ComputeAsk& ask) { ask.decode = state.stepper.open; }
+void askDecode(const AppState& state, ComputeAsk& ask) { ask.decode = state.feature<StepperState>().open; }
 
-bool stepperPlaying(const AppState& state) { return state.stepper.playing; }
+bool stepperPlaying(const AppState& state) { return state.feature<StepperState>().playing; }
 
 void toggleStepper(AppState& state) {
-  state.stepper.open = !state.stepper.open;
-  state.stepper.playing = false;
+  state.feature<StepperState>().open = !state.feature<StepperState>().open;
+  state.feature<StepperState>().playing = false;
   markStateChanged(state);
 }
 
 void stepperToJson(const AppState& state, nlohmann::json& line) {
   line["stepper"] = nullptr;
-  if (!state.stepper.open) return;
+  if (!state.feature<StepperState>().open) return;
   const ComputeState& c = state.compute;
-  nlohmann::json stepper = {{"step", state.stepper.step}, {"playing", state.stepper.playing}, {"error", c.decodeError()}};
+  nlohmann::json stepper = {{"step", state.feature<StepperState>().step}, {"playing", state.feature<StepperState>().playing}, {"error", c.decodeError()}};
   if (const ViewModel* v = modelRunShown(state)) {  // the runner's cache after this step
-    const CacheFootprint cache = cacheFootprint(*v, state.stepper.step);
+    const CacheFootprint cache = cacheFootprint(*v, state.feature<StepperState>().step);
     nlohmann::json layers = nlohmann::json::array();
     for (const CacheLayer& l : cache.layers)
       layers.push_back({{"entries", l.entries}, {"evicted", l.evicted}, {"kv_heads", l.kv_heads},
@@ -56,7 +56,7 @@ void stepperToJson(const AppState& state, nlohmann::json& line) {
     return;
   }
   if (const KvCacheRun* run = c.decode().get()) {
-    const DecodeStep& step = run->steps[std::clamp<int64_t>(state.stepper.step, 0, run->L - 1)];
+    const DecodeStep& step = run->steps[std::clamp<int64_t>(state.feature<StepperState>().step, 0, run->L - 1)];
     const int64_t entries = static_cast<int64_t>(step.cached.size());
     stepper.update({{"L", run->L}, {"B", run->B}, {"d", run->d}, {"G", run->G}, {"sinks", run->sinks},
                     {"window", run->window}, {"capacity", run->capacity}, {"entries", entries},

@@ -38,7 +38,7 @@ bool stepperPlaying(const AppState& state);
 void toggleStepper(AppState& state);
 // Play: advances the stepper when its interval has passed (before drawing each frame).
 void advanceStepperPlay(AppState& state);
-void drawStepperPanel(AppState& state);  // only while state.stepper.open
+void drawStepperPanel(AppState& state);  // only while state.feature<StepperState>().open
 // State-log keys: stepper (a model run: stepper.model_cache {L, layers [{entries, evicted, kv_heads, head_dim,
 // bytes}], entries, evicted, bytes}: the cache while the step computes its row).
 void stepperToJson(const AppState& state, nlohmann::json& line);
