@@ -1,7 +1,5 @@
 #include "gui/jobs/compute_sync.h"
 
-#include "gui/shell/app_state.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -22,24 +20,25 @@ namespace {
 
 // A cancelled load: the model fields go back to the shown model's (posted as such, so the
 // maps shown are current again; its weights load again on the next run that needs them).
-void returnToShownModel(AppState& state, const std::string& folder) {
-  ComputeState& c = state.compute;
+// True when the settings changed.
+bool returnToShownModel(ComputeState& c, Settings& settings, const std::string& folder) {
   c.load_cancelled = folder;
-  if (!c.view) return;  // nothing shown yet: the maps stay empty, marked cancelled
-  state.settings.source = c.shown_settings.source;
-  state.settings.model = c.shown_settings.model;
-  state.settings.model_text = c.shown_settings.model_text;
-  c.posted_settings = state.settings;
+  if (!c.view) return false;  // nothing shown yet: the maps stay empty, marked cancelled
+  settings.source = c.shown_settings.source;
+  settings.model = c.shown_settings.model;
+  settings.model_text = c.shown_settings.model_text;
+  c.posted_settings = settings;
   c.cancelled = false;
-  saveLater(state);
+  return true;
 }
 
 }  // namespace
 
-bool receiveResult(AppState& state) {
-  ComputeState& c = state.compute;
+Received receiveResult(ComputeState& c, Settings& settings) {
   std::shared_ptr<const ComputeResult> result = c.worker->poll();
-  if (!result) return false;
+  if (!result) return {};
+  Received received;
+  received.taken = true;
   c.cancelled = result->cancelled;
   if (!result->cancelled) c.facts = result->facts;  // a cancelled job's sizes were never shown
   if (result->view || result->correct_view) c.head_table = result->head_table;  // the shown view changed
@@ -48,59 +47,52 @@ bool receiveResult(AppState& state) {
     c.compute_ms = result->milliseconds;
     c.shown_settings = result->settings;
   }
-  if (!result->load_cancelled.empty()) returnToShownModel(state, result->load_cancelled);
+  if (!result->load_cancelled.empty()) received.settings_returned = returnToShownModel(c, settings, result->load_cancelled);
   c.latest = std::move(result);
-  markStateChanged(state);
+  return received;
+}
+
+bool postIfSettingsChanged(ComputeState& c, const Settings& settings, const ComputeAsk& ask) {
+  if (ask.hold) return false;
+  // Opening the stepper asks for the decoding of the same settings, opening the Logit lens
+  // tab for the lens past its budget (the run keeps its residuals).
+  if (c.posted_generation != 0 && !computeSettingsDiffer(settings, c.posted_settings) &&
+      (!ask.decode || c.posted_decode) && (!ask.lens || c.posted_lens))
+    return false;
+  recomputeNow(c, settings, ask);
   return true;
 }
 
-void postIfSettingsChanged(AppState& state, const ComputeAsk& ask) {
-  ComputeState& c = state.compute;
-  if (ask.hold) return;
-  // Opening the stepper asks for the decoding of the same settings, opening the Logit lens
-  // tab for the lens past its budget (the run keeps its residuals).
-  if (c.posted_generation != 0 && !computeSettingsDiffer(state.settings, c.posted_settings) &&
-      (!ask.decode || c.posted_decode) && (!ask.lens || c.posted_lens))
-    return;
-  recomputeNow(state, ask);
-}
-
-void recomputeNow(AppState& state, const ComputeAsk& ask) {
-  ComputeState& c = state.compute;
-  c.posted_settings = state.settings;
+void recomputeNow(ComputeState& c, const Settings& settings, const ComputeAsk& ask) {
+  c.posted_settings = settings;
   c.posted_decode = ask.decode;
   c.posted_lens = ask.lens;
-  c.posted_generation = c.worker->post(state.settings, ask.decode, ask.logit_rows, ask.lens);
+  c.posted_generation = c.worker->post(settings, ask.decode, ask.logit_rows, ask.lens);
   c.posted_at = std::chrono::steady_clock::now();
   c.cancelled = false;  // the maps shown stay, marked in progress instead
   c.load_cancelled.clear();
-  markStateChanged(state);
 }
 
-void cancelCompute(AppState& state) {
-  if (state.compute.progress < 0.0) return;  // nothing cancellable runs
-  state.compute.worker->cancel();
-  markStateChanged(state);
+bool cancelCompute(ComputeState& c) {
+  if (c.progress < 0.0) return false;  // nothing cancellable runs
+  c.worker->cancel();
+  return true;
 }
 
-void updateBusy(AppState& state) {
-  ComputeState& c = state.compute;
+bool updateBusy(ComputeState& c) {
   const double fraction = c.pending() ? c.worker->progress() : -1.0;
   const double progress = fraction < 0.0 ? -1.0 : std::floor(fraction * 100.0) / 100.0;
   const bool loading = progress >= 0.0 && c.worker->loading();
-  if (progress != c.progress || loading != c.loading) {
-    c.progress = progress;
-    c.loading = loading;
-    markStateChanged(state);
-  }
+  const bool changed = progress != c.progress || loading != c.loading;
+  c.progress = progress;
+  c.loading = loading;
   const bool busy = c.pending() && std::chrono::steady_clock::now() - c.posted_at > kSpinnerDelay;
-  if (busy == c.busy) return;
+  if (busy == c.busy) return changed;
   c.busy = busy;
-  markStateChanged(state);
+  return true;
 }
 
-void computeToJson(const AppState& state, nlohmann::json& line) {
-  const ComputeState& c = state.compute;
+void computeToJson(const ComputeState& c, nlohmann::json& line) {
   line["generation"] = c.traceGeneration();
   line["pending"] = c.pending();
   line["error"] = c.error();

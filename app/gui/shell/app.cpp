@@ -24,7 +24,6 @@
 #include "gui/shell/persistence.h"
 #include "gui/shell/scripting.h"
 #include "gui/shell/shortcuts.h"
-#include "gui/features/focus/focus.h"
 #include "tensor/interrupt.h"
 
 namespace attnscope {
@@ -57,12 +56,22 @@ std::string windowTitle(const AppState& state) {
   return title;
 }
 
+// A new compute result (jobs/compute_sync.h): a state-log line, the settings saved when a
+// cancelled load put the shown model back, and the views clamped to it.
+void applyComputeResult(AppState& state) {
+  const Received received = receiveResult(state.compute, state.settings);
+  if (received.settings_returned) saveLater(state);
+  if (!received.taken) return;
+  markStateChanged(state);
+  followResult(state);
+}
+
 // Before drawing: results, exports, spinner, textures and title follow the latest state.
 void updateBeforeFrame(GLFWwindow* window, AppState& state) {
-  if (receiveResult(state)) followResult(state);
+  applyComputeResult(state);
   updateShownResult(state);  // a generation shown, rollout / flow: what every view shows
-  updateExports(state);
-  updateBusy(state);
+  updateExports(state.exports, state.compute, state.settings, state.view.focus);
+  if (updateBusy(state.compute)) markStateChanged(state);
   GpuState& gpu = state.gpu;
   const int64_t b = state.view.focus.batch_item;
   bool textures_changed = updateViewTextures(gpu.textures, state.compute.view.get(), b);
@@ -124,7 +133,7 @@ void renderFrame(AppState& state, int width, int height) {
   gpu.draw_params.clear();
   if (state.exports.screenshot_requested) {
     state.exports.screenshot_requested = false;
-    requestScreenshotExport(state, readWindowPixels(width, height));
+    requestScreenshotExport(state.exports, readWindowPixels(width, height));
   }
 }
 
@@ -172,7 +181,7 @@ int runFrameLoop(GLFWwindow* window, const AppOptions& options, AppState& state,
     ImGui::NewFrame();
     drawPanels(state);
     ImGui::Render();
-    postIfSettingsChanged(state, computeAsk(state));
+    if (postIfSettingsChanged(state.compute, state.settings, computeAsk(state))) markStateChanged(state);
     noteFrameChanges(state);
 
     glfwGetFramebufferSize(window, &fb_width, &fb_height);
@@ -240,7 +249,6 @@ int runGui(int argc, char** argv) {
     glfwPostEmptyEvent();
   });
   state.compute.worker = std::make_unique<ComputeWorker>();
-  state.feature<ZoomTileState>().worker = std::make_unique<TileWorker>();
   int fb_width = 0, fb_height = 0;
   const int exit_code = runFrameLoop(window, options, state, fb_width, fb_height, launched);
 
@@ -250,7 +258,6 @@ int runGui(int argc, char** argv) {
   finishExports(state.exports);
   finishFeatures(state);
   state.compute.worker.reset();
-  state.feature<ZoomTileState>().worker.reset();
   closeAppWindow(window, state);
   return exit_code;
 }

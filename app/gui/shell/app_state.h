@@ -9,6 +9,7 @@
 //   exports   the export service: its queue, the running job, the toast
 //   gpu       GL objects and the textures of the latest result
 //   ui        overlays, keys pressed since the last frame, one-line notices
+//   drafts    control-panel fields that may hold invalid input (read by the shape pipeline too)
 //   head_scroll  the head table and grid keeping the focused head in view (shared by both)
 //   persist   where and when the settings are saved
 //   script    the state log and widget rectangles (tests, scripting)
@@ -26,8 +27,8 @@
 
 #include "config/model_source.h"
 #include "config/settings.h"
-#include "gui/jobs/export_state.h"
 #include "gui/jobs/compute_sync.h"
+#include "gui/jobs/export_state.h"
 #include "gui/render/gl_resources.h"
 #include "gui/render/heatmap_widget.h"
 #include "gui/render/widget_rects.h"
@@ -39,13 +40,26 @@
 namespace attnscope {
 
 
+// Control-panel fields that may hold invalid input (never written to settings); the shape
+// pipeline shows a typed D the heads do not divide.
+struct ControlDrafts {
+  bool size_by_model_dim = false;  // user types D and H (d = D / H) instead of d
+  int64_t typed_model_dim = 64;
+  std::string segments_input;
+  std::string control_error;       // e.g. "D=100 is not divisible by H=3"
+  int edited_section = -1;         // the section last edited (the run's error shows under it); -1: none yet
+};
+
+// A key pressed, queued until the next frame's shortcuts (shell/shortcuts.cpp).
+struct KeyPress {
+  int key = 0;   // GLFW_KEY_*
+  int mods = 0;  // GLFW_MOD_*
+};
+
 struct UiState {
-  struct KeyPress {
-    int key = 0;   // GLFW_KEY_*
-    int mods = 0;  // GLFW_MOD_*
-  };
   std::vector<KeyPress> key_presses;  // since the last frame (a fast tap can fall between frames)
   bool show_help = false;
+  bool open_requested = false;         // Ctrl+O or a button: open the Ctrl+O dialog next frame
   bool quit_requested = false;
   // Set from the signal watcher thread (SIGINT/SIGTERM): quit like Ctrl+Q, saving settings.
   std::shared_ptr<std::atomic<bool>> interrupted = std::make_shared<std::atomic<bool>>(false);
@@ -86,6 +100,7 @@ struct AppState {
   ExportState exports;
   GpuState gpu;
   UiState ui;
+  ControlDrafts drafts;
   HeadScrollState head_scroll;
   PersistState persist;
   ScriptState script;
@@ -111,6 +126,29 @@ FocusLimits focusLimits(const AppState& state);
 // The one way to move the focus: clamped to focusLimits, saved with the settings, logged.
 void setFocus(AppState& state, ViewFocus wanted);
 
+// The one way to change the focus view's zoom window: clamped to the shown result's
+// [L, S] (whole map before any result), logged, not saved.
+void setZoom(AppState& state, CellWindow wanted);
+
+// The head table of the shown view; null while it is missing (or belongs to an older view).
+const HeadTable* shownHeadTable(const AppState& state);
+// The head grid wraps in the table's order ("order grid by table", a table shown, and the
+// attention maps chosen rather than rollout / flow): arrow keys then follow that order.
+bool gridFollowsTable(const AppState& state);
+
+// The mistakes lab's one-line comparison for the focused head and batch item, e.g.
+// "max |Δp| = 0.43 over head 1 (all heads: 0.51, head 3)"; "" when no correct trace.
+std::string mistakeDiffSummary(const AppState& state);
+// The focused head's max |buggy - correct| probability; -1 when not available.
+float focusedDiffMax(const AppState& state);
+
+// The head grid shows its layers x heads overview for this view (the user's choice, else
+// more than kOverviewAutoHeads heads).
+bool overviewShown(const AppState& state, const ViewModel& view);
+
+// Click a query token: choose only it; Ctrl+click: add it to (or take it out of) the choice.
+void chooseQuery(AppState& state, int64_t query, bool add);
+
 // Pins the predictions to query row `row` of the current text; unpins (follows the end of
 // the text again).
 void pinQueryRow(AppState& state, int64_t row);
@@ -119,6 +157,9 @@ void unpinQueryRow(AppState& state);
 // What the next compute job asks for beyond the settings, from each feature that wants
 // something (the stepper's decoding, the lens, the predictions' rows; a draft holds it).
 ComputeAsk computeAsk(const AppState& state);
+// Posts the settings again, changed or not, with what the features ask (after a cancel, or
+// when an edited text ends a generation whose settings were already posted).
+void recompute(AppState& state);
 // After receiveResult took a result: the focus and each feature clamp to it (the registry,
 // shell/feature_registry.cpp).
 void followResult(AppState& state);

@@ -226,7 +226,7 @@ void requestDifferenceExport(AppState& state) {
   job.json = nlohmann::json{{"a", pickJson(c.a)}, {"b", pickJson(c.b)}, {"batch_item", b},
                             {"abs_max", c.comparison.abs_max}, {"settings", settingsToJson(state.settings, state.view.focus)}}
                  .dump(2) + "\n";
-  queueExport(state, std::move(job));
+  queueExport(state.exports, std::move(job));
 }
 
 }  // namespace attnscope

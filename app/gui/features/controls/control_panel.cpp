@@ -9,11 +9,9 @@
 #include <sstream>
 #include <string>
 
+#include "gui/features/controls/controls.h"
 #include "gui/jobs/export_jobs.h"
 #include "gui/shell/panels.h"
-#include "gui/features/controls/controls.h"
-#include "gui/features/generate/generate.h"
-#include "gui/features/open/open_dialog.h"
 
 namespace attnscope {
 namespace {
@@ -132,7 +130,7 @@ bool drawModelsSection(AppState& state) {
       s.source = InputSource::Text;
       setFocus(state, ViewFocus{});
     }
-    if (ImGui::Selectable("Open model folder... (Ctrl+O)")) state.feature<OpenDialogState>().requested = true;
+    if (ImGui::Selectable("Open model folder... (Ctrl+O)")) state.ui.open_requested = true;
   }
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("a trained model (assets/models, or a folder you open), or random weights with every control");
@@ -265,7 +263,7 @@ bool drawInputSection(AppState& state, const KnownSizes& sizes) {
     case InputSource::Bundle:
       ImGui::TextWrapped("%s", s.bundle_path.empty() ? "(no bundle chosen)" : s.bundle_path.c_str());
       if (const ViewModel* v = state.compute.imported() ? state.compute.view.get() : nullptr) drawImportedFacts(state, *v);
-      if (ImGui::Button("Open bundle... (Ctrl+O)")) state.feature<OpenDialogState>().requested = true;
+      if (ImGui::Button("Open bundle... (Ctrl+O)")) state.ui.open_requested = true;
       break;
     case InputSource::Model:  // drawModelInput
       break;
@@ -283,27 +281,27 @@ bool drawModelSection(AppState& state) {
   bool changed = false;
   sectionHeader("Model");
   changed |= sliderInt64(state.script.layout, "heads_slider", "heads H", &s.heads, 1, 16);
-  ImGui::Checkbox("type D instead of d", &state.feature<ControlDrafts>().size_by_model_dim);
+  ImGui::Checkbox("type D instead of d", &state.drafts.size_by_model_dim);
   const std::string model_dim = "D = H*d = " + std::to_string(s.modelDim());
   sameLineIfFits(ImGui::CalcTextSize(model_dim.c_str()).x);
   ui::text(state.script.layout, "model_dim_note", ui::disabledText(), "%s", model_dim.c_str());
-  state.feature<ControlDrafts>().control_error.clear();
-  if (state.feature<ControlDrafts>().size_by_model_dim) {
-    if (ImGui::InputScalar("model size D", ImGuiDataType_S64, &state.feature<ControlDrafts>().typed_model_dim)) {
-      state.feature<ControlDrafts>().typed_model_dim = std::clamp<int64_t>(state.feature<ControlDrafts>().typed_model_dim, 1, 8192);
+  state.drafts.control_error.clear();
+  if (state.drafts.size_by_model_dim) {
+    if (ImGui::InputScalar("model size D", ImGuiDataType_S64, &state.drafts.typed_model_dim)) {
+      state.drafts.typed_model_dim = std::clamp<int64_t>(state.drafts.typed_model_dim, 1, 8192);
     }
-    if (state.feature<ControlDrafts>().typed_model_dim % s.heads != 0) {
-      state.feature<ControlDrafts>().control_error = "D=" + std::to_string(state.feature<ControlDrafts>().typed_model_dim) + " is not divisible by H=" +
+    if (state.drafts.typed_model_dim % s.heads != 0) {
+      state.drafts.control_error = "D=" + std::to_string(state.drafts.typed_model_dim) + " is not divisible by H=" +
                             std::to_string(s.heads) + ": D % H == 0 is required (d = D / H)";
-    } else if (state.feature<ControlDrafts>().typed_model_dim / s.heads != s.head_dim) {
-      s.head_dim = state.feature<ControlDrafts>().typed_model_dim / s.heads;
+    } else if (state.drafts.typed_model_dim / s.heads != s.head_dim) {
+      s.head_dim = state.drafts.typed_model_dim / s.heads;
       changed = true;
     }
   } else {
     changed |= sliderInt64("head size d", &s.head_dim, 1, 128);
-    state.feature<ControlDrafts>().typed_model_dim = s.modelDim();
+    state.drafts.typed_model_dim = s.modelDim();
   }
-  if (!state.feature<ControlDrafts>().control_error.empty()) errorText(state.feature<ControlDrafts>().control_error);
+  if (!state.drafts.control_error.empty()) errorText(state.drafts.control_error);
   changed |= ImGui::Checkbox("positional encoding", &s.positional_encoding);
   ImGui::SameLine();
   changed |= ImGui::Checkbox("bias", &s.bias);
@@ -333,7 +331,7 @@ std::string termLayoutName(const MaskTermKind& kind) {
 // Lengths (segments): a checkbox and, while ticked, the lengths typed as "4,6".
 bool drawLengthsTerm(AppState& state, const MaskTermKind& kind, int64_t span) {
   std::vector<int64_t>& lengths = state.settings.mask.*kind.lengths;
-  std::string& input = state.feature<ControlDrafts>().segments_input;
+  std::string& input = state.drafts.segments_input;
   bool changed = false;
   bool on = !lengths.empty();
   if (on && input.empty()) {  // loaded from a settings file
@@ -685,10 +683,10 @@ bool drawExportSection(AppState& state, const KnownSizes& sizes) {
   };
   if (button(std::string("Export ") + mapKindName(state.view.map_kind),
              "Ctrl+S: the selected heatmap (click a map to select it)", "export_view_button", true)) {
-    requestFigureExport(state, "view");
+    requestFigureExport(state.exports, state.view, "view");
   }
   if (button("All heads", "Ctrl+Shift+S: every head in one grid figure", "export_grid_button", false)) {
-    requestFigureExport(state, "grid");
+    requestFigureExport(state.exports, state.view, "grid");
   }
   sameLineIfFits(checkboxWidth("full resolution"));
   if (ui::checkbox(state.script.layout, "export_full_resolution", "full resolution", &state.exports.full_resolution_atlas))
@@ -699,7 +697,7 @@ bool drawExportSection(AppState& state, const KnownSizes& sizes) {
                       static_cast<long long>(kMaxAtlasSide));
   if (button("Export HTML", "Ctrl+Shift+H: every layer and head as one interactive page that opens in any browser",
              "export_html_button", false)) {
-    requestFigureExport(state, "html");
+    requestFigureExport(state.exports, state.view, "html");
   }
   if (button("Screenshot", "Ctrl+Alt+S: the whole window as a PNG", "screenshot_button", false)) {
     state.exports.screenshot_requested = true;
@@ -715,8 +713,8 @@ struct ErrorPlacement {
   bool drawn = false;
   // After each section: notes an edit and draws the error when it belongs here.
   bool after(bool edited) {
-    if (edited) state.feature<ControlDrafts>().edited_section = section;
-    if (section++ == state.feature<ControlDrafts>().edited_section) draw();
+    if (edited) state.drafts.edited_section = section;
+    if (section++ == state.drafts.edited_section) draw();
     return edited;
   }
   void draw() {
@@ -758,14 +756,14 @@ bool drawSandboxSections(AppState& state, const KnownSizes& sizes, ErrorPlacemen
 }  // namespace
 
 void drawControlPanel(AppState& state) {
-  if (beginPanelWindow(state, "Controls", Panel::Controls)) {
+  if (beginPanelWindow(state, "Controls", "controls")) {
     ImGui::PushItemWidth(-ImGui::GetContentRegionAvail().x * 0.42f);
     ErrorPlacement error{state};
-    if (state.feature<ControlDrafts>().edited_section < 0) error.draw();
+    if (state.drafts.edited_section < 0) error.draw();
     const KnownSizes sizes = knownSizes(state);
     bool changed = error.after(drawModelsSection(state));
     changed |= error.after(drawInputSection(state, sizes));
-    if (state.settings.source == InputSource::Model) drawGenerateSection(state);
+    if (state.settings.source == InputSource::Model) drawPanelParts(state, "controls");  // Generate
     if (state.compute.imported() && state.settings.source == InputSource::Bundle) {
       // Imported maps were computed elsewhere: no sandbox control applies, none is drawn.
       ImGui::Spacing();

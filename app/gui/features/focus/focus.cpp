@@ -11,14 +11,6 @@ int focusMapCount(const AppState& state) {
   return state.compute.view && state.compute.correctView() && state.compute.error().empty() ? 3 : 2;
 }
 
-void setZoom(AppState& state, CellWindow wanted) {
-  const ViewModel* v = shownView(state);
-  const CellWindow zoom = v ? clampWindow(wanted, v->mapL(), v->mapS()) : CellWindow{};
-  if (zoom == state.view.zoom) return;
-  state.view.zoom = zoom;
-  markStateChanged(state);
-}
-
 void updateZoomView(AppState& state) {
   ZoomTileState& z = state.feature<ZoomTileState>();
   const ViewModel* v = state.compute.view.get();
@@ -32,11 +24,12 @@ void updateZoomView(AppState& state) {
   }
   if (want != z.posted) {
     z.posted = want;
+    if (want.maps && !z.worker) z.worker = std::make_unique<TileWorker>();  // started on first use
     if (want.maps) z.worker->post(want);
     else z.tile.reset();  // not zoomed (or no tiled source): nothing to keep alive
     markStateChanged(state);
   }
-  if (std::shared_ptr<const WindowTile> tile = z.worker->poll()) {
+  if (std::shared_ptr<const WindowTile> tile = z.worker ? z.worker->poll() : nullptr) {
     if (z.posted.maps) z.tile = std::move(tile);
     markStateChanged(state);
   }

@@ -12,14 +12,11 @@
 #include <utility>
 #include <vector>
 
+#include "gui/features/focus/focus.h"
+#include "gui/features/focus/layer_maps.h"
 #include "gui/jobs/export_jobs.h"
 #include "gui/render/heatmap_widget.h"
 #include "gui/shell/panels.h"
-#include "gui/features/focus/focus.h"
-#include "gui/features/compare/compare.h"
-#include "gui/features/controls/controls.h"
-#include "gui/features/layer_maps/layer_maps.h"
-#include "gui/features/query_focus/query_focus.h"
 
 namespace attnscope {
 namespace {
@@ -212,7 +209,7 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
     ImGui::PushID(map.id);
     if (ui::smallButton(state.script.layout, std::string("export_") + mapKindName(view) + "_button", "Export")) {
       state.view.map_kind = view;
-      requestFigureExport(state, mapKindName(view));
+      requestFigureExport(state.exports, state.view, mapKindName(view));
     }
     ImGui::PopID();
     if (ImGui::IsItemHovered()) {
@@ -623,9 +620,27 @@ void drawFocusMaps(AppState& state) {
 
 }  // namespace
 
+float focusHeight(const AppState& state, const ColumnSpace& space) {
+  // The focus view's square maps are limited by its width; give the head grid above whatever
+  // height they leave (between 30% and 50%), so neither panel keeps an empty band. Three maps
+  // (mistake comparison) have two row-label columns and two colour bars in all, and one more
+  // text line (the difference summary) under them.
+  const float body_h = space.height;
+  const int maps = focusMapCount(state);
+  const float line_h = ImGui::GetTextLineHeightWithSpacing();
+  const float focus_inner_w = space.width - 2 * ImGui::GetStyle().WindowPadding.x - 12.0f * (maps - 1);
+  const float focus_map = (focus_inner_w - 2 * (70.0f + 58.0f)) / maps;  // minus row labels and colour bars
+  const float tab_bar_h = ImGui::GetFrameHeightWithSpacing();  // Maps / Compare tabs
+  const float focus_h = focus_map + ImGui::GetFrameHeight() + (maps == 3 ? 8.0f : 7.0f) * line_h + 60.0f + tab_bar_h;
+  const float grid_h = chosenSize(state.view.panel_sizes.grid, body_h,
+                                  std::floor(std::clamp(body_h - focus_h, body_h * 0.30f, body_h * 0.50f)), kMinBand,
+                                  body_h - 2 * kMinBand);
+  return body_h - grid_h;
+}
+
 void drawFocusPanel(AppState& state) {
   // The wheel zooms the maps, so it must not scroll the panel.
-  if (beginPanelWindow(state, "Focus", Panel::Focus, ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse)) {
+  if (beginPanelWindow(state, "Focus", "focus", ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse)) {
     if (!ImGui::IsMouseDown(ImGuiMouseButton_Left)) state.view.pan_from.reset();  // a drag ended
     if (ImGui::BeginTabBar("focus_tabs")) {
       const std::pair<FocusTab, const char*> tabs[] = {
@@ -644,11 +659,9 @@ void drawFocusPanel(AppState& state) {
       state.view.tab_requested = false;
       ImGui::EndTabBar();
     }
-    switch (state.view.tab) {
-      case FocusTab::Maps: drawFocusMaps(state); break;
-      case FocusTab::Compare: drawComparePanel(state); break;
-      case FocusTab::QueryFocus: drawQueryFocusPanel(state); break;
-    }
+    // The other tabs are features of their own (compare, query_focus: rows of the registry).
+    if (state.view.tab == FocusTab::Maps) drawFocusMaps(state);
+    else drawPanelPart(state, "focus", focusTabName(state.view.tab));
   }
   ImGui::End();
 }

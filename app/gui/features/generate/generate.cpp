@@ -1,5 +1,7 @@
 #include "gui/features/generate/generate.h"
 
+#include <GLFW/glfw3.h>
+
 #include <algorithm>
 #include <exception>
 
@@ -9,9 +11,6 @@
 #include "gui/jobs/export_jobs.h"
 #include "gui/jobs/compute_sync.h"
 #include "gui/shell/app_state.h"
-#include "gui/features/focus/focus.h"
-#include "gui/features/lens/lens.h"
-#include "gui/features/stepper/stepper.h"
 
 namespace attnscope {
 namespace {
@@ -44,9 +43,7 @@ void showSnapshot(AppState& state) {
   state.view.table.order_generation = ~uint64_t{0};  // the table's order is measured again
   InputFacts& facts = state.compute.facts;  // the pipeline panel's sizes: the sequence so far
   facts.L = facts.S_key = facts.S_value = g.snapshot->view->L;
-  setFocus(state, state.view.focus);
-  setZoom(state, state.view.zoom);
-  setStep(state, state.feature<StepperState>().step);
+  followResult(state);  // the focus, the zoom and each feature's view clamp to it
   if (g.controls.follow) followNewestRow(state, *g.snapshot->view);
   markStateChanged(state);
 }
@@ -56,7 +53,7 @@ void takeBundleResult(AppState& state) {
   if (!g.writer) return;
   if (std::shared_ptr<const BundleWritten> written = g.writer->poll()) {
     g.bundle_error = written->error;
-    showToast(state, written->error.empty() ? "wrote generation bundle " + written->dir : written->error,
+    showToast(state.exports, written->error.empty() ? "wrote generation bundle " + written->dir : written->error,
               !written->error.empty());
   }
 }
@@ -70,7 +67,7 @@ void startGeneration(AppState& state) {
   try {
     request.folder = modelFolder(state.settings);
   } catch (const InputError& e) {
-    showToast(state, e.what(), true);
+    showToast(state.exports, e.what(), true);
     return;
   }
   request.text = state.settings.model_text;
@@ -79,7 +76,7 @@ void startGeneration(AppState& state) {
   request.recent_window = std::max(1, g.controls.recent_window);
   if (g.controls.cache_on) request.cache = {std::max(0, g.controls.cache_window), std::max(0, g.controls.cache_sinks)};
   if (state.compute.worker) request.weights = state.compute.worker->loadedWeights();  // the maps' weights, shared
-  request.lens = state.feature<LensState>().shown;
+  request.lens = computeAsk(state).lens;  // the Logit lens tab is open
   g.job = g.worker->start(std::move(request));
   g.running = g.shown = true;
   g.stopped_by.clear();
@@ -103,16 +100,23 @@ void updateGeneration(AppState& state) {
   if (g.shown && computeSettingsDiffer(state.settings, g.started_with)) {
     stopGeneration(state, "text edited");
     g.shown = false;  // the next compute result replaces the generation's maps
-    if (!computeSettingsDiffer(state.settings, state.compute.posted_settings)) recomputeNow(state, computeAsk(state));
+    if (!computeSettingsDiffer(state.settings, state.compute.posted_settings)) recompute(state);
   }
   std::shared_ptr<const GenerationSnapshot> snapshot = g.worker->take();
   if (snapshot && snapshot->job == g.job) {
     g.snapshot = std::move(snapshot);
     if (!g.snapshot->stop.empty()) g.running = false;
-    if (!g.snapshot->error.empty()) showToast(state, g.snapshot->error, true);
+    if (!g.snapshot->error.empty()) showToast(state.exports, g.snapshot->error, true);
     markStateChanged(state);
   }
   showSnapshot(state);
+  state.view.follow_newest = g.running && g.controls.follow;
+}
+
+bool generateKey(AppState& state, const KeyPress& press) {
+  if (press.key != GLFW_KEY_S || (press.mods & GLFW_MOD_CONTROL) == 0 || !generationShown(state)) return false;
+  requestGenerationBundle(state);
+  return true;
 }
 
 bool generationRunning(const AppState& state) { return state.feature<GenerateState>().running; }

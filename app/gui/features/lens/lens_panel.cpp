@@ -11,7 +11,6 @@
 
 #include "gui/features/lens/lens.h"
 #include "gui/shell/panels.h"
-#include "gui/features/generate/generate.h"
 #include "view/colormap.h"
 
 namespace attnscope {
@@ -151,7 +150,7 @@ void drawLensTable(AppState& state) {
   g.label_w = ImGui::CalcTextSize(rowName(v.lens.layers - 1).c_str()).x + 12.0f;
   ImGui::Dummy(ImVec2(g.label_w + v.lens.positions * kCellW, g.cell_h * (v.lens.layers + 1)));
   // A generation with Follow on keeps its newest column, the token being chosen, in view.
-  if (state.feature<GenerateState>().running && state.feature<GenerateState>().controls.follow) ImGui::SetScrollX(ImGui::GetScrollMaxX());
+  if (state.view.follow_newest) ImGui::SetScrollX(ImGui::GetScrollMaxX());
   state.script.layout.record("lens_table", g.clip_min, ImVec2(g.clip_max.x - g.clip_min.x, g.clip_max.y - g.clip_min.y));
   drawGrid(state, v, g);
   hoverAndClick(state, v, g);

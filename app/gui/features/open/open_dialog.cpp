@@ -1,6 +1,7 @@
 // Ctrl+O: the browser that opens a bundle, a model folder or a settings JSON.
 #include "gui/features/open/open_dialog.h"
 
+#include <GLFW/glfw3.h>
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
@@ -157,7 +158,7 @@ void listPlaces(const AppState& state, OpenDialogState& dialog) {
 void startBrowsing(AppState& state) {
   OpenDialogState& dialog = state.feature<OpenDialogState>();
   ImGui::OpenPopup(kOpenTitle);
-  dialog.requested = false;
+  state.ui.open_requested = false;
   dialog.error.clear();
   listPlaces(state, dialog);
   if (dialog.path_input.empty()) {
@@ -251,9 +252,21 @@ void drawBrowser(AppState& state) {
 
 }  // namespace
 
+bool openDialogKey(AppState& state, const KeyPress& press) {
+  OpenDialogState& dialog = state.feature<OpenDialogState>();
+  if (press.key == GLFW_KEY_ESCAPE) {  // offered when no overlay took it: closes the dialog
+    if (!dialog.modal_open) return false;
+    dialog.close_requested = true;
+    return true;
+  }
+  if ((press.mods & GLFW_MOD_CONTROL) == 0 || press.key != GLFW_KEY_O) return false;
+  state.ui.open_requested = true;
+  return true;
+}
+
 void drawOpenDialog(AppState& state) {
   OpenDialogState& dialog = state.feature<OpenDialogState>();
-  if (dialog.requested) startBrowsing(state);
+  if (state.ui.open_requested) startBrowsing(state);
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(ImVec2(viewport->WorkPos.x + viewport->WorkSize.x * 0.5f,
                                  viewport->WorkPos.y + viewport->WorkSize.y * 0.4f),

@@ -9,9 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "gui/shell/panels.h"
 #include "gui/features/pipeline/pipeline.h"
-#include "gui/features/controls/controls.h"
+#include "gui/shell/panels.h"
 
 namespace attnscope {
 namespace {
@@ -208,8 +207,8 @@ void drawConstraints(AppState& state) {
                  f.known ? "(" + std::to_string(f.S_key) + ", " + std::to_string(f.S_value) + ")" : "");
   // A D the user typed in the sandbox's controls is checked before any job is posted; else
   // the numbers are the run's (a trained model's own H, not the sandbox's heads setting).
-  const bool typed_bad = !state.feature<ControlDrafts>().control_error.empty() && state.settings.source != InputSource::Model;
-  const int64_t D = typed_bad ? state.feature<ControlDrafts>().typed_model_dim : f.D_q;
+  const bool typed_bad = !state.drafts.control_error.empty() && state.settings.source != InputSource::Model;
+  const int64_t D = typed_bad ? state.drafts.typed_model_dim : f.D_q;
   const int64_t H = typed_bad ? state.settings.heads : f.H;
   const std::string detail = (typed_bad || f.known) && H > 0
                                  ? "D=" + std::to_string(D) + ", H=" + std::to_string(H) +
@@ -230,7 +229,7 @@ void shapesLine(AppState& state, const std::vector<std::pair<const char*, int64_
 }  // namespace
 
 void drawPipelinePanel(AppState& state) {
-  if (beginPanelWindow(state, "Shape pipeline", Panel::Pipeline)) {
+  if (beginPanelWindow(state, "Shape pipeline", "pipeline")) {
     constexpr const char* kFoldedLabel = "folded heads [B*H, L, d]";
     if (ui::checkbox(state.script.layout, "folded_toggle", kFoldedLabel, &state.settings.folded_layout))
       settingsEdited(state);

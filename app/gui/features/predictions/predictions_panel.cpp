@@ -5,10 +5,11 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
-#include "gui/shell/panels.h"
 #include "gui/features/predictions/predictions.h"
+#include "gui/shell/panels.h"
 
 namespace attnscope {
 namespace {
@@ -115,11 +116,16 @@ void drawNextToken(AppState& state) {
 
 }  // namespace
 
+float predictionsHeight(const AppState& state, const ColumnSpace& space) {
+  return chosenSize(state.view.panel_sizes.predictions, space.height, std::floor(space.height * 0.30f), kMinBand,
+                    space.height - 2 * kMinBand);
+}
+
 // Tabs: the next token at one position, then those other features add (the logit lens).
 void drawPredictionsPanel(AppState& state) {
   if (!showsPredictions(state)) return;
   const char* title = state.compute.view->encoder ? "Masked-LM predictions###predictions" : "Next-token predictions###predictions";
-  if (beginPanelWindow(state, title, Panel::Predictions) && ImGui::BeginTabBar("##predictions_tabs")) {
+  if (beginPanelWindow(state, title, "predictions") && ImGui::BeginTabBar("##predictions_tabs")) {
     state.script.layout.recordWindow("predictions_panel");
     const bool next_open = ui::beginTabItem(state.script.layout, "predictions_tab",
                                             state.compute.view->encoder ? "Masked LM###next" : "Next token###next");
@@ -127,7 +133,7 @@ void drawPredictionsPanel(AppState& state) {
       drawNextToken(state);
       ImGui::EndTabItem();
     }
-    drawPanelTabs(state, Panel::Predictions);
+    drawPanelParts(state, "predictions");
     ImGui::EndTabBar();
   }
   ImGui::End();

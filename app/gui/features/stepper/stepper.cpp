@@ -1,9 +1,15 @@
 #include "gui/features/stepper/stepper.h"
 
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "analysis/cache_footprint.h"
 #include "gui/shell/app_state.h"
+#include "gui/shell/panels.h"
 
 namespace attnscope {
 
@@ -31,6 +37,43 @@ void clampStep(AppState& state) { setStep(state, state.feature<StepperState>().s
 void askDecode(const AppState& state, ComputeAsk& ask) { ask.decode = state.feature<StepperState>().open; }
 
 bool stepperPlaying(const AppState& state) { return state.feature<StepperState>().playing; }
+
+namespace {
+
+// The stepper's keys while it is open: . / , step forward / back, P plays or pauses,
+// Home / End go to the first / last step. True when the key was one of them.
+bool stepKey(AppState& state, int key) {
+  StepperState& s = state.feature<StepperState>();
+  switch (key) {
+    case GLFW_KEY_PERIOD: s.playing = false; setStep(state, s.step + 1); return true;
+    case GLFW_KEY_COMMA: s.playing = false; setStep(state, s.step - 1); return true;
+    case GLFW_KEY_HOME: s.playing = false; setStep(state, 0); return true;
+    case GLFW_KEY_END: s.playing = false; setStep(state, std::numeric_limits<int64_t>::max()); return true;
+    case GLFW_KEY_P:
+      s.playing = !s.playing && stepperSteps(state) > 0;
+      if (s.playing && s.step + 1 >= stepperSteps(state)) setStep(state, 0);  // replay from the start
+      s.next_step_at = std::chrono::steady_clock::now() + kStepperPlayInterval;
+      markStateChanged(state);
+      return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+bool stepperKey(AppState& state, const KeyPress& press) {
+  if (press.key == GLFW_KEY_F5) {
+    toggleStepper(state);
+    return true;
+  }
+  const bool ctrl = (press.mods & GLFW_MOD_CONTROL) != 0;
+  if (!state.feature<StepperState>().open || ctrl || ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId)) return false;
+  return stepKey(state, press.key);
+}
+
+bool stepperOpen(const AppState& state) { return state.feature<StepperState>().open; }
+
+float stepperHeight(const AppState&, const ColumnSpace& space) { return std::floor((space.height - space.above) * 0.6f); }
 
 void toggleStepper(AppState& state) {
   state.feature<StepperState>().open = !state.feature<StepperState>().open;

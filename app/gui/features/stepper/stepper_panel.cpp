@@ -10,8 +10,8 @@
 #include <string>
 
 #include "analysis/cache_footprint.h"
-#include "gui/shell/panels.h"
 #include "gui/features/stepper/stepper.h"
+#include "gui/shell/panels.h"
 #include "view/colormap.h"
 
 namespace attnscope {
@@ -169,7 +169,7 @@ void advanceStepperPlay(AppState& state) {
 
 void drawStepperPanel(AppState& state) {
   if (!state.feature<StepperState>().open) return;
-  if (beginPanelWindow(state, "KV-cache stepper", Panel::Stepper)) {
+  if (beginPanelWindow(state, "KV-cache stepper", "stepper")) {
     const ComputeState& c = state.compute;
     const KvCacheRun* run = c.decode().get();
     if (const ViewModel* model_run = modelRunShown(state)) {

@@ -1,4 +1,4 @@
-#include "gui/features/layer_maps/layer_maps.h"
+#include "gui/features/focus/layer_maps.h"
 
 #include "gui/shell/app_state.h"
 

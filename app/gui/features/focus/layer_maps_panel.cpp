@@ -9,9 +9,9 @@
 #include <cmath>
 #include <string>
 
+#include "gui/features/focus/layer_maps.h"
 #include "gui/jobs/export_jobs.h"
 #include "gui/render/heatmap_widget.h"
-#include "gui/features/layer_maps/layer_maps.h"
 #include "gui/shell/panels.h"
 
 namespace attnscope {
@@ -90,7 +90,7 @@ void drawLayerMapsView(AppState& state) {
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   ImGui::SetCursorScreenPos(ImVec2(origin.x + label_w, origin.y));
   if (ui::smallButton(state.script.layout, std::string("export_") + info.name + "_button", "Export##layer_map"))
-    requestFigureExport(state, info.name);
+    requestFigureExport(state.exports, state.view, info.name);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("export this map as a figure (Ctrl+S; formats under Export)");
   ImGui::SameLine();
   const std::string title = acrossLayersTitle(kind, v->maps[layer].name);

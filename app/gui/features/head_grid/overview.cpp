@@ -1,15 +1,10 @@
-#include "gui/features/overview/overview.h"
+#include "gui/features/head_grid/overview.h"
 
 #include <cmath>
 
 #include "gui/shell/app_state.h"
-#include "gui/features/metrics/metrics.h"
 
 namespace attnscope {
-
-bool overviewShown(const AppState& state, const ViewModel& view) {
-  return state.feature<OverviewState>().chosen.value_or(view.layers * view.H > kOverviewAutoHeads);
-}
 
 void updateOverview(AppState& state) {
   OverviewState& o = state.feature<OverviewState>();
@@ -40,7 +35,7 @@ void overviewToJson(const AppState& state, nlohmann::json& line) {
   nlohmann::json hovered;
   if (shown && o.hovered >= 0 && o.data.H > 0) hovered = {o.hovered / o.data.H, o.hovered % o.data.H};
   line["overview"] = {{"shown", shown},
-                      {"auto", !o.chosen.has_value()},
+                      {"auto", !state.view.overview_chosen.has_value()},
                       {"metric", o.metric},
                       {"rows", shown ? view->layers : 0},
                       {"cols", shown ? view->H : 0},

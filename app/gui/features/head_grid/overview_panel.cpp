@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <string>
 
+#include "gui/features/head_grid/overview.h"
 #include "gui/shell/panels.h"
-#include "gui/features/overview/overview.h"
 
 namespace attnscope {
 namespace {
@@ -167,18 +167,6 @@ void handlePointer(AppState& state, const ViewModel& view, const CellGrid& g) {
 }
 
 }  // namespace
-
-void drawOverviewToggle(AppState& state, const ViewModel& view) {
-  bool shown = overviewShown(state, view);
-  if (ui::checkbox(state.script.layout, "overview_toggle", "overview", &shown)) {
-    state.feature<OverviewState>().chosen = shown;
-    markStateChanged(state);
-  }
-  if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("layers x heads overview: one cell per head, coloured by a head metric\n"
-                      "(on by itself above %lld heads; off: a map tile per head)",
-                      static_cast<long long>(kOverviewAutoHeads));
-}
 
 void drawOverview(AppState& state, const ViewModel& view) {
   state.script.layout.recordWindow("overview_panel");
