@@ -87,8 +87,8 @@ struct CompareView {
 // Panel sizes the user set by dragging the borders between panels (features/panel_borders),
 // as fractions: left and right columns of the window's width, the head metrics table of the
 // centre column's width, the head grid, predictions and mask of the panel area's height.
-// 0 = the automatic size. Kept in view.json as read; panelRect (shell/layout.cpp) is the one
-// place that clamps them to what the window allows.
+// 0 = the automatic size. Kept in view.json as read; chosenSize (shell/panels.h), called by
+// the layout and the panels' size hooks, is the one clamp to what the window allows.
 struct PanelSizes {
   float left = 0, right = 0, table = 0, grid = 0, predictions = 0, mask = 0;
   bool operator==(const PanelSizes& o) const {
