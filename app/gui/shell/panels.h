@@ -27,7 +27,8 @@ struct ColumnSpace {
 };
 
 // Where a panel sits by default, a column of its registry row. Panels stack top to bottom in
-// their column by `order`; panels of one order share a band side by side.
+// their column by `order` (the rows leave gaps of 10: a new panel between two takes a number
+// between theirs); panels of one order share a band side by side.
 struct PanelPlace {
   Column column = Column::None;  // None: not a panel
   int order = 0;
