@@ -114,7 +114,8 @@ void updateGeneration(AppState& state) {
 }
 
 bool generateKey(AppState& state, const KeyPress& press) {
-  if (press.key != GLFW_KEY_S || (press.mods & GLFW_MOD_CONTROL) == 0 || !generationShown(state)) return false;
+  const bool plain_ctrl = (press.mods & (GLFW_MOD_CONTROL | GLFW_MOD_SHIFT | GLFW_MOD_ALT)) == GLFW_MOD_CONTROL;
+  if (press.key != GLFW_KEY_S || !plain_ctrl || !generationShown(state)) return false;
   requestGenerationBundle(state);
   return true;
 }
