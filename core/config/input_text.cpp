@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "attention/positional_encoding.h"
 #include "config/text_input.h"
 #include "tensor/memory.h"
 

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "tensor/utf8.h"
+
 namespace attnscope {
 namespace {
 
@@ -39,37 +41,6 @@ bool isCjk(uint32_t cp) {
          || (cp >= 0x20000 && cp <= 0x3134F);  // extensions B..G
 }
 
-// Decodes one UTF-8 sequence at text[pos]; returns its length in bytes. A malformed byte
-// counts as a one-byte character (kept as is, never merged with a CJK run).
-size_t decodeUtf8(const std::string& text, size_t pos, uint32_t& cp) {
-  const unsigned char c = text[pos];
-  size_t len = 1;
-  if (c < 0x80) {
-    cp = c;
-    return 1;
-  }
-  if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F;
-  else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F;
-  else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07;
-  else {
-    cp = 0xFFFD;
-    return 1;
-  }
-  if (pos + len > text.size()) {
-    cp = 0xFFFD;
-    return 1;
-  }
-  for (size_t k = 1; k < len; ++k) {
-    const unsigned char cont = text[pos + k];
-    if ((cont & 0xC0) != 0x80) {
-      cp = 0xFFFD;
-      return 1;
-    }
-    cp = (cp << 6) | (cont & 0x3F);
-  }
-  return len;
-}
-
 void fillUniform(Tensor& w, double bound, uint64_t state) {
   for (float& x : w.data) x = static_cast<float>((2.0 * uniformOpen(state) - 1.0) * bound);
 }
@@ -85,7 +56,7 @@ std::vector<std::string> tokenize(const std::string& utf8_text) {
   };
   for (size_t pos = 0; pos < utf8_text.size();) {
     uint32_t cp = 0;
-    const size_t len = decodeUtf8(utf8_text, pos, cp);
+    const size_t len = decodeUtf8At(utf8_text, pos, cp);
     if (isSpace(cp)) {
       flush();
     } else if (isCjk(cp)) {
@@ -98,36 +69,6 @@ std::vector<std::string> tokenize(const std::string& utf8_text) {
   }
   flush();
   return tokens;
-}
-
-std::vector<std::string> utf8Characters(const std::string& utf8_text) {
-  std::vector<std::string> chars;
-  for (size_t pos = 0; pos < utf8_text.size();) {
-    uint32_t cp = 0;
-    const size_t len = decodeUtf8(utf8_text, pos, cp);
-    chars.push_back(utf8_text.substr(pos, len));
-    pos += len;
-  }
-  return chars;
-}
-
-Tensor positionalEncoding(int64_t max_len, int64_t d_model) {
-  if (max_len < 0 || d_model < 1) {
-    throw InputError("positional encoding needs max_len >= 0 and d_model >= 1, got " +
-                     std::to_string(max_len) + " and " + std::to_string(d_model));
-  }
-  Tensor pe({max_len, d_model});
-  // Computed in double (torch computes in float32; the two agree to ~1e-4 at long positions).
-  const double log_step = -(std::log(10000.0) / static_cast<double>(d_model));
-  for (int64_t p = 0; p < max_len; ++p) {
-    for (int64_t col = 0; col < d_model; col += 2) {
-      const double angle = static_cast<double>(p) * std::exp(static_cast<double>(col) * log_step);
-      pe.data[p * d_model + col] = static_cast<float>(std::sin(angle));
-      // odd d_model: the last even column has no cos partner (floor(d/2) cos columns)
-      if (col + 1 < d_model) pe.data[p * d_model + col + 1] = static_cast<float>(std::cos(angle));
-    }
-  }
-  return pe;
 }
 
 std::vector<float> tokenEmbedding(const std::string& token, int64_t d_model, uint64_t seed) {

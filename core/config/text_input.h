@@ -1,5 +1,5 @@
-// Inputs made from text: tokens, seeded embeddings, sinusoidal positional encoding
-// (seed 003) and PyTorch-default seeded weights.
+// Inputs made from text: tokens, seeded embeddings and PyTorch-default seeded weights (the
+// sinusoidal positions: attention/positional_encoding.h).
 #pragma once
 
 #include <cstdint>
@@ -12,13 +12,6 @@ namespace attnscope {
 
 // Whitespace split; each CJK character (and CJK punctuation) is its own token.
 std::vector<std::string> tokenize(const std::string& utf8_text);
-
-// One string per UTF-8 character (a malformed byte is a one-byte character of its own).
-std::vector<std::string> utf8Characters(const std::string& utf8_text);
-
-// pe: [max_len, d_model]; pe[p, 2i] = sin(p / 10000^(2i/d)), pe[p, 2i+1] = cos(same),
-// as seed 003 (div_term = exp(arange(0, d, 2) * -(log(10000) / d))).
-Tensor positionalEncoding(int64_t max_len, int64_t d_model);
 
 // One embedding row [D] per distinct token, seeded by (seed, token text): the same token
 // gets the same vector wherever it appears. Values ~ N(0, 1).

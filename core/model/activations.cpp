@@ -18,9 +18,9 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 template <class D, class V>
-HWY_INLINE V act(D d, V x, HfActivation kind) {
+HWY_INLINE V act(D d, V x, Activation kind) {
   const auto half = hn::Set(d, 0.5f), one = hn::Set(d, 1.0f);
-  if (kind == HfActivation::GeluTanh) {  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+  if (kind == Activation::GeluTanh) {  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
     const auto inner = hn::Mul(hn::Set(d, static_cast<float>(std::sqrt(2.0 / M_PI))),
                                hn::MulAdd(hn::Mul(hn::Set(d, 0.044715f), hn::Mul(x, x)), x, x));
     return hn::Mul(hn::Mul(half, x), hn::Add(one, hn::Tanh(d, inner)));
@@ -28,21 +28,21 @@ HWY_INLINE V act(D d, V x, HfActivation kind) {
   return hn::Div(x, hn::Add(one, hn::Exp(d, hn::Neg(x))));  // SiLU
 }
 
-float scalarAct(float x, HfActivation kind) {
+float scalarAct(float x, Activation kind) {
   switch (kind) {
-    case HfActivation::GeluErf: return 0.5f * x * (1.0f + std::erf(x * static_cast<float>(M_SQRT1_2)));
-    case HfActivation::GeluTanh: {
+    case Activation::GeluErf: return 0.5f * x * (1.0f + std::erf(x * static_cast<float>(M_SQRT1_2)));
+    case Activation::GeluTanh: {
       const float k = static_cast<float>(std::sqrt(2.0 / M_PI));
       return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
     }
-    case HfActivation::Silu: return x / (1.0f + std::exp(-x));
+    case Activation::Silu: return x / (1.0f + std::exp(-x));
   }
   return x;
 }
 
 // gate null: values = act(values); else values *= act(gate). Full vectors, then one lane.
 template <class D>
-HWY_INLINE void sweep(D d, HfActivation kind, const float* gate, float* values, int64_t begin, int64_t end) {
+HWY_INLINE void sweep(D d, Activation kind, const float* gate, float* values, int64_t begin, int64_t end) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   for (int64_t j = begin; j < end; j += lanes) {
     const auto v = hn::LoadU(d, values + j);
@@ -50,8 +50,8 @@ HWY_INLINE void sweep(D d, HfActivation kind, const float* gate, float* values, 
   }
 }
 
-void Apply(HfActivation kind, const float* gate, float* values, int64_t n) {
-  if (kind == HfActivation::GeluErf) {  // no vector erf
+void Apply(Activation kind, const float* gate, float* values, int64_t n) {
+  if (kind == Activation::GeluErf) {  // no vector erf
     for (int64_t j = 0; j < n; ++j) values[j] = gate ? values[j] * scalarAct(gate[j], kind) : scalarAct(values[j], kind);
     return;
   }
@@ -75,7 +75,7 @@ namespace {
 // Pieces on both threads, each a multiple of any vector width: every value takes the path it
 // takes in one call (whole vectors, then the last few one by one). The loop stays out of the
 // per-target code (clang 14 cannot compile vector code outlined into an OpenMP region).
-void applyInPieces(HfActivation kind, const float* gate, float* values, int64_t n) {
+void applyInPieces(Activation kind, const float* gate, float* values, int64_t n) {
   constexpr int64_t kPiece = int64_t{1} << 14;
   const int64_t pieces = (n + kPiece - 1) / kPiece;
 #pragma omp parallel for if (pieces > 1)
@@ -87,7 +87,7 @@ void applyInPieces(HfActivation kind, const float* gate, float* values, int64_t 
 
 }  // namespace
 
-void activateAll(HfActivation kind, float* values, int64_t n) { applyInPieces(kind, nullptr, values, n); }
-void gateAll(HfActivation kind, const float* gate, float* up, int64_t n) { applyInPieces(kind, gate, up, n); }
+void activateAll(Activation kind, float* values, int64_t n) { applyInPieces(kind, nullptr, values, n); }
+void gateAll(Activation kind, const float* gate, float* up, int64_t n) { applyInPieces(kind, gate, up, n); }
 }  // namespace attnscope
 #endif

@@ -11,8 +11,8 @@
 namespace attnscope {
 
 // values[n] = act(values[n]).
-void activateAll(HfActivation kind, float* values, int64_t n);
+void activateAll(Activation kind, float* values, int64_t n);
 // up[n] *= act(gate[n]) (a gated MLP: Llama's SwiGLU, Gemma's GeGLU).
-void gateAll(HfActivation kind, const float* gate, float* up, int64_t n);
+void gateAll(Activation kind, const float* gate, float* up, int64_t n);
 
 }  // namespace attnscope

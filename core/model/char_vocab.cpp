@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "config/text_input.h"
+#include "tensor/utf8.h"
 
 namespace attnscope {
 namespace {

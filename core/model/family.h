@@ -18,16 +18,16 @@ struct ModelConfig;
 
 // RmsNormPlusOne: x_hat * (1 + w) (Gemma). LayerNormFloatAffine: attnscope-model/1's, whose
 // affine step is in float32 (families/attnscope_model.cpp).
-enum class HfNorm { LayerNorm, RmsNorm, RmsNormPlusOne, LayerNormFloatAffine };
-enum class HfPositions { Learned, Rope };                    // learned: added to the embedding
-enum class HfMlp { Plain, Gated };                           // act(up x) vs act(gate x) * (up x), then down
-enum class HfResidual {
+enum class Norm { LayerNorm, RmsNorm, RmsNormPlusOne, LayerNormFloatAffine };
+enum class Positions { Learned, Rope };                    // learned: added to the embedding
+enum class Mlp { Plain, Gated };                           // act(up x) vs act(gate x) * (up x), then down
+enum class Residual {
   PreNorm,    // x += attn(n1(x)); x += mlp(n2(x))
   Parallel,   // x += attn(n1(x)) + mlp(n2(x))               (GPT-NeoX use_parallel_residual)
   Sandwich,   // x += n1'(attn(n1(x))); x += n2'(mlp(n2(x)))  (Gemma 2: post-attention/-MLP norms)
   PostNorm,   // x = n1(x + attn(x)); x = n2(x + mlp(x))     (BERT)
 };
-enum class HfFusedQkv { None, Conv1DThirds, PerHead };  // gpt2 c_attn [D, 3D]; neox [H, 3, d] rows
+enum class FusedQkv { None, Conv1DThirds, PerHead };  // gpt2 c_attn [D, 3D]; neox [H, 3, d] rows
 
 // What a tensor does in the model, whatever the family calls it.
 enum class Role {
@@ -72,16 +72,16 @@ struct FamilyHooks {
 // One family: the shared pieces it is built from, its config.json defaults, its tensors.
 struct Family {
   const char* model_type;
-  HfNorm norm;
+  Norm norm;
   const char* eps_field;  // config.json field of the norm epsilon
-  HfPositions positions;
+  Positions positions;
   bool causal;            // false: bidirectional encoder
-  HfMlp mlp;
-  HfResidual residual;
+  Mlp mlp;
+  Residual residual;
   bool embed_scale_sqrt_d;  // x = embed * sqrt(D)
   bool tied_default;        // tie_word_embeddings when config.json does not say
   bool conv1d;              // linear weights stored [in, out] (GPT-2 Conv1D)
-  HfFusedQkv fused_qkv;
+  FusedQkv fused_qkv;
   bool qkv_bias, o_bias, mlp_bias, norm_bias;  // which biases the checkpoints have
   const char* default_activation;
   TensorNames names;

@@ -122,7 +122,7 @@ void splitFused(const ModelConfig& c, Linear fused, LayerWeights& layer) {
   Linear* parts[] = {&layer.q, &layer.k, &layer.v};
   const bool bias = !fused.bias.empty();
   for (int p = 0; p < 3; ++p) {
-    if (c.family->fused_qkv == HfFusedQkv::Conv1DThirds) {
+    if (c.family->fused_qkv == FusedQkv::Conv1DThirds) {
       parts[p]->weight = panelsOfColumns(fused.weight, p * D, D);
       if (bias) parts[p]->bias = rows(fused.bias, p * D, D);
       continue;
@@ -157,7 +157,7 @@ void planLayer(const ModelConfig& c, int64_t i, WeightPlan& plan, LayerWeights& 
   if (f.names.has(Role::PostAttnNorm)) plan.norm(name(Role::PostAttnNorm), D, nb, layer.post_attn_norm, why);
   plan.norm(name(Role::MlpNorm), D, nb, layer.mlp_norm, why);
   if (f.names.has(Role::PostMlpNorm)) plan.norm(name(Role::PostMlpNorm), D, nb, layer.post_mlp_norm, why);
-  if (f.fused_qkv != HfFusedQkv::None) {
+  if (f.fused_qkv != FusedQkv::None) {
     plan.linear(name(Role::Qkv), 3 * D, D, f.conv1d, c.qkv_bias, p.fused, why, false, true);
   } else {
     plan.linear(name(Role::Q), Hd, D, false, c.qkv_bias, layer.q, why);
@@ -167,14 +167,14 @@ void planLayer(const ModelConfig& c, int64_t i, WeightPlan& plan, LayerWeights& 
   if (f.names.has(Role::QNorm)) plan.norm(name(Role::QNorm), c.head_dim, false, layer.q_norm, why);
   if (f.names.has(Role::KNorm)) plan.norm(name(Role::KNorm), c.head_dim, false, layer.k_norm, why);
   plan.linear(name(Role::O), D, Hd, f.conv1d, c.o_bias, layer.o, why);
-  if (f.mlp == HfMlp::Gated) plan.linear(name(Role::Gate), M, D, false, c.mlp_bias, layer.gate, why);
+  if (f.mlp == Mlp::Gated) plan.linear(name(Role::Gate), M, D, false, c.mlp_bias, layer.gate, why);
   plan.linear(name(Role::Up), M, D, f.conv1d, c.mlp_bias, layer.up, why);
   plan.linear(name(Role::Down), D, M, f.conv1d, c.mlp_bias, layer.down, why);
 }
 
 // Splits, then the row GEMM's panels of what was not read into them.
 void finishLayer(const ModelConfig& c, LayerWeights& layer, LayerPlanned& p) {
-  if (c.family->fused_qkv != HfFusedQkv::None) splitFused(c, std::move(p.fused), layer);
+  if (c.family->fused_qkv != FusedQkv::None) splitFused(c, std::move(p.fused), layer);
   if (c.family->conv1d) {  // [in, out] as stored
     for (Linear* l : {&layer.o, &layer.up, &layer.down}) l->weight = panelsOfColumns(l->weight, 0, l->weight.dim(1));
   }

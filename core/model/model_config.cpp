@@ -18,12 +18,12 @@ using nlohmann::json;
 constexpr int64_t kMaxPositions = 1 << 20;
 constexpr size_t kMaxConfigBytes = size_t{16} << 20;
 
-HfActivation readActivation(const ConfigFields& f, const Family& family) {
+Activation readActivation(const ConfigFields& f, const Family& family) {
   const std::string field = f.present({"hidden_activation", "hidden_act", "activation_function"});
   const std::string name = field.empty() ? family.default_activation : f.text(f.root(), field, field, "");
-  if (name == "gelu") return HfActivation::GeluErf;
-  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast") return HfActivation::GeluTanh;
-  if (name == "silu" || name == "swish") return HfActivation::Silu;
+  if (name == "gelu") return Activation::GeluErf;
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast") return Activation::GeluTanh;
+  if (name == "silu" || name == "swish") return Activation::Silu;
   f.fail(field, "is \"" + name + "\" but attnscope supports " +
                     quotedList({"gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "silu", "swish"}));
 }
@@ -123,13 +123,13 @@ void readSizes(const ConfigFields& f, ModelConfig& c) {
                                       " (give head_dim)");
   c.head_dim = f.integer({"head_dim"}, 1, kMaxDim, c.hidden / c.heads);
   if (c.head_dim * c.heads > kMaxDim * 4) f.fail("head_dim", "x num_attention_heads is over " + std::to_string(kMaxDim * 4));
-  if (c.family->fused_qkv != HfFusedQkv::None && c.head_dim * c.heads != c.hidden)
+  if (c.family->fused_qkv != FusedQkv::None && c.head_dim * c.heads != c.hidden)
     f.fail("head_dim", "x num_attention_heads must be hidden_size " + std::to_string(c.hidden) + " for " + c.model_type +
                            "'s fused q/k/v weight");
   c.mlp_dim = f.integer({"intermediate_size", "n_inner"}, 1, kMaxDim * 8, 4 * c.hidden);
   c.vocab = f.integer({"vocab_size"}, 1, kMaxVocab);
   c.max_positions = f.integer({"max_position_embeddings", "n_positions"}, 1, kMaxPositions,
-                              c.family->positions == HfPositions::Rope ? std::optional<int64_t>(kMaxPositions) : std::nullopt);
+                              c.family->positions == Positions::Rope ? std::optional<int64_t>(kMaxPositions) : std::nullopt);
   if (f.present({"max_position_embeddings"}).empty() && !f.present({"n_positions"}).empty()) c.context_key = "n_positions";
   c.type_vocab = c.family->names.has(Role::TokenTypes) ? f.integer({"type_vocab_size"}, 1, kMaxDim, 2) : 0;
 }
@@ -161,7 +161,7 @@ ModelConfig parseHfConfig(const std::string& json_text, const std::string& path)
                              " but attnscope supports " + familyTypes());
   const Family& fam = *c.family;
   readSizes(f, c);
-  c.norm_eps = f.number(fam.eps_field, fam.norm == HfNorm::LayerNorm ? 1e-5 : 1e-6, 1e-30, 1.0);
+  c.norm_eps = f.number(fam.eps_field, fam.norm == Norm::LayerNorm ? 1e-5 : 1e-6, 1e-30, 1.0);
   c.activation = readActivation(f, fam);
   c.tied = f.boolean("tie_word_embeddings", fam.tied_default);
   const bool attention_bias = f.boolean("attention_bias", fam.qkv_bias);
@@ -170,8 +170,8 @@ ModelConfig parseHfConfig(const std::string& json_text, const std::string& path)
   // dense), except in qwen2, whose q/k/v biases come without an o bias.
   c.o_bias = fam.o_bias ? attention_bias : attention_bias && !fam.qkv_bias;
   c.mlp_bias = f.boolean("mlp_bias", fam.mlp_bias);
-  if (fam.positions == HfPositions::Rope) readRope(f, c);
-  c.rotary.assign(c.n_layers, fam.positions == HfPositions::Rope ? 1 : 0);
+  if (fam.positions == Positions::Rope) readRope(f, c);
+  c.rotary.assign(c.n_layers, fam.positions == Positions::Rope ? 1 : 0);
   readWindows(f, c);
   c.attn_scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
   if (!f.present({"query_pre_attn_scalar"}).empty())

@@ -18,7 +18,7 @@
 
 namespace attnscope {
 
-enum class HfActivation { GeluErf, GeluTanh, Silu };
+enum class Activation { GeluErf, GeluTanh, Silu };
 
 struct ModelConfig {
   const Family* family = nullptr;
@@ -27,7 +27,7 @@ struct ModelConfig {
   int64_t vocab = 0, max_positions = 0, type_vocab = 0;
   std::string context_key = "max_position_embeddings";  // the config.json key max_positions came from
   double norm_eps = 1e-5;
-  HfActivation activation = HfActivation::GeluTanh;
+  Activation activation = Activation::GeluTanh;
   bool tied = false;
   bool qkv_bias = false, o_bias = false, mlp_bias = false;  // the family's, or attention_bias / mlp_bias
   bool parallel_residual = false;  // gpt_neox use_parallel_residual (else PreNorm)

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config/text_input.h"
+#include "attention/positional_encoding.h"
 #include "model/config_limits.h"
 #include "tensor/memory.h"
 #include "tensor/npy.h"
@@ -118,7 +118,7 @@ ModelConfig readConfig(const std::string& path, OwnFormat& own) {
   own.tokenizer = r.choice("tokenizer", {"chars", "bytes"}) == 0 ? CharVocab::Kind::Chars : CharVocab::Kind::Bytes;
   own.unk_id = r.integer("unk_id", 0, c.vocab - 1);
   own.sinusoidal = r.choice("positional", {"learned", "sinusoidal"}) == 1;
-  c.activation = r.choice("activation", {"gelu", "gelu_tanh"}) == 0 ? HfActivation::GeluErf : HfActivation::GeluTanh;
+  c.activation = r.choice("activation", {"gelu", "gelu_tanh"}) == 0 ? Activation::GeluErf : Activation::GeluTanh;
   const json& eps = r.get("ln_eps");
   if (!eps.is_number() || !std::isfinite(eps.get<double>()) || eps.get<double>() <= 0.0 || eps.get<double>() > 1.0)
     r.fail("ln_eps", "must be a number in (0, 1]");

@@ -50,21 +50,21 @@ void floatAffineLayerNorm(const float* row, int64_t D, const float* weight, cons
 
 // out [L, D] = norm(x [L, D]); statistics in double (transformers upcasts to float32). Rows
 // on both threads.
-void applyNorm(HfNorm kind, const NormWeights& w, double eps, const Tensor& x, Tensor& out) {
+void applyNorm(Norm kind, const NormWeights& w, double eps, const Tensor& x, Tensor& out) {
   const int64_t L = x.dim(0), D = x.dim(1);
   reshape(out, L, D);
   const float* weight = w.weight.data.data();
   const float* bias = w.bias.empty() ? nullptr : w.bias.data.data();
-  const bool plus_one = kind == HfNorm::RmsNormPlusOne;
+  const bool plus_one = kind == Norm::RmsNormPlusOne;
 #pragma omp parallel for if (L * D >= kThreadedWork)
   for (int64_t t = 0; t < L; ++t) {
     const float* row = &x.data[t * D];
-    if (kind == HfNorm::LayerNormFloatAffine) {
+    if (kind == Norm::LayerNormFloatAffine) {
       floatAffineLayerNorm(row, D, weight, bias, eps, &out.data[t * D]);
       continue;
     }
     const double mean =
-        kind == HfNorm::LayerNorm ? rowSum(row, D, [](float v) { return double{v}; }) / static_cast<double>(D) : 0.0;
+        kind == Norm::LayerNorm ? rowSum(row, D, [](float v) { return double{v}; }) / static_cast<double>(D) : 0.0;
     const double var = rowSum(row, D, [mean](float v) { return (v - mean) * (v - mean); });
     const double inv = 1.0 / std::sqrt(var / static_cast<double>(D) + eps);
     float* o = &out.data[t * D];
@@ -170,7 +170,7 @@ void ModelRunner::attention(int64_t i, const Tensor& input, const std::vector<st
 void ModelRunner::mlp(const LayerWeights& w, const Tensor& input, Tensor& out) {
   const ModelConfig& c = model_->config;
   linear(input, w.up, up_);
-  if (c.family->mlp == HfMlp::Gated) {
+  if (c.family->mlp == Mlp::Gated) {
     linear(input, w.gate, gate_);
     gateAll(c.activation, gate_.data.data(), up_.data.data(), static_cast<int64_t>(up_.data.size()));
   } else {
@@ -183,8 +183,8 @@ void ModelRunner::layer(int64_t i, const std::vector<std::string>& labels) {
   const Model& m = *model_;
   const ModelConfig& c = m.config;
   const LayerWeights& w = m.layers[i];
-  const HfNorm kind = c.family->norm;
-  if (c.family->residual == HfResidual::PostNorm) {  // BERT: x = n1(x + attn(x)); x = n2(x + mlp(x))
+  const Norm kind = c.family->norm;
+  if (c.family->residual == Residual::PostNorm) {  // BERT: x = n1(x + attn(x)); x = n2(x + mlp(x))
     attention(i, x_, labels, a_);
     addInto(a_, x_);
     applyNorm(kind, w.attn_norm, c.norm_eps, a_, x_);

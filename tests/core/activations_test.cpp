@@ -12,18 +12,18 @@
 namespace attnscope {
 namespace {
 
-double reference(HfActivation kind, double x) {
+double reference(Activation kind, double x) {
   switch (kind) {
-    case HfActivation::GeluErf: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
-    case HfActivation::GeluTanh: return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
-    case HfActivation::Silu: return x / (1.0 + std::exp(-x));
+    case Activation::GeluErf: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case Activation::GeluTanh: return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    case Activation::Silu: return x / (1.0 + std::exp(-x));
   }
   return x;
 }
 
 struct ActCase {
   const char* name;
-  HfActivation kind;
+  Activation kind;
   int64_t n;
   float spread;
 };
@@ -49,11 +49,11 @@ TEST_P(Activations, MatchFloat64Reference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, Activations,
-                         ::testing::Values(ActCase{"gelu_tanh_tail", HfActivation::GeluTanh, 1037, 3.0f},
-                                           ActCase{"gelu_tanh_short", HfActivation::GeluTanh, 3, 1.0f},
-                                           ActCase{"gelu_erf", HfActivation::GeluErf, 515, 3.0f},
-                                           ActCase{"silu_tail", HfActivation::Silu, 1029, 4.0f},
-                                           ActCase{"silu_wide", HfActivation::Silu, 4096, 20.0f}),
+                         ::testing::Values(ActCase{"gelu_tanh_tail", Activation::GeluTanh, 1037, 3.0f},
+                                           ActCase{"gelu_tanh_short", Activation::GeluTanh, 3, 1.0f},
+                                           ActCase{"gelu_erf", Activation::GeluErf, 515, 3.0f},
+                                           ActCase{"silu_tail", Activation::Silu, 1029, 4.0f},
+                                           ActCase{"silu_wide", Activation::Silu, 4096, 20.0f}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -79,12 +79,12 @@ TEST(ModelConfig, BothSpellingsGiveTheSameRun) {
 TEST(ModelConfig, TraitsComeFromTheRegistry) {
   const ModelConfig gemma = parse("gemma2", R"("head_dim": 16, "query_pre_attn_scalar": 256, "attn_logit_softcapping": 50.0,
                                            "final_logit_softcapping": 30.0)");
-  EXPECT_EQ(gemma.family->norm, HfNorm::RmsNormPlusOne);
+  EXPECT_EQ(gemma.family->norm, Norm::RmsNormPlusOne);
   EXPECT_TRUE(gemma.tied);
   EXPECT_DOUBLE_EQ(gemma.attn_scale, 1.0 / 16.0);
   EXPECT_EQ(gemma.attn_softcap.value_or(0), 50.0);
   EXPECT_EQ(gemma.final_softcap.value_or(0), 30.0);
-  EXPECT_EQ(gemma.activation, HfActivation::GeluTanh);
+  EXPECT_EQ(gemma.activation, Activation::GeluTanh);
   const ModelConfig qwen = parse("qwen2", "");
   EXPECT_TRUE(qwen.qkv_bias);
   EXPECT_FALSE(qwen.o_bias);

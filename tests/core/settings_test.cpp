@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/settings.h"
+#include "attention/positional_encoding.h"
 #include "config/text_input.h"
 
 namespace attnscope {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "attention/positional_encoding.h"
 #include "config/text_input.h"
 
 namespace attnscope {

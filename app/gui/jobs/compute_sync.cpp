@@ -1,7 +1,5 @@
 #include "gui/jobs/compute_sync.h"
 
-#include "gui/shell/app_state.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -23,26 +21,25 @@ namespace {
 // A cancelled or failed load: the model fields go back to the shown model's (posted as such,
 // so the maps shown are current again; its weights load again on the next run that needs
 // them). False when nothing is shown yet (the maps stay empty).
-bool returnToShownModel(AppState& state) {
-  ComputeState& c = state.compute;
+bool returnToShownModel(ComputeState& c, Settings& settings) {
   if (!c.view) return false;
-  state.settings.source = c.shown_settings.source;
-  state.settings.model = c.shown_settings.model;
-  state.settings.model_text = c.shown_settings.model_text;
-  c.posted_settings = state.settings;
+  settings.source = c.shown_settings.source;
+  settings.model = c.shown_settings.model;
+  settings.model_text = c.shown_settings.model_text;
+  c.posted_settings = settings;
   c.cancelled = false;
-  saveLater(state);
   return true;
 }
 
 // A folder whose weights failed to load while another model is shown: that model stays, as
 // after a cancelled load; the error goes to load_error (the Open dialog shows it), not to
 // the maps, which stay current. The result is kept without its error.
-std::shared_ptr<const ComputeResult> keepShownModel(AppState& state, std::shared_ptr<const ComputeResult> result) {
-  ComputeState& c = state.compute;
+std::shared_ptr<const ComputeResult> keepShownModel(ComputeState& c, Settings& settings, Received& received,
+                                                    std::shared_ptr<const ComputeResult> result) {
   c.load_failed = result->load_failed;
   c.load_error = result->error;
-  if (!returnToShownModel(state)) return result;
+  if (!returnToShownModel(c, settings)) return result;
+  received.settings_returned = true;
   ++c.load_failures;
   auto kept = std::make_shared<ComputeResult>(*result);
   kept->error.clear();
@@ -50,129 +47,119 @@ std::shared_ptr<const ComputeResult> keepShownModel(AppState& state, std::shared
   return kept;
 }
 
-// A model folder that ran: listed under Models (view.json) from now on.
-void rememberRunFolder(AppState& state, const ComputeResult& result) {
-  const Settings& s = result.settings;
-  if (result.view && s.source == InputSource::Model && s.model.find('/') != std::string::npos &&
-      rememberModel(state.view, s.model))
-    saveLater(state);
-}
-
-// The head table measured after a result: taken when it is the shown view's.
-void receiveHeadTable(AppState& state) {
-  ComputeState& c = state.compute;
+// The head table measured after a result: taken when it is the newest job's view's (c.view
+// may be that view extended with rollout / flow: layer_maps restamps the table for it).
+// True when one came.
+bool receiveHeadTable(ComputeState& c) {
   const std::shared_ptr<const HeadTableResult> measured = c.worker->pollHeadTable();
-  if (!measured) return;
+  if (!measured) return false;
   const auto shows = [&](const std::shared_ptr<const ViewModel>& view) {
     return view && measured->table && measured->table->source_stamp == view->stamp.value();
   };
-  // The newest job's view (c.view may be it extended with rollout / flow: layer_maps restamps
-  // the table for that).
   if (c.latest && (shows(c.latest->view) || shows(c.latest->correct_view))) c.head_table = measured->table;
   c.stages.head_table_ms = measured->milliseconds;
-  markStateChanged(state);
+  return true;
+}
+
+// A result with a view: what it shows, and the edit that asked for it (edit_to_maps_ms).
+void showResult(ComputeState& c, const ComputeResult& result) {
+  // Until the new view's head table comes, the last one stays where it has the same heads
+  // (its numbers a keystroke old), so the table does not blink at every keystroke.
+  const ViewModel* shown = result.view ? result.view.get() : result.correct_view.get();
+  const HeadTable* table = c.head_table.get();
+  if (shown && table && (table->layers != shown->layers || table->H != shown->H || table->B != shown->B))
+    c.head_table = nullptr;
+  if (result.view) {
+    c.view = result.view;
+    c.compute_ms = result.milliseconds;
+    c.stages = result.stages;
+    c.shown_settings = result.settings;
+    c.shown_edit.reset();
+    for (const auto& [generation, edited] : c.posted_edits)
+      if (generation == result.generation) c.shown_edit = edited;
+    c.maps_generation = result.generation;
+  }
+  // Older posts can no longer be shown (a newer job supersedes them).
+  c.posted_edits.erase(std::remove_if(c.posted_edits.begin(), c.posted_edits.end(),
+                                      [&](const auto& post) { return post.first <= result.generation; }),
+                       c.posted_edits.end());
 }
 
 }  // namespace
 
-bool receiveResult(AppState& state) {
-  ComputeState& c = state.compute;
+Received receiveResult(ComputeState& c, Settings& settings) {
   std::shared_ptr<const ComputeResult> result = c.worker->poll();
+  Received received;
   if (!result) {
-    receiveHeadTable(state);
-    return false;
+    received.table = receiveHeadTable(c);
+    return received;
   }
-  if (!result->load_failed.empty()) result = keepShownModel(state, std::move(result));
+  received.taken = true;
+  if (!result->load_failed.empty()) result = keepShownModel(c, settings, received, std::move(result));
   c.cancelled = result->cancelled;
   if (!result->cancelled) c.facts = result->facts;  // a cancelled job's sizes were never shown
-  rememberRunFolder(state, *result);
-  // Until the new view's head table comes, the last one stays where it has the same heads
-  // (its numbers a keystroke old), so the table does not blink at every keystroke.
-  const ViewModel* shown = result->view ? result->view.get() : result->correct_view.get();
-  const HeadTable* table = c.head_table.get();
-  if (shown && table && (table->layers != shown->layers || table->H != shown->H || table->B != shown->B))
-    c.head_table = nullptr;
-  if (result->view) {
-    c.view = result->view;
-    c.compute_ms = result->milliseconds;
-    c.stages = result->stages;
-    c.shown_settings = result->settings;
-    c.shown_edit.reset();
-    for (const auto& [generation, edited] : c.posted_edits)
-      if (generation == result->generation) c.shown_edit = edited;
-    c.maps_generation = result->generation;
-  }
-  // Older posts can no longer be shown (a newer job supersedes them).
-  c.posted_edits.erase(std::remove_if(c.posted_edits.begin(), c.posted_edits.end(),
-                                      [&](const auto& post) { return post.first <= result->generation; }),
-                       c.posted_edits.end());
+  const Settings& s = result->settings;
+  if (result->view && s.source == InputSource::Model && s.model.find('/') != std::string::npos) received.ran_folder = s.model;
+  showResult(c, *result);
   if (!result->load_cancelled.empty()) {
     c.load_cancelled = result->load_cancelled;
-    returnToShownModel(state);
+    received.settings_returned = returnToShownModel(c, settings) || received.settings_returned;
   }
   c.latest = std::move(result);
-  receiveHeadTable(state);  // after the view it was measured on
-  markStateChanged(state);
+  received.table = receiveHeadTable(c);  // after the view it was measured on
+  return received;
+}
+
+bool postIfSettingsChanged(ComputeState& c, const Settings& settings, const ComputeAsk& ask) {
+  if (ask.hold) return false;
+  // Opening the stepper asks for the decoding of the same settings, opening the Logit lens
+  // tab for the lens past its budget (the run keeps its residuals).
+  if (c.posted_generation != 0 && !computeSettingsDiffer(settings, c.posted_settings) &&
+      (!ask.decode || c.posted_decode) && (!ask.lens || c.posted_lens))
+    return false;
+  recomputeNow(c, settings, ask);
   return true;
 }
 
-void postIfSettingsChanged(AppState& state, const ComputeAsk& ask) {
-  ComputeState& c = state.compute;
-  if (ask.hold) return;
-  // Opening the stepper asks for the decoding of the same settings, opening the Logit lens
-  // tab for the lens past its budget (the run keeps its residuals).
-  if (c.posted_generation != 0 && !computeSettingsDiffer(state.settings, c.posted_settings) &&
-      (!ask.decode || c.posted_decode) && (!ask.lens || c.posted_lens))
-    return;
-  recomputeNow(state, ask);
-}
-
-void recomputeNow(AppState& state, const ComputeAsk& ask) {
-  ComputeState& c = state.compute;
-  c.posted_settings = state.settings;
+void recomputeNow(ComputeState& c, const Settings& settings, const ComputeAsk& ask) {
+  c.posted_settings = settings;
   c.posted_decode = ask.decode;
   c.posted_lens = ask.lens;
-  c.posted_generation = c.worker->post(state.settings, ask.decode, ask.logit_rows, ask.lens);
+  c.posted_generation = c.worker->post(settings, ask.decode, ask.logit_rows, ask.lens);
   c.posted_at = std::chrono::steady_clock::now();
   c.posted_edits.emplace_back(c.posted_generation, c.frame_started);
   c.cancelled = false;  // the maps shown stay, marked in progress instead
   c.load_cancelled.clear();
   c.load_failed.clear();
-  markStateChanged(state);
 }
 
-void noteMapsDrawn(AppState& state) {
-  ComputeState& c = state.compute;
-  if (!c.shown_edit) return;
+bool noteMapsDrawn(ComputeState& c) {
+  if (!c.shown_edit) return false;
   c.edit_to_maps_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - *c.shown_edit).count();
   c.shown_edit.reset();
-  markStateChanged(state);
+  return true;
 }
 
-void cancelCompute(AppState& state) {
-  if (state.compute.progress < 0.0) return;  // nothing cancellable runs
-  state.compute.worker->cancel();
-  markStateChanged(state);
+bool cancelCompute(ComputeState& c) {
+  if (c.progress < 0.0) return false;  // nothing cancellable runs
+  c.worker->cancel();
+  return true;
 }
 
-void updateBusy(AppState& state) {
-  ComputeState& c = state.compute;
+bool updateBusy(ComputeState& c) {
   const double fraction = c.pending() ? c.worker->progress() : -1.0;
   const double progress = fraction < 0.0 ? -1.0 : std::floor(fraction * 100.0) / 100.0;
   const bool loading = progress >= 0.0 && c.worker->loading();
-  if (progress != c.progress || loading != c.loading) {
-    c.progress = progress;
-    c.loading = loading;
-    markStateChanged(state);
-  }
+  const bool changed = progress != c.progress || loading != c.loading;
+  c.progress = progress;
+  c.loading = loading;
   const bool busy = c.pending() && std::chrono::steady_clock::now() - c.posted_at > kSpinnerDelay;
-  if (busy == c.busy) return;
+  if (busy == c.busy) return changed;
   c.busy = busy;
-  markStateChanged(state);
+  return true;
 }
 
-void computeToJson(const AppState& state, nlohmann::json& line) {
-  const ComputeState& c = state.compute;
+void computeToJson(const ComputeState& c, nlohmann::json& line) {
   line["generation"] = c.traceGeneration();
   line["pending"] = c.pending();
   line["error"] = c.error();

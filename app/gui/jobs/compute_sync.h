@@ -18,8 +18,6 @@
 
 namespace attnscope {
 
-struct AppState;
-
 struct ComputeState {
   std::unique_ptr<ComputeWorker> worker;
   // the job posted last
@@ -102,25 +100,37 @@ struct ComputeAsk {
   bool hold = false;  // a draft blocks the run (postIfSettingsChanged posts nothing)
 };
 
-// Takes the worker's newest result, if any; true when one was taken (the shell then clamps
-// the views to it).
-bool receiveResult(AppState& state);
-// Posts the settings when they differ from the last posted job's (or nothing was posted).
-void postIfSettingsChanged(AppState& state, const ComputeAsk& ask);
+// These return what changed; the shell applies it (a state-log line, saving the settings,
+// the views clamped to a new result). None reads more of the app than it is given.
+
+// What receiveResult did.
+struct Received {
+  bool taken = false;             // a new result: the shell clamps the views to it
+  bool settings_returned = false;  // a cancelled or failed load put the shown model back into `settings`
+  std::string ran_folder;          // a model folder that ran: the Models list remembers it
+  bool table = false;              // the head table of a view came (a state-log line)
+};
+// Takes the worker's newest result, if any.
+Received receiveResult(ComputeState& c, Settings& settings);
+// Posts the settings when they differ from the last posted job's (or nothing was posted);
+// true when it posted.
+bool postIfSettingsChanged(ComputeState& c, const Settings& settings, const ComputeAsk& ask);
 // The frame begins: its input is the edit a post of this frame answers.
 inline void startFrame(ComputeState& c) { c.frame_started = std::chrono::steady_clock::now(); }
-// The frame that first showed a new view was drawn: edit_to_maps_ms.
-void noteMapsDrawn(AppState& state);
+// The frame that first showed a new view was drawn: edit_to_maps_ms; true when it was that frame.
+bool noteMapsDrawn(ComputeState& c);
 // Shows the spinner once a recompute has run for ~100 ms; follows a tiled overview's progress.
-void updateBusy(AppState& state);
+// True when either changed.
+bool updateBusy(ComputeState& c);
 // Stops a tiled overview in progress (Cancel button, Escape); the maps shown stay, marked stale.
 // Stops a model folder's load the same way; the settings then return to the shown model's
 // (as they do when a load fails, receiveResult).
-void cancelCompute(AppState& state);
+// True when something was cancelled.
+bool cancelCompute(ComputeState& c);
 // Posts the settings again, changed or not (after a cancel).
-void recomputeNow(AppState& state, const ComputeAsk& ask);
+void recomputeNow(ComputeState& c, const Settings& settings, const ComputeAsk& ask);
 
 // State-log keys: generation, pending, error, maps_stale, busy, progress, loading, cancelled, load_cancelled, load_failed, load_error, compute_runs, projections_reused, raw_scores_reused, compute_ms, edit_to_maps_ms, maps_generation, stages; the shown result's sizes, variants and mask components.
-void computeToJson(const AppState& state, nlohmann::json& line);
+void computeToJson(const ComputeState& c, nlohmann::json& line);
 
 }  // namespace attnscope

@@ -1,7 +1,5 @@
 #include "gui/jobs/export_jobs.h"
 
-#include "gui/shell/app_state.h"
-
 #include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -91,76 +89,73 @@ ExportOutcome runJob(ExportRun& run, const ExportWorker::Job&) {
 
 }  // namespace
 
-void showToast(AppState& state, std::string text, bool error) {
-  state.exports.toast = Toast{std::move(text), error,
+void showToast(ExportState& exports, std::string text, bool error) {
+  exports.toast = Toast{std::move(text), error,
                       std::chrono::steady_clock::now() + (error ? kErrorToastTime : kToastTime)};
-  markStateChanged(state);
+  exports.log_pending = true;
 }
 
 namespace {
 
-void finishJob(AppState& state, ExportOutcome outcome) {
-  ++state.exports.count;
+void finishJob(ExportState& exports, ExportOutcome outcome) {
+  ++exports.count;
   if (outcome.error.empty() && !outcome.paths.empty()) {
     std::string text = "Saved to " + fs::path(outcome.paths.front()).parent_path().string() + "/";
     for (const std::string& path : outcome.paths) text += "\n  " + fs::path(path).filename().string();
-    showToast(state, text, false);
+    showToast(exports, text, false);
   } else {
-    showToast(state, "Export failed: " + outcome.error, true);
+    showToast(exports, "Export failed: " + outcome.error, true);
   }
-  state.exports.last = std::move(outcome);
-  markStateChanged(state);
+  exports.last = std::move(outcome);
+  exports.log_pending = true;
 }
 
-void startJob(AppState& state, ExportJob job) {
-  ExportState& e = state.exports;
-  e.running_kind = job.kind;
+void startJob(ExportState& e, ExportRun run) {
+  e.running_kind = run.job.kind;
   e.started = std::chrono::steady_clock::now();
   if (!e.worker) e.worker = std::make_unique<ExportWorker>(runJob, JobOptions{JobPolicy::Queue});
-  e.worker->post({std::move(job), state.settings, state.view.focus, state.compute.view});
-  markStateChanged(state);
+  e.worker->post(std::move(run));
+  e.log_pending = true;
 }
 
 }  // namespace
 
 bool exportBusy(const ExportState& exports) { return exports.running() || !exports.queue.empty(); }
 
-void requestFigureExport(AppState& state, const std::string& what) {
-  const std::string kind = what == "view" ? mapKindName(state.view.map_kind) : what;
+void requestFigureExport(ExportState& exports, const ViewState& view, const std::string& what) {
+  const std::string kind = what == "view" ? mapKindName(view.map_kind) : what;
   // The focus view's maps export what is on screen: its zoomed window when zoomed (the HTML
   // page stores that window exactly beside its maps).
   const bool focus_map = kind == "probs" || kind == "scores" || kind == "html";
   ExportJob job;
   job.kind = kind;
-  job.zoom = focus_map ? state.view.zoom : CellWindow{};
-  job.full_resolution = state.exports.full_resolution_atlas;
-  queueExport(state, std::move(job));
+  job.zoom = focus_map ? view.zoom : CellWindow{};
+  job.full_resolution = exports.full_resolution_atlas;
+  queueExport(exports, std::move(job));
 }
 
-void queueExport(AppState& state, ExportJob job) {
-  state.exports.queue.push_back(std::move(job));
-  markStateChanged(state);
+void queueExport(ExportState& exports, ExportJob job) {
+  exports.queue.push_back(std::move(job));
+  exports.log_pending = true;
 }
 
-void requestScreenshotExport(AppState& state, RgbImage window) {
+void requestScreenshotExport(ExportState& exports, RgbImage window) {
   ExportJob job;
   job.kind = "screenshot";
   job.window = std::move(window);
-  queueExport(state, std::move(job));
+  queueExport(exports, std::move(job));
 }
 
-void updateExports(AppState& state) {
-  ExportState& e = state.exports;
-  const ComputeState& c = state.compute;
+void updateExports(ExportState& e, const ComputeState& c, const Settings& settings, const ViewFocus& focus) {
   const auto now = std::chrono::steady_clock::now();
   if (e.toast && now > e.toast->until) {
     e.toast.reset();
-    markStateChanged(state);
+    e.log_pending = true;
   }
   if (e.running()) {
     const std::shared_ptr<const ExportOutcome> outcome = e.worker->poll();
     if (!outcome) return;
-    finishJob(state, *outcome);
+    finishJob(e, *outcome);
   }
   if (e.queue.empty()) return;
   if (e.queue.front().kind != "screenshot") {
@@ -171,22 +166,21 @@ void updateExports(AppState& state) {
       outcome.kind = e.queue.front().kind;
       outcome.error = c.error().empty() ? "nothing computed yet" : "the current settings do not compute: " + c.error();
       e.queue.pop_front();
-      finishJob(state, std::move(outcome));
+      finishJob(e, std::move(outcome));
       return;
     }
   }
   ExportJob job = std::move(e.queue.front());
   e.queue.pop_front();
-  startJob(state, std::move(job));
+  startJob(e, {std::move(job), settings, focus, c.view});
 }
 
 void finishExports(ExportState& exports) {
   exports.worker.reset();  // joins the export thread: a running job ends, never half-written
 }
 
-void exportsToJson(const AppState& state, nlohmann::json& line) {
-  const ExportState& e = state.exports;
-  line["export_dir"] = exportFolder(state.settings);
+void exportsToJson(const ExportState& e, const Settings& settings, nlohmann::json& line) {
+  line["export_dir"] = exportFolder(settings);
   line["exporting"] = exportBusy(e);
   line["export_count"] = e.count;
   line["export_full_resolution"] = e.full_resolution_atlas;

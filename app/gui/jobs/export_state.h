@@ -66,6 +66,7 @@ struct ExportState {
   bool screenshot_requested = false;        // read the window after this frame renders
   bool full_resolution_atlas = false;       // the Export section's checkbox (this session only)
   std::optional<Toast> toast;
+  bool log_pending = false;                 // its state-log keys changed (the shell writes a line)
   bool running() const { return worker && worker->busy(); }  // a job runs or waits to be taken
 };
 

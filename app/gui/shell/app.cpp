@@ -21,7 +21,7 @@
 #include "gui/jobs/export_jobs.h"
 #include "gui/gui.h"
 #include "gui/shell/panels.h"
-#include "gui/features/persistence/persistence.h"
+#include "gui/shell/persistence.h"
 #include "gui/shell/scripting.h"
 #include "gui/shell/shortcuts.h"
 #include "gui/shell/typing_bench.h"
@@ -57,13 +57,25 @@ std::string windowTitle(const AppState& state) {
   return title;
 }
 
+// A new compute result (jobs/compute_sync.h): a state-log line, the settings saved when a
+// cancelled load put the shown model back, and the views clamped to it.
+void applyComputeResult(AppState& state) {
+  const Received received = receiveResult(state.compute, state.settings);
+  if (received.settings_returned) saveLater(state);
+  if (!received.ran_folder.empty() && rememberModel(state.view, received.ran_folder)) saveLater(state);  // view.json
+  if (received.table) markStateChanged(state);
+  if (!received.taken) return;
+  markStateChanged(state);
+  followResult(state);
+}
+
 // Before drawing: results, exports, spinner, textures and title follow the latest state.
 void updateBeforeFrame(GLFWwindow* window, AppState& state) {
   startFrame(state.compute);
-  if (receiveResult(state)) followResult(state);
+  applyComputeResult(state);
   updateShownResult(state);  // a generation shown, rollout / flow: what every view shows
-  updateExports(state);
-  updateBusy(state);
+  updateExports(state.exports, state.compute, state.settings, state.view.focus);
+  if (updateBusy(state.compute)) markStateChanged(state);
   GpuState& gpu = state.gpu;
   const int64_t b = state.view.focus.batch_item;
   const auto upload_started = std::chrono::steady_clock::now();
@@ -130,7 +142,7 @@ void renderFrame(AppState& state, int width, int height) {
   gpu.draw_params.clear();
   if (state.exports.screenshot_requested) {
     state.exports.screenshot_requested = false;
-    requestScreenshotExport(state, readWindowPixels(width, height));
+    requestScreenshotExport(state.exports, readWindowPixels(width, height));
   }
 }
 
@@ -182,7 +194,7 @@ int runFrameLoop(GLFWwindow* window, const AppOptions& options, AppState& state,
     ImGui::NewFrame();
     drawPanels(state);
     ImGui::Render();
-    postIfSettingsChanged(state, computeAsk(state));
+    if (postIfSettingsChanged(state.compute, state.settings, computeAsk(state))) markStateChanged(state);
     noteFrameChanges(state);
 
     glfwGetFramebufferSize(window, &fb_width, &fb_height);
@@ -201,7 +213,7 @@ int runFrameLoop(GLFWwindow* window, const AppOptions& options, AppState& state,
       exit_code = 1;
     }
     presentFrame(state.gpu.redraw, window);
-    noteMapsDrawn(state);
+    if (noteMapsDrawn(state.compute)) markStateChanged(state);
     if (bench.edits > 0 && stepTypingBench(bench, state, exit_code)) state.ui.quit_requested = true;
     if (options.frame_stats) recordFrame(stats, scripted_drag);
     if (last_frame && options.frame_stats) std::printf("%s\n", frameStatsLine(stats).c_str());
@@ -250,7 +262,6 @@ int runGui(int argc, char** argv) {
     glfwPostEmptyEvent();
   });
   state.compute.worker = std::make_unique<ComputeWorker>([] { glfwPostEmptyEvent(); });
-  state.zoom_tile.worker = std::make_unique<TileWorker>();
   int fb_width = 0, fb_height = 0;
   const int exit_code = runFrameLoop(window, options, state, fb_width, fb_height, launched);
 
@@ -260,7 +271,6 @@ int runGui(int argc, char** argv) {
   finishExports(state.exports);
   finishFeatures(state);
   state.compute.worker.reset();
-  state.zoom_tile.worker.reset();
   closeAppWindow(window, state);
   return exit_code;
 }

@@ -1,26 +1,19 @@
 // The application's state: small plain structs, each owned once by AppState (one per
-// runGui) and passed to the panels by reference. Each feature's struct is declared in its
-// own header under features/ (with its update step, drawing and state-log JSON).
+// runGui) and passed to the panels by reference. The shell's own state and what several
+// features share are members; each feature's own struct is declared in its header under
+// features/ (with its update step, drawing and state-log JSON) and owned by `features`,
+// found by its type (state.feature<StepperState>()), so this header names no feature.
 //   settings  what the user sets (core Settings; saved as JSON)
-//   view      which map is focused (layer, head, batch item) and the hovered cell
+//   view      which map is focused (layer, head, batch item), the hovered cell, the pin, the zoom
 //   compute   the worker, the job posted last and the latest result
-//   compare   the compare view's A - B, cached for its picks
-//   query_focus  the query focus bars, cached for the chosen rows
-//   layer_maps  rollout / flow being built for the shown view
-//   overview  the head grid's layers x heads overview: shown or not, its metric and values
-//   exports   the export queue, the running job, the toast
+//   exports   the export service: its queue, the running job, the toast
 //   gpu       GL objects and the textures of the latest result
-//   ui        overlays, dialogs, keys pressed since the last frame, one-line notices
-//   open_dialog  the Ctrl+O dialog
-//   panel_borders  the border between panels being dragged
-//   drafts    control-panel fields that may hold invalid input (never written to settings)
-//   stepper   the KV-cache stepper panel: open, the step shown, playing
-//   predictions  the predictions panel's pin (a clicked query row)
-//   lens      the logit lens tab: shown, the hovered and the clicked cell
-//   head_scroll  the head table and grid keeping the focused head in view
-//   generate  the Generate control: its worker, the newest snapshot, Ctrl+S bundles
+//   ui        overlays, keys pressed since the last frame, one-line notices
+//   drafts    control-panel fields that may hold invalid input (read by the shape pipeline too)
+//   head_scroll  the head table and grid keeping the focused head in view (shared by both)
 //   persist   where and when the settings are saved
 //   script    the state log and widget rectangles (tests, scripting)
+//   features  every feature's own state
 #pragma once
 
 #include <atomic>
@@ -34,41 +27,39 @@
 
 #include "config/model_source.h"
 #include "config/settings.h"
-#include "gui/features/compare/compare.h"
-#include "gui/features/controls/controls.h"
-#include "gui/jobs/export_state.h"
-#include "gui/features/focus/focus.h"
-#include "gui/features/generate/generate.h"
-#include "gui/features/head_grid/head_grid.h"
-#include "gui/features/head_scroll/head_scroll.h"
-#include "gui/features/layer_maps/layer_maps.h"
-#include "gui/features/lens/lens.h"
-#include "gui/features/mask/mask.h"
-#include "gui/features/metrics/metrics.h"
-#include "gui/features/open/open_dialog.h"
-#include "gui/features/overview/overview.h"
-#include "gui/features/panel_borders/panel_borders.h"
-#include "gui/features/persistence/persistence.h"
-#include "gui/features/pipeline/pipeline.h"
-#include "gui/features/predictions/predictions.h"
-#include "gui/features/query_focus/query_focus.h"
-#include "gui/features/stepper/stepper.h"
 #include "gui/jobs/compute_sync.h"
+#include "gui/jobs/export_state.h"
 #include "gui/render/gl_resources.h"
 #include "gui/render/heatmap_widget.h"
 #include "gui/render/widget_rects.h"
+#include "gui/shell/feature_states.h"
+#include "gui/shell/head_scroll.h"
+#include "gui/shell/persistence.h"
 #include "gui/shell/view_state.h"
 
 namespace attnscope {
 
 
+// Control-panel fields that may hold invalid input (never written to settings); the shape
+// pipeline shows a typed D the heads do not divide.
+struct ControlDrafts {
+  bool size_by_model_dim = false;  // user types D and H (d = D / H) instead of d
+  int64_t typed_model_dim = 64;
+  std::string segments_input;
+  std::string control_error;       // e.g. "D=100 is not divisible by H=3"
+  int edited_section = -1;         // the section last edited (the run's error shows under it); -1: none yet
+};
+
+// A key pressed, queued until the next frame's shortcuts (shell/shortcuts.cpp).
+struct KeyPress {
+  int key = 0;   // GLFW_KEY_*
+  int mods = 0;  // GLFW_MOD_*
+};
+
 struct UiState {
-  struct KeyPress {
-    int key = 0;   // GLFW_KEY_*
-    int mods = 0;  // GLFW_MOD_*
-  };
   std::vector<KeyPress> key_presses;  // since the last frame (a fast tap can fall between frames)
   bool show_help = false;
+  bool open_requested = false;         // Ctrl+O or a button: open the Ctrl+O dialog next frame
   bool quit_requested = false;
   // Set from the signal watcher thread (SIGINT/SIGTERM): quit like Ctrl+Q, saving settings.
   std::shared_ptr<std::atomic<bool>> interrupted = std::make_shared<std::atomic<bool>>(false);
@@ -76,7 +67,6 @@ struct UiState {
   std::vector<ShippedModel> shipped_models;  // assets/models, listed once at start
   std::string notice;                  // one-line message, e.g. "settings.json ignored: ..."
   std::string window_title;
-  RopeDecayCurve rope_curve;
   LabelWidths label_widths;            // focus and compare views' axis labels
 };
 
@@ -107,24 +97,24 @@ struct AppState {
   Settings settings;
   ViewState view;
   ComputeState compute;
-  ZoomTileState zoom_tile;
-  CompareState compare;
-  QueryFocusState query_focus;
-  LayerMapsState layer_maps;
-  OverviewState overview;
   ExportState exports;
-  OpenDialogState open_dialog;
-  PanelBordersState panel_borders;
   GpuState gpu;
   UiState ui;
   ControlDrafts drafts;
-  StepperState stepper;
-  PredictionsState predictions;
-  LensState lens;
   HeadScrollState head_scroll;
-  GenerateState generate;
   PersistState persist;
   ScriptState script;
+  FeatureStates features;
+
+  // A feature's own state (features/<name>/<name>.h declares T).
+  template <typename T>
+  T& feature() {
+    return features.get<T>();
+  }
+  template <typename T>
+  const T& feature() const {
+    return features.get<T>();
+  }
 };
 
 // The view model the views show: the latest one, or the mistakes lab's correct run when
@@ -136,6 +126,29 @@ FocusLimits focusLimits(const AppState& state);
 // The one way to move the focus: clamped to focusLimits, saved with the settings, logged.
 void setFocus(AppState& state, ViewFocus wanted);
 
+// The one way to change the focus view's zoom window: clamped to the shown result's
+// [L, S] (whole map before any result), logged, not saved.
+void setZoom(AppState& state, CellWindow wanted);
+
+// The head table of the shown view; null while it is missing (or belongs to an older view).
+const HeadTable* shownHeadTable(const AppState& state);
+// The head grid wraps in the table's order ("order grid by table", a table shown, and the
+// attention maps chosen rather than rollout / flow): arrow keys then follow that order.
+bool gridFollowsTable(const AppState& state);
+
+// The mistakes lab's one-line comparison for the focused head and batch item, e.g.
+// "max |Δp| = 0.43 over head 1 (all heads: 0.51, head 3)"; "" when no correct trace.
+std::string mistakeDiffSummary(const AppState& state);
+// The focused head's max |buggy - correct| probability; -1 when not available.
+float focusedDiffMax(const AppState& state);
+
+// The head grid shows its layers x heads overview for this view (the user's choice, else
+// more than kOverviewAutoHeads heads).
+bool overviewShown(const AppState& state, const ViewModel& view);
+
+// Click a query token: choose only it; Ctrl+click: add it to (or take it out of) the choice.
+void chooseQuery(AppState& state, int64_t query, bool add);
+
 // Pins the predictions to query row `row` of the current text; unpins (follows the end of
 // the text again).
 void pinQueryRow(AppState& state, int64_t row);
@@ -144,6 +157,9 @@ void unpinQueryRow(AppState& state);
 // What the next compute job asks for beyond the settings, from each feature that wants
 // something (the stepper's decoding, the lens, the predictions' rows; a draft holds it).
 ComputeAsk computeAsk(const AppState& state);
+// Posts the settings again, changed or not, with what the features ask (after a cancel, or
+// when an edited text ends a generation whose settings were already posted).
+void recompute(AppState& state);
 // After receiveResult took a result: the focus and each feature clamp to it (the registry,
 // shell/feature_registry.cpp).
 void followResult(AppState& state);

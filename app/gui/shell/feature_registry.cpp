@@ -5,9 +5,24 @@
 // frame). The shell's own windows (status bar, help, toast, notice) are rows too, for that order.
 #include "gui/shell/feature_registry.h"
 
-#include <optional>
+#include <cstring>
 
-#include "gui/shell/panels.h"
+#include "gui/features/compare/compare.h"
+#include "gui/features/controls/controls.h"
+#include "gui/features/focus/focus.h"
+#include "gui/features/focus/layer_maps.h"
+#include "gui/features/generate/generate.h"
+#include "gui/features/head_grid/head_grid.h"
+#include "gui/features/head_grid/overview.h"
+#include "gui/features/lens/lens.h"
+#include "gui/features/mask/mask.h"
+#include "gui/features/metrics/metrics.h"
+#include "gui/features/open/open_dialog.h"
+#include "gui/features/panel_borders/panel_borders.h"
+#include "gui/features/pipeline/pipeline.h"
+#include "gui/features/predictions/predictions.h"
+#include "gui/features/query_focus/query_focus.h"
+#include "gui/features/stepper/stepper.h"
 
 namespace attnscope {
 namespace {
@@ -17,39 +32,43 @@ struct Feature {
   const char* name;
   void (*update_shown)(AppState&);             // changes the result the views show
   void (*update)(AppState&);                   // follows the shown result and the user's choices
-  void (*follow_result)(AppState&);            // a new compute result arrived
+  void (*follow_result)(AppState&);            // a new result is shown
   void (*ask)(const AppState&, ComputeAsk&);   // what the next compute job should bring
   bool (*busy)(const AppState&);               // work of its own in flight
-  void (*draw)(AppState&);                     // its window, or its tab of tab_of's panel
-  std::optional<Panel> tab_of;
+  // Its keys: true when it took the press (shell/shortcuts.cpp: Ctrl+S even while typing,
+  // Escape when no overlay took it, the rest while no text box has the keyboard).
+  bool (*key)(AppState&, const KeyPress&);
+  void (*draw)(AppState&);                     // its window, or its part of part_of's panel
+  const char* part_of;                         // a panel's row name: drawn by that panel (a tab, a section)
   void (*to_json)(const AppState&, nlohmann::json&);  // its state-log keys
   void (*finish)(AppState&);                   // at shutdown
+  PanelPlace place;                            // a panel's default place (shell/panels.h)
 };
 
 // clang-format off
 constexpr Feature kFeatures[] = {
-//  name             update_shown      update              follow_result      ask                busy                     draw                 tab_of              to_json              finish
-  {"generate",       updateGeneration, nullptr,            nullptr,           nullptr,           generationRunning,       nullptr,             {},                 generateToJson,      finishGeneration},
-  {"layer_maps",     updateLayerMaps,  nullptr,            nullptr,           nullptr,           nullptr,                 nullptr,             {},                 layerMapsToJson,     finishLayerMaps},
-  {"panel_borders",  nullptr,          nullptr,            nullptr,           nullptr,           nullptr,                 updatePanelBorders,  {},                 panelBordersToJson,  nullptr},
-  {"controls",       nullptr,          nullptr,            nullptr,           askControls,       nullptr,                 drawControlPanel,    {},                 controlsToJson,      nullptr},
-  {"metrics",        nullptr,          updateHeadOrder,    nullptr,           nullptr,           nullptr,                 drawMetricsPanel,    {},                 headTableToJson,     nullptr},
-  {"head_grid",      nullptr,          nullptr,            nullptr,           nullptr,           nullptr,                 drawHeadGridPanel,   {},                 headGridToJson,      nullptr},
-  {"head_scroll",    nullptr,          nullptr,            nullptr,           nullptr,           nullptr,                 nullptr,             {},                 headScrollToJson,    nullptr},
-  {"overview",       nullptr,          updateOverview,     nullptr,           nullptr,           nullptr,                 nullptr,             {},                 overviewToJson,      nullptr},
-  {"focus",          nullptr,          updateZoomView,     followResultInFocus, nullptr,         zoomTilePending,         drawFocusPanel,      {},                 focusToJson,         nullptr},
-  {"compare",        nullptr,          updateComparison,   nullptr,           nullptr,           nullptr,                 nullptr,             {},                 compareToJson,       nullptr},
-  {"query_focus",    nullptr,          updateQueryFocus,   nullptr,           nullptr,           nullptr,                 nullptr,             {},                 queryFocusToJson,    nullptr},
-  {"predictions",    nullptr,          updatePredictions,  nullptr,           askLogitRows,      laterPredictionsPending, drawPredictionsPanel, {},                predictionsToJson,   nullptr},
-  {"lens",           nullptr,          updateLens,         nullptr,           askLens,           nullptr,                 drawLensTab,         Panel::Predictions, lensToJson,          nullptr},
-  {"mask",           nullptr,          nullptr,            nullptr,           nullptr,           nullptr,                 drawMaskPanel,       {},                 maskToJson,          nullptr},
-  {"pipeline",       nullptr,          nullptr,            nullptr,           nullptr,           nullptr,                 drawPipelinePanel,   {},                 nullptr,             nullptr},
-  {"stepper",        nullptr,          advanceStepperPlay, clampStep,         askDecode,         stepperPlaying,          drawStepperPanel,    {},                 stepperToJson,       nullptr},
-  {"status_bar",     nullptr,          nullptr,            nullptr,           nullptr,           nullptr,                 drawStatusBar,       {},                 nullptr,             nullptr},
-  {"help",           nullptr,          nullptr,            nullptr,           nullptr,           nullptr,                 drawHelpOverlay,     {},                 nullptr,             nullptr},
-  {"open_dialog",    nullptr,          nullptr,            nullptr,           nullptr,           nullptr,                 drawOpenDialog,      {},                 openDialogToJson,    nullptr},
-  {"toast",          nullptr,          nullptr,            nullptr,           nullptr,           nullptr,                 drawToast,           {},                 nullptr,             nullptr},
-  {"notice",         nullptr,          nullptr,            nullptr,           nullptr,           nullptr,                 drawNotice,          {},                 nullptr,             nullptr},
+//  name             update_shown      update              follow_result        ask           busy                     key             draw                  part_of        to_json              finish            place
+  {"generate",       updateGeneration, nullptr,            nullptr,             nullptr,      generationRunning,       generateKey,    drawGenerateSection,  "controls",    generateToJson,      finishGeneration, {}},
+  {"layer_maps",     updateLayerMaps,  nullptr,            nullptr,             nullptr,      nullptr,                 nullptr,        nullptr,              nullptr,       layerMapsToJson,     finishLayerMaps,  {}},
+  {"panel_borders",  nullptr,          nullptr,            nullptr,             nullptr,      nullptr,                 nullptr,        updatePanelBorders,   nullptr,       panelBordersToJson,  nullptr,          {}},
+  {"controls",       nullptr,          nullptr,            nullptr,             askControls,  nullptr,                 nullptr,        drawControlPanel,     nullptr,       controlsToJson,      nullptr,          {Column::Left, 0}},
+  {"metrics",        nullptr,          updateHeadOrder,    nullptr,             nullptr,      nullptr,                 nullptr,        drawMetricsPanel,     nullptr,       headTableToJson,     nullptr,          {Column::Centre, 0, nullptr, metricsWidth}},
+  {"head_grid",      nullptr,          nullptr,            nullptr,             nullptr,      nullptr,                 nullptr,        drawHeadGridPanel,    nullptr,       headGridToJson,      nullptr,          {Column::Centre, 0}},
+  {"head_scroll",    nullptr,          nullptr,            nullptr,             nullptr,      nullptr,                 nullptr,        nullptr,              nullptr,       headScrollToJson,    nullptr,          {}},
+  {"overview",       nullptr,          updateOverview,     nullptr,             nullptr,      nullptr,                 nullptr,        nullptr,              nullptr,       overviewToJson,      nullptr,          {}},
+  {"focus",          nullptr,          updateZoomView,     followResultInFocus, nullptr,      zoomTilePending,         nullptr,        drawFocusPanel,       nullptr,       focusToJson,         nullptr,          {Column::Centre, 10, focusHeight}},
+  {"compare",        nullptr,          updateComparison,   nullptr,             nullptr,      nullptr,                 nullptr,        drawComparePanel,     "focus",       compareToJson,       nullptr,          {}},
+  {"query_focus",    nullptr,          updateQueryFocus,   nullptr,             nullptr,      nullptr,                 nullptr,        drawQueryFocusPanel,  "focus",       queryFocusToJson,    nullptr,          {}},
+  {"predictions",    nullptr,          updatePredictions,  nullptr,             askLogitRows, laterPredictionsPending, nullptr,        drawPredictionsPanel, nullptr,       predictionsToJson,   nullptr,          {Column::Right, 0, predictionsHeight, nullptr, showsPredictions}},
+  {"lens",           nullptr,          updateLens,         nullptr,             askLens,      nullptr,                 nullptr,        drawLensTab,          "predictions", lensToJson,          nullptr,          {}},
+  {"mask",           nullptr,          nullptr,            nullptr,             nullptr,      nullptr,                 nullptr,        drawMaskPanel,        nullptr,       maskToJson,          nullptr,          {Column::Right, 10, maskHeight}},
+  {"pipeline",       nullptr,          nullptr,            nullptr,             nullptr,      nullptr,                 nullptr,        drawPipelinePanel,    nullptr,       nullptr,             nullptr,          {Column::Right, 30}},
+  {"stepper",        nullptr,          advanceStepperPlay, clampStep,           askDecode,    stepperPlaying,          stepperKey,     drawStepperPanel,     nullptr,       stepperToJson,       nullptr,          {Column::Right, 20, stepperHeight, nullptr, stepperOpen}},
+  {"status_bar",     nullptr,          nullptr,            nullptr,             nullptr,      nullptr,                 nullptr,        drawStatusBar,        nullptr,       nullptr,             nullptr,          {}},
+  {"help",           nullptr,          nullptr,            nullptr,             nullptr,      nullptr,                 nullptr,        drawHelpOverlay,      nullptr,       nullptr,             nullptr,          {}},
+  {"open_dialog",    nullptr,          nullptr,            nullptr,             nullptr,      nullptr,                 openDialogKey,  drawOpenDialog,       nullptr,       openDialogToJson,    nullptr,          {}},
+  {"toast",          nullptr,          nullptr,            nullptr,             nullptr,      nullptr,                 nullptr,        drawToast,            nullptr,       nullptr,             nullptr,          {}},
+  {"notice",         nullptr,          nullptr,            nullptr,             nullptr,      nullptr,                 nullptr,        drawNotice,           nullptr,       nullptr,             nullptr,          {}},
 };
 // clang-format on
 
@@ -82,14 +101,36 @@ bool featuresBusy(const AppState& state) {
   return false;
 }
 
-void drawFeatures(AppState& state) {
+bool featuresKey(AppState& state, const KeyPress& press) {
   for (const Feature& feature : kFeatures)
-    if (feature.draw && !feature.tab_of) feature.draw(state);
+    if (feature.key && feature.key(state, press)) return true;
+  return false;
 }
 
-void drawPanelTabs(AppState& state, Panel panel) {
+void drawFeatures(AppState& state) {
   for (const Feature& feature : kFeatures)
-    if (feature.draw && feature.tab_of == panel) feature.draw(state);
+    if (feature.draw && !feature.part_of) feature.draw(state);
+}
+
+void drawPanelParts(AppState& state, const char* panel) {
+  for (const Feature& feature : kFeatures)
+    if (feature.draw && feature.part_of && std::strcmp(feature.part_of, panel) == 0) feature.draw(state);
+}
+
+void drawPanelPart(AppState& state, const char* panel, const char* part) {
+  for (const Feature& feature : kFeatures)
+    if (feature.draw && feature.part_of && std::strcmp(feature.part_of, panel) == 0 && std::strcmp(feature.name, part) == 0)
+      feature.draw(state);
+}
+
+const std::vector<PanelRow>& registeredPanels() {
+  static const std::vector<PanelRow> panels = [] {
+    std::vector<PanelRow> rows;
+    for (const Feature& feature : kFeatures)
+      if (feature.place.column != Column::None) rows.push_back({feature.name, feature.place});
+    return rows;
+  }();
+  return panels;
 }
 
 void featuresToJson(const AppState& state, nlohmann::json& line) { forEach(&Feature::to_json, state, line); }

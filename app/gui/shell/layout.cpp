@@ -1,10 +1,93 @@
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <vector>
 
+#include "gui/shell/feature_registry.h"
 #include "gui/shell/panels.h"
 
 namespace attnscope {
 namespace {
+
+// The columns over the panel area (the window minus the status line): x and width by Column.
+struct Columns {
+  ImVec2 origin;
+  float body_h = 0;
+  float x[4] = {}, w[4] = {};
+};
+
+float statusHeight() { return std::floor(ImGui::GetFrameHeight() + 8.0f); }
+
+Columns columns(const AppState& state) {
+  const ImGuiViewport* viewport = ImGui::GetMainViewport();
+  Columns c;
+  c.origin = viewport->WorkPos;
+  const float width = viewport->WorkSize.x;
+  c.body_h = viewport->WorkSize.y - statusHeight();
+  const PanelSizes& chosen = state.view.panel_sizes;
+  const float right_w = chosenSize(chosen.right, width, std::clamp(std::floor(width * 0.24f), 300.0f, 400.0f),
+                                   kMinColumn, width - kMinColumn - kMinCentre);
+  const float left_w = chosenSize(chosen.left, width, std::clamp(std::floor(width * 0.2f), 260.0f, 330.0f),
+                                  kMinColumn, width - right_w - kMinCentre);
+  const float centre_w = width - left_w - right_w;
+  const int left = static_cast<int>(Column::Left), centre = static_cast<int>(Column::Centre),
+            right = static_cast<int>(Column::Right);
+  c.x[left] = c.origin.x, c.w[left] = left_w;
+  c.x[centre] = c.origin.x + left_w, c.w[centre] = centre_w;
+  c.x[right] = c.x[centre] + centre_w, c.w[right] = right_w;
+  return c;
+}
+
+// A band of one column: the panels of one order, side by side.
+struct Band {
+  std::vector<const PanelRow*> rows;
+  float height = 0;
+  bool rest = false;  // no height hook: takes what the column's other bands leave
+};
+
+// The bands of `column`, top to bottom, with their heights.
+std::vector<Band> columnBands(const AppState& state, Column column, const Columns& c) {
+  std::vector<const PanelRow*> rows;
+  for (const PanelRow& row : registeredPanels())
+    if (row.place.column == column) rows.push_back(&row);
+  std::stable_sort(rows.begin(), rows.end(), [](const PanelRow* a, const PanelRow* b) { return a->place.order < b->place.order; });
+  std::vector<Band> bands;
+  for (const PanelRow* row : rows) {
+    if (bands.empty() || bands.back().rows.front()->place.order != row->place.order) bands.emplace_back();
+    bands.back().rows.push_back(row);
+  }
+  ColumnSpace space{c.w[static_cast<int>(column)], c.body_h, 0.0f};
+  float rest = c.body_h;
+  for (Band& band : bands) {
+    const PanelPlace& first = band.rows.front()->place;
+    auto hooked = std::find_if(band.rows.begin(), band.rows.end(), [](const PanelRow* r) { return r->place.height; });
+    band.rest = hooked == band.rows.end();
+    if (first.shown && !first.shown(state)) band.rest = false;  // not shown: 0 high
+    else if (!band.rest) band.height = (*hooked)->place.height(state, space);
+    space.above += band.height;
+    rest -= band.height;
+  }
+  for (Band& band : bands)
+    if (band.rest) band.height = rest;
+  return bands;
+}
+
+// One band's panels at height y: hooked widths from the band's right edge, the rest left.
+void layOutBand(const AppState& state, const Band& band, float x, float w, float y, const ColumnSpace& space,
+                std::vector<std::pair<const char*, PanelRect>>& rects) {
+  float right = x + w;
+  const PanelRow* rest = nullptr;
+  for (const PanelRow* row : band.rows) {
+    if (!row->place.width) {
+      rest = row;
+      continue;
+    }
+    const float row_w = row->place.width(state, space);
+    right -= row_w;
+    rects.emplace_back(row->name, PanelRect{ImVec2(right, y), ImVec2(row_w, band.height)});
+  }
+  if (rest) rects.emplace_back(rest->name, PanelRect{ImVec2(x, y), ImVec2(right - x, band.height)});
+}
 
 // Head group markers, Tableau 10: distinct on the dark theme; groups beyond 10 reuse them.
 constexpr ImU32 kGroupColors[] = {
@@ -13,76 +96,45 @@ constexpr ImU32 kGroupColors[] = {
     IM_COL32(176, 122, 161, 255), IM_COL32(255, 157, 167, 255), IM_COL32(156, 117, 95, 255),
     IM_COL32(186, 176, 172, 255)};
 
-// Smallest panel sizes a dragged border leaves, in pixels.
-constexpr float kMinColumn = 180.0f, kMinCentre = 2 * kMinColumn, kMinBand = 80.0f;  // centre: grid + table
+}  // namespace
 
-// The one clamp of a size the user dragged (or view.json held): `fraction` of `total` within
-// [lo, hi] pixels; the automatic size, untouched, when unset or not a positive number.
 float chosenSize(float fraction, float total, float automatic, float lo, float hi) {
   if (!(fraction > 0.0f) || !std::isfinite(fraction)) return automatic;
   return std::floor(std::clamp(fraction * total, lo, std::max(lo, hi)));
 }
 
-}  // namespace
-
-PanelRect panelRect(const AppState& state, Panel panel) {
-  const ImGuiViewport* viewport = ImGui::GetMainViewport();
-  const ImVec2 origin = viewport->WorkPos;
-  const float width = viewport->WorkSize.x, height = viewport->WorkSize.y;
-  const float status_h = std::floor(ImGui::GetFrameHeight() + 8.0f);
-  const float body_h = height - status_h;
-  const PanelSizes& chosen = state.view.panel_sizes;
-  const float right_w = chosenSize(chosen.right, width, std::clamp(std::floor(width * 0.24f), 300.0f, 400.0f),
-                                   kMinColumn, width - kMinColumn - kMinCentre);
-  const float left_w = chosenSize(chosen.left, width, std::clamp(std::floor(width * 0.2f), 260.0f, 330.0f),
-                                  kMinColumn, width - right_w - kMinCentre);
-  const float centre_w = width - left_w - right_w;
-  // The focus view's square maps are limited by its width; give the head grid whatever
-  // height they leave (between 30% and 50%), so neither panel keeps an empty band.
-  // Three maps (mistake comparison) have two row-label columns and two colour bars in
-  // all, and one more text line (the difference summary) under them.
-  const int maps = focusMapCount(state);
-  const float line_h = ImGui::GetTextLineHeightWithSpacing();
-  const float focus_inner_w = centre_w - 2 * ImGui::GetStyle().WindowPadding.x - 12.0f * (maps - 1);
-  const float focus_map = (focus_inner_w - 2 * (70.0f + 58.0f)) / maps;  // minus row labels and colour bars
-  const float tab_bar_h = ImGui::GetFrameHeightWithSpacing();  // Maps / Compare tabs
-  const float focus_h = focus_map + ImGui::GetFrameHeight() + (maps == 3 ? 8.0f : 7.0f) * line_h + 60.0f + tab_bar_h;
-  const float grid_h = chosenSize(chosen.grid, body_h, std::floor(std::clamp(body_h - focus_h, body_h * 0.30f, body_h * 0.50f)),
-                                  kMinBand, body_h - 2 * kMinBand);
-  // A trained model's predictions take the top of the right column: 30%, and at least
-  // its tabs, 5 rows and the lines around them (a 1280 x 800 window's 30% cut its hint).
-  const float predictions_fit = std::floor(2 * ImGui::GetFrameHeightWithSpacing() + 11 * line_h);
-  const float predictions_h =
-      showsPredictions(state) ? chosenSize(chosen.predictions, body_h, std::max(std::floor(body_h * 0.30f), predictions_fit),
-                                           kMinBand, body_h - 2 * kMinBand)
-                              : 0.0f;
-  const float mask_h = chosenSize(chosen.mask, body_h, std::floor(body_h * (predictions_h > 0 ? 0.30f : 0.36f)), kMinBand,
-                                  body_h - predictions_h - kMinBand);
-  const float stepper_h = state.stepper.open ? std::floor((body_h - predictions_h - mask_h) * 0.6f) : 0.0f;
-  const float right_x = origin.x + left_w + centre_w;
-  // The head metrics table takes the right part of the grid's band.
-  const float table_w = chosenSize(chosen.table, centre_w, std::floor(std::clamp(centre_w * 0.42f, 280.0f, 520.0f)),
-                                   kMinColumn, centre_w - kMinColumn);
-  switch (panel) {
-    case Panel::Controls: return {origin, ImVec2(left_w, body_h)};
-    case Panel::HeadGrid: return {ImVec2(origin.x + left_w, origin.y), ImVec2(centre_w - table_w, grid_h)};
-    case Panel::Metrics:
-      return {ImVec2(origin.x + left_w + centre_w - table_w, origin.y), ImVec2(table_w, grid_h)};
-    case Panel::Focus:
-      return {ImVec2(origin.x + left_w, origin.y + grid_h), ImVec2(centre_w, body_h - grid_h)};
-    case Panel::Predictions: return {ImVec2(right_x, origin.y), ImVec2(right_w, predictions_h)};
-    case Panel::Mask: return {ImVec2(right_x, origin.y + predictions_h), ImVec2(right_w, mask_h)};
-    case Panel::Stepper: return {ImVec2(right_x, origin.y + predictions_h + mask_h), ImVec2(right_w, stepper_h)};
-    case Panel::Pipeline:
-      return {ImVec2(right_x, origin.y + predictions_h + mask_h + stepper_h),
-              ImVec2(right_w, body_h - predictions_h - mask_h - stepper_h)};
-    case Panel::StatusBar: return {ImVec2(origin.x, origin.y + body_h), ImVec2(width, status_h)};
+std::vector<std::pair<const char*, PanelRect>> panelRects(const AppState& state) {
+  const Columns c = columns(state);
+  std::vector<std::pair<const char*, PanelRect>> rects;
+  for (Column column : {Column::Left, Column::Centre, Column::Right}) {
+    const int i = static_cast<int>(column);
+    float y = c.origin.y;
+    for (const Band& band : columnBands(state, column, c)) {
+      layOutBand(state, band, c.x[i], c.w[i], y, ColumnSpace{c.w[i], c.body_h, 0.0f}, rects);
+      y += band.height;
+    }
   }
-  return {origin, viewport->WorkSize};
+  return rects;
 }
 
-bool beginPanelWindow(const AppState& state, const char* title, Panel panel, ImGuiWindowFlags extra_flags) {
-  const PanelRect rect = panelRect(state, panel);
+PanelRect panelRect(const AppState& state, const char* panel) {
+  for (const auto& [name, rect] : panelRects(state))
+    if (std::strcmp(name, panel) == 0) return rect;
+  return {};
+}
+
+PanelRect statusBarRect() {
+  const ImGuiViewport* viewport = ImGui::GetMainViewport();
+  const float status_h = statusHeight();
+  return {ImVec2(viewport->WorkPos.x, viewport->WorkPos.y + (viewport->WorkSize.y - status_h)),
+          ImVec2(viewport->WorkSize.x, status_h)};
+}
+
+bool beginPanelWindow(const AppState& state, const char* title, const char* panel, ImGuiWindowFlags extra_flags) {
+  return beginPanelWindow(title, panelRect(state, panel), extra_flags);
+}
+
+bool beginPanelWindow(const char* title, const PanelRect& rect, ImGuiWindowFlags extra_flags) {
   ImGui::SetNextWindowPos(rect.pos, ImGuiCond_Always);
   ImGui::SetNextWindowSize(rect.size, ImGuiCond_Always);
   return ImGui::Begin(title, nullptr,
@@ -102,6 +154,18 @@ void showResultState(const AppState& state, HeatmapView& view, bool crosshair) {
   }
   view.progress = c.progress;
   if (c.loading) view.progress_what = "loading the model";
+}
+
+void drawOverviewToggle(AppState& state, const ViewModel& view) {
+  bool shown = overviewShown(state, view);
+  if (ui::checkbox(state.script.layout, "overview_toggle", "overview", &shown)) {
+    state.view.overview_chosen = shown;
+    markStateChanged(state);
+  }
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("layers x heads overview: one cell per head, coloured by a head metric\n"
+                      "(on by itself above %lld heads; off: a map tile per head)",
+                      static_cast<long long>(kOverviewAutoHeads));
 }
 
 ImU32 groupColor(int64_t group) {

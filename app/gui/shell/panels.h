@@ -1,8 +1,13 @@
 // The panels of the main window. Each draws one fixed-position ImGui window (no docking)
-// inside the rectangle panelRect() gives it, reading and writing only the AppState.
+// inside the rectangle panelRect() gives it, reading and writing only the AppState. A panel
+// is a feature's row in the registry (shell/feature_registry.cpp) with a place: the shell
+// lays the places out and knows no panel by name.
 #pragma once
 
 #include <imgui.h>
+
+#include <utility>
+#include <vector>
 
 #include "gui/render/heatmap_widget.h"
 #include "gui/render/token_text.h"
@@ -11,22 +16,58 @@
 
 namespace attnscope {
 
-enum class Panel { Controls, HeadGrid, Metrics, Focus, Predictions, Mask, Pipeline, Stepper, StatusBar };
+// The window's columns, left to right (their widths: ViewState::panel_sizes, the borders
+// the user drags); the status line runs along the bottom, below them.
+enum class Column { None, Left, Centre, Right };
 
-// Layout filling the main viewport (the borders between panels can be dragged:
-// ViewState::panel_sizes, clamped here to the window): controls left, head grid (with the head metrics
-// table right of it) over the focus view in the centre, mask over pipeline on the right
-// (a trained model's predictions above them; the KV-cache stepper, when open, between
-// them), status line along the bottom.
+// What a panel's size hook sees: its column's width and the panel area's height (the window
+// minus the status line), and the height the bands above it in its column took.
+struct ColumnSpace {
+  float width = 0, height = 0, above = 0;
+};
+
+// Where a panel sits by default, a column of its registry row. Panels stack top to bottom in
+// their column by `order` (the rows leave gaps of 10: a new panel between two takes a number
+// between theirs); panels of one order share a band side by side.
+struct PanelPlace {
+  Column column = Column::None;  // None: not a panel
+  int order = 0;
+  // Its band's height; null: the band takes what the column's other bands leave.
+  float (*height)(const AppState&, const ColumnSpace&) = nullptr;
+  // Its width in a shared band, taken from the band's right edge; null: the band's rest.
+  float (*width)(const AppState&, const ColumnSpace&) = nullptr;
+  // Shown now (else 0 high, in its place); null: always.
+  bool (*shown)(const AppState&) = nullptr;
+};
+
+// Layout filling the main viewport from the registry's places (the borders between panels
+// can be dragged: ViewState::panel_sizes, clamped to the window): controls left, head grid
+// (with the head metrics table right of it) over the focus view in the centre, mask over
+// pipeline on the right (a trained model's predictions above them; the KV-cache stepper,
+// when open, between them), status line along the bottom.
 struct PanelRect {
   ImVec2 pos, size;
 };
-PanelRect panelRect(const AppState& state, Panel panel);
+// The rectangle of the panel named `panel` (its registry row's name); empty for an unknown name.
+PanelRect panelRect(const AppState& state, const char* panel);
+// Every panel's rectangle under its name, in the registry's order.
+std::vector<std::pair<const char*, PanelRect>> panelRects(const AppState& state);
+PanelRect statusBarRect();
 // Begin() for a panel window at its rectangle (End() as usual).
-bool beginPanelWindow(const AppState& state, const char* title, Panel panel, ImGuiWindowFlags extra_flags = 0);
+bool beginPanelWindow(const AppState& state, const char* title, const char* panel, ImGuiWindowFlags extra_flags = 0);
+bool beginPanelWindow(const char* title, const PanelRect& rect, ImGuiWindowFlags extra_flags = 0);
 
-// The tabs other features add to `panel`'s tab bar, in the registry's order (shell/feature_registry.cpp).
-void drawPanelTabs(AppState& state, Panel panel);
+// Smallest panel sizes a dragged border leaves, in pixels.
+inline constexpr float kMinColumn = 180.0f, kMinCentre = 2 * kMinColumn, kMinBand = 80.0f;  // centre: grid + table
+// The one clamp of a size the user dragged (or view.json held): `fraction` of `total` within
+// [lo, hi] pixels; the automatic size, untouched, when unset or not a positive number.
+float chosenSize(float fraction, float total, float automatic, float lo, float hi);
+
+// The parts other features add to `panel` (the registry's rows whose part_of names it: the
+// predictions' tabs, the control panel's model sections), in the registry's order.
+void drawPanelParts(AppState& state, const char* panel);
+// The part named `part` of `panel` (a tab the panel chose: the focus panel's Compare).
+void drawPanelPart(AppState& state, const char* panel, const char* part);
 
 void drawStatusBar(AppState& state);
 void drawHelpOverlay(AppState& state);
@@ -38,6 +79,9 @@ HeatmapCanvas heatmapCanvas(AppState& state);
 // What every map shows of the shown result: the hovered cell (crosshair; off for maps whose
 // cells are not the shared hover's), the stale or in-progress overlay.
 void showResultState(const AppState& state, HeatmapView& view, bool crosshair = true);
+
+// The "overview" checkbox of the head grid and the head metrics panel (view.overview_chosen).
+void drawOverviewToggle(AppState& state, const ViewModel& view);
 
 // Shared look: section header, red error text, orange warning text, a small spinner.
 void sectionHeader(const char* text);

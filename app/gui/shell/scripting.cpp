@@ -44,8 +44,8 @@ void shellToJson(const AppState& state, int width, int height, nlohmann::json& l
 // One JSON line per visible change, composed from each feature's keys (tests read them).
 void writeStateLog(AppState& state, int width, int height) {
   nlohmann::json line;
-  computeToJson(state, line);
-  exportsToJson(state, line);
+  computeToJson(state.compute, line);
+  exportsToJson(state.exports, state.settings, line);
   featuresToJson(state, line);
   shellToJson(state, width, height, line);
   const std::string text = line.dump();
@@ -66,6 +66,7 @@ std::string openStateLog(const std::string& path, AppState& state) {
 }
 
 void writeStateLogIfPending(AppState& state, int width, int height) {
+  if (std::exchange(state.exports.log_pending, false)) markStateChanged(state);  // the export service's keys
   if (!state.script.state_log || !state.script.pending) return;
   state.script.pending = false;
   writeStateLog(state, width, height);

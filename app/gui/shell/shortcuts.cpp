@@ -4,11 +4,11 @@
 #include <imgui.h>
 
 #include <algorithm>
-#include <limits>
 #include <vector>
 
 #include "gui/jobs/compute_sync.h"
 #include "gui/jobs/export_jobs.h"
+#include "gui/shell/feature_registry.h"
 
 namespace attnscope {
 namespace {
@@ -46,28 +46,10 @@ ViewFocus arrowTarget(const AppState& state, int key) {
   return focus;
 }
 
-// The stepper's keys while it is open: . / , step forward / back, P plays or pauses,
-// Home / End go to the first / last step. True when the key was one of them.
-bool stepperKey(AppState& state, int key) {
-  StepperState& s = state.stepper;
-  switch (key) {
-    case GLFW_KEY_PERIOD: s.playing = false; setStep(state, s.step + 1); return true;
-    case GLFW_KEY_COMMA: s.playing = false; setStep(state, s.step - 1); return true;
-    case GLFW_KEY_HOME: s.playing = false; setStep(state, 0); return true;
-    case GLFW_KEY_END: s.playing = false; setStep(state, std::numeric_limits<int64_t>::max()); return true;
-    case GLFW_KEY_P:
-      s.playing = !s.playing && stepperSteps(state) > 0;
-      if (s.playing && s.step + 1 >= stepperSteps(state)) setStep(state, 0);  // replay from the start
-      s.next_step_at = std::chrono::steady_clock::now() + kStepperPlayInterval;
-      markStateChanged(state);
-      return true;
-    default: return false;
-  }
-}
-
 // Keys that work everywhere, also while a text box has the keyboard (no text box uses
-// them): F1, Ctrl+Q, Ctrl+S (Shift: every head, Alt: the window), Ctrl+Shift+H (HTML). True when `press` was one.
-bool globalKey(AppState& state, const UiState::KeyPress& press, bool popup_open) {
+// them): F1, Ctrl+Q, Ctrl+S (Shift: every head, Alt: the window; a feature may take the plain
+// one: a shown generation), Ctrl+Shift+H (HTML). True when `press` was one.
+bool globalKey(AppState& state, const KeyPress& press, bool popup_open) {
   const bool ctrl = (press.mods & GLFW_MOD_CONTROL) != 0;
   const bool shift = (press.mods & GLFW_MOD_SHIFT) != 0, alt = (press.mods & GLFW_MOD_ALT) != 0;
   if (press.key == GLFW_KEY_F1) {
@@ -82,26 +64,25 @@ bool globalKey(AppState& state, const UiState::KeyPress& press, bool popup_open)
   if (ctrl && press.key == GLFW_KEY_S) {
     if (popup_open) return true;
     if (alt) state.exports.screenshot_requested = true;  // read after this frame is rendered
-    else if (!shift && generationShown(state)) requestGenerationBundle(state);  // a generation: as a bundle
-    else requestFigureExport(state, shift ? "grid" : "view");
+    else if (shift || !featuresKey(state, press)) requestFigureExport(state.exports, state.view, shift ? "grid" : "view");
     return true;
   }
   if (ctrl && shift && press.key == GLFW_KEY_H) {  // the HTML page of every layer and head
-    if (!popup_open) requestFigureExport(state, "html");
+    if (!popup_open) requestFigureExport(state.exports, state.view, "html");
     return true;
   }
   return false;
 }
 
-// Escape closes overlays, even from a text box, and leaves the text box, keeping its text
-// (called before any widget this frame: the text box never sees the key, which in ImGui
-// 1.86 would revert the edit).
-void escapeKey(AppState& state) {
+// Escape closes overlays (help, then a feature's: the open dialog), else cancels a tiled
+// overview or a load, even from a text box, and leaves the text box, keeping its text (called
+// before any widget this frame: the text box never sees the key, which in ImGui 1.86 would
+// revert the edit).
+void escapeKey(AppState& state, const KeyPress& press) {
   UiState& ui = state.ui;
   if (ImGui::GetIO().WantTextInput) ImGui::SetWindowFocus(nullptr);
   if (ui.show_help) ui.show_help = false;
-  else if (state.compute.progress >= 0.0 && !state.open_dialog.modal_open) cancelCompute(state);  // a tiled overview or a load
-  else state.open_dialog.close_requested = true;
+  else if (!featuresKey(state, press)) cancelCompute(state.compute);  // a tiled overview or a load
   markStateChanged(state);
 }
 
@@ -109,17 +90,15 @@ void escapeKey(AppState& state) {
 
 void handleShortcuts(AppState& state) {
   UiState& ui = state.ui;
-  std::vector<UiState::KeyPress> presses;
+  std::vector<KeyPress> presses;
   presses.swap(ui.key_presses);
   const bool popup_open = ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId);
   const bool typing = ImGui::GetIO().WantTextInput;  // the other keys belong to the text box
-  for (const UiState::KeyPress& press : presses) {
-    if (press.key == GLFW_KEY_ESCAPE) escapeKey(state);
+  for (const KeyPress& press : presses) {
+    if (press.key == GLFW_KEY_ESCAPE) escapeKey(state, press);
     if (press.key == GLFW_KEY_ESCAPE || globalKey(state, press, popup_open) || typing) continue;
+    if (featuresKey(state, press)) continue;  // F5 and the stepper's keys, Ctrl+O, ...
     const bool ctrl = (press.mods & GLFW_MOD_CONTROL) != 0;
-    if (press.key == GLFW_KEY_F5) toggleStepper(state);
-    if (state.stepper.open && !ctrl && !popup_open && stepperKey(state, press.key)) continue;
-    if (ctrl && press.key == GLFW_KEY_O) state.open_dialog.requested = true;
     if (!state.compute.view || popup_open || ctrl) continue;
     if (press.key == GLFW_KEY_0 || press.key == GLFW_KEY_KP_0) setZoom(state, CellWindow{});  // whole map again
     setFocus(state, arrowTarget(state, press.key));

@@ -39,7 +39,8 @@ void drawProgress(AppState& state) {
   ui::progressBar(rects, loading ? "load_progress" : "overview_progress", static_cast<float>(state.compute.progress),
                   ImVec2(loading ? 320 : 260, 0), label);
   ImGui::SameLine();
-  if (ui::smallButton(rects, loading ? "load_cancel" : "overview_cancel", "Cancel")) cancelCompute(state);
+  if (ui::smallButton(rects, loading ? "load_cancel" : "overview_cancel", "Cancel") && cancelCompute(state.compute))
+    markStateChanged(state);
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip(loading ? "stop loading the model folder (Escape); the model shown stays"
                               : "stop computing the overview (Escape); the maps shown stay");
@@ -49,7 +50,7 @@ void drawProgress(AppState& state) {
 }  // namespace
 
 void drawStatusBar(AppState& state) {
-  if (beginPanelWindow(state, "##status", Panel::StatusBar,
+  if (beginPanelWindow("##status", statusBarRect(),
                        ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoScrollbar)) {
     WidgetRects& rects = state.script.layout;
     if (state.compute.progress >= 0.0) drawProgress(state);
@@ -98,7 +99,7 @@ void drawStatusBar(AppState& state) {
       ui::text(rects, "cancelled_note", ui::coloredText(ImVec4(1.0f, 0.45f, 0.4f, 1.0f)),
                       "   cancelled: the maps shown are the previous result's");
       ImGui::SameLine();
-      if (ui::smallButton(rects, "recompute_button", "Recompute")) recomputeNow(state, computeAsk(state));
+      if (ui::smallButton(rects, "recompute_button", "Recompute")) recompute(state);
     } else if (state.compute.mapsStale() && !state.compute.textTooLong()) {  // the numbers above are the previous result's
       drawNote(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "out of date: " + state.compute.error());
     } else if (!state.compute.load_cancelled.empty()) {

@@ -13,7 +13,7 @@ void drawToast(AppState& state) {
   const bool running = exportBusy(state.exports);
   if (!running && !state.exports.toast) return;
   const bool error = !running && state.exports.toast->error;
-  const PanelRect status = panelRect(state, Panel::StatusBar);
+  const PanelRect status = statusBarRect();
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(ImVec2(viewport->WorkPos.x + viewport->WorkSize.x - 14, status.pos.y - 14),
                           ImGuiCond_Always, ImVec2(1.0f, 1.0f));

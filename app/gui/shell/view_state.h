@@ -54,6 +54,14 @@ struct HeadTableView {
 enum class FocusTab { Maps, Compare, QueryFocus };
 const char* focusTabName(FocusTab tab);  // "maps", "compare", "query_focus" (state log)
 
+// Chosen query rows of the focused batch item, shown across every layer and head as bars
+// over the keys, summed or averaged (the
+// focus view's query labels and the Query focus tab choose them).
+struct QueryFocusView {
+  std::vector<int64_t> queries;         // sorted, unique; empty = none chosen
+  RowCombine combine = RowCombine::Mean;
+};
+
 // One map of the compare view: (layer, head) of the focused batch item, from this run, from
 // the mistakes lab's correct run (the same inputs without the mistake), or from this run's
 // settings under another mistake (`with`, e.g. NoScaling: a second run, features/compare/compare.h).
@@ -79,8 +87,8 @@ struct CompareView {
 // Panel sizes the user set by dragging the borders between panels (features/panel_borders),
 // as fractions: left and right columns of the window's width, the head metrics table of the
 // centre column's width, the head grid, predictions and mask of the panel area's height.
-// 0 = the automatic size. Kept in view.json as read; panelRect (shell/layout.cpp) is the one
-// place that clamps them to what the window allows.
+// 0 = the automatic size. Kept in view.json as read; chosenSize (shell/panels.h), called by
+// the layout and the panels' size hooks, is the one clamp to what the window allows.
 struct PanelSizes {
   float left = 0, right = 0, table = 0, grid = 0, predictions = 0, mask = 0;
   bool operator==(const PanelSizes& o) const {
@@ -129,7 +137,16 @@ struct ViewState {
   int64_t selected_query = -1;
   std::string pinned_text;  // the model text when the row was pinned (typing unpins it)
   PanelSizes panel_sizes;
+  // The head grid's overview switched on or off by the user (grid and metrics panels);
+  // unset: automatic (kOverviewAutoHeads).
+  std::optional<bool> overview_chosen;
+  // A generation runs with "follow" (features/generate): views keep its newest token in view.
+  bool follow_newest = false;
+  QueryFocusView query_choice;  // the Query focus tab's rows; changed through chooseQuery (app_state.h)
 };
+
+// More heads than this (layers x H): the grid shows the overview unless the user chose tiles.
+inline constexpr int64_t kOverviewAutoHeads = 64;
 
 inline constexpr size_t kRecentModels = 8;
 // Puts `folder` first in view.recent_models (once), dropping the oldest beyond kRecentModels;

@@ -10,8 +10,8 @@ namespace attnscope {
 
 const Family& family_attnscope_model() {
   static const Family family = {
-      "attnscope-model/1", HfNorm::LayerNormFloatAffine, "ln_eps", HfPositions::Learned, /*causal*/ true, HfMlp::Plain,
-      HfResidual::PreNorm, /*embed_scale_sqrt_d*/ false, /*tied_default*/ false, /*conv1d*/ false, HfFusedQkv::None,
+      "attnscope-model/1", Norm::LayerNormFloatAffine, "ln_eps", Positions::Learned, /*causal*/ true, Mlp::Plain,
+      Residual::PreNorm, /*embed_scale_sqrt_d*/ false, /*tied_default*/ false, /*conv1d*/ false, FusedQkv::None,
       /*qkv, o, mlp, norm biases*/ true, true, true, true, "gelu",
       {"", {}},  // its .npy files are named by the format (own_folder.cpp), not by role
       {}};

@@ -16,8 +16,8 @@ void readBertConfig(const ConfigFields& f, ModelConfig&) {
 
 const Family& family_bert() {
   static const Family family = {
-      "bert", HfNorm::LayerNorm, "layer_norm_eps", HfPositions::Learned, /*causal*/ false, HfMlp::Plain,
-      HfResidual::PostNorm, /*embed_scale_sqrt_d*/ false, /*tied_default*/ true, /*conv1d*/ false, HfFusedQkv::None,
+      "bert", Norm::LayerNorm, "layer_norm_eps", Positions::Learned, /*causal*/ false, Mlp::Plain,
+      Residual::PostNorm, /*embed_scale_sqrt_d*/ false, /*tied_default*/ true, /*conv1d*/ false, FusedQkv::None,
       /*qkv, o, mlp, norm biases*/ true, true, true, true, "gelu",
       {"bert.",
        {{Role::Embed, "embeddings.word_embeddings"},

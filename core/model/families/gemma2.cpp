@@ -17,8 +17,8 @@ std::vector<bool> evenLayersSlide(const ConfigFields&, int64_t n_layers) {
 
 const Family& family_gemma2() {
   static const Family family = {
-      "gemma2", HfNorm::RmsNormPlusOne, "rms_norm_eps", HfPositions::Rope, /*causal*/ true, HfMlp::Gated,
-      HfResidual::Sandwich, /*embed_scale_sqrt_d*/ true, /*tied_default*/ true, /*conv1d*/ false, HfFusedQkv::None,
+      "gemma2", Norm::RmsNormPlusOne, "rms_norm_eps", Positions::Rope, /*causal*/ true, Mlp::Gated,
+      Residual::Sandwich, /*embed_scale_sqrt_d*/ true, /*tied_default*/ true, /*conv1d*/ false, FusedQkv::None,
       /*qkv, o, mlp, norm biases*/ false, false, false, false, "gelu_pytorch_tanh",
       llamaNames().with({{Role::PostAttnNorm, "layers.{i}.post_attention_layernorm"},
                          {Role::MlpNorm, "layers.{i}.pre_feedforward_layernorm"},

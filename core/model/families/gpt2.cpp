@@ -15,9 +15,9 @@ void readGpt2Config(const ConfigFields& f, ModelConfig&) {
 
 const Family& family_gpt2() {
   static const Family family = {
-      "gpt2", HfNorm::LayerNorm, "layer_norm_epsilon", HfPositions::Learned, /*causal*/ true, HfMlp::Plain,
-      HfResidual::PreNorm, /*embed_scale_sqrt_d*/ false, /*tied_default*/ true, /*conv1d*/ true,
-      HfFusedQkv::Conv1DThirds, /*qkv, o, mlp, norm biases*/ true, true, true, true, "gelu_new",
+      "gpt2", Norm::LayerNorm, "layer_norm_epsilon", Positions::Learned, /*causal*/ true, Mlp::Plain,
+      Residual::PreNorm, /*embed_scale_sqrt_d*/ false, /*tied_default*/ true, /*conv1d*/ true,
+      FusedQkv::Conv1DThirds, /*qkv, o, mlp, norm biases*/ true, true, true, true, "gelu_new",
       {"transformer.",
        {{Role::Embed, "wte"},
         {Role::Positions, "wpe"},

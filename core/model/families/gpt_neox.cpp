@@ -13,9 +13,9 @@ void readNeoxConfig(const ConfigFields& f, ModelConfig& c) { c.parallel_residual
 
 const Family& family_gpt_neox() {
   static const Family family = {
-      "gpt_neox", HfNorm::LayerNorm, "layer_norm_eps", HfPositions::Rope, /*causal*/ true, HfMlp::Plain,
-      HfResidual::PreNorm, /*embed_scale_sqrt_d*/ false, /*tied_default*/ false, /*conv1d*/ false,
-      HfFusedQkv::PerHead, /*qkv, o, mlp, norm biases*/ true, true, true, true, "gelu",
+      "gpt_neox", Norm::LayerNorm, "layer_norm_eps", Positions::Rope, /*causal*/ true, Mlp::Plain,
+      Residual::PreNorm, /*embed_scale_sqrt_d*/ false, /*tied_default*/ false, /*conv1d*/ false,
+      FusedQkv::PerHead, /*qkv, o, mlp, norm biases*/ true, true, true, true, "gelu",
       {"gpt_neox.",
        {{Role::Embed, "embed_in"},
         {Role::AttnNorm, "layers.{i}.input_layernorm"},

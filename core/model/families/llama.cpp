@@ -6,8 +6,8 @@ namespace attnscope {
 
 const Family& family_llama() {
   static const Family family = {
-      "llama", HfNorm::RmsNorm, "rms_norm_eps", HfPositions::Rope, /*causal*/ true, HfMlp::Gated, HfResidual::PreNorm,
-      /*embed_scale_sqrt_d*/ false, /*tied_default*/ false, /*conv1d*/ false, HfFusedQkv::None,
+      "llama", Norm::RmsNorm, "rms_norm_eps", Positions::Rope, /*causal*/ true, Mlp::Gated, Residual::PreNorm,
+      /*embed_scale_sqrt_d*/ false, /*tied_default*/ false, /*conv1d*/ false, FusedQkv::None,
       /*qkv, o, mlp, norm biases*/ false, false, false, false, "silu", llamaNames(), {}};
   return family;
 }

@@ -10,8 +10,8 @@ std::vector<bool> everyLayerSlides(const ConfigFields&, int64_t n_layers) { retu
 
 const Family& family_mistral() {
   static const Family family = {
-      "mistral", HfNorm::RmsNorm, "rms_norm_eps", HfPositions::Rope, /*causal*/ true, HfMlp::Gated, HfResidual::PreNorm,
-      /*embed_scale_sqrt_d*/ false, /*tied_default*/ false, /*conv1d*/ false, HfFusedQkv::None,
+      "mistral", Norm::RmsNorm, "rms_norm_eps", Positions::Rope, /*causal*/ true, Mlp::Gated, Residual::PreNorm,
+      /*embed_scale_sqrt_d*/ false, /*tied_default*/ false, /*conv1d*/ false, FusedQkv::None,
       /*qkv, o, mlp, norm biases*/ false, false, false, false, "silu", llamaNames(), {nullptr, everyLayerSlides}};
   return family;
 }

@@ -16,8 +16,8 @@ void readQwen3Config(const ConfigFields& f, ModelConfig& c) {
 
 const Family& family_qwen3() {
   static const Family family = {
-      "qwen3", HfNorm::RmsNorm, "rms_norm_eps", HfPositions::Rope, /*causal*/ true, HfMlp::Gated, HfResidual::PreNorm,
-      /*embed_scale_sqrt_d*/ false, /*tied_default*/ false, /*conv1d*/ false, HfFusedQkv::None,
+      "qwen3", Norm::RmsNorm, "rms_norm_eps", Positions::Rope, /*causal*/ true, Mlp::Gated, Residual::PreNorm,
+      /*embed_scale_sqrt_d*/ false, /*tied_default*/ false, /*conv1d*/ false, FusedQkv::None,
       /*qkv, o, mlp, norm biases*/ false, false, false, false, "silu",
       llamaNames().with({{Role::QNorm, "layers.{i}.self_attn.q_norm"}, {Role::KNorm, "layers.{i}.self_attn.k_norm"}}),
       {readQwen3Config, upperLayersSlide}};

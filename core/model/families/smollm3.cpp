@@ -45,8 +45,8 @@ void readSmolLm3Config(const ConfigFields& f, ModelConfig& c) {
 
 const Family& family_smollm3() {
   static const Family family = {
-      "smollm3", HfNorm::RmsNorm, "rms_norm_eps", HfPositions::Rope, /*causal*/ true, HfMlp::Gated, HfResidual::PreNorm,
-      /*embed_scale_sqrt_d*/ false, /*tied_default*/ true, /*conv1d*/ false, HfFusedQkv::None,
+      "smollm3", Norm::RmsNorm, "rms_norm_eps", Positions::Rope, /*causal*/ true, Mlp::Gated, Residual::PreNorm,
+      /*embed_scale_sqrt_d*/ false, /*tied_default*/ true, /*conv1d*/ false, FusedQkv::None,
       /*qkv, o, mlp, norm biases*/ false, false, false, false, "silu", llamaNames(), {readSmolLm3Config, noPeLayersSlide}};
   return family;
 }

@@ -35,7 +35,7 @@ Settings variantSettings(const AppState& state, Mistake with) {
 
 // Takes the variant worker's result; posts B's variant when its settings changed.
 void updateVariantRun(AppState& state) {
-  SettingsVariantRun& v = state.compare.variant;
+  SettingsVariantRun& v = state.feature<CompareState>().variant;
   if (v.worker) {
     if (std::shared_ptr<const ComputeResult> result = v.worker->poll()) {
       v.result = std::move(result);
@@ -56,7 +56,7 @@ void updateVariantRun(AppState& state) {
 std::string missingPickReason(const AppState& state, const MapPick& pick) {
   if (pick.with == Mistake::None)
     return "no correct run to compare with: choose a teaching mistake in the mistakes lab";
-  const SettingsVariantRun& v = state.compare.variant;
+  const SettingsVariantRun& v = state.feature<CompareState>().variant;
   const std::string name = std::string("B with ") + mistakeName(pick.with);
   if (v.pending()) return "computing " + name + " ...";
   if (!v.error().empty()) return name + " does not compute: " + v.error();
@@ -111,7 +111,7 @@ bool settingsVariantsPossible(const AppState& state) {
 
 const ViewModel* pickedView(const AppState& state, const MapPick& pick) {
   if (pick.with == Mistake::None) return pick.correct_run ? comparableCorrectView(state) : shownView(state);
-  const SettingsVariantRun& v = state.compare.variant;
+  const SettingsVariantRun& v = state.feature<CompareState>().variant;
   const ViewModel* shown = shownView(state);
   const ViewModel* variant = v.view();
   if (!shown || !variant || v.pending() || v.posted.mistake != pick.with ||
@@ -133,13 +133,13 @@ unsigned int pickedTexture(const AppState& state, const MapPick& pick) {
 
 void updateComparison(AppState& state) {
   // The second run's textures first (a run taken below is uploaded next frame).
-  if (updateViewTextures(state.gpu.variant_textures, state.compare.variant.view(), state.view.focus.batch_item))
+  if (updateViewTextures(state.gpu.variant_textures, state.feature<CompareState>().variant.view(), state.view.focus.batch_item))
     ++state.gpu.texture_generation;
   updateVariantRun(state);
   const ViewModel* view = shownView(state);
   if (state.view.tab != FocusTab::Compare || !view) return;
   choosePicks(state, *view);
-  CompareState& c = state.compare;
+  CompareState& c = state.feature<CompareState>();
   const CompareView& picks = state.view.compare;
   const int64_t b = std::clamp<int64_t>(state.view.focus.batch_item, 0, view->B - 1);
   const uint64_t generation = state.compute.traceGeneration();
@@ -176,8 +176,8 @@ void updateComparison(AppState& state) {
 
 void compareToJson(const AppState& state, nlohmann::json& line) {
   line["compare"] = nullptr;  // the compare view's picks and A - B, while its tab is open
-  if (state.view.tab != FocusTab::Compare || state.compare.generation == 0) return;
-  const CompareState& cmp = state.compare;
+  if (state.view.tab != FocusTab::Compare || state.feature<CompareState>().generation == 0) return;
+  const CompareState& cmp = state.feature<CompareState>();
   nlohmann::json largest = nlohmann::json::array();
   for (const MapCell& cell : cmp.comparison.largest) largest.push_back({cell.row, cell.col, cell.a, cell.b, cell.diff});
   const SettingsVariantRun& variant = cmp.variant;
@@ -188,7 +188,7 @@ void compareToJson(const AppState& state, nlohmann::json& line) {
 }
 
 void requestDifferenceExport(AppState& state) {
-  const CompareState& c = state.compare;
+  const CompareState& c = state.feature<CompareState>();
   const ViewModel* view = shownView(state);
   const ViewModel* va = view ? pickedView(state, c.a) : nullptr;
   const ViewModel* vb = view ? pickedView(state, c.b) : nullptr;
@@ -227,7 +227,7 @@ void requestDifferenceExport(AppState& state) {
   job.json = nlohmann::json{{"a", pickJson(c.a)}, {"b", pickJson(c.b)}, {"batch_item", b},
                             {"abs_max", c.comparison.abs_max}, {"settings", exportSettingsJson(state.settings, state.view.focus, *view)}}
                  .dump(2) + "\n";
-  queueExport(state, std::move(job));
+  queueExport(state.exports, std::move(job));
 }
 
 }  // namespace attnscope

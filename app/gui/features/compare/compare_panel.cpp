@@ -90,7 +90,7 @@ bool drawPickControls(AppState& state, const char* name, MapPick& pick, const Vi
 
 
 void drawCellTooltip(const AppState& state, const ViewModel& view, int64_t b, int64_t i, int64_t j) {
-  const CompareState& c = state.compare;
+  const CompareState& c = state.feature<CompareState>();
   const ViewModel* va = pickedView(state, c.a);
   const ViewModel* vb = pickedView(state, c.b);
   ImGui::BeginTooltip();
@@ -105,7 +105,7 @@ void drawCellTooltip(const AppState& state, const ViewModel& view, int64_t b, in
 
 // The cells that differ most: cell, tokens, A, B, A - B.
 void drawLargestDifferences(AppState& state, const ViewModel& view, int64_t b, float height) {
-  const MapComparison& comparison = state.compare.comparison;
+  const MapComparison& comparison = state.feature<CompareState>().comparison;
   if (comparison.largest.empty()) {
     ImGui::TextDisabled("A and B are equal in every cell (max |A - B| = 0)");
     return;
@@ -175,7 +175,7 @@ CompareGeometry compareGeometry(AppState& state, const ViewModel& view, int64_t 
 // A and B on one probability scale; A - B symmetric around 0 (white).
 std::vector<ComparedMap> comparedMaps(const AppState& state, const ViewModel& view, unsigned int tex_a,
                                       unsigned int tex_b) {
-  const CompareState& c = state.compare;
+  const CompareState& c = state.feature<CompareState>();
   const int64_t b = c.batch_item;
   const MapRange& ra = pickedView(state, c.a)->probsRange(c.a.layer, b, c.a.head);
   const MapRange& rb = pickedView(state, c.b)->probsRange(c.b.layer, b, c.b.head);
@@ -193,7 +193,7 @@ std::vector<ComparedMap> comparedMaps(const AppState& state, const ViewModel& vi
 // Draws one map with its title at (x, y); returns the width it took.
 float drawComparedMap(AppState& state, const ViewModel& view, const ComparedMap& shown, const CompareGeometry& g,
                       float x, float y) {
-  const int64_t b = state.compare.batch_item;
+  const int64_t b = state.feature<CompareState>().batch_item;
   const float label_w = shown.row_labels ? g.row_label_w : 0.0f;
   ImGui::SetCursorScreenPos(ImVec2(x + label_w, y));
   // The title fits over the map and its colour bar, shorter without the run's note when it
@@ -245,7 +245,7 @@ void drawCompareControls(AppState& state, const ViewModel& view) {
 
 // Under the maps: the export button, the largest difference and the list of cells.
 void drawCompareFooter(AppState& state, const ViewModel& view) {
-  const CompareState& c = state.compare;
+  const CompareState& c = state.feature<CompareState>();
   if (ui::smallButton(state.script.layout, "compare_export", "Export A - B")) requestDifferenceExport(state);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("write A - B as PNG and .npy [L, S], with a JSON naming A and B");
   ImGui::SameLine();
@@ -267,7 +267,7 @@ void drawComparePanel(AppState& state) {
     return;
   }
   drawCompareControls(state, *view);
-  const CompareState& c = state.compare;
+  const CompareState& c = state.feature<CompareState>();
   if (!c.error.empty()) {
     errorText(c.error);
     return;

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "gui/features/controls/controls.h"
 #include "gui/jobs/export_jobs.h"
 #include "gui/shell/panels.h"
 
@@ -133,7 +134,7 @@ bool drawModelsSection(AppState& state) {
       s.source = InputSource::Text;
       setFocus(state, ViewFocus{});
     }
-    if (ImGui::Selectable("Open model folder... (Ctrl+O)")) state.open_dialog.requested = true;
+    if (ImGui::Selectable("Open model folder... (Ctrl+O)")) state.ui.open_requested = true;
   }
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("a trained model (assets/models, or a folder you open), or random weights with every control");
@@ -321,7 +322,7 @@ bool drawInputSection(AppState& state, const KnownSizes& sizes) {
     case InputSource::Bundle:
       ImGui::TextWrapped("%s", s.bundle_path.empty() ? "(no bundle chosen)" : s.bundle_path.c_str());
       if (const ViewModel* v = state.compute.imported() ? state.compute.view.get() : nullptr) drawImportedFacts(state, *v);
-      if (ImGui::Button("Open bundle... (Ctrl+O)")) state.open_dialog.requested = true;
+      if (ImGui::Button("Open bundle... (Ctrl+O)")) state.ui.open_requested = true;
       break;
     case InputSource::Model:  // drawModelInput
       break;
@@ -647,7 +648,7 @@ bool drawVariantsSection(AppState& state) {
     const AttentionTrace* trace = state.compute.trace();
     const int64_t head_dim = trace ? trace->d : s.head_dim;
     const int64_t d = std::max<int64_t>(head_dim - head_dim % 2, 2);
-    const std::vector<float>& decay = ropeDecayCurve(state.ui.rope_curve, d, s.rope_base, s.rope_style);
+    const std::vector<float>& decay = ropeDecayCurve(state.feature<RopeDecayCurve>(), d, s.rope_base, s.rope_style);
     ui::plotLines(rects, "rope_decay_plot", "##rope_decay", decay.data(), static_cast<int>(decay.size()),
                   "RoPE score vs distance 0..256", -1.0f, 1.0f,
                   ImVec2(ImGui::GetContentRegionAvail().x, ImGui::GetTextLineHeight() * 4.0f));
@@ -764,10 +765,10 @@ bool drawExportSection(AppState& state, const KnownSizes& sizes) {
   };
   if (button(std::string("Export ") + mapKindName(state.view.map_kind),
              "Ctrl+S: the selected heatmap (click a map to select it)", "export_view_button", true)) {
-    requestFigureExport(state, "view");
+    requestFigureExport(state.exports, state.view, "view");
   }
   if (button("All heads", "Ctrl+Shift+S: every head in one grid figure", "export_grid_button", false)) {
-    requestFigureExport(state, "grid");
+    requestFigureExport(state.exports, state.view, "grid");
   }
   sameLineIfFits(checkboxWidth("full resolution"));
   if (ui::checkbox(state.script.layout, "export_full_resolution", "full resolution", &state.exports.full_resolution_atlas))
@@ -778,7 +779,7 @@ bool drawExportSection(AppState& state, const KnownSizes& sizes) {
                       static_cast<long long>(kMaxAtlasSide));
   if (button("Export HTML", "Ctrl+Shift+H: every layer and head as one interactive page that opens in any browser",
              "export_html_button", false)) {
-    requestFigureExport(state, "html");
+    requestFigureExport(state.exports, state.view, "html");
   }
   if (button("Screenshot", "Ctrl+Alt+S: the whole window as a PNG", "screenshot_button", false)) {
     state.exports.screenshot_requested = true;
@@ -837,14 +838,14 @@ bool drawSandboxSections(AppState& state, const KnownSizes& sizes, ErrorPlacemen
 }  // namespace
 
 void drawControlPanel(AppState& state) {
-  if (beginPanelWindow(state, "Controls", Panel::Controls)) {
+  if (beginPanelWindow(state, "Controls", "controls")) {
     ImGui::PushItemWidth(-ImGui::GetContentRegionAvail().x * 0.42f);
     ErrorPlacement error{state};
     if (state.drafts.edited_section < 0) error.draw();
     const KnownSizes sizes = knownSizes(state);
     bool changed = error.after(drawModelsSection(state));
     changed |= error.after(drawInputSection(state, sizes));
-    if (state.settings.source == InputSource::Model) drawGenerateSection(state);
+    if (state.settings.source == InputSource::Model) drawPanelParts(state, "controls");  // Generate
     if (state.compute.imported() && state.settings.source == InputSource::Bundle) {
       // Imported maps were computed elsewhere: no sandbox control applies, none is drawn.
       ImGui::Spacing();

@@ -15,31 +15,6 @@ const std::vector<float>& ropeDecayCurve(RopeDecayCurve& curve, int64_t d, float
   return curve.values;
 }
 
-float focusedDiffMax(const AppState& state) {
-  const Tensor& diff = state.compute.probDiffMax();  // [B, H]
-  if (diff.shape.size() != 2 || diff.empty()) return -1.0f;
-  const ViewFocus& f = state.view.focus;
-  if (f.batch_item >= diff.dim(0) || f.head >= diff.dim(1)) return -1.0f;
-  return diff.data[f.batch_item * diff.dim(1) + f.head];
-}
-
-std::string mistakeDiffSummary(const AppState& state) {
-  if (!state.compute.correctView()) return "";
-  if (!state.compute.error().empty()) {
-    return "the buggy code crashes (left); right: what it should be, without the mistake";
-  }
-  const float focused = focusedDiffMax(state);
-  if (focused < 0.0f) return "";
-  const Tensor& diff = state.compute.probDiffMax();  // [B, H]
-  const int64_t H = diff.dim(1);
-  const float* row = diff.data.data() + state.view.focus.batch_item * H;
-  const int64_t worst = std::max_element(row, row + H) - row;
-  char text[160];
-  std::snprintf(text, sizeof text, "max |\xCE\x94p| = %.3g over head %lld   (all heads: %.3g, head %lld)",
-                focused, static_cast<long long>(state.view.focus.head), row[worst], static_cast<long long>(worst));
-  return text;
-}
-
 Settings controlsShown(const AppState& state) {
   const InputFacts& f = state.compute.facts;
   if (state.settings.source != InputSource::Model || !f.known || f.H <= 0) return state.settings;

@@ -16,14 +16,6 @@ namespace attnscope {
 struct AppState;
 struct ComputeAsk;
 
-struct ControlDrafts {
-  bool size_by_model_dim = false;  // user types D and H (d = D / H) instead of d
-  int64_t typed_model_dim = 64;
-  std::string segments_input;
-  std::string control_error;       // e.g. "D=100 is not divisible by H=3"
-  int edited_section = -1;         // the section last edited (the run's error shows under it); -1: none yet
-};
-
 // The Variants section's RoPE score-vs-distance curve, recomputed only when d, base or
 // style change (ropeDecayCurve), never per frame.
 struct RopeDecayCurve {
@@ -35,11 +27,6 @@ struct RopeDecayCurve {
 inline constexpr int64_t kRopeDecayDistance = 256;
 const std::vector<float>& ropeDecayCurve(RopeDecayCurve& curve, int64_t d, float base, RopeStyle style);
 
-// The mistakes lab's one-line comparison for the focused head and batch item, e.g.
-// "max |Δp| = 0.43 over head 1 (all heads: 0.51, head 3)"; "" when no correct trace.
-std::string mistakeDiffSummary(const AppState& state);
-// The focused head's max |buggy - correct| probability; -1 when not available.
-float focusedDiffMax(const AppState& state);
 // The settings the sandbox's controls show: the user's, or under a trained model's run the
 // model's own (its heads H, head size d, the focused layer's mask, whether q, k, v have
 // biases; no padding, dropout, mistake or variant), greyed out, so that no number on screen

@@ -11,16 +11,8 @@ int focusMapCount(const AppState& state) {
   return state.compute.view && state.compute.correctView() && state.compute.error().empty() ? 3 : 2;
 }
 
-void setZoom(AppState& state, CellWindow wanted) {
-  const ViewModel* v = shownView(state);
-  const CellWindow zoom = v ? clampWindow(wanted, v->mapL(), v->mapS()) : CellWindow{};
-  if (zoom == state.view.zoom) return;
-  state.view.zoom = zoom;
-  markStateChanged(state);
-}
-
 void updateZoomView(AppState& state) {
-  ZoomTileState& z = state.zoom_tile;
+  ZoomTileState& z = state.feature<ZoomTileState>();
   const ViewModel* v = state.compute.view.get();
   TileRequest want;
   if (v && v->tiled && !state.view.zoom.whole()) {
@@ -32,11 +24,12 @@ void updateZoomView(AppState& state) {
   }
   if (want != z.posted) {
     z.posted = want;
+    if (want.maps && !z.worker) z.worker = std::make_unique<TileWorker>();  // started on first use
     if (want.maps) z.worker->post(want);
     else z.tile.reset();  // not zoomed (or no tiled source): nothing to keep alive
     markStateChanged(state);
   }
-  if (std::shared_ptr<const WindowTile> tile = z.worker->poll()) {
+  if (std::shared_ptr<const WindowTile> tile = z.worker ? z.worker->poll() : nullptr) {
     if (z.posted.maps) z.tile = std::move(tile);
     markStateChanged(state);
   }
@@ -44,7 +37,7 @@ void updateZoomView(AppState& state) {
     ++state.gpu.texture_generation;
 }
 
-bool zoomTilePending(const AppState& state) { return state.zoom_tile.pending(); }
+bool zoomTilePending(const AppState& state) { return state.feature<ZoomTileState>().pending(); }
 
 namespace {
 
@@ -81,17 +74,17 @@ void tiledJson(const AppState& state, nlohmann::json& line) {
     line["tiled"] = {{"L", m.L}, {"S", m.S}, {"rows", m.rows}, {"cols", m.cols}, {"note", state.script.focus_note}};
   }
   line["zoom_tile"] = nullptr;
-  if (const std::shared_ptr<const WindowTile>& tile = state.zoom_tile.tile) {
+  if (const std::shared_ptr<const WindowTile>& tile = state.feature<ZoomTileState>().tile) {
     const CellWindow& w = tile->request.window;
     line["zoom_tile"] = {{"b", tile->request.b}, {"h", tile->request.h}, {"window", {w.row0, w.rows, w.col0, w.cols}},
                          {"exact", tile->exact}, {"ms", tile->milliseconds}, {"error", tile->error},
-                         {"pending", state.zoom_tile.pending()}};
+                         {"pending", state.feature<ZoomTileState>().pending()}};
   }
   line["map_hover"] = {state.view.map_hover.row, state.view.map_hover.col};
   line["hover_exact"] = nullptr;
   float prob = 0.0f, score = 0.0f;
   bool allowed = false;
-  if (const WindowTile* tile = state.zoom_tile.ready();
+  if (const WindowTile* tile = state.feature<ZoomTileState>().ready();
       tile && state.view.map_hover.valid() &&
       tile->exactCell(state.view.map_hover.row, state.view.map_hover.col, &prob, &score, &allowed)) {
     line["hover_exact"] = {{"prob", prob}, {"score", allowed ? nlohmann::json(score) : nlohmann::json()}, {"allowed", allowed}};

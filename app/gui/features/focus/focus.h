@@ -13,6 +13,7 @@
 namespace attnscope {
 
 struct AppState;
+struct ColumnSpace;
 struct ComputeAsk;
 
 // The zoomed focus view of a tiled source: the window asked for last and the newest tile.
@@ -25,9 +26,6 @@ struct ZoomTileState {
   const WindowTile* ready() const { return posted.maps && !pending() && tile->error.empty() ? tile.get() : nullptr; }
 };
 
-// The one way to change the focus view's zoom window: clamped to the shown result's
-// [L, S] (whole map before any result), logged, not saved.
-void setZoom(AppState& state, CellWindow wanted);
 // Before each frame: a tiled source zoomed in the focus view asks for the visible window's
 // tile when the window, the focused map or the result changed, and takes the newest tile;
 // the zoomed maps' textures follow.
@@ -44,6 +42,9 @@ const HeadNote* featuredHead(const ViewModel& view);
 void focusFeaturedHead(AppState& state);
 // A new result: the featured head on a first start, and the zoom window moved inside a smaller map.
 void followResultInFocus(AppState& state);
+// Its band's height (a place in the registry): what the head grid above leaves, the dragged
+// ViewState::panel_sizes.grid, else the height its square maps need.
+float focusHeight(const AppState& state, const ColumnSpace& space);
 void drawFocusPanel(AppState& state);
 // State-log keys: focused_layer, focused_head, batch_item, selected_view, focus_tab, hover, hover_prob, hover_score, map_hover, hover_exact, tiled, zoom_tile, zoom_window, zoomed, focus_axis, zoom_textures_built.
 void focusToJson(const AppState& state, nlohmann::json& line);

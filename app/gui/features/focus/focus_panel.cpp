@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "gui/features/focus/focus.h"
+#include "gui/features/focus/layer_maps.h"
 #include "gui/jobs/export_jobs.h"
 #include "gui/render/heatmap_widget.h"
 #include "gui/shell/panels.h"
@@ -207,7 +209,7 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
     ImGui::PushID(map.id);
     if (ui::smallButton(state.script.layout, std::string("export_") + mapKindName(view) + "_button", "Export")) {
       state.view.map_kind = view;
-      requestFigureExport(state, mapKindName(view));
+      requestFigureExport(state.exports, state.view, mapKindName(view));
     }
     ImGui::PopID();
     if (ImGui::IsItemHovered()) {
@@ -278,7 +280,7 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
 std::string tiledPoolingNote(const AppState& state, const ViewModel& v, const CellWindow& w, bool zoomed) {
   const TiledMaps& m = *v.tiled;
   char text[200];
-  const ZoomTileState& z = state.zoom_tile;
+  const ZoomTileState& z = state.feature<ZoomTileState>();
   if (!zoomed) {
     std::snprintf(text, sizeof text, "overview: %lldx%lld max-pooled from %lldx%lld (every head, in tiles)",
                   static_cast<long long>(m.rows), static_cast<long long>(m.cols), static_cast<long long>(m.L),
@@ -374,7 +376,7 @@ FocusScene focusScene(const AppState& state) {
   g.window = resolveWindow(scene.zoomed ? state.view.zoom : CellWindow{}, scene.shown->mapL(), scene.shown->mapS());
   const bool tile_shown = scene.tiled && scene.zoomed && zoom.tile_maps == scene.tiled && zoom.window == g.window &&
                           zoom.focus == ViewFocus{g.layer, g.h, g.b} && zoom.probs;
-  scene.tile = tile_shown ? state.zoom_tile.ready() : nullptr;
+  scene.tile = tile_shown ? state.feature<ZoomTileState>().ready() : nullptr;
   if (scene.tiled && !tile_shown) {  // nearest sampling keeps the overview's blocks
     const float L = static_cast<float>(scene.tiled->L), S = static_cast<float>(scene.tiled->S);
     scene.uv0 = ImVec2(static_cast<float>(g.window.col0) / S, static_cast<float>(g.window.row0) / L);
@@ -619,9 +621,27 @@ void drawFocusMaps(AppState& state) {
 
 }  // namespace
 
+float focusHeight(const AppState& state, const ColumnSpace& space) {
+  // The focus view's square maps are limited by its width; give the head grid above whatever
+  // height they leave (between 30% and 50%), so neither panel keeps an empty band. Three maps
+  // (mistake comparison) have two row-label columns and two colour bars in all, and one more
+  // text line (the difference summary) under them.
+  const float body_h = space.height;
+  const int maps = focusMapCount(state);
+  const float line_h = ImGui::GetTextLineHeightWithSpacing();
+  const float focus_inner_w = space.width - 2 * ImGui::GetStyle().WindowPadding.x - 12.0f * (maps - 1);
+  const float focus_map = (focus_inner_w - 2 * (70.0f + 58.0f)) / maps;  // minus row labels and colour bars
+  const float tab_bar_h = ImGui::GetFrameHeightWithSpacing();  // Maps / Compare tabs
+  const float focus_h = focus_map + ImGui::GetFrameHeight() + (maps == 3 ? 8.0f : 7.0f) * line_h + 60.0f + tab_bar_h;
+  const float grid_h = chosenSize(state.view.panel_sizes.grid, body_h,
+                                  std::floor(std::clamp(body_h - focus_h, body_h * 0.30f, body_h * 0.50f)), kMinBand,
+                                  body_h - 2 * kMinBand);
+  return body_h - grid_h;
+}
+
 void drawFocusPanel(AppState& state) {
   // The wheel zooms the maps, so it must not scroll the panel.
-  if (beginPanelWindow(state, "Focus", Panel::Focus, ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse)) {
+  if (beginPanelWindow(state, "Focus", "focus", ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse)) {
     if (!ImGui::IsMouseDown(ImGuiMouseButton_Left)) state.view.pan_from.reset();  // a drag ended
     if (ImGui::BeginTabBar("focus_tabs")) {
       const std::pair<FocusTab, const char*> tabs[] = {
@@ -640,11 +660,9 @@ void drawFocusPanel(AppState& state) {
       state.view.tab_requested = false;
       ImGui::EndTabBar();
     }
-    switch (state.view.tab) {
-      case FocusTab::Maps: drawFocusMaps(state); break;
-      case FocusTab::Compare: drawComparePanel(state); break;
-      case FocusTab::QueryFocus: drawQueryFocusPanel(state); break;
-    }
+    // The other tabs are features of their own (compare, query_focus: rows of the registry).
+    if (state.view.tab == FocusTab::Maps) drawFocusMaps(state);
+    else drawPanelPart(state, "focus", focusTabName(state.view.tab));
   }
   ImGui::End();
 }

@@ -1,5 +1,7 @@
 #include "gui/features/generate/generate.h"
 
+#include <GLFW/glfw3.h>
+
 #include <algorithm>
 #include <exception>
 
@@ -34,26 +36,24 @@ void followNewestRow(AppState& state, const ViewModel& view) {
 
 // The generation's view becomes the one every panel shows (as a compute result would).
 void showSnapshot(AppState& state) {
-  GenerateState& g = state.generate;
+  GenerateState& g = state.feature<GenerateState>();
   if (!g.shown || !g.snapshot || !g.snapshot->view || state.compute.view == g.snapshot->view) return;
   state.compute.view = g.snapshot->view;
   state.compute.head_table = g.snapshot->head_table;
   state.view.table.order_generation = ~uint64_t{0};  // the table's order is measured again
   InputFacts& facts = state.compute.facts;  // the pipeline panel's sizes: the sequence so far
   facts.L = facts.S_key = facts.S_value = g.snapshot->view->L;
-  setFocus(state, state.view.focus);
-  setZoom(state, state.view.zoom);
-  setStep(state, state.stepper.step);
+  followResult(state);  // the focus, the zoom and each feature's view clamp to it
   if (g.controls.follow) followNewestRow(state, *g.snapshot->view);
   markStateChanged(state);
 }
 
 void takeBundleResult(AppState& state) {
-  GenerateState& g = state.generate;
+  GenerateState& g = state.feature<GenerateState>();
   if (!g.writer) return;
   if (std::shared_ptr<const BundleWritten> written = g.writer->poll()) {
     g.bundle_error = written->error;
-    showToast(state, written->error.empty() ? "wrote generation bundle " + written->dir : written->error,
+    showToast(state.exports, written->error.empty() ? "wrote generation bundle " + written->dir : written->error,
               !written->error.empty());
   }
 }
@@ -61,13 +61,13 @@ void takeBundleResult(AppState& state) {
 }  // namespace
 
 void startGeneration(AppState& state) {
-  GenerateState& g = state.generate;
+  GenerateState& g = state.feature<GenerateState>();
   if (!g.worker) g.worker = std::make_unique<GenerateWorker>();
   GenerateRequest request;
   try {
     request.folder = modelFolder(state.settings);
   } catch (const InputError& e) {
-    showToast(state, e.what(), true);
+    showToast(state.exports, e.what(), true);
     return;
   }
   request.text = state.settings.model_text;
@@ -77,7 +77,7 @@ void startGeneration(AppState& state) {
   request.recent_window = std::max(1, g.controls.recent_window);
   if (g.controls.cache_on) request.cache = {std::max(0, g.controls.cache_window), std::max(0, g.controls.cache_sinks)};
   if (state.compute.worker) request.weights = state.compute.worker->loadedWeights();  // the maps' weights, shared
-  request.lens = state.lens.shown;
+  request.lens = computeAsk(state).lens;  // the Logit lens tab is open
   g.job = g.worker->start(std::move(request));
   // Follow: the predictions show the newest step, which a pin (a clicked map row or lens cell) would hide.
   if (g.controls.follow) unpinQueryRow(state);
@@ -89,7 +89,7 @@ void startGeneration(AppState& state) {
 }
 
 void stopGeneration(AppState& state, const char* by) {
-  GenerateState& g = state.generate;
+  GenerateState& g = state.feature<GenerateState>();
   if (!g.running) return;
   g.worker->stop();
   g.stopped_by = by;
@@ -97,33 +97,41 @@ void stopGeneration(AppState& state, const char* by) {
 }
 
 void updateGeneration(AppState& state) {
-  GenerateState& g = state.generate;
+  GenerateState& g = state.feature<GenerateState>();
   takeBundleResult(state);
   if (!g.worker) return;
   if (g.shown && computeSettingsDiffer(state.settings, g.started_with)) {
     stopGeneration(state, "text edited");
     g.shown = false;  // the next compute result replaces the generation's maps
-    if (!computeSettingsDiffer(state.settings, state.compute.posted_settings)) recomputeNow(state, computeAsk(state));
+    if (!computeSettingsDiffer(state.settings, state.compute.posted_settings)) recompute(state);
   }
   std::shared_ptr<const GenerationSnapshot> snapshot = g.worker->take();
   if (snapshot && snapshot->job == g.job) {
     g.snapshot = std::move(snapshot);
     if (!g.snapshot->stop.empty()) g.running = false;
-    if (!g.snapshot->error.empty()) showToast(state, g.snapshot->error, true);
+    if (!g.snapshot->error.empty()) showToast(state.exports, g.snapshot->error, true);
     markStateChanged(state);
   }
   showSnapshot(state);
+  state.view.follow_newest = g.running && g.controls.follow;
 }
 
-bool generationRunning(const AppState& state) { return state.generate.running; }
+bool generateKey(AppState& state, const KeyPress& press) {
+  const bool plain_ctrl = (press.mods & (GLFW_MOD_CONTROL | GLFW_MOD_SHIFT | GLFW_MOD_ALT)) == GLFW_MOD_CONTROL;
+  if (press.key != GLFW_KEY_S || !plain_ctrl || !generationShown(state)) return false;
+  requestGenerationBundle(state);
+  return true;
+}
+
+bool generationRunning(const AppState& state) { return state.feature<GenerateState>().running; }
 
 bool generationShown(const AppState& state) {
-  const GenerateState& g = state.generate;
+  const GenerateState& g = state.feature<GenerateState>();
   return g.shown && g.snapshot && g.snapshot->view && state.compute.view == g.snapshot->view;
 }
 
 void requestGenerationBundle(AppState& state) {
-  GenerateState& g = state.generate;
+  GenerateState& g = state.feature<GenerateState>();
   if (!generationShown(state)) return;
   if (!g.writer)
     g.writer = std::make_unique<BundleWriter>(
@@ -144,12 +152,12 @@ void requestGenerationBundle(AppState& state) {
 }
 
 void finishGeneration(AppState& state) {
-  state.generate.worker.reset();  // a running generation stops at its next step
-  state.generate.writer.reset();  // Queue: a bundle being written is finished first
+  state.feature<GenerateState>().worker.reset();  // a running generation stops at its next step
+  state.feature<GenerateState>().writer.reset();  // Queue: a bundle being written is finished first
 }
 
 void generateToJson(const AppState& state, nlohmann::json& line) {
-  const GenerateState& g = state.generate;
+  const GenerateState& g = state.feature<GenerateState>();
   nlohmann::json j = {{"running", g.running}, {"shown", g.shown}, {"job", g.job}, {"stopped_by", g.stopped_by},
                       {"max_tokens", g.controls.tokens}, {"greedy", g.controls.greedy}, {"window", g.controls.recent_window},
                       {"seed", g.controls.seed}, {"temperature", g.controls.temperature},

@@ -18,6 +18,7 @@
 namespace attnscope {
 
 struct AppState;
+struct KeyPress;
 
 struct GenerateControls {
   int tokens = 20;
@@ -70,6 +71,9 @@ bool generationShown(const AppState& state);
 bool generationRunning(const AppState& state);
 // Ctrl+S on a shown generation: a new folder generation-N in the export folder.
 void requestGenerationBundle(AppState& state);
+// Its key (a hook of the registry): Ctrl+S while a generation is shown writes it as a bundle
+// (instead of the focused map's figure). True when it took the press.
+bool generateKey(AppState& state, const KeyPress& press);
 void finishGeneration(AppState& state);  // at shutdown: a bundle being written is finished
 void drawGenerateSection(AppState& state);  // in the control panel, for model folders
 // State-log key: generate {running, shown, job, max_tokens, greedy, window, seed, temperature,

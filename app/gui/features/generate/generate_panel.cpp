@@ -17,7 +17,7 @@ const ImVec4 kGenerated(0.45f, 0.9f, 0.5f, 1.0f);
 
 // Labels end in ##generate: the sandbox's own "seed" and "temperature" share the window.
 void drawSamplingControls(AppState& state) {
-  GenerateControls& c = state.generate.controls;
+  GenerateControls& c = state.feature<GenerateState>().controls;
   WidgetRects& rects = state.script.layout;
   ui::checkbox(rects, "generate_greedy", "greedy##generate", &c.greedy);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("always the most likely token; off: sample (temperature, top-k, top-p, seed)");
@@ -32,7 +32,7 @@ void drawSamplingControls(AppState& state) {
 
 // The KV cache's sinks + causal window, as the stepper's sinks:K + causal-window:W.
 void drawCacheWindowControls(AppState& state) {
-  GenerateControls& c = state.generate.controls;
+  GenerateControls& c = state.feature<GenerateState>().controls;
   WidgetRects& rects = state.script.layout;
   ui::checkbox(rects, "generate_cache_on", "cache window + sinks##generate", &c.cache_on);
   if (ImGui::IsItemHovered())
@@ -73,7 +73,7 @@ std::string endReason(const std::string& stop, const std::string& stopped_by) {
 }
 
 void drawButtons(AppState& state) {
-  GenerateState& g = state.generate;
+  GenerateState& g = state.feature<GenerateState>();
   WidgetRects& rects = state.script.layout;
   ImGui::BeginDisabled(g.running);
   if (ui::button(rects, "generate_button", "Generate")) startGeneration(state);
@@ -91,7 +91,7 @@ void drawButtons(AppState& state) {
 
 // Where the generation stands, the text so far and the button that puts it into the text box.
 void drawProgress(AppState& state) {
-  const GenerateState& g = state.generate;
+  const GenerateState& g = state.feature<GenerateState>();
   const GenerationSnapshot* s = g.snapshot.get();
   if (!s) {
     if (g.running) ImGui::TextDisabled("loading the model...");
@@ -147,7 +147,7 @@ void drawSeries(AppState& state, const std::string& name, const std::string& tit
 // The focused head over the generation: the mass each step gives to the first token and to
 // the last W tokens (core: analysis/generation_mass.h), one small plot each.
 void drawMassPlots(AppState& state) {
-  const GenerationSnapshot* s = state.generate.snapshot.get();
+  const GenerationSnapshot* s = state.feature<GenerateState>().snapshot.get();
   const ViewFocus& f = state.view.focus;
   if (!s || !s->mass || s->mass->steps == 0 || f.layer >= s->mass->layers || f.head >= s->mass->H ||
       f.batch_item >= s->mass->B)
@@ -167,7 +167,7 @@ void drawGenerateSection(AppState& state) {
   sectionHeader("Generate");
   // An encoder (BERT) has no next token: the section says so instead of offering a Generate
   // that can only fail.
-  if (const ViewModel* v = state.compute.view.get(); v && v->encoder && !state.generate.running) {
+  if (const ViewModel* v = state.compute.view.get(); v && v->encoder && !state.feature<GenerateState>().running) {
     const std::string why = v->model + " is an encoder (bidirectional): it does not generate; its masked-LM "
                             "head guesses each position's own token (the predictions panel)";
     ui::text(state.script.layout, "generate_off", ui::TextLook{ImGui::GetStyle().Colors[ImGuiCol_TextDisabled], true},
@@ -175,7 +175,7 @@ void drawGenerateSection(AppState& state) {
     state.script.layout.recordText("generate_off", why);
     return;
   }
-  GenerateControls& c = state.generate.controls;
+  GenerateControls& c = state.feature<GenerateState>().controls;
   const GenerateControls before = c;
   ui::inputInt(state.script.layout, "generate_tokens", "tokens##generate", &c.tokens);
   c.tokens = std::clamp(c.tokens, 1, 4096);

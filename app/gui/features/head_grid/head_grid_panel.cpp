@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "gui/features/head_grid/head_grid.h"
+#include "gui/features/head_grid/overview.h"
 #include "gui/jobs/export_jobs.h"
 #include "gui/render/heatmap_widget.h"
 #include "gui/shell/panels.h"
@@ -119,7 +121,7 @@ void coloredLabel(WidgetRects& rects, const std::string& name, bool focused, con
 // The Export button and, below it, the colour bar right of the tiles.
 void drawGridSide(AppState& state, ImVec2 top_left, float bar_top, float tiles_h, const ValueRange& range) {
   ImGui::SetCursorScreenPos(ImVec2(top_left.x + 4, top_left.y));
-  if (ui::smallButton(state.script.layout, "export_grid_small", "Export##grid")) requestFigureExport(state, "grid");
+  if (ui::smallButton(state.script.layout, "export_grid_small", "Export##grid")) requestFigureExport(state.exports, state.view, "grid");
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("export every map as one figure with a shared colour bar (Ctrl+Shift+S)");
   // The top tick label is centred on the bar's top edge: start half a line below the button.
   const float top = std::max(bar_top, ImGui::GetItemRectMax().y + ImGui::GetTextLineHeight() / 2 + 2);
@@ -312,7 +314,7 @@ void drawLayerHeadGrid(AppState& state, const ViewModel& view, const ValueRange&
 void drawHeadGridPanel(AppState& state) {
   const ViewModel* view = state.compute.view.get();
   const bool several_layers = view && view->layers > 1;
-  if (beginPanelWindow(state, several_layers ? "Layers x heads###Heads" : "Heads###Heads", Panel::HeadGrid,
+  if (beginPanelWindow(state, several_layers ? "Layers x heads###Heads" : "Heads###Heads", "head_grid",
                        several_layers ? 0 : ImGuiWindowFlags_NoScrollbar)) {
     const ViewTextures& tex = state.gpu.textures;
     if (!view || tex.probs.empty()) {

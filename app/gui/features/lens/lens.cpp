@@ -20,7 +20,7 @@ nlohmann::json guessesJson(const std::vector<TokenGuess>& guesses) {
 
 // A new run shown: the columns computed for the last one go; a finished block comes in.
 void takeColumns(AppState& state, const LensTable* lens) {
-  LensState& s = state.lens;
+  LensState& s = state.feature<LensState>();
   const std::shared_ptr<const LaterLens> source = lens ? lens->later : nullptr;
   if (source != s.source) {
     s.source = source;
@@ -44,7 +44,7 @@ void takeColumns(AppState& state, const LensTable* lens) {
 // The clicked column first, then the table's visible columns left to right: the first one not
 // known is asked for (one block at a time).
 void askForShownColumns(AppState& state, const LensTable& lens) {
-  LensState& s = state.lens;
+  LensState& s = state.feature<LensState>();
   if (!s.source || !s.shown || s.requested >= 0 || !s.error.empty()) return;
   std::vector<int64_t> wanted;
   if (s.clicked.valid()) wanted.push_back(s.clicked.position);
@@ -66,7 +66,7 @@ void askForShownColumns(AppState& state, const LensTable& lens) {
 
 void updateLens(AppState& state) {
   const LensTable* lens = shownLens(state);
-  LensCell& clicked = state.lens.clicked;
+  LensCell& clicked = state.feature<LensState>().clicked;
   if (clicked.valid() && (!lens || clicked.layer >= lens->layers || clicked.position >= lens->positions)) {
     clicked = {};
     markStateChanged(state);
@@ -82,7 +82,7 @@ const std::vector<TokenGuess>* lensCell(const AppState& state, int64_t layer, in
     const std::vector<TokenGuess>& cell = lens->at(layer, position);
     return cell.empty() ? nullptr : &cell;  // a generation's column it did not compute
   }
-  const LensState& s = state.lens;
+  const LensState& s = state.feature<LensState>();
   const auto it = s.columns.find(position);
   return s.source == lens->later && it != s.columns.end() ? &it->second[layer] : nullptr;
 }
@@ -90,11 +90,11 @@ const std::vector<TokenGuess>* lensCell(const AppState& state, int64_t layer, in
 int64_t lensMapLayer(int64_t lens_layer) { return std::max<int64_t>(0, lens_layer - 1); }
 
 void askLens(const AppState& state, ComputeAsk& ask) {
-  ask.lens = state.lens.shown && state.settings.source == InputSource::Model;
+  ask.lens = state.feature<LensState>().shown && state.settings.source == InputSource::Model;
 }
 
 void focusLensCell(AppState& state, LensCell cell) {
-  state.lens.clicked = cell;
+  state.feature<LensState>().clicked = cell;
   ViewFocus focus = state.view.focus;
   focus.layer = lensMapLayer(cell.layer);
   setFocus(state, focus);
@@ -116,17 +116,17 @@ void lensToJson(const AppState& state, nlohmann::json& line) {
     }
     top1.push_back(row);
   }
-  const LensCell& h = state.lens.hovered;
-  const LensCell& c = state.lens.clicked;
+  const LensCell& h = state.feature<LensState>().hovered;
+  const LensCell& c = state.feature<LensState>().clicked;
   nlohmann::json hovered = nullptr, clicked = nullptr;
   if (h.valid()) {
     const std::vector<TokenGuess>* cell = lensCell(state, h.layer, h.position);
     hovered = {{"layer", h.layer}, {"position", h.position}, {"top", cell ? guessesJson(*cell) : nlohmann::json()}};
   }
   if (c.valid()) clicked = {{"layer", c.layer}, {"position", c.position}};
-  line["lens"] = {{"layers", lens->layers}, {"positions", lens->positions}, {"shown", state.lens.shown},
-                  {"enlarged", state.lens.enlarged}, {"off_reason", lens->off_reason}, {"top1", top1}, {"hovered", hovered}, {"clicked", clicked},
-                  {"on_demand", lens->later != nullptr}, {"columns_known", known}, {"columns_ms", state.lens.columns_ms}};
+  line["lens"] = {{"layers", lens->layers}, {"positions", lens->positions}, {"shown", state.feature<LensState>().shown},
+                  {"enlarged", state.feature<LensState>().enlarged}, {"off_reason", lens->off_reason}, {"top1", top1}, {"hovered", hovered}, {"clicked", clicked},
+                  {"on_demand", lens->later != nullptr}, {"columns_known", known}, {"columns_ms", state.feature<LensState>().columns_ms}};
 }
 
 }  // namespace attnscope

@@ -58,7 +58,7 @@ const std::vector<TokenGuess>* lensCell(const AppState& state, int64_t layer, in
 int64_t lensMapLayer(int64_t lens_layer);
 // Clicking a cell: focuses its map layer (setFocus) and pins its position as the query row.
 void focusLensCell(AppState& state, LensCell cell);
-// The "Logit lens" tab of the predictions panel (a Panel::Predictions tab of the registry).
+// The "Logit lens" tab of the predictions panel (a part of the predictions panel in the registry).
 void drawLensTab(AppState& state);
 // State-log key "lens": null unless a model run is shown; else layers, positions, shown, enlarged,
 // off_reason, top1 ([layers][positions] labels, null for a column not computed yet), hovered

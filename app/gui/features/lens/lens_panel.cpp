@@ -59,13 +59,13 @@ void drawGrid(AppState& state, const ViewModel& v, const LensGrid& g) {
   const int64_t t1 = std::min(lens.positions, static_cast<int64_t>(std::ceil((g.clip_max.x - g.origin.x - g.label_w) / g.cell_w)));
   const int64_t l0 = std::max<int64_t>(0, static_cast<int64_t>((g.clip_min.y - g.origin.y) / g.cell_h) - 1);
   const int64_t l1 = std::min(lens.layers, static_cast<int64_t>(std::ceil((g.clip_max.y - g.origin.y) / g.cell_h)));
-  state.lens.visible_first = t0, state.lens.visible_end = t1;  // the columns a lens on demand computes next
+  state.feature<LensState>().visible_first = t0, state.feature<LensState>().visible_end = t1;  // the columns a lens on demand computes next
   list->PushClipRect(ImVec2(g.clip_min.x + g.label_w, g.clip_min.y + g.cell_h), g.clip_max, true);
   for (int64_t l = l0; l < l1; ++l)
     for (int64_t t = t0; t < t1; ++t) {
       const ImVec2 min = g.cellMin(l, t);
       const std::vector<TokenGuess>* cell = lensCell(state, l, t);
-      const std::string text = drawCell(g, cell ? &cell->front() : nullptr, min, state.lens.clicked == LensCell{l, t});
+      const std::string text = drawCell(g, cell ? &cell->front() : nullptr, min, state.feature<LensState>().clicked == LensCell{l, t});
       if (min.x >= g.clip_min.x + g.label_w && min.x + g.cell_w <= g.clip_max.x &&
           min.y + g.cell_h <= g.clip_max.y + 1 && min.y >= g.clip_min.y + g.cell_h) {  // whole in view
         const std::string name = "lens_cell_" + std::to_string(l) + "_" + std::to_string(t);
@@ -103,8 +103,8 @@ void hoverAndClick(AppState& state, const ViewModel& v, const LensGrid& g) {
     const int64_t l = static_cast<int64_t>(std::floor((m.y - g.origin.y) / g.cell_h)) - 1;
     if (l >= 0 && l < v.lens.layers && t >= 0 && t < v.lens.positions) cell = {l, t};
   }
-  if (cell != state.lens.hovered) {
-    state.lens.hovered = cell;
+  if (cell != state.feature<LensState>().hovered) {
+    state.feature<LensState>().hovered = cell;
     markStateChanged(state);
   }
   if (!cell.valid()) return;
@@ -145,11 +145,11 @@ void drawLensTable(AppState& state, float cell_w) {
   ImGui::TextWrapped("top-1 token per layer (rows) and position; colour: its probability");
   if (v.lens.later) {  // past the whole lens's budget: the columns in view, a block at a time
     const std::string note = "long text: columns computed as they come into view (" +
-                             std::to_string(state.lens.columns.size()) + " of " + std::to_string(v.lens.positions) + ")";
+                             std::to_string(state.feature<LensState>().columns.size()) + " of " + std::to_string(v.lens.positions) + ")";
     ui::text(state.script.layout, "lens_on_demand", ui::wrappedText(), "%s", note.c_str());
     state.script.layout.recordText("lens_on_demand", note);
   }
-  if (!state.lens.error.empty()) errorText(state.script.layout, "lens_error", state.lens.error);
+  if (!state.feature<LensState>().error.empty()) errorText(state.script.layout, "lens_error", state.feature<LensState>().error);
   ImGui::PopStyleColor();
   ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(0, 0));
   ImGui::BeginChild("##lens_table", ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
@@ -163,7 +163,7 @@ void drawLensTable(AppState& state, float cell_w) {
   g.label_w = ImGui::CalcTextSize(rowName(v.lens.layers - 1).c_str()).x + 12.0f;
   ImGui::Dummy(ImVec2(g.label_w + v.lens.positions * g.cell_w, g.cell_h * (v.lens.layers + 1)));
   // A generation with Follow on keeps its newest column, the token being chosen, in view.
-  if (state.generate.running && state.generate.controls.follow) ImGui::SetScrollX(ImGui::GetScrollMaxX());
+  if (state.view.follow_newest) ImGui::SetScrollX(ImGui::GetScrollMaxX());
   state.script.layout.record("lens_table", g.clip_min, ImVec2(g.clip_max.x - g.clip_min.x, g.clip_max.y - g.clip_min.y));
   drawGrid(state, v, g);
   hoverAndClick(state, v, g);
@@ -174,14 +174,14 @@ void drawLensTable(AppState& state, float cell_w) {
 // A button that moves the table over the focus view (enlarged) or back into the tab.
 void enlargeButton(AppState& state, const char* name, const char* label, bool enlarged) {
   if (!ui::smallButton(state.script.layout, name, label)) return;
-  state.lens.enlarged = enlarged;
+  state.feature<LensState>().enlarged = enlarged;
   markStateChanged(state);
 }
 
 // The lens over the focus view: its window on the focus panel's rectangle, drawn on top of
 // it while the tab is open and enlarged.
 void drawLargeLens(AppState& state) {
-  const PanelRect rect = panelRect(state, Panel::Focus);
+  const PanelRect rect = panelRect(state, "focus");
   ImGui::SetNextWindowPos(rect.pos, ImGuiCond_Always);
   ImGui::SetNextWindowSize(rect.size, ImGuiCond_Always);
   if (ImGui::Begin("Logit lens###lens_large", nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize |
@@ -197,7 +197,7 @@ void drawLargeLens(AppState& state) {
 
 void drawLensTab(AppState& state) {
   const bool open = ui::beginTabItem(state.script.layout, "lens_tab", "Logit lens");
-  if (open && state.lens.enlarged) {
+  if (open && state.feature<LensState>().enlarged) {
     ImGui::TextDisabled("the table is shown over the focus view");
     enlargeButton(state, "lens_shrink_tab", "show it here", false);
   } else if (open) {
@@ -206,9 +206,9 @@ void drawLensTab(AppState& state) {
     drawLensTable(state, kCellW);
   }
   if (open) ImGui::EndTabItem();
-  if (open && state.lens.enlarged && state.compute.view) drawLargeLens(state);
-  if (open != state.lens.shown) {
-    state.lens.shown = open;
+  if (open && state.feature<LensState>().enlarged && state.compute.view) drawLargeLens(state);
+  if (open != state.feature<LensState>().shown) {
+    state.feature<LensState>().shown = open;
     markStateChanged(state);
   }
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "gui/features/mask/mask.h"
 #include "gui/jobs/export_jobs.h"
 #include "gui/render/heatmap_widget.h"
 #include "gui/shell/panels.h"
@@ -50,7 +51,7 @@ void drawMaskHeader(AppState& state, const ViewModel& v, int64_t layer) {
   ImGui::SameLine(button_x);
   if (ui::smallButton(state.script.layout, "export_mask_button", "Export##mask")) {
     state.view.map_kind = MapKind::Mask;
-    requestFigureExport(state, "mask");
+    requestFigureExport(state.exports, state.view, "mask");
   }
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("export the combined mask as a figure");
   if (const std::string note = unmaskedPadNote(state, v); !note.empty()) {
@@ -155,8 +156,14 @@ const char* noMaskReason(const ViewModel* v, const ViewTextures& tex) {
 
 }  // namespace
 
+float maskHeight(const AppState& state, const ColumnSpace& space) {
+  const float body_h = space.height;
+  return chosenSize(state.view.panel_sizes.mask, body_h, std::floor(body_h * (space.above > 0 ? 0.30f : 0.36f)), kMinBand,
+                    body_h - space.above - kMinBand);
+}
+
 void drawMaskPanel(AppState& state) {
-  if (beginPanelWindow(state, "Mask", Panel::Mask)) {
+  if (beginPanelWindow(state, "Mask", "mask")) {
     const ViewModel* v = state.compute.view.get();
     const ViewTextures& tex = state.gpu.textures;
     if (const char* why = noMaskReason(v, tex); *why) {

@@ -5,14 +5,6 @@
 
 namespace attnscope {
 
-const HeadTable* shownHeadTable(const AppState& state) {
-  const HeadTable* table = state.compute.head_table.get();
-  const ViewModel* view = shownView(state);
-  const bool matches = table && view && table->source_stamp == view->stamp.value() && table->layers == view->layers &&
-                       table->H == view->H && table->B == view->B;
-  return matches ? table : nullptr;
-}
-
 std::string headLabel(const HeadTable& table, int64_t n) {
   const int64_t layer = n / table.H, head = n % table.H;
   return table.layers > 1 ? "L" + std::to_string(layer) + " H" + std::to_string(head) : "head " + std::to_string(head);
@@ -63,11 +55,6 @@ void updateHeadOrder(AppState& state) {
     t.visible_filter = t.filter;
   }
   markStateChanged(state);
-}
-
-bool gridFollowsTable(const AppState& state) {
-  return state.view.table.order_grid && shownHeadTable(state) && !state.view.table.order.empty() &&
-         orderGridUnusedReason(state).empty();
 }
 
 std::string orderGridUnusedReason(const AppState& state) {

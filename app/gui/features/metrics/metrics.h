@@ -11,17 +11,16 @@
 namespace attnscope {
 
 struct AppState;
+struct ColumnSpace;
 
-// The head table of the shown view; null while it is missing (or belongs to an older view).
-const HeadTable* shownHeadTable(const AppState& state);
 // Recomputes view.table.order when the table, batch item or sort changed, and the rows the
 // filter keeps (view.table.visible) when those or the filter changed (not per frame).
 void updateHeadOrder(AppState& state);
 // "L3 H5" (several layers) or "head 5": a row's label.
 std::string headLabel(const HeadTable& table, int64_t n);
-// The head grid wraps in the table's order ("order grid by table", a table shown, and the
-// attention maps chosen rather than rollout / flow): arrow keys then follow that order.
-bool gridFollowsTable(const AppState& state);
+// Its width at the right of the head grid's band: the dragged panel_sizes.table of the centre
+// column, else 42% of it (280 to 520 px).
+float metricsWidth(const AppState& state, const ColumnSpace& space);
 // Why "order grid by table" does nothing now ("" when it orders the grid): drawn greyed.
 std::string orderGridUnusedReason(const AppState& state);
 void drawMetricsPanel(AppState& state);

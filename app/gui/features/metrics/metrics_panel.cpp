@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "gui/features/metrics/metrics.h"
 #include "gui/shell/panels.h"
 
 namespace attnscope {
@@ -83,8 +84,14 @@ void drawFilter(AppState& state) {
 
 }  // namespace
 
+float metricsWidth(const AppState& state, const ColumnSpace& space) {
+  const float centre_w = space.width;
+  return chosenSize(state.view.panel_sizes.table, centre_w, std::floor(std::clamp(centre_w * 0.42f, 280.0f, 520.0f)),
+                    kMinColumn, centre_w - kMinColumn);
+}
+
 void drawMetricsPanel(AppState& state) {
-  if (beginPanelWindow(state, "Head metrics", Panel::Metrics, ImGuiWindowFlags_NoScrollbar)) {
+  if (beginPanelWindow(state, "Head metrics", "metrics", ImGuiWindowFlags_NoScrollbar)) {
     const HeadTable* table = shownHeadTable(state);
     HeadTableView& view = state.view.table;
     if (!table || view.order.empty()) {

@@ -1,6 +1,7 @@
 // Ctrl+O: the browser that opens a bundle, a model folder or a settings JSON.
 #include "gui/features/open/open_dialog.h"
 
+#include <GLFW/glfw3.h>
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
@@ -55,7 +56,7 @@ void openPath(AppState& state, std::string path) {
                                                            "attentions.npy/.npz) or settings JSON"
                                                          : "no such file or folder"));
   }
-  state.open_dialog.error.clear();
+  state.feature<OpenDialogState>().error.clear();
   state.view.focus = focus;  // a new source starts at its first map (or the saved one); clamped on arrival
   settingsEdited(state);
   ImGui::CloseCurrentPopup();
@@ -70,7 +71,7 @@ void setInput(OpenDialogState& dialog, const std::string& text) {
 
 // Enter or a double click on entry i: a folder is gone into, the rest opened.
 void chooseEntry(AppState& state, int i) {
-  OpenDialogState& dialog = state.open_dialog;
+  OpenDialogState& dialog = state.feature<OpenDialogState>();
   const BrowseEntry& entry = dialog.entries[i];
   const std::string folder = splitBrowsePath(dialog.path_input).folder;
   if (entry.name == "..") setInput(dialog, parentBrowsePath(folder));
@@ -80,7 +81,7 @@ void chooseEntry(AppState& state, int i) {
 
 // Enter or Open: the chosen entry, else the typed path (a plain folder is listed).
 void submit(AppState& state) {
-  OpenDialogState& dialog = state.open_dialog;
+  OpenDialogState& dialog = state.feature<OpenDialogState>();
   if (dialog.selected >= 0 && dialog.selected < static_cast<int>(dialog.entries.size())) {
     chooseEntry(state, dialog.selected);
     return;
@@ -98,7 +99,7 @@ void tryOpen(AppState& state, Action action) {
   try {
     action();
   } catch (const InputError& e) {
-    state.open_dialog.error = e.what();
+    state.feature<OpenDialogState>().error = e.what();
     markStateChanged(state);
   }
 }
@@ -152,9 +153,9 @@ void listPlaces(const AppState& state, OpenDialogState& dialog) {
 }
 
 void startBrowsing(AppState& state) {
-  OpenDialogState& dialog = state.open_dialog;
+  OpenDialogState& dialog = state.feature<OpenDialogState>();
   ImGui::OpenPopup(kOpenTitle);
-  dialog.requested = false;
+  state.ui.open_requested = false;
   dialog.error.clear();
   listPlaces(state, dialog);
   if (dialog.path_input.empty()) {
@@ -170,7 +171,7 @@ void startBrowsing(AppState& state) {
 }
 
 void drawPlaces(AppState& state) {
-  OpenDialogState& dialog = state.open_dialog;
+  OpenDialogState& dialog = state.feature<OpenDialogState>();
   ImGui::BeginChild("##places", ImVec2(kPlacesWidth, kListHeight), true);
   ImGui::TextDisabled("Places");
   for (size_t i = 0; i < dialog.places.size(); ++i) {
@@ -183,7 +184,7 @@ void drawPlaces(AppState& state) {
 }
 
 void drawEntries(AppState& state, bool selection_moved) {
-  OpenDialogState& dialog = state.open_dialog;
+  OpenDialogState& dialog = state.feature<OpenDialogState>();
   ImGui::BeginChild("##entries", ImVec2(0, kListHeight), true);
   if (dialog.entries.empty()) ImGui::TextDisabled("nothing here that attnscope opens");
   for (int i = 0; i < static_cast<int>(dialog.entries.size()); ++i) {
@@ -206,7 +207,7 @@ void drawEntries(AppState& state, bool selection_moved) {
 
 // The path box changed (typed, completed, chosen): list the folder it points into.
 void relist(AppState& state) {
-  OpenDialogState& dialog = state.open_dialog;
+  OpenDialogState& dialog = state.feature<OpenDialogState>();
   if (dialog.path_input == dialog.listed_for) return;
   const BrowsePath split = splitBrowsePath(dialog.path_input);
   dialog.entries = listBrowseFolder(split.folder, split.prefix);
@@ -221,7 +222,7 @@ void relist(AppState& state) {
 // weights, its tokenizer), or a listed folder broken since: the model shown stayed, and the
 // dialog opens again on that folder with the error.
 void reopenOnLoadFailure(AppState& state) {
-  OpenDialogState& dialog = state.open_dialog;
+  OpenDialogState& dialog = state.feature<OpenDialogState>();
   if (state.compute.load_failures == dialog.failures_shown) return;
   dialog.failures_shown = state.compute.load_failures;
   dialog.path_input = state.compute.load_failed;
@@ -231,7 +232,7 @@ void reopenOnLoadFailure(AppState& state) {
 }
 
 void drawBrowser(AppState& state) {
-  OpenDialogState& dialog = state.open_dialog;
+  OpenDialogState& dialog = state.feature<OpenDialogState>();
   ImGui::TextWrapped("Model folders (config.json), tensor bundles (query.npy ...), attention bundles "
                      "(attentions.npy/.npz) and settings JSON. Tab completes, Up/Down choose, Enter opens (a "
                      "folder: goes in), Backspace after a '/' goes up.");
@@ -261,9 +262,21 @@ void drawBrowser(AppState& state) {
 
 }  // namespace
 
+bool openDialogKey(AppState& state, const KeyPress& press) {
+  OpenDialogState& dialog = state.feature<OpenDialogState>();
+  if (press.key == GLFW_KEY_ESCAPE) {  // offered when no overlay took it: closes the dialog
+    if (!dialog.modal_open) return false;
+    dialog.close_requested = true;
+    return true;
+  }
+  if ((press.mods & GLFW_MOD_CONTROL) == 0 || press.key != GLFW_KEY_O) return false;
+  state.ui.open_requested = true;
+  return true;
+}
+
 void drawOpenDialog(AppState& state) {
-  OpenDialogState& dialog = state.open_dialog;
-  if (dialog.requested) startBrowsing(state);
+  OpenDialogState& dialog = state.feature<OpenDialogState>();
+  if (state.ui.open_requested) startBrowsing(state);
   reopenOnLoadFailure(state);
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(ImVec2(viewport->WorkPos.x + viewport->WorkSize.x * 0.5f,
@@ -287,7 +300,7 @@ void drawOpenDialog(AppState& state) {
 }
 
 void openDialogToJson(const AppState& state, nlohmann::json& line) {
-  const OpenDialogState& dialog = state.open_dialog;
+  const OpenDialogState& dialog = state.feature<OpenDialogState>();
   line["modal_open"] = dialog.modal_open;
   line["open_error"] = dialog.error;  // the open dialog's message
   nlohmann::json entries = nlohmann::json::array();

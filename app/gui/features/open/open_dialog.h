@@ -14,9 +14,9 @@
 namespace attnscope {
 
 struct AppState;
+struct KeyPress;
 
 struct OpenDialogState {
-  bool requested = false;        // Ctrl+O or a button: open the dialog next frame
   std::string path_input;        // the path box
   std::string error;             // why the last Open failed ("" = none)
   bool modal_open = false;       // drawn this frame (state log)
@@ -38,6 +38,8 @@ struct OpenDialogState {
   uint64_t failures_shown = 0;      // compute.load_failures already shown (reopenOnLoadFailure)
 };
 
+// Its keys (a hook of the registry): Ctrl+O opens it, Escape closes it while it is open.
+bool openDialogKey(AppState& state, const KeyPress& press);
 void drawOpenDialog(AppState& state);
 // State-log keys: modal_open, open_error, open_browser {input, input_kind, entries [{name,
 // kind}], selected, places}.

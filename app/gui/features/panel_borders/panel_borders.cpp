@@ -18,18 +18,18 @@ struct Border {
   const char* name;
   bool vertical;
   float PanelSizes::*size;
-  Panel along;
+  const char* along;  // the panel's registry row
   bool far_edge;
   bool full_height;
 };
 
 constexpr Border kBorders[] = {
-    {"left", true, &PanelSizes::left, Panel::Controls, false, true},
-    {"right", true, &PanelSizes::right, Panel::Pipeline, true, true},
-    {"table", true, &PanelSizes::table, Panel::Metrics, true, false},
-    {"grid", false, &PanelSizes::grid, Panel::HeadGrid, false, false},
-    {"predictions", false, &PanelSizes::predictions, Panel::Predictions, false, false},
-    {"mask", false, &PanelSizes::mask, Panel::Mask, false, false},
+    {"left", true, &PanelSizes::left, "controls", false, true},
+    {"right", true, &PanelSizes::right, "pipeline", true, true},
+    {"table", true, &PanelSizes::table, "metrics", true, false},
+    {"grid", false, &PanelSizes::grid, "head_grid", false, false},
+    {"predictions", false, &PanelSizes::predictions, "predictions", false, false},
+    {"mask", false, &PanelSizes::mask, "mask", false, false},
 };
 constexpr int kBorderCount = sizeof kBorders / sizeof kBorders[0];
 
@@ -43,7 +43,7 @@ BorderLine borderLine(const AppState& state, const Border& border) {
   const PanelRect r = panelRect(state, border.along);
   if (r.size.x <= 0 || r.size.y <= 0) return {};
   if (!border.vertical) return {r.pos.y + r.size.y, r.pos.x, r.pos.x + r.size.x};
-  const PanelRect body = border.full_height ? panelRect(state, Panel::Controls) : r;
+  const PanelRect body = border.full_height ? panelRect(state, "controls") : r;
   return {border.far_edge ? r.pos.x : r.pos.x + r.size.x, body.pos.y, body.pos.y + body.size.y};
 }
 
@@ -55,9 +55,9 @@ bool nearLine(const Border& border, const BorderLine& line, ImVec2 mouse) {
 // The fraction that puts `border` under the pointer: widths of the window's (the table: of
 // the centre column's), heights of the panel area's, from the panel's top or outer edge.
 float fractionAt(const AppState& state, const Border& border, ImVec2 mouse) {
-  const PanelRect body = panelRect(state, Panel::Controls), panel = panelRect(state, border.along);
+  const PanelRect body = panelRect(state, "controls"), panel = panelRect(state, border.along);
   if (!border.vertical) return (mouse.y - panel.pos.y) / body.size.y;
-  const PanelRect grid = panelRect(state, Panel::HeadGrid), table = panelRect(state, Panel::Metrics);
+  const PanelRect grid = panelRect(state, "head_grid"), table = panelRect(state, "metrics");
   const float total = border.full_height ? ImGui::GetMainViewport()->WorkSize.x : grid.size.x + table.size.x;
   const float start = border.full_height ? ImGui::GetMainViewport()->WorkPos.x : grid.pos.x;
   return border.far_edge ? (start + total - mouse.x) / total : (mouse.x - start) / total;
@@ -73,7 +73,7 @@ void drawBorderLine(const Border& border, const BorderLine& line, bool held) {
 }  // namespace
 
 void updatePanelBorders(AppState& state) {
-  PanelBordersState& drag = state.panel_borders;
+  PanelBordersState& drag = state.feature<PanelBordersState>();
   ImGuiIO& io = ImGui::GetIO();
   if (drag.dragged >= 0 && !io.MouseDown[0]) {  // released: the layout is saved a second later
     drag.dragged = -1;
@@ -110,22 +110,13 @@ void updatePanelBorders(AppState& state) {
   if (drag.dragged >= 0) io.MouseClicked[0] = io.MouseDown[0] = false;
 }
 
-// The state log's "panels": each panel's rectangle under its name.
-constexpr std::pair<const char*, Panel> kPanels[] = {
-    {"controls", Panel::Controls}, {"head_grid", Panel::HeadGrid}, {"metrics", Panel::Metrics},
-    {"focus", Panel::Focus},       {"predictions", Panel::Predictions}, {"mask", Panel::Mask},
-    {"stepper", Panel::Stepper},   {"pipeline", Panel::Pipeline}};
-
 void panelBordersToJson(const AppState& state, nlohmann::json& line) {
   nlohmann::json panels = nlohmann::json::object();
-  for (const auto& [name, panel] : kPanels) {
-    const PanelRect r = panelRect(state, panel);
-    panels[name] = {r.pos.x, r.pos.y, r.size.x, r.size.y};
-  }
+  for (const auto& [name, r] : panelRects(state)) panels[name] = {r.pos.x, r.pos.y, r.size.x, r.size.y};
   line["panels"] = panels;
   nlohmann::json& sizes = line["panel_sizes"];
   for (const auto& [name, size] : kPanelSizeFields) sizes[name] = state.view.panel_sizes.*size;
-  line["border_dragged"] = state.panel_borders.dragged >= 0 ? kBorders[state.panel_borders.dragged].name : "";
+  line["border_dragged"] = state.feature<PanelBordersState>().dragged >= 0 ? kBorders[state.feature<PanelBordersState>().dragged].name : "";
 }
 
 }  // namespace attnscope

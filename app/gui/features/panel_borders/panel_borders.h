@@ -1,5 +1,5 @@
 // The borders between panels: dragging one resizes the panels on both sides
-// (ViewState::panel_sizes, kept in view.json; panelRect clamps them to the window).
+// (ViewState::panel_sizes, kept in view.json; the layout clamps them to the window).
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "gui/features/pipeline/pipeline.h"
 #include "gui/shell/panels.h"
 
 namespace attnscope {
@@ -228,7 +229,7 @@ void shapesLine(AppState& state, const std::vector<std::pair<const char*, int64_
 }  // namespace
 
 void drawPipelinePanel(AppState& state) {
-  if (beginPanelWindow(state, "Shape pipeline", Panel::Pipeline)) {
+  if (beginPanelWindow(state, "Shape pipeline", "pipeline")) {
     constexpr const char* kFoldedLabel = "folded heads [B*H, L, d]";
     if (ui::checkbox(state.script.layout, "folded_toggle", kFoldedLabel, &state.settings.folded_layout))
       settingsEdited(state);

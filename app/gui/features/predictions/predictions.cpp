@@ -7,7 +7,7 @@ namespace {
 
 // A new run shown: the predictions computed for the last one go; a finished job's come in.
 void takeLaterPredictions(AppState& state) {
-  PredictionsState& p = state.predictions;
+  PredictionsState& p = state.feature<PredictionsState>();
   const ViewModel* v = state.compute.view.get();
   const std::shared_ptr<const LaterPredictions> source = v ? v->more_predictions : nullptr;
   if (source != p.source) {
@@ -29,7 +29,7 @@ void takeLaterPredictions(AppState& state) {
 
 // The position the panel shows has no predictions yet: its block is asked for, once.
 void askForShownPredictions(AppState& state) {
-  PredictionsState& p = state.predictions;
+  PredictionsState& p = state.feature<PredictionsState>();
   const PredictionPosition at = predictionPosition(state);
   if (at.position < 0 || !p.source || !p.later_error.empty() || knownPredictions(state, at.position)) return;
   const int64_t first = logitBlock(at.position, state.compute.view->L).first;
@@ -55,12 +55,12 @@ const NextTokenPredictions* knownPredictions(const AppState& state, int64_t posi
   const ViewModel* v = state.compute.view.get();
   if (!v || position < 0 || position >= static_cast<int64_t>(v->predictions.size())) return nullptr;
   if (!v->predictions[position].top.empty()) return &v->predictions[position];
-  const PredictionsState& p = state.predictions;
+  const PredictionsState& p = state.feature<PredictionsState>();
   const auto it = p.later.find(position);
   return p.source == v->more_predictions && it != p.later.end() ? &it->second : nullptr;
 }
 
-bool laterPredictionsPending(const AppState& state) { return state.predictions.requested >= 0; }
+bool laterPredictionsPending(const AppState& state) { return state.feature<PredictionsState>().requested >= 0; }
 
 PredictionPosition predictionPosition(const AppState& state) {
   const ViewModel* v = state.compute.view.get();
@@ -109,8 +109,8 @@ void predictionsToJson(const AppState& state, nlohmann::json& line) {
   }
   // Logits only where they are looked at: what the shown run and the on-demand jobs unembedded.
   line["logits_rows"] = v ? v->logits_rows : 0;
-  line["logits_rows_on_demand"] = state.predictions.later_rows;
-  line["logits_on_demand_ms"] = state.predictions.later_ms;
+  line["logits_rows_on_demand"] = state.feature<PredictionsState>().later_rows;
+  line["logits_on_demand_ms"] = state.feature<PredictionsState>().later_ms;
   int64_t known_count = 0;
   for (int64_t t = 0; v && t < static_cast<int64_t>(v->predictions.size()); ++t)
     known_count += knownPredictions(state, t) != nullptr;

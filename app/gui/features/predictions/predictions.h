@@ -15,6 +15,7 @@
 namespace attnscope {
 
 struct AppState;
+struct ColumnSpace;
 struct ComputeAsk;
 
 // Logits only where they are looked at: a model run unembeds the positions the panel shows
@@ -56,6 +57,8 @@ PredictionPosition predictionPosition(const AppState& state);
 bool chosenByGeneration(const ViewModel& view, int64_t position);
 // The latest result is a trained model's run (predictions panel shown).
 bool showsPredictions(const AppState& state);
+// Its height at the top of the right column (the dragged panel_sizes.predictions, else 30%).
+float predictionsHeight(const AppState& state, const ColumnSpace& space);
 void drawPredictionsPanel(AppState& state);  // trained models only
 // State-log keys: predictions, query_tokens, model_name, caption, unknown_tokens,
 // predictions_pin (the pinned query row, null when none); predictions.chosen (a generated

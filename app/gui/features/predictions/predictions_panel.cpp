@@ -5,8 +5,10 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
+#include "gui/features/predictions/predictions.h"
 #include "gui/shell/panels.h"
 
 namespace attnscope {
@@ -89,7 +91,7 @@ void drawNextToken(AppState& state) {
     return;
   }
   if (!known) {  // the run did not unembed this position: its block is computing (updatePredictions)
-    const std::string& error = state.predictions.later_error;
+    const std::string& error = state.feature<PredictionsState>().later_error;
     const ImVec4 colour = error.empty() ? ImGui::GetStyle().Colors[ImGuiCol_TextDisabled] : kMiss;
     ui::text(state.script.layout, "predictions_pending", ui::TextLook{colour, true}, "%s",
              error.empty() ? "computing the predictions at this position..." : error.c_str());
@@ -118,11 +120,19 @@ void drawNextToken(AppState& state) {
 
 }  // namespace
 
+// 30% of the column, and at least its tabs, 5 rows and the lines around them (a 1280 x 800
+// window's 30% cut its hint).
+float predictionsHeight(const AppState& state, const ColumnSpace& space) {
+  const float fit = std::floor(2 * ImGui::GetFrameHeightWithSpacing() + 11 * ImGui::GetTextLineHeightWithSpacing());
+  return chosenSize(state.view.panel_sizes.predictions, space.height, std::max(std::floor(space.height * 0.30f), fit),
+                    kMinBand, space.height - 2 * kMinBand);
+}
+
 // Tabs: the next token at one position, then those other features add (the logit lens).
 void drawPredictionsPanel(AppState& state) {
   if (!showsPredictions(state)) return;
   const char* title = state.compute.view->encoder ? "Masked-LM predictions###predictions" : "Next-token predictions###predictions";
-  if (beginPanelWindow(state, title, Panel::Predictions) && ImGui::BeginTabBar("##predictions_tabs")) {
+  if (beginPanelWindow(state, title, "predictions") && ImGui::BeginTabBar("##predictions_tabs")) {
     state.script.layout.recordWindow("predictions_panel");
     const bool next_open = ui::beginTabItem(state.script.layout, "predictions_tab",
                                             state.compute.view->encoder ? "Masked LM###next" : "Next token###next");
@@ -130,7 +140,7 @@ void drawPredictionsPanel(AppState& state) {
       drawNextToken(state);
       ImGui::EndTabItem();
     }
-    drawPanelTabs(state, Panel::Predictions);
+    drawPanelParts(state, "predictions");
     ImGui::EndTabBar();
   }
   ImGui::End();

@@ -9,23 +9,15 @@
 
 namespace attnscope {
 
-void chooseQuery(AppState& state, int64_t query, bool add) {
-  std::vector<int64_t>& q = state.query_focus.wanted.queries;
-  const auto found = std::lower_bound(q.begin(), q.end(), query);
-  if (!add) q = {query};
-  else if (found != q.end() && *found == query) q.erase(found);
-  else q.insert(found, query);
-}
-
 void updateQueryFocus(AppState& state) {
   const ViewModel* view = shownView(state);
   if (state.view.tab != FocusTab::QueryFocus || !view) return;
-  std::vector<int64_t>& queries = state.query_focus.wanted.queries;
+  std::vector<int64_t>& queries = state.view.query_choice.queries;
   queries.erase(std::remove_if(queries.begin(), queries.end(), [&](int64_t i) { return i >= view->L; }), queries.end());
-  QueryFocusState& q = state.query_focus;
+  QueryFocusState& q = state.feature<QueryFocusState>();
   const int64_t b = std::clamp<int64_t>(state.view.focus.batch_item, 0, view->B - 1);
   const uint64_t generation = state.compute.traceGeneration();
-  const QueryFocusView& choice = q.wanted;
+  const QueryFocusView& choice = state.view.query_choice;
   if (q.generation == generation && q.batch_item == b && q.choice.queries == choice.queries &&
       q.choice.combine == choice.combine) {
     return;
@@ -61,14 +53,14 @@ nlohmann::json barsJson(const Tensor& bars) {
 
 void queryFocusToJson(const AppState& state, nlohmann::json& line) {
   line["query_focus"] = nullptr;  // chosen queries; bars [layers][H][S] when small
-  if (state.view.tab != FocusTab::QueryFocus || state.query_focus.generation == 0) return;
-  const QueryFocusState& q = state.query_focus;
+  if (state.view.tab != FocusTab::QueryFocus || state.feature<QueryFocusState>().generation == 0) return;
+  const QueryFocusState& q = state.feature<QueryFocusState>();
   line["query_focus"] = {{"queries", q.choice.queries}, {"combine", q.choice.combine == RowCombine::Mean ? "mean" : "sum"},
                          {"batch_item", q.batch_item}, {"bars", barsJson(q.bars)}};
 }
 
 void requestQueryFocusExport(AppState& state) {
-  const QueryFocusState& q = state.query_focus;
+  const QueryFocusState& q = state.feature<QueryFocusState>();
   const ViewModel* view = shownView(state);
   if (!view || q.bars.empty()) return;
   const int64_t b = q.batch_item, H = view->H, S = view->S;
@@ -88,7 +80,7 @@ void requestQueryFocusExport(AppState& state) {
   job.base_name = "query_focus_b" + std::to_string(b) + "_q" + queries_part + "_" + combine + "_L" +
                   std::to_string(view->L) + "xS" + std::to_string(S);
   job.json = json.dump(2) + "\n";
-  queueExport(state, std::move(job));
+  queueExport(state.exports, std::move(job));
 }
 
 }  // namespace attnscope

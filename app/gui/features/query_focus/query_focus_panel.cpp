@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "gui/features/query_focus/query_focus.h"
 #include "gui/shell/panels.h"
 
 namespace attnscope {
@@ -21,7 +22,7 @@ const ImVec4 kChosen(0.95f, 0.65f, 0.15f, 1.0f);
 
 // The query tokens as buttons, wrapping; a click chooses, Ctrl+click adds or removes.
 void drawQueryButtons(AppState& state, const std::vector<std::string>& tokens) {
-  QueryFocusView& choice = state.query_focus.wanted;
+  QueryFocusView& choice = state.view.query_choice;
   const float right = ImGui::GetCursorScreenPos().x + ImGui::GetContentRegionAvail().x;
   for (size_t i = 0; i < tokens.size(); ++i) {
     const bool chosen = std::binary_search(choice.queries.begin(), choice.queries.end(), static_cast<int64_t>(i));
@@ -85,7 +86,7 @@ void drawQueryFocusPanel(AppState& state) {
     return;
   }
   const int64_t b = std::clamp<int64_t>(state.view.focus.batch_item, 0, view->B - 1);
-  QueryFocusView& choice = state.query_focus.wanted;
+  QueryFocusView& choice = state.view.query_choice;
   ImGui::TextDisabled("query tokens of batch item %lld: click one, Ctrl+click to add more", static_cast<long long>(b));
   // As many lines as the tokens need (estimated from their widths), at most 3; then it scrolls.
   float tokens_w = 0.0f;
@@ -103,7 +104,7 @@ void drawQueryFocusPanel(AppState& state) {
     choice.combine = static_cast<RowCombine>(combine);
     markStateChanged(state);
   }
-  const QueryFocusState& q = state.query_focus;
+  const QueryFocusState& q = state.feature<QueryFocusState>();
   if (q.bars.empty()) {
     ImGui::SameLine();
     ImGui::TextDisabled("  choose a query token to see its attention row in every head");

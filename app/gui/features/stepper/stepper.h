@@ -11,6 +11,8 @@
 namespace attnscope {
 
 struct AppState;
+struct ColumnSpace;
+struct KeyPress;
 struct ComputeAsk;
 
 // The KV-cache stepper (F5). The step is clamped by setStep only.
@@ -34,11 +36,17 @@ void clampStep(AppState& state);
 // The open stepper asks every job for the decoding too.
 void askDecode(const AppState& state, ComputeAsk& ask);
 bool stepperPlaying(const AppState& state);
+// Its keys (a hook of the registry): F5 opens or closes it; while open, . / , step, P plays
+// or pauses, Home / End go to the first / last step. True when it took the press.
+bool stepperKey(AppState& state, const KeyPress& press);
+// Its panel is shown (a place of the registry): while open, 60% of what the mask leaves.
+bool stepperOpen(const AppState& state);
+float stepperHeight(const AppState& state, const ColumnSpace& space);
 // Opens or closes the stepper panel (F5); closing stops play.
 void toggleStepper(AppState& state);
 // Play: advances the stepper when its interval has passed (before drawing each frame).
 void advanceStepperPlay(AppState& state);
-void drawStepperPanel(AppState& state);  // only while state.stepper.open
+void drawStepperPanel(AppState& state);  // only while state.feature<StepperState>().open
 // State-log keys: stepper (a model run: stepper.model_cache {L, layers [{entries, evicted, kv_heads, head_dim,
 // bytes}], entries, evicted, bytes}: the cache while the step computes its row).
 void stepperToJson(const AppState& state, nlohmann::json& line);

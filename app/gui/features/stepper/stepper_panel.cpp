@@ -10,6 +10,7 @@
 #include <string>
 
 #include "analysis/cache_footprint.h"
+#include "gui/features/stepper/stepper.h"
 #include "gui/shell/panels.h"
 #include "view/colormap.h"
 
@@ -57,7 +58,7 @@ std::string positionsText(const std::vector<int64_t>& positions) {
 }
 
 void stepButtons(AppState& state, int64_t steps) {
-  StepperState& s = state.stepper;
+  StepperState& s = state.feature<StepperState>();
   const ImVec2 size(ImGui::GetFrameHeight() * 1.6f, 0);
   WidgetRects& rects = state.script.layout;
   if (ui::button(rects, "stepper_first", "|<", size)) setStep(state, 0);
@@ -120,7 +121,7 @@ void drawRow(AppState& state, const KvCacheRun& run, const DecodeStep& step, int
 // keys that row may attend (sinks + window evict the rest); the numbers come from core
 // (analysis/cache_footprint.h).
 void drawModelCache(AppState& state, const ViewModel& v) {
-  const int64_t t = std::clamp<int64_t>(state.stepper.step, 0, v.L - 1);
+  const int64_t t = std::clamp<int64_t>(state.feature<StepperState>().step, 0, v.L - 1);
   stepButtons(state, v.L);
   const std::string token = v.query_tokens.empty() ? "" : v.query_tokens[0][t];
   const CacheFootprint cache = cacheFootprint(v, t);
@@ -157,7 +158,7 @@ void drawModelCache(AppState& state, const ViewModel& v) {
 }
 
 void advanceStepperPlay(AppState& state) {
-  StepperState& s = state.stepper;
+  StepperState& s = state.feature<StepperState>();
   if (!s.open || !s.playing) return;
   const auto now = std::chrono::steady_clock::now();
   if (now < s.next_step_at) return;
@@ -167,8 +168,8 @@ void advanceStepperPlay(AppState& state) {
 }
 
 void drawStepperPanel(AppState& state) {
-  if (!state.stepper.open) return;
-  if (beginPanelWindow(state, "KV-cache stepper", Panel::Stepper)) {
+  if (!state.feature<StepperState>().open) return;
+  if (beginPanelWindow(state, "KV-cache stepper", "stepper")) {
     const ComputeState& c = state.compute;
     const KvCacheRun* run = c.decode().get();
     if (const ViewModel* model_run = modelRunShown(state)) {
@@ -180,7 +181,7 @@ void drawStepperPanel(AppState& state) {
       else if (!c.error().empty()) ImGui::TextDisabled("nothing to decode: the run failed.");
       else ImGui::TextDisabled("decoding...");
     } else {
-      const int64_t t = std::clamp<int64_t>(state.stepper.step, 0, run->L - 1);
+      const int64_t t = std::clamp<int64_t>(state.feature<StepperState>().step, 0, run->L - 1);
       const DecodeStep& step = run->steps[t];
       const int64_t b = std::min(state.view.focus.batch_item, run->B - 1), h = std::min(state.view.focus.head, run->H - 1);
       const AttentionTrace* trace = c.trace();

@@ -1,4 +1,4 @@
-#include "gui/features/layer_maps/layer_maps.h"
+#include "gui/features/focus/layer_maps.h"
 
 #include "gui/shell/app_state.h"
 
@@ -53,7 +53,7 @@ std::string layerMapsUnavailable(const AppState& state, MapKind kind) {
 }
 
 void updateLayerMaps(AppState& state) {
-  LayerMapsState& job = state.layer_maps;
+  LayerMapsState& job = state.feature<LayerMapsState>();
   const ViewModel* view = state.compute.view.get();
   const uint64_t stamp = view ? view->stamp.value() : 0;
   if (job.building()) {
@@ -79,18 +79,18 @@ void updateLayerMaps(AppState& state) {
 }
 
 void cancelLayerMaps(AppState& state) {
-  if (state.layer_maps.building()) state.layer_maps.worker->cancel();
+  if (state.feature<LayerMapsState>().building()) state.feature<LayerMapsState>().worker->cancel();
 }
 
 void retryLayerMaps(AppState& state) {
-  state.layer_maps.error.clear();
+  state.feature<LayerMapsState>().error.clear();
   markStateChanged(state);
 }
 
 void finishLayerMaps(AppState& state) {
-  if (!state.layer_maps.worker) return;
-  state.layer_maps.worker->cancel();
-  state.layer_maps.worker.reset();  // joins the build thread
+  if (!state.feature<LayerMapsState>().worker) return;
+  state.feature<LayerMapsState>().worker->cancel();
+  state.feature<LayerMapsState>().worker.reset();  // joins the build thread
 }
 
 void layerMapsToJson(const AppState& state, nlohmann::json& line) {
@@ -100,7 +100,7 @@ void layerMapsToJson(const AppState& state, nlohmann::json& line) {
     for (const auto& maps : v->across_layers) built.push_back(mapKindName(maps->kind));
   for (const MapKindInfo& info : mapKinds())
     if (const std::string why = layerMapsUnavailable(state, info.kind); !why.empty()) unavailable[info.name] = why;
-  const LayerMapsState& lm = state.layer_maps;
+  const LayerMapsState& lm = state.feature<LayerMapsState>();
   line["layer_maps"] = {{"built", built},
                         {"building", lm.building() ? nlohmann::json(mapKindName(lm.kind)) : nlohmann::json(nullptr)},
                         {"error", lm.error},

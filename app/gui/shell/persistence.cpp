@@ -1,4 +1,4 @@
-#include "gui/features/persistence/persistence.h"
+#include "gui/shell/persistence.h"
 
 #include "gui/shell/app_state.h"
 

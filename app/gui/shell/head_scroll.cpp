@@ -1,4 +1,4 @@
-#include "gui/features/head_scroll/head_scroll.h"
+#include "gui/shell/head_scroll.h"
 
 #include <imgui.h>
 #include <imgui_internal.h>  // the current window's clip rectangle and scroll target

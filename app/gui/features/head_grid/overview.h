@@ -19,11 +19,7 @@ namespace attnscope {
 struct AppState;
 struct ViewModel;
 
-// More heads than this (layers x H): the grid shows the overview unless the user chose tiles.
-inline constexpr int64_t kOverviewAutoHeads = 64;
-
 struct OverviewState {
-  std::optional<bool> chosen;           // the user's toggle; unset: automatic (kOverviewAutoHeads)
   std::string metric = "entropy_bits";  // JSON name of the colouring metric
   bool auto_range = false;              // colours span the values' own range, not the metric's fixed one
   HeadOverview data;                    // of the shown head table; empty while it is missing
@@ -35,15 +31,10 @@ struct OverviewState {
   float cell_w = 0, cell_h = 0, gap = 0;  // drawn last frame (state log)
 };
 
-// The grid panel shows the overview for this view (the user's choice, else more than
-// kOverviewAutoHeads heads).
-bool overviewShown(const AppState& state, const ViewModel& view);
 // Rebuilds the overview's values when the head table, batch item, metric or range changed.
 void updateOverview(AppState& state);
 // The overview filling the rest of the current window (the grid panel).
 void drawOverview(AppState& state, const ViewModel& view);
-// The "overview" checkbox (also in the head metrics panel, to switch from tiles).
-void drawOverviewToggle(AppState& state, const ViewModel& view);
 // State-log keys: overview {shown, auto, metric, rows, cols, low, high (the values' range), cells,
 // cell, hovered, scale {auto, low, high, rule, narrow, warning} (what the colours span)}.
 void overviewToJson(const AppState& state, nlohmann::json& line);

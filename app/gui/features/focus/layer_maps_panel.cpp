@@ -9,9 +9,9 @@
 #include <cmath>
 #include <string>
 
+#include "gui/features/focus/layer_maps.h"
 #include "gui/jobs/export_jobs.h"
 #include "gui/render/heatmap_widget.h"
-#include "gui/features/layer_maps/layer_maps.h"
 #include "gui/shell/panels.h"
 
 namespace attnscope {
@@ -43,7 +43,7 @@ namespace {
 
 // Building, failed or cancelled: progress and Cancel, or the message and Build again.
 void drawLayerMapsProgress(AppState& state, const MapKindInfo& info) {
-  LayerMapsState& job = state.layer_maps;
+  LayerMapsState& job = state.feature<LayerMapsState>();
   if (job.building()) {
     ImGui::Text("building %s for every layer ...", info.label);
     ui::progressBar(state.script.layout, "layer_maps_progress", static_cast<float>(job.progress()), ImVec2(260, 0));
@@ -90,7 +90,7 @@ void drawLayerMapsView(AppState& state) {
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   ImGui::SetCursorScreenPos(ImVec2(origin.x + label_w, origin.y));
   if (ui::smallButton(state.script.layout, std::string("export_") + info.name + "_button", "Export##layer_map"))
-    requestFigureExport(state, info.name);
+    requestFigureExport(state.exports, state.view, info.name);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("export this map as a figure (Ctrl+S; formats under Export)");
   ImGui::SameLine();
   const std::string title = acrossLayersTitle(kind, v->maps[layer].name);

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <string>
 
+#include "gui/features/head_grid/overview.h"
 #include "gui/shell/panels.h"
 
 namespace attnscope {
@@ -29,7 +30,7 @@ ImU32 cellColor(const AppState& state, double value, double low, double high) {
 // The values' range and the one the colours span (the metric's fixed range, or auto), with
 // a warning when an auto range is narrow.
 void drawRange(AppState& state, const ViewModel& view) {
-  const OverviewState& o = state.overview;
+  const OverviewState& o = state.feature<OverviewState>();
   char range[160] = "measuring heads...";
   const OverviewScale& scale = o.data.scale;
   if (!o.data.values.empty())
@@ -44,7 +45,7 @@ void drawRange(AppState& state, const ViewModel& view) {
 
 // The metric picker, the toggle and the auto range, with the range the colours span.
 void drawHeader(AppState& state, const ViewModel& view) {
-  OverviewState& o = state.overview;
+  OverviewState& o = state.feature<OverviewState>();
   const MetricInfo* current = findHeadMetric(o.metric);
   ImGui::TextUnformatted("colour by");
   ImGui::SameLine();
@@ -121,7 +122,7 @@ void drawRowLabels(const ViewModel& view, const CellGrid& g, float right, float 
 // The hovered head's map, small, in the tooltip (its texture, as the tiles draw it).
 void drawPreview(AppState& state, const ViewModel& view, int64_t layer, int64_t head, double value) {
   const ViewTextures& tex = state.gpu.textures;
-  const MetricInfo* metric = findHeadMetric(state.overview.metric);
+  const MetricInfo* metric = findHeadMetric(state.feature<OverviewState>().metric);
   ImGui::BeginTooltip();
   ImGui::Text("%s, head %lld", view.maps[static_cast<size_t>(layer)].name.c_str(), static_cast<long long>(head));
   if (metric) {
@@ -147,7 +148,7 @@ void drawPreview(AppState& state, const ViewModel& view, int64_t layer, int64_t 
 }
 
 void drawCells(AppState& state, const CellGrid& g) {
-  const OverviewState& o = state.overview;
+  const OverviewState& o = state.feature<OverviewState>();
   const bool measured = o.data.layers == g.rows && o.data.H == g.cols;
   ImDrawList* list = ImGui::GetWindowDrawList();
   const ViewFocus& focus = state.view.focus;
@@ -163,7 +164,7 @@ void drawCells(AppState& state, const CellGrid& g) {
 
 // Hover and click on the grid (one invisible button over every cell).
 void handlePointer(AppState& state, const ViewModel& view, const CellGrid& g) {
-  OverviewState& o = state.overview;
+  OverviewState& o = state.feature<OverviewState>();
   ImGui::SetCursorScreenPos(g.origin);
   ui::invisibleButton(state.script.layout, "overview_grid", "##overview_grid", g.size());
   int64_t hovered = -1;
@@ -185,18 +186,6 @@ void handlePointer(AppState& state, const ViewModel& view, const CellGrid& g) {
 
 }  // namespace
 
-void drawOverviewToggle(AppState& state, const ViewModel& view) {
-  bool shown = overviewShown(state, view);
-  if (ui::checkbox(state.script.layout, "overview_toggle", "overview", &shown)) {
-    state.overview.chosen = shown;
-    markStateChanged(state);
-  }
-  if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("layers x heads overview: one cell per head, coloured by a head metric\n"
-                      "(on by itself above %lld heads; off: a map tile per head)",
-                      static_cast<long long>(kOverviewAutoHeads));
-}
-
 void drawOverview(AppState& state, const ViewModel& view) {
   state.script.layout.recordWindow("overview_panel");
   if (ImGui::GetScrollY() != 0.0f) ImGui::SetScrollY(0.0f);  // the tiles' scroll position: the overview fits
@@ -211,7 +200,7 @@ void drawOverview(AppState& state, const ViewModel& view) {
   const float spare = std::max(0.0f, avail.x - row_label_w - kBarWidth - g.size().x);
   g.origin = ImVec2(top.x + std::floor(spare / 2) + row_label_w, top.y + line);
   state.view.grid_columns = static_cast<int>(view.H);  // one row of cells per layer
-  OverviewState& o = state.overview;
+  OverviewState& o = state.feature<OverviewState>();
   if (g.w != o.cell_w || g.h != o.cell_h || g.gap != o.gap) {
     o.cell_w = g.w, o.cell_h = g.h, o.gap = g.gap;
     markStateChanged(state);

@@ -1,4 +1,4 @@
-#include "gui/features/overview/overview.h"
+#include "gui/features/head_grid/overview.h"
 
 #include <cmath>
 
@@ -6,12 +6,8 @@
 
 namespace attnscope {
 
-bool overviewShown(const AppState& state, const ViewModel& view) {
-  return state.overview.chosen.value_or(view.layers * view.H > kOverviewAutoHeads);
-}
-
 void updateOverview(AppState& state) {
-  OverviewState& o = state.overview;
+  OverviewState& o = state.feature<OverviewState>();
   const HeadTable* table = shownHeadTable(state);
   const int64_t b = state.view.focus.batch_item;
   const MetricInfo* metric = findHeadMetric(o.metric);
@@ -24,7 +20,7 @@ void updateOverview(AppState& state) {
 }
 
 void overviewToJson(const AppState& state, nlohmann::json& line) {
-  const OverviewState& o = state.overview;
+  const OverviewState& o = state.feature<OverviewState>();
   const ViewModel* view = shownView(state);
   const bool shown = view && overviewShown(state, *view);
   nlohmann::json cells = nlohmann::json::array();  // [rows][cols] values (null: not measured)
@@ -39,7 +35,7 @@ void overviewToJson(const AppState& state, nlohmann::json& line) {
   nlohmann::json hovered;
   if (shown && o.hovered >= 0 && o.data.H > 0) hovered = {o.hovered / o.data.H, o.hovered % o.data.H};
   line["overview"] = {{"shown", shown},
-                      {"auto", !o.chosen.has_value()},
+                      {"auto", !state.view.overview_chosen.has_value()},
                       {"metric", o.metric},
                       {"rows", shown ? view->layers : 0},
                       {"cols", shown ? view->H : 0},
