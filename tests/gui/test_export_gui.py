@@ -22,7 +22,7 @@ def is_toast_green(p):
 
 
 # What a model run's export settings hold (tests/cli/test_model_export.py checks the same).
-RUN_SETTINGS_KEYS = ("source", "model", "model_text", "focused_layer", "focused_head", "batch_item", "prob_colormap",
+RUN_SETTINGS_KEYS = ("source", "model", "model_text", "model_truncate", "focused_layer", "focused_head", "batch_item", "prob_colormap",
                      "log_scale", "folded_layout", "export_dir", "cell_px", "export_formats", "run")
 
 
