@@ -82,6 +82,25 @@ void drawFilter(AppState& state) {
   else ui::text(state.script.layout, "metrics_filter_count", ui::disabledText(), "%zu of %zu heads", t.visible.size(), t.order.size());
 }
 
+// Above the table: "order grid by table" (greyed when it orders nothing), the overview toggle
+// and batch item b's group count.
+void drawTableControls(AppState& state, const HeadTable& table, int64_t b) {
+  HeadTableView& view = state.view.table;
+  const std::string unused = orderGridUnusedReason(state);
+  ImGui::BeginDisabled(!unused.empty());
+  if (ui::checkbox(state.script.layout, "metrics_order_grid", "order grid by table", &view.order_grid)) saveLater(state);
+  ImGui::EndDisabled();
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip("%s", unused.empty() ? "lay out the head grid's tiles in this table's order" : unused.c_str());
+  ImGui::SameLine();
+  if (const ViewModel* shown = shownView(state)) drawOverviewToggle(state, *shown);
+  const int64_t groups = table.clusters[b].count;
+  const std::string about = "batch item " + std::to_string(b) + ", " + std::to_string(groups) + " group" +
+                            (groups == 1 ? "" : "s");
+  sameLineIfFits(ImGui::CalcTextSize(about.c_str()).x);  // else on a line of its own
+  ui::text(state.script.layout, "metrics_groups", ui::disabledText(), "%s", about.c_str());
+}
+
 }  // namespace
 
 float metricsWidth(const AppState& state, const ColumnSpace& space) {
@@ -103,19 +122,7 @@ void drawMetricsPanel(AppState& state) {
       return;
     }
     const int64_t b = state.view.focus.batch_item;
-    const std::string unused = orderGridUnusedReason(state);
-    ImGui::BeginDisabled(!unused.empty());
-    if (ui::checkbox(state.script.layout, "metrics_order_grid", "order grid by table", &view.order_grid)) saveLater(state);
-    ImGui::EndDisabled();
-    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-      ImGui::SetTooltip("%s", unused.empty() ? "lay out the head grid's tiles in this table's order" : unused.c_str());
-    ImGui::SameLine();
-    if (const ViewModel* shown = shownView(state)) drawOverviewToggle(state, *shown);
-    const int64_t groups = table->clusters[b].count;
-    const std::string about = "batch item " + std::to_string(b) + ", " + std::to_string(groups) + " group" +
-                              (groups == 1 ? "" : "s");
-    sameLineIfFits(ImGui::CalcTextSize(about.c_str()).x);  // else on a line of its own
-    ui::text(state.script.layout, "metrics_groups", ui::disabledText(), "%s", about.c_str());
+    drawTableControls(state, *table, b);
     drawFilter(state);
 
     const std::vector<ColumnInfo> columns = tableColumns();
