@@ -204,6 +204,18 @@ def run_model(folder, text, out, use_file=True):
                           capture_output=True, text=True, timeout=120)
 
 
+def tokens_txt(out):
+    """tokens.txt of a run's output folder: each line's tab-separated columns."""
+    with open(os.path.join(out, "tokens.txt"), encoding="utf-8") as f:
+        return [line.split("\t") for line in f.read().splitlines()]
+
+
+def fresh(out):
+    """An output folder of an earlier run is removed (exports add files beside old ones)."""
+    shutil.rmtree(out, ignore_errors=True)
+    return out
+
+
 def model_outputs(folder, text, out):
     """attentions [N, 1, H, L, L], logits [L, V], tokens.txt lines from attnscope."""
     result = run_model(folder, text, out)

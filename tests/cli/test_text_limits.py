@@ -5,7 +5,6 @@ tokenizing just past the context ("more than N tokens", naming the key the confi
 model run, export, analyze and model generate. Bad values are usage errors."""
 import json
 import os
-import shutil
 import re
 import subprocess
 import unittest
@@ -14,17 +13,6 @@ import hf_reference as hf
 import model_reference as ref
 
 P = 16  # the small folders' context
-
-
-def tokens_txt(out):
-    with open(os.path.join(out, "tokens.txt"), encoding="utf-8") as f:
-        return [line.split("\t") for line in f.read().splitlines()]
-
-
-def fresh(out):
-    """An output folder of an earlier run is removed (exports add files beside old ones)."""
-    shutil.rmtree(out, ignore_errors=True)
-    return out
 
 
 def attnscope(*args, timeout=120):
@@ -76,7 +64,7 @@ class TooLong(unittest.TestCase):
         # Exactly the context fits (BOS counted): <s> ▁ and 14 h.
         result = ref.run_model(short, "h" * 14, short + "-fits")
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertEqual(len(tokens_txt(short + "-fits")), P)
+        self.assertEqual(len(ref.tokens_txt(short + "-fits")), P)
         result = ref.run_model(short, "h" * 15, short + "-one-more")
         self.assertIn("the text has more than %d tokens" % P, result.stderr)
 
@@ -86,7 +74,7 @@ class Truncate(unittest.TestCase):
         out = long_folder + "-full"
         result = ref.run_model(long_folder, text, out)
         self.assertEqual(result.returncode, 0, result.stderr)
-        return [r[1] for r in tokens_txt(out)], [r[2] for r in tokens_txt(out)]
+        return [r[1] for r in ref.tokens_txt(out)], [r[2] for r in ref.tokens_txt(out)]
 
     def check_run(self, folder, text, how, expected_ids):
         out = folder + "-" + how
@@ -95,7 +83,7 @@ class Truncate(unittest.TestCase):
             f.write(text)
         result = attnscope("model", "run", folder, "--text-file", path, "--truncate", how, "--out", out)
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertEqual([r[1] for r in tokens_txt(out)], expected_ids)
+        self.assertEqual([r[1] for r in ref.tokens_txt(out)], expected_ids)
         kept = "last" if how == "start" else "first"
         self.assertIn("--truncate %s kept its %s %d tokens" % (how, kept, P), result.stdout)
 
@@ -117,7 +105,7 @@ class Truncate(unittest.TestCase):
     def test_export_analyze_and_generate_take_it(self):
         short, long = twin_folders("llama-commands", "llama", hf.write_sentencepiece_bpe, 60)
         ids, labels = self.full_ids(long, TEXT)
-        out = fresh(short + "-export")
+        out = ref.fresh(short + "-export")
         result = attnscope("export", short, "--text", TEXT, "--truncate", "start", "--format", "csv", "--layers", "0",
                            "--heads", "0", "--out", out)
         self.assertEqual(result.returncode, 0, result.stderr)
@@ -139,7 +127,7 @@ class Truncate(unittest.TestCase):
         result = attnscope("model", "generate", short, "--text", TEXT, "--truncate", "start", "--tokens", "4",
                            "--out", out)
         self.assertEqual(result.returncode, 0, result.stderr)
-        rows = tokens_txt(out)
+        rows = ref.tokens_txt(out)
         prompt = [r[1] for r in rows if not (len(r) > 4 and r[4] == "generated")]
         self.assertEqual(prompt, ids[:1] + ids[-(P - 4 - 1):])
 

@@ -5,7 +5,6 @@ and for --ids; BERT's unknown token reads "[UNK]" (not "[UNK] (unk)"); the top-5
 up by display width after labels such as "␣hi" or "世"."""
 import csv
 import os
-import shutil
 import subprocess
 import unicodedata
 import unittest
@@ -15,17 +14,6 @@ import model_reference as ref
 
 DOT = "\u00b7"
 SPACE = "\u2423"
-
-
-def tokens_txt(out):
-    with open(os.path.join(out, "tokens.txt"), encoding="utf-8") as f:
-        return [line.split("\t") for line in f.read().splitlines()]
-
-
-def fresh(out):
-    """An output folder of an earlier run is removed (exports add files beside old ones)."""
-    shutil.rmtree(out, ignore_errors=True)
-    return out
 
 
 def attnscope(*args):
@@ -49,7 +37,7 @@ class ByteFallbackLabels(unittest.TestCase):
         out = self.folder + "-run"
         result = ref.run_model(self.folder, "hi \u4e16\u754c \u00fc", out)
         self.assertEqual(result.returncode, 0, result.stderr)
-        rows = tokens_txt(out)
+        rows = ref.tokens_txt(out)
         byte = lambda b: str(3 + b)  # noqa: E731  (<0xNN> is id 3 + NN)
         self.assertEqual([r[1] for r in rows][3:],
                          [byte(0xE4), byte(0xB8), byte(0x96), byte(0xE7), byte(0x95), byte(0x8C),
@@ -63,17 +51,17 @@ class ByteFallbackLabels(unittest.TestCase):
         result = attnscope("model", "run", self.folder, "--ids", "1,%d,%d,%d,%d" % (3 + 0xE4, 3 + 0xB8, 3 + 0x96, 3 + 0x41),
                            "--out", out)
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertEqual([r[2] for r in tokens_txt(out)], ["<s>", "\u4e16", DOT, DOT, "A"])
+        self.assertEqual([r[2] for r in ref.tokens_txt(out)], ["<s>", "\u4e16", DOT, DOT, "A"])
 
     def test_a_lone_piece_keeps_its_byte_name(self):
         """A lead byte without its continuation, or a continuation without lead: <0xNN>."""
         out = self.folder + "-lone"
         result = attnscope("model", "run", self.folder, "--ids", "%d,%d,%d" % (3 + 0xB8, 3 + 0xE4, 3 + 0x41), "--out", out)
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertEqual([r[2] for r in tokens_txt(out)], ["<0xB8>", "<0xE4>", "A"])
+        self.assertEqual([r[2] for r in ref.tokens_txt(out)], ["<0xB8>", "<0xE4>", "A"])
 
     def test_export_writes_the_same_labels(self):
-        out = fresh(self.folder + "-csv")
+        out = ref.fresh(self.folder + "-csv")
         result = attnscope("export", self.folder, "--text", "\u4e16 hi", "--format", "csv", "--layers", "0",
                            "--heads", "0", "--out", out)
         self.assertEqual(result.returncode, 0, result.stderr)
@@ -90,7 +78,7 @@ class UnknownToken(unittest.TestCase):
         cfg, tensors = hf.make_model("bert", seed=52, V=16, P=16)
         hf.write_folder(folder, cfg, tensors)
         hf.write_wordpiece(folder)
-        out = fresh(folder + "-csv")
+        out = ref.fresh(folder + "-csv")
         result = attnscope("export", folder, "--text", "the \u2603 head", "--format", "csv", "--layers", "0",
                            "--heads", "0", "--out", out)
         self.assertEqual(result.returncode, 0, result.stderr)
@@ -101,7 +89,7 @@ class UnknownToken(unittest.TestCase):
         run = folder + "-run"
         result = ref.run_model(folder, "the \u2603 head", run)
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertEqual(tokens_txt(run)[2], ["2", "1", "[UNK]", "unknown"])
+        self.assertEqual(ref.tokens_txt(run)[2], ["2", "1", "[UNK]", "unknown"])
 
 
 class TopFiveColumns(unittest.TestCase):
