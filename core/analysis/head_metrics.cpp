@@ -1,9 +1,12 @@
 #include "analysis/head_metrics.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+
+#include "tensor/interrupt.h"
 
 namespace attnscope {
 namespace {
@@ -168,7 +171,7 @@ std::vector<size_t> orderBy(const std::vector<HeadMetrics>& rows, const MetricIn
   return order;
 }
 
-std::vector<HeadMetrics> headMetrics(const MapStack& maps) {
+std::vector<HeadMetrics> headMetrics(const MapStack& maps, const std::function<bool()>& keep_going) {
   std::vector<std::vector<int64_t>> induction_keys(static_cast<size_t>(maps.B));  // [B][L] or empty
   for (int64_t b = 0; b < maps.B; ++b) {
     const std::vector<std::string>* tokens = maps.tokensOf(b);
@@ -178,8 +181,13 @@ std::vector<HeadMetrics> headMetrics(const MapStack& maps) {
   }
   const int64_t count = maps.layers * maps.H * maps.B;
   std::vector<HeadMetrics> rows(static_cast<size_t>(count));
+  std::atomic<bool> stopped{false};
 #pragma omp parallel for schedule(dynamic)
   for (int64_t n = 0; n < count; ++n) {
+    if (stopped || (keep_going && !keep_going())) {
+      stopped = true;
+      continue;
+    }
     const int64_t layer = n / (maps.H * maps.B), head = n / maps.B % maps.H, b = n % maps.B;
     const float* map = maps.map(layer, b, head);  // [L, S]
     const std::vector<int64_t>& keys = induction_keys[b];
@@ -189,6 +197,7 @@ std::vector<HeadMetrics> headMetrics(const MapStack& maps) {
     m.batch = b;
     rows[n] = m;
   }
+  if (stopped) throw Cancelled();
   return rows;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -81,6 +82,7 @@ std::vector<size_t> orderBy(const std::vector<HeadMetrics>& rows, const MetricIn
 
 // Every (layer, head, batch item), ordered by layer, then head, then batch item. The
 // induction column uses the stack's tokens (NaN when none, when L != S or no segment).
-std::vector<HeadMetrics> headMetrics(const MapStack& maps);
+// keep_going (when set) is asked before each map; once it says false: Cancelled.
+std::vector<HeadMetrics> headMetrics(const MapStack& maps, const std::function<bool()>& keep_going = {});
 
 }  // namespace attnscope

@@ -1,6 +1,7 @@
 #include "analysis/head_table.h"
 
 #include "analysis/generation_mass.h"
+#include "tensor/interrupt.h"
 
 #include <algorithm>
 
@@ -50,7 +51,8 @@ HeadTable tiledHeadTable(const ViewModel& view, double min_correlation) {
 
 }  // namespace
 
-HeadTable headTableOf(const ViewModel& view, double min_correlation, int64_t recent_window) {
+HeadTable headTableOf(const ViewModel& view, double min_correlation, int64_t recent_window,
+                      const std::function<bool()>& keep_going) {
   if (view.tiled) return tiledHeadTable(view, min_correlation);
   const MapStack maps = mapStackOf(view);
   HeadTable table;
@@ -58,8 +60,9 @@ HeadTable headTableOf(const ViewModel& view, double min_correlation, int64_t rec
   table.source_stamp = view.stamp.value();
   table.layers = maps.layers, table.H = maps.H, table.B = maps.B;
   table.L = maps.L, table.S = maps.S;
-  table.metrics = headMetrics(maps);
+  table.metrics = headMetrics(maps, keep_going);
   addGenerationMass(view, recent_window, table.metrics);
+  if (keep_going && !keep_going()) throw Cancelled();
   table.clusters = clustersPerItem(maps, min_correlation);
   return table;
 }

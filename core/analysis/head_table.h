@@ -36,7 +36,10 @@ struct HeadTable {
 // (TiledMaps::metric_sums, block_means; InputError when it measured nothing).
 // A generation's view (first_generated >= 0) also gets the gen_* columns, over the last
 // recent_window keys (analysis/generation_mass.h).
-HeadTable headTableOf(const ViewModel& view, double min_correlation = 0.5, int64_t recent_window = kDefaultRecentWindow);
+// keep_going (when set) is asked before each map's metrics; once it says false: Cancelled
+// (the app stops measuring an older view's table when a newer edit is posted).
+HeadTable headTableOf(const ViewModel& view, double min_correlation = 0.5, int64_t recent_window = kDefaultRecentWindow,
+                      const std::function<bool()>& keep_going = {});
 
 // What a tiled overview measures for the head table, as headTableOf measures a full view:
 // every metric, block means of kClusterPoolSide for the groups, and the induction keys of

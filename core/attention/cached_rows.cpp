@@ -74,6 +74,29 @@ void regrid(FloatBuffer& v, int64_t N, int64_t oldT, int64_t oldW, int64_t T, in
   v.resize(size);
 }
 
+// Rows [0, keep) of each of the N blocks of src, laid out [N, oldT, oldW], copied into dst
+// laid out [N, T, W] (another trace's storage: ModelRunner::shareTraces lent src), a kept
+// row's new columns [oldW, W) = fill. Rows from keep on are left for the caller to write;
+// dst's storage is reused when large enough (its old values are not kept).
+void regridFrom(const FloatBuffer& src, FloatBuffer& dst, int64_t N, int64_t oldT, int64_t oldW, int64_t T, int64_t W,
+                int64_t keep, float fill) {
+  const size_t size = static_cast<size_t>(N * T * W);
+  if (size > dst.capacity()) {
+    dst.clear();  // nothing to move into the new storage
+    resizePrefaulted(dst, size, std::nullopt, static_cast<size_t>(N * (T + kRoom) * (W > oldW ? W + kRoom : W)));
+  }
+  dst.resize(size);
+  const int64_t cols = std::min(oldW, W), rows = N * keep;
+#pragma omp parallel for if (rows * cols >= (int64_t{1} << 16))
+  for (int64_t r = 0; r < rows; ++r) {
+    float* to = dst.data() + (r / keep * T + r % keep) * W;
+    // Non-temporal stores: dst is not read first (a plain copy into other memory fetched each
+    // line of it, and took twice the in-place move's time).
+    streamCopy(src.data() + (r / keep * oldT + r % keep) * oldW, cols, to);
+    std::fill(to + cols, to + W, fill);
+  }
+}
+
 // t resized to [1, rows, cols] keeping its leading rows (row-major: a plain resize), with room
 // for kRoom more rows when it grows.
 void resizeRows(Tensor& t, int64_t rows, int64_t cols) {
@@ -157,25 +180,38 @@ std::vector<RowSpan> maskSpans(AttentionTrace& t, const AttentionOptions& o, int
   return spans;
 }
 
-// The trace's per-position tensors and maps for L positions, keeping rows [0, keep).
-void growTrace(AttentionTrace& t, int64_t L, int64_t keep, int64_t Din, int64_t G, int64_t Do, float fill,
-               bool keep_maps) {
-  const int64_t oldL = t.L, H = t.H, d = t.d;
-  resizeRows(t.query, L, Din);
+// The trace's per-position tensors and maps for L positions, keeping rows [0, keep): in place,
+// or copied from `from` (the last run's trace, lent: t is other storage, written whole).
+void growTrace(AttentionTrace& t, const AttentionTrace* from, int64_t L, int64_t keep, int64_t Din, int64_t G,
+               int64_t Do, float fill, bool keep_maps) {
+  const int64_t oldL = from ? from->L : t.L, H = t.H, d = t.d;
+  // Tensor `member` of t as [1, N, L, W] (N = 0: [1, L, W]) from oldW columns, keeping rows [0, keep).
+  auto keepRows = [&](Tensor AttentionTrace::*member, int64_t N, int64_t oldW, int64_t W, float value) {
+    Tensor& to = t.*member;
+    if (from) {
+      regridFrom((from->*member).data, to.data, std::max<int64_t>(N, 1), oldL, oldW, L, W, keep, value);
+    } else if (N == 0) {
+      resizeRows(to, L, W);  // row-major: the kept rows stay where they are
+    } else {
+      regrid(to.data, N, oldL, oldW, L, W, keep, value);
+    }
+    to.shape = N == 0 ? Shape{1, L, W} : Shape{1, N, L, W};
+  };
+  keepRows(&AttentionTrace::query, 0, Din, Din, 0.0f);
+  keepRows(&AttentionTrace::output, 0, Do, Do, 0.0f);
   // Projections and the concatenated context only pass through (scratch): the head-major
   // q, k, v and context_heads hold the same values.
   t.q_proj = t.k_proj = t.v_proj = t.context = Tensor();
-  resizeRows(t.output, L, Do);
-  for (auto [tensor, heads] : {std::pair{&t.q, H}, {&t.k, G}, {&t.v, G}, {&t.context_heads, H}}) {
-    regrid(tensor->data, heads, oldL, d, L, d, keep, 0.0f);
-    tensor->shape = {1, heads, L, d};
-  }
+  keepRows(&AttentionTrace::q, H, d, d, 0.0f);
+  keepRows(&AttentionTrace::k, G, d, d, 0.0f);
+  keepRows(&AttentionTrace::v, G, d, d, 0.0f);
+  keepRows(&AttentionTrace::context_heads, H, d, d, 0.0f);
   if (keep_maps) {
-    regrid(t.scores.data, H, oldL, oldL, L, L, keep, fill);
-    regrid(t.probs.data, H, oldL, oldL, L, L, keep, 0.0f);
-    t.scores.shape = t.probs.shape = {1, H, L, L};
+    keepRows(&AttentionTrace::scores, H, oldL, L, fill);
+    keepRows(&AttentionTrace::probs, H, oldL, L, 0.0f);
     t.normalisers.clear();
   } else {
+    if (from) t.normalisers = from->normalisers;
     keepNormaliserRows(t.normalisers, H, oldL, L, keep);
     t.scores = t.probs = Tensor();
   }
@@ -242,16 +278,18 @@ Projections projectionsOf(const AttentionInputs& in) {
 }
 
 void attendRows(AttentionTrace& t, const Projections& w, const AttentionOptions& o, const float* x, int64_t start,
-                int64_t L, const std::vector<std::string>& labels, float* out, RunMasks* masks) {
+                int64_t L, const std::vector<std::string>& labels, float* out, RunMasks* masks,
+                const AttentionTrace* kept) {
   if (o.alibi) throw InputError("cached attention: ALiBi is not supported (its bias needs the full map)");
-  if (start < 0 || start > t.L || start > L)
+  const int64_t kept_L = kept ? kept->L : t.L;
+  if (start < 0 || start > kept_L || start > L)
     throw std::logic_error("attendRows: start " + std::to_string(start) + " is not a kept position");
   const int64_t H = o.heads, Din = w.q.K, D = w.q.N, d = H > 0 ? D / H : 0;
   const int64_t G = d > 0 ? w.k.N / d : 0, Do = w.o.N;
-  if (t.L == 0) checkProjections(w, o);  // the first run on this trace: the weights' shapes, once
+  if (kept_L == 0) checkProjections(w, o);  // the first run on this trace: the weights' shapes, once
   const RunPlan plan = planRun(o, RunSizes{1, L, L, D, H, d, G, Din, Din, Din});
   t.H = H, t.d = d;
-  growTrace(t, L, start, Din, G, Do, plan.rule.fillValue(), o.keep_maps);
+  growTrace(t, kept, L, start, Din, G, Do, plan.rule.fillValue(), o.keep_maps);
   t.B = 1, t.L = L, t.S = L, t.D = D, t.G = G, t.Dq = t.Dk = t.Dv = Din;
   std::copy_n(x, (L - start) * Din, &t.query.data[start * Din]);
   FloatBuffer rows(static_cast<size_t>((L - start) * D));  // [L - start, D or G d]: a projection, then the context
@@ -323,7 +361,7 @@ void appendRow(AttentionTrace& t, const AttentionOptions& o, const RunPlan& plan
                const std::vector<std::string>& labels, RunMasks* masks) {
   const int64_t p = t.L, S = p + 1, H = t.H, d = t.d, G = t.G;
   const int64_t Din = t.query.dim(2), Do = t.output.dim(2);
-  growTrace(t, S, p, Din, G, Do, plan.rule.fillValue(), true);
+  growTrace(t, nullptr, S, p, Din, G, Do, plan.rule.fillValue(), true);
   t.L = t.S = S;
   std::copy_n(row.query, Din, &t.query.data[p * Din]);
   std::copy_n(row.output, Do, &t.output.data[p * Do]);

@@ -43,11 +43,13 @@ struct RunMasks {
 // projections; options: causal mask (window allowed), GQA, RoPE, soft-cap, scale. start: at
 // most t.L (0 = a full run, which also checks the weights' shapes). x:
 // [L - start, Din] the layer's input rows; out: [L - start, Do] their outputs. labels: [L]
-// token labels. masks: shared by the layers of a run, or null. InputError for weights whose
-// shapes do not fit the options (full runs).
+// token labels. masks: shared by the layers of a run, or null. kept: the trace holding rows
+// [0, start) when that is not t (the last run's, lent read-only: t is other storage, every
+// value of it rewritten); null = t itself. InputError for weights whose shapes do not fit
+// the options (full runs).
 void attendRows(AttentionTrace& t, const Projections& weights, const AttentionOptions& options, const float* x,
                 int64_t start, int64_t L, const std::vector<std::string>& labels, float* out,
-                RunMasks* masks = nullptr);
+                RunMasks* masks = nullptr, const AttentionTrace* kept = nullptr);
 
 // Generation's one-row steps: a layer's K/V in slots [G, capacity, d], so appending a
 // position moves nothing (the trace's [1, G, L, d] moves every head's rows, and its

@@ -23,7 +23,9 @@ namespace attnscope {
 // A run past the full path's budget (ModelRun::mapsKept false) is shown in tiles: every
 // layer's overview, pooled with progress (returning false cancels: Cancelled).
 // lens false: no logit lens from the run's residuals (the caller makes it column by column).
-ViewModel viewFromModelRun(const Model& model, const ModelRun& run, const Progress& progress = {}, bool lens = true);
+// traces: the run's, shared by its runner (ModelRunner::shareTraces); empty: copied from run.
+ViewModel viewFromModelRun(const Model& model, const ModelRun& run, const Progress& progress = {}, bool lens = true,
+                           std::vector<std::shared_ptr<const AttentionTrace>> traces = {});
 
 // A loaded model folder's weights, shared read-only by every runner on it:
 // the app's maps and its generation run on one copy.

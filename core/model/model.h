@@ -174,6 +174,16 @@ class ModelRunner {
   // A run whose maps (modelMapBytes) exceed `bytes` keeps Q, K and the row normalisers
   // instead (ModelRun::mapsKept false). Default: no limit.
   void keepMapsWithin(uint64_t bytes) { maps_budget_ = bytes; }
+  // The last run's traces, read-only and not copied (the app's view of each keystroke; its
+  // maps are most of a run's memory). They move out of the run: until the next run, its
+  // ModelRun::layers hold sizes only. The next run writes into other storage while a shared
+  // trace is still held, copying the rows it keeps from it (the storage of a trace shared
+  // before and released since, so no fresh pages), or takes the traces back when nobody
+  // holds them. A run that did not keep its maps (ModelRun::mapsKept) shares nothing.
+  std::vector<std::shared_ptr<const AttentionTrace>> shareTraces();
+  // ModelRun::layers whole again after shareTraces (copied while a shared trace is held): for
+  // a caller that reads them after a run() in which nothing changed (which leaves them shared).
+  void unshareTraces() { takeBackTraces(true); }
 
  private:
   void embed(const ModelTokens& tokens);
@@ -183,6 +193,7 @@ class ModelRunner {
   void unembed();  // logits rows [start_, L) that logit_rows_ wants
   void checkTokens(const ModelTokens& tokens) const;
   void forward(const ModelTokens& tokens);  // rows [start_, L) into run_
+  void takeBackTraces(bool copy);  // run_.layers from shared_ (copy: even while they are held)
 
   std::shared_ptr<const Model> model_;
   std::vector<AttentionOptions> options_;  // [N]
@@ -195,6 +206,11 @@ class ModelRunner {
   RunMasks masks_;                   // the last run's mask, shared by its layers
   StepMaps step_maps_ = StepMaps::RowsOnly;
   uint64_t maps_budget_ = UINT64_MAX;
+  // shareTraces: the last run's traces as lent ([N], or empty), and the storage of those lent
+  // before ([N] or empty), reused once nobody else holds it. During a run, kept_from_[i] is
+  // the trace whose rows layer i keeps (null: run_.layers[i] itself).
+  std::vector<std::shared_ptr<AttentionTrace>> shared_, spare_;
+  std::vector<const AttentionTrace*> kept_from_;
 };
 
 }  // namespace attnscope

@@ -164,7 +164,8 @@ void ModelRunner::attention(int64_t i, const Tensor& input, const std::vector<st
               step_maps_ == StepMaps::Keep ? TraceRow{&run_.layers[i], &labels, &masks_} : TraceRow{});
     return;
   }
-  attendRows(run_.layers[i], weights, options_[i], input.data.data(), start_, L, labels, out.data.data(), &masks_);
+  attendRows(run_.layers[i], weights, options_[i], input.data.data(), start_, L, labels, out.data.data(), &masks_,
+             kept_from_.empty() ? nullptr : kept_from_[i]);
 }
 
 void ModelRunner::mlp(const LayerWeights& w, const Tensor& input, Tensor& out) {
@@ -278,11 +279,44 @@ void ModelRunner::forward(const ModelTokens& tokens) {
     run_.residuals = Tensor();
   }
   run_.layers.resize(c.n_layers);
+  takeBackTraces(false);
   for (int64_t i = 0; i < c.n_layers; ++i) {
     layer(i, labels);
     if (keep_residuals_) storeResidualRows(x_, i + 1, start_, run_.residuals);
   }
+  kept_from_.clear();  // the rows are in run_.layers now (spare_ still holds what they came from)
   unembed();
+}
+
+std::vector<std::shared_ptr<const AttentionTrace>> ModelRunner::shareTraces() {
+  if (shared_.empty() && run_.mapsKept())
+    for (AttentionTrace& trace : run_.layers) {
+      shared_.push_back(std::make_shared<AttentionTrace>(std::move(trace)));
+      trace = AttentionTrace();
+      trace.L = shared_.back()->L;  // the sizes canStep and reusablePrefix read
+    }
+  return {shared_.begin(), shared_.end()};
+}
+
+void ModelRunner::takeBackTraces(bool copy) {
+  if (shared_.empty()) return;
+  spare_.resize(shared_.size());
+  kept_from_.assign(shared_.size(), nullptr);
+  for (size_t i = 0; i < shared_.size(); ++i) {
+    std::shared_ptr<AttentionTrace>& lent = shared_[i];
+    if (lent.use_count() == 1) {  // nobody holds it: the run keeps its rows in place
+      run_.layers[i] = std::move(*lent);
+      continue;
+    }
+    if (copy) {
+      run_.layers[i] = *lent;
+    } else {  // written whole into released storage (or new), its kept rows read from the lent trace
+      if (spare_[i] && spare_[i].use_count() == 1) std::swap(run_.layers[i], *spare_[i]);
+      kept_from_[i] = lent.get();
+    }
+    spare_[i] = std::move(lent);  // its storage, once released, for a later run
+  }
+  shared_.clear();
 }
 
 const ModelRun& ModelRunner::run(ModelTokens tokens) {
@@ -320,6 +354,7 @@ const ModelRun& ModelRunner::run(ModelTokens tokens) {
 const ModelRun& ModelRunner::step(ModelTokens tokens, StepMaps maps) {
   if (!model_->config.family->causal || !canStep(run_, tokens, maps, keep_residuals_)) return run(std::move(tokens));
   checkTokens(tokens);
+  takeBackTraces(true);  // the decode caches start from the traces (a runner that steps seldom shares)
   const int64_t L = static_cast<int64_t>(tokens.ids.size()), N = model_->config.n_layers;
   if (decode_.empty()) {
     decode_.resize(N);
@@ -344,6 +379,9 @@ const ModelRun& ModelRunner::step(ModelTokens tokens, StepMaps maps) {
 void ModelRunner::reset() {
   run_ = ModelRun();
   decode_.clear();
+  shared_.clear();
+  spare_.clear();
+  kept_from_.clear();
 }
 
 }  // namespace attnscope

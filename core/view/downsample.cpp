@@ -1,9 +1,12 @@
 #include "view/downsample.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
+
+#include "view/pool_rows.h"
 
 namespace attnscope {
 namespace {
@@ -25,41 +28,63 @@ std::vector<int64_t> blockStarts(int64_t in, int64_t out) {
   return starts;
 }
 
-// Folds every cell of each block into its output cell with keep(candidate, current) ->
-// true when the candidate replaces the current value; outputs start masked (-inf).
-template <typename Keep>
-Tensor pool2d(const char* name, const MaskedMap& map, int64_t out_rows, int64_t out_cols, Keep keep) {
+// Each block row of the map folded column by column over its input rows first (contiguous,
+// vectorised loops; a cell is read once), then each output cell over its block's columns.
+// Max: order does not matter. Max-abs: the value with the largest |v| and, of a tie, the first
+// in row-major order, so each column keeps the first row reaching its largest |v| and the
+// block takes the column with the largest |v|, of a tie the earliest row, then column.
+class BlockRowFold {
+ public:
+  BlockRowFold(int64_t cols, bool by_abs) : by_abs_(by_abs), best_(cols), abs_(by_abs ? cols : 0), row_(by_abs ? cols : 0) {}
+
+  void start() {
+    std::fill(best_.begin(), best_.end(), kMasked);
+    std::fill(abs_.begin(), abs_.end(), -1.0f);  // below any |v|: no unmasked cell yet
+    std::fill(row_.begin(), row_.end(), 0);
+  }
+
+  // Input row i (values and mask at the map's stride), its cells as read.
+  void add(const MaskedMap& map, int64_t i) {
+    const RowCells row{map.values ? map.values + i * map.ld : nullptr, map.allowed ? map.allowed + i * map.ld : nullptr,
+                       static_cast<int64_t>(best_.size())};
+    if (by_abs_)
+      foldRowMaxAbs(row, static_cast<int32_t>(i), best_.data(), abs_.data(), row_.data());
+    else
+      foldRowMax(row, best_.data());
+  }
+
+  // Output cell of the columns [begin, end).
+  float cell(int64_t begin, int64_t end) const {
+    if (!by_abs_) return *std::max_element(best_.begin() + begin, best_.begin() + end);
+    int64_t pick = begin;
+    for (int64_t j = begin + 1; j < end; ++j)
+      if (abs_[j] > abs_[pick] || (abs_[j] == abs_[pick] && row_[j] < row_[pick])) pick = j;
+    return abs_[pick] < 0.0f ? kMasked : best_[pick];
+  }
+
+ private:
+  bool by_abs_;
+  std::vector<float> best_, abs_;  // [cols] per column: its extreme as read, its |v| (-1: all masked)
+  std::vector<int32_t> row_;       // [cols] the input row of abs_
+};
+
+Tensor pool2d(const char* name, const MaskedMap& map, int64_t out_rows, int64_t out_cols, bool by_abs,
+              const PooledRowsRead& rows_read) {
   const int64_t rows = map.rows, cols = map.cols;
   checkPoolSizes(name, rows, cols, out_rows, out_cols);
   const std::vector<int64_t> row_starts = blockStarts(rows, out_rows);
   const std::vector<int64_t> col_starts = blockStarts(cols, out_cols);
   Tensor out({out_rows, out_cols}, kMasked);
+  BlockRowFold fold(cols, by_abs);
   for (int64_t r = 0; r < out_rows; ++r) {
+    if (rows_read) rows_read(row_starts[r], row_starts[r + 1]);  // before: the fold then reads them from cache
+    fold.start();
+    for (int64_t i = row_starts[r]; i < row_starts[r + 1]; ++i) fold.add(map, i);
     float* out_row = out.data.data() + r * out_cols;  // [out_cols]
-    for (int64_t i = row_starts[r]; i < row_starts[r + 1]; ++i) {
-      const float* in_row = map.values ? map.values + i * map.ld : nullptr;      // [cols]
-      const uint8_t* in_mask = map.allowed ? map.allowed + i * map.ld : nullptr;  // [cols]
-      for (int64_t c = 0; c < out_cols; ++c) {
-        float best = out_row[c];
-        for (int64_t j = col_starts[c]; j < col_starts[c + 1]; ++j) {
-          const float v = in_mask && !in_mask[j] ? kMasked : in_row ? in_row[j] : 1.0f;
-          if (keep(v, best)) best = v;
-        }
-        out_row[c] = best;
-      }
-    }
+    for (int64_t c = 0; c < out_cols; ++c) out_row[c] = fold.cell(col_starts[c], col_starts[c + 1]);
   }
   return out;
 }
-
-// Lambdas, not functions: pool2d is instantiated for each, so the test inlines.
-const auto keepLarger = [](float candidate, float best) { return candidate > best; };
-
-// A masked current value loses to any unmasked candidate, even one of |v| == 0.
-const auto keepLargerAbs = [](float candidate, float best) {
-  if (candidate == kMasked) return false;
-  return best == kMasked || std::fabs(candidate) > std::fabs(best);
-};
 
 }  // namespace
 
@@ -72,12 +97,12 @@ Tensor maxAbsPool2d(const float* values, int64_t rows, int64_t cols, int64_t out
   return maxAbsPool2d(MaskedMap{values, nullptr, rows, cols, cols}, out_rows, out_cols);
 }
 
-Tensor maxPool2d(const MaskedMap& map, int64_t out_rows, int64_t out_cols) {
-  return pool2d("maxPool2d", map, out_rows, out_cols, keepLarger);
+Tensor maxPool2d(const MaskedMap& map, int64_t out_rows, int64_t out_cols, const PooledRowsRead& rows_read) {
+  return pool2d("maxPool2d", map, out_rows, out_cols, false, rows_read);
 }
 
-Tensor maxAbsPool2d(const MaskedMap& map, int64_t out_rows, int64_t out_cols) {
-  return pool2d("maxAbsPool2d", map, out_rows, out_cols, keepLargerAbs);
+Tensor maxAbsPool2d(const MaskedMap& map, int64_t out_rows, int64_t out_cols, const PooledRowsRead& rows_read) {
+  return pool2d("maxAbsPool2d", map, out_rows, out_cols, true, rows_read);
 }
 
 }  // namespace attnscope

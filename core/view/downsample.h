@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "tensor/tensor.h"
 
@@ -34,7 +35,10 @@ struct MaskedMap {
   int64_t rows = 0, cols = 0, ld = 0;
 };
 // maxPool2d / maxAbsPool2d of the cells as read: the same numbers as pooling the masked copy.
-Tensor maxPool2d(const MaskedMap& map, int64_t out_rows, int64_t out_cols);
-Tensor maxAbsPool2d(const MaskedMap& map, int64_t out_rows, int64_t out_cols);
+// rows_read(first, end), when set, is called before each block of input rows [first, end) is
+// pooled: a caller measuring the map reads those rows then, and the pooling from cache.
+using PooledRowsRead = std::function<void(int64_t first, int64_t end)>;
+Tensor maxPool2d(const MaskedMap& map, int64_t out_rows, int64_t out_cols, const PooledRowsRead& rows_read = {});
+Tensor maxAbsPool2d(const MaskedMap& map, int64_t out_rows, int64_t out_cols, const PooledRowsRead& rows_read = {});
 
 }  // namespace attnscope

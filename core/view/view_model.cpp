@@ -68,10 +68,35 @@ std::vector<float> maskValues(const uint8_t* allowed, int64_t cells) {
 
 // The texture of a map larger than kTextureMaxSide: pooled straight from the map and its
 // mask (no masked copy: at L = S = 4096 that would be 64 MB of fresh memory per map).
-PooledMap poolMap(const MaskedMap& map, MapKind kind) {
+PooledMap poolMap(const MaskedMap& map, MapKind kind, const PooledRowsRead& rows_read = {}) {
   const int64_t out_rows = std::min(map.rows, kTextureMaxSide), out_cols = std::min(map.cols, kTextureMaxSide);
-  Tensor pooled = kind == MapKind::Scores ? maxAbsPool2d(map, out_rows, out_cols) : maxPool2d(map, out_rows, out_cols);
+  Tensor pooled = kind == MapKind::Scores ? maxAbsPool2d(map, out_rows, out_cols, rows_read)
+                                          : maxPool2d(map, out_rows, out_cols, rows_read);
   return {out_rows, out_cols, std::vector<float>(pooled.data.begin(), pooled.data.end())};
+}
+
+// `part` (a range of other cells) merged into `into`.
+void mergeRange(MapRange& into, const MapRange& part) {
+  if (part.allowed_cells == 0) return;
+  into.min = into.allowed_cells > 0 ? std::min(into.min, part.min) : part.min;
+  into.max = into.allowed_cells > 0 ? std::max(into.max, part.max) : part.max;
+  into.min_positive = std::min(into.min_positive, part.min_positive);
+  into.abs_max = std::max(into.abs_max, part.abs_max);
+  into.allowed_cells += part.allowed_cells;
+}
+
+// A map's range over its allowed cells, and (pool) its pooled texture, in one read of the map:
+// each block of rows is measured just before it is pooled.
+void measureMap(const MaskedMap& map, MapKind kind, bool pool, MapRange& range, PooledMap* pooled) {
+  const int64_t S = map.cols;
+  if (!pool) {
+    range = mapRange(map.values, map.allowed, map.rows * S);
+    return;
+  }
+  range = MapRange{};
+  *pooled = poolMap(map, kind, [&](int64_t first, int64_t end) {
+    mergeRange(range, mapRange(map.values + first * S, map.allowed ? map.allowed + first * S : nullptr, (end - first) * S));
+  });
 }
 
 // [L, S] allowed flags as a texture shows them: pooled when larger than kTextureMaxSide.
@@ -112,7 +137,6 @@ void summarizeMask(const ViewModel& view, int64_t l, int64_t b, const uint8_t* a
 // Ranges and (for large maps) pooled textures of every map, [layers, B, H], and the mask
 // summaries, [layers, B]: each map is read in place, maps in parallel.
 void summarize(ViewModel& view) {
-  const int64_t cells = view.L * view.S;
   const bool pool = view.pooled(), scores = view.hasScores();
   bool mask = false;  // any layer's
   for (const LayerMaps& layer : view.maps) mask = mask || layer.allowed != nullptr;
@@ -138,11 +162,9 @@ void summarize(ViewModel& view) {
       const int64_t m = n % maps, l = m / (view.B * view.H), b = m / view.H % view.B, h = m % view.H;
       const MapKind kind = n < maps ? MapKind::Probs : MapKind::Scores;
       const float* values = kind == MapKind::Probs ? view.probs(l, b, h) : view.scores(l, b, h);
-      const uint8_t* allowed = view.allowed(l, b);
-      (kind == MapKind::Probs ? view.probs_ranges : view.scores_ranges)[m] = mapRange(values, allowed, cells);
-      if (pool)
-        (kind == MapKind::Probs ? view.pooled_probs : view.pooled_scores)[m] =
-            poolMap(MaskedMap{values, allowed, view.L, view.S, view.S}, kind);
+      const bool probs = kind == MapKind::Probs;
+      measureMap(MaskedMap{values, view.allowed(l, b), view.L, view.S, view.S}, kind, pool,
+                 (probs ? view.probs_ranges : view.scores_ranges)[m], pool ? &(probs ? view.pooled_probs : view.pooled_scores)[m] : nullptr);
       continue;
     }
     const int64_t item = n - maps * kinds, l = item / view.B, b = item % view.B;
@@ -280,18 +302,8 @@ MapRange ViewModel::probsRangeOver(int64_t b, const std::vector<int64_t>& chosen
   std::vector<int64_t> all;
   for (int64_t l = 0; l < layers; ++l) all.push_back(l);
   MapRange total;
-  bool first = true;
   for (int64_t l : chosen.empty() ? all : chosen)
-    for (int64_t h = 0; h < H; ++h) {
-      const MapRange& r = probsRange(l, b, h);
-      if (r.allowed_cells == 0) continue;
-      total.min = first ? r.min : std::min(total.min, r.min);
-      total.max = first ? r.max : std::max(total.max, r.max);
-      first = false;
-      total.min_positive = std::min(total.min_positive, r.min_positive);
-      total.abs_max = std::max(total.abs_max, r.abs_max);
-      total.allowed_cells += r.allowed_cells;
-    }
+    for (int64_t h = 0; h < H; ++h) mergeRange(total, probsRange(l, b, h));
   return total;
 }
 

@@ -246,6 +246,18 @@ TEST(Downsample, MaxAbsKeepsTheSignAndTheFirstOfATie) {
   EXPECT_EQ(maxPool2d(values.data(), 1, 6, 1, 3).data, (std::vector<float>{2.0f, 4.0f, 1.0f}));
 }
 
+// Of equal |v| across rows, the first in row-major order wins, whichever column it is in.
+TEST(Downsample, MaxAbsTieGoesToTheFirstRowThenColumn) {
+  for (const auto& [values, want] : {std::pair{std::vector<float>{1.0f, 2.0f, -2.0f, 0.0f}, 2.0f},
+                                     std::pair{std::vector<float>{0.0f, -2.0f, 2.0f, 0.0f}, -2.0f},
+                                     std::pair{std::vector<float>{-kInf, -kInf, -3.0f, 3.0f}, -3.0f},
+                                     std::pair{std::vector<float>{-kInf, -kInf, -kInf, -kInf}, -kInf}}) {
+    EXPECT_EQ(maxAbsPool2d(values.data(), 2, 2, 1, 1).data, std::vector<float>{want});
+    const std::vector<float> brute = {static_cast<float>(referencePools(values, 2, 2, 1, 1).max_abs[0])};
+    EXPECT_EQ(maxAbsPool2d(values.data(), 2, 2, 1, 1).data, brute);
+  }
+}
+
 TEST(Downsample, BadSizesNameTheShapes) {
   const std::vector<float> values(16, 0.0f);
   try {

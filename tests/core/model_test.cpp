@@ -439,6 +439,53 @@ TEST(ModelSource, ViewsComputeFromTheFirstChangedCharacter) {
   }
 }
 
+// A view shares its run's traces with the runner (ModelRunner::shareTraces): whether the
+// views before are dropped at once, the last one is held while the next runs (the app), or
+// every one is kept, each view equals a fresh run of its text, values of every tensor of its
+// traces, and keeps them while later runs write theirs elsewhere.
+TEST(ModelSource, SharedTracesStayWhileLaterRunsWriteElsewhere) {
+  const std::vector<ShippedModel> shipped = shippedModels();
+  const auto it = std::find_if(shipped.begin(), shipped.end(), [](const ShippedModel& m) { return m.name == "python-code"; });
+  ASSERT_NE(it, shipped.end());
+  const std::string text(40, 'a');
+  const std::vector<std::string> texts = {text, text + "b", text + "bc", text.substr(0, 30), "ab" + text.substr(0, 20),
+                                          "ab" + text.substr(0, 20), text + "bcd"};
+  auto same = [](const ViewModel& a, const ViewModel& b, const std::string& what) {
+    ASSERT_EQ(a.layers, b.layers) << what;
+    ASSERT_EQ(a.L, b.L) << what;
+    for (int64_t l = 0; l < a.layers; ++l) {
+      const AttentionTrace &x = *a.maps[l].trace, &y = *b.maps[l].trace;
+      for (auto member : {&AttentionTrace::probs, &AttentionTrace::scores, &AttentionTrace::q, &AttentionTrace::k,
+                          &AttentionTrace::v, &AttentionTrace::context_heads, &AttentionTrace::query, &AttentionTrace::output}) {
+        EXPECT_EQ((x.*member).shape, (y.*member).shape) << what << " layer " << l;
+        EXPECT_TRUE((x.*member).data == std::vector<float>((y.*member).data.begin(), (y.*member).data.end()))
+            << what << " layer " << l;
+      }
+    }
+  };
+  const FolderWeights weights = loadFolderWeights(it->folder);
+  auto fresh_view = [&](const std::string& t) { return FolderModelRunner(weights).view(t); };
+  for (const size_t hold : {size_t{0}, size_t{1}, texts.size()}) {
+    FolderModelRunner runner(weights);
+    std::vector<ViewModel> held;  // the last `hold` views
+    for (size_t n = 0; n < texts.size(); ++n) {
+      held.push_back(runner.view(texts[n]));
+      if (held.size() > hold) held.erase(held.begin());
+      const std::string what = "hold " + std::to_string(hold) + ", text " + std::to_string(n);
+      const ViewModel view = held.empty() ? runner.view(texts[n]) : ViewModel();
+      same(held.empty() ? view : held.back(), fresh_view(texts[n]), what);
+      for (size_t k = 0; k + 1 < held.size(); ++k)  // views before, after later runs
+        same(held[k], fresh_view(texts[n + 1 + k - held.size()]), what + ", held " + std::to_string(k));
+    }
+    // A command's run after a view of the same text reads whole traces.
+    const ModelRun& run = runner.run(runner.tokenize(texts.back()));
+    const ViewModel fresh = fresh_view(texts.back());
+    for (int64_t l = 0; l < fresh.layers; ++l)
+      EXPECT_TRUE(run.layers[l].probs.data == std::vector<float>(fresh.maps[l].trace->probs.data.begin(),
+                                                                 fresh.maps[l].trace->probs.data.end()));
+  }
+}
+
 TEST(ModelSource, TextForModel) {
   EXPECT_EQ(textForModel(kDefaultModelText, "reverse-digits"), sampleText("reverse-digits"));
   EXPECT_EQ(textForModel(sampleText("reverse-digits"), "python-code"), kDefaultModelText);

@@ -57,7 +57,7 @@ bool receiveHeadTable(ComputeState& c) {
     return view && measured->table && measured->table->source_stamp == view->stamp.value();
   };
   if (c.latest && (shows(c.latest->view) || shows(c.latest->correct_view))) c.head_table = measured->table;
-  c.stages.head_table_ms = measured->milliseconds;
+  if (measured->table) c.stages.head_table_ms = measured->milliseconds;  // not a table stopped for a newer edit
   return true;
 }
 

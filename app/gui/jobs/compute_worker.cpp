@@ -85,12 +85,13 @@ std::string describeFailure(const Settings& settings, Work&& work) {
   return "";
 }
 
-// The head table of a view (off the UI thread); a table that fails is left out.
-HeadTableResult measureHeadTable(const std::shared_ptr<const ViewModel>& view) {
+// The head table of a view (off the UI thread); a table that fails is left out, and so is one
+// stopped for a newer edit (ComputeWorker::post: its view is about to be replaced).
+HeadTableResult measureHeadTable(const std::shared_ptr<const ViewModel>& view, const std::function<bool()>& keep_going) {
   HeadTableResult result;
   const auto started = std::chrono::steady_clock::now();
   try {
-    result.table = std::make_shared<const HeadTable>(headTableOf(*view));
+    result.table = std::make_shared<const HeadTable>(headTableOf(*view, 0.5, kDefaultRecentWindow, keep_going));
   } catch (const std::exception&) {  // none: the metrics panel says so
   }
   result.milliseconds = millisecondsSince(started);
@@ -103,7 +104,9 @@ HeadTableResult measureHeadTable(const std::shared_ptr<const ViewModel>& view) {
 // keeps the worker thread and the OpenMP/OpenBLAS threads it starts (they inherit the nice
 // value) computing back to back, which otherwise takes the cores a frame needs.
 ComputeWorker::ComputeWorker(std::function<void()> on_result)
-    : tables_([](std::shared_ptr<const ViewModel>& view, const Tables::Job&) { return measureHeadTable(view); },
+    : tables_([](std::shared_ptr<const ViewModel>& view, const Tables::Job& job) {
+                return measureHeadTable(view, [&job] { return job.keepGoing(); });
+              },
               JobOptions{JobPolicy::Latest, kWorkerNice, -1.0}),
       jobs_([this](ComputeRequest& request, const Jobs::Job& job) { return compute(request, job); },
             JobOptions{JobPolicy::Latest, kWorkerNice, -1.0}) {

@@ -109,7 +109,10 @@ class ComputeWorker {
 
   // Queues a job for these settings (decode: also run the KV-cache stepper); returns its
   // generation (1, 2, ...).
+  // The head table still being measured stops: the maps come first (its view is about to be
+  // replaced, and the new view's table follows its result).
   uint64_t post(const Settings& settings, bool decode = false, LogitRows logit_rows = {}, bool lens_on_demand = false) {
+    tables_.cancel();
     return jobs_.post({settings, decode, std::move(logit_rows), lens_on_demand});
   }
   // The result of the newest job, once, when it has finished; stale results never appear.
