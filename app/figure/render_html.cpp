@@ -137,20 +137,55 @@ EncodedMaps encodeWithinBudget(const ViewModel& view, const std::vector<int64_t>
   }
 }
 
-// Axis labels of the stored cells: the tokens, or for pooled cells the positions they cover.
+// Axis labels of the stored cells: "12 'tok'", or for a pooled cell the positions it covers
+// and the first one's token ("19-25 'tok'": the axis reads the token, the tooltip the range).
 // Positions count from `offset` (a window's first row or key).
 std::vector<std::string> axisLabels(const std::vector<std::string>& tokens, int64_t cells, int64_t offset = 0) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   std::vector<std::string> labels;
-  if (cells == n) {
-    for (int64_t i = 0; i < n; ++i) labels.push_back(std::to_string(offset + i) + " '" + tokens[i] + "'");
-    return labels;
-  }
   for (int64_t c = 0; c < cells; ++c) {
-    const int64_t first = offset + c * n / cells, last = offset + (c + 1) * n / cells - 1;
-    labels.push_back(first == last ? std::to_string(first) : std::to_string(first) + "-" + std::to_string(last));
+    const int64_t first = c * n / cells, last = (c + 1) * n / cells - 1;
+    const std::string range = std::to_string(offset + first) + (first == last ? "" : "-" + std::to_string(offset + last));
+    labels.push_back(range + " '" + tokens[first] + "'");
   }
   return labels;
+}
+
+// [[label, probability], ...] best first.
+json guessesJson(const std::vector<TokenGuess>& guesses) {
+  json out = json::array();
+  for (const TokenGuess& g : guesses) out.push_back({g.label, g.prob});
+  return out;
+}
+
+// A model run's top-5 after each position ([L]; null where the run did not unembed it), or null.
+json predictionsJson(const ViewModel& view) {
+  if (view.predictions.empty()) return nullptr;
+  json rows = json::array();
+  for (const NextTokenPredictions& p : view.predictions)
+    rows.push_back(p.top.empty() ? json(nullptr) : json{{"top", guessesJson(p.top)}, {"actual", p.actual}});
+  return {{"encoder", view.encoder}, {"rows", rows}};
+}
+
+// The logit lens's best guess at every layer and position ([N + 1][L]) when the run computed
+// it whole; otherwise why not (a long text: `attnscope model run --lens` writes it); null
+// without a model.
+json lensJson(const ViewModel& view) {
+  if (view.predictions.empty()) return nullptr;
+  if (view.lens.cells.empty()) {
+    const std::string why = view.lens.off_reason.empty() ? "logit lens not computed for this export" : view.lens.off_reason;
+    return {{"note", why}};
+  }
+  json layers = json::array();
+  for (int64_t l = 0; l < view.lens.layers; ++l) {
+    json row = json::array();
+    for (int64_t t = 0; t < view.lens.positions; ++t) {
+      const std::vector<TokenGuess>& cell = view.lens.at(l, t);
+      row.push_back(cell.empty() ? json(nullptr) : json{cell[0].label, cell[0].prob});
+    }
+    layers.push_back(row);
+  }
+  return {{"top", layers}};
 }
 
 std::string hexTable(const RgbTable& table) {
@@ -342,6 +377,7 @@ std::string renderViewHtml(const ViewModel& view, const HtmlRequest& request) {
                  {"head", std::clamp<int64_t>(request.focus_head, 0, view.H - 1)}}},
       {"kinds", kindsJson(view, encoded, layers, b)},
       {"metrics", metricsJson(view, layers, b)},
+      {"predictions", predictionsJson(view)}, {"lens", lensJson(view)},
       {"window", focused == layers.end() ? json(nullptr) : windowJson(view, request, focused - layers.begin(), b)},
       {"maps", encoded.base64}};
   for (Colormap map : allColormaps()) data["colormap_names"].push_back(colormapName(map));

@@ -267,12 +267,48 @@
     const value = decode(source.quant, source.codes[r * source.cols + c]);
     const step = (source.quant[1] - source.quant[0]) / LEVELS;
     const shown = value === null ? 'masked' : value.toFixed(decimalsFor(step));
-    tooltip.textContent = `query ${source.rowLabels[r]}\nkey ${source.colLabels[c]}\n${kind().label} ${shown}`;
+    const next = nextTokens(queryPosition(r));
+    tooltip.textContent = `query ${source.rowLabels[r]}\nkey ${source.colLabels[c]}\n${kind().label} ${shown}` +
+      (next ? `\n${next}` : '');
+    showPosition(queryPosition(r));
     Object.assign(tooltip.dataset, { row: r, col: c, value: shown });
     const box = root.querySelector('.av-focus-box').getBoundingClientRect();
     tooltip.style.left = `${event.clientX - box.left + 14}px`;
     tooltip.style.top = `${event.clientY - box.top + 14}px`;
     tooltip.hidden = false;
+  }
+
+  // The text position of stored row r of the focused map (a pooled row: the first it covers).
+  function queryPosition(r) {
+    const source = focusSource();
+    if (source.zoomed) return data.window.row0 + Math.floor(r * data.window.real_rows / data.window.rows);
+    return Math.floor(r * data.L / data.rows);
+  }
+
+  const percent = (p) => `${(100 * p).toPrecision(3)}%`;
+  const guessText = ([label, p]) => `'${label}' ${percent(p)}`;
+
+  // "next: 'a' 41.2%, ..." after position t (at t for a masked-LM encoder); '' without predictions.
+  function nextTokens(t) {
+    const rows = data.predictions && data.predictions.rows;
+    if (!rows || t >= rows.length || !rows[t]) return '';
+    return `${data.predictions.encoder ? 'guess' : 'next'}: ${rows[t].top.map(guessText).join(', ')}`;
+  }
+
+  // The predictions and the logit lens at position t, under the focused map.
+  function showPosition(t) {
+    const box = $('.av-next');
+    if (!data.predictions) { box.hidden = true; return; }
+    const next = nextTokens(t);
+    const lines = [`position ${t}` + (next ? ` \u2014 ${next}` : ' (not unembedded)')];
+    if (data.lens && data.lens.top) {
+      const column = data.lens.top.map((layer, l) => (layer[t] ? `${l === 0 ? 'emb' : 'L' + (l - 1)} ${guessText(layer[t])}` : ''));
+      lines.push('logit lens (best guess after each layer): ' + column.filter(Boolean).join(' \u00b7 '));
+    } else if (data.lens) {
+      lines.push(data.lens.note);
+    }
+    box.textContent = lines.join('\n');
+    box.dataset.position = t;
   }
 
   function formatMetric(value) { return value === null ? '-' : value.toFixed(3); }
@@ -343,6 +379,7 @@
     drawGrid();
     drawFocus();
     drawMetrics();
+    if (data.predictions) showPosition(data.predictions.rows.length - 1);
     root.dataset.ready = 'true';
   }
 

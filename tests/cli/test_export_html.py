@@ -244,6 +244,11 @@ class HtmlExportInBrowser(unittest.TestCase):
                 values = self.model_npy(what, layer, head)
                 self.check_tooltips(focus, values, causal)
                 self.check_pixels(focus, values, causal, TABLES[table], *scale(values))
+        # Each tooltip ends with the model's guesses after its query position (the page's data).
+        rows = page_data(self.model_page)["predictions"]["rows"]
+        for tip in self.model_result["focus"][0]["tooltips"]:
+            label, p = rows[tip["row"]]["top"][0]
+            self.assertIn("\nnext: '%s' %s%%, " % (label, "%.3g" % (100 * p)), tip["text"])
 
     def test_bundle_tooltip_is_the_source_value_with_its_tokens(self):
         focus = self.bundle_result["focus"][0]
@@ -287,6 +292,78 @@ class HtmlExportInBrowser(unittest.TestCase):
         clicked = m["clicked"]
         self.assertEqual(m["focusedTile"], [clicked["layer"], clicked["head"]])
         self.assertTrue(m["title"].startswith(f"layer {clicked['layer']}, head {clicked['head']}:"))
+
+
+def page_data(path):
+    """The data a page embeds (the JSON in its <script class="av-data">; "</" written "<\\/")."""
+    with open(path, encoding="utf-8") as f:
+        found = re.search(r'<script type="application/json" class="av-data">(.*?)</script>', f.read(), re.S)
+    return json.loads(found.group(1))
+
+
+class HtmlPageData(unittest.TestCase):
+    """What a page holds besides the maps: a model run's predictions and logit lens, and the
+    labels of pooled rows (no browser needed)."""
+
+    @classmethod
+    def setUpClass(cls):
+        tmp = ref.case_dir("export_html", "page_data")
+        page = [p for p in export(MODEL, "--text", MODEL_TEXT, "--format", "html", "--out", os.path.join(tmp, "page"))
+                if p.endswith(".html")][0]
+        cls.data = page_data(page)
+        cls.run_dir = os.path.join(tmp, "run")
+        proc = subprocess.run([ref.BIN, "model", "run", MODEL, "--text", MODEL_TEXT, "--lens", "--out", cls.run_dir],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+
+    def test_predictions_are_the_softmax_of_the_runs_logits(self):
+        logits = np.load(os.path.join(self.run_dir, "logits.npy")).astype(np.float64)  # [L, V]
+        rows = self.data["predictions"]["rows"]
+        self.assertEqual(len(rows), MODEL_L)
+        self.assertFalse(self.data["predictions"]["encoder"])
+        for t, row in enumerate(rows):
+            p = np.exp(logits[t] - logits[t].max())
+            p /= p.sum()
+            want = np.sort(p)[::-1][:5]
+            got = [prob for _, prob in row["top"]]
+            np.testing.assert_allclose(got, want, atol=1e-6, err_msg=f"position {t}")
+            self.assertEqual(row["actual"], "" if t + 1 == MODEL_L else row["actual"])
+        self.assertEqual(rows[0]["actual"], MODEL_TEXT[1])
+
+    def test_lens_is_the_best_guess_of_model_run_lens(self):
+        ids = np.load(os.path.join(self.run_dir, "lens_ids.npy"))      # [N + 1, L, 5]
+        probs = np.load(os.path.join(self.run_dir, "lens_probs.npy"))  # [N + 1, L, 5]
+        top = self.data["lens"]["top"]
+        self.assertEqual((len(top), len(top[0])), ids.shape[:2])
+        for layer in range(ids.shape[0]):
+            for t in range(ids.shape[1]):
+                self.assertAlmostEqual(top[layer][t][1], float(probs[layer, t, 0]), delta=1e-6)
+
+    def test_long_text_says_why_the_lens_is_left_out(self):
+        tmp = ref.case_dir("export_html", "page_long")
+        text = (MODEL_TEXT * 4)[:120]
+        proc = subprocess.run([ref.BIN, "export", MODEL, "--text", text, "--format", "html", "--out", tmp,
+                               "--layers", "0"], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "ATTNSCOPE_TEST_LENS_BUDGET": "1000"})
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        data = page_data([os.path.join(tmp, f) for f in os.listdir(tmp) if f.endswith(".html")][0])
+        self.assertIn("logit lens off: 120 tokens", data["lens"]["note"])
+        self.assertIn("attnscope model run --lens", data["lens"]["note"])
+        self.assertEqual(len(data["predictions"]["rows"]), 120)
+
+    def test_pooled_rows_are_labelled_with_their_first_token(self):
+        tmp = ref.case_dir("export_html", "pooled_labels")
+        tokens = ["t%d" % i for i in range(300)]
+        random_bundle(os.path.join(tmp, "bundle"), 1, 2, 300, 300, seed=3, causal=True, tokens=tokens)
+        page = export(os.path.join(tmp, "bundle"), "--format", "html", "--out", os.path.join(tmp, "out"))[0]
+        data = page_data(page)
+        rows = data["rows"]
+        self.assertLess(rows, 300)
+        self.assertIsNone(data["predictions"])
+        for r, label in enumerate(data["row_labels"]):
+            first, last = r * 300 // rows, (r + 1) * 300 // rows - 1
+            span = str(first) if first == last else f"{first}-{last}"
+            self.assertEqual(label, f"{span} '{tokens[first]}'")
 
 
 class HtmlExportErrors(unittest.TestCase):
