@@ -134,7 +134,7 @@ void summarizeMask(const ViewModel& view, int64_t l, int64_t b, const uint8_t* a
   }
 }
 
-// Ranges and (for large maps) pooled textures of every map, [layers, B, H], and the mask
+// Ranges of every map and (for large maps) pooled textures of the probabilities, [layers, B, H], and the mask
 // summaries, [layers, B]: each map is read in place, maps in parallel.
 void summarize(ViewModel& view) {
   const bool pool = view.pooled(), scores = view.hasScores();
@@ -145,7 +145,6 @@ void summarize(ViewModel& view) {
   if (scores) view.scores_ranges.assign(static_cast<size_t>(maps), MapRange{});
   if (pool) {
     view.pooled_probs.assign(static_cast<size_t>(maps), PooledMap{});
-    if (scores) view.pooled_scores.assign(static_cast<size_t>(maps), PooledMap{});
     view.pooled_mask.assign(static_cast<size_t>(items), PooledMap{});
   }
   if (mask) {
@@ -163,8 +162,8 @@ void summarize(ViewModel& view) {
       const MapKind kind = n < maps ? MapKind::Probs : MapKind::Scores;
       const float* values = kind == MapKind::Probs ? view.probs(l, b, h) : view.scores(l, b, h);
       const bool probs = kind == MapKind::Probs;
-      measureMap(MaskedMap{values, view.allowed(l, b), view.L, view.S, view.S}, kind, pool,
-                 (probs ? view.probs_ranges : view.scores_ranges)[m], pool ? &(probs ? view.pooled_probs : view.pooled_scores)[m] : nullptr);
+      measureMap(MaskedMap{values, view.allowed(l, b), view.L, view.S, view.S}, kind, pool && probs,
+                 (probs ? view.probs_ranges : view.scores_ranges)[m], probs && pool ? &view.pooled_probs[m] : nullptr);
       continue;
     }
     const int64_t item = n - maps * kinds, l = item / view.B, b = item % view.B;
@@ -331,7 +330,7 @@ PooledMap ViewModel::textureMap(MapKind kind, int64_t layer, int64_t b, int64_t 
   if (kind == MapKind::Scores && !hasScores()) throw std::logic_error("view model: no scores in this source");
   if (pooled()) {
     if (kind == MapKind::Probs) return pooled_probs[index];
-    if (kind == MapKind::Scores) return pooled_scores[index];
+    if (kind == MapKind::Scores) return poolMap(MaskedMap{scores(layer, b, h), allowed(layer, b), L, S, S}, kind);
     return pooled_mask[static_cast<size_t>(layer * B + b)];
   }
   const int64_t cells = L * S;

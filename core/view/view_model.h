@@ -213,9 +213,9 @@ struct ViewModel {
   std::vector<std::vector<TokenPiece>> key_pieces;     // [B][S] or empty
   std::vector<MapRange> probs_ranges;                  // [layers, B, H]
   std::vector<MapRange> scores_ranges;                 // [layers, B, H]; empty without scores
-  // Pooled copies, built only for maps larger than kTextureMaxSide (else empty):
+  // Pooled copies, built only for maps larger than kTextureMaxSide (else empty). The scores'
+  // are pooled when asked (textureMap): the app draws the focused head's only.
   std::vector<PooledMap> pooled_probs;                 // [layers, B, H]
-  std::vector<PooledMap> pooled_scores;                // [layers, B, H]
   std::vector<PooledMap> pooled_mask;                  // [layers, B]
   // Mask statistics, counted off the UI thread (empty without a mask):
   std::vector<int64_t> allowed_counts;                 // [layers, B] cells the combined mask allows

@@ -164,7 +164,7 @@ bool updateViewTextures(ViewTextures& tex, const ViewModel* view, int64_t b) {
     for (int64_t h = 0; h < view->H; ++h) {
       tex.probs.push_back(uploadMap(view->textureMap(MapKind::Probs, l, b, h)));
       if (!view->hasScores()) continue;
-      tex.scores.push_back(uploadMap(view->textureMap(MapKind::Scores, l, b, h)));
+      tex.scores.push_back(0);
       const float abs_max = view->scoresRange(l, b, h).abs_max;
       tex.score_abs_max.push_back(abs_max > 0.0f ? abs_max : 1.0f);
     }
@@ -183,6 +183,15 @@ bool updateViewTextures(ViewTextures& tex, const ViewModel* view, int64_t b) {
   const MapRange range = view->probsRangeOver(b);  // one colour scale for every tile
   tex.prob_max = range.max > 0.0f ? range.max : 1.0f;
   tex.prob_min_positive = std::isfinite(range.min_positive) ? range.min_positive : 1e-6f;
+  return true;
+}
+
+bool uploadFocusedScores(ViewTextures& tex, const ViewModel* view, ViewFocus focus) {
+  if (!tex.builtFrom(view) || tex.scores.empty()) return false;
+  const int64_t layer = std::clamp<int64_t>(focus.layer, 0, tex.layers - 1), h = std::clamp<int64_t>(focus.head, 0, tex.heads - 1);
+  unsigned int& id = tex.scores[tex.index(layer, h)];
+  if (id != 0) return false;
+  id = uploadMap(view->textureMap(MapKind::Scores, layer, tex.batch_item, h));
   return true;
 }
 

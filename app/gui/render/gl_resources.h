@@ -41,7 +41,8 @@ struct ViewTextures {
   int64_t batch_item = -1;
   int64_t layers = 0, heads = 0;
   std::vector<unsigned int> probs;          // [layers, H]: R32F probabilities shown
-  std::vector<unsigned int> scores;         // [layers, H]: R32F scaled scores; empty without scores
+  std::vector<unsigned int> scores;         // [layers, H]: R32F scaled scores, 0 until focused
+                                            // (uploadFocusedScores); empty without scores
   std::vector<float> score_abs_max;         // [layers, H]: max |finite allowed score|
   float prob_max = 1.0f;                    // largest shown probability, every layer and head
   float prob_min_positive = 1e-6f;          // smallest positive one (log scale floor)
@@ -111,6 +112,9 @@ unsigned int uploadFloatTexture(const float* values, int64_t rows, int64_t cols)
 // Textures are never larger than kTextureMaxSide per side; callers keep mapping the
 // pointer to cells with the view's L and S, never the texture size.
 bool updateViewTextures(ViewTextures& textures, const ViewModel* view, int64_t b);
+// The focused head's scores texture of the view the textures were built from, once (only the
+// focus view draws scores: the others wait until they are focused). True when it uploaded.
+bool uploadFocusedScores(ViewTextures& textures, const ViewModel* view, ViewFocus focus);
 
 // (Re)builds the zoomed window of the focused (layer, head, batch item) of view and of
 // correct (the mistakes lab's run; may be null) when any of them changed; a whole()

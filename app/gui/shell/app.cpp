@@ -81,6 +81,8 @@ void updateBeforeFrame(GLFWwindow* window, AppState& state) {
   const auto upload_started = std::chrono::steady_clock::now();
   bool textures_changed = updateViewTextures(gpu.textures, state.compute.view.get(), b);
   textures_changed |= updateViewTextures(gpu.correct_textures, state.compute.correctView().get(), b);
+  textures_changed |= uploadFocusedScores(gpu.textures, state.compute.view.get(), state.view.focus);
+  textures_changed |= uploadFocusedScores(gpu.correct_textures, state.compute.correctView().get(), state.view.focus);
   if (textures_changed) {
     ++gpu.texture_generation;
     state.compute.upload_ms =
