@@ -104,9 +104,9 @@ AttentionOptions layerOptions(const ModelConfig& c, int64_t i) {
   }
   if (c.rotary[i]) {
     o.rope = true;
-    o.rope_base = c.rope_theta;
+    o.rope_base = ropeThetaOf(c, i);  // the layer's own where RoPE differs per layer type
     o.rope_style = RopeStyle::RotateHalf;
-    o.rope_inv_freq = c.rope_inv_freq;
+    o.rope_inv_freq = ropeInvFreqOf(c, i);
   }
   return o;
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "model/model.h"
 #include "model/model_config.h"
 
 namespace attnscope {
@@ -114,6 +115,43 @@ TEST(ModelConfig, TraitsComeFromTheRegistry) {
   EXPECT_EQ(parse("smollm3", R"("sliding_window": 3, "use_sliding_window": true)").window,
             (std::vector<int64_t>{-1, -1, -1, 2}));
   EXPECT_EQ(parse("smollm3", R"("sliding_window": 3)").window, (std::vector<int64_t>{-1, -1, -1, -1}));
+}
+
+// transformers 5's rope_parameters keyed by layer type: each layer's own base and scaling,
+// read by layerOptions (issue 34's RoPE base per layer); one RoPE elsewhere (layer_rope empty).
+TEST(ModelConfig, RopePerLayerType) {
+  const ModelConfig c = parse("llama", R"("head_dim": 8,
+      "rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1000000.0},
+                          "sliding_attention": {"rope_type": "default", "rope_theta": 100.0}},
+      "layer_types": ["sliding_attention", "sliding_attention", "full_attention", "sliding_attention"])");
+  ASSERT_EQ(c.layer_rope.size(), 4u);
+  const double want_theta[] = {100.0, 100.0, 1e6, 100.0};
+  for (int64_t i = 0; i < 4; ++i) {
+    SCOPED_TRACE(i);
+    const AttentionOptions o = layerOptions(c, i);
+    EXPECT_EQ(o.rope_base, want_theta[i]);
+    ASSERT_EQ(o.rope_inv_freq.size(), 4u);
+    const bool full = i == 2;
+    for (int k = 0; k < 4; ++k)  // theta^(-2k/8), divided by the linear factor on the full layer
+      EXPECT_DOUBLE_EQ(o.rope_inv_freq[k], std::pow(want_theta[i], -2.0 * k / 8.0) / (full ? 2.0 : 1.0));
+  }
+  EXPECT_EQ(c.rope_theta, 1e6);  // the model's RoPE is the full-attention layers'
+  EXPECT_EQ(c.rope_type, "linear");
+  // The sliding layers' base falls back to rope_local_base_freq.
+  const ModelConfig local = parse("llama", R"("rope_local_base_freq": 50.0,
+      "rope_parameters": {"full_attention": {"rope_theta": 1000.0}, "sliding_attention": {}},
+      "layer_types": ["full_attention", "sliding_attention", "full_attention", "sliding_attention"])");
+  EXPECT_EQ(layerOptions(local, 1).rope_base, 50.0);
+  EXPECT_EQ(layerOptions(local, 2).rope_base, 1000.0);
+  const ModelConfig llama = parse("llama", R"("rope_theta": 500.0)");
+  EXPECT_TRUE(llama.layer_rope.empty());
+  EXPECT_EQ(layerOptions(llama, 3).rope_base, 500.0);
+  EXPECT_EQ(layerOptions(llama, 3).rope_inv_freq, llama.rope_inv_freq);
+  EXPECT_EQ(errorOf("llama", R"("rope_parameters": {"sliding_attention": {"rope_type": "yarn"}})"),
+            "m/config.json: \"rope_parameters.sliding_attention.rope_type\" is \"yarn\" but attnscope supports "
+            "\"default\", \"linear\", \"llama3\"");
+  EXPECT_EQ(errorOf("llama", R"("rope_parameters": {"full_attention": 3})"),
+            "m/config.json: \"rope_parameters.full_attention\" must be an object");
 }
 
 TEST(ModelConfig, UnsupportedOptionsAreOneLineWithTheSupportedValues) {
