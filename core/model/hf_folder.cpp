@@ -175,6 +175,11 @@ void planLayer(const ModelConfig& c, int64_t i, WeightPlan& plan, LayerWeights& 
 // Splits, then the row GEMM's panels of what was not read into them.
 void finishLayer(const ModelConfig& c, LayerWeights& layer, LayerPlanned& p) {
   if (c.family->fused_qkv != FusedQkv::None) splitFused(c, std::move(p.fused), layer);
+  // The per-head q/k norms take the family's norm: (1 + w) kept as their scale, summed in
+  // float32 as Gemma3RMSNorm does (1.0 + weight.float()).
+  if (c.family->norm == Norm::RmsNormPlusOne)
+    for (NormWeights* n : {&layer.q_norm, &layer.k_norm})
+      for (float& w : n->weight.data) w += 1.0f;
   if (c.family->conv1d) {  // [in, out] as stored
     for (Linear* l : {&layer.o, &layer.up, &layer.down}) l->weight = panelsOfColumns(l->weight, 0, l->weight.dim(1));
   }
