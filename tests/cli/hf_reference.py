@@ -1,6 +1,6 @@
 """Random Hugging Face model folders written by hand (config.json, safetensors, no
 `transformers` or `safetensors` package), and an independent float64 PyTorch forward pass
-of each family, written from transformers' modeling_{gpt2,llama,mistral,qwen2,qwen3,smollm3,gemma2,
+of each family, written from transformers' modeling_{gpt2,llama,mistral,qwen2,qwen3,smollm3,gemma2,gemma3,
 gpt_neox,bert}.py and modeling_rope_utils.py. Shares no code with attnscope.
 
 Run with /usr/bin/python3 (the interpreter that has numpy and torch).
@@ -153,13 +153,19 @@ def make_model(family, seed=0, D=32, H=4, G=None, N=2, M=64, V=97, P=16, prefix=
             t["cls.predictions.transform.LayerNorm.bias"] = r(D, std=0.1)
             t["cls.predictions.bias"] = r(V, std=0.1)
         return cfg, t
-    # llama, mistral, qwen2, gemma2
+    # llama, mistral, qwen2, qwen3, smollm3, gemma2, gemma3_text
+    gemma = family in ("gemma2", "gemma3_text")
     cfg.update(hidden_size=D, num_hidden_layers=N, num_attention_heads=H, num_key_value_heads=G,
                intermediate_size=M, max_position_embeddings=P, rms_norm_eps=1e-6,
-               tie_word_embeddings=opt.get("tied", family in ("gemma2", "qwen2")))
+               tie_word_embeddings=opt.get("tied", gemma or family == "qwen2"))
     if family == "gemma2":
         cfg.update(head_dim=d, hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=opt.get("qpas", 24),
                    attn_logit_softcapping=opt.get("attn_cap", 1.5), final_logit_softcapping=opt.get("final_cap", 5.0))
+    elif family == "gemma3_text":  # Gemma3TextConfig writes both soft-caps, null unless set
+        cfg.update(head_dim=d, hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=opt.get("qpas", 24),
+                   attn_logit_softcapping=opt.get("attn_cap"), final_logit_softcapping=opt.get("final_cap"))
+        if spelling == 4:
+            cfg.update(sliding_window_pattern=opt.get("pattern", 6), rope_local_base_freq=opt.get("local_theta", 20.0))
     else:
         cfg["hidden_act"] = "silu"
         if "head_dim" in opt or family == "qwen3":  # Qwen3Config always writes head_dim
@@ -184,6 +190,9 @@ def make_model(family, seed=0, D=32, H=4, G=None, N=2, M=64, V=97, P=16, prefix=
         cfg["rope_theta"] = theta
         if rope["rope_type"] != "default":
             cfg["rope_scaling"] = dict(rope, type=rope.pop("rope_type")) if opt.get("old_type_key") else rope
+    elif family == "gemma3_text":  # transformers 5: one RoPE per layer type
+        cfg["rope_parameters"] = {"full_attention": dict(rope, rope_theta=theta),
+                                  "sliding_attention": {"rope_type": "default", "rope_theta": opt.get("local_theta", 20.0)}}
     else:
         cfg["rope_parameters"] = dict(rope, rope_theta=theta)
         if "layer_types" in opt:
@@ -191,7 +200,7 @@ def make_model(family, seed=0, D=32, H=4, G=None, N=2, M=64, V=97, P=16, prefix=
     p = "model." if prefix else ""
     t[p + "embed_tokens.weight"] = r(V, D, std=1.0)
     bias = family == "qwen2"
-    norm = (lambda: r(D, std=0.2)) if family == "gemma2" else (lambda: r.norm(D))
+    norm = (lambda n=D: r(n, std=0.2)) if gemma else (lambda n=D: r.norm(n))  # Gemma: x (1 + w)
     for i in range(N):
         h = p + "layers.%d." % i
         t[h + "input_layernorm.weight"] = norm()
@@ -203,11 +212,11 @@ def make_model(family, seed=0, D=32, H=4, G=None, N=2, M=64, V=97, P=16, prefix=
             t[h + "self_attn.k_proj.bias"] = r(G * d, std=0.2)
             t[h + "self_attn.v_proj.bias"] = r(G * d, std=0.2)
         t[h + "self_attn.o_proj.weight"] = r(D, H * d)
-        if family == "qwen3":
-            t[h + "self_attn.q_norm.weight"] = r.norm(d)
-            t[h + "self_attn.k_norm.weight"] = r.norm(d)
+        if family in ("qwen3", "gemma3_text"):
+            t[h + "self_attn.q_norm.weight"] = norm(d)
+            t[h + "self_attn.k_norm.weight"] = norm(d)
         t[h + "post_attention_layernorm.weight"] = norm()
-        if family == "gemma2":
+        if gemma:
             t[h + "pre_feedforward_layernorm.weight"] = norm()
             t[h + "post_feedforward_layernorm.weight"] = norm()
         t[h + "mlp.gate_proj.weight"] = r(M, D)
@@ -257,6 +266,21 @@ def rope_inv_freq(cfg, head_dim):
         medium = ~(wavelen < old / hi) * ~(wavelen > old / lo)
         inv = torch.where(medium, smoothed, llama)
     return inv, dim
+
+
+def layer_rope(cfg, head_dim, sliding):
+    """A layer's (inverse frequencies, rotated features): Gemma 3 has one RoPE per layer type
+    (transformers 5: rope_parameters keyed by layer type; 4.x: the global layers' rope_theta
+    (default 1e6) and rope_scaling, the local ones' rope_local_base_freq (default 10000), unscaled)."""
+    if cfg["model_type"] != "gemma3_text":
+        return rope_inv_freq(cfg, head_dim)
+    kind = "sliding_attention" if sliding else "full_attention"
+    rp = cfg.get("rope_parameters") or {}
+    if kind in rp:
+        return rope_inv_freq({"rope_parameters": rp[kind]}, head_dim)
+    if sliding:
+        return rope_inv_freq({"rope_theta": cfg.get("rope_local_base_freq", 10000.0)}, head_dim)
+    return rope_inv_freq(dict(cfg, rope_theta=cfg.get("rope_theta", 1e6)), head_dim)
 
 
 def rotate_half(x):
@@ -392,6 +416,8 @@ def sliding_layers(cfg):
         return [True] * N
     if kind == "gemma2":
         return [not bool(i % 2) for i in range(N)]
+    if kind == "gemma3_text":  # 4.x: every sliding_window_pattern-th layer is global
+        return [bool((i + 1) % cfg.get("sliding_window_pattern", 6)) for i in range(N)]
     if kind in ("qwen2", "qwen3"):
         return [bool(cfg.get("use_sliding_window")) and i >= cfg.get("max_window_layers", N) for i in range(N)]
     if kind == "smollm3":  # the NoPE layers
@@ -405,9 +431,8 @@ def forward_llama_like(cfg, w, ids, keep, cache=None):
     G = cfg.get("num_key_value_heads", H)
     d = cfg.get("head_dim", D // H)
     eps = cfg["rms_norm_eps"]
-    gemma = kind == "gemma2"
-    inv, dim = rope_inv_freq(cfg, d)
-    scale = cfg["query_pre_attn_scalar"] ** -0.5 if gemma else 1.0 / math.sqrt(d)
+    gemma = kind in ("gemma2", "gemma3_text")
+    scale = cfg.get("query_pre_attn_scalar", 256) ** -0.5 if gemma else 1.0 / math.sqrt(d)
     sliding = sliding_layers(cfg)
     rotates = rope_layers(cfg)
     x = w("embed_tokens.weight")[ids]
@@ -425,13 +450,15 @@ def forward_llama_like(cfg, w, ids, keep, cache=None):
 
         a = rms(x, w(h + "input_layernorm.weight"), eps, gemma)
         q, k = heads(lin("self_attn.q_proj", a), H), heads(lin("self_attn.k_proj", a), G)
-        if kind == "qwen3":  # RMSNorm over each head's features, before RoPE
-            q = rms(q, w(h + "self_attn.q_norm.weight"), eps)
-            k = rms(k, w(h + "self_attn.k_norm.weight"), eps)
+        if kind in ("qwen3", "gemma3_text"):  # RMSNorm over each head's features, before RoPE
+            q = rms(q, w(h + "self_attn.q_norm.weight"), eps, gemma)
+            k = rms(k, w(h + "self_attn.k_norm.weight"), eps, gemma)
         if rotates[i]:
+            inv, dim = layer_rope(cfg, d, sliding[i])
             q, k = apply_rope(q, inv, dim), apply_rope(k, inv, dim)
         v = heads(lin("self_attn.v_proj", a), G)
-        window = cfg.get("sliding_window") if sliding[i] else None
+        default_window = 4096 if kind == "gemma3_text" else None  # Gemma3TextConfig's sliding_window
+        window = cfg.get("sliding_window", default_window) if sliding[i] else None
         probs, ctx = attend(q, k, v, scale, causal(L, window, cache), cfg.get("attn_logit_softcapping"))
         attns.append(probs)
         o = lin("self_attn.o_proj", ctx)
@@ -450,7 +477,7 @@ def forward_llama_like(cfg, w, ids, keep, cache=None):
 
 
 def head_llama_like(cfg, w, x):
-    gemma = cfg["model_type"] == "gemma2"
+    gemma = cfg["model_type"] in ("gemma2", "gemma3_text")
     x = rms(x, w("norm.weight"), cfg["rms_norm_eps"], gemma)
     head = w("embed_tokens.weight") if cfg["tie_word_embeddings"] else w.head("lm_head.weight")
     logits = x @ head.T

@@ -42,6 +42,14 @@ MODELS = [
     ("smollm3-nope-every-2nd-gqa-bf16", "smollm3", dict(dtype="BF16"), dict(seed=22, G=2, N=4, no_rope_interval=2)),
     ("smollm3-5x-list-window-on-nope", "smollm3", dict(), dict(seed=23, N=3, spelling=5, no_rope_layers=[1, 0, 0],
                                                              window=3, tied=True)),
+    # Gemma 3: local layers with their own RoPE base (20) beside the global ones' (1000, linear x4 in
+    # 4.x), per-head q/k norms with (1 + w), 4 heads x 16 into 32
+    ("gemma3-4x-pattern-linear-gqa-bf16", "gemma3_text", dict(dtype="BF16"),
+     dict(seed=24, G=2, head_dim=16, N=3, window=3, pattern=3, theta=1000.0, rope_type="linear")),
+    ("gemma3-5x-layer-types-softcaps", "gemma3_text", dict(shards=2),
+     dict(seed=25, N=3, window=4, spelling=5, theta=1000.0, attn_cap=2.0, final_cap=5.0, prefix=False,
+          layer_types=["sliding_attention", "full_attention", "sliding_attention"])),
+    ("gemma3-4x-default-pattern-untied", "gemma3_text", dict(dtype="F16"), dict(seed=26, N=7, window=2, tied=False)),
     ("gemma2-4x-even-layers", "gemma2", dict(shards=2), dict(seed=10, G=2, window=4, N=3)),
     ("gemma2-5x-layer-types-bf16", "gemma2", dict(dtype="BF16"),
      dict(seed=11, window=3, spelling=5, layer_types=["full_attention", "sliding_attention"], prefix=False)),
@@ -274,7 +282,7 @@ class HfPastTheBudget(unittest.TestCase):
 
     CASES = [("gpt2", dict(seed=51)), ("llama", dict(seed=52, G=2)), ("mistral", dict(seed=53, window=5)),
              ("gemma2", dict(seed=54, G=2, window=4, N=3)), ("qwen3", dict(seed=56, G=2, head_dim=16)),
-             ("smollm3", dict(seed=57, G=2, N=4)),
+             ("smollm3", dict(seed=57, G=2, N=4)), ("gemma3_text", dict(seed=58, G=2, window=4, N=3, pattern=3)),
              ("bert", dict(seed=55))]
 
     def test_model_run_and_analyze(self):

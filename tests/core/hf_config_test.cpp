@@ -154,10 +154,44 @@ TEST(ModelConfig, RopePerLayerType) {
             "m/config.json: \"rope_parameters.full_attention\" must be an object");
 }
 
+// Gemma 3: local layers every layer but each sliding_window_pattern-th (default 6), each layer
+// type with its own RoPE in both spellings, and Gemma3TextConfig's defaults.
+TEST(ModelConfig, Gemma3LocalAndGlobalLayers) {
+  const ModelConfig v4 = parse("gemma3_text", R"("head_dim": 16, "sliding_window": 8, "sliding_window_pattern": 2,
+      "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0, "rope_scaling": {"rope_type": "linear", "factor": 8.0})");
+  const ModelConfig v5 = parse("gemma3_text", R"("head_dim": 16, "sliding_window": 8,
+      "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+      "rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0},
+                          "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})");
+  for (const ModelConfig* c : {&v4, &v5}) {
+    EXPECT_EQ(c->window, (std::vector<int64_t>{7, -1, 7, -1}));
+    for (int64_t i = 0; i < 4; ++i) {
+      SCOPED_TRACE(i);
+      EXPECT_EQ(layerOptions(*c, i).rope_base, i % 2 ? 1e6 : 1e4);
+      EXPECT_EQ(layerOptions(*c, i).rope_inv_freq, layerOptions(v4, i).rope_inv_freq);
+      EXPECT_DOUBLE_EQ(layerOptions(*c, i).rope_inv_freq[1], std::pow(i % 2 ? 1e6 : 1e4, -2.0 / 16.0) / (i % 2 ? 8.0 : 1.0));
+    }
+    EXPECT_EQ(c->family->names.of(Role::QNorm, 1), "layers.1.self_attn.q_norm");
+  }
+  // Defaults: pattern 6 (layer 5 global), sliding_window 4096, global base 1e6, local 10000,
+  // query_pre_attn_scalar 256.
+  ModelConfig d = parseHfConfig(
+      R"({"model_type": "gemma3_text", "hidden_size": 64, "num_hidden_layers": 7, "num_attention_heads": 4,
+          "intermediate_size": 128, "vocab_size": 100, "head_dim": 16})", "m/config.json");
+  EXPECT_EQ(d.window, (std::vector<int64_t>{4095, 4095, 4095, 4095, 4095, -1, 4095}));
+  EXPECT_EQ(layerOptions(d, 5).rope_base, 1e6);
+  EXPECT_EQ(layerOptions(d, 6).rope_base, 1e4);
+  EXPECT_DOUBLE_EQ(d.attn_scale, 1.0 / 16.0);
+  EXPECT_TRUE(d.tied);
+  EXPECT_EQ(errorOf("gemma3_text", R"("use_bidirectional_attention": true)"),
+            "m/config.json: \"use_bidirectional_attention\" is true but attnscope supports false (a causal decoder)");
+}
+
 TEST(ModelConfig, UnsupportedOptionsAreOneLineWithTheSupportedValues) {
   const std::pair<std::string, std::string> cases[] = {
       {errorOf("t5", ""), "m/config.json: \"model_type\" is \"t5\" but attnscope supports \"gpt2\", \"llama\", "
-                          "\"mistral\", \"qwen2\", \"gemma2\", \"gpt_neox\", \"bert\", \"qwen3\", \"smollm3\""},
+                          "\"mistral\", \"qwen2\", \"gemma2\", \"gpt_neox\", \"bert\", \"qwen3\", \"smollm3\", "
+                          "\"gemma3_text\""},
       {errorOf("llama", R"("rope_scaling": {"rope_type": "yarn", "factor": 4.0})"),
        "m/config.json: \"rope_scaling.rope_type\" is \"yarn\" but attnscope supports \"default\", \"linear\", \"llama3\""},
       {errorOf("llama", R"("rope_parameters": {"rope_type": "dynamic"})"),

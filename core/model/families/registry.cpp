@@ -11,7 +11,8 @@
   X(gpt_neox)                 \
   X(bert)                     \
   X(qwen3)                    \
-  X(smollm3)
+  X(smollm3)                  \
+  X(gemma3_text)
 
 namespace attnscope {
 
