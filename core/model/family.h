@@ -24,7 +24,8 @@ enum class Mlp { Plain, Gated };                           // act(up x) vs act(g
 enum class Residual {
   PreNorm,    // x += attn(n1(x)); x += mlp(n2(x))
   Parallel,   // x += attn(n1(x)) + mlp(n2(x))               (GPT-NeoX use_parallel_residual)
-  Sandwich,   // x += n1'(attn(n1(x))); x += n2'(mlp(n2(x)))  (Gemma 2: post-attention/-MLP norms)
+  Sandwich,   // x += n1'(attn(n1(x))); x += n2'(mlp(n2(x)))  (Gemma 2: post-attention/-MLP norms;
+              //  a family without the AttnNorm / MlpNorm roles has no pre-norms: OLMo 2)
   PostNorm,   // x = n1(x + attn(x)); x = n2(x + mlp(x))     (BERT)
 };
 enum class FusedQkv { None, Conv1DThirds, PerHead };  // gpt2 c_attn [D, 3D]; neox [H, 3, d] rows

@@ -153,9 +153,9 @@ void planLayer(const ModelConfig& c, int64_t i, WeightPlan& plan, LayerWeights& 
   const int64_t D = c.hidden, Hd = c.heads * c.head_dim, Gd = c.kv_heads * c.head_dim, M = c.mlp_dim;
   const std::string why = "layer " + std::to_string(i) + " of num_hidden_layers = " + std::to_string(c.n_layers);
   const bool nb = f.norm_bias;
-  plan.norm(name(Role::AttnNorm), D, nb, layer.attn_norm, why);
+  if (f.names.has(Role::AttnNorm)) plan.norm(name(Role::AttnNorm), D, nb, layer.attn_norm, why);
   if (f.names.has(Role::PostAttnNorm)) plan.norm(name(Role::PostAttnNorm), D, nb, layer.post_attn_norm, why);
-  plan.norm(name(Role::MlpNorm), D, nb, layer.mlp_norm, why);
+  if (f.names.has(Role::MlpNorm)) plan.norm(name(Role::MlpNorm), D, nb, layer.mlp_norm, why);
   if (f.names.has(Role::PostMlpNorm)) plan.norm(name(Role::PostMlpNorm), D, nb, layer.post_mlp_norm, why);
   if (f.fused_qkv != FusedQkv::None) {
     plan.linear(name(Role::Qkv), 3 * D, D, f.conv1d, c.qkv_bias, p.fused, why, false, true);

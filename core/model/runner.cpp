@@ -75,6 +75,13 @@ void applyNorm(Norm kind, const NormWeights& w, double eps, const Tensor& x, Ten
   }
 }
 
+// x normed into out, or x itself where the layer has no such norm (OLMo 2: no pre-norms).
+const Tensor& normedOrSelf(Norm kind, const NormWeights& w, double eps, const Tensor& x, Tensor& out) {
+  if (w.empty()) return x;
+  applyNorm(kind, w, eps, x, out);
+  return out;
+}
+
 // out = x w^T + b (x [rows, in], out [rows, out]).
 void linear(const Tensor& x, const Linear& w, Tensor& out) {
   reshape(out, x.dim(0), w.weight.dim(0));
@@ -193,8 +200,7 @@ void ModelRunner::layer(int64_t i, const std::vector<std::string>& labels) {
     applyNorm(kind, w.mlp_norm, c.norm_eps, m_, x_);
     return;
   }
-  applyNorm(kind, w.attn_norm, c.norm_eps, x_, h_);
-  attention(i, h_, labels, a_);
+  attention(i, normedOrSelf(kind, w.attn_norm, c.norm_eps, x_, h_), labels, a_);
   if (!w.post_attn_norm.empty()) {
     applyNorm(kind, w.post_attn_norm, c.norm_eps, a_, h_);
     std::swap(a_, h_);
@@ -208,8 +214,7 @@ void ModelRunner::layer(int64_t i, const std::vector<std::string>& labels) {
   }
   addInto(x_, a_);
   if (w.up.weight.empty()) return;  // attention only (attnscope-model/1's "mlp": false)
-  applyNorm(kind, w.mlp_norm, c.norm_eps, x_, h_);
-  mlp(w, h_, m_);
+  mlp(w, normedOrSelf(kind, w.mlp_norm, c.norm_eps, x_, h_), m_);
   if (!w.post_mlp_norm.empty()) {
     applyNorm(kind, w.post_mlp_norm, c.norm_eps, m_, h_);
     std::swap(m_, h_);
