@@ -61,6 +61,9 @@ struct AttentionOptions {
   const float* q_norm = nullptr;
   const float* k_norm = nullptr;
   double qk_norm_eps = 1e-6;
+  // The q/k norms over each position's whole projection before the head split instead (OLMo 2:
+  // q_norm [H*d], k_norm [G*d]).
+  bool qk_norm_whole = false;
 };
 
 struct AttentionInputs {

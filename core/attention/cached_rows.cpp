@@ -255,12 +255,17 @@ void attendRows(AttentionTrace& t, const Projections& w, const AttentionOptions&
   t.B = 1, t.L = L, t.S = L, t.D = D, t.G = G, t.Dq = t.Dk = t.Dv = Din;
   std::copy_n(x, (L - start) * Din, &t.query.data[start * Din]);
   FloatBuffer rows(static_cast<size_t>((L - start) * D));  // [L - start, D or G d]: a projection, then the context
+  const float* whole_norm[] = {o.qk_norm_whole ? o.q_norm : nullptr, o.qk_norm_whole ? o.k_norm : nullptr, nullptr};
+  int part = 0;
   for (auto [weights, bias, heads, out] : {std::tuple{&w.q, w.b_q, H, &t.q}, {&w.k, w.b_k, G, &t.k}, {&w.v, w.b_v, G, &t.v}}) {
     rowGemm(x, L - start, *weights, bias, rows.data());
+    normHeads(rows.data(), L - start, heads * d, whole_norm[part++], o.qk_norm_eps);  // each row whole (OLMo 2)
     splitRows(rows, heads, d, start, L, *out);
   }
-  normHeadsFrom(t.q, start, o.q_norm, o.qk_norm_eps);
-  normHeadsFrom(t.k, start, o.k_norm, o.qk_norm_eps);
+  if (!o.qk_norm_whole) {
+    normHeadsFrom(t.q, start, o.q_norm, o.qk_norm_eps);
+    normHeadsFrom(t.k, start, o.k_norm, o.qk_norm_eps);
+  }
   if (o.rope) {  // each key rotates once, when it enters the cache
     applyRopeFrom(t.q, start, o.rope_base, o.rope_style, o.rope_inv_freq);
     applyRopeFrom(t.k, start, o.rope_base, o.rope_style, o.rope_inv_freq);
@@ -414,8 +419,9 @@ void decodeRow(DecodeCache& c, const Projections& w, const AttentionOptions& o, 
   rowGemm(x, 1, w.q, w.b_q, q.data());
   rowGemm(x, 1, w.k, w.b_k, k.data());
   rowGemm(x, 1, w.v, w.b_v, v.data());
-  normHeads(q.data(), H, d, o.q_norm, o.qk_norm_eps);
-  normHeads(k.data(), G, d, o.k_norm, o.qk_norm_eps);
+  const int64_t q_vectors = o.qk_norm_whole ? 1 : H, k_vectors = o.qk_norm_whole ? 1 : G;  // per head, or whole
+  normHeads(q.data(), q_vectors, H * d / q_vectors, o.q_norm, o.qk_norm_eps);
+  normHeads(k.data(), k_vectors, G * d / k_vectors, o.k_norm, o.qk_norm_eps);
   if (o.rope) {
     for (int64_t h = 0; h < H; ++h) rotateAt(&q[h * d], d, p, o.rope_base, o.rope_style, o.rope_inv_freq);
     for (int64_t g = 0; g < G; ++g) rotateAt(&k[g * d], d, p, o.rope_base, o.rope_style, o.rope_inv_freq);

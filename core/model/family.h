@@ -34,6 +34,7 @@ enum class FusedQkv { None, Conv1DThirds, PerHead };  // gpt2 c_attn [D, 3D]; ne
 enum class Role {
   Embed, Positions, TokenTypes, EmbedNorm,             // embeddings (EmbedNorm: BERT's LayerNorm)
   AttnNorm, Q, K, V, Qkv, O, QNorm, KNorm, PostAttnNorm,  // attention (QNorm/KNorm: [head_dim], per head)
+  QProjNorm, KProjNorm,  // RMSNorm over the whole q [H*d] / k [G*d] projection before the head split (OLMo 2)
   MlpNorm, PostMlpNorm, Gate, Up, Down,                // MLP
   FinalNorm, LmHead, MlmTransform, MlmNorm, MlmBias,   // output head (Mlm*: BERT's cls.predictions)
 };
@@ -53,6 +54,12 @@ class TensorNames {
   TensorNames with(std::initializer_list<std::pair<const Role, const char*>> more) const {
     TensorNames out = *this;
     for (const auto& [role, name] : more) out.names_[role] = name;
+    return out;
+  }
+  // These names without `roles` (a family that lacks some of another's tensors).
+  TensorNames without(std::initializer_list<Role> roles) const {
+    TensorNames out = *this;
+    for (Role role : roles) out.names_.erase(role);
     return out;
   }
 

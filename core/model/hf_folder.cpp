@@ -166,6 +166,8 @@ void planLayer(const ModelConfig& c, int64_t i, WeightPlan& plan, LayerWeights& 
   }
   if (f.names.has(Role::QNorm)) plan.norm(name(Role::QNorm), c.head_dim, false, layer.q_norm, why);
   if (f.names.has(Role::KNorm)) plan.norm(name(Role::KNorm), c.head_dim, false, layer.k_norm, why);
+  if (f.names.has(Role::QProjNorm)) plan.norm(name(Role::QProjNorm), Hd, false, layer.q_norm, why);
+  if (f.names.has(Role::KProjNorm)) plan.norm(name(Role::KProjNorm), Gd, false, layer.k_norm, why);
   plan.linear(name(Role::O), D, Hd, f.conv1d, c.o_bias, layer.o, why);
   if (f.mlp == Mlp::Gated) plan.linear(name(Role::Gate), M, D, false, c.mlp_bias, layer.gate, why);
   plan.linear(name(Role::Up), M, D, f.conv1d, c.mlp_bias, layer.up, why);

@@ -125,6 +125,7 @@ ModelRunner::ModelRunner(std::shared_ptr<const Model> model) : model_(std::move(
     if (!layer.q_norm.empty()) o.q_norm = layer.q_norm.weight.data.data();
     if (!layer.k_norm.empty()) o.k_norm = layer.k_norm.weight.data.data();
     o.qk_norm_eps = model_->config.norm_eps;
+    o.qk_norm_whole = model_->config.family->names.has(Role::QProjNorm);
     options_.push_back(std::move(o));
   }
 }
