@@ -1,7 +1,7 @@
 """Random Hugging Face model folders written by hand (config.json, safetensors, no
 `transformers` or `safetensors` package), and an independent float64 PyTorch forward pass
 of each family, written from transformers' modeling_{gpt2,llama,mistral,qwen2,qwen3,smollm3,gemma2,gemma3,
-gpt_neox,bert}.py and modeling_rope_utils.py. Shares no code with attnscope.
+olmo2,gpt_neox,bert}.py and modeling_rope_utils.py. Shares no code with attnscope.
 
 Run with /usr/bin/python3 (the interpreter that has numpy and torch).
 """
@@ -153,10 +153,10 @@ def make_model(family, seed=0, D=32, H=4, G=None, N=2, M=64, V=97, P=16, prefix=
             t["cls.predictions.transform.LayerNorm.bias"] = r(D, std=0.1)
             t["cls.predictions.bias"] = r(V, std=0.1)
         return cfg, t
-    # llama, mistral, qwen2, qwen3, smollm3, gemma2, gemma3_text
+    # llama, mistral, qwen2, qwen3, smollm3, gemma2, gemma3_text, olmo2
     gemma = family in ("gemma2", "gemma3_text")
     cfg.update(hidden_size=D, num_hidden_layers=N, num_attention_heads=H, num_key_value_heads=G,
-               intermediate_size=M, max_position_embeddings=P, rms_norm_eps=1e-6,
+               intermediate_size=M, max_position_embeddings=P, rms_norm_eps=opt.get("eps", 1e-6),
                tie_word_embeddings=opt.get("tied", gemma or family == "qwen2"))
     if family == "gemma2":
         cfg.update(head_dim=d, hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=opt.get("qpas", 24),
@@ -203,7 +203,8 @@ def make_model(family, seed=0, D=32, H=4, G=None, N=2, M=64, V=97, P=16, prefix=
     norm = (lambda n=D: r(n, std=0.2)) if gemma else (lambda n=D: r.norm(n))  # Gemma: x (1 + w)
     for i in range(N):
         h = p + "layers.%d." % i
-        t[h + "input_layernorm.weight"] = norm()
+        if family != "olmo2":  # OLMo 2 has no pre-norms
+            t[h + "input_layernorm.weight"] = norm()
         t[h + "self_attn.q_proj.weight"] = r(H * d, D)
         t[h + "self_attn.k_proj.weight"] = r(G * d, D)
         t[h + "self_attn.v_proj.weight"] = r(G * d, D)
@@ -215,9 +216,13 @@ def make_model(family, seed=0, D=32, H=4, G=None, N=2, M=64, V=97, P=16, prefix=
         if family in ("qwen3", "gemma3_text"):
             t[h + "self_attn.q_norm.weight"] = norm(d)
             t[h + "self_attn.k_norm.weight"] = norm(d)
+        if family == "olmo2":  # over the whole projections
+            t[h + "self_attn.q_norm.weight"] = norm(H * d)
+            t[h + "self_attn.k_norm.weight"] = norm(G * d)
         t[h + "post_attention_layernorm.weight"] = norm()
         if gemma:
             t[h + "pre_feedforward_layernorm.weight"] = norm()
+        if gemma or family == "olmo2":
             t[h + "post_feedforward_layernorm.weight"] = norm()
         t[h + "mlp.gate_proj.weight"] = r(M, D)
         t[h + "mlp.up_proj.weight"] = r(M, D)
@@ -448,8 +453,13 @@ def forward_llama_like(cfg, w, ids, keep, cache=None):
             b = w.t.get(w.p + h + name + ".bias")
             return out if b is None else out + b
 
-        a = rms(x, w(h + "input_layernorm.weight"), eps, gemma)
-        q, k = heads(lin("self_attn.q_proj", a), H), heads(lin("self_attn.k_proj", a), G)
+        if kind == "olmo2":  # no pre-norm; q and k normed over the whole projection, then split
+            a = x
+            q = heads(rms(lin("self_attn.q_proj", a), w(h + "self_attn.q_norm.weight"), eps), H)
+            k = heads(rms(lin("self_attn.k_proj", a), w(h + "self_attn.k_norm.weight"), eps), G)
+        else:
+            a = rms(x, w(h + "input_layernorm.weight"), eps, gemma)
+            q, k = heads(lin("self_attn.q_proj", a), H), heads(lin("self_attn.k_proj", a), G)
         if kind in ("qwen3", "gemma3_text"):  # RMSNorm over each head's features, before RoPE
             q = rms(q, w(h + "self_attn.q_norm.weight"), eps, gemma)
             k = rms(k, w(h + "self_attn.k_norm.weight"), eps, gemma)
@@ -462,7 +472,11 @@ def forward_llama_like(cfg, w, ids, keep, cache=None):
         probs, ctx = attend(q, k, v, scale, causal(L, window, cache), cfg.get("attn_logit_softcapping"))
         attns.append(probs)
         o = lin("self_attn.o_proj", ctx)
-        if gemma:
+        if kind == "olmo2":  # x + norm(attn(x)), x + norm(mlp(x))
+            x = x + rms(o, w(h + "post_attention_layernorm.weight"), eps)
+            m = lin("mlp.down_proj", F.silu(lin("mlp.gate_proj", x)) * lin("mlp.up_proj", x))
+            x = x + rms(m, w(h + "post_feedforward_layernorm.weight"), eps)
+        elif gemma:
             o = rms(o, w(h + "post_attention_layernorm.weight"), eps, True)
             x = x + o
             m = rms(x, w(h + "pre_feedforward_layernorm.weight"), eps, True)

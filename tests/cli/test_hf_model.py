@@ -50,6 +50,9 @@ MODELS = [
      dict(seed=25, N=3, window=4, spelling=5, theta=1000.0, attn_cap=2.0, final_cap=5.0, prefix=False,
           layer_types=["sliding_attention", "full_attention", "sliding_attention"])),
     ("gemma3-4x-default-pattern-untied", "gemma3_text", dict(dtype="F16"), dict(seed=26, N=7, window=2, tied=False)),
+    # OLMo 2: q/k normed over the whole projection (GQA: k [2 x 8]), no pre-norms, untied
+    ("olmo2-gqa-bf16", "olmo2", dict(dtype="BF16"), dict(seed=27, G=2, eps=1e-5)),
+    ("olmo2-5x-wide-heads", "olmo2", dict(shards=2), dict(seed=28, head_dim=16, spelling=5, prefix=False, N=3)),
     ("gemma2-4x-even-layers", "gemma2", dict(shards=2), dict(seed=10, G=2, window=4, N=3)),
     ("gemma2-5x-layer-types-bf16", "gemma2", dict(dtype="BF16"),
      dict(seed=11, window=3, spelling=5, layer_types=["full_attention", "sliding_attention"], prefix=False)),
@@ -283,6 +286,7 @@ class HfPastTheBudget(unittest.TestCase):
     CASES = [("gpt2", dict(seed=51)), ("llama", dict(seed=52, G=2)), ("mistral", dict(seed=53, window=5)),
              ("gemma2", dict(seed=54, G=2, window=4, N=3)), ("qwen3", dict(seed=56, G=2, head_dim=16)),
              ("smollm3", dict(seed=57, G=2, N=4)), ("gemma3_text", dict(seed=58, G=2, window=4, N=3, pattern=3)),
+             ("olmo2", dict(seed=59, G=2)),
              ("bert", dict(seed=55))]
 
     def test_model_run_and_analyze(self):

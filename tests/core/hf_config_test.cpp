@@ -183,6 +183,12 @@ TEST(ModelConfig, Gemma3LocalAndGlobalLayers) {
   EXPECT_EQ(layerOptions(d, 6).rope_base, 1e4);
   EXPECT_DOUBLE_EQ(d.attn_scale, 1.0 / 16.0);
   EXPECT_TRUE(d.tied);
+  // OLMo 2: norms over the whole q / k projections, no pre-norms, rms_norm_eps 1e-5 by default.
+  const ModelConfig olmo2 = parse("olmo2", "");
+  EXPECT_TRUE(olmo2.family->names.has(Role::QProjNorm) && olmo2.family->names.has(Role::PostMlpNorm));
+  EXPECT_FALSE(olmo2.family->names.has(Role::AttnNorm) || olmo2.family->names.has(Role::MlpNorm));
+  EXPECT_EQ(olmo2.norm_eps, 1e-5);
+  EXPECT_FALSE(olmo2.tied);
   EXPECT_EQ(errorOf("gemma3_text", R"("use_bidirectional_attention": true)"),
             "m/config.json: \"use_bidirectional_attention\" is true but attnscope supports false (a causal decoder)");
 }
@@ -191,7 +197,7 @@ TEST(ModelConfig, UnsupportedOptionsAreOneLineWithTheSupportedValues) {
   const std::pair<std::string, std::string> cases[] = {
       {errorOf("t5", ""), "m/config.json: \"model_type\" is \"t5\" but attnscope supports \"gpt2\", \"llama\", "
                           "\"mistral\", \"qwen2\", \"gemma2\", \"gpt_neox\", \"bert\", \"qwen3\", \"smollm3\", "
-                          "\"gemma3_text\""},
+                          "\"gemma3_text\", \"olmo2\""},
       {errorOf("llama", R"("rope_scaling": {"rope_type": "yarn", "factor": 4.0})"),
        "m/config.json: \"rope_scaling.rope_type\" is \"yarn\" but attnscope supports \"default\", \"linear\", \"llama3\""},
       {errorOf("llama", R"("rope_parameters": {"rope_type": "dynamic"})"),

@@ -12,7 +12,8 @@
   X(bert)                     \
   X(qwen3)                    \
   X(smollm3)                  \
-  X(gemma3_text)
+  X(gemma3_text)              \
+  X(olmo2)
 
 namespace attnscope {
 
