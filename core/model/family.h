@@ -28,7 +28,8 @@ enum class Residual {
               //  a family without the AttnNorm / MlpNorm roles has no pre-norms: OLMo 2)
   PostNorm,   // x = n1(x + attn(x)); x = n2(x + mlp(x))     (BERT)
 };
-enum class FusedQkv { None, Conv1DThirds, PerHead };  // gpt2 c_attn [D, 3D]; neox [H, 3, d] rows
+// gpt2 c_attn [D, 3D]; neox [H, 3, d] rows; Stacked: q, then k, then v rows, [(H + 2G) d, D] (Phi-3 qkv_proj)
+enum class FusedQkv { None, Conv1DThirds, PerHead, Stacked };
 
 // What a tensor does in the model, whatever the family calls it.
 enum class Role {
@@ -36,6 +37,7 @@ enum class Role {
   AttnNorm, Q, K, V, Qkv, O, QNorm, KNorm, PostAttnNorm,  // attention (QNorm/KNorm: [head_dim], per head)
   QProjNorm, KProjNorm,  // RMSNorm over the whole q [H*d] / k [G*d] projection before the head split (OLMo 2)
   MlpNorm, PostMlpNorm, Gate, Up, Down,                // MLP
+  GateUp,  // gate and up in one [2M, D]: gate rows first (Phi-3 gate_up_proj)
   FinalNorm, LmHead, MlmTransform, MlmNorm, MlmBias,   // output head (Mlm*: BERT's cls.predictions)
 };
 

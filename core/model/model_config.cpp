@@ -119,7 +119,7 @@ void readSizes(const ConfigFields& f, ModelConfig& c) {
                                       " (give head_dim)");
   c.head_dim = f.integer({"head_dim"}, 1, kMaxDim, c.hidden / c.heads);
   if (c.head_dim * c.heads > kMaxDim * 4) f.fail("head_dim", "x num_attention_heads is over " + std::to_string(kMaxDim * 4));
-  if (c.family->fused_qkv != FusedQkv::None && c.head_dim * c.heads != c.hidden)
+  if (c.family->fused_qkv != FusedQkv::None && c.family->fused_qkv != FusedQkv::Stacked && c.head_dim * c.heads != c.hidden)
     f.fail("head_dim", "x num_attention_heads must be hidden_size " + std::to_string(c.hidden) + " for " + c.model_type +
                            "'s fused q/k/v weight");
   c.mlp_dim = f.integer({"intermediate_size", "n_inner"}, 1, kMaxDim * 8, 4 * c.hidden);
