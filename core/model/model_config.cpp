@@ -28,6 +28,32 @@ Activation readActivation(const ConfigFields& f, const Family& family) {
                     quotedList({"gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "silu", "swish"}));
 }
 
+// longrope (modeling_rope_utils' _compute_longrope_parameters, Phi-3): the inverse frequencies
+// divided by short_factor (those of the original context; readRope refuses a longer text) and
+// cos and sin times attention_factor (default sqrt(1 + ln(s) / ln(original)), s =
+// max_position_embeddings / original_max_position_embeddings, or `factor` without the latter).
+void longRope(const ConfigFields& f, const json& params, const std::string& where, const ModelConfig& c, RopeParams& r) {
+  const std::string field = where + ".short_factor";
+  const json& shorts = params.contains("short_factor") ? params["short_factor"] : json();
+  if (!shorts.is_array() || shorts.size() != r.inv_freq.size())
+    f.fail(field, "must list " + std::to_string(r.inv_freq.size()) + " numbers (one per pair of rotated features)");
+  for (size_t i = 0; i < shorts.size(); ++i) {
+    if (!shorts[i].is_number() || !(shorts[i].get<double>() > 0.0) || !std::isfinite(shorts[i].get<double>()))
+      f.fail(field, "entry " + std::to_string(i) + " must be a positive number");
+    r.inv_freq[i] /= shorts[i].get<double>();
+  }
+  const std::string key = "original_max_position_embeddings";
+  const bool in_params = params.contains(key) && !params[key].is_null();
+  const bool given = in_params || !f.present({"original_max_position_embeddings"}).empty();
+  const double original = in_params ? f.number(params, key, where + "." + key, 0.0, 1.0, 1e9)
+                                    : f.number(key.c_str(), static_cast<double>(c.max_positions), 1.0, 1e9);
+  const double factor = given ? static_cast<double>(c.max_positions) / original
+                              : f.number(params, "factor", where + ".factor", 1.0, 1e-6, 1e6);
+  const double computed = factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(factor) / std::log(original));
+  r.attention_factor = f.number(params, "attention_factor", where + ".attention_factor", computed, 1e-6, 1e6);
+  r.original_context = static_cast<int64_t>(original);
+}
+
 // RoPE inverse frequencies, transformers' modeling_rope_utils: default, linear, llama3.
 std::vector<double> ropeInvFreq(const ConfigFields& f, const json& scaling, const std::string& where, double theta,
                                 int64_t rotary_dims, const std::string& type) {
@@ -78,7 +104,11 @@ void readRope(const ConfigFields& f, ModelConfig& c) {
   if (!per_type) {
     const json& scaling = v5 ? rp : (j.contains("rope_scaling") && j["rope_scaling"].is_object() ? j["rope_scaling"] : kNone);
     const RopeParams r = readRopeParams(f, scaling, v5 ? "rope_parameters" : "rope_scaling", theta_4x, c);
-    c.rope_theta = r.theta, c.rope_type = r.type, c.rope_inv_freq = r.inv_freq;
+    c.rope_theta = r.theta, c.rope_type = r.type, c.rope_inv_freq = r.inv_freq, c.rope_attention_factor = r.attention_factor;
+    if (r.original_context > 0 && r.original_context < c.max_positions) {  // past it: longrope's long factors
+      c.max_positions = r.original_context;
+      c.context_key = "original_max_position_embeddings: longrope's short factors end there, its long ones are not computed;";
+    }
     return;
   }
   // Per layer type: the full-attention layers' RoPE is the model's; the sliding ones' base
@@ -91,6 +121,7 @@ void readRope(const ConfigFields& f, ModelConfig& c) {
   };
   const RopeParams full = ofType("full_attention", theta_4x), sliding = ofType("sliding_attention", local_4x);
   c.rope_theta = full.theta, c.rope_type = full.type, c.rope_inv_freq = full.inv_freq;
+  c.rope_attention_factor = full.attention_factor;
   const std::vector<bool> is_sliding = slidingLayers(f, c);
   for (int64_t i = 0; i < c.n_layers; ++i) c.layer_rope.push_back(is_sliding[i] ? sliding : full);
 }
@@ -139,8 +170,9 @@ RopeParams readRopeParams(const ConfigFields& f, const json& params, const std::
   r.theta = v5 ? f.number(params, "rope_theta", where + ".rope_theta", theta, 1.0 + 1e-9, 1e12) : theta;
   const std::string type_key = params.contains("rope_type") ? "rope_type" : "type";
   r.type = f.text(params, type_key, where + "." + type_key, "default");
-  if (r.type != "default" && r.type != "linear" && r.type != "llama3")
-    f.fail(where + "." + type_key, "is \"" + r.type + "\" but attnscope supports " + quotedList({"default", "linear", "llama3"}));
+  if (r.type != "default" && r.type != "linear" && r.type != "llama3" && r.type != "longrope")
+    f.fail(where + "." + type_key,
+           "is \"" + r.type + "\" but attnscope supports " + quotedList({"default", "linear", "llama3", "longrope"}));
   double partial = topLevelPartial(f);
   if (v5) partial = f.number(params, "partial_rotary_factor", where + ".partial_rotary_factor", partial, 1e-9, 1.0);
   const int64_t rotary_dims = static_cast<int64_t>(static_cast<double>(c.head_dim) * partial);
@@ -148,7 +180,8 @@ RopeParams readRopeParams(const ConfigFields& f, const json& params, const std::
     f.fail(v5 ? where + ".partial_rotary_factor" : "rotary_pct",
            "gives " + std::to_string(rotary_dims) + " rotary features of head_dim " + std::to_string(c.head_dim) +
                " (must be an even number >= 2)");
-  r.inv_freq = ropeInvFreq(f, params, where, r.theta, rotary_dims, r.type);
+  r.inv_freq = ropeInvFreq(f, params, where, r.theta, rotary_dims, r.type == "longrope" ? "default" : r.type);
+  if (r.type == "longrope") longRope(f, params, where, c, r);
   return r;
 }
 

@@ -30,6 +30,8 @@ struct RopeParams {
   double theta = 10000.0;
   std::string type = "default";
   std::vector<double> inv_freq;
+  double attention_factor = 1.0;  // cos and sin times this (longrope)
+  int64_t original_context = 0;   // longrope: where its short factors end (original_max_position_embeddings)
 };
 
 struct ModelConfig {
@@ -47,6 +49,7 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   std::string rope_type = "default";
   std::vector<double> rope_inv_freq;
+  double rope_attention_factor = 1.0;  // longrope's attention_factor on cos and sin
   // [N], or empty: every rotating layer takes rope_theta / rope_inv_freq above. Filled where
   // RoPE differs per layer type (transformers 5's rope_parameters keyed by layer type,
   // {"full_attention": {...}, "sliding_attention": {...}}; Gemma 3's rope_local_base_freq):
@@ -60,10 +63,10 @@ struct ModelConfig {
   std::string config_path;
 };
 
-// Layer i's RoPE base and inverse frequencies (layer_rope, else the model's).
-inline double ropeThetaOf(const ModelConfig& c, int64_t i) { return c.layer_rope.empty() ? c.rope_theta : c.layer_rope[i].theta; }
-inline const std::vector<double>& ropeInvFreqOf(const ModelConfig& c, int64_t i) {
-  return c.layer_rope.empty() ? c.rope_inv_freq : c.layer_rope[i].inv_freq;
+// Layer i's RoPE (layer_rope, else the model's).
+inline RopeParams ropeOf(const ModelConfig& c, int64_t i) {
+  return c.layer_rope.empty() ? RopeParams{c.rope_theta, c.rope_type, c.rope_inv_freq, c.rope_attention_factor, 0}
+                              : c.layer_rope[i];
 }
 
 // For families' hooks (family.h): one RoPE from a rope_parameters / rope_scaling object

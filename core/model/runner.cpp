@@ -111,9 +111,11 @@ AttentionOptions layerOptions(const ModelConfig& c, int64_t i) {
   }
   if (c.rotary[i]) {
     o.rope = true;
-    o.rope_base = ropeThetaOf(c, i);  // the layer's own where RoPE differs per layer type
+    const RopeParams rope = ropeOf(c, i);  // the layer's own where RoPE differs per layer type
+    o.rope_base = rope.theta;
     o.rope_style = RopeStyle::RotateHalf;
-    o.rope_inv_freq = ropeInvFreqOf(c, i);
+    o.rope_inv_freq = rope.inv_freq;
+    o.rope_attention_factor = rope.attention_factor;
   }
   return o;
 }

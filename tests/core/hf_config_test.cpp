@@ -149,7 +149,7 @@ TEST(ModelConfig, RopePerLayerType) {
   EXPECT_EQ(layerOptions(llama, 3).rope_inv_freq, llama.rope_inv_freq);
   EXPECT_EQ(errorOf("llama", R"("rope_parameters": {"sliding_attention": {"rope_type": "yarn"}})"),
             "m/config.json: \"rope_parameters.sliding_attention.rope_type\" is \"yarn\" but attnscope supports "
-            "\"default\", \"linear\", \"llama3\"");
+            "\"default\", \"linear\", \"llama3\", \"longrope\"");
   EXPECT_EQ(errorOf("llama", R"("rope_parameters": {"full_attention": 3})"),
             "m/config.json: \"rope_parameters.full_attention\" must be an object");
 }
@@ -199,9 +199,11 @@ TEST(ModelConfig, UnsupportedOptionsAreOneLineWithTheSupportedValues) {
                           "\"mistral\", \"qwen2\", \"gemma2\", \"gpt_neox\", \"bert\", \"qwen3\", \"smollm3\", "
                           "\"gemma3_text\", \"olmo2\""},
       {errorOf("llama", R"("rope_scaling": {"rope_type": "yarn", "factor": 4.0})"),
-       "m/config.json: \"rope_scaling.rope_type\" is \"yarn\" but attnscope supports \"default\", \"linear\", \"llama3\""},
+       "m/config.json: \"rope_scaling.rope_type\" is \"yarn\" but attnscope supports \"default\", \"linear\", \"llama3\", "
+       "\"longrope\""},
       {errorOf("llama", R"("rope_parameters": {"rope_type": "dynamic"})"),
-       "m/config.json: \"rope_parameters.rope_type\" is \"dynamic\" but attnscope supports \"default\", \"linear\", \"llama3\""},
+       "m/config.json: \"rope_parameters.rope_type\" is \"dynamic\" but attnscope supports \"default\", \"linear\", \"llama3\", "
+       "\"longrope\""},
       {errorOf("llama", R"("rope_scaling": {"rope_type": "linear"})"),
        "m/config.json: \"rope_scaling.factor\" is missing (rope_type \"linear\" needs it)"},
       {errorOf("llama", R"("hidden_act": "relu")"),
