@@ -193,11 +193,36 @@ TEST(ModelConfig, Gemma3LocalAndGlobalLayers) {
             "m/config.json: \"use_bidirectional_attention\" is true but attnscope supports false (a causal decoder)");
 }
 
+// Phi-3's longrope: inverse frequencies over the short factors, cos and sin times
+// sqrt(1 + ln(s) / ln(original)) with s = max_position_embeddings / original, and the context
+// held to original_max_position_embeddings (top level in 4.x, in the RoPE object in 5.x).
+TEST(ModelConfig, Phi3LongRope) {
+  const ModelConfig v4 = parse("phi3", R"("head_dim": 16, "partial_rotary_factor": 0.5, "rope_theta": 100.0,
+      "original_max_position_embeddings": 16,
+      "rope_scaling": {"type": "longrope", "short_factor": [1, 2, 4, 8], "long_factor": [9, 9, 9, 9]})");
+  const ModelConfig v5 = parse("phi3", R"("head_dim": 16, "rope_parameters": {"rope_type": "longrope", "rope_theta": 100.0,
+      "partial_rotary_factor": 0.5, "original_max_position_embeddings": 16,
+      "short_factor": [1, 2, 4, 8], "long_factor": [9, 9, 9, 9]})");
+  for (const ModelConfig* c : {&v4, &v5}) {
+    ASSERT_EQ(c->rope_inv_freq.size(), 4u);
+    for (int i = 0; i < 4; ++i) EXPECT_DOUBLE_EQ(c->rope_inv_freq[i], std::pow(100.0, -2.0 * i / 8.0) / std::pow(2.0, i));
+    EXPECT_DOUBLE_EQ(layerOptions(*c, 0).rope_attention_factor, std::sqrt(1.0 + std::log(64.0 / 16.0) / std::log(16.0)));
+    EXPECT_EQ(c->max_positions, 16);
+    EXPECT_EQ(c->norm_eps, 1e-5);
+    EXPECT_EQ(c->family->names.of(Role::Qkv, 2), "layers.2.self_attn.qkv_proj");
+    EXPECT_EQ(c->family->names.of(Role::GateUp, 0), "layers.0.mlp.gate_up_proj");
+    EXPECT_FALSE(c->family->names.has(Role::Q) || c->family->names.has(Role::Gate));
+  }
+  EXPECT_EQ(layerOptions(parse("phi3", ""), 0).rope_attention_factor, 1.0);  // no longrope: cos and sin as they are
+  EXPECT_EQ(errorOf("phi3", R"("rope_scaling": {"type": "longrope", "short_factor": [1, 2]})"),
+            "m/config.json: \"rope_scaling.short_factor\" must list 8 numbers (one per pair of rotated features)");
+}
+
 TEST(ModelConfig, UnsupportedOptionsAreOneLineWithTheSupportedValues) {
   const std::pair<std::string, std::string> cases[] = {
       {errorOf("t5", ""), "m/config.json: \"model_type\" is \"t5\" but attnscope supports \"gpt2\", \"llama\", "
                           "\"mistral\", \"qwen2\", \"gemma2\", \"gpt_neox\", \"bert\", \"qwen3\", \"smollm3\", "
-                          "\"gemma3_text\", \"olmo2\""},
+                          "\"gemma3_text\", \"olmo2\", \"phi3\""},
       {errorOf("llama", R"("rope_scaling": {"rope_type": "yarn", "factor": 4.0})"),
        "m/config.json: \"rope_scaling.rope_type\" is \"yarn\" but attnscope supports \"default\", \"linear\", \"llama3\", "
        "\"longrope\""},

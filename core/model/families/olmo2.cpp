@@ -4,14 +4,8 @@
 // post_feedforward_layernorm on the outputs of attention and MLP, before the residual add;
 // rms_norm_eps 1e-5 by default; untied output head.
 #include "model/families/llama_like.h"
-#include "model/model_config.h"
 
 namespace attnscope {
-namespace {
-
-void readOlmo2Config(const ConfigFields& f, ModelConfig& c) { c.norm_eps = f.number("rms_norm_eps", 1e-5, 1e-30, 1.0); }
-
-}  // namespace
 
 const Family& family_olmo2() {
   static const Family family = {
@@ -24,7 +18,7 @@ const Family& family_olmo2() {
                  {Role::KProjNorm, "layers.{i}.self_attn.k_norm"},
                  {Role::PostAttnNorm, "layers.{i}.post_attention_layernorm"},
                  {Role::PostMlpNorm, "layers.{i}.post_feedforward_layernorm"}}),
-      {readOlmo2Config, nullptr}};
+      {rmsEpsDefault1e5, nullptr}};
   return family;
 }
 

@@ -13,7 +13,8 @@
   X(qwen3)                    \
   X(smollm3)                  \
   X(gemma3_text)              \
-  X(olmo2)
+  X(olmo2)                    \
+  X(phi3)
 
 namespace attnscope {
 
