@@ -53,6 +53,9 @@ struct AttentionOptions {
   // [r/2] when set, replaces base^(-2i/d): scaled RoPE (linear, llama3) and partial rotary
   // (GPT-NeoX: only the first r features of each head rotate). Empty = every feature.
   std::vector<double> rope_inv_freq;
+  // cos and sin times this, i.e. the rotated features of q and k scaled after the rotation
+  // (longrope's attention_factor). Model runs only (cached_rows.h).
+  double rope_attention_factor = 1.0;
   bool alibi = false;                  // -m_h |i - j| on the scaled (and soft-capped) scores
   std::optional<float> softcap;        // cap * tanh(s / cap) on the scaled scores; cap > 0
   // Per-head RMSNorm of q and k after the head split, before RoPE (Qwen3's q_norm, k_norm):
@@ -61,6 +64,9 @@ struct AttentionOptions {
   const float* q_norm = nullptr;
   const float* k_norm = nullptr;
   double qk_norm_eps = 1e-6;
+  // The q/k norms over each position's whole projection before the head split instead (OLMo 2:
+  // q_norm [H*d], k_norm [G*d]).
+  bool qk_norm_whole = false;
 };
 
 struct AttentionInputs {

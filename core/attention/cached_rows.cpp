@@ -254,6 +254,22 @@ void normHeadsFrom(Tensor& x, int64_t first, const float* weight, double eps) {
   for (int64_t n = 0; n < N; ++n) normHeads(&x.data[(n * T + first) * d], T - first, d, weight, eps);
 }
 
+// The rotated features (the first 2 x rope_inv_freq's, or all d) of `vectors` rows of d times
+// the RoPE's attention factor (AttentionOptions::rope_attention_factor).
+void scaleRotated(float* x, int64_t vectors, int64_t d, const AttentionOptions& o) {
+  if (o.rope_attention_factor == 1.0) return;
+  const int64_t rotated = o.rope_inv_freq.empty() ? d : 2 * static_cast<int64_t>(o.rope_inv_freq.size());
+  const float factor = static_cast<float>(o.rope_attention_factor);
+  for (int64_t n = 0; n < vectors; ++n)
+    for (int64_t c = 0; c < rotated; ++c) x[n * d + c] *= factor;
+}
+
+// scaleRotated on the positions [first, T) of every head of x [B, heads, T, d].
+void scaleRotatedFrom(Tensor& x, int64_t first, const AttentionOptions& o) {
+  const int64_t N = x.dim(0) * x.dim(1), T = x.dim(2), d = x.dim(3);
+  for (int64_t n = 0; n < N; ++n) scaleRotated(&x.data[(n * T + first) * d], T - first, d, o);
+}
+
 // A layer's projections against its options: InputError for shapes that do not fit.
 void checkProjections(const Projections& w, const AttentionOptions& o) {
   auto shape = [](const WeightRows& r) { return "[" + std::to_string(r.N) + ", " + std::to_string(r.K) + "]"; };
@@ -293,15 +309,22 @@ void attendRows(AttentionTrace& t, const Projections& w, const AttentionOptions&
   t.B = 1, t.L = L, t.S = L, t.D = D, t.G = G, t.Dq = t.Dk = t.Dv = Din;
   std::copy_n(x, (L - start) * Din, &t.query.data[start * Din]);
   FloatBuffer rows(static_cast<size_t>((L - start) * D));  // [L - start, D or G d]: a projection, then the context
+  const float* whole_norm[] = {o.qk_norm_whole ? o.q_norm : nullptr, o.qk_norm_whole ? o.k_norm : nullptr, nullptr};
+  int part = 0;
   for (auto [weights, bias, heads, out] : {std::tuple{&w.q, w.b_q, H, &t.q}, {&w.k, w.b_k, G, &t.k}, {&w.v, w.b_v, G, &t.v}}) {
     rowGemm(x, L - start, *weights, bias, rows.data());
+    normHeads(rows.data(), L - start, heads * d, whole_norm[part++], o.qk_norm_eps);  // each row whole (OLMo 2)
     splitRows(rows, heads, d, start, L, *out);
   }
-  normHeadsFrom(t.q, start, o.q_norm, o.qk_norm_eps);
-  normHeadsFrom(t.k, start, o.k_norm, o.qk_norm_eps);
+  if (!o.qk_norm_whole) {
+    normHeadsFrom(t.q, start, o.q_norm, o.qk_norm_eps);
+    normHeadsFrom(t.k, start, o.k_norm, o.qk_norm_eps);
+  }
   if (o.rope) {  // each key rotates once, when it enters the cache
     applyRopeFrom(t.q, start, o.rope_base, o.rope_style, o.rope_inv_freq);
     applyRopeFrom(t.k, start, o.rope_base, o.rope_style, o.rope_inv_freq);
+    scaleRotatedFrom(t.q, start, o);
+    scaleRotatedFrom(t.k, start, o);
   }
   std::vector<MaskTerm> terms;  // maps not kept: the mask row by row, never [L, L]
   const std::vector<RowSpan> spans = maskSpans(t, o, L, terms, masks);
@@ -452,11 +475,14 @@ void decodeRow(DecodeCache& c, const Projections& w, const AttentionOptions& o, 
   rowGemm(x, 1, w.q, w.b_q, q.data());
   rowGemm(x, 1, w.k, w.b_k, k.data());
   rowGemm(x, 1, w.v, w.b_v, v.data());
-  normHeads(q.data(), H, d, o.q_norm, o.qk_norm_eps);
-  normHeads(k.data(), G, d, o.k_norm, o.qk_norm_eps);
+  const int64_t q_vectors = o.qk_norm_whole ? 1 : H, k_vectors = o.qk_norm_whole ? 1 : G;  // per head, or whole
+  normHeads(q.data(), q_vectors, H * d / q_vectors, o.q_norm, o.qk_norm_eps);
+  normHeads(k.data(), k_vectors, G * d / k_vectors, o.k_norm, o.qk_norm_eps);
   if (o.rope) {
     for (int64_t h = 0; h < H; ++h) rotateAt(&q[h * d], d, p, o.rope_base, o.rope_style, o.rope_inv_freq);
     for (int64_t g = 0; g < G; ++g) rotateAt(&k[g * d], d, p, o.rope_base, o.rope_style, o.rope_inv_freq);
+    scaleRotated(q.data(), H, d, o);
+    scaleRotated(k.data(), G, d, o);
   }
   store(c, p, k.data(), v.data());
   c.L = S;

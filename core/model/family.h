@@ -24,16 +24,20 @@ enum class Mlp { Plain, Gated };                           // act(up x) vs act(g
 enum class Residual {
   PreNorm,    // x += attn(n1(x)); x += mlp(n2(x))
   Parallel,   // x += attn(n1(x)) + mlp(n2(x))               (GPT-NeoX use_parallel_residual)
-  Sandwich,   // x += n1'(attn(n1(x))); x += n2'(mlp(n2(x)))  (Gemma 2: post-attention/-MLP norms)
+  Sandwich,   // x += n1'(attn(n1(x))); x += n2'(mlp(n2(x)))  (Gemma 2: post-attention/-MLP norms;
+              //  a family without the AttnNorm / MlpNorm roles has no pre-norms: OLMo 2)
   PostNorm,   // x = n1(x + attn(x)); x = n2(x + mlp(x))     (BERT)
 };
-enum class FusedQkv { None, Conv1DThirds, PerHead };  // gpt2 c_attn [D, 3D]; neox [H, 3, d] rows
+// gpt2 c_attn [D, 3D]; neox [H, 3, d] rows; Stacked: q, then k, then v rows, [(H + 2G) d, D] (Phi-3 qkv_proj)
+enum class FusedQkv { None, Conv1DThirds, PerHead, Stacked };
 
 // What a tensor does in the model, whatever the family calls it.
 enum class Role {
   Embed, Positions, TokenTypes, EmbedNorm,             // embeddings (EmbedNorm: BERT's LayerNorm)
   AttnNorm, Q, K, V, Qkv, O, QNorm, KNorm, PostAttnNorm,  // attention (QNorm/KNorm: [head_dim], per head)
+  QProjNorm, KProjNorm,  // RMSNorm over the whole q [H*d] / k [G*d] projection before the head split (OLMo 2)
   MlpNorm, PostMlpNorm, Gate, Up, Down,                // MLP
+  GateUp,  // gate and up in one [2M, D]: gate rows first (Phi-3 gate_up_proj)
   FinalNorm, LmHead, MlmTransform, MlmNorm, MlmBias,   // output head (Mlm*: BERT's cls.predictions)
 };
 
@@ -52,6 +56,12 @@ class TensorNames {
   TensorNames with(std::initializer_list<std::pair<const Role, const char*>> more) const {
     TensorNames out = *this;
     for (const auto& [role, name] : more) out.names_[role] = name;
+    return out;
+  }
+  // These names without `roles` (a family that lacks some of another's tensors).
+  TensorNames without(std::initializer_list<Role> roles) const {
+    TensorNames out = *this;
+    for (Role role : roles) out.names_.erase(role);
     return out;
   }
 

@@ -32,7 +32,7 @@ class WeightPlan {
   void add(const std::string& name, Shape shape, Weights* matrix, const std::string& why, bool head = false,
            bool panels = false) {
     const int64_t rows = shape.at(0), K = shape.at(1);
-    push(head ? name : base(name), std::move(shape), nullptr, matrix, why, panels, panels ? panelPadding(rows, 1) * K : 0);
+    push(head ? name : base(name), std::move(shape), nullptr, matrix, why, panels, panels ? panelPadding(rows) * K : 0);
   }
   // A norm: NAME.weight, and NAME.bias when the family's norms have one.
   // Old BERT checkpoints (TensorFlow-converted) name them NAME.gamma and NAME.beta.
@@ -44,12 +44,16 @@ class WeightPlan {
   }
   // A linear layer [out, in] (Conv1D checkpoints store it [in, out]), with its bias; in
   // panels when read as it is used (not transposed, not split: finishLayer packs those).
+  // `parts`: the rows of each matrix a fused weight splits into (empty: not split).
   void linear(const std::string& name, int64_t out, int64_t in, bool conv1d, bool bias, Linear& dst,
-              const std::string& why, bool head = false, bool split = false) {
+              const std::string& why, bool head = false, std::vector<int64_t> parts = {}) {
     // Every linear map ends in panels (finishLayer packs what is not read into them); a fused
-    // q/k/v in three, each padded.
+    // one split in its parts, each padded.
+    if (parts.empty()) parts = {out};
+    int64_t padding = 0;
+    for (int64_t rows : parts) padding += panelPadding(rows);
     push(head ? name + ".weight" : base(name + ".weight"), conv1d ? Shape{in, out} : Shape{out, in}, nullptr,
-         &dst.weight, why, !conv1d && !split, panelPadding(out, split ? 3 : 1) * in);
+         &dst.weight, why, !conv1d && parts.size() == 1, padding * in);
     if (bias) add(name + ".bias", {out}, &dst.bias, why, head);
   }
   // What load() checks before reading anything: the memory rule, then the files' sizes.
@@ -89,8 +93,8 @@ class WeightPlan {
   void checkMemoryRule(const std::string& folder) const {
     checkMemory(bytes_, folder + ": the weights in memory (" + std::to_string(bytes_ >> 20) + " MiB)");
   }
-  // Rows a matrix of `rows` outputs in `parts` equal parts gains in panels (whole 64-row blocks).
-  static int64_t panelPadding(int64_t rows, int64_t parts) { return parts * panelCount(rows / parts) * kPanelWidth - rows; }
+  // Rows a matrix of `rows` outputs gains in panels (whole 64-row blocks).
+  static int64_t panelPadding(int64_t rows) { return panelCount(rows) * kPanelWidth - rows; }
   // padding: the elements the matrix gains in panels, in its storage type.
   void push(const std::string& full, Shape shape, Tensor* dst, Weights* matrix, const std::string& why,
             bool panels = false, int64_t padding = 0) {
@@ -115,11 +119,22 @@ Tensor rows(const Tensor& t, int64_t first, int64_t count) {
   return out;
 }
 
+// Rows [first, first + count) of a fused linear map (its bias too).
+Linear rowsOfLinear(const Linear& fused, int64_t first, int64_t count) {
+  return {rowsOf(fused.weight, first, count), fused.bias.empty() ? Tensor() : rows(fused.bias, first, count)};
+}
+
 // Splits a fused q/k/v weight [3D, D] (and bias [3D]) into q, k, v: GPT-2's thirds (columns
-// of the Conv1D weight [D, 3D], straight into panels) or GPT-NeoX's per-head [H, 3, d] rows.
+// of the Conv1D weight [D, 3D], straight into panels), GPT-NeoX's per-head [H, 3, d] rows or
+// Phi-3's stacked q [H d], k [G d], v [G d] rows.
 void splitFused(const ModelConfig& c, Linear fused, LayerWeights& layer) {
   const int64_t D = c.hidden, H = c.heads, d = c.head_dim;
   Linear* parts[] = {&layer.q, &layer.k, &layer.v};
+  if (c.family->fused_qkv == FusedQkv::Stacked) {
+    const int64_t Hd = H * d, Gd = c.kv_heads * d;
+    layer.q = rowsOfLinear(fused, 0, Hd), layer.k = rowsOfLinear(fused, Hd, Gd), layer.v = rowsOfLinear(fused, Hd + Gd, Gd);
+    return;
+  }
   const bool bias = !fused.bias.empty();
   for (int p = 0; p < 3; ++p) {
     if (c.family->fused_qkv == FusedQkv::Conv1DThirds) {
@@ -144,7 +159,8 @@ void splitFused(const ModelConfig& c, Linear fused, LayerWeights& layer) {
 }
 
 struct LayerPlanned {
-  Linear fused;  // filled for fused q/k/v families, split after loading
+  Linear fused;    // filled for fused q/k/v families, split after loading
+  Linear gate_up;  // filled for a fused gate/up (Role::GateUp), split after loading
 };
 
 void planLayer(const ModelConfig& c, int64_t i, WeightPlan& plan, LayerWeights& layer, LayerPlanned& p) {
@@ -153,12 +169,14 @@ void planLayer(const ModelConfig& c, int64_t i, WeightPlan& plan, LayerWeights& 
   const int64_t D = c.hidden, Hd = c.heads * c.head_dim, Gd = c.kv_heads * c.head_dim, M = c.mlp_dim;
   const std::string why = "layer " + std::to_string(i) + " of num_hidden_layers = " + std::to_string(c.n_layers);
   const bool nb = f.norm_bias;
-  plan.norm(name(Role::AttnNorm), D, nb, layer.attn_norm, why);
+  if (f.names.has(Role::AttnNorm)) plan.norm(name(Role::AttnNorm), D, nb, layer.attn_norm, why);
   if (f.names.has(Role::PostAttnNorm)) plan.norm(name(Role::PostAttnNorm), D, nb, layer.post_attn_norm, why);
-  plan.norm(name(Role::MlpNorm), D, nb, layer.mlp_norm, why);
+  if (f.names.has(Role::MlpNorm)) plan.norm(name(Role::MlpNorm), D, nb, layer.mlp_norm, why);
   if (f.names.has(Role::PostMlpNorm)) plan.norm(name(Role::PostMlpNorm), D, nb, layer.post_mlp_norm, why);
-  if (f.fused_qkv != FusedQkv::None) {
-    plan.linear(name(Role::Qkv), 3 * D, D, f.conv1d, c.qkv_bias, p.fused, why, false, true);
+  if (f.fused_qkv == FusedQkv::Stacked) {
+    plan.linear(name(Role::Qkv), Hd + 2 * Gd, D, false, c.qkv_bias, p.fused, why, false, {Hd, Gd, Gd});
+  } else if (f.fused_qkv != FusedQkv::None) {
+    plan.linear(name(Role::Qkv), 3 * D, D, f.conv1d, c.qkv_bias, p.fused, why, false, {D, D, D});
   } else {
     plan.linear(name(Role::Q), Hd, D, false, c.qkv_bias, layer.q, why);
     plan.linear(name(Role::K), Gd, D, false, c.qkv_bias, layer.k, why);
@@ -166,15 +184,30 @@ void planLayer(const ModelConfig& c, int64_t i, WeightPlan& plan, LayerWeights& 
   }
   if (f.names.has(Role::QNorm)) plan.norm(name(Role::QNorm), c.head_dim, false, layer.q_norm, why);
   if (f.names.has(Role::KNorm)) plan.norm(name(Role::KNorm), c.head_dim, false, layer.k_norm, why);
+  if (f.names.has(Role::QProjNorm)) plan.norm(name(Role::QProjNorm), Hd, false, layer.q_norm, why);
+  if (f.names.has(Role::KProjNorm)) plan.norm(name(Role::KProjNorm), Gd, false, layer.k_norm, why);
   plan.linear(name(Role::O), D, Hd, f.conv1d, c.o_bias, layer.o, why);
-  if (f.mlp == Mlp::Gated) plan.linear(name(Role::Gate), M, D, false, c.mlp_bias, layer.gate, why);
-  plan.linear(name(Role::Up), M, D, f.conv1d, c.mlp_bias, layer.up, why);
+  if (f.names.has(Role::GateUp)) {
+    plan.linear(name(Role::GateUp), 2 * M, D, false, c.mlp_bias, p.gate_up, why, false, {M, M});
+  } else {
+    if (f.mlp == Mlp::Gated) plan.linear(name(Role::Gate), M, D, false, c.mlp_bias, layer.gate, why);
+    plan.linear(name(Role::Up), M, D, f.conv1d, c.mlp_bias, layer.up, why);
+  }
   plan.linear(name(Role::Down), D, M, f.conv1d, c.mlp_bias, layer.down, why);
 }
 
 // Splits, then the row GEMM's panels of what was not read into them.
 void finishLayer(const ModelConfig& c, LayerWeights& layer, LayerPlanned& p) {
   if (c.family->fused_qkv != FusedQkv::None) splitFused(c, std::move(p.fused), layer);
+  if (!p.gate_up.weight.empty()) {  // gate rows first, then up
+    layer.gate = rowsOfLinear(p.gate_up, 0, c.mlp_dim), layer.up = rowsOfLinear(p.gate_up, c.mlp_dim, c.mlp_dim);
+    p.gate_up = Linear();
+  }
+  // The per-head q/k norms take the family's norm: (1 + w) kept as their scale, summed in
+  // float32 as Gemma3RMSNorm does (1.0 + weight.float()).
+  if (c.family->norm == Norm::RmsNormPlusOne)
+    for (NormWeights* n : {&layer.q_norm, &layer.k_norm})
+      for (float& w : n->weight.data) w += 1.0f;
   if (c.family->conv1d) {  // [in, out] as stored
     for (Linear* l : {&layer.o, &layer.up, &layer.down}) l->weight = panelsOfColumns(l->weight, 0, l->weight.dim(1));
   }

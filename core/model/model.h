@@ -45,7 +45,10 @@ struct Linear {
 
 struct LayerWeights {
   NormWeights attn_norm, post_attn_norm, mlp_norm, post_mlp_norm;
-  NormWeights q_norm, k_norm;  // [d] per-head RMSNorm of q and k (Role::QNorm, KNorm), or empty
+  // [d] per-head RMSNorm of q and k (Role::QNorm, KNorm), or [H*d] / [G*d] over the whole
+  // projection (Role::QProjNorm, KProjNorm), or empty; their scale as applied (a family with
+  // Norm::RmsNormPlusOne has 1 + w here, added at load).
+  NormWeights q_norm, k_norm;
   Linear q, k, v, o;  // q [H*d, D], k/v [G*d, D], o [D, H*d]
   Linear gate, up, down;  // gate only for gated MLPs
   Projections projections() const;  // q .. o for attendRows (they must outlive it)

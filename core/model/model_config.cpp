@@ -28,6 +28,32 @@ Activation readActivation(const ConfigFields& f, const Family& family) {
                     quotedList({"gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "silu", "swish"}));
 }
 
+// longrope (modeling_rope_utils' _compute_longrope_parameters, Phi-3): the inverse frequencies
+// divided by short_factor (those of the original context; readRope refuses a longer text) and
+// cos and sin times attention_factor (default sqrt(1 + ln(s) / ln(original)), s =
+// max_position_embeddings / original_max_position_embeddings, or `factor` without the latter).
+void longRope(const ConfigFields& f, const json& params, const std::string& where, const ModelConfig& c, RopeParams& r) {
+  const std::string field = where + ".short_factor";
+  const json& shorts = params.contains("short_factor") ? params["short_factor"] : json();
+  if (!shorts.is_array() || shorts.size() != r.inv_freq.size())
+    f.fail(field, "must list " + std::to_string(r.inv_freq.size()) + " numbers (one per pair of rotated features)");
+  for (size_t i = 0; i < shorts.size(); ++i) {
+    if (!shorts[i].is_number() || !(shorts[i].get<double>() > 0.0) || !std::isfinite(shorts[i].get<double>()))
+      f.fail(field, "entry " + std::to_string(i) + " must be a positive number");
+    r.inv_freq[i] /= shorts[i].get<double>();
+  }
+  const std::string key = "original_max_position_embeddings";
+  const bool in_params = params.contains(key) && !params[key].is_null();
+  const bool given = in_params || !f.present({"original_max_position_embeddings"}).empty();
+  const double original = in_params ? f.number(params, key, where + "." + key, 0.0, 1.0, 1e9)
+                                    : f.number(key.c_str(), static_cast<double>(c.max_positions), 1.0, 1e9);
+  const double factor = given ? static_cast<double>(c.max_positions) / original
+                              : f.number(params, "factor", where + ".factor", 1.0, 1e-6, 1e6);
+  const double computed = factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(factor) / std::log(original));
+  r.attention_factor = f.number(params, "attention_factor", where + ".attention_factor", computed, 1e-6, 1e6);
+  r.original_context = static_cast<int64_t>(original);
+}
+
 // RoPE inverse frequencies, transformers' modeling_rope_utils: default, linear, llama3.
 std::vector<double> ropeInvFreq(const ConfigFields& f, const json& scaling, const std::string& where, double theta,
                                 int64_t rotary_dims, const std::string& type) {
@@ -59,52 +85,53 @@ std::vector<double> ropeInvFreq(const ConfigFields& f, const json& scaling, cons
   return inv;
 }
 
-// rope_parameters (5.x) or rope_theta / rope_scaling / rotary_pct (4.x).
+// The partial rotary factor of config.json's top level (4.x rotary_pct).
+double topLevelPartial(const ConfigFields& f) {
+  return f.number(f.root().contains("partial_rotary_factor") ? "partial_rotary_factor" : "rotary_pct", 1.0, 1e-9, 1.0);
+}
+
+// rope_parameters (5.x: one object, or one per layer type) or rope_theta / rope_scaling /
+// rotary_pct (4.x).
 void readRope(const ConfigFields& f, ModelConfig& c) {
   const json& j = f.root();
   const bool v5 = j.contains("rope_parameters") && j["rope_parameters"].is_object();
   static const json kNone = json::object();
-  const json& scaling = v5 ? j["rope_parameters"] : (j.contains("rope_scaling") && j["rope_scaling"].is_object() ? j["rope_scaling"] : kNone);
   if (!v5 && j.contains("rope_scaling") && !j["rope_scaling"].is_null() && !j["rope_scaling"].is_object())
     f.fail("rope_scaling", "must be an object or null");
-  const std::string where = v5 ? "rope_parameters" : "rope_scaling";
   const double theta_4x = f.number(j.contains("rope_theta") ? "rope_theta" : "rotary_emb_base", 10000.0, 1.0 + 1e-9, 1e12);
-  c.rope_theta = v5 ? f.number(scaling, "rope_theta", where + ".rope_theta", theta_4x, 1.0 + 1e-9, 1e12) : theta_4x;
-  const std::string type_key = scaling.contains("rope_type") ? "rope_type" : "type";
-  c.rope_type = f.text(scaling, type_key, where + "." + type_key, "default");
-  if (c.rope_type != "default" && c.rope_type != "linear" && c.rope_type != "llama3")
-    f.fail(where + "." + type_key, "is \"" + c.rope_type + "\" but attnscope supports " + quotedList({"default", "linear", "llama3"}));
-  double partial = f.number(j.contains("partial_rotary_factor") ? "partial_rotary_factor" : "rotary_pct", 1.0, 1e-9, 1.0);
-  if (v5) partial = f.number(scaling, "partial_rotary_factor", "rope_parameters.partial_rotary_factor", partial, 1e-9, 1.0);
-  const int64_t rotary_dims = static_cast<int64_t>(static_cast<double>(c.head_dim) * partial);
-  if (rotary_dims < 2 || rotary_dims % 2 != 0)
-    f.fail(v5 ? "rope_parameters.partial_rotary_factor" : "rotary_pct",
-           "gives " + std::to_string(rotary_dims) + " rotary features of head_dim " + std::to_string(c.head_dim) +
-               " (must be an even number >= 2)");
-  c.rope_inv_freq = ropeInvFreq(f, scaling, where, c.rope_theta, rotary_dims, c.rope_type);
+  const json& rp = v5 ? j["rope_parameters"] : kNone;
+  const bool per_type = rp.contains("full_attention") || rp.contains("sliding_attention");
+  if (!per_type) {
+    const json& scaling = v5 ? rp : (j.contains("rope_scaling") && j["rope_scaling"].is_object() ? j["rope_scaling"] : kNone);
+    const RopeParams r = readRopeParams(f, scaling, v5 ? "rope_parameters" : "rope_scaling", theta_4x, c);
+    c.rope_theta = r.theta, c.rope_type = r.type, c.rope_inv_freq = r.inv_freq, c.rope_attention_factor = r.attention_factor;
+    if (r.original_context > 0 && r.original_context < c.max_positions) {  // past it: longrope's long factors
+      c.max_positions = r.original_context;
+      c.context_key = "original_max_position_embeddings: longrope's short factors end there, its long ones are not computed;";
+    }
+    return;
+  }
+  // Per layer type: the full-attention layers' RoPE is the model's; the sliding ones' base
+  // falls back to rope_local_base_freq (transformers 5's Gemma3TextConfig).
+  const double local_4x = f.number("rope_local_base_freq", 10000.0, 1.0 + 1e-9, 1e12);
+  auto ofType = [&](const char* type, double theta) {
+    const std::string where = std::string("rope_parameters.") + type;
+    if (rp.contains(type) && !rp[type].is_object()) f.fail(where, "must be an object");
+    return readRopeParams(f, rp.contains(type) ? rp[type] : kNone, where, theta, c);
+  };
+  const RopeParams full = ofType("full_attention", theta_4x), sliding = ofType("sliding_attention", local_4x);
+  c.rope_theta = full.theta, c.rope_type = full.type, c.rope_inv_freq = full.inv_freq;
+  c.rope_attention_factor = full.attention_factor;
+  const std::vector<bool> is_sliding = slidingLayers(f, c);
+  for (int64_t i = 0; i < c.n_layers; ++i) c.layer_rope.push_back(is_sliding[i] ? sliding : full);
 }
 
 // Per layer: -1, or the causal window W = sliding_window - 1 (a query sees itself and the
 // sliding_window - 1 keys before it, as transformers' sliding-window masks do).
 void readWindows(const ConfigFields& f, ModelConfig& c) {
-  const json& j = f.root();
   c.window.assign(c.n_layers, -1);
-  const auto family_rule = c.family->hooks.sliding_layers;
-  if (!family_rule) return;
-  std::vector<bool> sliding(c.n_layers, false);
-  if (j.contains("layer_types") && !j["layer_types"].is_null()) {
-    const json& types = j["layer_types"];
-    if (!types.is_array() || static_cast<int64_t>(types.size()) != c.n_layers)
-      f.fail("layer_types", "must list one type per layer (" + std::to_string(c.n_layers) + ")");
-    for (int64_t i = 0; i < c.n_layers; ++i) {
-      const std::string t = types[i].is_string() ? types[i].get<std::string>() : "";
-      if (t != "full_attention" && t != "sliding_attention")
-        f.fail("layer_types", "entry " + std::to_string(i) + " must be " + quotedList({"full_attention", "sliding_attention"}));
-      sliding[i] = t == "sliding_attention";
-    }
-  } else {
-    sliding = family_rule(f, c.n_layers);
-  }
+  if (!c.family->hooks.sliding_layers) return;
+  const std::vector<bool> sliding = slidingLayers(f, c);
   if (f.present({"sliding_window"}).empty()) return;
   const int64_t window = f.integer({"sliding_window"}, 1, kMaxPositions);
   for (int64_t i = 0; i < c.n_layers; ++i)
@@ -123,7 +150,7 @@ void readSizes(const ConfigFields& f, ModelConfig& c) {
                                       " (give head_dim)");
   c.head_dim = f.integer({"head_dim"}, 1, kMaxDim, c.hidden / c.heads);
   if (c.head_dim * c.heads > kMaxDim * 4) f.fail("head_dim", "x num_attention_heads is over " + std::to_string(kMaxDim * 4));
-  if (c.family->fused_qkv != FusedQkv::None && c.head_dim * c.heads != c.hidden)
+  if (c.family->fused_qkv != FusedQkv::None && c.family->fused_qkv != FusedQkv::Stacked && c.head_dim * c.heads != c.hidden)
     f.fail("head_dim", "x num_attention_heads must be hidden_size " + std::to_string(c.hidden) + " for " + c.model_type +
                            "'s fused q/k/v weight");
   c.mlp_dim = f.integer({"intermediate_size", "n_inner"}, 1, kMaxDim * 8, 4 * c.hidden);
@@ -135,6 +162,47 @@ void readSizes(const ConfigFields& f, ModelConfig& c) {
 }
 
 }  // namespace
+
+RopeParams readRopeParams(const ConfigFields& f, const json& params, const std::string& where, double theta,
+                          const ModelConfig& c) {
+  const bool v5 = where != "rope_scaling";  // 4.x's rope_scaling carries neither base nor partial factor
+  RopeParams r;
+  r.theta = v5 ? f.number(params, "rope_theta", where + ".rope_theta", theta, 1.0 + 1e-9, 1e12) : theta;
+  const std::string type_key = params.contains("rope_type") ? "rope_type" : "type";
+  r.type = f.text(params, type_key, where + "." + type_key, "default");
+  if (r.type != "default" && r.type != "linear" && r.type != "llama3" && r.type != "longrope")
+    f.fail(where + "." + type_key,
+           "is \"" + r.type + "\" but attnscope supports " + quotedList({"default", "linear", "llama3", "longrope"}));
+  double partial = topLevelPartial(f);
+  if (v5) partial = f.number(params, "partial_rotary_factor", where + ".partial_rotary_factor", partial, 1e-9, 1.0);
+  const int64_t rotary_dims = static_cast<int64_t>(static_cast<double>(c.head_dim) * partial);
+  if (rotary_dims < 2 || rotary_dims % 2 != 0)
+    f.fail(v5 ? where + ".partial_rotary_factor" : "rotary_pct",
+           "gives " + std::to_string(rotary_dims) + " rotary features of head_dim " + std::to_string(c.head_dim) +
+               " (must be an even number >= 2)");
+  r.inv_freq = ropeInvFreq(f, params, where, r.theta, rotary_dims, r.type == "longrope" ? "default" : r.type);
+  if (r.type == "longrope") longRope(f, params, where, c, r);
+  return r;
+}
+
+std::vector<bool> slidingLayers(const ConfigFields& f, const ModelConfig& c) {
+  const json& j = f.root();
+  if (!j.contains("layer_types") || j["layer_types"].is_null()) {
+    const auto rule = c.family->hooks.sliding_layers;
+    return rule ? rule(f, c.n_layers) : std::vector<bool>(c.n_layers, false);
+  }
+  const json& types = j["layer_types"];
+  if (!types.is_array() || static_cast<int64_t>(types.size()) != c.n_layers)
+    f.fail("layer_types", "must list one type per layer (" + std::to_string(c.n_layers) + ")");
+  std::vector<bool> sliding(c.n_layers, false);
+  for (int64_t i = 0; i < c.n_layers; ++i) {
+    const std::string t = types[i].is_string() ? types[i].get<std::string>() : "";
+    if (t != "full_attention" && t != "sliding_attention")
+      f.fail("layer_types", "entry " + std::to_string(i) + " must be " + quotedList({"full_attention", "sliding_attention"}));
+    sliding[i] = t == "sliding_attention";
+  }
+  return sliding;
+}
 
 std::string quotedList(std::initializer_list<const char*> values) {
   std::string out;

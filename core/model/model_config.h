@@ -13,12 +13,26 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "model/family.h"
 #include "tensor/tensor.h"
 
 namespace attnscope {
 
 enum class Activation { GeluErf, GeluTanh, Silu };
+
+class ConfigFields;
+
+// One RoPE: its base, its scaling type and the inverse frequencies of the rotated features
+// ([r/2], scaled and partial).
+struct RopeParams {
+  double theta = 10000.0;
+  std::string type = "default";
+  std::vector<double> inv_freq;
+  double attention_factor = 1.0;  // cos and sin times this (longrope)
+  int64_t original_context = 0;   // longrope: where its short factors end (original_max_position_embeddings)
+};
 
 struct ModelConfig {
   const Family* family = nullptr;
@@ -35,6 +49,12 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   std::string rope_type = "default";
   std::vector<double> rope_inv_freq;
+  double rope_attention_factor = 1.0;  // longrope's attention_factor on cos and sin
+  // [N], or empty: every rotating layer takes rope_theta / rope_inv_freq above. Filled where
+  // RoPE differs per layer type (transformers 5's rope_parameters keyed by layer type,
+  // {"full_attention": {...}, "sliding_attention": {...}}; Gemma 3's rope_local_base_freq):
+  // each layer's own base and scaling. ropeOf(config, i) reads it.
+  std::vector<RopeParams> layer_rope;
   std::vector<uint8_t> rotary;      // [N]: 1 = the layer rotates q and k (every layer of a RoPE family
                                     // unless its hooks say otherwise: SmolLM3's NoPE layers are 0)
   std::optional<double> attn_softcap, final_softcap;
@@ -42,6 +62,21 @@ struct ModelConfig {
   std::vector<int64_t> window;      // [N]: causal window W (a query sees itself and W keys before), -1 = full
   std::string config_path;
 };
+
+// Layer i's RoPE (layer_rope, else the model's).
+inline RopeParams ropeOf(const ModelConfig& c, int64_t i) {
+  return c.layer_rope.empty() ? RopeParams{c.rope_theta, c.rope_type, c.rope_inv_freq, c.rope_attention_factor, 0}
+                              : c.layer_rope[i];
+}
+
+// For families' hooks (family.h): one RoPE from a rope_parameters / rope_scaling object
+// `params` (`where` names it in errors), its base falling back to `theta`; the partial
+// rotary factor from config.json's top level unless `params` gives its own.
+RopeParams readRopeParams(const ConfigFields& f, const nlohmann::json& params, const std::string& where, double theta,
+                          const ModelConfig& c);
+// Which layers are "sliding_attention": config.json's layer_types, else the family's
+// sliding_layers rule (none without one).
+std::vector<bool> slidingLayers(const ConfigFields& f, const ModelConfig& c);
 
 // Reads FOLDER/config.json. Every problem is one InputError naming config.json and the field,
 // with the supported values where there is a list ("rope_scaling.rope_type is \"yarn\" but

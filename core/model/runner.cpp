@@ -75,6 +75,13 @@ void applyNorm(Norm kind, const NormWeights& w, double eps, const Tensor& x, Ten
   }
 }
 
+// x normed into out, or x itself where the layer has no such norm (OLMo 2: no pre-norms).
+const Tensor& normedOrSelf(Norm kind, const NormWeights& w, double eps, const Tensor& x, Tensor& out) {
+  if (w.empty()) return x;
+  applyNorm(kind, w, eps, x, out);
+  return out;
+}
+
 // out = x w^T + b (x [rows, in], out [rows, out]).
 void linear(const Tensor& x, const Linear& w, Tensor& out) {
   reshape(out, x.dim(0), w.weight.dim(0));
@@ -104,9 +111,11 @@ AttentionOptions layerOptions(const ModelConfig& c, int64_t i) {
   }
   if (c.rotary[i]) {
     o.rope = true;
-    o.rope_base = c.rope_theta;
+    const RopeParams rope = ropeOf(c, i);  // the layer's own where RoPE differs per layer type
+    o.rope_base = rope.theta;
     o.rope_style = RopeStyle::RotateHalf;
-    o.rope_inv_freq = c.rope_inv_freq;
+    o.rope_inv_freq = rope.inv_freq;
+    o.rope_attention_factor = rope.attention_factor;
   }
   return o;
 }
@@ -118,6 +127,7 @@ ModelRunner::ModelRunner(std::shared_ptr<const Model> model) : model_(std::move(
     if (!layer.q_norm.empty()) o.q_norm = layer.q_norm.weight.data.data();
     if (!layer.k_norm.empty()) o.k_norm = layer.k_norm.weight.data.data();
     o.qk_norm_eps = model_->config.norm_eps;
+    o.qk_norm_whole = model_->config.family->names.has(Role::QProjNorm);
     options_.push_back(std::move(o));
   }
 }
@@ -194,8 +204,7 @@ void ModelRunner::layer(int64_t i, const std::vector<std::string>& labels) {
     applyNorm(kind, w.mlp_norm, c.norm_eps, m_, x_);
     return;
   }
-  applyNorm(kind, w.attn_norm, c.norm_eps, x_, h_);
-  attention(i, h_, labels, a_);
+  attention(i, normedOrSelf(kind, w.attn_norm, c.norm_eps, x_, h_), labels, a_);
   if (!w.post_attn_norm.empty()) {
     applyNorm(kind, w.post_attn_norm, c.norm_eps, a_, h_);
     std::swap(a_, h_);
@@ -209,8 +218,7 @@ void ModelRunner::layer(int64_t i, const std::vector<std::string>& labels) {
   }
   addInto(x_, a_);
   if (w.up.weight.empty()) return;  // attention only (attnscope-model/1's "mlp": false)
-  applyNorm(kind, w.mlp_norm, c.norm_eps, x_, h_);
-  mlp(w, h_, m_);
+  mlp(w, normedOrSelf(kind, w.mlp_norm, c.norm_eps, x_, h_), m_);
   if (!w.post_mlp_norm.empty()) {
     applyNorm(kind, w.post_mlp_norm, c.norm_eps, m_, h_);
     std::swap(m_, h_);

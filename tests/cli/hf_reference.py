@@ -1,7 +1,7 @@
 """Random Hugging Face model folders written by hand (config.json, safetensors, no
 `transformers` or `safetensors` package), and an independent float64 PyTorch forward pass
-of each family, written from transformers' modeling_{gpt2,llama,mistral,qwen2,qwen3,smollm3,gemma2,
-gpt_neox,bert}.py and modeling_rope_utils.py. Shares no code with attnscope.
+of each family, written from transformers' modeling_{gpt2,llama,mistral,qwen2,qwen3,smollm3,gemma2,gemma3,
+olmo2,phi3,gpt_neox,bert}.py and modeling_rope_utils.py. Shares no code with attnscope.
 
 Run with /usr/bin/python3 (the interpreter that has numpy and torch).
 """
@@ -153,13 +153,21 @@ def make_model(family, seed=0, D=32, H=4, G=None, N=2, M=64, V=97, P=16, prefix=
             t["cls.predictions.transform.LayerNorm.bias"] = r(D, std=0.1)
             t["cls.predictions.bias"] = r(V, std=0.1)
         return cfg, t
-    # llama, mistral, qwen2, gemma2
+    if family == "phi3":
+        return make_phi3(r, cfg, D, H, G, d, N, M, V, P, prefix, spelling, opt)
+    # llama, mistral, qwen2, qwen3, smollm3, gemma2, gemma3_text, olmo2
+    gemma = family in ("gemma2", "gemma3_text")
     cfg.update(hidden_size=D, num_hidden_layers=N, num_attention_heads=H, num_key_value_heads=G,
-               intermediate_size=M, max_position_embeddings=P, rms_norm_eps=1e-6,
-               tie_word_embeddings=opt.get("tied", family in ("gemma2", "qwen2")))
+               intermediate_size=M, max_position_embeddings=P, rms_norm_eps=opt.get("eps", 1e-6),
+               tie_word_embeddings=opt.get("tied", gemma or family == "qwen2"))
     if family == "gemma2":
         cfg.update(head_dim=d, hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=opt.get("qpas", 24),
                    attn_logit_softcapping=opt.get("attn_cap", 1.5), final_logit_softcapping=opt.get("final_cap", 5.0))
+    elif family == "gemma3_text":  # Gemma3TextConfig writes both soft-caps, null unless set
+        cfg.update(head_dim=d, hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=opt.get("qpas", 24),
+                   attn_logit_softcapping=opt.get("attn_cap"), final_logit_softcapping=opt.get("final_cap"))
+        if spelling == 4:
+            cfg.update(sliding_window_pattern=opt.get("pattern", 6), rope_local_base_freq=opt.get("local_theta", 20.0))
     else:
         cfg["hidden_act"] = "silu"
         if "head_dim" in opt or family == "qwen3":  # Qwen3Config always writes head_dim
@@ -184,6 +192,9 @@ def make_model(family, seed=0, D=32, H=4, G=None, N=2, M=64, V=97, P=16, prefix=
         cfg["rope_theta"] = theta
         if rope["rope_type"] != "default":
             cfg["rope_scaling"] = dict(rope, type=rope.pop("rope_type")) if opt.get("old_type_key") else rope
+    elif family == "gemma3_text":  # transformers 5: one RoPE per layer type
+        cfg["rope_parameters"] = {"full_attention": dict(rope, rope_theta=theta),
+                                  "sliding_attention": {"rope_type": "default", "rope_theta": opt.get("local_theta", 20.0)}}
     else:
         cfg["rope_parameters"] = dict(rope, rope_theta=theta)
         if "layer_types" in opt:
@@ -191,10 +202,11 @@ def make_model(family, seed=0, D=32, H=4, G=None, N=2, M=64, V=97, P=16, prefix=
     p = "model." if prefix else ""
     t[p + "embed_tokens.weight"] = r(V, D, std=1.0)
     bias = family == "qwen2"
-    norm = (lambda: r(D, std=0.2)) if family == "gemma2" else (lambda: r.norm(D))
+    norm = (lambda n=D: r(n, std=0.2)) if gemma else (lambda n=D: r.norm(n))  # Gemma: x (1 + w)
     for i in range(N):
         h = p + "layers.%d." % i
-        t[h + "input_layernorm.weight"] = norm()
+        if family != "olmo2":  # OLMo 2 has no pre-norms
+            t[h + "input_layernorm.weight"] = norm()
         t[h + "self_attn.q_proj.weight"] = r(H * d, D)
         t[h + "self_attn.k_proj.weight"] = r(G * d, D)
         t[h + "self_attn.v_proj.weight"] = r(G * d, D)
@@ -203,12 +215,16 @@ def make_model(family, seed=0, D=32, H=4, G=None, N=2, M=64, V=97, P=16, prefix=
             t[h + "self_attn.k_proj.bias"] = r(G * d, std=0.2)
             t[h + "self_attn.v_proj.bias"] = r(G * d, std=0.2)
         t[h + "self_attn.o_proj.weight"] = r(D, H * d)
-        if family == "qwen3":
-            t[h + "self_attn.q_norm.weight"] = r.norm(d)
-            t[h + "self_attn.k_norm.weight"] = r.norm(d)
+        if family in ("qwen3", "gemma3_text"):
+            t[h + "self_attn.q_norm.weight"] = norm(d)
+            t[h + "self_attn.k_norm.weight"] = norm(d)
+        if family == "olmo2":  # over the whole projections
+            t[h + "self_attn.q_norm.weight"] = norm(H * d)
+            t[h + "self_attn.k_norm.weight"] = norm(G * d)
         t[h + "post_attention_layernorm.weight"] = norm()
-        if family == "gemma2":
+        if gemma:
             t[h + "pre_feedforward_layernorm.weight"] = norm()
+        if gemma or family == "olmo2":
             t[h + "post_feedforward_layernorm.weight"] = norm()
         t[h + "mlp.gate_proj.weight"] = r(M, D)
         t[h + "mlp.up_proj.weight"] = r(M, D)
@@ -216,6 +232,42 @@ def make_model(family, seed=0, D=32, H=4, G=None, N=2, M=64, V=97, P=16, prefix=
     t[p + "norm.weight"] = norm()
     if not cfg["tie_word_embeddings"]:
         t["lm_head.weight"] = r(V, D, std=0.3)
+    return cfg, t
+
+
+def make_phi3(r, cfg, D, H, G, d, N, M, V, P, prefix, spelling, opt):
+    """Phi-3: fused qkv_proj (q, k, v rows) and gate_up_proj (gate rows first), partial rotary,
+    longrope over an original context of P within max_position_embeddings 4 P."""
+    partial = opt.get("rotary", 0.5)
+    cfg.update(hidden_size=D, num_hidden_layers=N, num_attention_heads=H, num_key_value_heads=G, intermediate_size=M,
+               max_position_embeddings=4 * P, rms_norm_eps=1e-5, hidden_act="silu", tie_word_embeddings=False)
+    if "head_dim" in opt:
+        cfg["head_dim"] = d
+    if "window" in opt:
+        cfg["sliding_window"] = opt["window"]
+    pairs = int(d * partial) // 2
+    rope = {"rope_type": "longrope", "short_factor": [1.0 + 0.5 * i for i in range(pairs)],
+            "long_factor": [2.0 + i for i in range(pairs)]}
+    theta = opt.get("theta", 500.0)
+    if spelling == 4:
+        cfg.update(rope_theta=theta, partial_rotary_factor=partial, original_max_position_embeddings=P,
+                   rope_scaling=dict(rope, type=rope.pop("rope_type")))
+    else:
+        cfg["rope_parameters"] = dict(rope, rope_theta=theta, partial_rotary_factor=partial,
+                                      original_max_position_embeddings=P)
+    t = {}
+    p = "model." if prefix else ""
+    t[p + "embed_tokens.weight"] = r(V, D, std=1.0)
+    for i in range(N):
+        h = p + "layers.%d." % i
+        t[h + "input_layernorm.weight"] = r.norm(D)
+        t[h + "self_attn.qkv_proj.weight"] = r((H + 2 * G) * d, D)
+        t[h + "self_attn.o_proj.weight"] = r(D, H * d)
+        t[h + "post_attention_layernorm.weight"] = r.norm(D)
+        t[h + "mlp.gate_up_proj.weight"] = r(2 * M, D)
+        t[h + "mlp.down_proj.weight"] = r(D, M, std=0.2)
+    t[p + "norm.weight"] = r.norm(D)
+    t["lm_head.weight"] = r(V, D, std=0.3)
     return cfg, t
 
 
@@ -245,6 +297,8 @@ def rope_inv_freq(cfg, head_dim):
     dim = int(head_dim * partial)
     inv = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
     kind = scaling.get("rope_type", scaling.get("type", "default"))
+    if kind == "longrope":  # the short factors: texts within the original context
+        inv = inv / torch.tensor(scaling["short_factor"], dtype=torch.float64)
     if kind == "linear":
         inv = inv / scaling["factor"]
     elif kind == "llama3":
@@ -259,18 +313,45 @@ def rope_inv_freq(cfg, head_dim):
     return inv, dim
 
 
+def layer_rope(cfg, head_dim, sliding):
+    """A layer's (inverse frequencies, rotated features): Gemma 3 has one RoPE per layer type
+    (transformers 5: rope_parameters keyed by layer type; 4.x: the global layers' rope_theta
+    (default 1e6) and rope_scaling, the local ones' rope_local_base_freq (default 10000), unscaled)."""
+    if cfg["model_type"] != "gemma3_text":
+        return rope_inv_freq(cfg, head_dim)
+    kind = "sliding_attention" if sliding else "full_attention"
+    rp = cfg.get("rope_parameters") or {}
+    if kind in rp:
+        return rope_inv_freq({"rope_parameters": rp[kind]}, head_dim)
+    if sliding:
+        return rope_inv_freq({"rope_theta": cfg.get("rope_local_base_freq", 10000.0)}, head_dim)
+    return rope_inv_freq(dict(cfg, rope_theta=cfg.get("rope_theta", 1e6)), head_dim)
+
+
+def rope_attention_factor(cfg):
+    """longrope's attention_factor on cos and sin: sqrt(1 + ln s / ln original), s the context's growth."""
+    rp = cfg.get("rope_parameters") or {}
+    scaling = rp or cfg.get("rope_scaling") or {}
+    if scaling.get("rope_type", scaling.get("type")) != "longrope":
+        return 1.0
+    original = scaling.get("original_max_position_embeddings", cfg.get("original_max_position_embeddings"))
+    s = cfg["max_position_embeddings"] / original
+    return math.sqrt(1 + math.log(s) / math.log(original)) if s > 1 else 1.0
+
+
 def rotate_half(x):
     x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
     return torch.cat((-x2, x1), dim=-1)
 
 
-def apply_rope(x, inv, dim):
-    """x [heads, L, d]: the first `dim` features rotated (NeoX partial rotary), rest passed."""
+def apply_rope(x, inv, dim, scale=1.0):
+    """x [heads, L, d]: the first `dim` features rotated (NeoX partial rotary), rest passed;
+    scale: cos and sin times it (longrope's attention factor)."""
     pos = torch.arange(x.shape[1], dtype=torch.float64)
     freqs = torch.outer(pos, inv)
     emb = torch.cat((freqs, freqs), dim=-1)
     rot, rest = x[..., :dim], x[..., dim:]
-    return torch.cat((rot * emb.cos() + rotate_half(rot) * emb.sin(), rest), dim=-1)
+    return torch.cat((rot * (emb.cos() * scale) + rotate_half(rot) * (emb.sin() * scale), rest), dim=-1)
 
 
 def attend(q, k, v, scale, allowed, softcap=None):
@@ -388,10 +469,12 @@ def sliding_layers(cfg):
         return [False] * N
     if cfg.get("layer_types"):
         return [t == "sliding_attention" for t in cfg["layer_types"]]
-    if kind == "mistral":
+    if kind == "mistral" or (kind == "phi3" and cfg.get("sliding_window")):
         return [True] * N
     if kind == "gemma2":
         return [not bool(i % 2) for i in range(N)]
+    if kind == "gemma3_text":  # 4.x: every sliding_window_pattern-th layer is global
+        return [bool((i + 1) % cfg.get("sliding_window_pattern", 6)) for i in range(N)]
     if kind in ("qwen2", "qwen3"):
         return [bool(cfg.get("use_sliding_window")) and i >= cfg.get("max_window_layers", N) for i in range(N)]
     if kind == "smollm3":  # the NoPE layers
@@ -405,9 +488,8 @@ def forward_llama_like(cfg, w, ids, keep, cache=None):
     G = cfg.get("num_key_value_heads", H)
     d = cfg.get("head_dim", D // H)
     eps = cfg["rms_norm_eps"]
-    gemma = kind == "gemma2"
-    inv, dim = rope_inv_freq(cfg, d)
-    scale = cfg["query_pre_attn_scalar"] ** -0.5 if gemma else 1.0 / math.sqrt(d)
+    gemma = kind in ("gemma2", "gemma3_text")
+    scale = cfg.get("query_pre_attn_scalar", 256) ** -0.5 if gemma else 1.0 / math.sqrt(d)
     sliding = sliding_layers(cfg)
     rotates = rope_layers(cfg)
     x = w("embed_tokens.weight")[ids]
@@ -423,24 +505,44 @@ def forward_llama_like(cfg, w, ids, keep, cache=None):
             b = w.t.get(w.p + h + name + ".bias")
             return out if b is None else out + b
 
-        a = rms(x, w(h + "input_layernorm.weight"), eps, gemma)
-        q, k = heads(lin("self_attn.q_proj", a), H), heads(lin("self_attn.k_proj", a), G)
-        if kind == "qwen3":  # RMSNorm over each head's features, before RoPE
-            q = rms(q, w(h + "self_attn.q_norm.weight"), eps)
-            k = rms(k, w(h + "self_attn.k_norm.weight"), eps)
+        if kind == "olmo2":  # no pre-norm; q and k normed over the whole projection, then split
+            a = x
+            q = heads(rms(lin("self_attn.q_proj", a), w(h + "self_attn.q_norm.weight"), eps), H)
+            k = heads(rms(lin("self_attn.k_proj", a), w(h + "self_attn.k_norm.weight"), eps), G)
+        elif kind == "phi3":  # one qkv_proj: q, k, v rows one after another
+            a = rms(x, w(h + "input_layernorm.weight"), eps)
+            q, k, v = lin("self_attn.qkv_proj", a).split([H * d, G * d, G * d], dim=1)
+            q, k = heads(q, H), heads(k, G)
+        else:
+            a = rms(x, w(h + "input_layernorm.weight"), eps, gemma)
+            q, k = heads(lin("self_attn.q_proj", a), H), heads(lin("self_attn.k_proj", a), G)
+        if kind in ("qwen3", "gemma3_text"):  # RMSNorm over each head's features, before RoPE
+            q = rms(q, w(h + "self_attn.q_norm.weight"), eps, gemma)
+            k = rms(k, w(h + "self_attn.k_norm.weight"), eps, gemma)
         if rotates[i]:
-            q, k = apply_rope(q, inv, dim), apply_rope(k, inv, dim)
-        v = heads(lin("self_attn.v_proj", a), G)
-        window = cfg.get("sliding_window") if sliding[i] else None
+            inv, dim = layer_rope(cfg, d, sliding[i])
+            factor = rope_attention_factor(cfg)
+            q, k = apply_rope(q, inv, dim, factor), apply_rope(k, inv, dim, factor)
+        v = heads(v if kind == "phi3" else lin("self_attn.v_proj", a), G)
+        default_window = 4096 if kind == "gemma3_text" else None  # Gemma3TextConfig's sliding_window
+        window = cfg.get("sliding_window", default_window) if sliding[i] else None
         probs, ctx = attend(q, k, v, scale, causal(L, window, cache), cfg.get("attn_logit_softcapping"))
         attns.append(probs)
         o = lin("self_attn.o_proj", ctx)
-        if gemma:
+        if kind == "olmo2":  # x + norm(attn(x)), x + norm(mlp(x))
+            x = x + rms(o, w(h + "post_attention_layernorm.weight"), eps)
+            m = lin("mlp.down_proj", F.silu(lin("mlp.gate_proj", x)) * lin("mlp.up_proj", x))
+            x = x + rms(m, w(h + "post_feedforward_layernorm.weight"), eps)
+        elif gemma:
             o = rms(o, w(h + "post_attention_layernorm.weight"), eps, True)
             x = x + o
             m = rms(x, w(h + "pre_feedforward_layernorm.weight"), eps, True)
             m = lin("mlp.down_proj", gelu_tanh(lin("mlp.gate_proj", m)) * lin("mlp.up_proj", m))
             x = x + rms(m, w(h + "post_feedforward_layernorm.weight"), eps, True)
+        elif kind == "phi3":  # gate_up_proj: gate rows first
+            x = x + o
+            gate, up = lin("mlp.gate_up_proj", rms(x, w(h + "post_attention_layernorm.weight"), eps)).chunk(2, dim=-1)
+            x = x + lin("mlp.down_proj", up * F.silu(gate))
         else:
             x = x + o
             m = rms(x, w(h + "post_attention_layernorm.weight"), eps)
@@ -450,7 +552,7 @@ def forward_llama_like(cfg, w, ids, keep, cache=None):
 
 
 def head_llama_like(cfg, w, x):
-    gemma = cfg["model_type"] == "gemma2"
+    gemma = cfg["model_type"] in ("gemma2", "gemma3_text")
     x = rms(x, w("norm.weight"), cfg["rms_norm_eps"], gemma)
     head = w("embed_tokens.weight") if cfg["tie_word_embeddings"] else w.head("lm_head.weight")
     logits = x @ head.T

@@ -42,6 +42,21 @@ MODELS = [
     ("smollm3-nope-every-2nd-gqa-bf16", "smollm3", dict(dtype="BF16"), dict(seed=22, G=2, N=4, no_rope_interval=2)),
     ("smollm3-5x-list-window-on-nope", "smollm3", dict(), dict(seed=23, N=3, spelling=5, no_rope_layers=[1, 0, 0],
                                                              window=3, tied=True)),
+    # Gemma 3: local layers with their own RoPE base (20) beside the global ones' (1000, linear x4 in
+    # 4.x), per-head q/k norms with (1 + w), 4 heads x 16 into 32
+    ("gemma3-4x-pattern-linear-gqa-bf16", "gemma3_text", dict(dtype="BF16"),
+     dict(seed=24, G=2, head_dim=16, N=3, window=3, pattern=3, theta=1000.0, rope_type="linear")),
+    ("gemma3-5x-layer-types-softcaps", "gemma3_text", dict(shards=2),
+     dict(seed=25, N=3, window=4, spelling=5, theta=1000.0, attn_cap=2.0, final_cap=5.0, prefix=False,
+          layer_types=["sliding_attention", "full_attention", "sliding_attention"])),
+    ("gemma3-4x-default-pattern-untied", "gemma3_text", dict(dtype="F16"), dict(seed=26, N=7, window=2, tied=False)),
+    # OLMo 2: q/k normed over the whole projection (GQA: k [2 x 8]), no pre-norms, untied
+    ("olmo2-gqa-bf16", "olmo2", dict(dtype="BF16"), dict(seed=27, G=2, eps=1e-5)),
+    ("olmo2-5x-wide-heads", "olmo2", dict(shards=2), dict(seed=28, head_dim=16, spelling=5, prefix=False, N=3)),
+    # Phi-3: fused qkv_proj and gate_up_proj, partial rotary, longrope's short factors and attention
+    # factor (original context 16 of 64)
+    ("phi3-longrope-partial-gqa-bf16", "phi3", dict(dtype="BF16"), dict(seed=29, G=2, head_dim=16, rotary=0.75)),
+    ("phi3-5x-window-full-rotary", "phi3", dict(shards=2), dict(seed=30, spelling=5, rotary=1.0, window=3, prefix=False)),
     ("gemma2-4x-even-layers", "gemma2", dict(shards=2), dict(seed=10, G=2, window=4, N=3)),
     ("gemma2-5x-layer-types-bf16", "gemma2", dict(dtype="BF16"),
      dict(seed=11, window=3, spelling=5, layer_types=["full_attention", "sliding_attention"], prefix=False)),
@@ -274,7 +289,8 @@ class HfPastTheBudget(unittest.TestCase):
 
     CASES = [("gpt2", dict(seed=51)), ("llama", dict(seed=52, G=2)), ("mistral", dict(seed=53, window=5)),
              ("gemma2", dict(seed=54, G=2, window=4, N=3)), ("qwen3", dict(seed=56, G=2, head_dim=16)),
-             ("smollm3", dict(seed=57, G=2, N=4)),
+             ("smollm3", dict(seed=57, G=2, N=4)), ("gemma3_text", dict(seed=58, G=2, window=4, N=3, pattern=3)),
+             ("olmo2", dict(seed=59, G=2)), ("phi3", dict(seed=60, G=2)),
              ("bert", dict(seed=55))]
 
     def test_model_run_and_analyze(self):
@@ -331,6 +347,32 @@ def rewrite_header(path, change):
     text += b" " * (-len(text) % 8)
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(text)) + text + data[8 + n:])
+
+
+class Phi3LongRope(unittest.TestCase):
+    def test_text_past_the_original_context_is_refused(self):
+        """longrope's long factors (transformers' choice past original_max_position_embeddings) are
+        not computed: such a text is refused in one line naming the key, however long the model's
+        max_position_embeddings; --truncate keeps the original context's worth."""
+        for spelling in (4, 5):
+            with self.subTest(spelling=spelling):
+                folder = ref.case_dir("hf-phi3-long", str(spelling))
+                cfg, tensors = hf.make_model("phi3", seed=31, P=8, spelling=spelling)
+                stored = hf.write_folder(folder, cfg, tensors)
+                out = folder + "-out"
+                shutil.rmtree(out, ignore_errors=True)
+                result = run(folder, out, "--ids", ",".join(["3"] * 9))
+                self.assertEqual(result.returncode, 1, result.stdout)
+                self.assertEqual(result.stderr.strip(), "attnscope model: the text has 9 tokens but %s's context is 8 "
+                                 "(original_max_position_embeddings: longrope's short factors end there, its long "
+                                 "ones are not computed; in %s)" % (os.path.basename(folder),
+                                                                    os.path.join(folder, "config.json")))
+                self.assertFalse(os.path.exists(out))
+                result = run(folder, out, "--ids", ",".join(["3"] * 8))
+                self.assertEqual(result.returncode, 0, result.stderr)
+                logits, _ = hf.forward(cfg, stored, [3] * 8)
+                np.testing.assert_allclose(np.load(os.path.join(out, "logits.npy")), logits.numpy(), atol=LOGITS_TOL,
+                                           rtol=0)
 
 
 class HfBadInput(unittest.TestCase):

@@ -30,6 +30,9 @@ HF_MODELS = [
     ("neox-parallel", "gpt_neox", dict(seed=44)),
     ("qwen3-qk-norm", "qwen3", dict(seed=47, G=2, head_dim=16)),
     ("smollm3-nope", "smollm3", dict(seed=48, G=2, N=4)),
+    ("gemma3-softcap", "gemma3_text", dict(seed=49, G=2, window=4, N=3, pattern=3, final_cap=10.0)),
+    ("olmo2-post-norms", "olmo2", dict(seed=50, G=2)),
+    ("phi3-fused-longrope", "phi3", dict(seed=51, G=2)),
     ("bert-mlm", "bert", dict(seed=45)),
 ]
 SHIPPED = [("python-code", "def add(a, b):\n    return a + b\n"), ("reverse-digits", "3111445858=8585441113.")]

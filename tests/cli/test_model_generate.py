@@ -52,6 +52,9 @@ FAMILIES = [
     ("qwen3-qk-norm", "qwen3", dict(seed=47, G=2, head_dim=16)),
     ("smollm3-nope", "smollm3", dict(seed=48, G=2, N=4)),
     ("gemma2-sliding", "gemma2", dict(seed=45, G=2, window=4, N=3)),
+    ("gemma3-local-global", "gemma3_text", dict(seed=49, G=2, window=4, N=3, pattern=3, head_dim=16)),
+    ("olmo2-whole-qk-norm", "olmo2", dict(seed=50, G=2)),
+    ("phi3-fused-longrope", "phi3", dict(seed=51, G=2, head_dim=16, rotary=0.75)),
     ("gpt-neox", "gpt_neox", dict(seed=46, rotary=0.5)),
 ]
 PROMPT = [3, 14, 15, 9, 2, 6]

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "model/model.h"
 #include "model/model_config.h"
 
 namespace attnscope {
@@ -116,14 +117,118 @@ TEST(ModelConfig, TraitsComeFromTheRegistry) {
   EXPECT_EQ(parse("smollm3", R"("sliding_window": 3)").window, (std::vector<int64_t>{-1, -1, -1, -1}));
 }
 
+// transformers 5's rope_parameters keyed by layer type: each layer's own base and scaling,
+// read by layerOptions (issue 34's RoPE base per layer); one RoPE elsewhere (layer_rope empty).
+TEST(ModelConfig, RopePerLayerType) {
+  const ModelConfig c = parse("llama", R"("head_dim": 8,
+      "rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1000000.0},
+                          "sliding_attention": {"rope_type": "default", "rope_theta": 100.0}},
+      "layer_types": ["sliding_attention", "sliding_attention", "full_attention", "sliding_attention"])");
+  ASSERT_EQ(c.layer_rope.size(), 4u);
+  const double want_theta[] = {100.0, 100.0, 1e6, 100.0};
+  for (int64_t i = 0; i < 4; ++i) {
+    SCOPED_TRACE(i);
+    const AttentionOptions o = layerOptions(c, i);
+    EXPECT_EQ(o.rope_base, want_theta[i]);
+    ASSERT_EQ(o.rope_inv_freq.size(), 4u);
+    const bool full = i == 2;
+    for (int k = 0; k < 4; ++k)  // theta^(-2k/8), divided by the linear factor on the full layer
+      EXPECT_DOUBLE_EQ(o.rope_inv_freq[k], std::pow(want_theta[i], -2.0 * k / 8.0) / (full ? 2.0 : 1.0));
+  }
+  EXPECT_EQ(c.rope_theta, 1e6);  // the model's RoPE is the full-attention layers'
+  EXPECT_EQ(c.rope_type, "linear");
+  // The sliding layers' base falls back to rope_local_base_freq.
+  const ModelConfig local = parse("llama", R"("rope_local_base_freq": 50.0,
+      "rope_parameters": {"full_attention": {"rope_theta": 1000.0}, "sliding_attention": {}},
+      "layer_types": ["full_attention", "sliding_attention", "full_attention", "sliding_attention"])");
+  EXPECT_EQ(layerOptions(local, 1).rope_base, 50.0);
+  EXPECT_EQ(layerOptions(local, 2).rope_base, 1000.0);
+  const ModelConfig llama = parse("llama", R"("rope_theta": 500.0)");
+  EXPECT_TRUE(llama.layer_rope.empty());
+  EXPECT_EQ(layerOptions(llama, 3).rope_base, 500.0);
+  EXPECT_EQ(layerOptions(llama, 3).rope_inv_freq, llama.rope_inv_freq);
+  EXPECT_EQ(errorOf("llama", R"("rope_parameters": {"sliding_attention": {"rope_type": "yarn"}})"),
+            "m/config.json: \"rope_parameters.sliding_attention.rope_type\" is \"yarn\" but attnscope supports "
+            "\"default\", \"linear\", \"llama3\", \"longrope\"");
+  EXPECT_EQ(errorOf("llama", R"("rope_parameters": {"full_attention": 3})"),
+            "m/config.json: \"rope_parameters.full_attention\" must be an object");
+}
+
+// Gemma 3: local layers every layer but each sliding_window_pattern-th (default 6), each layer
+// type with its own RoPE in both spellings, and Gemma3TextConfig's defaults.
+TEST(ModelConfig, Gemma3LocalAndGlobalLayers) {
+  const ModelConfig v4 = parse("gemma3_text", R"("head_dim": 16, "sliding_window": 8, "sliding_window_pattern": 2,
+      "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0, "rope_scaling": {"rope_type": "linear", "factor": 8.0})");
+  const ModelConfig v5 = parse("gemma3_text", R"("head_dim": 16, "sliding_window": 8,
+      "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+      "rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0},
+                          "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})");
+  for (const ModelConfig* c : {&v4, &v5}) {
+    EXPECT_EQ(c->window, (std::vector<int64_t>{7, -1, 7, -1}));
+    for (int64_t i = 0; i < 4; ++i) {
+      SCOPED_TRACE(i);
+      EXPECT_EQ(layerOptions(*c, i).rope_base, i % 2 ? 1e6 : 1e4);
+      EXPECT_EQ(layerOptions(*c, i).rope_inv_freq, layerOptions(v4, i).rope_inv_freq);
+      EXPECT_DOUBLE_EQ(layerOptions(*c, i).rope_inv_freq[1], std::pow(i % 2 ? 1e6 : 1e4, -2.0 / 16.0) / (i % 2 ? 8.0 : 1.0));
+    }
+    EXPECT_EQ(c->family->names.of(Role::QNorm, 1), "layers.1.self_attn.q_norm");
+  }
+  // Defaults: pattern 6 (layer 5 global), sliding_window 4096, global base 1e6, local 10000,
+  // query_pre_attn_scalar 256.
+  ModelConfig d = parseHfConfig(
+      R"({"model_type": "gemma3_text", "hidden_size": 64, "num_hidden_layers": 7, "num_attention_heads": 4,
+          "intermediate_size": 128, "vocab_size": 100, "head_dim": 16})", "m/config.json");
+  EXPECT_EQ(d.window, (std::vector<int64_t>{4095, 4095, 4095, 4095, 4095, -1, 4095}));
+  EXPECT_EQ(layerOptions(d, 5).rope_base, 1e6);
+  EXPECT_EQ(layerOptions(d, 6).rope_base, 1e4);
+  EXPECT_DOUBLE_EQ(d.attn_scale, 1.0 / 16.0);
+  EXPECT_TRUE(d.tied);
+  // OLMo 2: norms over the whole q / k projections, no pre-norms, rms_norm_eps 1e-5 by default.
+  const ModelConfig olmo2 = parse("olmo2", "");
+  EXPECT_TRUE(olmo2.family->names.has(Role::QProjNorm) && olmo2.family->names.has(Role::PostMlpNorm));
+  EXPECT_FALSE(olmo2.family->names.has(Role::AttnNorm) || olmo2.family->names.has(Role::MlpNorm));
+  EXPECT_EQ(olmo2.norm_eps, 1e-5);
+  EXPECT_FALSE(olmo2.tied);
+  EXPECT_EQ(errorOf("gemma3_text", R"("use_bidirectional_attention": true)"),
+            "m/config.json: \"use_bidirectional_attention\" is true but attnscope supports false (a causal decoder)");
+}
+
+// Phi-3's longrope: inverse frequencies over the short factors, cos and sin times
+// sqrt(1 + ln(s) / ln(original)) with s = max_position_embeddings / original, and the context
+// held to original_max_position_embeddings (top level in 4.x, in the RoPE object in 5.x).
+TEST(ModelConfig, Phi3LongRope) {
+  const ModelConfig v4 = parse("phi3", R"("head_dim": 16, "partial_rotary_factor": 0.5, "rope_theta": 100.0,
+      "original_max_position_embeddings": 16,
+      "rope_scaling": {"type": "longrope", "short_factor": [1, 2, 4, 8], "long_factor": [9, 9, 9, 9]})");
+  const ModelConfig v5 = parse("phi3", R"("head_dim": 16, "rope_parameters": {"rope_type": "longrope", "rope_theta": 100.0,
+      "partial_rotary_factor": 0.5, "original_max_position_embeddings": 16,
+      "short_factor": [1, 2, 4, 8], "long_factor": [9, 9, 9, 9]})");
+  for (const ModelConfig* c : {&v4, &v5}) {
+    ASSERT_EQ(c->rope_inv_freq.size(), 4u);
+    for (int i = 0; i < 4; ++i) EXPECT_DOUBLE_EQ(c->rope_inv_freq[i], std::pow(100.0, -2.0 * i / 8.0) / std::pow(2.0, i));
+    EXPECT_DOUBLE_EQ(layerOptions(*c, 0).rope_attention_factor, std::sqrt(1.0 + std::log(64.0 / 16.0) / std::log(16.0)));
+    EXPECT_EQ(c->max_positions, 16);
+    EXPECT_EQ(c->norm_eps, 1e-5);
+    EXPECT_EQ(c->family->names.of(Role::Qkv, 2), "layers.2.self_attn.qkv_proj");
+    EXPECT_EQ(c->family->names.of(Role::GateUp, 0), "layers.0.mlp.gate_up_proj");
+    EXPECT_FALSE(c->family->names.has(Role::Q) || c->family->names.has(Role::Gate));
+  }
+  EXPECT_EQ(layerOptions(parse("phi3", ""), 0).rope_attention_factor, 1.0);  // no longrope: cos and sin as they are
+  EXPECT_EQ(errorOf("phi3", R"("rope_scaling": {"type": "longrope", "short_factor": [1, 2]})"),
+            "m/config.json: \"rope_scaling.short_factor\" must list 8 numbers (one per pair of rotated features)");
+}
+
 TEST(ModelConfig, UnsupportedOptionsAreOneLineWithTheSupportedValues) {
   const std::pair<std::string, std::string> cases[] = {
       {errorOf("t5", ""), "m/config.json: \"model_type\" is \"t5\" but attnscope supports \"gpt2\", \"llama\", "
-                          "\"mistral\", \"qwen2\", \"gemma2\", \"gpt_neox\", \"bert\", \"qwen3\", \"smollm3\""},
+                          "\"mistral\", \"qwen2\", \"gemma2\", \"gpt_neox\", \"bert\", \"qwen3\", \"smollm3\", "
+                          "\"gemma3_text\", \"olmo2\", \"phi3\""},
       {errorOf("llama", R"("rope_scaling": {"rope_type": "yarn", "factor": 4.0})"),
-       "m/config.json: \"rope_scaling.rope_type\" is \"yarn\" but attnscope supports \"default\", \"linear\", \"llama3\""},
+       "m/config.json: \"rope_scaling.rope_type\" is \"yarn\" but attnscope supports \"default\", \"linear\", \"llama3\", "
+       "\"longrope\""},
       {errorOf("llama", R"("rope_parameters": {"rope_type": "dynamic"})"),
-       "m/config.json: \"rope_parameters.rope_type\" is \"dynamic\" but attnscope supports \"default\", \"linear\", \"llama3\""},
+       "m/config.json: \"rope_parameters.rope_type\" is \"dynamic\" but attnscope supports \"default\", \"linear\", \"llama3\", "
+       "\"longrope\""},
       {errorOf("llama", R"("rope_scaling": {"rope_type": "linear"})"),
        "m/config.json: \"rope_scaling.factor\" is missing (rope_type \"linear\" needs it)"},
       {errorOf("llama", R"("hidden_act": "relu")"),

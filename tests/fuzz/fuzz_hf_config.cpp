@@ -21,6 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!c.family || c.heads % c.kv_heads != 0 || static_cast<int64_t>(c.window.size()) != c.n_layers ||
       static_cast<int64_t>(c.rotary.size()) != c.n_layers ||
       2 * static_cast<int64_t>(c.rope_inv_freq.size()) > c.head_dim ||
+      (!c.layer_rope.empty() && static_cast<int64_t>(c.layer_rope.size()) != c.n_layers) ||
       (c.family->fused_qkv != attnscope::FusedQkv::None && c.heads * c.head_dim != c.hidden))
     std::abort();
   return 0;

@@ -1,9 +1,10 @@
-// What the families derived from Llama share: its tensor names and Qwen's window rule.
+// What the families derived from Llama share: its tensor names, window rules and an epsilon default.
 #pragma once
 
 #include "model/config_fields.h"
 #include "model/config_limits.h"
 #include "model/family.h"
+#include "model/model_config.h"
 
 namespace attnscope {
 
@@ -32,5 +33,11 @@ inline std::vector<bool> upperLayersSlide(const ConfigFields& f, int64_t n_layer
   for (int64_t i = 0; i < n_layers; ++i) sliding[i] = on && i >= first;
   return sliding;
 }
+
+// Mistral's and Phi-3's rule: every layer slides (when sliding_window is set).
+inline std::vector<bool> everyLayerSlides(const ConfigFields&, int64_t n_layers) { return std::vector<bool>(n_layers, true); }
+
+// OLMo 2's and Phi-3's rms_norm_eps default, 1e-5 (the shared reading's is 1e-6).
+inline void rmsEpsDefault1e5(const ConfigFields& f, ModelConfig& c) { c.norm_eps = f.number("rms_norm_eps", 1e-5, 1e-30, 1.0); }
 
 }  // namespace attnscope

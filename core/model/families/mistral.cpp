@@ -2,11 +2,6 @@
 #include "model/families/llama_like.h"
 
 namespace attnscope {
-namespace {
-
-std::vector<bool> everyLayerSlides(const ConfigFields&, int64_t n_layers) { return std::vector<bool>(n_layers, true); }
-
-}  // namespace
 
 const Family& family_mistral() {
   static const Family family = {

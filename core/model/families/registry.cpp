@@ -11,7 +11,10 @@
   X(gpt_neox)                 \
   X(bert)                     \
   X(qwen3)                    \
-  X(smollm3)
+  X(smollm3)                  \
+  X(gemma3_text)              \
+  X(olmo2)                    \
+  X(phi3)
 
 namespace attnscope {
 
