@@ -252,6 +252,7 @@ ViewModel FolderModelRunner::view(const std::string& text, TextSize* size, const
   const ModelRun& run = runner_->run(std::move(tokens));
   last_run_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   ViewModel view = viewFromModelRun(model, run, progress, lens.eager);
+  view.interventions = runner_->interventions().describe();
   if (view.predictions.empty()) return view;  // an encoder without masked-LM head: no lens either
   view.lens.off_reason = lens.off_reason;
   if (lens.later) {
@@ -311,8 +312,13 @@ ViewModel FolderModelRunner::viewOf(const ModelRun& run) const {  // no whole le
 
 std::string FolderModelRunner::tokenText(int64_t id) const { return attnscope::tokenText(runner_->model(), id); }
 
-ViewModel viewOfModelFolder(const std::string& folder, const std::string& text, Truncate truncate) {
-  return FolderModelRunner(folder).view(text, nullptr, {}, {}, false, truncate);
+ViewModel viewOfModelFolder(const std::string& folder, const std::string& text, Truncate truncate,
+                            const Interventions& interventions) {
+  FolderModelRunner runner(folder);
+  runner.setInterventions(interventions);
+  ViewModel view = runner.view(text, nullptr, {}, {}, false, truncate);
+  checkInterventions(interventions, runner.model().config, view.mapL());  // positions past the text: refused here
+  return view;
 }
 
 }  // namespace attnscope

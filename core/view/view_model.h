@@ -246,6 +246,8 @@ struct ViewModel {
   // The run computed rows [first_computed, L); rows before it were kept from the run before
   // (a causal model's cache, model/model_run.h ModelRun). 0 = every row.
   int64_t first_computed = 0;
+  // A model run's interventions (model/interventions.h: "ablate L1H2; knockout L0H1:3-2"), "" when none.
+  std::string interventions;
   // Tiled: the real map behind the overview; null otherwise.
   std::shared_ptr<const TiledMaps> tiled;
   // The core's trace (CoreTrace: the one layer's) for the pipeline panel; null otherwise.
