@@ -9,11 +9,13 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
 #include "attention/mistakes.h"
 #include "config/settings.h"
+#include "model/interventions.h"
 #include "tensor/npy.h"
 #include "tensor/text_file.h"
 
@@ -195,6 +197,14 @@ Settings settingsFromJson(const json& j, std::vector<std::string>* problems) {
   r.named("model_truncate", s.model_truncate, truncateNames(), "\"none\", \"start\" or \"end\"");
   r.string("model_ablate", s.model_ablate);
   r.string("model_knockout", s.model_knockout);
+  for (const auto& [key, ablate, knockout] : {std::tuple{"model_ablate", s.model_ablate, std::string()},
+                                              {"model_knockout", std::string(), s.model_knockout}}) {
+    try {  // the syntax here; layers, heads and positions against the model when it runs
+      parseInterventions(ablate, knockout);
+    } catch (const InputError& e) {
+      Reader::fail(key, e.what());
+    }
+  }
   r.integer("heads", s.heads, 1, 4096);
   r.integer("head_dim", s.head_dim, 1, 65536);
   r.boolean("positional_encoding", s.positional_encoding);

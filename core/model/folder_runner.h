@@ -123,6 +123,9 @@ class FolderModelRunner {
   std::string folder_;
   FolderWeights weights_;
   std::unique_ptr<ModelRunner> runner_;
+  std::unique_ptr<ModelRunner> baseline_;  // while interventions are set: the same texts without them (its own cache)
+  // ViewModel::baseline_next of `tokens` (nothing without interventions or an output head).
+  std::vector<double> baselineNext(const ModelTokens& tokens);
   OutputHead outputHead() const;                          // the logit lens's head (model/logit_lens.h)
   std::function<std::string(int64_t)> tokenLabels() const;  // an id's label, as the maps show it
   AttentionShape shape_;

@@ -645,7 +645,8 @@ void drawFocusPanel(AppState& state) {
     if (!ImGui::IsMouseDown(ImGuiMouseButton_Left)) state.view.pan_from.reset();  // a drag ended
     if (ImGui::BeginTabBar("focus_tabs")) {
       const std::pair<FocusTab, const char*> tabs[] = {
-          {FocusTab::Maps, "Maps"}, {FocusTab::Compare, "Compare A / B"}, {FocusTab::QueryFocus, "Query focus"}};
+          {FocusTab::Maps, "Maps"}, {FocusTab::Compare, "Compare A / B"}, {FocusTab::QueryFocus, "Query focus"},
+          {FocusTab::Interventions, "Interventions"}};
       for (const auto& [tab, label] : tabs) {
         const bool requested = state.view.tab_requested && state.view.tab == tab;
         const bool open = ui::beginTabItem(state.script.layout, std::string("focus_tab_") + focusTabName(tab), label,
@@ -660,7 +661,7 @@ void drawFocusPanel(AppState& state) {
       state.view.tab_requested = false;
       ImGui::EndTabBar();
     }
-    // The other tabs are features of their own (compare, query_focus: rows of the registry).
+    // The other tabs are features of their own (compare, query_focus, interventions: rows of the registry).
     if (state.view.tab == FocusTab::Maps) drawFocusMaps(state);
     else drawPanelPart(state, "focus", focusTabName(state.view.tab));
   }
