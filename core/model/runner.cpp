@@ -325,6 +325,9 @@ void ModelRunner::forward(const ModelTokens& tokens, const std::vector<int64_t>&
   if (interventions_.empty()) layer_inputs_ = Tensor();
   Tensor* store = inputStore();
   if (store) resizeResiduals(c.n_layers + 1, L, c.hidden, *store);
+  // The store holds every row of this run at the end when it held the last run's, or when
+  // this run writes every row (a store just switched to may hold an older run's rows).
+  const bool complete = store && (inputs_kept_ || starts.back() == 0);
   inputs_kept_ = false;  // until every layer's input is in
   run_.layers.resize(c.n_layers);
   for (int64_t i = 0; i < c.n_layers; ++i) {
@@ -336,7 +339,7 @@ void ModelRunner::forward(const ModelTokens& tokens, const std::vector<int64_t>&
     layer(i, labels);
   }
   if (store) storeResidualRows(x_, c.n_layers, start_, *store);
-  inputs_kept_ = store != nullptr;
+  inputs_kept_ = complete;
   unembed();
 }
 

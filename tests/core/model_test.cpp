@@ -581,7 +581,8 @@ TEST_F(ModelFolder, GenerationRunsCanBeWatchedAndStopped) {
 
 // Interventions on a reused runner: each change recomputes from the first layer and row it
 // touches (a mean ablation from row 0 once any row moved), the rest comes from the last run;
-// the result equals a fresh runner's bit for bit, with and without the lens's residuals.
+// the result equals a fresh runner's bit for bit, with and without the lens's residuals (and
+// with them switched on and off between runs: each switch leaves the other store stale).
 TEST_F(ModelFolder, ReusedRunnerUnderInterventionsMatchesFreshRunners) {
   auto model = std::make_shared<const Model>(loadModel(write()));
   const std::vector<std::tuple<std::string, std::string, std::string>> steps = {
@@ -589,10 +590,12 @@ TEST_F(ModelFolder, ReusedRunnerUnderInterventionsMatchesFreshRunners) {
       {"abcab", "L1H1", "L1H0:4-1"}, {"abcab", "L0H1:mean", ""},
       {"abcabc", "L0H1:mean", ""}, {"abcaba", "L0H1:mean", "L1H1:4-2"}, {"abcaba", "", "L1H*:4-2"},
       {"ab", "L1H*", ""},         {"abcab", "", "L0H0:3-3"},       {"abcab", "", ""}};
-  for (bool residuals : {false, true}) {
+  for (int residuals : {0, 1, 2}) {  // 2: the lens's residuals switched on and off from step to step
     ModelRunner reused(model);
-    reused.keepResiduals(residuals);
+    bool keep = residuals == 1;
     for (const auto& [text, ablate, knockout] : steps) {
+      reused.keepResiduals(keep);
+      keep = residuals == 2 ? !keep : keep;
       reused.setInterventions(parseInterventions(ablate, knockout));
       const ModelRun& again = reused.run(text);
       ModelRunner fresh(model);

@@ -5,17 +5,6 @@
 #include "gui/shell/app_state.h"
 
 namespace attnscope {
-namespace {
-
-// The settings hold the specs: every change goes through here (rerun, saved, logged).
-void setInterventions(AppState& state, const Interventions& in) {
-  state.settings.model_ablate = in.ablateSpec();
-  state.settings.model_knockout = in.knockoutSpec();
-  recompute(state);
-  saveLater(state);
-}
-
-}  // namespace
 
 Interventions appInterventions(const AppState& state) {
   if (state.settings.source != InputSource::Model) return {};
@@ -51,13 +40,13 @@ void ablateFocusedHead(AppState& state, std::optional<AblationMode> mode) {
   list.erase(std::remove_if(list.begin(), list.end(), [&](const HeadAblation& a) { return a.layer == layer && a.head == head; }),
              list.end());
   if (mode) list.push_back({layer, head, *mode, ""});
-  setInterventions(state, in);
+  setModelInterventions(state, in);
 }
 
 void knockOutCell(AppState& state, int64_t query, int64_t key, bool whole_layer) {
   Interventions in = appInterventions(state);
   in.knockouts.push_back({state.view.focus.layer, whole_layer ? -1 : state.view.focus.head, query, key, ""});
-  setInterventions(state, in);
+  setModelInterventions(state, in);
 }
 
 void undoIntervention(AppState& state, size_t index) {
@@ -65,10 +54,10 @@ void undoIntervention(AppState& state, size_t index) {
   if (index < in.ablations.size()) in.ablations.erase(in.ablations.begin() + static_cast<std::ptrdiff_t>(index));
   else if (index - in.ablations.size() < in.knockouts.size())
     in.knockouts.erase(in.knockouts.begin() + static_cast<std::ptrdiff_t>(index - in.ablations.size()));
-  setInterventions(state, in);
+  setModelInterventions(state, in);
 }
 
-void clearInterventions(AppState& state) { setInterventions(state, {}); }
+void clearInterventions(AppState& state) { setModelInterventions(state, {}); }
 
 void interventionsToJson(const AppState& state, nlohmann::json& line) {
   line["interventions_list"] = interventionLines(appInterventions(state));
