@@ -40,6 +40,7 @@ struct AnalyzeFlags {
   RunFlags run;                     // run.bundle is the MODEL folder when text is given
   std::optional<std::string> text;  // MODEL --text
   std::optional<std::string> truncate;  // --truncate start|end with --text
+  InterventionFlags interventions;      // with --text
   bool json = false;
   std::optional<std::string> sort;  // METRIC or METRIC:asc
   double min_correlation = 0.5;
@@ -108,12 +109,16 @@ bool anyRunOption(const RunFlags& r) {
 
 // A trained model folder (attnscope-model/1 or Hugging Face) on a text: one layer per block, B = 1; the same settings
 // (source model) and view as the app and `export MODEL --text` build.
-Analyzed analyzeModelRun(const std::string& folder, const std::string& text, Truncate truncate) {
+Analyzed analyzeModelRun(const std::string& folder, const std::string& text, Truncate truncate,
+                         const InterventionFlags& interventions) {
   Settings settings = settingsForModel(Settings(), folder, text);
   settings.model_truncate = truncate;
+  settings.model_ablate = interventions.ablate;
+  settings.model_knockout = interventions.knockout;
   Analyzed a;
   a.view = buildView(settings);
   a.source = "model " + a.view->model + " (" + folder + ") on " + std::to_string(a.view->mapL()) + " tokens";
+  if (!a.view->interventions.empty()) a.source += ", " + a.view->interventions;
   if (a.view->tiled) a.notes.push_back(measuredInTilesNote());
   if (a.view->unknown_tokens > 0)
     a.notes.push_back(std::to_string(a.view->unknown_tokens) + " tokens outside the vocabulary map to the unknown id");
@@ -123,7 +128,8 @@ Analyzed analyzeModelRun(const std::string& folder, const std::string& text, Tru
 
 // The maps analyze measures: a model run (MODEL --text), an attention bundle, or a core run.
 Analyzed analyzeSource(const AnalyzeFlags& flags) {
-  if (flags.text) return analyzeModelRun(flags.run.bundle, *flags.text, truncateOf(flags.truncate, true));
+  if (flags.text) return analyzeModelRun(flags.run.bundle, *flags.text, truncateOf(flags.truncate, true), flags.interventions);
+  if (flags.interventions.given()) throw UsageError("--ablate/--knockout: only with MODEL --text");
   if (!flags.run.demo && bundleKind(flags.run.bundle) == BundleKind::Attentions) {
     if (anyRunOption(flags.run))
       throw UsageError(flags.run.bundle + " holds attention maps computed elsewhere: the run options (--heads, --mask, ...) do not apply");
@@ -309,6 +315,7 @@ int runAnalyzeCommand(int argc, char** argv) {
   addRunOptions(app, flags.run);
   app.add_option("--text", flags.text, "run the trained model folder given as MODEL (instead of BUNDLE) on this text");
   addTruncateOption(app, flags.truncate);
+  addInterventionOptions(app, flags.interventions);
   app.add_flag("--json", flags.json, "print one JSON array of objects (one per layer, head, batch item) on stdout");
   app.add_option("--sort", flags.sort, "order rows by a metric, largest first (METRIC:asc for smallest first)");
   app.add_option("--recent", flags.recent,

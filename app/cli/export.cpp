@@ -36,6 +36,7 @@ struct ExportFlags {
   std::optional<int64_t> heads_count;
   VariantFlags variants;
   ModelTextFlags model_text;  // with a MODEL folder
+  InterventionFlags interventions;  // with a MODEL folder
 };
 
 std::vector<std::string> splitList(const std::string& flag, const std::string& text) {
@@ -102,6 +103,8 @@ Settings settingsFromFlags(const ExportFlags& flags, ViewFocus& focus) {
   } else if (isModelFolder(flags.bundle)) {
     settings = settingsForModel(settings, flags.bundle, readModelText(flags.model_text));
     settings.model_truncate = truncateOf(flags.model_text.truncate, true);
+    settings.model_ablate = flags.interventions.ablate;
+    settings.model_knockout = flags.interventions.knockout;
   } else if (!flags.bundle.empty()) {
     settings = settingsForBundle(bundleDefaults(), flags.bundle);
   }
@@ -127,6 +130,7 @@ int exportCommand(const ExportFlags& flags) {
   if (model && !flags.model_text.given()) throw UsageError(flags.bundle + " is a model folder: give --text TEXT or --text-file FILE");
   if (!model && flags.model_text.given()) throw UsageError("--text/--text-file: only with a MODEL folder (config.json)");
   if (!model && flags.model_text.truncate) throw UsageError("--truncate: only with a MODEL folder (config.json)");
+  if (!model && flags.interventions.given()) throw UsageError("--ablate/--knockout: only with a MODEL folder (config.json)");
   truncateOf(flags.model_text.truncate, flags.model_text.given());  // a bad value: usage error before any file
   if (model && (flags.mask || flags.heads_count || anyVariantFlag(flags.variants)))
     throw UsageError("--mask/--heads-count/variant flags: a trained model fixes its heads, its mask and its attention");
@@ -207,6 +211,7 @@ int runExportCommand(int argc, char** argv) {
   app.add_option("--heads-count", flags.heads_count, "number of heads H of the model");
   addVariantFlags(app, flags.variants);
   addModelTextOptions(app, flags.model_text);
+  addInterventionOptions(app, flags.interventions);
 
   return runCommand(app, argc, argv, [&] { return exportCommand(flags); });
 }

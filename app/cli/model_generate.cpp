@@ -61,6 +61,7 @@ Loaded loadCausalModel(const std::string& folder) {
   p.model.step = [runner, step = p.model.step](const ModelTokens& tokens) -> const ModelRun& { return step(tokens); };
   p.reset = [runner] { runner->reset(); };
   p.set_window = [runner](const CacheWindow& cache) { runner->setCacheWindow(cache); };
+  p.set_interventions = [runner](const Interventions& in) { runner->setInterventions(in); };
   p.logit_rows = [runner](const LogitRows& rows) { runner->logitRows(rows); };
   p.lens = [runner](const ModelTokens& tokens) { return runner->lens(tokens); };
   p.name = model.name() + " (" + model.config.model_type + ")";
@@ -91,6 +92,7 @@ void addGenerateOptions(CLI::App& app, GenerateFlags& flags) {
                  "causal-window:W); evicted keys leave the cache");
   app.add_option("--sinks", flags.sinks, "with --window: the first K positions stay in the cache (attention sinks)");
   app.add_option("--out", flags.out, "output folder (created if missing)")->required();
+  addInterventionOptions(app, flags.interventions);
   app.footer(
       "Sampling: temperature, then top-k, then top-p, then one draw (docs/generation-and-lens.md). Exit status: 0 ok, 1 bad\n"
       "input (a prompt already at the context, a bad folder), 2 usage error; nothing is written on error.\n"
@@ -103,8 +105,10 @@ int modelGenerate(const GenerateFlags& flags) {
   const Truncate truncate = truncateOf(flags.text.truncate, flags.text.given());
   const SamplingSettings sampling = samplingOf(flags);
   const CacheWindow cache = cacheWindowOf(flags);
+  const Interventions interventions = flags.interventions.parsed();
   Loaded p = loadCausalModel(flags.model);
   p.set_window(cache);
+  p.set_interventions(interventions);
   const ModelTokens prompt = flags.ids.empty() ? p.encode(readModelText(flags.text), truncate, flags.tokens) : p.from_ids(parseIds(flags.ids));
   const int64_t P = static_cast<int64_t>(prompt.ids.size());
   if (P >= p.model.context)
@@ -112,6 +116,7 @@ int modelGenerate(const GenerateFlags& flags) {
                      std::to_string(p.model.context) + ": no room to generate");
   checkOutDir(flags.out);
   std::cout << "attnscope model generate: " << p.name << "\n";
+  if (!interventions.empty()) std::cout << "  intervened  " << interventions.describe() << "\n";
   if (cache.on())
     std::cout << "  cache: " << cache.sinks << " sinks + window " << cache.window << " (" << cache.sinks + cache.window
               << " entries per layer kept between steps)\n";

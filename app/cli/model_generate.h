@@ -31,6 +31,7 @@ struct GenerateFlags {
   std::optional<uint64_t> seed;
   bool lens = false;  // also lens_ids.npy and lens_probs.npy over the final sequence
   std::optional<int64_t> window, sinks;  // the cache's causal window W and sinks k (CacheWindow)
+  InterventionFlags interventions;       // on every step (a knockout past the prompt applies once reached)
   std::string out;
 };
 
@@ -40,6 +41,7 @@ void addGenerateOptions(CLI::App& app, GenerateFlags& flags);
 // InputError for an encoder or a folder without language-model head.
 struct Loaded {
   CausalModel model;
+  std::function<void(const Interventions&)> set_interventions;  // InputError outside the model
   std::string name;
   int64_t vocab = 0;
   std::function<std::string(int64_t)> text;  // a token's text (generated.txt)
@@ -60,7 +62,18 @@ int modelGenerate(const GenerateFlags& flags);
 // empty (model run and model generate --lens); the files refer to lens, which must outlive them.
 void addLensFiles(const LogitLens& lens, std::vector<OutputFile>& files);
 
-// "1, 2,3" -> {1, 2, 3}; InputError for anything else.
-std::vector<int64_t> parseIds(const std::string& text);
+// "1, 2,3" -> {1, 2, 3}; InputError naming `flag` for anything else.
+std::vector<int64_t> parseIds(const std::string& text, const std::string& flag = "--ids");
+
+// `model patch` (model_patch.cpp): activation patching, see docs/cli.md.
+struct PatchFlags {
+  std::string model;
+  std::optional<std::string> clean, clean_ids, corrupt, corrupt_ids, answer, wrong;
+  std::optional<int64_t> answer_id, wrong_id;
+  std::string out;
+  bool json = false;
+};
+void addPatchOptions(CLI::App& app, PatchFlags& flags);
+int modelPatch(const PatchFlags& flags);
 
 }  // namespace attnscope

@@ -35,6 +35,7 @@ struct ModelRunFlags {
   std::string ids;  // "1,2,3": token ids instead of a text
   std::string out;
   bool lens = false;  // also write lens_ids.npy and lens_probs.npy
+  InterventionFlags interventions;
 };
 
 // What the summary prints of either kind of model, and the options its layer l ran with.
@@ -44,6 +45,7 @@ struct ModelFacts {
   bool causal = true;  // false: an encoder, whose scores at a position are masked-LM guesses
   std::function<AttentionOptions(int64_t)> layer_options;
   std::string cut;  // how a text past the context was truncated ("" when it fit)
+  std::string interventions;  // Interventions::describe() ("" when none)
 };
 
 // attentions.npy [N, 1, H, L, L], written one map at a time (never stacked in memory); a
@@ -85,6 +87,7 @@ void printSummary(const ModelFacts& f, const ModelRun& run, const std::vector<Pr
     std::cout << ")";
   }
   if (!f.cut.empty()) std::cout << " (" << f.cut << ")";
+  if (!f.interventions.empty()) std::cout << "\n  intervened  " << f.interventions;
   std::cout << "\n  wrote   attentions.npy " << shapeToString({f.n_layers, 1, f.n_heads, L, L});
   if (!run.mapsKept())
     std::cout << " (computed from the kept Q, K and row normalisers: the maps are past the full path's budget of "
@@ -124,6 +127,7 @@ int writeRun(const ModelFacts& facts, const ModelRun& run, const std::vector<Pre
 int modelRun(const ModelRunFlags& flags) {
   const Truncate truncate = truncateOf(flags.text.truncate, flags.text.given());
   const std::string text = flags.text.given() ? readModelText(flags.text) : "";
+  const Interventions interventions = flags.interventions.parsed();
   FolderModelRunner runner(flags.model);
   const Model& model = runner.model();
   TextTokens counted;
@@ -134,6 +138,8 @@ int modelRun(const ModelRunFlags& flags) {
   ModelTokens tokens = flags.ids.empty() ? std::move(counted.tokens) : runner.tokensFromIds(parseIds(flags.ids));
   if (flags.lens && !model.hasHead())
     throw InputError(model.folder + ": --lens needs an output head, and this encoder has no masked-LM head (cls.predictions)");
+  checkInterventions(interventions, model.config, static_cast<int64_t>(tokens.ids.size()));
+  runner.setInterventions(interventions);
   checkOutDir(flags.out);
   runner.keepResiduals(flags.lens);
   const ModelRun& run = runner.run(std::move(tokens));
@@ -141,7 +147,8 @@ int modelRun(const ModelRunFlags& flags) {
   const int64_t unk_id = model.chars ? model.chars->unkId() : model.tokenizer ? model.tokenizer->unkId().value_or(0) : 0;
   const ModelFacts facts{model.name() + " (" + c.model_type + ")", c.n_layers, c.heads, c.hidden, c.max_positions, c.vocab,
                          unk_id, c.family->causal, [&c](int64_t layer) { return layerOptions(c, layer); },
-                         counted.more ? truncatedNote(truncate, counted.count, tokenUnit(model)) : ""};
+                         counted.more ? truncatedNote(truncate, counted.count, tokenUnit(model)) : "",
+                         interventions.describe()};
   std::vector<Prediction> top;
   if (!run.logits.empty()) top = topPredictions(model, run.logits.row(static_cast<int64_t>(run.tokens.ids.size()) - 1), run.logits.vocab(), 5);
   return writeRun(facts, run, top, modelLens(model, run), flags.out);
@@ -149,7 +156,7 @@ int modelRun(const ModelRunFlags& flags) {
 
 }  // namespace
 
-std::vector<int64_t> parseIds(const std::string& text) {
+std::vector<int64_t> parseIds(const std::string& text, const std::string& flag) {
   std::vector<int64_t> ids;
   size_t at = 0;
   while (at <= text.size()) {
@@ -163,7 +170,7 @@ std::vector<int64_t> parseIds(const std::string& text) {
       used = 0;
     }
     if (used == 0 || item.find_first_not_of(" ", used) != std::string::npos || id < 0)
-      throw InputError("--ids: '" + item + "' is not a token id (give non-negative integers separated by commas)");
+      throw InputError(flag + ": '" + item + "' is not a token id (give non-negative integers separated by commas)");
     ids.push_back(id);
     at = comma + 1;
   }
@@ -185,6 +192,7 @@ int runModelCommand(int argc, char** argv) {
   addModelTextOptions(*run, flags.text);
   run->add_option("--ids", flags.ids, "token ids separated by commas instead of a text");
   run->add_option("--out", flags.out, "output folder (created if missing)")->required();
+  addInterventionOptions(*run, flags.interventions);
   run->add_flag("--lens", flags.lens,
                 "logit lens: also write lens_ids.npy (int64) and lens_probs.npy (float32), [n_layers + 1, L, 5]: the "
                 "top-5 tokens of the output head applied to the embeddings (0) and to the residual stream after each layer");
@@ -192,6 +200,10 @@ int runModelCommand(int argc, char** argv) {
   CLI::App* gen = app.add_subcommand("generate", "generate N tokens after a prompt through the KV cache: writes "
                                                   "generated.txt, tokens.txt, attentions.npy and steps.json");
   addGenerateOptions(*gen, generate);
+  PatchFlags patch;
+  CLI::App* patcher = app.add_subcommand("patch", "activation patching: writes patch_heads.npy [n_layers, H], "
+                                                  "patch_resid.npy [n_layers, L] and patch.json");
+  addPatchOptions(*patcher, patch);
   run->footer(
       "Text longer than the model's context is refused (--truncate keeps its start or end); characters outside the vocabulary\n"
       "become the unknown id (marked 'unknown' in tokens.txt). Exit status: 0 ok, 1 bad input (one\n"
@@ -199,6 +211,7 @@ int runModelCommand(int argc, char** argv) {
       "Example: attnscope model run assets/models/python-code --text 'def f(x):' --out result");
   return runCommand(app, argc, argv, [&] {
     if (gen->parsed()) return modelGenerate(generate);
+    if (patcher->parsed()) return modelPatch(patch);
     if (!flags.text.given() && flags.ids.empty()) throw UsageError("run: give --text TEXT, --text-file FILE or --ids IDS");
     if (flags.text.given() && !flags.ids.empty()) throw UsageError("run: give either a text or --ids, not both");
     return modelRun(flags);

@@ -275,4 +275,13 @@ ConfiguredRun configureRunFromFlags(const RunFlags& flags) {
   return run;
 }
 
+void addInterventionOptions(CLI::App& app, InterventionFlags& flags) {
+  app.add_option("--ablate", flags.ablate,
+                 "ablate heads: L1H2 (its z set to 0 at every position), L0H1:mean (to its mean over the text), "
+                 "L3H* (every head of layer 3), separated by commas");
+  app.add_option("--knockout", flags.knockout,
+                 "knock out attention: L1H0:9-2 (layer 1, head 0: query 9 may not attend to key 2; the score is -inf "
+                 "before the softmax), L2H*:5-0 (every head of layer 2), separated by commas; positions from 0");
+}
+
 }  // namespace attnscope

@@ -13,6 +13,7 @@
 
 #include "attention/attention.h"
 #include "config/settings.h"
+#include "model/interventions.h"
 
 namespace attnscope {
 
@@ -90,6 +91,15 @@ void addTruncateOption(CLI::App& app, std::optional<std::string>& truncate);
 std::string readModelText(const ModelTextFlags& flags);
 // --truncate as given (None without it); UsageError for another value, or without a text.
 Truncate truncateOf(const std::optional<std::string>& truncate, bool text_given);
+// --ablate SPEC and --knockout SPEC (model/interventions.h) of `model run`, `model generate`,
+// `export MODEL` and `analyze MODEL`.
+struct InterventionFlags {
+  std::string ablate, knockout;
+  bool given() const { return !ablate.empty() || !knockout.empty(); }
+  Interventions parsed() const { return parseInterventions(ablate, knockout); }  // InputError naming the item
+};
+void addInterventionOptions(CLI::App& app, InterventionFlags& flags);
+
 // "the text has more: --truncate end kept its first 64 tokens" (the commands' summaries).
 std::string truncatedNote(Truncate truncate, int64_t kept, const char* unit);
 

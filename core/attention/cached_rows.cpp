@@ -120,6 +120,38 @@ void keepNormaliserRows(std::vector<RowSoftmax>& normalisers, int64_t H, int64_t
   normalisers = std::move(kept);
 }
 
+// Mask rows [first, end) of L keys (allowed [end - first, L]) with the knocked-out (query,
+// key) cells among them cleared: their score becomes the fill, their probability 0.
+void clearCells(uint8_t* allowed, int64_t first, int64_t end, int64_t L, const std::vector<std::pair<int64_t, int64_t>>& cells) {
+  for (const auto& [i, j] : cells)
+    if (i >= first && i < end && j >= 0 && j < L) allowed[(i - first) * L + j] = 0;
+}
+
+// The heads' z rows [start, L) concatenated into rows [L - start, H d], each as its edit says
+// (edits [H] or null): kept, zeroed, its mean over the L positions (in double), or replaced.
+void concatHeads(const AttentionTrace& t, const HeadEdits* edits, int64_t start, int64_t L, FloatBuffer& rows) {
+  const int64_t H = t.H, d = t.d, D = H * d;
+#pragma omp parallel for if ((L - start) * D >= (int64_t{1} << 16))
+  for (int64_t i = start; i < L; ++i)
+    for (int64_t h = 0; h < H; ++h)
+      std::copy_n(&t.context_heads.data[(h * L + i) * d], d, &rows[(i - start) * D + h * d]);
+  for (int64_t h = 0; edits && h < static_cast<int64_t>(edits->size()); ++h) {
+    const HeadEdit& e = (*edits)[h];
+    if (e.z == HeadEdit::Z::Keep) continue;
+    std::vector<float> mean(static_cast<size_t>(d), 0.0f);  // Zero: stays 0
+    if (e.z == HeadEdit::Z::Mean) {
+      std::vector<double> sum(static_cast<size_t>(d), 0.0);
+      for (int64_t i = 0; i < L; ++i)
+        for (int64_t c = 0; c < d; ++c) sum[c] += t.context_heads.data[(h * L + i) * d + c];
+      for (int64_t c = 0; c < d; ++c) mean[c] = static_cast<float>(sum[c] / static_cast<double>(L));
+    }
+    for (int64_t i = start; i < L; ++i) {
+      const float* from = e.z == HeadEdit::Z::Replace ? e.z_rows + i * d : mean.data();
+      std::copy_n(from, d, &rows[(i - start) * D + h * d]);
+    }
+  }
+}
+
 // One 64-row block's mask rows (and maskRow's scratch), scores and probabilities.
 struct BlockScratch {
   std::vector<uint8_t> allowed, scratch;
@@ -131,13 +163,15 @@ struct BlockScratch {
 // and probabilities in scratch: the same attendHead calls as a run that keeps the maps (each
 // block is one of its iterations), so the same context bits. Only normalisers [L - start] stay.
 void attendHeadWithoutMaps(HeadSlot s, const std::vector<MaskTerm>& terms, int64_t start, int64_t L,
-                           const ScoreRule& rule, RowSoftmax* normalisers, BlockScratch& block_scratch) {
+                           const ScoreRule& rule, RowSoftmax* normalisers, BlockScratch& block_scratch,
+                           const HeadEdit* edit) {
   auto& [allowed, scratch, scores, probs] = block_scratch;  // kept from head to head
   allowed.resize(static_cast<size_t>(kRowBlock * L));
   scores.resize(allowed.size()), probs.resize(allowed.size());
   for (int64_t i0 = start; i0 < L; i0 += kRowBlock) {
     const int64_t rows = std::min(kRowBlock, L - i0), offset = i0 - start;
     for (int64_t i = i0; i < i0 + rows; ++i) maskRow(terms, 0, i, L, &allowed[(i - i0) * L], scratch);
+    if (edit) clearCells(allowed.data(), i0, i0 + rows, L, edit->knockout);
     const std::vector<RowSpan> spans = rowSpans(allowed.data(), rows, L);
     HeadSlot block = s;
     block.q += offset * s.c;
@@ -294,7 +328,7 @@ Projections projectionsOf(const AttentionInputs& in) {
 }
 
 void attendRows(AttentionTrace& t, const Projections& w, const AttentionOptions& o, const float* x, int64_t start,
-                int64_t L, const std::vector<std::string>& labels, float* out, RunMasks* masks,
+                int64_t L, const std::vector<std::string>& labels, float* out, RunMasks* masks, const HeadEdits* edits,
                 const AttentionTrace* kept) {
   if (o.alibi) throw InputError("cached attention: ALiBi is not supported (its bias needs the full map)");
   const int64_t kept_L = kept ? kept->L : t.L;
@@ -344,11 +378,17 @@ void attendRows(AttentionTrace& t, const Projections& w, const AttentionOptions&
     s.c = d;
     s.ctx = &t.context_heads.data[(h * L + start) * d];
     s.ld_ctx = d;
+    const HeadEdit* edit = edits && !(*edits)[h].knockout.empty() ? &(*edits)[h] : nullptr;
     if (!o.keep_maps) {
-      attendHeadWithoutMaps(s, terms, start, L, plan.ruleForHead(h), &t.normalisers[h * L + start], scratch);
+      attendHeadWithoutMaps(s, terms, start, L, plan.ruleForHead(h), &t.normalisers[h * L + start], scratch, edit);
       continue;
     }
-    s.allowed = &t.mask.allowed.data[start * L];
+    std::vector<uint8_t> knocked;  // [L - start, L]: this head's mask rows, its knocked-out cells cleared
+    if (edit) {
+      knocked.assign(t.mask.allowed.data.begin() + start * L, t.mask.allowed.data.begin() + L * L);
+      clearCells(knocked.data(), start, L, L, edit->knockout);
+    }
+    s.allowed = edit ? knocked.data() : &t.mask.allowed.data[start * L];
     s.spans = &spans[start];
     s.scores = &t.scores.data[(h * L + start) * L];
     s.probs = &t.probs.data[(h * L + start) * L];
@@ -356,10 +396,7 @@ void attendRows(AttentionTrace& t, const Projections& w, const AttentionOptions&
     attendHead(s, L - start, L, plan.ruleForHead(h), DropoutRule{});
   }
   }
-#pragma omp parallel for if ((L - start) * D >= (int64_t{1} << 16))
-  for (int64_t i = start; i < L; ++i)
-    for (int64_t h = 0; h < H; ++h)
-      std::copy_n(&t.context_heads.data[(h * L + i) * d], d, &rows[(i - start) * D + h * d]);
+  concatHeads(t, edits, start, L, rows);
   rowGemm(rows.data(), L - start, w.o, w.b_o, &t.output.data[start * Do]);
   std::copy_n(&t.output.data[start * Do], (L - start) * Do, out);
   finishTrace(t, o, plan, labels);

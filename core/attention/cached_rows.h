@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attention/attention.h"
@@ -38,18 +39,33 @@ struct RunMasks {
   std::vector<RowSpan> spans;
 };
 
+// An intervention on one head of a layer (model/interventions.h makes them from the specs):
+// its z (the context rows that feed the output projection) kept, zeroed, replaced by its mean
+// over the L positions, or replaced by given rows; and (query, key) cells knocked out: their
+// score is the mask's fill (-inf) before the softmax, their probability exactly 0, and the
+// row renormalises. The trace keeps the head's own z (context_heads) and its map as computed.
+struct HeadEdit {
+  enum class Z { Keep, Zero, Mean, Replace };
+  Z z = Z::Keep;
+  const float* z_rows = nullptr;                       // Replace: [L, d]
+  std::vector<std::pair<int64_t, int64_t>> knockout;  // (query, key) cells
+  bool empty() const { return z == Z::Keep && knockout.empty(); }
+};
+using HeadEdits = std::vector<HeadEdit>;  // [H], or empty: none
+
 // Recomputes rows [start, L) of one causal self-attention layer into trace `t`, keeping
 // rows [0, start) of the previous run (its K, V, maps and outputs). weights: the layer's
 // projections; options: causal mask (window allowed), GQA, RoPE, soft-cap, scale. start: at
 // most t.L (0 = a full run, which also checks the weights' shapes). x:
 // [L - start, Din] the layer's input rows; out: [L - start, Do] their outputs. labels: [L]
-// token labels. masks: shared by the layers of a run, or null. kept: the trace holding rows
-// [0, start) when that is not t (the last run's, lent read-only: t is other storage, every
-// value of it rewritten); null = t itself. InputError for weights whose shapes do not fit
-// the options (full runs).
+// token labels. masks: shared by the layers of a run, or null. edits: [H] or null (a mean
+// ablation reads rows [0, start) of the trace's z as well: the caller recomputes whatever
+// changed). kept: the trace holding rows [0, start) when that is not t (the last run's, lent
+// read-only: t is other storage, every value of it rewritten); null = t itself. InputError
+// for weights whose shapes do not fit the options (full runs).
 void attendRows(AttentionTrace& t, const Projections& weights, const AttentionOptions& options, const float* x,
                 int64_t start, int64_t L, const std::vector<std::string>& labels, float* out,
-                RunMasks* masks = nullptr, const AttentionTrace* kept = nullptr);
+                RunMasks* masks = nullptr, const HeadEdits* edits = nullptr, const AttentionTrace* kept = nullptr);
 
 // Generation's one-row steps: a layer's K/V in slots [G, capacity, d], so appending a
 // position moves nothing (the trace's [1, G, L, d] moves every head's rows, and its

@@ -93,6 +93,8 @@ const SettingField kSettingFields[] = {
     {"model", differs<&Settings::model>, forSources<kModel>},
     {"model_text", differs<&Settings::model_text>, forSources<kModel>},
     {"model_truncate", differs<&Settings::model_truncate>, forSources<kModel>},
+    {"model_ablate", differs<&Settings::model_ablate>, forSources<kModel>},
+    {"model_knockout", differs<&Settings::model_knockout>, forSources<kModel>},
     {"heads", differs<&Settings::heads>, always},
     {"head_dim", differs<&Settings::head_dim>, forSources<kText, kSynthetic, kBundle>},
     {"positional_encoding", differs<&Settings::positional_encoding>, forSources<kText>},

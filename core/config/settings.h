@@ -72,6 +72,8 @@ struct Settings {
   std::string model = "python-code";
   std::string model_text = kDefaultModelText;
   Truncate model_truncate = Truncate::None;       // a text past the context: refused, or its first / last tokens
+  // Interventions on the model's run (model/interventions.h): `--ablate` and `--knockout` specs ("" = none).
+  std::string model_ablate, model_knockout;
 
   // model
   int64_t heads = 4;

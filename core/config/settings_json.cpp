@@ -9,11 +9,13 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
 #include "attention/mistakes.h"
 #include "config/settings.h"
+#include "model/interventions.h"
 #include "tensor/npy.h"
 #include "tensor/text_file.h"
 
@@ -143,6 +145,8 @@ json settingsToJson(const Settings& s, const ViewFocus& focus) {
       {"model", s.model},
       {"model_text", s.model_text},
       {"model_truncate", truncateNames().name(s.model_truncate)},
+      {"model_ablate", s.model_ablate},
+      {"model_knockout", s.model_knockout},
       {"heads", s.heads},
       {"head_dim", s.head_dim},
       {"positional_encoding", s.positional_encoding},
@@ -191,6 +195,16 @@ Settings settingsFromJson(const json& j, std::vector<std::string>* problems) {
   if (s.model.empty()) Reader::fail("model", "must name a shipped model or a model folder");
   r.string("model_text", s.model_text);
   r.named("model_truncate", s.model_truncate, truncateNames(), "\"none\", \"start\" or \"end\"");
+  r.string("model_ablate", s.model_ablate);
+  r.string("model_knockout", s.model_knockout);
+  for (const auto& [key, ablate, knockout] : {std::tuple{"model_ablate", s.model_ablate, std::string()},
+                                              {"model_knockout", std::string(), s.model_knockout}}) {
+    try {  // the syntax here; layers, heads and positions against the model when it runs
+      parseInterventions(ablate, knockout);
+    } catch (const InputError& e) {
+      Reader::fail(key, e.what());
+    }
+  }
   r.integer("heads", s.heads, 1, 4096);
   r.integer("head_dim", s.head_dim, 1, 65536);
   r.boolean("positional_encoding", s.positional_encoding);

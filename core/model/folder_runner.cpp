@@ -38,7 +38,7 @@ NextTokenPredictions predictionAt(const float* logits, int64_t V, const ModelTok
   const int64_t L = static_cast<int64_t>(tokens.ids.size());
   const std::vector<double> probs = nextTokenProbs(logits, V);
   const std::vector<int64_t> top = topIds(probs, kTopGuesses);
-  for (int64_t id : top) p.top.push_back({label(id), probs[id]});
+  for (int64_t id : top) p.top.push_back({label(id), probs[id], id});
   if (t + ahead < L) {
     const int64_t next = tokens.ids[t + ahead];
     p.actual = tokens.label[t + ahead];
@@ -207,6 +207,21 @@ void FolderModelRunner::setCacheWindow(const CacheWindow& cache) { runner_->setC
 
 FolderModelRunner::~FolderModelRunner() = default;
 
+std::vector<double> FolderModelRunner::baselineNext(const ModelTokens& tokens) {
+  const Model& model = runner_->model();
+  if (runner_->interventions().empty() || !model.hasHead() || tokens.ids.empty()) {
+    baseline_.reset();
+    return {};
+  }
+  if (!baseline_) {
+    baseline_ = std::make_unique<ModelRunner>(weights_.model);
+    baseline_->keepMapsWithin(fullPathBudgetBytes());
+    baseline_->logitRows(LogitRows{false, {-1}});
+  }
+  const ModelRun& run = baseline_->run(tokens);
+  return nextTokenProbs(run.logits.row(static_cast<int64_t>(tokens.ids.size()) - 1), model.config.vocab);
+}
+
 namespace {
 
 // How a run gets its logit lens ((N + 1) L D V multiply-adds): eagerly within `budget`; past it,
@@ -250,10 +265,13 @@ ViewModel FolderModelRunner::view(const std::string& text, TextSize* size, const
   const LensPlan lens = lensPlan(n_layers_, L, shape_.width, vocab_, lens_budget_, lens_on_demand);
   keepResiduals(lens.residuals());
   runner_->logitRows(logit_rows);
+  std::vector<double> baseline = baselineNext(tokens);
   const ModelRun& run = runner_->run(std::move(tokens));
   last_run_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   // The maps are shared with the runner, not copied (a gigabyte at 1,000 tokens of GPT-2 small).
   ViewModel view = viewFromModelRun(model, run, progress, lens.eager, runner_->shareTraces());
+  view.interventions = runner_->interventions().describe();
+  view.baseline_next = std::move(baseline);
   if (view.predictions.empty()) return view;  // an encoder without masked-LM head: no lens either
   view.lens.off_reason = lens.off_reason;
   if (lens.later) {
@@ -315,8 +333,13 @@ ViewModel FolderModelRunner::viewOf(const ModelRun& run) const {  // no whole le
 
 std::string FolderModelRunner::tokenText(int64_t id) const { return attnscope::tokenText(runner_->model(), id); }
 
-ViewModel viewOfModelFolder(const std::string& folder, const std::string& text, Truncate truncate) {
-  return FolderModelRunner(folder).view(text, nullptr, {}, {}, false, truncate);
+ViewModel viewOfModelFolder(const std::string& folder, const std::string& text, Truncate truncate,
+                            const Interventions& interventions) {
+  FolderModelRunner runner(folder);
+  runner.setInterventions(interventions);
+  ViewModel view = runner.view(text, nullptr, {}, {}, false, truncate);
+  checkInterventions(interventions, runner.model().config, view.mapL());  // positions past the text: refused here
+  return view;
 }
 
 }  // namespace attnscope

@@ -9,6 +9,7 @@
 
 #include "model/generate.h"
 #include "model/logit_lens.h"
+#include "model/patching.h"
 #include "model/model.h"
 #include "view/view_model.h"
 
@@ -52,6 +53,15 @@ class FolderModelRunner {
   const FolderWeights& weights() const { return weights_; }
   // Sinks + causal window on every layer (attention/kv_cache.h); a change forgets the cache.
   void setCacheWindow(const CacheWindow& cache);
+  // Interventions on every run from now on (ModelRunner::setInterventions: InputError for a
+  // layer or head outside the model).
+  void setInterventions(Interventions interventions) { runner_->setInterventions(std::move(interventions)); }
+  const Interventions& interventions() const { return runner_->interventions(); }
+  // Activation patching on this runner (model/patching.h: patchSweep; it leaves no interventions set).
+  PatchTables patch(const ModelTokens& clean, const ModelTokens& corrupt, int64_t answer, int64_t wrong,
+                    const Progress& progress = {}) {
+    return patchSweep(*runner_, clean, corrupt, answer, wrong, progress);
+  }
   // The text's size against the model's context, counted before the run (a text that does
   // not fit is refused by the run, with this count for the app to show).
   // A text past the context is counted to 4 contexts (`more`: it has more than `tokens`);
@@ -115,6 +125,9 @@ class FolderModelRunner {
   std::string folder_;
   FolderWeights weights_;
   std::unique_ptr<ModelRunner> runner_;
+  std::unique_ptr<ModelRunner> baseline_;  // while interventions are set: the same texts without them (its own cache)
+  // ViewModel::baseline_next of `tokens` (nothing without interventions or an output head).
+  std::vector<double> baselineNext(const ModelTokens& tokens);
   OutputHead outputHead() const;                          // the logit lens's head (model/logit_lens.h)
   std::function<std::string(int64_t)> tokenLabels() const;  // an id's label, as the maps show it
   AttentionShape shape_;
@@ -124,6 +137,8 @@ class FolderModelRunner {
 };
 
 // One run of FolderModelRunner: the one path from settings to a model's view (buildView).
-ViewModel viewOfModelFolder(const std::string& folder, const std::string& text, Truncate truncate = Truncate::None);
+// InputError for interventions outside the model or the text.
+ViewModel viewOfModelFolder(const std::string& folder, const std::string& text, Truncate truncate = Truncate::None,
+                            const Interventions& interventions = {});
 
 }  // namespace attnscope

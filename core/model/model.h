@@ -25,6 +25,7 @@
 #include "attention/cached_rows.h"
 #include "attention/kv_cache.h"
 #include "model/char_vocab.h"
+#include "model/interventions.h"
 #include "model/model_config.h"
 #include "model/model_run.h"
 #include "model/truncate.h"
@@ -169,7 +170,14 @@ class ModelRunner {
   const Model& model() const { return *model_; }
   const ModelRun& last() const { return run_; }
   // Keep the residual stream after every layer in ModelRun::residuals (the logit lens).
-  void keepResiduals(bool keep) { keep_residuals_ = keep; }
+  void keepResiduals(bool keep);
+  // Interventions (model/interventions.h) on the runs from now on; InputError for a layer or
+  // head outside the model (knockouts at positions past a text are left out of its runs).
+  // The next run recomputes from the first layer and position a change touches: the layers
+  // and rows before it come from the last run (each layer's input is kept while any
+  // intervention is set). Generation steps run whole rows (run()) while any is set.
+  void setInterventions(Interventions interventions);
+  const Interventions& interventions() const { return interventions_; }
   // The positions whose logits each run computes (default: all).
   void logitRows(LogitRows rows) { logit_rows_ = std::move(rows); }
   // Sinks + causal window on every layer (attention/kv_cache.h); a change forgets the cache.
@@ -195,7 +203,13 @@ class ModelRunner {
   void mlp(const LayerWeights& w, const Tensor& input, Tensor& out);
   void unembed();  // logits rows [start_, L) that logit_rows_ wants
   void checkTokens(const ModelTokens& tokens) const;
-  void forward(const ModelTokens& tokens);  // rows [start_, L) into run_
+  void forward(const ModelTokens& tokens, const std::vector<int64_t>& starts);  // layer i's rows [starts[i], L) into run_
+  // Per layer [N], the first row this run computes: from the first changed token, lowered
+  // where the interventions changed (changedRows) and to 0 from a changed mean ablation on.
+  std::vector<int64_t> layerStarts(const ModelTokens& tokens, int64_t prefix) const;
+  Tensor* inputStore();                            // where layer inputs are kept, or null
+  void resume(const Tensor& kept, int64_t layer, int64_t start);  // x_ widened to rows [start, L) from kept inputs
+  void patchResiduals(int64_t layer, int64_t L);                 // ResidualPatch rows of x_ entering `layer`
   void takeBackTraces(bool copy);  // run_.layers from shared_ (copy: even while they are held)
 
   std::shared_ptr<const Model> model_;
@@ -214,6 +228,10 @@ class ModelRunner {
   // the trace whose rows layer i keeps (null: run_.layers[i] itself).
   std::vector<std::shared_ptr<AttentionTrace>> shared_, spare_;
   std::vector<const AttentionTrace*> kept_from_;
+  Interventions interventions_, applied_;  // set, and those the last run's rows hold
+  HeadEdits edits_;                        // the current layer's
+  Tensor layer_inputs_;                    // [N + 1, L, D] without keep_residuals_: layer i's input in slot i
+  bool inputs_kept_ = false;               // the last run left every layer's input in inputStore()
 };
 
 }  // namespace attnscope

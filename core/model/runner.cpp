@@ -175,7 +175,7 @@ void ModelRunner::attention(int64_t i, const Tensor& input, const std::vector<st
     return;
   }
   attendRows(run_.layers[i], weights, options_[i], input.data.data(), start_, L, labels, out.data.data(), &masks_,
-             kept_from_.empty() ? nullptr : kept_from_[i]);
+             edits_.empty() ? nullptr : &edits_, kept_from_.empty() ? nullptr : kept_from_[i]);
 }
 
 void ModelRunner::mlp(const LayerWeights& w, const Tensor& input, Tensor& out) {
@@ -272,26 +272,87 @@ void ModelRunner::checkTokens(const ModelTokens& tokens) const {
   for (int64_t id : tokens.ids) checkTokenId(m, id);
 }
 
-void ModelRunner::forward(const ModelTokens& tokens) {
+void ModelRunner::keepResiduals(bool keep) {
+  if (keep != keep_residuals_) inputs_kept_ = false;  // the other store holds nothing of the last run
+  keep_residuals_ = keep;
+}
+
+void ModelRunner::setInterventions(Interventions interventions) {
+  checkInterventions(interventions, model_->config, -1);
+  interventions_ = std::move(interventions);
+}
+
+Tensor* ModelRunner::inputStore() {
+  if (keep_residuals_) return &run_.residuals;
+  return interventions_.empty() ? nullptr : &layer_inputs_;
+}
+
+std::vector<int64_t> ModelRunner::layerStarts(const ModelTokens& tokens, int64_t prefix) const {
   const ModelConfig& c = model_->config;
-  const int64_t L = static_cast<int64_t>(tokens.ids.size());
+  const int64_t L = static_cast<int64_t>(tokens.ids.size()), N = c.n_layers;
+  const std::vector<int64_t> changed = changedRows(applied_, interventions_, N, c.heads, L);
+  const bool resized = static_cast<int64_t>(run_.tokens.ids.size()) != L;
+  std::vector<int64_t> starts(static_cast<size_t>(N));
+  int64_t s = prefix;
+  for (int64_t i = 0; i < N; ++i) {
+    s = std::min(s, changed[i]);
+    // Every row moves: a mean ablation's mean, or an encoder's rows (each sees every key).
+    if ((hasMeanAblation(interventions_, i) || !c.family->causal) && (s < L || resized)) s = 0;
+    starts[i] = s;
+  }
+  if (!inputs_kept_) std::fill(starts.begin(), starts.end(), starts.back());  // no inputs to resume a layer from
+  return starts;
+}
+
+void ModelRunner::resume(const Tensor& kept, int64_t layer, int64_t start) {
+  const int64_t L = kept.dim(1), D = kept.dim(2), rows = start_ - start;
+  Tensor x({L - start, D});
+  std::copy_n(&kept.data[(layer * L + start) * D], rows * D, x.data.begin());
+  std::copy(x_.data.begin(), x_.data.begin() + (L - start_) * D, x.data.begin() + rows * D);
+  x_ = std::move(x);
+  start_ = start;
+}
+
+void ModelRunner::patchResiduals(int64_t layer, int64_t L) {
+  const int64_t D = model_->config.hidden;
+  for (const ResidualPatch& p : interventions_.residual_patches)
+    if (p.layer == layer && p.position >= start_ && p.position < L)
+      std::copy_n(p.x.data(), D, &x_.data[(p.position - start_) * D]);
+}
+
+void ModelRunner::forward(const ModelTokens& tokens, const std::vector<int64_t>& starts) {
+  const ModelConfig& c = model_->config;
+  const int64_t L = static_cast<int64_t>(tokens.ids.size()), H = c.heads;
   // An unknown character keeps its label, marked; a tokenizer's unknown token is labelled by its name ("[UNK]").
   std::vector<std::string> labels;
   for (size_t t = 0; t < tokens.label.size(); ++t)
     labels.push_back(tokens.unknown[t] && model_->chars ? tokens.label[t] + " (unk)" : tokens.label[t]);
+  start_ = starts.front();
   embed(tokens);
-  if (keep_residuals_) {
-    resizeResiduals(c.n_layers + 1, L, c.hidden, run_.residuals);
-    storeResidualRows(x_, 0, start_, run_.residuals);
-  } else {
-    run_.residuals = Tensor();
-  }
+  if (!keep_residuals_) run_.residuals = Tensor();
+  if (interventions_.empty()) layer_inputs_ = Tensor();
+  Tensor* store = inputStore();
+  if (store) resizeResiduals(c.n_layers + 1, L, c.hidden, *store);
+  // The store holds every row of this run at the end when it held the last run's, or when
+  // this run writes every row (a store just switched to may hold an older run's rows).
+  const bool complete = store && (inputs_kept_ || starts.back() == 0);
+  inputs_kept_ = false;  // until every layer's input is in
   run_.layers.resize(c.n_layers);
   takeBackTraces(false);
   for (int64_t i = 0; i < c.n_layers; ++i) {
+    if (starts[i] < start_) resume(*store, i, starts[i]);  // layerStarts lowers a start only with inputs kept
+    if (store) storeResidualRows(x_, i, start_, *store);
+    patchResiduals(i, L);
+    edits_ = headEdits(interventions_, i, H, L);
+    const AttentionTrace* lent = kept_from_.empty() ? nullptr : kept_from_[i];
+    if (start_ == L && (lent ? lent->L : run_.layers[i].L) == L) {  // nothing of this layer changed
+      if (lent) run_.layers[i] = *lent;  // its rows are in the lent trace: copied into the storage taken
+      continue;
+    }
     layer(i, labels);
-    if (keep_residuals_) storeResidualRows(x_, i + 1, start_, run_.residuals);
   }
+  if (store) storeResidualRows(x_, c.n_layers, start_, *store);
+  inputs_kept_ = complete;
   kept_from_.clear();  // the rows are in run_.layers now (spare_ still holds what they came from)
   unembed();
 }
@@ -335,32 +396,37 @@ const ModelRun& ModelRunner::run(ModelTokens tokens) {
   const ModelConfig& c = model_->config;
   const bool keep_maps = modelMapBytes(c.n_layers, c.heads, L) <= maps_budget_;
   for (AttentionOptions& o : options_) o.keep_maps = keep_maps;
-  const int64_t prefix = c.family->causal ? reusablePrefix(run_, tokens, keep_residuals_, keep_maps) : 0;
+  // An encoder's rows all see every token: it keeps its layers only for the same tokens.
+  const bool same = run_.tokens.ids == tokens.ids && run_.tokens.label == tokens.label;
+  const int64_t prefix = c.family->causal || same ? reusablePrefix(run_, tokens, keep_residuals_, keep_maps) : 0;
+  const std::vector<int64_t> starts = layerStarts(tokens, prefix);
   // Nothing changed (the labels too: two unknown characters share an id, not a label).
-  if (prefix == L && run_.tokens.ids.size() == tokens.ids.size() && run_.tokens.label == tokens.label) {
+  if (starts.back() == L && same) {
     run_.first_computed = L;
     run_.tokens = std::move(tokens);
     computeLogitRows(run_, logit_rows_, modelHead(*model_));  // rows now wanted that were not
     return run_;
   }
-  start_ = prefix;
   run_.first_computed = L;  // until the run succeeds: a failed run computed nothing usable
   decode_.clear();
   run_.decoded_from = -1;
   run_.step_probs = Tensor();
   try {
-    forward(tokens);
+    forward(tokens, starts);
   } catch (...) {
     reset();  // a half-updated cache must not be kept
     throw;
   }
-  run_.first_computed = start_;
+  applied_ = interventions_;
+  run_.first_computed = starts.back();  // the lowest: a later layer may start before the first
   run_.tokens = std::move(tokens);
   return run_;
 }
 
 const ModelRun& ModelRunner::step(ModelTokens tokens, StepMaps maps) {
-  if (!model_->config.family->causal || !canStep(run_, tokens, maps, keep_residuals_)) return run(std::move(tokens));
+  if (!model_->config.family->causal || !interventions_.empty() || !applied_.empty() ||
+      !canStep(run_, tokens, maps, keep_residuals_))
+    return run(std::move(tokens));
   checkTokens(tokens);
   takeBackTraces(true);  // the decode caches start from the traces (a runner that steps seldom shares)
   const int64_t L = static_cast<int64_t>(tokens.ids.size()), N = model_->config.n_layers;
@@ -374,7 +440,7 @@ const ModelRun& ModelRunner::step(ModelTokens tokens, StepMaps maps) {
   run_.step_probs = Tensor({N, run_.layers.front().H, L});
   step_maps_ = maps;
   try {
-    forward(tokens);
+    forward(tokens, std::vector<int64_t>(static_cast<size_t>(N), L - 1));
   } catch (...) {
     reset();
     throw;
@@ -390,6 +456,8 @@ void ModelRunner::reset() {
   shared_.clear();
   spare_.clear();
   kept_from_.clear();
+  applied_ = Interventions();
+  inputs_kept_ = false;
 }
 
 }  // namespace attnscope

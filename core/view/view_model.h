@@ -81,6 +81,7 @@ struct TokenPiece {
 struct TokenGuess {
   std::string label;  // one printable line ("\\n")
   double prob = 0.0;
+  int64_t id = -1;    // the token's id (-1: not known, an imported bundle's)
 };
 struct NextTokenPredictions {
   std::vector<TokenGuess> top;  // best first (k = 5, or V when smaller); empty: not computed
@@ -246,6 +247,11 @@ struct ViewModel {
   // The run computed rows [first_computed, L); rows before it were kept from the run before
   // (a causal model's cache, model/model_run.h ModelRun). 0 = every row.
   int64_t first_computed = 0;
+  // A model run's interventions (model/interventions.h: "ablate L1H2; knockout L0H1:3-2"), "" when none.
+  std::string interventions;
+  // With interventions: the next-token probabilities [V] after the last position of the same
+  // text without them (the predictions panel's "before"); empty otherwise.
+  std::vector<double> baseline_next;
   // Tiled: the real map behind the overview; null otherwise.
   std::shared_ptr<const TiledMaps> tiled;
   // The core's trace (CoreTrace: the one layer's) for the pipeline panel; null otherwise.

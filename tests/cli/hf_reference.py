@@ -354,7 +354,49 @@ def apply_rope(x, inv, dim, scale=1.0):
     return torch.cat((rot * (emb.cos() * scale) + rotate_half(rot) * (emb.sin() * scale), rest), dim=-1)
 
 
-def attend(q, k, v, scale, allowed, softcap=None):
+class Hooks:
+    """Interventions for forward(), as TransformerLens hooks place them: hook_attn_scores
+    (knockout: -inf before the softmax), hook_z (a head's output before o_proj: ablated or
+    replaced) and hook_resid_pre (the residual stream entering a layer, replaced by rows).
+    ablate: [(layer, head or None = every head, "zero" | "mean")]; knockout: [(layer, head or
+    None, query, key)]; z: {(layer, head): [L, d]}; resid: {(layer, position): [D]}.
+    Records each layer's own z [H, L, d] (before any edit) and input [L, D] in z_seen, resid_seen."""
+
+    def __init__(self, ablate=(), knockout=(), z=None, resid=None):
+        self.ablate, self.knockout = list(ablate), list(knockout)
+        self.z_patch, self.resid_patch = z or {}, resid or {}
+        self.z_seen, self.resid_seen = {}, {}
+
+    def scores(self, layer, scores):
+        scores = scores.clone()
+        for (l, h, q, k) in self.knockout:
+            if l == layer:
+                for head in range(scores.shape[0]) if h is None else [h]:
+                    scores[head, q, k] = float("-inf")
+        return scores
+
+    def z(self, layer, z):
+        self.z_seen[layer] = z.clone()
+        out = z.clone()
+        for (l, h, mode) in self.ablate:
+            if l == layer:
+                for head in range(z.shape[0]) if h is None else [h]:
+                    out[head] = z[head].mean(0, keepdim=True) if mode == "mean" else 0.0
+        for (l, h), rows in self.z_patch.items():
+            if l == layer:
+                out[h] = torch.as_tensor(rows, dtype=torch.float64)
+        return out
+
+    def resid(self, layer, x):
+        self.resid_seen[layer] = x.clone()
+        x = x.clone()
+        for (l, p), row in self.resid_patch.items():
+            if l == layer:
+                x[p] = torch.as_tensor(row, dtype=torch.float64)
+        return x
+
+
+def attend(q, k, v, scale, allowed, softcap=None, hooks=None, layer=0):
     """q [H, L, d], k/v [G, L, d]: probabilities [H, L, L] and context [L, H*d]."""
     H, G = q.shape[0], k.shape[0]
     k = k.repeat_interleave(H // G, dim=0)
@@ -363,8 +405,13 @@ def attend(q, k, v, scale, allowed, softcap=None):
     if softcap is not None:
         scores = torch.tanh(scores / softcap) * softcap
     scores = scores.masked_fill(~allowed, float("-inf"))
+    if hooks:
+        scores = hooks.scores(layer, scores)
     probs = torch.softmax(scores, dim=-1)
-    return probs, (probs @ v).transpose(0, 1).reshape(q.shape[1], -1)
+    z = probs @ v  # [H, L, d]
+    if hooks:
+        z = hooks.z(layer, z)
+    return probs, z.transpose(0, 1).reshape(q.shape[1], -1)
 
 
 def causal(L, window=None, cache=None):
@@ -395,14 +442,15 @@ def weights_of(cfg, tensors):
     return Weights(tensors, prefix if first.startswith(prefix) else "")
 
 
-def forward(cfg, tensors, ids, residuals=None, cache=None):
+def forward(cfg, tensors, ids, residuals=None, cache=None, hooks=None):
     """float64 logits [L, V] (None for an encoder without MLM head) and attention [N][H, L, L].
     residuals, a list: gets the embeddings and the residual stream after each layer, [L, D] each.
-    cache = (W, k): every layer's mask also keeps a KV cache's window and sinks (causal())."""
+    cache = (W, k): every layer's mask also keeps a KV cache's window and sinks (causal()).
+    hooks: a Hooks (interventions), or None."""
     kind = cfg["model_type"]
     fn = {"gpt2": forward_gpt2, "gpt_neox": forward_neox, "bert": forward_bert}.get(kind, forward_llama_like)
     keep = residuals.append if residuals is not None else (lambda x: None)
-    return fn(cfg, weights_of(cfg, tensors), torch.tensor(ids), keep, cache)
+    return fn(cfg, weights_of(cfg, tensors), torch.tensor(ids), keep, cache, hooks)
 
 
 def output_head(cfg, tensors, x):
@@ -419,7 +467,7 @@ def lens_probs(cfg, tensors, ids):
     return np.stack([torch.softmax(output_head(cfg, tensors, x), dim=-1).numpy() for x in residuals])
 
 
-def forward_gpt2(cfg, w, ids, keep, cache=None):
+def forward_gpt2(cfg, w, ids, keep, cache=None, hooks=None):
     D, H, L = cfg["n_embd"], cfg["n_head"], len(ids)
     eps = cfg["layer_norm_epsilon"]
     x = w("wte.weight")[ids] + w("wpe.weight")[:L]
@@ -427,10 +475,11 @@ def forward_gpt2(cfg, w, ids, keep, cache=None):
     attns = []
     for i in range(cfg["n_layer"]):
         h = "h.%d." % i
+        x = hooks.resid(i, x) if hooks else x
         a = F.layer_norm(x, (D,), w(h + "ln_1.weight"), w(h + "ln_1.bias"), eps)
         qkv = a @ w(h + "attn.c_attn.weight") + w(h + "attn.c_attn.bias")  # Conv1D: x W + b, W [in, out]
         q, k, v = (heads(t, H) for t in qkv.split(D, dim=1))
-        probs, ctx = attend(q, k, v, 1.0 / math.sqrt(D // H), causal(L, cache=cache))
+        probs, ctx = attend(q, k, v, 1.0 / math.sqrt(D // H), causal(L, cache=cache), hooks=hooks, layer=i)
         attns.append(probs)
         x = x + ctx @ w(h + "attn.c_proj.weight") + w(h + "attn.c_proj.bias")
         m = F.layer_norm(x, (D,), w(h + "ln_2.weight"), w(h + "ln_2.bias"), eps)
@@ -482,7 +531,7 @@ def sliding_layers(cfg):
     return [False] * N
 
 
-def forward_llama_like(cfg, w, ids, keep, cache=None):
+def forward_llama_like(cfg, w, ids, keep, cache=None, hooks=None):
     kind = cfg["model_type"]
     D, H, L = cfg["hidden_size"], cfg["num_attention_heads"], len(ids)
     G = cfg.get("num_key_value_heads", H)
@@ -499,6 +548,7 @@ def forward_llama_like(cfg, w, ids, keep, cache=None):
     attns = []
     for i in range(cfg["num_hidden_layers"]):
         h = "layers.%d." % i
+        x = hooks.resid(i, x) if hooks else x
 
         def lin(name, inp):
             out = inp @ w(h + name + ".weight").T
@@ -526,7 +576,7 @@ def forward_llama_like(cfg, w, ids, keep, cache=None):
         v = heads(v if kind == "phi3" else lin("self_attn.v_proj", a), G)
         default_window = 4096 if kind == "gemma3_text" else None  # Gemma3TextConfig's sliding_window
         window = cfg.get("sliding_window", default_window) if sliding[i] else None
-        probs, ctx = attend(q, k, v, scale, causal(L, window, cache), cfg.get("attn_logit_softcapping"))
+        probs, ctx = attend(q, k, v, scale, causal(L, window, cache), cfg.get("attn_logit_softcapping"), hooks, i)
         attns.append(probs)
         o = lin("self_attn.o_proj", ctx)
         if kind == "olmo2":  # x + norm(attn(x)), x + norm(mlp(x))
@@ -562,7 +612,7 @@ def head_llama_like(cfg, w, x):
     return logits
 
 
-def forward_neox(cfg, w, ids, keep, cache=None):
+def forward_neox(cfg, w, ids, keep, cache=None, hooks=None):
     D, H, L = cfg["hidden_size"], cfg["num_attention_heads"], len(ids)
     d, eps = D // H, cfg["layer_norm_eps"]
     inv, dim = rope_inv_freq(cfg, d)
@@ -571,11 +621,13 @@ def forward_neox(cfg, w, ids, keep, cache=None):
     attns = []
     for i in range(cfg["num_hidden_layers"]):
         h = "layers.%d." % i
+        x = hooks.resid(i, x) if hooks else x
         a = F.layer_norm(x, (D,), w(h + "input_layernorm.weight"), w(h + "input_layernorm.bias"), eps)
         qkv = a @ w(h + "attention.query_key_value.weight").T + w(h + "attention.query_key_value.bias")
         qkv = qkv.view(L, H, 3 * d).transpose(0, 1)  # [H, L, 3d]: per head q, k, v
         q, k, v = qkv[..., :d], qkv[..., d:2 * d], qkv[..., 2 * d:]
-        probs, ctx = attend(apply_rope(q, inv, dim), apply_rope(k, inv, dim), v, 1.0 / math.sqrt(d), causal(L, cache=cache))
+        probs, ctx = attend(apply_rope(q, inv, dim), apply_rope(k, inv, dim), v, 1.0 / math.sqrt(d), causal(L, cache=cache),
+                             hooks=hooks, layer=i)
         attns.append(probs)
         attn_out = ctx @ w(h + "attention.dense.weight").T + w(h + "attention.dense.bias")
 
@@ -600,7 +652,7 @@ def head_neox(cfg, w, x):
     return x @ w.head("embed_out.weight").T
 
 
-def forward_bert(cfg, w, ids, keep, cache=None):
+def forward_bert(cfg, w, ids, keep, cache=None, hooks=None):
     D, H, L = cfg["hidden_size"], cfg["num_attention_heads"], len(ids)
     eps = cfg["layer_norm_eps"]
     e = "embeddings."
@@ -612,9 +664,10 @@ def forward_bert(cfg, w, ids, keep, cache=None):
     everything = torch.ones(L, L, dtype=torch.bool)
     for i in range(cfg["num_hidden_layers"]):
         h = "encoder.layer.%d." % i
+        x = hooks.resid(i, x) if hooks else x
         lin = lambda name, t: t @ w(h + name + ".weight").T + w(h + name + ".bias")
         q, k, v = (heads(lin("attention.self." + n, x), H) for n in ("query", "key", "value"))
-        probs, ctx = attend(q, k, v, 1.0 / math.sqrt(D // H), everything)
+        probs, ctx = attend(q, k, v, 1.0 / math.sqrt(D // H), everything, hooks=hooks, layer=i)
         attns.append(probs)
         x = F.layer_norm(lin("attention.output.dense", ctx) + x, (D,), w(h + "attention.output.LayerNorm.weight"),
                          w(h + "attention.output.LayerNorm.bias"), eps)

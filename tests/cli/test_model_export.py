@@ -157,8 +157,9 @@ class ExportModel(unittest.TestCase):
 
 # What a model run's export settings hold: the source, the model and its text, the map, the
 # view and export keys, and "run" (the model's own attention).
-RUN_SETTINGS_KEYS = ("source", "model", "model_text", "model_truncate", "focused_layer", "focused_head", "batch_item", "prob_colormap",
-                     "log_scale", "folded_layout", "export_dir", "cell_px", "export_formats", "run")
+RUN_SETTINGS_KEYS = ("source", "model", "model_text", "model_truncate", "model_ablate", "model_knockout", "focused_layer",
+                     "focused_head", "batch_item", "prob_colormap", "log_scale", "folded_layout", "export_dir", "cell_px",
+                     "export_formats", "run")
 
 
 class ExportModelErrors(unittest.TestCase):

@@ -626,5 +626,70 @@ TEST_F(ModelFolder, GenerationRunsCanBeWatchedAndStopped) {
   EXPECT_TRUE(g.steps.empty());
 }
 
+// Interventions on a reused runner: each change recomputes from the first layer and row it
+// touches (a mean ablation from row 0 once any row moved), the rest comes from the last run;
+// the result equals a fresh runner's bit for bit, with and without the lens's residuals (and
+// with them switched on and off between runs: each switch leaves the other store stale).
+TEST_F(ModelFolder, ReusedRunnerUnderInterventionsMatchesFreshRunners) {
+  auto model = std::make_shared<const Model>(loadModel(write()));
+  const std::vector<std::tuple<std::string, std::string, std::string>> steps = {
+      {"abcab", "", ""},          {"abcab", "L1H0", ""},           {"abcab", "L1H1", ""},
+      {"abcab", "L1H1", "L1H0:4-1"}, {"abcab", "L0H1:mean", ""},
+      {"abcabc", "L0H1:mean", ""}, {"abcaba", "L0H1:mean", "L1H1:4-2"}, {"abcaba", "", "L1H*:4-2"},
+      {"ab", "L1H*", ""},         {"abcab", "", "L0H0:3-3"},       {"abcab", "", ""}};
+  for (int residuals : {0, 1, 2}) {  // 2: the lens's residuals switched on and off from step to step
+    ModelRunner reused(model);
+    bool keep = residuals == 1;
+    for (const auto& [text, ablate, knockout] : steps) {
+      reused.keepResiduals(keep);
+      keep = residuals == 2 ? !keep : keep;
+      reused.setInterventions(parseInterventions(ablate, knockout));
+      const ModelRun& again = reused.run(text);
+      ModelRunner fresh(model);
+      fresh.setInterventions(parseInterventions(ablate, knockout));
+      const ModelRun& once = fresh.run(text);
+      const std::string step = text + " " + ablate + " " + knockout;
+      EXPECT_EQ(again.logits.dense().data, once.logits.dense().data) << step;
+      for (size_t i = 0; i < 2; ++i) EXPECT_EQ(again.layers[i].probs.data, once.layers[i].probs.data) << step;
+    }
+  }
+}
+
+// A knocked-out cell is exactly 0 and its row renormalises over the other keys: the row's
+// other probabilities are the plain run's divided by 1 - p(key).
+TEST_F(ModelFolder, KnockoutRenormalisesTheRow) {
+  auto model = std::make_shared<const Model>(loadModel(write()));
+  ModelRunner plain(model), knocked(model);
+  const Tensor before = plain.run("abcab").layers[0].probs;
+  knocked.setInterventions(parseInterventions("", "L0H1:4-2"));
+  const Tensor& after = knocked.run("abcab").layers[0].probs;
+  const int64_t L = 5, row = (1 * L + 4) * L;
+  EXPECT_EQ(after.data[row + 2], 0.0f);
+  for (int64_t j = 0; j < L; ++j) {
+    if (j == 2) continue;
+    EXPECT_NEAR(after.data[row + j], before.data[row + j] / (1.0 - before.data[row + 2]), 1e-6) << j;
+  }
+  for (int64_t k = 0; k < L * L; ++k) EXPECT_EQ(after.data[k], before.data[k]) << k;  // head 0 untouched
+}
+
+TEST(Interventions, SpecsRoundTripAndNameTheBadItem) {
+  const Interventions in = parseInterventions("L1H2,L0H1:mean,L3H*", "L1H0:9-2,L2H*:5-0");
+  EXPECT_EQ(in.ablateSpec(), "L1H2,L0H1:mean,L3H*");
+  EXPECT_EQ(in.knockoutSpec(), "L1H0:9-2,L2H*:5-0");
+  EXPECT_EQ(in.describe(), "ablate L1H2,L0H1:mean,L3H*; knockout L1H0:9-2,L2H*:5-0");
+  for (const auto& [ablate, knockout, message] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"L1H2:median", "", "--ablate: \"L1H2:median\": not LAYER HEAD"},
+           {"H1", "", "--ablate: \"H1\": not LAYER HEAD"},
+           {"", "L1H0:9", "--knockout: \"L1H0:9\": not LAYER HEAD:QUERY-KEY"},
+           {"", "L1H0:9-x", "--knockout: \"L1H0:9-x\": not LAYER HEAD:QUERY-KEY"}}) {
+    try {
+      parseInterventions(ablate, knockout);
+      ADD_FAILURE() << message;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(message, 0), 0u) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace attnscope

@@ -207,7 +207,8 @@ TEST(ExportSettingsJson, AModelRunKeepsOnlyWhatDescribesIt) {
   const nlohmann::json j = exportSettingsJson(s, ViewFocus{1, 2, 0}, view);
   std::set<std::string> keys;
   for (const auto& [key, value] : j.items()) keys.insert(key);
-  const std::set<std::string> want = {"source", "model", "model_text", "model_truncate", "focused_layer", "focused_head", "batch_item",
+  const std::set<std::string> want = {"source", "model", "model_text", "model_truncate", "model_ablate", "model_knockout",
+                                      "focused_layer", "focused_head", "batch_item",
                                       "prob_colormap", "log_scale", "folded_layout", "export_dir", "cell_px",
                                       "export_formats", "run"};
   EXPECT_EQ(keys, want);

@@ -22,8 +22,9 @@ def is_toast_green(p):
 
 
 # What a model run's export settings hold (tests/cli/test_model_export.py checks the same).
-RUN_SETTINGS_KEYS = ("source", "model", "model_text", "model_truncate", "focused_layer", "focused_head", "batch_item", "prob_colormap",
-                     "log_scale", "folded_layout", "export_dir", "cell_px", "export_formats", "run")
+RUN_SETTINGS_KEYS = ("source", "model", "model_text", "model_truncate", "model_ablate", "model_knockout", "focused_layer",
+                     "focused_head", "batch_item", "prob_colormap", "log_scale", "folded_layout", "export_dir", "cell_px",
+                     "export_formats", "run")
 
 
 class ExportGuiTest(g.AppTestCase):

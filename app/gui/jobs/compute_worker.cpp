@@ -175,6 +175,8 @@ std::shared_ptr<const ViewModel> ComputeWorker::runModel(const ComputeRequest& r
   };
   try {
     const auto started = std::chrono::steady_clock::now();
+    // The settings' interventions (model_ablate, model_knockout): a change reruns from the layer it touches.
+    model_runner_->setInterventions(parseInterventions(settings.model_ablate, settings.model_knockout));
     view = std::make_shared<const ViewModel>(
         model_runner_->view(settings.model_text, &size, request.logit_rows, overview_progress, request.lens_on_demand,
                             settings.model_truncate));

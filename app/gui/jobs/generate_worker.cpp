@@ -80,6 +80,7 @@ GenerationSnapshot GenerateWorker::run(const GenerateRequest& request, const Job
     FolderModelRunner& runner = runnerFor(request);
     snapshot.shared_weights = sharesWeights(request);
     runner.setCacheWindow(request.cache);
+    runner.setInterventions(request.interventions);
     runner.keepResiduals(request.lens);
     StepLens step_lens;
     const ModelTokens prompt = runner.tokenize(request.text, request.truncate, request.tokens);

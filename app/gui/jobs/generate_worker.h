@@ -34,6 +34,7 @@ struct GenerateRequest {
   CacheWindow cache;                              // sinks + causal window of the KV cache (off: keep all)
   FolderWeights weights;                          // the folder's weights when already loaded (else loaded here)
   bool lens = false;  // the Logit lens tab is open: each step's view has its new positions' lens columns
+  Interventions interventions;  // the maps' (settings model_ablate / model_knockout): Generate follows them
 };
 
 // The sequence so far: made once on the worker, read by the UI.

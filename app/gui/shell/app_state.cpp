@@ -105,5 +105,12 @@ void saveLater(AppState& state) {
   markStateChanged(state);
 }
 
+void setModelInterventions(AppState& state, const Interventions& interventions) {
+  state.settings.model_ablate = interventions.ablateSpec();
+  state.settings.model_knockout = interventions.knockoutSpec();
+  recompute(state);
+  saveLater(state);
+}
+
 
 }  // namespace attnscope

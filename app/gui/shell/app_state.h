@@ -27,6 +27,7 @@
 
 #include "config/model_source.h"
 #include "config/settings.h"
+#include "model/interventions.h"
 #include "gui/jobs/compute_sync.h"
 #include "gui/jobs/export_state.h"
 #include "gui/render/gl_resources.h"
@@ -168,6 +169,9 @@ void followResult(AppState& state);
 inline void markStateChanged(AppState& state) { state.script.pending = true; }
 // Schedules the debounced save of settings and focus, and a state-log line.
 void saveLater(AppState& state);
+// The one way the app changes a model's interventions (settings model_ablate, model_knockout):
+// rerun, saved, logged.
+void setModelInterventions(AppState& state, const Interventions& interventions);
 // Call after the user edited state.settings.
 inline void settingsEdited(AppState& state) { saveLater(state); }
 

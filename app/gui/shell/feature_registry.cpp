@@ -14,6 +14,7 @@
 #include "gui/features/generate/generate.h"
 #include "gui/features/head_grid/head_grid.h"
 #include "gui/features/head_grid/overview.h"
+#include "gui/features/interventions/interventions.h"
 #include "gui/features/lens/lens.h"
 #include "gui/features/mask/mask.h"
 #include "gui/features/metrics/metrics.h"
@@ -59,6 +60,7 @@ constexpr Feature kFeatures[] = {
   {"focus",          nullptr,          updateZoomView,     followResultInFocus, nullptr,      zoomTilePending,         nullptr,        drawFocusPanel,       nullptr,       focusToJson,         nullptr,          {Column::Centre, 10, focusHeight}},
   {"compare",        nullptr,          updateComparison,   nullptr,             nullptr,      nullptr,                 nullptr,        drawComparePanel,     "focus",       compareToJson,       nullptr,          {}},
   {"query_focus",    nullptr,          updateQueryFocus,   nullptr,             nullptr,      nullptr,                 nullptr,        drawQueryFocusPanel,  "focus",       queryFocusToJson,    nullptr,          {}},
+  {"interventions",  nullptr,          nullptr,            nullptr,             nullptr,      nullptr,                 nullptr,        drawInterventionsPanel, "focus",     interventionsToJson, nullptr,          {}},
   {"predictions",    nullptr,          updatePredictions,  nullptr,             askLogitRows, laterPredictionsPending, nullptr,        drawPredictionsPanel, nullptr,       predictionsToJson,   nullptr,          {Column::Right, 0, predictionsHeight, nullptr, showsPredictions}},
   {"lens",           nullptr,          updateLens,         nullptr,             askLens,      nullptr,                 nullptr,        drawLensTab,          "predictions", lensToJson,          nullptr,          {}},
   {"mask",           nullptr,          nullptr,            nullptr,             nullptr,      nullptr,                 nullptr,        drawMaskPanel,        nullptr,       maskToJson,          nullptr,          {Column::Right, 10, maskHeight}},

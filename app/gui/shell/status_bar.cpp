@@ -76,6 +76,10 @@ void drawStatusBar(AppState& state) {
       ImGui::Text("model %s: layers=%lld  H=%lld  L=%lld (context %lld)   |   run %.1f ms   |   memory %.0f MiB",
                   v->model.c_str(), static_cast<long long>(v->layers), static_cast<long long>(v->H),
                   static_cast<long long>(v->L), static_cast<long long>(v->context), state.compute.compute_ms, residentMiB());
+      if (!v->interventions.empty()) {  // the run is of an intervened model: say so beside its sizes
+        ImGui::SameLine();
+        ImGui::TextColored(ImVec4(1.0f, 0.55f, 0.35f, 1.0f), "  |   %s", v->interventions.c_str());
+      }
     } else if (v) {
       ImGui::Text("imported: layers=%lld  B=%lld  H=%lld  L=%lld  S=%lld   |   load %.1f ms   |   memory %.0f MiB",
                   static_cast<long long>(v->layers), static_cast<long long>(v->B), static_cast<long long>(v->H),

@@ -33,6 +33,7 @@ const char* focusTabName(FocusTab tab) {
     case FocusTab::Maps: return "maps";
     case FocusTab::Compare: return "compare";
     case FocusTab::QueryFocus: return "query_focus";
+    case FocusTab::Interventions: return "interventions";
   }
   return "maps";
 }

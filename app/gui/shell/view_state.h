@@ -51,8 +51,8 @@ struct HeadTableView {
 };
 
 // What the focus panel shows: the focused maps, the compare view or query focus.
-enum class FocusTab { Maps, Compare, QueryFocus };
-const char* focusTabName(FocusTab tab);  // "maps", "compare", "query_focus" (state log)
+enum class FocusTab { Maps, Compare, QueryFocus, Interventions };
+const char* focusTabName(FocusTab tab);  // "maps", "compare", "query_focus", "interventions" (state log)
 
 // Chosen query rows of the focused batch item, shown across every layer and head as bars
 // over the keys, summed or averaged (the
@@ -136,6 +136,8 @@ struct ViewState {
   // last position. Clamped where it is read; changed through pinQueryRow / unpinQueryRow.
   int64_t selected_query = -1;
   std::string pinned_text;  // the model text when the row was pinned (typing unpins it)
+  // Model runs: the focused map's cell a right-click chose (query, key), for its knockout menu.
+  std::pair<int64_t, int64_t> knockout_cell{-1, -1};
   PanelSizes panel_sizes;
   // The head grid's overview switched on or off by the user (grid and metrics panels);
   // unset: automatic (kOverviewAutoHeads).

@@ -21,6 +21,31 @@
 namespace attnscope {
 namespace {
 
+// A right-click on a model's map cell (query i, key j) offers its knockout: for this head or
+// every head of its layer (an intervention: settings model_knockout). One menu per map (map:
+// its layout name), so that only the clicked one opens.
+void drawKnockoutMenu(AppState& state, const HeatmapHit& hit, const std::string& map, int64_t layer, int64_t head) {
+  const std::string menu = "knockout_menu_" + map;
+  if (hit.hovered && ImGui::IsMouseClicked(ImGuiMouseButton_Right)) {
+    state.view.knockout_cell = {hit.row, hit.col};
+    ImGui::OpenPopup(menu.c_str());
+  }
+  if (!ImGui::BeginPopup(menu.c_str())) return;
+  const auto [query, key] = state.view.knockout_cell;
+  state.script.layout.recordWindow("knockout_menu");
+  ImGui::Text("query %lld -> key %lld", static_cast<long long>(query), static_cast<long long>(key));
+  for (const bool whole_layer : {false, true}) {
+    const std::string label = whole_layer ? "knock out for every head of layer " + std::to_string(layer)
+                                          : "knock out for L" + std::to_string(layer) + "H" + std::to_string(head);
+    if (!ui::selectable(state.script.layout, whole_layer ? "knockout_layer" : "knockout_head", label.c_str(), false))
+      continue;
+    Interventions in = parseInterventions(state.settings.model_ablate, state.settings.model_knockout);
+    in.knockouts.push_back({layer, whole_layer ? -1 : head, query, key, ""});
+    setModelInterventions(state, in);
+  }
+  ImGui::EndPopup();
+}
+
 // The hovered cell's query and key: label and position, each followed by its raw piece and
 // id where the view has them (Hugging Face tokenizers, bundles with tokens.json).
 void drawTokenLines(const ViewModel& v, int64_t b, int64_t i, int64_t j, const std::vector<std::string>& q_tokens,
@@ -250,6 +275,7 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
   if (hit.clicked && !v.predictions.empty() && state.view.selected_query != hit.row) {
     pinQueryRow(state, hit.row);  // the predictions panel keeps this query
   }
+  if (v.source == ViewSource::ModelRun && !v.tiled) drawKnockoutMenu(state, hit, map.layout_name, g.layer, g.h);
   const ImVec2 map_max(map_min.x + g.map_w, map_min.y + g.map_h);
   const LabelSpan rows{map.row_labels ? &q_tokens : nullptr, g.window.row0, g.window.rows};
   const LabelSpan cols{&k_tokens, g.window.col0, g.window.cols};
@@ -645,7 +671,8 @@ void drawFocusPanel(AppState& state) {
     if (!ImGui::IsMouseDown(ImGuiMouseButton_Left)) state.view.pan_from.reset();  // a drag ended
     if (ImGui::BeginTabBar("focus_tabs")) {
       const std::pair<FocusTab, const char*> tabs[] = {
-          {FocusTab::Maps, "Maps"}, {FocusTab::Compare, "Compare A / B"}, {FocusTab::QueryFocus, "Query focus"}};
+          {FocusTab::Maps, "Maps"}, {FocusTab::Compare, "Compare A / B"}, {FocusTab::QueryFocus, "Query focus"},
+          {FocusTab::Interventions, "Interventions"}};
       for (const auto& [tab, label] : tabs) {
         const bool requested = state.view.tab_requested && state.view.tab == tab;
         const bool open = ui::beginTabItem(state.script.layout, std::string("focus_tab_") + focusTabName(tab), label,
@@ -660,7 +687,7 @@ void drawFocusPanel(AppState& state) {
       state.view.tab_requested = false;
       ImGui::EndTabBar();
     }
-    // The other tabs are features of their own (compare, query_focus: rows of the registry).
+    // The other tabs are features of their own (compare, query_focus, interventions: rows of the registry).
     if (state.view.tab == FocusTab::Maps) drawFocusMaps(state);
     else drawPanelPart(state, "focus", focusTabName(state.view.tab));
   }

@@ -72,6 +72,7 @@ void startGeneration(AppState& state) {
   }
   request.text = state.settings.model_text;
   request.truncate = state.settings.model_truncate;
+  request.interventions = parseInterventions(state.settings.model_ablate, state.settings.model_knockout);
   request.tokens = std::max(1, g.controls.tokens);
   request.sampling = samplingOf(g.controls);
   request.recent_window = std::max(1, g.controls.recent_window);

@@ -94,6 +94,12 @@ bool showsPredictions(const AppState& state) {
          (state.settings.source == InputSource::Bundle && v->source == ViewSource::Imported);
 }
 
+double probabilityBefore(const ViewModel& v, int64_t position, const TokenGuess& guess) {
+  const bool known = !v.baseline_next.empty() && position == v.mapL() - 1 && guess.id >= 0 &&
+                     guess.id < static_cast<int64_t>(v.baseline_next.size());
+  return known ? v.baseline_next[guess.id] : -1.0;
+}
+
 void predictionsToJson(const AppState& state, nlohmann::json& line) {
   const ViewModel* v = state.compute.view.get();
   line["predictions"] = nullptr;  // the predictions panel: position, the 5 guesses, the actual next
@@ -101,7 +107,10 @@ void predictionsToJson(const AppState& state, nlohmann::json& line) {
     const NextTokenPredictions* known = knownPredictions(state, at.position);
     const NextTokenPredictions p = known ? *known : NextTokenPredictions();
     nlohmann::json top = nlohmann::json::array();
-    for (const TokenGuess& guess : p.top) top.push_back({{"label", guess.label}, {"prob", guess.prob}});
+    for (const TokenGuess& guess : p.top) {  // before: without the run's interventions (null: none)
+      const double before = probabilityBefore(*v, at.position, guess);
+      top.push_back({{"label", guess.label}, {"prob", guess.prob}, {"before", before < 0 ? nlohmann::json() : nlohmann::json(before)}});
+    }
     line["predictions"] = {{"position", at.position}, {"why", at.why}, {"top", top}, {"actual", p.actual},
                            {"actual_prob", p.actual_prob}, {"actual_is_top", p.actual_is_top},
                            {"actual_rank", p.actual_rank}, {"chosen", chosenByGeneration(*v, at.position)},
@@ -122,6 +131,7 @@ void predictionsToJson(const AppState& state, nlohmann::json& line) {
     line["model_name"] = v->model;
     line["caption"] = v->notes;
     line["unknown_tokens"] = v->unknown_tokens;
+    line["interventions"] = v->interventions;  // the run's (settings model_ablate / model_knockout), "" when none
     // The model's cache: the last run computed rows [first_computed, L) only.
     line["first_computed_position"] = v->first_computed;
     line["rows_computed"] = v->mapL() - v->first_computed;

@@ -55,6 +55,9 @@ PredictionPosition predictionPosition(const AppState& state);
 // The token after `position` was generated (chosen by the Generate control's sampler):
 // the panel marks it as the chosen token, with its rank.
 bool chosenByGeneration(const ViewModel& view, int64_t position);
+// A guess's probability without the run's interventions (ViewModel::baseline_next, the last
+// position's), or -1 when there is none to show.
+double probabilityBefore(const ViewModel& view, int64_t position, const TokenGuess& guess);
 // The latest result is a trained model's run (predictions panel shown).
 bool showsPredictions(const AppState& state);
 // Its height at the top of the right column (the dragged panel_sizes.predictions, else 30%).

@@ -19,16 +19,18 @@ constexpr ImU32 kActualColor = IM_COL32(70, 200, 100, 255);  // the guess that i
 const ImVec4 kHit(0.45f, 0.9f, 0.5f, 1.0f);
 const ImVec4 kMiss(1.0f, 0.62f, 0.18f, 1.0f);
 const ImVec4 kPinColor(1.0f, 0.8f, 0.2f, 1.0f);  // as the focused tile's outline
+const ImVec4 kUp(0.45f, 0.9f, 0.5f, 1.0f), kDown(1.0f, 0.45f, 0.4f, 1.0f);  // a probability's change under interventions
 
-// One guess: the token, a bar as long as its probability, the percentage.
-void drawGuessRow(AppState& state, int rank, const TokenGuess& guess, bool actual, float label_w) {
+// One guess: the token, a bar as long as its probability, the percentage; with `before` >= 0
+// (interventions), "before% -> after%" and the change, coloured by its sign.
+void drawGuessRow(AppState& state, int rank, const TokenGuess& guess, bool actual, float label_w, double before) {
   ImGui::AlignTextToFramePadding();
   ImGui::Text("%d.", rank + 1);
   ImGui::SameLine();
   const std::string quoted = "'" + visibleToken(guess.label) + "'";
   ImGui::TextUnformatted(quoted.c_str());
   ImGui::SameLine(label_w);
-  const float percent_w = ImGui::CalcTextSize("100.0%").x + 8.0f;
+  const float percent_w = ImGui::CalcTextSize(before < 0 ? "100.0%" : "100.0% -> 100.0% +100.0").x + 8.0f;
   const float bar_w = std::max(20.0f, ImGui::GetContentRegionAvail().x - percent_w);
   const float bar_h = ImGui::GetFrameHeight() - 6.0f;
   const ImVec2 pos = ImGui::GetCursorScreenPos();
@@ -39,7 +41,13 @@ void drawGuessRow(AppState& state, int rank, const TokenGuess& guess, bool actua
                       actual ? kActualColor : kBarColor);
   ui::dummy(state.script.layout, "prediction_row_" + std::to_string(rank), ImVec2(bar_w, ImGui::GetFrameHeight()));
   ImGui::SameLine();
-  ImGui::Text("%5.1f%%", 100.0 * guess.prob);
+  if (before < 0) {
+    ImGui::Text("%5.1f%%", 100.0 * guess.prob);
+    return;
+  }
+  const double change = 100.0 * (guess.prob - before);
+  ui::text(state.script.layout, "prediction_change_" + std::to_string(rank), ui::coloredText(change >= 0 ? kUp : kDown),
+           "%5.1f%% -> %5.1f%% %+.1f", 100.0 * before, 100.0 * guess.prob, change);
 }
 
 // The pin (a clicked query row): where it is, and a button that clears it.
@@ -103,7 +111,8 @@ void drawNextToken(AppState& state) {
     label_w = std::max(label_w, ImGui::CalcTextSize(("5. '" + visibleToken(guess.label) + "'").c_str()).x);
   label_w += 2 * ImGui::GetStyle().ItemSpacing.x;
   for (size_t rank = 0; rank < p.top.size(); ++rank)
-    drawGuessRow(state, static_cast<int>(rank), p.top[rank], !p.actual.empty() && p.top[rank].label == p.actual, label_w);
+    drawGuessRow(state, static_cast<int>(rank), p.top[rank], !p.actual.empty() && p.top[rank].label == p.actual, label_w,
+                 probabilityBefore(v, at.position, p.top[rank]));
   if (p.actual.empty()) {
     ui::text(state.script.layout, "predictions_actual", ui::TextLook{ImGui::GetStyle().Colors[ImGuiCol_TextDisabled], true},
              "what the model expects next");  // the heading says "(last position)"

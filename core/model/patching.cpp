@@ -1,0 +1,84 @@
+#include "model/patching.h"
+
+#include <string>
+#include <vector>
+
+namespace attnscope {
+namespace {
+
+// The patches of the sweep, made from the clean run: each head's z [L, d], each layer's input [L, D].
+struct CleanActivations {
+  std::vector<std::vector<float>> z;  // [N * H]
+  Tensor inputs;                      // [N + 1, L, D]: slot l enters layer l
+};
+
+CleanActivations cleanActivations(const ModelRun& run) {
+  CleanActivations a;
+  for (const AttentionTrace& t : run.layers)  // context_heads [1, H, L, d]: the heads' own z
+    for (int64_t h = 0; h < t.H; ++h) {
+      const auto first = t.context_heads.data.begin() + h * t.L * t.d;
+      a.z.emplace_back(first, first + t.L * t.d);
+    }
+  a.inputs = run.residuals;
+  return a;
+}
+
+void checkPatchInputs(const Model& m, const ModelTokens& clean, const ModelTokens& corrupt, int64_t answer, int64_t wrong) {
+  if (clean.ids.size() != corrupt.ids.size())
+    throw InputError("the clean text has " + std::to_string(clean.ids.size()) + " " + tokenUnit(m) +
+                     " but the corrupt one has " + std::to_string(corrupt.ids.size()) +
+                     ": activation patching needs two sequences of equal length");
+  if (!m.hasHead()) throw InputError(m.folder + ": activation patching needs an output head, and this encoder has none");
+  checkTokenId(m, answer);
+  checkTokenId(m, wrong);
+}
+
+}  // namespace
+
+double patchMetric(const ModelRun& run, int64_t answer, int64_t wrong) {
+  const float* row = run.logits.row(static_cast<int64_t>(run.tokens.ids.size()) - 1);
+  return static_cast<double>(row[answer]) - static_cast<double>(row[wrong]);
+}
+
+PatchTables patchSweep(ModelRunner& runner, const ModelTokens& clean, const ModelTokens& corrupt, int64_t answer,
+                       int64_t wrong, const Progress& progress) {
+  const Model& m = runner.model();
+  checkPatchInputs(m, clean, corrupt, answer, wrong);
+  const int64_t N = m.config.n_layers, H = m.config.heads, L = static_cast<int64_t>(clean.ids.size()), D = m.config.hidden;
+  runner.setInterventions({});
+  runner.keepResiduals(true);
+  runner.logitRows(LogitRows{false, {-1}});
+  PatchTables t;
+  const CleanActivations a = cleanActivations(runner.run(clean));
+  t.clean = patchMetric(runner.last(), answer, wrong);
+  t.corrupt = patchMetric(runner.run(corrupt), answer, wrong);
+  t.heads = Tensor({N, H});
+  t.resid = Tensor({N, L});
+  const double total = static_cast<double>(N * H + N * L);
+  int64_t done = 0;
+  auto patched = [&](Interventions in, float& into) {
+    runner.setInterventions(std::move(in));
+    into = static_cast<float>(patchMetric(runner.run(corrupt), answer, wrong));
+    if (progress && !progress(static_cast<double>(++done) / total)) {
+      runner.setInterventions({});
+      throw Cancelled();
+    }
+  };
+  for (int64_t l = 0; l < N; ++l)
+    for (int64_t h = 0; h < H; ++h) {
+      Interventions in;
+      in.head_patches.push_back({l, h, a.z[l * H + h]});
+      patched(std::move(in), t.heads.data[l * H + h]);
+    }
+  for (int64_t l = 0; l < N; ++l)
+    for (int64_t p = 0; p < L; ++p) {
+      Interventions in;
+      const auto first = a.inputs.data.begin() + (l * L + p) * D;
+      in.residual_patches.push_back({l, p, std::vector<float>(first, first + D)});
+      patched(std::move(in), t.resid.data[l * L + p]);
+    }
+  runner.setInterventions({});
+  return t;
+}
+
+}  // namespace attnscope
