@@ -107,14 +107,6 @@ class WeightPlan {
   uint64_t bytes_ = 0;
 };
 
-// Rows [first, first + count) of a [R, C] matrix (or elements of a vector).
-Tensor rows(const Tensor& t, int64_t first, int64_t count) {
-  const int64_t C = t.shape.size() == 2 ? t.dim(1) : 1;
-  Tensor out(t.shape.size() == 2 ? Shape{count, C} : Shape{count});
-  std::copy(t.data.begin() + first * C, t.data.begin() + (first + count) * C, out.data.begin());
-  return out;
-}
-
 // Splits a fused q/k/v weight [3D, D] (and bias [3D]) into q, k, v: GPT-2's thirds (columns
 // of the Conv1D weight [D, 3D], straight into panels) or GPT-NeoX's per-head [H, 3, d] rows.
 void splitFused(const ModelConfig& c, Linear fused, LayerWeights& layer) {
