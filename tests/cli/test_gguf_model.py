@@ -206,6 +206,26 @@ class GgufModelErrors(unittest.TestCase):
         rewrite(self.good, path, values={"llama.feed_forward_length": (96, ref.gguf().GGUFValueType.UINT32)})
         self.refuse(path, "tensor blk.0.ffn_gate.weight has shape [64, 32]", "implies [96, 32]")
 
+    def test_generate_and_lens_on_a_quantized_file(self):
+        """model generate through the KV cache equals a fresh run of its ids; --lens writes the lens."""
+        path = os.path.join(self.dir, "q4km.gguf")
+        make_gguf(os.path.join(self.dir, "llama"), path, "Q4_K_M")
+        gen = os.path.join(self.dir, "gen")
+        done = subprocess.run([mref.BIN, "model", "generate", path, "--ids", "3,1,4", "--tokens", "5", "--out", gen],
+                              capture_output=True, text=True, timeout=120)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        ids = [int(columns[1]) for columns in mref.tokens_txt(gen)]
+        self.assertEqual(ids[:3], [3, 1, 4])
+        self.assertEqual(len(ids), 8)
+        fresh = os.path.join(self.dir, "fresh")
+        done = subprocess.run([mref.BIN, "model", "run", path, "--ids", ",".join(map(str, ids)), "--lens", "--out",
+                               fresh], capture_output=True, text=True, timeout=120)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        np.testing.assert_allclose(np.load(os.path.join(gen, "attentions.npy")),
+                                   np.load(os.path.join(fresh, "attentions.npy")), atol=1e-6, rtol=0)
+        lens = np.load(os.path.join(fresh, "lens_probs.npy"))
+        self.assertEqual(lens.shape[:2], (3, len(ids)))  # embeddings + 2 layers
+
     def test_over_the_memory_budget(self):
         env = dict(os.environ, ATTNSCOPE_MEMORY_BYTES=str(20000))
         self.refuse(self.good, "the weights in memory", "ATTNSCOPE_MEMORY_BYTES", env=env)
