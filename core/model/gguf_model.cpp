@@ -10,6 +10,7 @@
 #include <map>
 
 #include "model/gguf_model.h"
+#include "model/gguf_tokenizer.h"
 #include "tensor/gguf.h"
 #include "tensor/memory.h"
 
@@ -237,7 +238,7 @@ std::string quantizationMix(const GgufHeader& h) {
   return out;
 }
 
-Model readGguf(const std::string& path, bool read) {
+Model readGguf(const std::string& path, bool read, bool with_tokenizer) {
   const GgufFile file(path);
   const Arch& arch = archOf(file);
   Model m;
@@ -263,6 +264,7 @@ Model readGguf(const std::string& path, bool read) {
   m.layers.resize(c.n_layers);
   for (int64_t i = 0; i < c.n_layers; ++i) readLayer(plan, arch, c, i, m.layers[i]);
   m.final_norm = plan.norm("output_norm", c.hidden, c.family->norm_bias, "the final norm");
+  if (with_tokenizer) m.tokenizer = ggufTokenizer(file);
   const std::string name = file.string("general.name", fs::path(path).stem().string());
   m.display_name = name;
   m.caption = "GGUF " + std::string(arch.name) + " model " + name + " (" + quantizationMix(file.header()) + ")";
@@ -276,8 +278,8 @@ bool isGgufFile(const std::string& path) {
   return fs::path(path).extension() == ".gguf" && fs::is_regular_file(path, ec);
 }
 
-Model loadGgufModel(const std::string& path) { return readGguf(path, true); }
+Model loadGgufModel(const std::string& path, bool with_tokenizer) { return readGguf(path, true, with_tokenizer); }
 
-void checkGgufModel(const std::string& path) { readGguf(path, false); }
+void checkGgufModel(const std::string& path) { readGguf(path, false, false); }
 
 }  // namespace attnscope

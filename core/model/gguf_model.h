@@ -11,8 +11,9 @@ namespace attnscope {
 bool isGgufFile(const std::string& path);
 // The model in a GGUF file: its architecture's family, hyperparameters from the {arch}.* keys,
 // matrices mapped as stored. InputError naming the file and the key or tensor on any problem;
-// a file whose weights do not fit the memory budget is refused with the estimate first.
-Model loadGgufModel(const std::string& path);
+// a file whose weights do not fit the memory budget is refused with the estimate first. The
+// tokenizer from the metadata (model/gguf_tokenizer.h) when with_tokenizer.
+Model loadGgufModel(const std::string& path, bool with_tokenizer = true);
 // What loadGgufModel checks before it reads a weight (header, keys, the embedding, memory).
 void checkGgufModel(const std::string& path);
 

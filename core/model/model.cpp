@@ -15,7 +15,7 @@ std::string Model::name() const {
 }
 
 Model loadModel(const std::string& folder, bool with_tokenizer, const Progress& progress) {
-  if (isGgufFile(folder)) return loadGgufModel(folder);
+  if (isGgufFile(folder)) return loadGgufModel(folder, with_tokenizer);
   return isHfModelFolder(folder) ? loadHfFolder(folder, with_tokenizer, progress) : loadOwnFolder(folder);
 }
 

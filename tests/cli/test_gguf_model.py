@@ -150,7 +150,7 @@ class GgufModels(unittest.TestCase):
 
 def rewrite(src, dst, arch=None, drop=(), values=None):
     """SRC copied by gguf-py's writer with general.architecture `arch`, the keys in `drop` left out
-    and `values` {key: (value, GGUFValueType)} changed."""
+    and `values` {key: (value, GGUFValueType, array element type or None)} set."""
     g = ref.gguf()
     reader = g.GGUFReader(src)
     old_arch = reader.fields["general.architecture"].contents()
@@ -161,8 +161,8 @@ def rewrite(src, dst, arch=None, drop=(), values=None):
             continue
         sub = field.types[-1] if field.types[0] == g.GGUFValueType.ARRAY else None
         w.add_key_value(key, field.contents(), field.types[0], sub_type=sub)
-    for key, (value, vtype) in values.items():
-        w.add_key_value(key, value, vtype)
+    for key, (value, vtype, sub) in values.items():
+        w.add_key_value(key, value, vtype, sub_type=sub)
     for t in reader.tensors:
         w.add_tensor(t.name, t.data, raw_dtype=t.tensor_type)
     w.write_header_to_file()
@@ -203,7 +203,7 @@ class GgufModelErrors(unittest.TestCase):
 
     def test_wrong_shape(self):
         path = os.path.join(self.dir, "wide.gguf")
-        rewrite(self.good, path, values={"llama.feed_forward_length": (96, ref.gguf().GGUFValueType.UINT32)})
+        rewrite(self.good, path, values={"llama.feed_forward_length": (96, ref.gguf().GGUFValueType.UINT32, None)})
         self.refuse(path, "tensor blk.0.ffn_gate.weight has shape [64, 32]", "implies [96, 32]")
 
     def test_generate_and_lens_on_a_quantized_file(self):
