@@ -78,7 +78,8 @@ json bosEosTemplate(const std::vector<std::string>& tokens, std::optional<int64_
 
 json gpt2TokenizerJson(const GgufFile& f) {
   const std::vector<std::string> tokens = strings(f, "tokenizer.ggml.tokens");
-  const std::vector<std::string> merges = strings(f, "tokenizer.ggml.merges");
+  // No merges: every token is a byte or a whole piece (a vocabulary of bytes).
+  const std::vector<std::string> merges = f.find("tokenizer.ggml.merges") ? strings(f, "tokenizer.ggml.merges") : std::vector<std::string>{};
   const PreRow& pre = preRow(f, f.string("tokenizer.ggml.pre", "default"));
   const int64_t V = static_cast<int64_t>(tokens.size());
   json vocab = json::object(), added = json::array();

@@ -25,6 +25,7 @@ import hf_reference as hf
 import llama_cpp_reference as ref
 import model_reference as mref
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 MAPS_TOL, LOGITS_TOL = 1e-4, 2e-3
 F32_MAPS_TOL, F32_LOGITS_TOL = 1e-5, 1e-3
 
@@ -53,12 +54,12 @@ def lib_dir():
 def make_gguf(folder, out, kind):
     """FOLDER converted (lower-case kind) or converted to F32 and requantized (upper case)."""
     if kind.islower():
-        command = ["/usr/bin/python3", "gguf_convert.py", ref.SOURCE, folder, out, kind]
+        command = ["/usr/bin/python3", os.path.join(HERE, "gguf_convert.py"), ref.SOURCE, folder, out, kind]
     else:
         f32 = out + ".f32.gguf"
         if not os.path.exists(f32):
             make_gguf(folder, f32, "f32")
-        command = ["/usr/bin/python3", "gguf_quantize.py", lib_dir(), f32, out, kind]
+        command = ["/usr/bin/python3", os.path.join(HERE, "gguf_quantize.py"), lib_dir(), f32, out, kind]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
         raise AssertionError(f"{' '.join(command)} failed: {done.stderr[-2000:]}")

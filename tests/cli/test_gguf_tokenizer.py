@@ -71,7 +71,8 @@ class GgufTokenizer(unittest.TestCase):
         package = os.path.join(ref.install(), "node_modules", "node-llama-cpp")
         for pre, add_bos in PRES:
             path = self.file_with_vocab(pre, add_bos)
-            llama = tref.run_node("llama_tokenize.mjs", package, path, self.texts_path)
+            llama = tref.run_node(os.path.join(os.path.dirname(os.path.abspath(__file__)), "llama_tokenize.mjs"),
+                                  package, path, self.texts_path)
             self.assertEqual(llama["add_bos"], add_bos)
             for n, text in enumerate(texts()):
                 with self.subTest(pre=pre, text=text[:40]):
