@@ -9,6 +9,8 @@ K-quants apply to every matrix.
   dequantization of the same file (llama.cpp's permutation of Q/K undone, Gemma's 1 + w norms
   and GPT-2's transposes turned back, by the test).
 - Together the files hold every tensor type attnscope reads.
+- llama.cpp's own logits of the same files agree (exactly for F32, loosely for its 8-bit
+  activations on quantized files).
 - Bad files: one line naming the file and the key or tensor, exit 1: an unknown architecture, a
   missing hyperparameter key, a tensor of the wrong shape, weights over the memory budget.
 """
@@ -170,6 +172,56 @@ def rewrite(src, dst, arch=None, drop=(), values=None):
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+
+
+def with_byte_vocabulary(src, dst, values=None):
+    """SRC with a vocabulary llama.cpp loads: tokenizer.ggml.model "gpt2", GPT-2's 256 byte
+    tokens (id = the byte) plus "ĠĠ" (id 256) and its one merge. The model's vocab must be 257."""
+    T = ref.gguf().GGUFValueType
+    chars = hf.bytes_to_unicode()
+    rewrite(src, dst, values={
+        "tokenizer.ggml.model": ("gpt2", T.STRING, None), "tokenizer.ggml.pre": ("gpt-2", T.STRING, None),
+        "tokenizer.ggml.tokens": ([chars[b] for b in range(256)] + [chars[32] * 2], T.ARRAY, T.STRING),
+        "tokenizer.ggml.merges": ([chars[32] + " " + chars[32]], T.ARRAY, T.STRING), **(values or {})})
+
+
+class GgufLlamaCppLogits(unittest.TestCase):
+    """llama.cpp's own logits of the same files (node-llama-cpp, flash attention off, F32 KV
+    cache): an F32 file within 1e-4; quantized files only as closely as llama.cpp's 8-bit
+    activations allow (its dot products quantize activations to Q8): correlation of the logits
+    at least 0.99 and no logit further than 10% of the largest (measured here: 1.7% for Q8_0,
+    3.4% for Q4_K_M, 4.9% for Q4_0)."""
+    IDS = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3]
+
+    def test_logits_agree(self):
+        d = mref.case_dir("gguf", "llama-cpp-logits")
+        cfg, tensors = hf.make_model("llama", seed=50, V=257, P=64, G=2, N=2, H=4, D=32)
+        hf.write_folder(os.path.join(d, "llama"), cfg, tensors)
+        plain = os.path.join(d, "plain.gguf")
+        make_gguf(os.path.join(d, "llama"), plain, "f32")
+        f32 = os.path.join(d, "F32.gguf")
+        with_byte_vocabulary(plain, f32)
+        package = os.path.join(ref.install(), "node_modules", "node-llama-cpp")
+        for kind in ("F32", "Q8_0", "Q4_K_M", "Q4_0"):
+            path = os.path.join(d, kind + ".gguf")
+            if kind != "F32":
+                done = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "gguf_quantize.py"), lib_dir(), f32, path,
+                                       kind], capture_output=True, text=True, timeout=300)
+                self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+            with self.subTest(type=kind):
+                done = subprocess.run(["node", os.path.join(HERE, "llama_logits.mjs"), package, path, json.dumps(self.IDS)],
+                                      capture_output=True, text=True, timeout=300)
+                self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+                theirs = np.array(json.loads(done.stdout))
+                out = path + "-out"
+                self.assertEqual(run(path, out, self.IDS).returncode, 0)
+                ours = np.load(os.path.join(out, "logits.npy"))
+                self.assertEqual(theirs.shape, ours.shape)
+                if kind == "F32":
+                    np.testing.assert_allclose(ours, theirs, atol=1e-4, rtol=0)
+                    continue
+                self.assertGreater(np.corrcoef(ours.ravel(), theirs.ravel())[0, 1], 0.99)
+                self.assertLess(np.abs(ours - theirs).max(), 0.1 * np.abs(ours).max())
 
 
 class GgufModelErrors(unittest.TestCase):

@@ -1,6 +1,6 @@
 """A GGUF file in the app (issue 36): a random Llama-style model converted by llama.cpp's own
-convert_hf_to_gguf.py to Q8_0, its vocabulary (GPT-2's 256 byte tokens, tokenizer.ggml.model
-"gpt2") written into the metadata, opens with Ctrl+O; the caption names the model, the
+convert_hf_to_gguf.py to Q8_0, a vocabulary of bytes (tokenizer.ggml.model "gpt2") written
+into its metadata, opens with Ctrl+O; the caption names the model, the
 architecture and the quantization mix by bytes; every head has its tile; typing reruns the
 model on the new token (live typing through the file's own tokenizer)."""
 import os
@@ -15,7 +15,7 @@ from guitest import line_count, wait_after
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
 import hf_reference as hf  # noqa: E402
 import llama_cpp_reference as ref  # noqa: E402
-from test_gguf_model import make_gguf, rewrite  # noqa: E402
+from test_gguf_model import make_gguf, with_byte_vocabulary  # noqa: E402
 
 
 class GgufGuiTest(g.AppTestCase):
@@ -23,17 +23,12 @@ class GgufGuiTest(g.AppTestCase):
 
     def write_gguf(self):
         folder = os.path.join(self.dir, "tiny-llama")
-        cfg, tensors = hf.make_model("llama", seed=44, V=256, P=256, G=2, N=2, H=4, D=32)
+        cfg, tensors = hf.make_model("llama", seed=44, V=257, P=256, G=2, N=2, H=4, D=32)
         hf.write_folder(folder, cfg, tensors)
         plain = os.path.join(self.dir, "plain.gguf")
         make_gguf(folder, plain, "q8_0")
-        T = ref.gguf().GGUFValueType
-        byte_chars = hf.bytes_to_unicode()
         path = os.path.join(self.dir, "tiny.gguf")
-        rewrite(plain, path, values={
-            "tokenizer.ggml.model": ("gpt2", T.STRING, None), "tokenizer.ggml.pre": ("gpt-2", T.STRING, None),
-            "tokenizer.ggml.tokens": ([byte_chars[b] for b in range(256)], T.ARRAY, T.STRING),
-            "general.name": ("Tiny GGUF", T.STRING, None)})
+        with_byte_vocabulary(plain, path, {"general.name": ("Tiny GGUF", ref.gguf().GGUFValueType.STRING, None)})
         return path
 
     def open_file(self, window, log, path):
