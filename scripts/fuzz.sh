@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-25}
 [ $# -gt 0 ] && shift
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(fuzz_npy fuzz_npz fuzz_mask fuzz_settings fuzz_bundle fuzz_attention_bundle fuzz_model fuzz_safetensors fuzz_hf_config fuzz_tokenizer_json fuzz_cli)
+[ ${#targets[@]} -eq 0 ] && targets=(fuzz_npy fuzz_npz fuzz_mask fuzz_settings fuzz_bundle fuzz_attention_bundle fuzz_model fuzz_safetensors fuzz_hf_config fuzz_tokenizer_json fuzz_gguf fuzz_cli)
 
 scripts/asan-build.sh "${targets[@]}"
 

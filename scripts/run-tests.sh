@@ -24,6 +24,7 @@ scripts/install-deps.sh "${deps[@]}" || exit 1
 run_release() {
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null &&
     cmake --build build -j"$(nproc)" &&
+    scripts/llama-cpp-reference.sh build >/dev/null &&
     (cd build && ctest --output-on-failure -j"$(nproc)")
 }
 

@@ -140,15 +140,40 @@ EncodedMaps encodeWithinBudget(const ViewModel& view, const std::vector<int64_t>
 // Axis labels of the stored cells: "12 'tok'", or for a pooled cell the positions it covers
 // and the first one's token ("19-25 'tok'": the axis reads the token, the tooltip the range).
 // Positions count from `offset` (a window's first row or key).
-std::vector<std::string> axisLabels(const std::vector<std::string>& tokens, int64_t cells, int64_t offset = 0) {
-  const int64_t n = static_cast<int64_t>(tokens.size());
+// Labels of cells whose positions are [firsts[c], firsts[c + 1]) of tokens, counted from `offset`.
+std::vector<std::string> axisLabels(const std::vector<std::string>& tokens, const std::vector<int64_t>& firsts,
+                                    int64_t offset = 0) {
   std::vector<std::string> labels;
-  for (int64_t c = 0; c < cells; ++c) {
-    const int64_t first = c * n / cells, last = (c + 1) * n / cells - 1;
-    const std::string range = std::to_string(offset + first) + (first == last ? "" : "-" + std::to_string(offset + last));
-    labels.push_back(range + " '" + tokens[first] + "'");
+  for (size_t c = 0; c + 1 < firsts.size(); ++c) {
+    const int64_t from = firsts[c], last = firsts[c + 1] - 1;
+    const std::string range = std::to_string(offset + from) + (from == last ? "" : "-" + std::to_string(offset + last));
+    labels.push_back(range + " '" + tokens[from] + "'");
   }
   return labels;
+}
+
+// [cells + 1]: the first of n positions each of `cells` pooled cells covers, then n.
+std::vector<int64_t> cellFirsts(int64_t n, int64_t cells) {
+  std::vector<int64_t> firsts;
+  for (int64_t c = 0; c <= cells; ++c) firsts.push_back(c * n / cells);
+  return firsts;
+}
+std::vector<std::string> axisLabels(const std::vector<std::string>& tokens, int64_t cells, int64_t offset = 0) {
+  return axisLabels(tokens, cellFirsts(static_cast<int64_t>(tokens.size()), cells), offset);
+}
+
+// The first real position of each of the page's `cells` rows (or columns) of batch item b's
+// maps, [cells + 1]: a tiled view's maps are its overview, itself blocks of the real map.
+std::vector<int64_t> pageFirsts(const ViewModel& view, int64_t cells, bool rows) {
+  if (!view.tiled) return cellFirsts(rows ? view.L : view.S, cells);
+  const TiledMaps& t = *view.tiled;
+  std::vector<int64_t> firsts;
+  for (int64_t block : cellFirsts(rows ? t.rows : t.cols, cells)) firsts.push_back(rows ? t.firstRow(block) : t.firstCol(block));
+  return firsts;
+}
+const std::vector<std::string>& realTokens(const ViewModel& view, int64_t b, bool rows) {
+  if (view.tiled) return (rows ? view.tiled->query_tokens : view.tiled->key_tokens)[b];
+  return (rows ? view.query_tokens : view.key_tokens)[b];
 }
 
 // [[label, probability], ...] best first.
@@ -364,8 +389,9 @@ std::string renderViewHtml(const ViewModel& view, const HtmlRequest& request) {
   json data = {
       {"version", ATTNSCOPE_VERSION}, {"H", view.H}, {"L", view.mapL()}, {"S", view.mapS()},
       {"rows", encoded.rows}, {"cols", encoded.cols}, {"layer_names", names},
-      {"row_labels", axisLabels(view.query_tokens[b], encoded.rows)},
-      {"col_labels", axisLabels(view.key_tokens[b], encoded.cols)},
+      {"row_labels", axisLabels(realTokens(view, b, true), pageFirsts(view, encoded.rows, true))},
+      {"col_labels", axisLabels(realTokens(view, b, false), pageFirsts(view, encoded.cols, false))},
+      {"row_positions", pageFirsts(view, encoded.rows, true)},
       {"caption", {{"model", request.model}, {"source", request.source}, {"text", request.text},
                    {"mask", view.maps[layers[0]].mask_name}, {"batch_item", b}, {"B", view.B},
                    {"notes", view.notes}}},

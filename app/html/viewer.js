@@ -282,7 +282,7 @@
   function queryPosition(r) {
     const source = focusSource();
     if (source.zoomed) return data.window.row0 + Math.floor(r * data.window.real_rows / data.window.rows);
-    return Math.floor(r * data.L / data.rows);
+    return data.row_positions[r];
   }
 
   const percent = (p) => `${(100 * p).toPrecision(3)}%`;

@@ -322,7 +322,7 @@ void checkProjections(const Projections& w, const AttentionOptions& o) {
 }  // namespace
 
 Projections projectionsOf(const AttentionInputs& in) {
-  auto rows = [](const Tensor& w) { return WeightRows{w.data.data(), nullptr, w.dim(0), w.dim(1)}; };
+  auto rows = [](const Tensor& w) { return WeightRows{w.data.data(), nullptr, w.dim(0), w.dim(1), 0, false, {}}; };
   auto bias = [](const Tensor& b) { return b.empty() ? nullptr : b.data.data(); };
   return {rows(in.w_q), rows(in.w_k), rows(in.w_v), rows(in.w_o), bias(in.b_q), bias(in.b_k), bias(in.b_v), bias(in.b_o)};
 }

@@ -47,7 +47,7 @@ void gemm(bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t
 }
 
 void linearInto(const float* x, int64_t rows, const Tensor& w, const Tensor& b, float* y) {
-  rowGemm(x, rows, WeightRows{w.data.data(), nullptr, w.dim(0), w.dim(1)}, b.empty() ? nullptr : b.data.data(), y);
+  rowGemm(x, rows, WeightRows{w.data.data(), nullptr, w.dim(0), w.dim(1), 0, false, {}}, b.empty() ? nullptr : b.data.data(), y);
 }
 
 void linearInto(const float* x, int64_t rows, const Weights& w, const Tensor& b, float* y) {

@@ -123,7 +123,11 @@ void Run(const float* x, int64_t ldx, int64_t M, const WeightRows& w, const T* d
       } else if (w.panels) {
         Columns(x, ldx, M, data + p * K * kPanelWidth, kPanelWidth, K, 0, cols, y + n0, ldy);
       } else {
-        panelOf(data, w.stride(), N, K, p, scratch.data());
+        if (w.quant.type) {
+          panelOf(w.quant, N, K, p, scratch.data());
+        } else {
+          panelOf(data, w.stride(), N, K, p, scratch.data());
+        }
         Columns(x, ldx, M, scratch.data(), kPanelWidth, K, 0, cols, y + n0, ldy);
       }
     }
@@ -139,6 +143,8 @@ void RowGemm(const float* x, int64_t ldx, int64_t M, const WeightRows& w, const 
              bool threaded) {
   if (w.bf16) {
     Run(x, ldx, M, w, w.bf16, b, y, ldy, threaded);
+  } else if (w.quant.type) {  // dequantized into each thread's panel scratch
+    Run<float>(x, ldx, M, w, nullptr, b, y, ldy, threaded);
   } else {
     Run(x, ldx, M, w, w.f32, b, y, ldy, threaded);
   }

@@ -6,6 +6,7 @@
 #include <functional>
 #include <system_error>
 
+#include "model/gguf_model.h"
 #include "tensor/tensor.h"
 
 namespace attnscope {
@@ -76,7 +77,7 @@ std::string textForModel(const std::string& current, const std::string& model_na
 
 bool isModelFolder(const std::string& dir) {
   std::error_code ec;
-  return !dir.empty() && fs::is_regular_file(fs::path(dir) / "config.json", ec);
+  return !dir.empty() && (fs::is_regular_file(fs::path(dir) / "config.json", ec) || isGgufFile(dir));
 }
 
 std::string modelFolder(const Settings& settings) {

@@ -33,7 +33,7 @@ std::string sampleText(const std::string& model_name);
 std::string textForModel(const std::string& current, const std::string& model_name);
 
 // True when dir holds a config.json (a model folder of either kind, not a tensor or
-// attention bundle).
+// attention bundle), or is a GGUF file (model/gguf_model.h): every place that takes a MODEL.
 bool isModelFolder(const std::string& dir);
 
 // The folder settings.model names: a path when it has a '/', else ASSETS/models/NAME.

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/model_source.h"
+
 namespace attnscope {
 namespace fs = std::filesystem;
 namespace {
@@ -52,7 +54,10 @@ bool opensDirectly(OpenKind kind) { return kind != OpenKind::Folder && kind != O
 OpenKind openKind(const std::string& path) {
   std::error_code ec;
   const fs::path p(path.empty() ? "." : path);
-  if (!fs::is_directory(p, ec)) return isSettingsFile(p) ? OpenKind::Settings : OpenKind::Other;
+  if (!fs::is_directory(p, ec)) {
+    if (isModelFolder(p.string())) return OpenKind::Model;  // a GGUF file
+    return isSettingsFile(p) ? OpenKind::Settings : OpenKind::Other;
+  }
   if (present(p / "config.json")) return OpenKind::Model;
   if (present(p / "attentions.npy") || present(p / "attentions.npz")) return OpenKind::AttentionBundle;
   if (present(p / "query.npy")) return OpenKind::TensorBundle;

@@ -236,7 +236,8 @@ std::shared_ptr<const ViewModel> buildView(const Settings& settings, const ViewR
   if (settings.source == InputSource::Model) {
     if (runners.model) return runners.model(settings);
     return std::make_shared<const ViewModel>(viewOfModelFolder(modelFolder(settings), settings.model_text, settings.model_truncate,
-                                                               parseInterventions(settings.model_ablate, settings.model_knockout)));
+                                                               parseInterventions(settings.model_ablate, settings.model_knockout),
+                                                               runners.pooled_model_maps));
   }
   Run run = configureRun(settings);  // the one way settings become a run
   if (runners.core) return runners.core(std::move(run));

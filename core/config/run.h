@@ -78,6 +78,8 @@ std::shared_ptr<const ViewModel> buildTiledView(Run& run, const std::function<bo
 struct ViewRunners {
   std::function<std::shared_ptr<const ViewModel>(const Settings&)> model;  // source Model
   std::function<std::shared_ptr<const ViewModel>(Run)> core;               // configureRun(settings)
+  // Without a model runner: a long text's maps pooled only (viewOfModelFolder's pooled_maps).
+  bool pooled_model_maps = false;
 };
 
 // What the settings show: an attention bundle's imported maps, a trained model's run on

@@ -334,9 +334,13 @@ ViewModel FolderModelRunner::viewOf(const ModelRun& run) const {  // no whole le
 std::string FolderModelRunner::tokenText(int64_t id) const { return attnscope::tokenText(runner_->model(), id); }
 
 ViewModel viewOfModelFolder(const std::string& folder, const std::string& text, Truncate truncate,
-                            const Interventions& interventions) {
+                            const Interventions& interventions, bool pooled_maps) {
   FolderModelRunner runner(folder);
   runner.setInterventions(interventions);
+  if (pooled_maps) {
+    const ModelConfig& c = runner.model().config;
+    runner.keepMapsWithin(std::min(fullPathBudgetBytes(), modelMapBytes(c.n_layers, c.heads, kTextureMaxSide)));
+  }
   ViewModel view = runner.view(text, nullptr, {}, {}, false, truncate);
   checkInterventions(interventions, runner.model().config, view.mapL());  // positions past the text: refused here
   return view;

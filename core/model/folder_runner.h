@@ -86,6 +86,8 @@ class FolderModelRunner {
   // Runs made through causalModel (generation) keep every layer's residual stream, for
   // lensColumns; view() sets it for its own runs.
   void keepResiduals(bool keep);
+  // Runs whose maps pass `bytes` keep Q and K instead (default: fullPathBudgetBytes()).
+  void keepMapsWithin(uint64_t bytes) { runner_->keepMapsWithin(bytes); }
   // Lens columns [first, first + count) of a run that kept its residuals (labelled as the
   // view's); a generation computes its new positions' columns with each step.
   LensColumns lensColumns(const ModelRun& run, int64_t first, int64_t count) const;
@@ -137,8 +139,10 @@ class FolderModelRunner {
 };
 
 // One run of FolderModelRunner: the one path from settings to a model's view (buildView).
-// InputError for interventions outside the model or the text.
+// InputError for interventions outside the model or the text. pooled_maps: a text longer than
+// kTextureMaxSide keeps Q and K instead of its maps and is shown in tiles (its pooled
+// overview; a caller that never needs the full maps: an HTML page, a fraction of the memory).
 ViewModel viewOfModelFolder(const std::string& folder, const std::string& text, Truncate truncate = Truncate::None,
-                            const Interventions& interventions = {});
+                            const Interventions& interventions = {}, bool pooled_maps = false);
 
 }  // namespace attnscope

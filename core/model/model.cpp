@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "model/gguf_model.h"
 #include "tokenizer/tokenizer.h"
 
 namespace attnscope {
@@ -14,11 +15,13 @@ std::string Model::name() const {
 }
 
 Model loadModel(const std::string& folder, bool with_tokenizer, const Progress& progress) {
+  if (isGgufFile(folder)) return loadGgufModel(folder, with_tokenizer);
   return isHfModelFolder(folder) ? loadHfFolder(folder, with_tokenizer, progress) : loadOwnFolder(folder);
 }
 
 void checkModelFolder(const std::string& folder) {
-  if (isHfModelFolder(folder)) checkHfFolder(folder);
+  if (isGgufFile(folder)) checkGgufModel(folder);
+  else if (isHfModelFolder(folder)) checkHfFolder(folder);
   else loadOwnFolder(folder);
 }
 

@@ -21,9 +21,7 @@ constexpr size_t kMaxConfigBytes = size_t{16} << 20;
 Activation readActivation(const ConfigFields& f, const Family& family) {
   const std::string field = f.present({"hidden_activation", "hidden_act", "activation_function"});
   const std::string name = field.empty() ? family.default_activation : f.text(f.root(), field, field, "");
-  if (name == "gelu") return Activation::GeluErf;
-  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast") return Activation::GeluTanh;
-  if (name == "silu" || name == "swish") return Activation::Silu;
+  if (const auto a = activationNamed(name)) return *a;
   f.fail(field, "is \"" + name + "\" but attnscope supports " +
                     quotedList({"gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "silu", "swish"}));
 }
@@ -57,9 +55,7 @@ void longRope(const ConfigFields& f, const json& params, const std::string& wher
 // RoPE inverse frequencies, transformers' modeling_rope_utils: default, linear, llama3.
 std::vector<double> ropeInvFreq(const ConfigFields& f, const json& scaling, const std::string& where, double theta,
                                 int64_t rotary_dims, const std::string& type) {
-  std::vector<double> inv(rotary_dims / 2);
-  for (int64_t i = 0; i < rotary_dims / 2; ++i)
-    inv[i] = 1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(rotary_dims));
+  std::vector<double> inv = ropeDefaultInvFreq(theta, rotary_dims);
   if (type == "default") return inv;
   const double factor = f.number(scaling, "factor", where + ".factor", 0.0, 1e-6, 1e6);
   if (factor == 0.0) f.fail(where + ".factor", "is missing (rope_type \"" + type + "\" needs it)");
@@ -202,6 +198,20 @@ std::vector<bool> slidingLayers(const ConfigFields& f, const ModelConfig& c) {
     sliding[i] = t == "sliding_attention";
   }
   return sliding;
+}
+
+std::optional<Activation> activationNamed(const std::string& name) {
+  if (name == "gelu") return Activation::GeluErf;
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast") return Activation::GeluTanh;
+  if (name == "silu" || name == "swish") return Activation::Silu;
+  return std::nullopt;
+}
+
+std::vector<double> ropeDefaultInvFreq(double theta, int64_t rotary_dims) {
+  std::vector<double> inv(rotary_dims / 2);
+  for (int64_t i = 0; i < rotary_dims / 2; ++i)
+    inv[i] = 1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(rotary_dims));
+  return inv;
 }
 
 std::string quotedList(std::initializer_list<const char*> values) {

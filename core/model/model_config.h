@@ -85,6 +85,12 @@ ModelConfig readHfConfig(const std::string& folder);
 // The same from config.json's text; `path` names the file in errors.
 ModelConfig parseHfConfig(const std::string& json_text, const std::string& path);
 
+// transformers' activation names ("gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "silu",
+// "swish"); nullopt for any other.
+std::optional<Activation> activationNamed(const std::string& name);
+// RoPE's unscaled inverse frequencies theta^(-2i / rotary_dims), i < rotary_dims / 2.
+std::vector<double> ropeDefaultInvFreq(double theta, int64_t rotary_dims);
+
 // True when FOLDER/config.json has a "model_type" (a Hugging Face folder, not attnscope-model/1).
 bool isHfModelFolder(const std::string& folder);
 

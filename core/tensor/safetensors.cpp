@@ -14,6 +14,7 @@
 #include <Eigen/Core>
 #include <nlohmann/json.hpp>
 
+#include "tensor/mapped_file.h"
 #include "tensor/text_file.h"
 
 namespace attnscope {
@@ -198,49 +199,6 @@ void convertSafetensor(const uint8_t* file_bytes, const SafetensorsHeader& heade
 
 // ---- files and folders ----
 
-class MappedFile {
- public:
-  explicit MappedFile(const std::string& path) : path_(path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail(path, std::string("cannot open (") + std::strerror(errno) + ")");
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd);
-      fail(path, "not a regular file");
-    }
-    size_ = static_cast<uint64_t>(st.st_size);
-    if (size_ > 0) {
-      void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-      if (p == MAP_FAILED) {
-        ::close(fd);
-        fail(path, std::string("cannot map (") + std::strerror(errno) + ")");
-      }
-      data_ = static_cast<const uint8_t*>(p);
-    }
-    ::close(fd);
-  }
-  ~MappedFile() {
-    if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
-  }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  const uint8_t* data() const { return data_; }
-  uint64_t size() const { return size_; }
-  // Bytes [begin, end) converted: their whole pages leave the process's memory (a private
-  // read-only mapping reads them again from the file if touched), so a load never holds
-  // the file and its float32 copy at once.
-  void release(uint64_t begin, uint64_t end) const {
-    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-    const uint64_t first = (begin + page - 1) / page * page, last = end / page * page;
-    if (data_ && first < last) ::madvise(const_cast<uint8_t*>(data_) + first, last - first, MADV_DONTNEED);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  const uint8_t* data_ = nullptr;
-  uint64_t size_ = 0;
-};
 
 namespace {
 

@@ -44,7 +44,7 @@ uint64_t safetensorsDtypeBytes(const std::string& dtype);
 void convertSafetensor(const uint8_t* file_bytes, const SafetensorsHeader& header, const std::string& name,
                        const std::string& path, float* out);
 
-class MappedFile;  // tensor/safetensors.cpp
+class MappedFile;  // tensor/mapped_file.h
 
 // Every tensor of a model folder's safetensors file(s). open() reads only the headers
 // (shapes and dtypes are known before any data is touched: a caller can refuse a folder

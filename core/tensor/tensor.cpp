@@ -68,4 +68,11 @@ std::string shapeToString(const Shape& shape) {
   return out + "]";
 }
 
+Tensor rows(const Tensor& t, int64_t first, int64_t count) {
+  const int64_t C = t.shape.size() == 2 ? t.dim(1) : 1;
+  Tensor out(t.shape.size() == 2 ? Shape{count, C} : Shape{count});
+  std::copy(t.data.begin() + first * C, t.data.begin() + (first + count) * C, out.data.begin());
+  return out;
+}
+
 }  // namespace attnscope

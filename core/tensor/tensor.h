@@ -88,4 +88,7 @@ struct BoolTensor {
   bool empty() const { return data.empty(); }
 };
 
+// Rows [first, first + count) of a [R, C] tensor (or elements of a vector), copied.
+Tensor rows(const Tensor& t, int64_t first, int64_t count);
+
 }  // namespace attnscope

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "tensor/ggml_quants.h"
+
 namespace attnscope {
 namespace {
 
@@ -72,6 +74,7 @@ Buffer columnPanels(const Buffer& kn, int64_t K, int64_t ld, int64_t first, int6
 
 void requireRows(const Weights& w, const char* what) {
   if (w.panels) throw std::logic_error(std::string(what) + ": weights already in panels");
+  if (w.quant.type) throw std::logic_error(std::string(what) + ": ggml blocks are not re-laid out");
 }
 
 }  // namespace
@@ -85,7 +88,36 @@ void panelOf(const uint16_t* w, int64_t ld, int64_t N, int64_t K, int64_t p, flo
   panelData(w, ld, N, K, p, out, widened);
 }
 
+// 64 rows dequantized one at a time, then laid across the panel (row j is column j).
+void panelOf(const QuantRows& w, int64_t N, int64_t K, int64_t p, float* out) {
+  const int64_t n0 = p * kPanelWidth, cols = std::min(kPanelWidth, N - n0);
+  std::vector<float> row(static_cast<size_t>(K));
+  for (int64_t j = 0; j < kPanelWidth; ++j) {
+    if (j < cols) dequantizeRow(*w.type, w.row(n0 + j), row.data(), K);
+    for (int64_t k = 0; k < K; ++k) out[k * kPanelWidth + j] = j < cols ? row[k] : 0.0f;
+  }
+}
+
+Weights quantizedWeights(const GgmlTypeInfo& type, const uint8_t* data, int64_t N, int64_t K,
+                         std::shared_ptr<const void> owner, std::vector<int64_t> row_map) {
+  Weights w;
+  w.shape = {N, K};
+  w.quant = {&type, data, ggmlRowBytes(type, K), nullptr};
+  w.owner = std::move(owner);
+  if (!row_map.empty()) {
+    w.row_map = std::make_shared<const std::vector<int64_t>>(std::move(row_map));
+    w.quant.row_map = w.row_map->data();
+  }
+  return w;
+}
+
+uint64_t Weights::bytes() const {
+  const uint64_t quant_bytes = quant.type ? static_cast<uint64_t>(dim(0)) * quant.row_bytes : 0;
+  return f32.size() * sizeof(float) + bf16.size() * sizeof(uint16_t) + quant_bytes;
+}
+
 void packPanels(Weights& w) {
+  if (w.quant.type) return;  // dequantized a panel at a time by the row GEMM
   requireRows(w, "packPanels");
   if (w.shape.size() != 2) throw std::logic_error("packPanels: not a matrix");
   const int64_t N = w.dim(0), K = w.dim(1);
@@ -123,6 +155,12 @@ float bf16ToFloat(uint16_t bits) {
 }
 
 float Weights::at(int64_t i) const {
+  if (quant.type) {
+    const int64_t K = dim(1);
+    std::vector<float> row(static_cast<size_t>(K));
+    rowInto(i / K, row.data());
+    return row[i % K];
+  }
   if (panels) {  // element (n, k) of [N, K]
     const int64_t K = dim(1), n = i / K, k = i % K;
     i = (n / kPanelWidth * K + k) * kPanelWidth + n % kPanelWidth;
@@ -132,6 +170,10 @@ float Weights::at(int64_t i) const {
 
 void Weights::rowInto(int64_t n, float* out) const {
   const int64_t K = dim(1);
+  if (quant.type) {
+    dequantizeRow(*quant.type, quant.row(n), out, K);
+    return;
+  }
   if (panels) {
     for (int64_t k = 0; k < K; ++k) out[k] = at(n * K + k);
     return;
@@ -145,7 +187,7 @@ void Weights::rowInto(int64_t n, float* out) const {
 
 WeightRows Weights::rows() const {
   const int64_t N = shape.size() == 2 ? dim(0) : 1, K = shape.size() == 2 ? dim(1) : dim(0);
-  return {f32.empty() ? nullptr : f32.data(), bf16.empty() ? nullptr : bf16.data(), N, K, 0, panels};
+  return {f32.empty() ? nullptr : f32.data(), bf16.empty() ? nullptr : bf16.data(), N, K, 0, panels, quant};
 }
 
 Weights rowsOf(const Weights& w, int64_t first, int64_t count) {

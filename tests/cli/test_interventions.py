@@ -233,7 +233,7 @@ class ExportAndAnalyze(unittest.TestCase):
     def test_export_and_analyze_follow_the_intervention(self):
         folder, cfg, stored = folder_of("llama", dict(seed=72, G=2, N=3, V=256, P=24))
         hf.write_byte_level_bpe(folder)
-        out = os.path.join(folder + "-out", "export")
+        out = ref.fresh(os.path.join(folder + "-out", "export"))  # an export adds files beside an earlier run's
         run = attnscope("model", "run", folder, "--text", "abcabcab", "--out", out + "-run", "--knockout", "L1H*:6-3")
         self.assertEqual(run.returncode, 0, run.stderr)
         result = attnscope("export", folder, "--text", "abcabcab", "--knockout", "L1H*:6-3", "--what", "probs",

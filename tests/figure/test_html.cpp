@@ -123,8 +123,10 @@ TEST(HtmlExport, SmallBudgetPoolsByBlockMaximumAndSaysSo) {
         EXPECT_NEAR(maps[h][r * cols + c], block_max, step / 2 + 1e-7);
       }
   }
-  // The labels of a pooled axis name the positions a cell covers; no token ends the script.
-  EXPECT_EQ(data["row_labels"][0], "0-" + std::to_string(64 / rows - 1));
+  // The labels of a pooled axis name the positions a cell covers and the first one's token;
+  // no token ends the script.
+  EXPECT_EQ(data["row_labels"][0], "0-" + std::to_string(64 / rows - 1) + " '" + view.query_tokens[0][0] + "'");
+  EXPECT_EQ(data["row_positions"][1], 64 / rows);
   EXPECT_EQ(page.find("</script><b>"), std::string::npos);
 }
 

@@ -91,13 +91,19 @@ float checkboxWidth(const char* label) {
 
 constexpr const char* kSandboxLabel = "random-weights sandbox";
 
+// A model path in the Models list: "file: NAME.gguf" or "folder: NAME".
+std::string modelPathLabel(const std::string& path) {
+  const std::filesystem::path p(path);
+  return (p.extension() == ".gguf" ? "file: " : "folder: ") + p.filename().string();
+}
+
 // The Models choice's label for what the settings run.
 std::string modelChoiceLabel(const Settings& s) {
   if (s.source == InputSource::Bundle && !s.bundle_path.empty())  // what it is, not the sandbox
     return "bundle: " + std::filesystem::path(s.bundle_path).lexically_normal().filename().string();
   if (s.source != InputSource::Model) return kSandboxLabel;
   if (s.model.find('/') == std::string::npos) return s.model;
-  return "folder: " + std::filesystem::path(s.model).filename().string();
+  return modelPathLabel(s.model);
 }
 
 void pickModel(AppState& state, const std::string& model) {
@@ -125,7 +131,7 @@ bool drawModelsSection(AppState& state) {
       if (ui::selectable(rects, "models_item_" + m.name, m.name.c_str(), current)) pickModel(state, m.name);
     }
     for (const std::string& folder : state.view.recent_models) {
-      const std::string label = "folder: " + std::filesystem::path(folder).filename().string();
+      const std::string label = modelPathLabel(folder);
       if (ImGui::Selectable(label.c_str(), s.source == InputSource::Model && s.model == folder)) pickModel(state, folder);
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", folder.c_str());
     }

@@ -1,0 +1,20 @@
+// GGUF files as models (model/gguf_model.cpp; docs/models.md, "GGUF files").
+#pragma once
+
+#include <string>
+
+#include "model/model.h"
+
+namespace attnscope {
+
+// A regular file named *.gguf.
+bool isGgufFile(const std::string& path);
+// The model in a GGUF file: its architecture's family, hyperparameters from the {arch}.* keys,
+// matrices mapped as stored. InputError naming the file and the key or tensor on any problem;
+// a file whose weights do not fit the memory budget is refused with the estimate first. The
+// tokenizer from the metadata (model/gguf_tokenizer.h) when with_tokenizer.
+Model loadGgufModel(const std::string& path, bool with_tokenizer = true);
+// What loadGgufModel checks before it reads a weight (header, keys, the embedding, memory).
+void checkGgufModel(const std::string& path);
+
+}  // namespace attnscope

@@ -1,0 +1,121 @@
+// The tokenizer a GGUF file carries in its metadata (tokenizer.ggml.*), as llama.cpp reads it.
+// `gpt2` (byte-level BPE by merges) becomes the tokenizer.json that says the same, read by the
+// Hugging Face tokenizer (tokenizer/): its pre-tokenizer is llama.cpp's regexes for
+// tokenizer.ggml.pre, applied one after another (Split, isolated), then the bytes as
+// characters; control tokens are special added tokens, user-defined ones plain added tokens;
+// BOS / EOS where add_bos_token / add_eos_token (or the pre-tokenizer's default) say.
+#include "model/gguf_tokenizer.h"
+
+#include <nlohmann/json.hpp>
+
+namespace attnscope {
+namespace {
+
+using nlohmann::json;
+
+// llama.cpp's llm_tokenizer_bpe regexes by tokenizer.ggml.pre (src/llama-vocab.cpp, v0.5.0);
+// llama3 also takes a word that is a token whole (ignore_merges) and adds BOS by default.
+struct PreRow {
+  const char* names;  // the tokenizer.ggml.pre values, '|'-separated
+  std::vector<const char*> regexes;
+  bool ignore_merges, add_bos;
+};
+
+const char* kGpt2Words = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)";
+
+const std::vector<PreRow>& preRows() {
+  static const std::vector<PreRow> rows = {
+      {"default", {"[\\p{P}\\$\\+<=>\\^~\\|]+", kGpt2Words, "\\p{N}+", "[0-9][0-9][0-9]"}, false, false},
+      {"llama3|llama-v3|llama-bpe",
+       {"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
+        "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+       true, true},
+      {"qwen2",
+       {"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
+        "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+       false, false},
+      {"gpt-2|olmo", {kGpt2Words}, false, false},
+      {"smollm", {"\\p{N}", kGpt2Words}, false, false},
+  };
+  return rows;
+}
+
+const PreRow& preRow(const GgufFile& f, const std::string& pre) {
+  std::string known;
+  for (const PreRow& row : preRows()) {
+    const std::string names = std::string("|") + row.names + "|";
+    if (names.find("|" + pre + "|") != std::string::npos) return row;
+    known += (known.empty() ? "" : ", ") + std::string(row.names);
+  }
+  f.fail("metadata key tokenizer.ggml.pre is \"" + pre + "\" but attnscope reads " + known);
+}
+
+std::vector<std::string> strings(const GgufFile& f, const std::string& key) {
+  std::vector<std::string> out;
+  for (const GgufValue& v : f.array(key, GgufType::String).items) out.push_back(v.s);
+  return out;
+}
+
+std::optional<int64_t> tokenId(const GgufFile& f, const char* key, int64_t vocab) {
+  if (!f.find(key)) return std::nullopt;
+  const int64_t id = f.integer(key);
+  if (id < 0 || id >= vocab) f.fail("metadata key " + std::string(key) + " is " + std::to_string(id) + ", outside the vocabulary");
+  return id;
+}
+
+// TemplateProcessing with the file's BOS before and EOS after a sequence.
+json bosEosTemplate(const std::vector<std::string>& tokens, std::optional<int64_t> bos, std::optional<int64_t> eos) {
+  json single = json::array(), specials = json::object();
+  auto special = [&](int64_t id) {
+    specials[tokens[id]] = {{"id", tokens[id]}, {"ids", {id}}, {"tokens", {tokens[id]}}};
+    return json{{"SpecialToken", {{"id", tokens[id]}, {"type_id", 0}}}};
+  };
+  if (bos) single.push_back(special(*bos));
+  single.push_back({{"Sequence", {{"id", "A"}, {"type_id", 0}}}});
+  if (eos) single.push_back(special(*eos));
+  return {{"type", "TemplateProcessing"}, {"single", single}, {"pair", single}, {"special_tokens", specials}};
+}
+
+json gpt2TokenizerJson(const GgufFile& f) {
+  const std::vector<std::string> tokens = strings(f, "tokenizer.ggml.tokens");
+  // No merges: every token is a byte or a whole piece (a vocabulary of bytes).
+  const std::vector<std::string> merges = f.find("tokenizer.ggml.merges") ? strings(f, "tokenizer.ggml.merges") : std::vector<std::string>{};
+  const PreRow& pre = preRow(f, f.string("tokenizer.ggml.pre", "default"));
+  const int64_t V = static_cast<int64_t>(tokens.size());
+  json vocab = json::object(), added = json::array();
+  std::vector<int64_t> types(V, 1);
+  if (f.find("tokenizer.ggml.token_type")) {
+    const auto& items = f.array("tokenizer.ggml.token_type", GgufType::I32).items;
+    if (static_cast<int64_t>(items.size()) != V) f.fail("metadata key tokenizer.ggml.token_type has " + std::to_string(items.size()) + " entries for " + std::to_string(V) + " tokens");
+    for (int64_t i = 0; i < V; ++i) types[i] = items[i].i;
+  }
+  for (int64_t i = 0; i < V; ++i) {
+    vocab[tokens[i]] = i;
+    if (types[i] == 3 || types[i] == 4)  // CONTROL, USER_DEFINED
+      added.push_back({{"id", i}, {"content", tokens[i]}, {"special", types[i] == 3}, {"normalized", false},
+                       {"single_word", false}, {"lstrip", false}, {"rstrip", false}});
+  }
+  json steps = json::array();
+  for (const char* regex : pre.regexes)
+    steps.push_back({{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}, {"invert", false}});
+  steps.push_back({{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}});
+  const auto bos = tokenId(f, "tokenizer.ggml.bos_token_id", V), eos = tokenId(f, "tokenizer.ggml.eos_token_id", V);
+  const bool add_bos = f.boolean("tokenizer.ggml.add_bos_token", pre.add_bos) && bos;
+  const bool add_eos = f.boolean("tokenizer.ggml.add_eos_token", false) && eos;
+  return {{"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}, {"ignore_merges", pre.ignore_merges}}},
+          {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", steps}}},
+          {"decoder", {{"type", "ByteLevel"}}},
+          {"post_processor", bosEosTemplate(tokens, add_bos ? bos : std::nullopt, add_eos ? eos : std::nullopt)},
+          {"added_tokens", added}};
+}
+
+}  // namespace
+
+std::optional<HfTokenizer> ggufTokenizer(const GgufFile& f) {
+  const std::string kind = f.string("tokenizer.ggml.model", "none");
+  if (kind != "gpt2") return std::nullopt;  // "none"; "llama" (SentencePiece) and "bert" are not read yet
+  const json j = gpt2TokenizerJson(f);
+  return HfTokenizer::fromJson(j.dump(-1, ' ', false, json::error_handler_t::replace), f.path() + " (tokenizer.ggml.*)");
+}
+
+}  // namespace attnscope
