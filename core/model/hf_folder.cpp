@@ -111,14 +111,6 @@ class WeightPlan {
   uint64_t bytes_ = 0;
 };
 
-// Rows [first, first + count) of a [R, C] matrix (or elements of a vector).
-Tensor rows(const Tensor& t, int64_t first, int64_t count) {
-  const int64_t C = t.shape.size() == 2 ? t.dim(1) : 1;
-  Tensor out(t.shape.size() == 2 ? Shape{count, C} : Shape{count});
-  std::copy(t.data.begin() + first * C, t.data.begin() + (first + count) * C, out.data.begin());
-  return out;
-}
-
 // Rows [first, first + count) of a fused linear map (its bias too).
 Linear rowsOfLinear(const Linear& fused, int64_t first, int64_t count) {
   return {rowsOf(fused.weight, first, count), fused.bias.empty() ? Tensor() : rows(fused.bias, first, count)};
