@@ -351,6 +351,39 @@ class HtmlPageData(unittest.TestCase):
         self.assertIn("attnscope model run --lens", data["lens"]["note"])
         self.assertEqual(len(data["predictions"]["rows"]), 120)
 
+    def test_a_long_model_text_is_pooled_as_made_with_its_tokens_and_predictions(self):
+        """An HTML-only export of more than 256 tokens takes the tiled path (maps pooled as they are
+        made): the page names the overview, labels each pooled row with the real positions it
+        covers and their first token, and keeps every position's predictions."""
+        import hf_reference as hf
+        tmp = ref.case_dir("export_html", "long_model")
+        folder = os.path.join(tmp, "gpt2")
+        cfg, tensors = hf.make_model("gpt2", seed=5, V=256, P=512)
+        hf.write_folder(folder, cfg, tensors)
+        hf.write_byte_level_bpe(folder)
+        text = ("the quick brown fox jumps over the lazy dog " * 8)[:300]
+        page = export(folder, "--text", text, "--format", "html", "--out", os.path.join(tmp, "page"))[0]
+        data = page_data(page)
+        self.assertIn("overview of L 300", data["pooling"])
+        run = os.path.join(tmp, "run")
+        proc = subprocess.run([ref.BIN, "model", "run", folder, "--text", text, "--out", run], capture_output=True,
+                              text=True, timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with open(os.path.join(run, "tokens.txt"), encoding="utf-8") as f:
+            labels = [line.split("\t")[2] for line in f.read().splitlines()]
+        firsts = data["row_positions"]
+        self.assertEqual((firsts[0], firsts[-1], len(firsts)), (0, 300, data["rows"] + 1))
+        for r, label in enumerate(data["row_labels"]):
+            first, last = firsts[r], firsts[r + 1] - 1
+            span = str(first) if first == last else f"{first}-{last}"
+            self.assertEqual(label, f"{span} '{labels[first]}'")
+        logits = np.load(os.path.join(run, "logits.npy")).astype(np.float64)
+        rows = data["predictions"]["rows"]
+        self.assertEqual(len(rows), 300)
+        for t in (0, 150, 299):
+            p = np.exp(logits[t] - logits[t].max())
+            self.assertAlmostEqual(rows[t]["top"][0][1], p.max() / p.sum(), delta=1e-6)
+
     def test_pooled_rows_are_labelled_with_their_first_token(self):
         tmp = ref.case_dir("export_html", "pooled_labels")
         tokens = ["t%d" % i for i in range(300)]
