@@ -56,6 +56,7 @@ def lib_dir():
 def make_gguf(folder, out, kind):
     """FOLDER converted (lower-case kind) or converted to F32 and requantized (upper case)."""
     if kind.islower():
+        ref.install()  # llama.cpp's source beside this build (the sanitized build has its own folder)
         command = ["/usr/bin/python3", os.path.join(HERE, "gguf_convert.py"), ref.SOURCE, folder, out, kind]
     else:
         f32 = out + ".f32.gguf"
