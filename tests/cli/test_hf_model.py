@@ -353,7 +353,7 @@ class Phi3LongRope(unittest.TestCase):
     def test_text_past_the_original_context_is_refused(self):
         """longrope's long factors (transformers' choice past original_max_position_embeddings) are
         not computed: such a text is refused in one line naming the key, however long the model's
-        max_position_embeddings; --truncate keeps the original context's worth."""
+        max_position_embeddings; the original context's worth runs (and matches the reference)."""
         for spelling in (4, 5):
             with self.subTest(spelling=spelling):
                 folder = ref.case_dir("hf-phi3-long", str(spelling))
