@@ -3,7 +3,7 @@
 #   release    the release build (build/) and the whole suite: core, figure, CLI, GUI under Xvfb
 #   sanitized  the suite again under AddressSanitizer + UBSan, halt_on_error, in build-asan/
 #              (scripts/run-sanitized-tests.sh)
-#   fuzz       each libFuzzer target for ATTNSCOPE_FUZZ_SECONDS (default 30) s: any crash,
+#   fuzz       each libFuzzer target for ATTNSCOPE_FUZZ_SECONDS (default 20) s: any crash,
 #              sanitizer report, leak or timeout fails (scripts/fuzz.sh)
 # The release phase runs first; every phase runs even when an earlier one failed, and any
 # failed phase fails the whole run. ATTNSCOPE_TEST_PHASES picks fewer, e.g. "release".
@@ -49,7 +49,7 @@ for phase in $phases; do
   case "$phase" in
     release) run_release ;;
     sanitized) scripts/run-sanitized-tests.sh ;;
-    fuzz) scripts/fuzz.sh "${ATTNSCOPE_FUZZ_SECONDS:-30}" ;;
+    fuzz) scripts/fuzz.sh "${ATTNSCOPE_FUZZ_SECONDS:-20}" ;;
   esac
   status=$?
   [ $status -eq 0 ] && result=passed || { result="FAILED (exit $status)"; failed+=("$phase"); }
