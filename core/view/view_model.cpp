@@ -85,16 +85,16 @@ void mergeRange(MapRange& into, const MapRange& part) {
   into.allowed_cells += part.allowed_cells;
 }
 
-// A map's range over its allowed cells, and (pool) its pooled texture, in one read of the map:
-// each block of rows is measured just before it is pooled.
-void measureMap(const MaskedMap& map, MapKind kind, bool pool, MapRange& range, PooledMap* pooled) {
+// A probability map's range over its allowed cells, and (pool) its pooled texture, in one read
+// of the map: each block of rows is measured just before it is pooled.
+void measureProbs(const MaskedMap& map, bool pool, MapRange& range, PooledMap* pooled) {
   const int64_t S = map.cols;
   if (!pool) {
     range = mapRange(map.values, map.allowed, map.rows * S);
     return;
   }
   range = MapRange{};
-  *pooled = poolMap(map, kind, [&](int64_t first, int64_t end) {
+  *pooled = poolMap(map, MapKind::Probs, [&](int64_t first, int64_t end) {
     mergeRange(range, mapRange(map.values + first * S, map.allowed ? map.allowed + first * S : nullptr, (end - first) * S));
   });
 }
@@ -134,15 +134,14 @@ void summarizeMask(const ViewModel& view, int64_t l, int64_t b, const uint8_t* a
   }
 }
 
-// Ranges of every map and (for large maps) pooled textures of the probabilities, [layers, B, H], and the mask
+// Ranges and (for large maps) pooled textures of the probabilities, [layers, B, H], and the mask
 // summaries, [layers, B]: each map is read in place, maps in parallel.
 void summarize(ViewModel& view) {
-  const bool pool = view.pooled(), scores = view.hasScores();
+  const bool pool = view.pooled();
   bool mask = false;  // any layer's
   for (const LayerMaps& layer : view.maps) mask = mask || layer.allowed != nullptr;
   const int64_t maps = view.layers * view.B * view.H, items = view.layers * view.B;
   view.probs_ranges.assign(static_cast<size_t>(maps), MapRange{});
-  if (scores) view.scores_ranges.assign(static_cast<size_t>(maps), MapRange{});
   if (pool) {
     view.pooled_probs.assign(static_cast<size_t>(maps), PooledMap{});
     view.pooled_mask.assign(static_cast<size_t>(items), PooledMap{});
@@ -152,21 +151,17 @@ void summarize(ViewModel& view) {
     view.fully_masked_counts.assign(static_cast<size_t>(items), 0);
     view.component_maps.assign(static_cast<size_t>(items), {});
   }
-  // One work item per map (kind, layer, b, h), then one per mask of (layer, b).
-  const int64_t kinds = scores ? 2 : 1;
-  const int64_t work = maps * kinds + items;
+  // One work item per probability map (layer, b, h), then one per mask of (layer, b).
+  const int64_t work = maps + items;
 #pragma omp parallel for schedule(dynamic)
   for (int64_t n = 0; n < work; ++n) {
-    if (n < maps * kinds) {
-      const int64_t m = n % maps, l = m / (view.B * view.H), b = m / view.H % view.B, h = m % view.H;
-      const MapKind kind = n < maps ? MapKind::Probs : MapKind::Scores;
-      const float* values = kind == MapKind::Probs ? view.probs(l, b, h) : view.scores(l, b, h);
-      const bool probs = kind == MapKind::Probs;
-      measureMap(MaskedMap{values, view.allowed(l, b), view.L, view.S, view.S}, kind, pool && probs,
-                 (probs ? view.probs_ranges : view.scores_ranges)[m], probs && pool ? &view.pooled_probs[m] : nullptr);
+    if (n < maps) {
+      const int64_t l = n / (view.B * view.H), b = n / view.H % view.B, h = n % view.H;
+      measureProbs(MaskedMap{view.probs(l, b, h), view.allowed(l, b), view.L, view.S, view.S}, pool,
+                 view.probs_ranges[n], pool ? &view.pooled_probs[n] : nullptr);
       continue;
     }
-    const int64_t item = n - maps * kinds, l = item / view.B, b = item % view.B;
+    const int64_t item = n - maps, l = item / view.B, b = item % view.B;
     const uint8_t* allowed = view.allowed(l, b);
     if (pool) view.pooled_mask[item] = poolMap(MaskedMap{nullptr, allowed, view.L, view.S, view.S}, MapKind::Mask);
     if (allowed)
@@ -293,8 +288,10 @@ const MapRange& ViewModel::probsRange(int64_t layer, int64_t b, int64_t h) const
   return probs_ranges.at(mapIndex(layer, b, h));
 }
 
-const MapRange& ViewModel::scoresRange(int64_t layer, int64_t b, int64_t h) const {
-  return scores_ranges.at(mapIndex(layer, b, h));
+MapRange ViewModel::scoresRange(int64_t layer, int64_t b, int64_t h) const {
+  const float* values = scores(layer, b, h);
+  if (!values) throw std::logic_error("scoresRange: the view has no scores");
+  return mapRange(values, allowed(layer, b), L * S);
 }
 
 MapRange ViewModel::probsRangeOver(int64_t b, const std::vector<int64_t>& chosen) const {

@@ -213,7 +213,6 @@ struct ViewModel {
   std::vector<std::vector<TokenPiece>> query_pieces;   // [B][L] or empty
   std::vector<std::vector<TokenPiece>> key_pieces;     // [B][S] or empty
   std::vector<MapRange> probs_ranges;                  // [layers, B, H]
-  std::vector<MapRange> scores_ranges;                 // [layers, B, H]; empty without scores
   // Pooled copies, built only for maps larger than kTextureMaxSide (else empty). The scores'
   // are pooled when asked (textureMap): the app draws the focused head's only.
   std::vector<PooledMap> pooled_probs;                 // [layers, B, H]
@@ -278,7 +277,9 @@ struct ViewModel {
   bool isAllowed(int64_t layer, int64_t b, int64_t i, int64_t j) const;
 
   const MapRange& probsRange(int64_t layer, int64_t b, int64_t h) const;
-  const MapRange& scoresRange(int64_t layer, int64_t b, int64_t h) const;  // needs scores
+  // Needs scores; measured when asked (one read of the map), as only a focused head's scores
+  // are drawn or exported: a keystroke does not read every score map for a range nobody shows.
+  MapRange scoresRange(int64_t layer, int64_t b, int64_t h) const;
   // Probability range of batch item b over every head of the given layers (all when empty):
   // the shared colour scale of a head grid or layer x head atlas.
   MapRange probsRangeOver(int64_t b, const std::vector<int64_t>& layers = {}) const;

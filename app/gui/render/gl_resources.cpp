@@ -165,8 +165,7 @@ bool updateViewTextures(ViewTextures& tex, const ViewModel* view, int64_t b) {
       tex.probs.push_back(uploadMap(view->textureMap(MapKind::Probs, l, b, h)));
       if (!view->hasScores()) continue;
       tex.scores.push_back(0);
-      const float abs_max = view->scoresRange(l, b, h).abs_max;
-      tex.score_abs_max.push_back(abs_max > 0.0f ? abs_max : 1.0f);
+      tex.score_abs_max.push_back(1.0f);  // measured with the upload
     }
     if (view->hasMask()) uploadLayerMask(tex, *view, l, b);
   }
@@ -192,6 +191,8 @@ bool uploadFocusedScores(ViewTextures& tex, const ViewModel* view, ViewFocus foc
   unsigned int& id = tex.scores[tex.index(layer, h)];
   if (id != 0) return false;
   id = uploadMap(view->textureMap(MapKind::Scores, layer, tex.batch_item, h));
+  const float abs_max = view->scoresRange(layer, tex.batch_item, h).abs_max;
+  tex.score_abs_max[tex.index(layer, h)] = abs_max > 0.0f ? abs_max : 1.0f;
   return true;
 }
 

@@ -43,7 +43,7 @@ struct ViewTextures {
   std::vector<unsigned int> probs;          // [layers, H]: R32F probabilities shown
   std::vector<unsigned int> scores;         // [layers, H]: R32F scaled scores, 0 until focused
                                             // (uploadFocusedScores); empty without scores
-  std::vector<float> score_abs_max;         // [layers, H]: max |finite allowed score|
+  std::vector<float> score_abs_max;         // [layers, H]: max |finite allowed score|, set with the upload
   float prob_max = 1.0f;                    // largest shown probability, every layer and head
   float prob_min_positive = 1e-6f;          // smallest positive one (log scale floor)
   // Masks, where the source has them (empty for imported maps):
