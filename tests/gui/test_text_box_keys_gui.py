@@ -69,6 +69,27 @@ class TextBoxKeysTest(g.AppTestCase):
         _, stderr = app.communicate(timeout=20)
         self.assertEqual(app.returncode, 0, stderr)
 
+    def test_a_long_line_keeps_the_typed_end_in_view(self):
+        """Issue 35: a line longer than the box scrolls so that the cursor being typed at stays
+        in view (Dear ImGui 1.86 does not wrap)."""
+        line = " ".join("word%d" % i for i in range(18))  # 120 characters: python-code's context is 128
+        _, log, window, state = self.start("long-line", ready=model_settled, source="model", model="python-code",
+                                           model_text=line)
+        box = state["rects"]["text_box"]
+        state = self.into_text_box(window, log, state)
+        self.x.xdotool("type", "--delay", "60", "ZZ")
+        state = g.wait_for_state(log, lambda s: s["model_text"] == line + "ZZ" and "text_box_cursor_x" in s["texts"])
+        cursor_x, scroll_x = int(state["texts"]["text_box_cursor_x"]), int(state["texts"]["text_box_scroll_x"])
+        self.assertGreater(scroll_x, 0)  # the line is wider than the box ...
+        self.assertTrue(0 <= cursor_x <= box[2], (cursor_x, box))  # ... and the cursor at its end is drawn inside it
+        self.screenshot(window, "long_line_end.png")
+
+        # Home: back to the line's start, unscrolled.
+        seen = g.line_count(log)
+        self.hold("Home")
+        state = g.wait_after(log, seen, lambda s: s["texts"].get("text_box_scroll_x") == "0")
+        self.assertTrue(0 <= int(state["texts"]["text_box_cursor_x"]) <= 10, state["texts"])
+
 
 if __name__ == "__main__":
     unittest.main()

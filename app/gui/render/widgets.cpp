@@ -1,7 +1,9 @@
 #include "gui/render/widgets.h"
 
+#include <imgui_internal.h>  // the active text box's edit state: its cursor and horizontal scroll
 #include <imgui_stdlib.h>
 
+#include <algorithm>
 #include <cstdarg>
 #include <utility>
 
@@ -57,9 +59,32 @@ bool combo(WidgetRects& rects, const std::string& name, const char* label, int* 
            int count) {
   return recorded(rects, name, ImGui::Combo(label, index, items, count));
 }
+namespace {
+
+// <name>_cursor_x: where the cursor of the text box being typed in is drawn, in pixels from
+// the box's left edge, and <name>_scroll_x its horizontal scroll (a long line scrolls so that
+// the cursor stays in view; Dear ImGui 1.86 does not wrap). Neither while it is inactive.
+void recordCursor(WidgetRects& rects, const std::string& name) {
+  const ImGuiInputTextState* edit = ImGui::GetInputTextState(ImGui::GetItemID());
+  if (!rects.enabled || !edit || ImGui::GetActiveID() != edit->ID) return;
+  const ImWchar* begin = edit->TextW.Data;
+  const ImWchar* cursor = begin + std::clamp(edit->Stb.cursor, 0, edit->CurLenW);
+  const ImWchar* line = cursor;
+  while (line > begin && line[-1] != '\n') --line;
+  std::string utf8(static_cast<size_t>(cursor - line) * 4 + 1, '\0');
+  utf8.resize(static_cast<size_t>(ImTextStrToUtf8(utf8.data(), static_cast<int>(utf8.size()), line, cursor)));
+  const float x = ImGui::GetStyle().FramePadding.x + ImGui::CalcTextSize(utf8.c_str()).x - edit->ScrollX;
+  rects.recordText(name + "_cursor_x", std::to_string(static_cast<int>(x)));
+  rects.recordText(name + "_scroll_x", std::to_string(static_cast<int>(edit->ScrollX)));
+}
+
+}  // namespace
+
 bool inputTextMultiline(WidgetRects& rects, const std::string& name, const char* label, std::string* text,
                         ImVec2 size) {
-  return recorded(rects, name, ImGui::InputTextMultiline(label, text, size));
+  const bool changed = recorded(rects, name, ImGui::InputTextMultiline(label, text, size));
+  recordCursor(rects, name);
+  return changed;
 }
 bool inputTextWithHint(WidgetRects& rects, const std::string& name, const char* label, const char* hint,
                        std::string* text, ImGuiInputTextFlags flags, ImGuiInputTextCallback callback, void* user_data) {
