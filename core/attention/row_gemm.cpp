@@ -333,8 +333,16 @@ KeysT transposeKeys(const float* k, int64_t N, int64_t K) {
   const int64_t lanes = HWY_DYNAMIC_DISPATCH(FloatLanes)();  // of the target ScoreRows runs on
   t.ld = (N + 2 * lanes - 1) / lanes * lanes;  // whole vectors past any start
   t.data.assign(static_cast<size_t>(K * t.ld), 0.0f);
-  for (int64_t j = 0; j < N; ++j)
-    for (int64_t c = 0; c < K; ++c) t.data[c * t.ld + j] = k[j * K + c];
+  // Blocks of keys small enough to stay in L1 while each of their columns is written out
+  // contiguously: key by key, the writes were ld floats apart (often 4 KiB, one cache set).
+  constexpr int64_t kKeysPerBlock = 64;
+  for (int64_t j0 = 0; j0 < N; j0 += kKeysPerBlock) {
+    const int64_t j1 = std::min(N, j0 + kKeysPerBlock);
+    for (int64_t c = 0; c < K; ++c) {
+      float* out = t.data.data() + c * t.ld;
+      for (int64_t j = j0; j < j1; ++j) out[j] = k[j * K + c];
+    }
+  }
   return t;
 }
 

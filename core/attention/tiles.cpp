@@ -51,14 +51,15 @@ void maskRows(const TiledAttention& t, int64_t b, int64_t i0, int64_t i1, RowBlo
   if (ends) block.width = keys.end == 0 ? 0 : *std::lower_bound(ends->begin(), ends->end(), keys.end);
 }
 
+// The keys transposed pay off over several rows only (an overview's block is often one row).
+constexpr int64_t kTransposeRows = 8;
+
 // y [rows, keys] (rows ldy apart) = q [rows, d] k [keys, d]^T through the full trace's score
 // kernel (one FMA chain per cell, attention/row_gemm.h): a tile's scores are the run's bit for
 // bit, whatever window it covers (a BLAS GEMM sums in another order, and on AVX-512 machines
 // the maps then differed from the run's by more than 1e-6).
 void headScores(const float* q, int64_t rows, const float* k, int64_t keys, int64_t d, float* y, int64_t ldy) {
   if (rows <= 0 || keys <= 0) return;
-  // The keys transposed pay off over several rows only (an overview's block is often one row).
-  constexpr int64_t kTransposeRows = 8;
   const KeysT kt = rows >= kTransposeRows ? transposeKeys(k, keys, d) : KeysT{};
   const KeysT* keys_t = kt.ld ? &kt : nullptr;
   // The rows split between the threads, as the BLAS GEMM did (a cell's bits do not depend on
@@ -74,7 +75,9 @@ void headScores(const float* q, int64_t rows, const float* k, int64_t keys, int6
 
 // Rows [i0, i1) of map (b, h), masked by maskRows, into block.scores / block.probs through the
 // same GEMM and score pass as the full trace (keys no row of the block may attend skipped).
-void scoreRows(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int64_t i1, RowBlock& block) {
+// keys_t: K^T of every K/V head, [B * G] (the same bits as without it), or null.
+void scoreRows(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int64_t i1, RowBlock& block,
+               const std::vector<KeysT>* keys_t = nullptr) {
   const int64_t rows = i1 - i0, S = t.S, d = t.d;
   const RowSpan keys = block.keys;
   block.scores.resize(rows * S);
@@ -82,8 +85,12 @@ void scoreRows(const TiledAttention& t, int64_t b, int64_t h, int64_t i0, int64_
   block.normalisers.resize(rows);
   const size_t bh = static_cast<size_t>(b * t.H + h);
   const size_t kv = static_cast<size_t>(b * t.G + kvHeadOf(h, t.H, t.G));
-  headScores(&t.q->data[(bh * t.L + i0) * d], rows, &t.k->data[(kv * S + keys.begin) * d], keys.end - keys.begin, d,
-             &block.scores[keys.begin], S);
+  const float* q = &t.q->data[(bh * t.L + i0) * d];
+  if (keys_t && keys.begin < keys.end)
+    attnscope::scoreRows(q, d, rows, &t.k->data[kv * S * d], &(*keys_t)[kv], keys.begin, keys.end, d,
+                         &block.scores[keys.begin], S);
+  else
+    headScores(q, rows, &t.k->data[(kv * S + keys.begin) * d], keys.end - keys.begin, d, &block.scores[keys.begin], S);
   ScoreRule rule;
   rule.scale = t.scale;
   rule.fill = t.fill;
@@ -421,10 +428,25 @@ void sumMeasures(const TiledAttention& t, const OverviewMeasures& m, const PoolR
       }
 }
 
+// K^T of every K/V head [B * G] when an overview's blocks are a few rows each (each block
+// would score its rows without: the transposed keys pay off over several rows only) and they
+// fit kTransposedKeysBytes; else empty.
+std::vector<KeysT> keysTransposedFor(const TiledAttention& t, int64_t rows_per_block) {
+  constexpr uint64_t kTransposedKeysBytes = uint64_t{64} << 20;
+  std::vector<KeysT> out;
+  if (rows_per_block >= kTransposeRows || static_cast<uint64_t>(t.B * t.G * t.S * t.d) * sizeof(float) > kTransposedKeysBytes)
+    return out;
+  out.resize(static_cast<size_t>(t.B * t.G));
+#pragma omp parallel for schedule(static)
+  for (int64_t kv = 0; kv < t.B * t.G; ++kv) out[kv] = transposeKeys(&t.k->data[kv * t.S * t.d], t.S, t.d);
+  return out;
+}
+
 std::optional<Overview> poolMaps(const TiledAttention& t, const PoolRequest& q,
                                  const std::function<bool(double)>& progress) {
   const int64_t nb = q.b1 - q.b0, nh = q.h1 - q.h0, rows = q.rows, cols = q.cols;
   const int64_t in_rows = q.i1 - q.i0, in_cols = q.j1 - q.j0;
+  const std::vector<KeysT> keys_t = keysTransposedFor(t, (in_rows + rows - 1) / rows);
   Overview o;
   o.rows = rows, o.cols = cols;
   o.probs = Tensor({nb, nh, rows, cols});
@@ -478,7 +500,7 @@ std::optional<Overview> poolMaps(const TiledAttention& t, const PoolRequest& q,
       }
       const int64_t* induction_keys = m && !m->induction_keys.empty() ? m->induction_keys[b].data() : nullptr;
       for (int64_t h = q.h0; h < q.h1; ++h) {
-        scoreRows(t, b, h, i0, i1, block);
+        scoreRows(t, b, h, i0, i1, block, keys_t.empty() ? nullptr : &keys_t);
         const size_t out = (static_cast<size_t>((b - q.b0) * nh + h - q.h0) * rows + r) * cols;
         poolRows(t, block, i1 - i0, col_starts, &o.probs.data[out], &o.scores.data[out]);
         if (measured && (m->metrics || m->mean_rows > 0)) {
