@@ -4,7 +4,11 @@
 // tokenizer.ggml.pre, applied one after another (Split, isolated), then the bytes as
 // characters; control tokens are special added tokens, user-defined ones plain added tokens;
 // BOS / EOS where add_bos_token / add_eos_token (or the pre-tokenizer's default) say.
+// `llama` (SentencePiece by scores, byte fallback) becomes a Prepend / Replace "▁" normalizer
+// and attnscope's SentencePieceBpe model (tokenizer/models.cpp), as llama.cpp's SPM tokenizes.
 #include "model/gguf_tokenizer.h"
+
+#include <algorithm>
 
 #include <nlohmann/json.hpp>
 
@@ -56,10 +60,12 @@ std::vector<std::string> strings(const GgufFile& f, const std::string& key) {
   return out;
 }
 
-std::optional<int64_t> tokenId(const GgufFile& f, const char* key, int64_t vocab) {
-  if (!f.find(key)) return std::nullopt;
-  const int64_t id = f.integer(key);
-  if (id < 0 || id >= vocab) f.fail("metadata key " + std::string(key) + " is " + std::to_string(id) + ", outside the vocabulary");
+// tokenizer.ggml.<key>_token_id, else llama.cpp's default for the vocabulary kind (-1: none).
+std::optional<int64_t> tokenId(const GgufFile& f, const std::string& key, int64_t vocab, int64_t fallback = -1) {
+  const std::string name = "tokenizer.ggml." + key + "_token_id";
+  if (!f.find(name)) return fallback >= 0 && fallback < vocab ? std::optional<int64_t>(fallback) : std::nullopt;
+  const int64_t id = f.integer(name);
+  if (id < 0 || id >= vocab) f.fail("metadata key " + name + " is " + std::to_string(id) + ", outside the vocabulary");
   return id;
 }
 
@@ -76,45 +82,86 @@ json bosEosTemplate(const std::vector<std::string>& tokens, std::optional<int64_
   return {{"type", "TemplateProcessing"}, {"single", single}, {"pair", single}, {"special_tokens", specials}};
 }
 
+// What every vocabulary kind reads alike: the pieces, their types, the added tokens and BOS /
+// EOS (ids and whether they are added; the defaults are the kind's, as llama.cpp's).
+struct Vocabulary {
+  std::vector<std::string> tokens;
+  json added = json::array();
+  json post_processor;
+
+  Vocabulary(const GgufFile& f, int64_t bos_default, int64_t eos_default, bool add_bos_default) : tokens(strings(f, "tokenizer.ggml.tokens")) {
+    const int64_t V = static_cast<int64_t>(tokens.size());
+    std::vector<int64_t> types(V, 1);
+    if (f.find("tokenizer.ggml.token_type")) {
+      const auto& items = f.array("tokenizer.ggml.token_type", GgufType::I32).items;
+      if (static_cast<int64_t>(items.size()) != V) f.fail("metadata key tokenizer.ggml.token_type has " + std::to_string(items.size()) + " entries for " + std::to_string(V) + " tokens");
+      for (int64_t i = 0; i < V; ++i) types[i] = items[i].i;
+    }
+    for (int64_t i = 0; i < V; ++i) {
+      if (types[i] == 3 || types[i] == 4)  // CONTROL, USER_DEFINED
+        added.push_back({{"id", i}, {"content", tokens[i]}, {"special", types[i] == 3}, {"normalized", false},
+                         {"single_word", false}, {"lstrip", false}, {"rstrip", false}});
+    }
+    const auto bos = tokenId(f, "bos", V, bos_default), eos = tokenId(f, "eos", V, eos_default);
+    const bool add_bos = f.boolean("tokenizer.ggml.add_bos_token", add_bos_default) && bos;
+    const bool add_eos = f.boolean("tokenizer.ggml.add_eos_token", false) && eos;
+    post_processor = bosEosTemplate(tokens, add_bos ? bos : std::nullopt, add_eos ? eos : std::nullopt);
+  }
+};
+
 json gpt2TokenizerJson(const GgufFile& f) {
-  const std::vector<std::string> tokens = strings(f, "tokenizer.ggml.tokens");
   // No merges: every token is a byte or a whole piece (a vocabulary of bytes).
   const std::vector<std::string> merges = f.find("tokenizer.ggml.merges") ? strings(f, "tokenizer.ggml.merges") : std::vector<std::string>{};
   const PreRow& pre = preRow(f, f.string("tokenizer.ggml.pre", "default"));
-  const int64_t V = static_cast<int64_t>(tokens.size());
-  json vocab = json::object(), added = json::array();
-  std::vector<int64_t> types(V, 1);
-  if (f.find("tokenizer.ggml.token_type")) {
-    const auto& items = f.array("tokenizer.ggml.token_type", GgufType::I32).items;
-    if (static_cast<int64_t>(items.size()) != V) f.fail("metadata key tokenizer.ggml.token_type has " + std::to_string(items.size()) + " entries for " + std::to_string(V) + " tokens");
-    for (int64_t i = 0; i < V; ++i) types[i] = items[i].i;
-  }
-  for (int64_t i = 0; i < V; ++i) {
-    vocab[tokens[i]] = i;
-    if (types[i] == 3 || types[i] == 4)  // CONTROL, USER_DEFINED
-      added.push_back({{"id", i}, {"content", tokens[i]}, {"special", types[i] == 3}, {"normalized", false},
-                       {"single_word", false}, {"lstrip", false}, {"rstrip", false}});
-  }
+  const Vocabulary v(f, -1, -1, pre.add_bos);
+  json vocab = json::object();
+  for (size_t i = 0; i < v.tokens.size(); ++i) vocab[v.tokens[i]] = i;
   json steps = json::array();
   for (const char* regex : pre.regexes)
     steps.push_back({{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}, {"invert", false}});
   steps.push_back({{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}});
-  const auto bos = tokenId(f, "tokenizer.ggml.bos_token_id", V), eos = tokenId(f, "tokenizer.ggml.eos_token_id", V);
-  const bool add_bos = f.boolean("tokenizer.ggml.add_bos_token", pre.add_bos) && bos;
-  const bool add_eos = f.boolean("tokenizer.ggml.add_eos_token", false) && eos;
   return {{"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}, {"ignore_merges", pre.ignore_merges}}},
           {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", steps}}},
           {"decoder", {{"type", "ByteLevel"}}},
-          {"post_processor", bosEosTemplate(tokens, add_bos ? bos : std::nullopt, add_eos ? eos : std::nullopt)},
-          {"added_tokens", added}};
+          {"post_processor", v.post_processor},
+          {"added_tokens", v.added}};
+}
+
+// SentencePiece (llama.cpp's SPM): each stretch of text between added tokens gets a leading
+// space where tokenizer.ggml.add_space_prefix says (default true), every space becomes "▁",
+// then the pieces merge by tokenizer.ggml.scores; BOS (default id 1) added by default.
+json llamaTokenizerJson(const GgufFile& f) {
+  const Vocabulary v(f, 1, 2, true);
+  const int64_t V = static_cast<int64_t>(v.tokens.size());
+  std::vector<double> scores(v.tokens.size(), 0.0);
+  if (f.find("tokenizer.ggml.scores")) {
+    const auto& items = f.array("tokenizer.ggml.scores", GgufType::F32).items;
+    if (items.size() < v.tokens.size()) f.fail("metadata key tokenizer.ggml.scores has " + std::to_string(items.size()) + " entries for " + std::to_string(V) + " tokens");
+    for (size_t i = 0; i < scores.size(); ++i) scores[i] = items[i].f;
+  }
+  json vocab = json::array();
+  for (size_t i = 0; i < v.tokens.size(); ++i) vocab.push_back({v.tokens[i], scores[i]});
+  json model = {{"type", "SentencePieceBpe"}, {"vocab", vocab}};
+  if (const auto unk = tokenId(f, "unknown", V, 0)) model["unk_id"] = *unk;
+  json normalizers = json::array();
+  if (f.boolean("tokenizer.ggml.add_space_prefix", true)) normalizers.push_back({{"type", "Prepend"}, {"prepend", "\u2581"}});
+  normalizers.push_back({{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}});
+  return {{"normalizer", {{"type", "Sequence"}, {"normalizers", normalizers}}},
+          {"model", model},
+          {"post_processor", v.post_processor},
+          {"added_tokens", v.added}};
 }
 
 }  // namespace
 
 std::optional<HfTokenizer> ggufTokenizer(const GgufFile& f) {
+  // tokenizer.ggml.model -> the tokenizer.json that says the same; any other ("none") runs on ids.
+  static const std::pair<const char*, json (*)(const GgufFile&)> kKinds[] = {
+      {"gpt2", gpt2TokenizerJson}, {"llama", llamaTokenizerJson}};
   const std::string kind = f.string("tokenizer.ggml.model", "none");
-  if (kind != "gpt2") return std::nullopt;  // "none"; "llama" (SentencePiece) and "bert" are not read yet
-  const json j = gpt2TokenizerJson(f);
+  const auto* row = std::find_if(std::begin(kKinds), std::end(kKinds), [&](const auto& k) { return kind == k.first; });
+  if (row == std::end(kKinds)) return std::nullopt;
+  const json j = row->second(f);
   return HfTokenizer::fromJson(j.dump(-1, ' ', false, json::error_handler_t::replace), f.path() + " (tokenizer.ggml.*)");
 }
 

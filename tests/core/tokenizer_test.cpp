@@ -354,7 +354,7 @@ TEST(TokenizerErrors, OneLineNamingFileAndField) {
     return t.dump();
   };
   const std::pair<std::string, std::string> cases[] = {
-      {with("/model/type", "Unigram"), "t/tokenizer.json: model.type \"Unigram\" is not supported (BPE, WordPiece)"},
+      {with("/model/type", "Unigram"), "t/tokenizer.json: model.type \"Unigram\" is not supported (BPE, WordPiece, SentencePieceBpe)"},
       {"{\"model\": ", "t/tokenizer.json: not valid JSON ("},
       {with("/model/vocab", nullptr), "t/tokenizer.json: model.vocab is missing"},
       {with("/model/merges", json::array({"a b"})), "t/tokenizer.json: model.merges[0] \"b\" is not in the vocabulary"},
