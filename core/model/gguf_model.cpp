@@ -26,11 +26,15 @@ struct Arch {
   bool permuted_qk;          // Q and K rows reordered for llama.cpp's interleaved RoPE (convert_hf_to_gguf's permute)
   bool norms_plus_one;       // norm weights stored as 1 + w (Gemma): run as a plain RMSNorm on the stored values
   bool even_layers_slide;    // {arch}.attention.sliding_window applies to the even layers (Gemma 2)
+  // The layer norms' tensor names (a post-norm encoder's are after each sublayer).
+  const char* attn_norm = "attn_norm";
+  const char* mlp_norm = "ffn_norm";
 };
 constexpr Arch kArchs[] = {
     {"llama", "llama", true, false, false},   {"qwen2", "qwen2", false, false, false},
     {"qwen3", "qwen3", false, false, false},  {"gpt2", "gpt2", false, false, false},
     {"gemma2", "gemma2", false, true, true},
+    {"bert", "bert", false, false, false, "attn_output_norm", "layer_output_norm"},
 };
 
 std::string archNames() {
@@ -65,6 +69,7 @@ class GgufPlan {
  public:
   explicit GgufPlan(const GgufFile& file) : file_(file) {}
   bool has(const std::string& name) const { return file_.tensor(name) != nullptr; }
+  const GgufFile& file() const { return file_; }
   // A tensor of shape `shape` (outermost first), readable.
   const GgufTensorInfo& tensor(const std::string& name, const Shape& shape, const std::string& why) const {
     const GgufTensorInfo* t = file_.tensor(name);
@@ -185,7 +190,7 @@ void readLayer(const GgufPlan& plan, const Arch& a, const ModelConfig& c, int64_
   const std::string blk = "blk." + std::to_string(i) + ".", why = "layer " + std::to_string(i) + " of " + key(a, "block_count");
   const int64_t D = c.hidden, Hd = c.heads * c.head_dim, Gd = c.kv_heads * c.head_dim, M = c.mlp_dim;
   const bool nb = c.family->norm_bias;
-  l.attn_norm = plan.norm(blk + "attn_norm", D, nb, why);
+  l.attn_norm = plan.norm(blk + a.attn_norm, D, nb, why);
   if (c.family->fused_qkv != FusedQkv::None) {  // GPT-2: [3D, D] rows q, k, v (the converter transposed Conv1D)
     const Linear qkv = plan.linear(blk + "attn_qkv", 3 * D, D, why);
     Linear* parts[] = {&l.q, &l.k, &l.v};
@@ -204,11 +209,24 @@ void readLayer(const GgufPlan& plan, const Arch& a, const ModelConfig& c, int64_
   if (c.family->names.has(Role::KNorm)) l.k_norm = plan.norm(blk + "attn_k_norm", c.head_dim, false, why);
   l.o = plan.linear(blk + "attn_output", D, Hd, why);
   if (c.family->names.has(Role::PostAttnNorm)) l.post_attn_norm = plan.norm(blk + "post_attention_norm", D, nb, why);
-  l.mlp_norm = plan.norm(blk + "ffn_norm", D, nb, why);
+  l.mlp_norm = plan.norm(blk + a.mlp_norm, D, nb, why);
   if (c.family->names.has(Role::PostMlpNorm)) l.post_mlp_norm = plan.norm(blk + "post_ffw_norm", D, nb, why);
   if (c.family->mlp == Mlp::Gated) l.gate = plan.linear(blk + "ffn_gate", M, D, why);
   l.up = plan.linear(blk + "ffn_up", M, D, why);
   l.down = plan.linear(blk + "ffn_down", D, M, why);
+}
+
+// BERT's token type 0 row and its embedding LayerNorm, where the family has them.
+void readEmbeddingExtras(const GgufPlan& plan, const ModelConfig& c, Model& m) {
+  const int64_t D = c.hidden;
+  if (c.family->names.has(Role::TokenTypes)) {
+    const GgufTensorInfo* t = plan.file().tensor("token_types.weight");
+    const int64_t types = t && t->dims.size() == 2 ? t->dims[1] : 1;  // tokenizer.ggml.token_type_count rows
+    const Tensor all = plan.file().readTensor(plan.tensor("token_types.weight", {types, D}, "the token types [count, embedding_length]"));
+    m.token_type = rows(all, 0, 1);
+    m.token_type.shape = {D};
+  }
+  if (c.family->names.has(Role::EmbedNorm)) m.embed_norm = plan.norm("token_embd_norm", D, c.family->norm_bias, "the embedding norm");
 }
 
 // The bytes the weights take once touched: every tensor's blocks (mapped) and the float32
@@ -252,7 +270,9 @@ Model readGguf(const std::string& path, bool read, bool with_tokenizer) {
   c.vocab = embed->dims[1];
   m.embed = plan.matrix("token_embd.weight", c.vocab, c.hidden, "the token embedding [vocab, " + key(arch, "embedding_length") + "]");
   c.tied = !plan.has("output.weight");
-  m.head_tied = c.tied;
+  // llama.cpp's converter drops BERT's masked-LM head: an encoder without head (maps, no logits).
+  const bool encoder_without_head = c.family->names.has(Role::MlmTransform);
+  m.head_tied = c.tied && !encoder_without_head;
   if (!c.tied) m.lm_head = plan.matrix("output.weight", c.vocab, c.hidden, "the unembedding [vocab, embedding_length]");
   const std::string q_bias = c.family->fused_qkv != FusedQkv::None ? "blk.0.attn_qkv.bias" : "blk.0.attn_q.bias";
   c.qkv_bias = plan.has(q_bias);
@@ -261,9 +281,10 @@ Model readGguf(const std::string& path, bool read, bool with_tokenizer) {
   if (!read) return m;
   if (c.family->positions == Positions::Learned)
     m.positions = file.readTensor(plan.tensor("position_embd.weight", {c.max_positions, c.hidden}, key(arch, "context_length")));
+  readEmbeddingExtras(plan, c, m);
   m.layers.resize(c.n_layers);
   for (int64_t i = 0; i < c.n_layers; ++i) readLayer(plan, arch, c, i, m.layers[i]);
-  m.final_norm = plan.norm("output_norm", c.hidden, c.family->norm_bias, "the final norm");
+  if (c.family->names.has(Role::FinalNorm)) m.final_norm = plan.norm("output_norm", c.hidden, c.family->norm_bias, "the final norm");
   if (with_tokenizer) m.tokenizer = ggufTokenizer(file);
   const std::string name = file.string("general.name", fs::path(path).stem().string());
   m.display_name = name;

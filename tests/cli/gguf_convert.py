@@ -16,7 +16,7 @@ import sys
 import types
 
 CLASSES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
-           "gpt2": "GPT2LMHeadModel", "gemma2": "Gemma2ForCausalLM"}
+           "gpt2": "GPT2LMHeadModel", "gemma2": "Gemma2ForCausalLM", "bert": "BertModel"}
 
 
 def main():
@@ -48,7 +48,8 @@ def main():
     sys.path.insert(0, source + "/gguf-py")
     sys.path.insert(0, source)
     import convert_hf_to_gguf as convert  # pylint: disable=import-outside-toplevel
-    from conversion import base  # pylint: disable=import-outside-toplevel
+    from conversion import base, get_model_class  # pylint: disable=import-outside-toplevel
+    get_model_class(config["architectures"][0])  # imports its module: its class is patched below
 
     def placeholder_vocab(self):
         self.gguf_writer.add_tokenizer_model("none")
@@ -57,6 +58,12 @@ def main():
         for name in dir(base.TextModel):  # the vocabulary steps every model class's set_vocab goes through
             if name == "set_vocab" or name.startswith("_set_vocab"):
                 setattr(base.TextModel, name, placeholder_vocab)
+        classes = base.TextModel.__subclasses__()
+        while classes:  # classes with a set_vocab of their own (BertModel's asks transformers' AutoTokenizer)
+            cls = classes.pop()
+            classes.extend(cls.__subclasses__())
+            if "set_vocab" in vars(cls):
+                cls.set_vocab = placeholder_vocab
     sys.argv = ["convert_hf_to_gguf.py", folder, "--outfile", out, "--outtype", outtype]
     convert.main()
 

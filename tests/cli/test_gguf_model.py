@@ -74,14 +74,14 @@ def dequantized_tensors(path, cfg, names):
     g = ref.gguf()
     from gguf import quants  # pylint: disable=import-outside-toplevel
     arch = {"llama": g.MODEL_ARCH.LLAMA, "qwen2": g.MODEL_ARCH.QWEN2, "qwen3": g.MODEL_ARCH.QWEN3,
-            "gpt2": g.MODEL_ARCH.GPT2, "gemma2": g.MODEL_ARCH.GEMMA2}[cfg["model_type"]]
+            "gpt2": g.MODEL_ARCH.GPT2, "gemma2": g.MODEL_ARCH.GEMMA2, "bert": g.MODEL_ARCH.BERT}[cfg["model_type"]]
     n_layers = cfg.get("num_hidden_layers", cfg.get("n_layer"))
     name_map = g.get_tensor_name_map(arch, n_layers)
     stored = {t.name: quants.dequantize(t.data, t.tensor_type).astype(np.float64)
               for t in g.GGUFReader(path).tensors}
     out = {}
     for name in names:
-        gguf_name = name_map.get_name(name, try_suffixes=(".weight", ".bias"))
+        gguf_name = name_map.get_name(name.removeprefix("bert."), try_suffixes=(".weight", ".bias"))
         if gguf_name not in stored:
             continue  # a tied head
         w = stored[gguf_name]
