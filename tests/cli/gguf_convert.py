@@ -16,7 +16,8 @@ import sys
 import types
 
 CLASSES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
-           "gpt2": "GPT2LMHeadModel", "gemma2": "Gemma2ForCausalLM", "bert": "BertModel"}
+           "gpt2": "GPT2LMHeadModel", "gemma2": "Gemma2ForCausalLM", "bert": "BertModel", "phi3": "Phi3ForCausalLM",
+           "gemma3_text": "Gemma3ForCausalLM", "olmo2": "Olmo2ForCausalLM", "smollm3": "SmolLM3ForCausalLM"}
 
 
 def main():

@@ -2,6 +2,12 @@
 convert_hf_to_gguf.py from random Hugging Face folders (hf_reference.py): F32 maps equal the
 folder's float64 forward within 1e-5 (logits 1e-3), a Q8_0 file equals a float64 forward on
 gguf-py's dequantization of that file (maps 1e-4, logits 2e-3).
+- phi3 (fused qkv and gate_up, partial rotary, longrope's short factors and attention factor
+  within the original context; llama.cpp turns its window off), gemma3 (5 local : 1 global
+  layers with a RoPE base each, as llama.cpp takes them from a file without pattern; 1 + w norms
+  and q/k norms; linear scaling on the global layer), olmo2 (q/k norms over the whole
+  projections, post norms only), smollm3 (no RoPE on every 4th layer, as llama.cpp hard-codes):
+  llama.cpp's own logits of the F32 file agree loosely (its fp16 GELU table, 8-bit nothing).
 - bert: an encoder without head (the converter drops the masked-LM head): maps only; its
   WordPiece vocabulary (tokenizer.ggml.model "bert", the pieces as the converter's BertModel
   writes them) gives the ids llama.cpp gives (node-llama-cpp's model.tokenize, [CLS] ... [SEP]).
@@ -19,7 +25,7 @@ import llama_cpp_reference as ref
 import model_reference as mref
 import tokenizer_reference as tref
 from test_gguf_model import (F32_LOGITS_TOL, F32_MAPS_TOL, LOGITS_TOL, MAPS_TOL, dequantized_tensors, make_gguf,
-                             rewrite, run)
+                             rewrite, run, with_byte_vocabulary)
 from test_gguf_tokenizer import attnscope_ids
 
 IDS = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8]
@@ -32,6 +38,9 @@ def convert(name, family, opts, kinds):
     os.makedirs(folder + "-gguf")
     cfg, tensors = hf.make_model(family, **opts)
     stored = hf.write_folder(folder, cfg, tensors)
+    if family == "gemma3_text":  # the converter cuts the embedding to tokenizer.json's size
+        with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+            json.dump({"model": {"vocab": {"t%d" % i: i for i in range(cfg["vocab_size"])}}, "added_tokens": []}, f)
     paths = {}
     for kind in kinds:
         paths[kind] = os.path.join(folder + "-gguf", kind + ".gguf")
@@ -59,6 +68,46 @@ class Checks(unittest.TestCase):
         self.check_run(paths["f32"], cfg, stored, F32_MAPS_TOL, F32_LOGITS_TOL)
         self.check_run(paths["q8_0"], cfg, dequantized_tensors(paths["q8_0"], cfg, stored), MAPS_TOL, LOGITS_TOL)
         return cfg, paths
+
+
+# name, family, make_model options (llama.cpp's choices the folders must share: Gemma 3's
+# queries by 1/sqrt(head_dim), its pattern 6 and its local base from rope_parameters)
+FAMILIES = [
+    # P = 256: llama.cpp pads its context to 256 and takes the long factors past the original one
+    ("phi3-longrope", "phi3", dict(seed=30, V=257, G=2, rotary=0.75, P=256, spelling=5)),
+    ("gemma3-local-global", "gemma3_text", dict(seed=31, V=257, G=2, N=6, head_dim=8, qpas=8, window=3, spelling=5,
+                                                rope_type="linear", factor=2.0, local_theta=100.0, final_cap=8.0)),
+    ("olmo2", "olmo2", dict(seed=32, V=257, G=2)),
+    ("smollm3-nope", "smollm3", dict(seed=33, V=257, G=2, N=4, tied=True)),
+]
+
+
+class GgufFamilies(Checks):
+    def test_files_match_the_folders(self):
+        for name, family, opts in FAMILIES:
+            with self.subTest(family=family):
+                cfg, paths = self.check_family(name, family, opts)
+                self.check_llama_cpp(paths["f32"], cfg)
+                if family == "phi3":  # past the original context: refused, naming the key
+                    done = run(paths["f32"], paths["f32"] + "-long", list(range(257)))
+                    self.assertEqual(done.returncode, 1, done.stderr)
+                    self.assertIn("phi3.rope.scaling.original_context_length: longrope's short factors end there",
+                                  done.stderr)
+
+    def check_llama_cpp(self, path, cfg):
+        """llama.cpp's logits of the F32 file (node-llama-cpp, F32 KV cache, no flash attention)
+        against attnscope's: loosely (llama.cpp's GELU goes through an fp16 table). The file gets
+        a byte vocabulary llama.cpp loads (V = 257) and a name without "phi3" (llama.cpp then
+        expects Phi-3's special tokens)."""
+        with_byte_vocabulary(path, path + ".vocab.gguf", {"general.name": ("tiny", ref.gguf().GGUFValueType.STRING, None)})
+        path += ".vocab.gguf"
+        self.assertEqual(run(path, path + "-out", IDS).returncode, 0)
+        package = os.path.join(ref.install(), "node_modules", "node-llama-cpp")
+        got = tref.run_node(os.path.join(os.path.dirname(os.path.abspath(__file__)), "llama_logits.mjs"), package, path,
+                            json.dumps(IDS))
+        want = np.load(path + "-out/logits.npy")
+        llama = np.array(got, dtype=np.float64).reshape(want.shape)
+        np.testing.assert_allclose(llama, want, atol=2e-3 * max(1.0, np.abs(want).max()), rtol=0, err_msg=cfg["model_type"])
 
 
 # BERT's WordPiece pieces (before the converter's "▁" rule): every printable ASCII character
