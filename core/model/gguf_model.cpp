@@ -204,6 +204,7 @@ void readWindows(const GgufFile& f, const Arch& a, ModelConfig& c) {
     for (int64_t i = 0; i < c.n_layers; ++i) slides[i] = items[i].u != 0;
   } else {
     const int64_t n = f.integer(pattern_key, a.swa_pattern);
+    if (n < 0) f.fail("metadata key " + pattern_key + " is " + std::to_string(n) + " (0 or more)");
     for (int64_t i = 0; i < c.n_layers; ++i) slides[i] = n == 0 || i % n < n - 1;
   }
   const bool own_rope = a.swa_rope != SwaRope::Same && c.family->positions == Positions::Rope;

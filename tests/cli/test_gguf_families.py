@@ -1,7 +1,8 @@
 """GGUF architectures beyond test_gguf_model.py's, on files made by llama.cpp's own
 convert_hf_to_gguf.py from random Hugging Face folders (hf_reference.py): F32 maps equal the
-folder's float64 forward within 1e-5 (logits 1e-3), a Q8_0 file equals a float64 forward on
-gguf-py's dequantization of that file (maps 1e-4, logits 2e-3).
+folder's float64 forward within 1e-5 (logits 1e-3), a Q8_0 file (libllama's llama_model_quantize
+on the F32 one) equals a float64 forward on gguf-py's dequantization of that file (maps 1e-4,
+logits 2e-3).
 - phi3 (fused qkv and gate_up, partial rotary, longrope's short factors and attention factor
   within the original context; llama.cpp turns its window off), gemma3 (5 local : 1 global
   layers with a RoPE base each, as llama.cpp takes them from a file without pattern; 1 + w norms
@@ -15,6 +16,7 @@ gguf-py's dequantization of that file (maps 1e-4, logits 2e-3).
 import json
 import os
 import shutil
+import subprocess
 import unittest
 
 import numpy as np
@@ -24,8 +26,8 @@ import hf_reference as hf
 import llama_cpp_reference as ref
 import model_reference as mref
 import tokenizer_reference as tref
-from test_gguf_model import (F32_LOGITS_TOL, F32_MAPS_TOL, LOGITS_TOL, MAPS_TOL, dequantized_tensors, make_gguf,
-                             rewrite, run, with_byte_vocabulary)
+from test_gguf_model import (F32_LOGITS_TOL, F32_MAPS_TOL, HERE, LOGITS_TOL, MAPS_TOL, dequantized_tensors, lib_dir,
+                             make_gguf, rewrite, run, with_byte_vocabulary)
 from test_gguf_tokenizer import attnscope_ids
 
 IDS = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8]
@@ -41,10 +43,13 @@ def convert(name, family, opts, kinds):
     if family == "gemma3_text":  # the converter cuts the embedding to tokenizer.json's size
         with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
             json.dump({"model": {"vocab": {"t%d" % i: i for i in range(cfg["vocab_size"])}}, "added_tokens": []}, f)
-    paths = {}
-    for kind in kinds:
-        paths[kind] = os.path.join(folder + "-gguf", kind + ".gguf")
-        make_gguf(folder, paths[kind], kind)
+    paths = {kind: os.path.join(folder + "-gguf", kind + ".gguf") for kind in kinds}
+    make_gguf(folder, paths["f32"], "f32")
+    for kind in kinds[1:]:  # llama_model_quantize on the F32 file (no second conversion)
+        done = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "gguf_quantize.py"), lib_dir(), paths["f32"],
+                               paths[kind], kind], capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            raise AssertionError(f"gguf_quantize.py {kind} failed: {done.stderr[-2000:]}")
     return cfg, stored, paths
 
 
@@ -64,9 +69,9 @@ class Checks(unittest.TestCase):
             np.testing.assert_allclose(np.load(os.path.join(out, "logits.npy")), logits.numpy(), atol=logits_tol, rtol=0)
 
     def check_family(self, name, family, opts):
-        cfg, stored, paths = convert(name, family, opts, ["f32", "q8_0"])
+        cfg, stored, paths = convert(name, family, opts, ["f32", "Q8_0"])
         self.check_run(paths["f32"], cfg, stored, F32_MAPS_TOL, F32_LOGITS_TOL)
-        self.check_run(paths["q8_0"], cfg, dequantized_tensors(paths["q8_0"], cfg, stored), MAPS_TOL, LOGITS_TOL)
+        self.check_run(paths["Q8_0"], cfg, dequantized_tensors(paths["Q8_0"], cfg, stored), MAPS_TOL, LOGITS_TOL)
         return cfg, paths
 
 
@@ -88,6 +93,14 @@ class GgufFamilies(Checks):
             with self.subTest(family=family):
                 cfg, paths = self.check_family(name, family, opts)
                 self.check_llama_cpp(paths["f32"], cfg)
+                if family == "gemma3_text":  # a pattern of another length: refused, naming the key
+                    bad = paths["f32"] + ".bad-pattern.gguf"
+                    rewrite(paths["f32"], bad, values={"gemma3.attention.sliding_window_pattern": (
+                        [True, False], ref.gguf().GGUFValueType.ARRAY, ref.gguf().GGUFValueType.BOOL)})
+                    done = run(bad, bad + "-out", IDS)
+                    self.assertEqual((done.returncode, len(done.stderr.strip().splitlines())), (1, 1), done.stderr)
+                    self.assertIn(bad + ": metadata key gemma3.attention.sliding_window_pattern has 2 entries for 6 layers",
+                                  done.stderr)
                 if family == "phi3":  # past the original context: refused, naming the key
                     done = run(paths["f32"], paths["f32"] + "-long", list(range(257)))
                     self.assertEqual(done.returncode, 1, done.stderr)
