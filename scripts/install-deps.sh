@@ -11,7 +11,7 @@ for arg in "$@"; do
   case "$arg" in
     --gui) packages+=(xdg-user-dirs) ;;
     --test) packages+=(libgtest-dev libgmock-dev libbenchmark-dev xvfb xauth mesa-utils
-                       xdotool imagemagick libxml2-utils poppler-utils python3-numpy python3-pil python3-torch
+                       xdotool imagemagick libxml2-utils poppler-utils python3-numpy python3-pil python3-torch python3-sentencepiece
                        python3-networkx chromium nodejs)
             # npm installs the tests' JS references into the build folder (puppeteer-core for the
             # HTML export's browser test, the tokenizer references); a Node.js that ships its own

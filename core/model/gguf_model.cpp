@@ -19,18 +19,38 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// What llama.cpp's converter did to an architecture's tensors.
+// The RoPE of the sliding layers: the model's, or their own base ({arch}.rope.freq_base_swa,
+// else the default named here), unscaled, as llama.cpp's get_rope_freq_base / _scale.
+enum class SwaRope { Same, OwnBase10000, OwnBaseGlobal };
+
+// What llama.cpp's converter did to an architecture's tensors, and what llama.cpp's
+// src/models/<arch>.cpp decides itself.
 struct Arch {
   const char* name;          // general.architecture
   const char* model_type;    // the family it is
   bool permuted_qk;          // Q and K rows reordered for llama.cpp's interleaved RoPE (convert_hf_to_gguf's permute)
   bool norms_plus_one;       // norm weights stored as 1 + w (Gemma): run as a plain RMSNorm on the stored values
-  bool even_layers_slide;    // {arch}.attention.sliding_window applies to the even layers (Gemma 2)
+  // 0: no layer slides, whatever the file says (llama.cpp ignores the window). n: with
+  // {arch}.attention.sliding_window, layer i slides where {arch}.attention.sliding_window_pattern
+  // says (a bool per layer, or its own n), else where i % n < n - 1 (llama.cpp's set_swa_pattern).
+  int swa_pattern;
+  SwaRope swa_rope;
+  int nope_every;            // 0, or layer i has no RoPE where (i + 1) % n == 0 (SmolLM3, hard-coded by llama.cpp)
+  // The layer norms' tensor names (a post-norm encoder's are after each sublayer).
+  const char* attn_norm = "attn_norm";
+  const char* mlp_norm = "ffn_norm";
 };
 constexpr Arch kArchs[] = {
-    {"llama", "llama", true, false, false},   {"qwen2", "qwen2", false, false, false},
-    {"qwen3", "qwen3", false, false, false},  {"gpt2", "gpt2", false, false, false},
-    {"gemma2", "gemma2", false, true, true},
+    {"llama", "llama", true, false, 0, SwaRope::Same, 0},
+    {"qwen2", "qwen2", false, false, 0, SwaRope::Same, 0},
+    {"qwen3", "qwen3", false, false, 0, SwaRope::Same, 0},
+    {"gpt2", "gpt2", false, false, 0, SwaRope::Same, 0},
+    {"gemma2", "gemma2", false, true, 2, SwaRope::Same, 0},
+    {"bert", "bert", false, false, 0, SwaRope::Same, 0, "attn_output_norm", "layer_output_norm"},
+    {"phi3", "phi3", false, false, 0, SwaRope::Same, 0},  // llama.cpp turns Phi-3's window off
+    {"gemma3", "gemma3_text", false, true, 6, SwaRope::OwnBase10000, 0},
+    {"olmo2", "olmo2", false, false, 4, SwaRope::OwnBaseGlobal, 0},
+    {"smollm3", "smollm3", true, false, 0, SwaRope::Same, 4},
 };
 
 std::string archNames() {
@@ -40,16 +60,18 @@ std::string archNames() {
 }
 
 const Family& familyOf(const Arch& arch) {
-  for (const Family* f : families())
-    if (std::string(f->model_type) == arch.model_type) {
-      if (!arch.norms_plus_one) return *f;
-      static const Family plain = [f] {  // Gemma's (1 + w) is already in the stored weights
-        Family copy = *f;
-        copy.norm = Norm::RmsNorm;
-        return copy;
-      }();
-      return plain;
+  // Gemma's (1 + w) is already in the stored weights: its families with a plain RMSNorm.
+  static const std::map<std::string, Family> plain = [] {
+    std::map<std::string, Family> out;
+    for (const Family* f : families()) {
+      Family copy = *f;
+      copy.norm = Norm::RmsNorm;
+      out.emplace(f->model_type, copy);
     }
+    return out;
+  }();
+  for (const Family* f : families())
+    if (std::string(f->model_type) == arch.model_type) return arch.norms_plus_one ? plain.at(f->model_type) : *f;
   throw std::logic_error("gguf: no family " + std::string(arch.model_type));
 }
 
@@ -65,6 +87,7 @@ class GgufPlan {
  public:
   explicit GgufPlan(const GgufFile& file) : file_(file) {}
   bool has(const std::string& name) const { return file_.tensor(name) != nullptr; }
+  const GgufFile& file() const { return file_; }
   // A tensor of shape `shape` (outermost first), readable.
   const GgufTensorInfo& tensor(const std::string& name, const Shape& shape, const std::string& why) const {
     const GgufTensorInfo* t = file_.tensor(name);
@@ -124,6 +147,24 @@ int64_t positive(const GgufFile& f, const std::string& k, int64_t value, int64_t
   return value;
 }
 
+// Phi-3's longrope (its converter writes no rope.scaling.type; llama.cpp goes by the factor
+// tensors): the frequencies divided by rope_factors_short, cos and sin times
+// rope.scaling.attn_factor; as llama.cpp within rope.scaling.original_context_length, where the
+// short factors apply (past it llama.cpp takes rope_factors_long, which attnscope does not
+// compute: the context is held there).
+void readLongRope(const GgufFile& f, const Arch& a, int64_t dims, ModelConfig& c) {
+  const Tensor factors = GgufPlan(f).vector("rope_factors_short.weight", dims / 2, "rope.dimension_count / 2 (longrope)");
+  for (int64_t i = 0; i < dims / 2; ++i) c.rope_inv_freq[i] /= factors.data[i];
+  c.rope_type = "longrope";
+  c.rope_attention_factor = f.real(key(a, "rope.scaling.attn_factor"), 1.0);
+  const std::string original = key(a, "rope.scaling.original_context_length");
+  const int64_t context = f.integer(original, c.max_positions);
+  if (context >= 1 && context < c.max_positions) {
+    c.max_positions = context;
+    c.context_key = original + ": longrope's short factors end there, its long ones are not computed;";
+  }
+}
+
 void readRopeKeys(const GgufFile& f, const Arch& a, ModelConfig& c) {
   c.rope_theta = f.real(key(a, "rope.freq_base"), 10000.0);
   const int64_t dims = f.integer(key(a, "rope.dimension_count"), c.head_dim);
@@ -136,16 +177,44 @@ void readRopeKeys(const GgufFile& f, const Arch& a, ModelConfig& c) {
     const double factor = f.real(key(a, "rope.scaling.factor"));
     if (!(factor > 0.0)) f.fail("metadata key " + key(a, "rope.scaling.factor") + " must be positive");
     for (double& x : c.rope_inv_freq) x /= factor;
-  } else if (c.rope_type != "none") {
+  } else if (c.rope_type != "none" && c.rope_type != "longrope") {
     f.fail("metadata key " + key(a, "rope.scaling.type") + " is \"" + c.rope_type +
-           "\" but attnscope reads \"none\" and \"linear\"");
+           "\" but attnscope reads \"none\", \"linear\" and \"longrope\"");
   }
   if (const GgufTensorInfo* t = f.tensor("rope_freqs.weight")) {  // Llama 3's scaling as per-frequency divisors
     const Tensor factors = GgufPlan(f).vector(t->name, dims / 2, "rope.dimension_count / 2");
     for (int64_t i = 0; i < dims / 2; ++i) c.rope_inv_freq[i] /= factors.data[i];
     c.rope_type = "llama3";
   }
+  if (f.tensor("rope_factors_short.weight")) readLongRope(f, a, dims, c);  // whatever rope.scaling.type says, as llama.cpp
   c.rotary.assign(c.n_layers, 1);
+}
+
+// Which layers slide (Arch::swa_pattern) and, where the architecture says, their own RoPE.
+void readWindows(const GgufFile& f, const Arch& a, ModelConfig& c) {
+  c.window.assign(c.n_layers, -1);
+  const std::string window_key = key(a, "attention.sliding_window"), pattern_key = key(a, "attention.sliding_window_pattern");
+  if (a.swa_pattern == 0 || f.integer(window_key, 0) <= 0) return;
+  const int64_t w = positive(f, window_key, f.integer(window_key), int64_t{1} << 20);
+  std::vector<bool> slides(c.n_layers);
+  const GgufValue* pattern = f.find(pattern_key);
+  if (pattern && pattern->type == GgufType::Array) {
+    const auto& items = f.array(pattern_key, GgufType::Bool).items;
+    if (static_cast<int64_t>(items.size()) != c.n_layers) f.fail("metadata key " + pattern_key + " has " + std::to_string(items.size()) + " entries for " + std::to_string(c.n_layers) + " layers");
+    for (int64_t i = 0; i < c.n_layers; ++i) slides[i] = items[i].u != 0;
+  } else {
+    const int64_t n = f.integer(pattern_key, a.swa_pattern);
+    if (n < 0) f.fail("metadata key " + pattern_key + " is " + std::to_string(n) + " (0 or more)");
+    for (int64_t i = 0; i < c.n_layers; ++i) slides[i] = n == 0 || i % n < n - 1;
+  }
+  const bool own_rope = a.swa_rope != SwaRope::Same && c.family->positions == Positions::Rope;
+  const double base = f.real(key(a, "rope.freq_base_swa"), a.swa_rope == SwaRope::OwnBase10000 ? 10000.0 : c.rope_theta);
+  const RopeParams local{base, "default", ropeDefaultInvFreq(base, 2 * static_cast<int64_t>(c.rope_inv_freq.size())), 1.0, 0};
+  const RopeParams global = ropeOf(c, 0);
+  for (int64_t i = 0; i < c.n_layers; ++i) {
+    if (slides[i]) c.window[i] = w - 1;
+    if (own_rope) c.layer_rope.push_back(slides[i] ? local : global);
+  }
 }
 
 ModelConfig readConfig(const GgufFile& f, const Arch& a) {
@@ -173,42 +242,76 @@ ModelConfig readConfig(const GgufFile& f, const Arch& a) {
   c.attn_scale = f.real(key(a, "attention.scale"), 1.0 / std::sqrt(static_cast<double>(c.head_dim)));
   if (f.find(key(a, "attn_logit_softcapping"))) c.attn_softcap = f.real(key(a, "attn_logit_softcapping"));
   if (f.find(key(a, "final_logit_softcapping"))) c.final_softcap = f.real(key(a, "final_logit_softcapping"));
-  c.window.assign(c.n_layers, -1);
-  if (a.even_layers_slide && f.find(key(a, "attention.sliding_window"))) {
-    const int64_t w = positive(f, key(a, "attention.sliding_window"), f.integer(key(a, "attention.sliding_window")), kMost);
-    for (int64_t i = 0; i < c.n_layers; i += 2) c.window[i] = w - 1;
-  }
+  readWindows(f, a, c);
+  if (a.nope_every > 0)
+    for (int64_t i = 0; i < c.n_layers; ++i) c.rotary[i] = (i + 1) % a.nope_every != 0;
   return c;
 }
 
-void readLayer(const GgufPlan& plan, const Arch& a, const ModelConfig& c, int64_t i, LayerWeights& l) {
-  const std::string blk = "blk." + std::to_string(i) + ".", why = "layer " + std::to_string(i) + " of " + key(a, "block_count");
-  const int64_t D = c.hidden, Hd = c.heads * c.head_dim, Gd = c.kv_heads * c.head_dim, M = c.mlp_dim;
-  const bool nb = c.family->norm_bias;
-  l.attn_norm = plan.norm(blk + "attn_norm", D, nb, why);
-  if (c.family->fused_qkv != FusedQkv::None) {  // GPT-2: [3D, D] rows q, k, v (the converter transposed Conv1D)
-    const Linear qkv = plan.linear(blk + "attn_qkv", 3 * D, D, why);
-    Linear* parts[] = {&l.q, &l.k, &l.v};
-    for (int p = 0; p < 3; ++p) {
-      parts[p]->weight = qkv.weight;
-      parts[p]->weight.shape = {D, D};
-      parts[p]->weight.quant.data += p * D * qkv.weight.quant.row_bytes;
-      if (!qkv.bias.empty()) parts[p]->bias = rows(qkv.bias, p * D, D);
-    }
+// Rows [first, first + n) of a fused matrix (and its bias): a view into the same blocks.
+Linear rowsOf(const Linear& fused, int64_t first, int64_t n) {
+  Linear part;
+  part.weight = fused.weight;
+  part.weight.shape = {n, fused.weight.shape[1]};
+  part.weight.quant.data += first * fused.weight.quant.row_bytes;
+  if (!fused.bias.empty()) part.bias = rows(fused.bias, first, n);
+  return part;
+}
+
+void readAttention(const GgufPlan& plan, const Arch& a, const ModelConfig& c, const std::string& blk, const std::string& why,
+                   LayerWeights& l) {
+  const int64_t D = c.hidden, Hd = c.heads * c.head_dim, Gd = c.kv_heads * c.head_dim;
+  const TensorNames& names = c.family->names;
+  if (c.family->fused_qkv != FusedQkv::None) {  // attn_qkv [Hd + 2 Gd, D]: rows q, k, v (GPT-2's Conv1D transposed)
+    const Linear qkv = plan.linear(blk + "attn_qkv", Hd + 2 * Gd, D, why);
+    l.q = rowsOf(qkv, 0, Hd);
+    l.k = rowsOf(qkv, Hd, Gd);
+    l.v = rowsOf(qkv, Hd + Gd, Gd);
   } else {
     l.q = plan.linear(blk + "attn_q", Hd, D, why, a.permuted_qk ? unpermuteRows(c.heads, c.head_dim) : std::vector<int64_t>{});
     l.k = plan.linear(blk + "attn_k", Gd, D, why, a.permuted_qk ? unpermuteRows(c.kv_heads, c.head_dim) : std::vector<int64_t>{});
     l.v = plan.linear(blk + "attn_v", Gd, D, why);
   }
-  if (c.family->names.has(Role::QNorm)) l.q_norm = plan.norm(blk + "attn_q_norm", c.head_dim, false, why);
-  if (c.family->names.has(Role::KNorm)) l.k_norm = plan.norm(blk + "attn_k_norm", c.head_dim, false, why);
+  // q / k norms: per head [head_dim] (Qwen 3, Gemma 3) or over the whole projection (OLMo 2)
+  if (names.has(Role::QNorm) || names.has(Role::QProjNorm))
+    l.q_norm = plan.norm(blk + "attn_q_norm", names.has(Role::QNorm) ? c.head_dim : Hd, false, why);
+  if (names.has(Role::KNorm) || names.has(Role::KProjNorm))
+    l.k_norm = plan.norm(blk + "attn_k_norm", names.has(Role::KNorm) ? c.head_dim : Gd, false, why);
   l.o = plan.linear(blk + "attn_output", D, Hd, why);
-  if (c.family->names.has(Role::PostAttnNorm)) l.post_attn_norm = plan.norm(blk + "post_attention_norm", D, nb, why);
-  l.mlp_norm = plan.norm(blk + "ffn_norm", D, nb, why);
-  if (c.family->names.has(Role::PostMlpNorm)) l.post_mlp_norm = plan.norm(blk + "post_ffw_norm", D, nb, why);
-  if (c.family->mlp == Mlp::Gated) l.gate = plan.linear(blk + "ffn_gate", M, D, why);
-  l.up = plan.linear(blk + "ffn_up", M, D, why);
+}
+
+void readLayer(const GgufPlan& plan, const Arch& a, const ModelConfig& c, int64_t i, LayerWeights& l) {
+  const std::string blk = "blk." + std::to_string(i) + ".", why = "layer " + std::to_string(i) + " of " + key(a, "block_count");
+  const int64_t D = c.hidden, M = c.mlp_dim;
+  const bool nb = c.family->norm_bias;
+  const TensorNames& names = c.family->names;
+  if (names.has(Role::AttnNorm)) l.attn_norm = plan.norm(blk + a.attn_norm, D, nb, why);
+  readAttention(plan, a, c, blk, why, l);
+  if (names.has(Role::PostAttnNorm)) l.post_attn_norm = plan.norm(blk + "post_attention_norm", D, nb, why);
+  if (names.has(Role::MlpNorm)) l.mlp_norm = plan.norm(blk + a.mlp_norm, D, nb, why);
+  if (names.has(Role::PostMlpNorm)) l.post_mlp_norm = plan.norm(blk + "post_ffw_norm", D, nb, why);
+  if (names.has(Role::GateUp)) {  // Phi-3: ffn_up [2M, D], gate rows first
+    const Linear gate_up = plan.linear(blk + "ffn_up", 2 * M, D, why);
+    l.gate = rowsOf(gate_up, 0, M);
+    l.up = rowsOf(gate_up, M, M);
+  } else {
+    if (c.family->mlp == Mlp::Gated) l.gate = plan.linear(blk + "ffn_gate", M, D, why);
+    l.up = plan.linear(blk + "ffn_up", M, D, why);
+  }
   l.down = plan.linear(blk + "ffn_down", D, M, why);
+}
+
+// BERT's token type 0 row and its embedding LayerNorm, where the family has them.
+void readEmbeddingExtras(const GgufPlan& plan, const ModelConfig& c, Model& m) {
+  const int64_t D = c.hidden;
+  if (c.family->names.has(Role::TokenTypes)) {
+    const GgufTensorInfo* t = plan.file().tensor("token_types.weight");
+    const int64_t types = t && t->dims.size() == 2 ? t->dims[1] : 1;  // tokenizer.ggml.token_type_count rows
+    const Tensor all = plan.file().readTensor(plan.tensor("token_types.weight", {types, D}, "the token types [count, embedding_length]"));
+    m.token_type = rows(all, 0, 1);
+    m.token_type.shape = {D};
+  }
+  if (c.family->names.has(Role::EmbedNorm)) m.embed_norm = plan.norm("token_embd_norm", D, c.family->norm_bias, "the embedding norm");
 }
 
 // The bytes the weights take once touched: every tensor's blocks (mapped) and the float32
@@ -252,18 +355,21 @@ Model readGguf(const std::string& path, bool read, bool with_tokenizer) {
   c.vocab = embed->dims[1];
   m.embed = plan.matrix("token_embd.weight", c.vocab, c.hidden, "the token embedding [vocab, " + key(arch, "embedding_length") + "]");
   c.tied = !plan.has("output.weight");
-  m.head_tied = c.tied;
+  // llama.cpp's converter drops BERT's masked-LM head: an encoder without head (maps, no logits).
+  const bool encoder_without_head = c.family->names.has(Role::MlmTransform);
+  m.head_tied = c.tied && !encoder_without_head;
   if (!c.tied) m.lm_head = plan.matrix("output.weight", c.vocab, c.hidden, "the unembedding [vocab, embedding_length]");
-  const std::string q_bias = c.family->fused_qkv != FusedQkv::None ? "blk.0.attn_qkv.bias" : "blk.0.attn_q.bias";
+  const std::string q_bias = c.family->fused_qkv != FusedQkv::None ? "blk.0.attn_qkv.bias" : "blk.0.attn_q.bias";  // llama.cpp's names
   c.qkv_bias = plan.has(q_bias);
   c.o_bias = plan.has("blk.0.attn_output.bias");
   c.mlp_bias = plan.has("blk.0.ffn_up.bias");
   if (!read) return m;
   if (c.family->positions == Positions::Learned)
     m.positions = file.readTensor(plan.tensor("position_embd.weight", {c.max_positions, c.hidden}, key(arch, "context_length")));
+  readEmbeddingExtras(plan, c, m);
   m.layers.resize(c.n_layers);
   for (int64_t i = 0; i < c.n_layers; ++i) readLayer(plan, arch, c, i, m.layers[i]);
-  m.final_norm = plan.norm("output_norm", c.hidden, c.family->norm_bias, "the final norm");
+  if (c.family->names.has(Role::FinalNorm)) m.final_norm = plan.norm("output_norm", c.hidden, c.family->norm_bias, "the final norm");
   if (with_tokenizer) m.tokenizer = ggufTokenizer(file);
   const std::string name = file.string("general.name", fs::path(path).stem().string());
   m.display_name = name;

@@ -1,5 +1,6 @@
-// The models of tokenizer.json, one row each in kModels: BPE (models/bpe/model.rs, word.rs)
-// and WordPiece (models/wordpiece/mod.rs).
+// The models of tokenizer.json, one row each in kModels: BPE (models/bpe/model.rs, word.rs),
+// WordPiece (models/wordpiece/mod.rs) and attnscope's SentencePieceBpe (a GGUF file's `llama`
+// vocabulary: pieces merged by their scores, as llama.cpp's llm_tokenizer_spm does).
 #include <cstdio>
 #include <queue>
 #include <sstream>
@@ -238,10 +239,97 @@ class WordPiece : public Model {
   size_t longest_ = 0;  // bytes of the longest vocabulary piece
 };
 
+// SentencePiece's BPE by scores, as llama.cpp's llm_tokenizer_spm_session runs it
+// (src/llama-vocab.cpp): one symbol per character; the adjacent pair whose concatenation is a
+// piece with the highest score merges first (the leftmost among equal scores), until none is
+// left; a symbol that is no piece becomes its bytes' <0xXX> pieces (else the single-byte piece,
+// else unk). Every merged symbol is a piece, so llama.cpp's resegment step reduces to that.
+// JSON: {"type": "SentencePieceBpe", "vocab": [[piece, score], ...] by id, "unk_id": id}.
+class SentencePieceBpe : public Model {
+ public:
+  explicit SentencePieceBpe(const Node& node) {
+    const Node list = node.at("vocab");
+    if (!list.value.is_array()) list.fail(list.value.is_null() ? "is missing" : "must be a list of [piece, score]");
+    for (size_t id = 0; id < list.value.size(); ++id) {
+      const json& entry = list.value[id];
+      if (!entry.is_array() || entry.size() != 2 || !entry[0].is_string() || !entry[1].is_number())
+        list.at(id).fail("must be [piece, score]");
+      vocab_[entry[0].get<std::string>()] = static_cast<int64_t>(id);
+      scores_.push_back(entry[1].get<float>());
+    }
+    if (node.has("unk_id")) {
+      const int64_t unk = node.integer("unk_id", 0);
+      if (unk < 0 || unk >= static_cast<int64_t>(scores_.size())) node.at("unk_id").fail("is outside the vocabulary");
+      unk_id_ = unk;
+    }
+  }
+
+  void tokenize(const std::string& word, std::vector<int64_t>& out) const override {
+    std::vector<Symbol> symbols;
+    for (size_t at = 0; at < word.size();) {
+      const size_t n = std::min(utf8Length(static_cast<unsigned char>(word[at])), word.size() - at);
+      const int index = static_cast<int>(symbols.size());
+      symbols.push_back({at, n, index - 1, at + n == word.size() ? -1 : index + 1});
+      at += n;
+    }
+    std::priority_queue<Bigram> queue;
+    const auto tryPair = [&](int left, int right) {
+      if (left < 0 || right < 0) return;
+      const Symbol& a = symbols[static_cast<size_t>(left)];
+      const auto it = vocab_.find(word.substr(a.start, a.n + symbols[static_cast<size_t>(right)].n));
+      if (it != vocab_.end()) queue.push({scores_[static_cast<size_t>(it->second)], left, right, a.n + symbols[static_cast<size_t>(right)].n});
+    };
+    for (size_t i = 1; i < symbols.size(); ++i) tryPair(static_cast<int>(i) - 1, static_cast<int>(i));
+    while (!queue.empty()) {
+      const Bigram top = queue.top();
+      queue.pop();
+      Symbol& left = symbols[static_cast<size_t>(top.left)];
+      Symbol& right = symbols[static_cast<size_t>(top.right)];
+      if (left.n == 0 || right.n == 0 || left.n + right.n != top.size) continue;  // merged since
+      left.n += right.n;
+      right.n = 0;
+      left.next = right.next;
+      if (right.next >= 0) symbols[static_cast<size_t>(right.next)].prev = top.left;
+      tryPair(left.prev, top.left);
+      tryPair(top.left, left.next);
+    }
+    for (int i = symbols.empty() ? -1 : 0; i != -1; i = symbols[static_cast<size_t>(i)].next) {
+      const std::string text = word.substr(symbols[static_cast<size_t>(i)].start, symbols[static_cast<size_t>(i)].n);
+      const auto it = vocab_.find(text);
+      if (it != vocab_.end()) out.push_back(it->second);
+      else for (const char c : text) appendByte(static_cast<unsigned char>(c), out);
+    }
+  }
+
+ private:
+  struct Symbol {
+    size_t start, n;  // bytes of the word; n = 0 once merged into the symbol on its left
+    int prev, next;
+  };
+  struct Bigram {
+    float score;
+    int left, right;
+    size_t size;
+    bool operator<(const Bigram& o) const { return score < o.score || (score == o.score && left > o.left); }
+  };
+
+  void appendByte(unsigned char byte, std::vector<int64_t>& out) const {
+    char name[8];
+    std::snprintf(name, sizeof(name), "<0x%02X>", byte);
+    auto it = vocab_.find(name);
+    if (it == vocab_.end()) it = vocab_.find(std::string(1, static_cast<char>(byte)));
+    if (it != vocab_.end()) out.push_back(it->second);
+    else if (unk_id_) out.push_back(*unk_id_);
+  }
+
+  std::vector<float> scores_;  // by id
+};
+
 using ModelPtr = std::unique_ptr<Model>;
 const Kind<ModelPtr> kModels[] = {
     {"BPE", makeBpe},
     {"WordPiece", [](const Node& node) -> ModelPtr { return std::make_unique<WordPiece>(node); }},
+    {"SentencePieceBpe", [](const Node& node) -> ModelPtr { return std::make_unique<SentencePieceBpe>(node); }},
 };
 
 }  // namespace

@@ -74,22 +74,24 @@ def dequantized_tensors(path, cfg, names):
     g = ref.gguf()
     from gguf import quants  # pylint: disable=import-outside-toplevel
     arch = {"llama": g.MODEL_ARCH.LLAMA, "qwen2": g.MODEL_ARCH.QWEN2, "qwen3": g.MODEL_ARCH.QWEN3,
-            "gpt2": g.MODEL_ARCH.GPT2, "gemma2": g.MODEL_ARCH.GEMMA2}[cfg["model_type"]]
+            "gpt2": g.MODEL_ARCH.GPT2, "gemma2": g.MODEL_ARCH.GEMMA2, "bert": g.MODEL_ARCH.BERT,
+            "phi3": g.MODEL_ARCH.PHI3, "gemma3_text": g.MODEL_ARCH.GEMMA3, "olmo2": g.MODEL_ARCH.OLMO2,
+            "smollm3": g.MODEL_ARCH.SMOLLM3}[cfg["model_type"]]
     n_layers = cfg.get("num_hidden_layers", cfg.get("n_layer"))
     name_map = g.get_tensor_name_map(arch, n_layers)
     stored = {t.name: quants.dequantize(t.data, t.tensor_type).astype(np.float64)
               for t in g.GGUFReader(path).tensors}
     out = {}
     for name in names:
-        gguf_name = name_map.get_name(name, try_suffixes=(".weight", ".bias"))
+        gguf_name = name_map.get_name(name.removeprefix("bert."), try_suffixes=(".weight", ".bias"))
         if gguf_name not in stored:
             continue  # a tied head
         w = stored[gguf_name]
-        if cfg["model_type"] == "llama" and gguf_name.endswith(("attn_q.weight", "attn_k.weight")):
+        if cfg["model_type"] in ("llama", "smollm3") and gguf_name.endswith(("attn_q.weight", "attn_k.weight")):
             heads = cfg["num_attention_heads"] if "attn_q" in gguf_name else cfg.get("num_key_value_heads",
                                                                                       cfg["num_attention_heads"])
             w = w.reshape(heads, w.shape[0] // heads // 2, 2, -1).swapaxes(1, 2).reshape(w.shape)
-        if cfg["model_type"] == "gemma2" and gguf_name.endswith("norm.weight"):
+        if cfg["model_type"] in ("gemma2", "gemma3_text") and gguf_name.endswith("norm.weight"):
             w = w - 1.0
         if cfg["model_type"] == "gpt2" and name.endswith(("c_attn.weight", "c_proj.weight", "c_fc.weight")):
             w = w.T

@@ -92,7 +92,7 @@ class TokenizerFolderErrors(unittest.TestCase):
     CASES = [
         # name, files, the line's start
         ("unknown-model-type", {"tokenizer.json": json.dumps({"model": {"type": "Unigram", "vocab": []}})},
-         'tokenizer.json: model.type "Unigram" is not supported (BPE, WordPiece)'),
+         'tokenizer.json: model.type "Unigram" is not supported (BPE, WordPiece, SentencePieceBpe)'),
         ("malformed-json", {"tokenizer.json": '{"model": {"type": "BPE",'}, "tokenizer.json: not valid JSON ("),
         ("missing-vocab", {"tokenizer.json": json.dumps({"model": {"type": "BPE", "merges": []}})},
          "tokenizer.json: model.vocab is missing"),

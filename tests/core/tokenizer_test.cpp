@@ -201,6 +201,20 @@ TEST(TokenizerWordPiece, BertAndRobertaProcessing) {
   EXPECT_EQ(encodeIds(t, "hello"), (Ids{2, 4, 3}));
 }
 
+// --- SentencePieceBpe (a GGUF file's `llama` vocabulary, as llama.cpp's SPM): the pair with the
+// highest score merges first, the leftmost among equal scores; a symbol that is no piece is its
+// <0xXX> bytes, else the unk token. Worked by hand on "abab" + "c" + "d": pairs ab (-1), ba (-2),
+// ab (-1): the left "ab" first; then "aba" (-0.5) beats the right "ab"; "abab" is no piece.
+TEST(TokenizerSentencePiece, MergesByScoreLeftmostFirst) {
+  json vocab = json::array();  // [[piece, score], ...] by id
+  for (const auto& [piece, score] : std::vector<std::pair<std::string, double>>{
+           {"<unk>", 0.0}, {"a", 0.0}, {"b", 0.0}, {"ab", -1.0}, {"ba", -2.0}, {"aba", -0.5}, {"<0x63>", 0.0}})
+    vocab.push_back(json::array({piece, score}));
+  const json t = {{"model", {{"type", "SentencePieceBpe"}, {"unk_id", 0}, {"vocab", vocab}}}};
+  EXPECT_EQ(encodeIds(t, "abab"), (Ids{5, 2}));
+  EXPECT_EQ(encodeIds(t, "babcd"), (Ids{2, 3, 6, 0}));  // ab (-1) beats ba (-2); c a byte piece, d unk
+}
+
 // --- Split: behaviours and invert, on "a-b--c" (ignore_merges: a whole piece in the vocabulary
 // is its id, so the ids show the pieces).
 
@@ -354,7 +368,7 @@ TEST(TokenizerErrors, OneLineNamingFileAndField) {
     return t.dump();
   };
   const std::pair<std::string, std::string> cases[] = {
-      {with("/model/type", "Unigram"), "t/tokenizer.json: model.type \"Unigram\" is not supported (BPE, WordPiece)"},
+      {with("/model/type", "Unigram"), "t/tokenizer.json: model.type \"Unigram\" is not supported (BPE, WordPiece, SentencePieceBpe)"},
       {"{\"model\": ", "t/tokenizer.json: not valid JSON ("},
       {with("/model/vocab", nullptr), "t/tokenizer.json: model.vocab is missing"},
       {with("/model/merges", json::array({"a b"})), "t/tokenizer.json: model.merges[0] \"b\" is not in the vocabulary"},
