@@ -5,9 +5,7 @@
 #include <cmath>
 #include <numeric>
 
-#include <nlohmann/json.hpp>
 
-#include "tensor/text_file.h"
 #include "tokenizer/tokenizer.h"
 
 namespace attnscope {
@@ -166,16 +164,7 @@ Generation generate(const CausalModel& model, const ModelTokens& prompt, int64_t
 }
 
 std::vector<int64_t> eosIds(const Model& model) {
-  std::vector<int64_t> eos;
-  const nlohmann::json config = nlohmann::json::parse(readSmallFile(model.config.config_path, 64u << 20, "config.json"),
-                                                      nullptr, false);
-  if (config.is_object() && config.contains("eos_token_id")) {
-    const nlohmann::json& e = config["eos_token_id"];
-    if (e.is_number_integer()) eos.push_back(e.get<int64_t>());
-    if (e.is_array())
-      for (const nlohmann::json& id : e)
-        if (id.is_number_integer()) eos.push_back(id.get<int64_t>());
-  }
+  std::vector<int64_t> eos = model.config.eos_ids;
   if (eos.empty() && model.tokenizer && model.tokenizer->eosId()) eos.push_back(*model.tokenizer->eosId());
   return eos;
 }

@@ -222,6 +222,7 @@ ModelConfig readConfig(const GgufFile& f, const Arch& a) {
   c.family = &familyOf(a);
   c.model_type = c.family->model_type;
   c.config_path = f.path();
+  if (f.find("tokenizer.ggml.eos_token_id")) c.eos_ids = {f.integer("tokenizer.ggml.eos_token_id")};
   const Family& fam = *c.family;
   constexpr int64_t kMost = int64_t{1} << 20;
   c.n_layers = positive(f, key(a, "block_count"), f.integer(key(a, "block_count")), 4096);

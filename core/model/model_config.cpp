@@ -248,6 +248,11 @@ ModelConfig parseHfConfig(const std::string& json_text, const std::string& path)
   // dense), except in qwen2, whose q/k/v biases come without an o bias.
   c.o_bias = fam.o_bias ? attention_bias : attention_bias && !fam.qkv_bias;
   c.mlp_bias = f.boolean("mlp_bias", fam.mlp_bias);
+  if (j.contains("eos_token_id")) {  // generation stops there; malformed entries are left out, as transformers reads them
+    const json& eos = j["eos_token_id"];
+    for (const json& id : eos.is_array() ? eos : json::array({eos}))
+      if (id.is_number_integer()) c.eos_ids.push_back(id.get<int64_t>());
+  }
   if (fam.positions == Positions::Rope) readRope(f, c);
   c.rotary.assign(c.n_layers, fam.positions == Positions::Rope ? 1 : 0);
   readWindows(f, c);

@@ -61,6 +61,7 @@ struct ModelConfig {
   double attn_scale = 0.0;          // scores * attn_scale (1/sqrt(d), or query_pre_attn_scalar^-0.5)
   std::vector<int64_t> window;      // [N]: causal window W (a query sees itself and W keys before), -1 = full
   std::string config_path;
+  std::vector<int64_t> eos_ids;     // config.json's eos_token_id (one or a list), GGUF's tokenizer.ggml.eos_token_id
 };
 
 // Layer i's RoPE (layer_rope, else the model's).

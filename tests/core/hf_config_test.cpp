@@ -249,3 +249,13 @@ TEST(ModelConfig, UnsupportedOptionsAreOneLineWithTheSupportedValues) {
 
 }  // namespace
 }  // namespace attnscope
+
+// Generation stops at config.json's eos_token_id: one id or a list (Llama 3's three), entries
+// that are not integers left out, none without the key.
+TEST(ModelConfig, EosIds) {
+  EXPECT_EQ(parse("llama", R"("eos_token_id": 2)").eos_ids, (std::vector<int64_t>{2}));
+  EXPECT_EQ(parse("llama", R"("eos_token_id": [128001, 128008, 128009])").eos_ids,
+            (std::vector<int64_t>{128001, 128008, 128009}));
+  EXPECT_EQ(parse("llama", R"("eos_token_id": [7, "x", null])").eos_ids, (std::vector<int64_t>{7}));
+  EXPECT_TRUE(parse("llama", "").eos_ids.empty());
+}
