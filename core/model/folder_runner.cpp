@@ -166,7 +166,9 @@ LayerFacts layerFacts(const ModelConfig& c, int64_t i) {
   LayerFacts f;
   f.heads = c.heads, f.kv_heads = c.kv_heads, f.head_dim = c.head_dim, f.width = c.hidden;
   const AttentionOptions o = layerOptions(c, i);  // the window, scale and RoPE the layer runs with
+  f.own_head_dim = c.heads * c.head_dim != c.hidden;
   f.window = o.mask.causal_window;
+  f.sliding_window = f.window >= 0 ? f.window + 1 : 0;
   f.softcap = c.attn_softcap;
   f.scale = c.attn_scale;
   if (c.family->positions == Positions::Rope) f.positions = o.rope ? LayerPositions::Rope : LayerPositions::NoPe;

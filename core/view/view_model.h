@@ -71,7 +71,9 @@ enum class QkNorm {
 };
 struct LayerFacts {
   int64_t heads = 0, kv_heads = 0, head_dim = 0, width = 0;  // H, G, d (config head_dim), hidden D
+  bool own_head_dim = false;  // d is config.json's head_dim, not width / H (Qwen3, Gemma)
   int64_t window = -1;  // causal window W (a query sees itself and W keys before), -1 = global
+  int64_t sliding_window = 0;  // config.json's sliding_window on this layer (W + 1), 0 = global
   LayerPositions positions = LayerPositions::Added;
   double rope_base = 0.0;            // RoPE only: the layer's base (theta)
   int64_t rotary_dims = 0;           // RoPE only: features of each head that rotate (< d: partial)

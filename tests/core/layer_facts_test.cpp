@@ -37,6 +37,8 @@ TEST(LayerFacts, Qwen3HeadDimPerHeadNormAndWindowWhereLayerTypesSay) {
     EXPECT_EQ(f.positions, LayerPositions::Rope);
     EXPECT_EQ((std::pair{f.rope_base, f.rotary_dims}), (std::pair{1e6, int64_t{32}}));
     EXPECT_EQ(f.window, i % 2 ? 7 : -1);  // a query sees itself and 7 keys before: sliding_window 8
+    EXPECT_EQ(f.sliding_window, i % 2 ? 8 : 0);
+    EXPECT_TRUE(f.own_head_dim);  // 4 x 32 is not the hidden 64
   }
   // Without use_sliding_window no layer slides, whatever layer_types say.
   const ModelConfig global = parse("qwen3", R"("head_dim": 32, "sliding_window": 8,
@@ -87,6 +89,7 @@ TEST(LayerFacts, Olmo2WholeProjectionNormPhi3PartialRotaryGpt2Added) {
       "n_positions": 16, "vocab_size": 50})", "m/config.json");
   EXPECT_EQ(layerFacts(gpt2, 1).positions, LayerPositions::Added);
   EXPECT_EQ(layerFacts(gpt2, 1).rotary_dims, 0);
+  EXPECT_FALSE(layerFacts(gpt2, 1).own_head_dim);
 }
 
 // A model layer's trace: the q/k norm stages in place, with their shapes; RoPE's comment says
