@@ -7,6 +7,7 @@
 #include <limits>
 #include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "attention/kernel.h"
 #include "attention/mistakes.h"
@@ -139,6 +140,36 @@ std::vector<std::string> indexLabels(int64_t n) {
   return labels;
 }
 
+// Partial rotary and longrope's factor, as the RoPE stages' comment says them ("" for neither).
+std::string ropeExtent(const AttentionOptions& o, int64_t d) {
+  std::string extent;
+  const int64_t rotated = o.rope_inv_freq.empty() ? d : 2 * static_cast<int64_t>(o.rope_inv_freq.size());
+  if (rotated < d) extent += ", features 0.." + std::to_string(rotated - 1) + " of " + std::to_string(d) + " rotate";
+  if (o.rope_attention_factor != 1.0) extent += ", cos and sin x " + formatFloat(static_cast<float>(o.rope_attention_factor));
+  return extent;
+}
+
+// The q/k RMSNorms of a model layer (AttentionOptions::q_norm, k_norm) as stages: over each
+// position's whole projection right after it (OLMo 2), or over each head's d features after
+// the view (Qwen3, Gemma 3), as transformers' modeling files apply them.
+void addQkNormStages(std::vector<Stage>& stages, const AttentionTrace& t, const AttentionOptions& o) {
+  const int64_t B = t.B, d = t.d;
+  for (const auto& [p, weight, T, heads] : {std::tuple{std::string("q"), o.q_norm, t.L, t.H}, {"k", o.k_norm, t.S, t.G}}) {
+    if (!weight) continue;
+    const bool whole = o.qk_norm_whole;
+    const auto after = std::find_if(stages.begin(), stages.end(), [&, p = p](const Stage& s) {
+      return s.name == p + (whole ? "_proj" : "_view");
+    });
+    if (after == stages.end()) continue;
+    Stage norm{p + "_norm", whole ? "rmsnorm (whole projection)" : "rmsnorm (per head)",
+               p + " = self." + p + "_norm(" + p + ")  # RMSNorm over " +
+                   (whole ? "the whole projection [" + std::to_string(heads * d) + "]"
+                          : "each head's d = " + std::to_string(d) + " features"),
+               whole ? Shape{B, T, heads * d} : Shape{B, T, heads, d}};
+    stages.insert(after + 1, std::move(norm));
+  }
+}
+
 }  // namespace
 
 std::vector<Stage> buildStages(const AttentionTrace& t, const AttentionOptions& options) {
@@ -168,12 +199,13 @@ std::vector<Stage> buildStages(const AttentionTrace& t, const AttentionOptions& 
     stages.push_back({p + "_view", "view", p + " = " + p + ".view(B, S, " + kv_heads + ", d)", {B, S, G, d}});
     stages.push_back({p + "_transpose", "transpose(1,2)", p + " = " + p + ".transpose(1, 2)", {B, G, S, d}});
   }
+  addQkNormStages(stages, t, options);
   if (options.rope) {
     const std::string rotate = options.rope_style == RopeStyle::RotateHalf ? "rotate_half" : "rotate_every_two";
-    const std::string base = formatFloat(static_cast<float>(options.rope_base));
-    stages.push_back({"q_rope", "rope", "q = q * cos + " + rotate + "(q) * sin  # positions 0..L-1, base " + base,
+    const std::string note = ", base " + formatFloat(static_cast<float>(options.rope_base)) + ropeExtent(options, d);
+    stages.push_back({"q_rope", "rope", "q = q * cos + " + rotate + "(q) * sin  # positions 0..L-1" + note,
                       {B, H, L, d}});
-    stages.push_back({"k_rope", "rope", "k = k * cos + " + rotate + "(k) * sin  # positions 0..S-1, base " + base,
+    stages.push_back({"k_rope", "rope", "k = k * cos + " + rotate + "(k) * sin  # positions 0..S-1" + note,
                       {B, G, S, d}});
   }
   if (grouped) {

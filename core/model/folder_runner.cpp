@@ -165,6 +165,29 @@ std::shared_ptr<const LaterLens> laterLens(const ModelRun& run, int64_t block, O
 
 }  // namespace
 
+LayerFacts layerFacts(const ModelConfig& c, int64_t i) {
+  LayerFacts f;
+  f.heads = c.heads, f.kv_heads = c.kv_heads, f.head_dim = c.head_dim, f.width = c.hidden;
+  const AttentionOptions o = layerOptions(c, i);  // the window, scale and RoPE the layer runs with
+  f.own_head_dim = c.heads * c.head_dim != c.hidden;
+  f.window = o.mask.causal_window;
+  f.sliding_window = f.window >= 0 ? f.window + 1 : 0;
+  f.softcap = c.attn_softcap;
+  f.scale = c.attn_scale;
+  if (c.family->positions == Positions::Rope) f.positions = o.rope ? LayerPositions::Rope : LayerPositions::NoPe;
+  if (o.rope) {
+    const RopeParams rope = ropeOf(c, i);
+    f.rope_base = rope.theta;
+    f.rope_type = rope.type;
+    f.rotary_dims = o.rope_inv_freq.empty() ? c.head_dim : 2 * static_cast<int64_t>(o.rope_inv_freq.size());
+    f.rope_attention_factor = o.rope_attention_factor;
+  }
+  const Family& family = *c.family;
+  if (family.names.has(Role::QProjNorm)) f.qk_norm = QkNorm::WholeProjection;
+  else if (family.names.has(Role::QNorm)) f.qk_norm = QkNorm::PerHead;
+  return f;
+}
+
 ViewModel viewFromModelRun(const Model& model, const ModelRun& run, const Progress& progress, bool lens,
                            std::vector<std::shared_ptr<const AttentionTrace>> traces) {
   ViewModel view = viewFromRun(run, lens ? modelLens(model, run) : LogitLens(), [&](int64_t id) { return tokenLabel(model, id); },
@@ -172,6 +195,7 @@ ViewModel viewFromModelRun(const Model& model, const ModelRun& run, const Progre
                                !model.config.family->causal, progress, std::move(traces));
   view.model = model.name();
   view.notes = model.caption;
+  for (int64_t l = 0; l < model.config.n_layers; ++l) view.layer_facts.push_back(layerFacts(model.config, l));
   view.context = model.context();
   for (const NotableHead& h : model.notable_heads) {
     std::string pattern = h.pattern;

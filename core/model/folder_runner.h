@@ -25,8 +25,14 @@ namespace attnscope {
 // layer's overview, pooled with progress (returning false cancels: Cancelled).
 // lens false: no logit lens from the run's residuals (the caller makes it column by column).
 // traces: the run's, shared by its runner (ModelRunner::shareTraces); empty: copied from run.
+// Every layer's LayerFacts are in the view (layer_facts).
 ViewModel viewFromModelRun(const Model& model, const ModelRun& run, const Progress& progress = {}, bool lens = true,
                            std::vector<std::shared_ptr<const AttentionTrace>> traces = {});
+
+// Layer `layer`'s facts for the view (ViewModel::layer_facts): its sizes, window, positions
+// (the layer's RoPE base and rotary features, or none on a NoPE layer), q/k norm, soft-cap and
+// scale, from the same config as layerOptions.
+LayerFacts layerFacts(const ModelConfig& config, int64_t layer);
 
 // A loaded model folder's weights, shared read-only by every runner on it:
 // the app's maps and its generation run on one copy.

@@ -254,6 +254,16 @@ const char* viewSourceName(ViewSource source) {
   return "core trace";
 }
 
+const char* layerPositionsName(LayerPositions positions) {
+  constexpr const char* kNames[] = {"added", "rope", "nope"};  // in LayerPositions' order
+  return kNames[static_cast<int>(positions)];
+}
+
+const char* qkNormName(QkNorm norm) {
+  constexpr const char* kNames[] = {"none", "per_head", "whole_projection"};  // in QkNorm's order
+  return kNames[static_cast<int>(norm)];
+}
+
 size_t ViewModel::mapIndex(int64_t layer, int64_t b, int64_t h) const {
   if (layer < 0 || layer >= layers || b < 0 || b >= B || h < 0 || h >= H)
     throw std::out_of_range("view model: map [" + std::to_string(layer) + ", " + std::to_string(b) + ", " +

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,35 @@ struct TiledMaps {
   int64_t firstRow(int64_t r) const { return r * L / rows; }
   int64_t firstCol(int64_t c) const { return c * S / cols; }
 };
+
+// What one layer of a model run computes besides its maps, as its model's config says (the
+// pipeline panel's stages and the greyed sandbox controls read it; model/model.h layerFacts).
+enum class LayerPositions {
+  Added,  // learned or sinusoidal positions added to the embeddings (GPT-2, BERT, attnscope-model/1)
+  Rope,   // rotary positions on q and k
+  NoPe,   // a RoPE model's layer without positions (SmolLM3's no_rope_layers)
+};
+enum class QkNorm {
+  None,
+  PerHead,          // RMSNorm over each head's d features of q and k (Qwen3, Gemma 3)
+  WholeProjection,  // RMSNorm over each position's whole q [H*d] and k [G*d] projection (OLMo 2)
+};
+struct LayerFacts {
+  int64_t heads = 0, kv_heads = 0, head_dim = 0, width = 0;  // H, G, d (config head_dim), hidden D
+  bool own_head_dim = false;  // d is config.json's head_dim, not width / H (Qwen3, Gemma)
+  int64_t window = -1;  // causal window W (a query sees itself and W keys before), -1 = global
+  int64_t sliding_window = 0;  // config.json's sliding_window on this layer (W + 1), 0 = global
+  LayerPositions positions = LayerPositions::Added;
+  double rope_base = 0.0;            // RoPE only: the layer's base (theta)
+  int64_t rotary_dims = 0;           // RoPE only: features of each head that rotate (< d: partial)
+  std::string rope_type;             // RoPE only: "default", "linear", "llama3", "longrope"
+  double rope_attention_factor = 1.0;  // RoPE only: cos and sin times this (longrope)
+  QkNorm qk_norm = QkNorm::None;
+  std::optional<double> softcap;     // attention logit soft-cap
+  double scale = 0.0;                // scores * scale
+};
+const char* layerPositionsName(LayerPositions positions);  // "added", "rope", "nope"
+const char* qkNormName(QkNorm norm);                       // "none", "per_head", "whole_projection"
 
 // One layer. probs is always set; scores and allowed where the source has them.
 struct LayerMaps {
@@ -246,6 +276,7 @@ struct ViewModel {
   // The run computed rows [first_computed, L); rows before it were kept from the run before
   // (a causal model's cache, model/model_run.h ModelRun). 0 = every row.
   int64_t first_computed = 0;
+  std::vector<LayerFacts> layer_facts;                 // [layers] a model run's (empty for other sources)
   // A model run's interventions (model/interventions.h: "ablate L1H2; knockout L0H1:3-2"), "" when none.
   std::string interventions;
   // With interventions: the next-token probabilities [V] after the last position of the same

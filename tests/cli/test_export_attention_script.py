@@ -20,6 +20,7 @@ import unittest
 import numpy as np
 import torch
 
+import hf_reference as hf
 import reference as ref
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "export_attention.py")
@@ -302,6 +303,57 @@ class HuggingFaceWritingTest(unittest.TestCase):
         with self.assertRaises(export_attention.BundleError) as caught:
             export_attention._pretrained_source(os.path.join(tmp, "missing"))
         self.assertIn("not a model folder", str(caught.exception))
+
+
+
+# The 2025-26 families (issue 38) through the Hugging Face path's writing: what transformers'
+# output_attentions gives for a random folder of each (the float64 reference's maps, one per
+# query head under GQA) and its byte-level tokens, written by write_hf_export, opens in
+# attnscope with the labels and maps `attnscope model run` of the folder gives.
+FAMILY_EXPORTS = [
+    ("qwen3", dict(seed=91, G=2, head_dim=16, window=3, spelling=5, layer_types=["full_attention", "sliding_attention"])),
+    ("smollm3", dict(seed=92, G=2, no_rope_interval=2)),
+    ("gemma3_text", dict(seed=93, G=2, head_dim=16, window=3, pattern=2)),
+    ("olmo2", dict(seed=94, G=2)),
+    ("phi3", dict(seed=95, G=2, head_dim=16, rotary=0.75)),
+]
+FAMILY_TEXT = "def f(x): return x"
+
+
+class FamilyExportTest(unittest.TestCase):
+    def test_new_families_bundles_equal_attnscopes_own_run(self):
+        pieces = hf.bytes_to_unicode()
+        for family, options in FAMILY_EXPORTS:
+            with self.subTest(family=family):
+                tmp = ref.case_dir("export_attention", "family_" + family)
+                folder = os.path.join(tmp, "model")
+                cfg, tensors = hf.make_model(family, V=256, P=32, **options)
+                stored = hf.write_folder(folder, cfg, tensors)
+                hf.write_byte_level_bpe(folder)
+                ids = list(FAMILY_TEXT.encode("utf-8"))  # byte-level BPE without merges: id = byte
+                _, attns = hf.forward(cfg, stored, ids)
+                layers = [a.unsqueeze(0).float().numpy() for a in attns]  # [B=1, H, L, L] per layer
+                L = len(ids)
+                rows = export_attention.TokenRows(ids=[ids], pieces=[[pieces[b] for b in ids]], special=[[False] * L],
+                                                  mask=[[1] * L], piece_style="byte_level")
+                bundle = os.path.join(tmp, "bundle")
+                self.assertEqual(export_attention.write_hf_export(bundle, {"attentions": layers}, rows, model=family),
+                                 [bundle])
+                run = subprocess.run([ref.BIN, "model", "run", folder, "--text", FAMILY_TEXT, "--out",
+                                      os.path.join(tmp, "run")], capture_output=True, text=True, timeout=60)
+                self.assertEqual(run.returncode, 0, run.stderr)
+                own = np.load(os.path.join(tmp, "run", "attentions.npy"))  # [N, 1, H, L, L]
+                exported = np.load(os.path.join(bundle, "attentions.npy"))
+                self.assertEqual(exported.shape, own.shape)
+                np.testing.assert_allclose(exported, own, atol=1e-5, rtol=0)
+                with open(os.path.join(tmp, "run", "tokens.txt"), encoding="utf-8") as f:
+                    labels = [line.split("\t")[2] for line in f.read().splitlines()]
+                out = os.path.join(tmp, "out")
+                last = (len(layers) - 1, layers[0].shape[1] - 1)  # the last layer's last query head
+                queries, keys = ref.csv_axes(ref.export_map(bundle, out, "probs", "csv", 0, *last))
+                self.assertEqual((queries, keys), (labels, labels))
+                read = np.load(ref.export_map(bundle, out, "probs", "npy", 0, *last))
+                np.testing.assert_array_equal(read, exported[last[0], 0, last[1]])
 
 
 if __name__ == "__main__":

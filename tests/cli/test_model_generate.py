@@ -428,6 +428,10 @@ CACHE_FAMILIES = [
     ("mistral-window9", "mistral", dict(seed=51, G=2, window=9), (3, 1)),
     ("gemma2-sliding", "gemma2", dict(seed=45, G=2, window=4, N=3), (5, 1)),
     ("gpt2", "gpt2", dict(seed=41), (7, 0)),
+    # issue 38: per-head q/k norm before RoPE, NoPE layers, local/global layers with a RoPE each
+    ("qwen3-qk-norm", "qwen3", dict(seed=47, G=2, head_dim=16), (6, 2)),
+    ("smollm3-nope", "smollm3", dict(seed=48, G=2, N=4), (5, 1)),
+    ("gemma3-local-global", "gemma3_text", dict(seed=49, G=2, window=4, N=3, pattern=3, head_dim=16), (7, 2)),
 ]
 
 

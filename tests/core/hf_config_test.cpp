@@ -247,9 +247,6 @@ TEST(ModelConfig, UnsupportedOptionsAreOneLineWithTheSupportedValues) {
   for (const auto& [got, want] : cases) EXPECT_EQ(got, want);
 }
 
-}  // namespace
-}  // namespace attnscope
-
 // Generation stops at config.json's eos_token_id: one id or a list (Llama 3's three), entries
 // that are not integers left out, none without the key.
 TEST(ModelConfig, EosIds) {
@@ -259,3 +256,6 @@ TEST(ModelConfig, EosIds) {
   EXPECT_EQ(parse("llama", R"("eos_token_id": [7, "x", null])").eos_ids, (std::vector<int64_t>{7}));
   EXPECT_TRUE(parse("llama", "").eos_ids.empty());
 }
+
+}  // namespace
+}  // namespace attnscope

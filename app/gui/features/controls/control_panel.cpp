@@ -607,12 +607,27 @@ void variantTooltip(Variant variant) {
   ImGui::SetTooltip("%s\n%s", info.description, info.reference);
 }
 
+// Beside a model's greyed RoPE checkbox: the focused layer's rotated features, or no positions.
+void ropeLayerNote(AppState& state, const LayerFacts& layer) {
+  const long long l = static_cast<long long>(state.view.focus.layer);
+  ImGui::SameLine();
+  if (layer.positions == LayerPositions::Rope) {
+    ui::text(state.script.layout, "rope_layer_note", ui::disabledText(), "layer %lld: %lld of %lld features rotate", l,
+             static_cast<long long>(layer.rotary_dims), static_cast<long long>(layer.head_dim));
+  } else {
+    ui::text(state.script.layout, "rope_layer_note", ui::disabledText(), "layer %lld: %s", l,
+             layer.positions == LayerPositions::NoPe ? "no positions (NoPE)" : "positions added to the embeddings");
+  }
+}
+
 // GQA/MQA, RoPE, ALiBi and soft-capping (sinks are a mask term, above).
 bool drawVariantsSection(AppState& state) {
   Settings& s = state.settings;
   bool changed = false;
   // Folded until used, so the sections below keep their place.
-  ImGui::SetNextItemOpen(s.kv_heads > 0 || s.rope || s.alibi || s.softcap > 0.0f, ImGuiCond_Once);
+  // A model's: open on its layer's variants whatever the sandbox left (greyed, it cannot be toggled).
+  const bool trained = s.source == InputSource::Model;
+  ImGui::SetNextItemOpen(s.kv_heads > 0 || s.rope || s.alibi || s.softcap > 0.0f, trained ? ImGuiCond_Always : ImGuiCond_Once);
   WidgetRects& rects = state.script.layout;
   // The whole title while it fits the panel (the ID stays the same).
   const bool fits = ImGui::CalcTextSize("Variants: GQA, RoPE, ALiBi, soft-cap").x + 3 * ImGui::GetFrameHeight() <=
@@ -642,6 +657,7 @@ bool drawVariantsSection(AppState& state) {
 
   changed |= ui::checkbox(rects, "rope_checkbox", "RoPE", &s.rope);
   variantTooltip(Variant::Rope);
+  if (const LayerFacts* layer = trained ? focusedLayerFacts(state) : nullptr) ropeLayerNote(state, *layer);
   if (s.rope) {
     ImGui::SameLine();
     const char* styles[] = {"rotate-half (LLaMA)", "interleaved (GPT-J)"};

@@ -34,7 +34,24 @@ Settings controlsShown(const AppState& state) {
     } catch (const InputError&) {  // a name no control can show (a tiled view's): the run's causal mask
     }
   }
+  // The focused layer's own head size, K/V heads, positions (its RoPE base; none on a NoPE
+  // layer) and soft-cap.
+  if (const LayerFacts* layer = focusedLayerFacts(state)) {
+    shown.head_dim = layer->head_dim;
+    shown.kv_heads = layer->kv_heads == layer->heads ? 0 : layer->kv_heads;
+    shown.positional_encoding = layer->positions == LayerPositions::Added;
+    shown.rope = layer->positions == LayerPositions::Rope;
+    if (shown.rope) shown.rope_base = static_cast<float>(layer->rope_base);
+    shown.softcap = layer->softcap ? static_cast<float>(*layer->softcap) : 0.0f;
+  }
   return shown;
+}
+
+const LayerFacts* focusedLayerFacts(const AppState& state) {
+  const ViewModel* v = state.compute.view.get();
+  if (state.settings.source != InputSource::Model || !v || v->layer_facts.empty() || !state.compute.error().empty())
+    return nullptr;
+  return &v->layer_facts[std::clamp<int64_t>(state.view.focus.layer, 0, static_cast<int64_t>(v->layer_facts.size()) - 1)];
 }
 
 namespace {
@@ -103,6 +120,13 @@ void controlsToJson(const AppState& state, nlohmann::json& line) {
   const Settings shown = controlsShown(state);  // what the (greyed) controls show
   line["controls_shown"] = {{"heads", shown.heads}, {"head_dim", shown.head_dim}, {"mask", shown.mask.toString()},
                             {"bias", shown.bias}};
+  line["controls_layer"] = nullptr;  // a model run: the focused layer's values the greyed controls show
+  if (const LayerFacts* layer = focusedLayerFacts(state)) {
+    line["controls_layer"] = {{"layer", state.view.focus.layer},      {"head_dim", shown.head_dim},
+                              {"kv_heads", shown.kv_heads},           {"positional_encoding", shown.positional_encoding},
+                              {"rope", shown.rope},                   {"rope_base", shown.rope ? nlohmann::json(shown.rope_base) : nlohmann::json(nullptr)},
+                              {"window", layer->window},              {"softcap", shown.softcap}};
+  }
   line["controls_unused"] = nlohmann::json::object();
   for (const ControlUse& use : kControlUses)
     if (const std::string why = unusedControlReason(state, use.control); !why.empty()) line["controls_unused"][use.control] = why;

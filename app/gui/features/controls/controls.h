@@ -15,6 +15,7 @@ namespace attnscope {
 
 struct AppState;
 struct ComputeAsk;
+struct LayerFacts;
 
 // The Variants section's RoPE score-vs-distance curve, recomputed only when d, base or
 // style change (ropeDecayCurve), never per frame.
@@ -31,7 +32,11 @@ const std::vector<float>& ropeDecayCurve(RopeDecayCurve& curve, int64_t d, float
 // model's own (its heads H, head size d, the focused layer's mask, whether q, k, v have
 // biases; no padding, dropout, mistake or variant), greyed out, so that no number on screen
 // is the sandbox's.
+// Under a model run the focused layer's own head size, K/V heads, window, RoPE base (or no
+// RoPE on a NoPE layer) and soft-cap (ViewModel::layer_facts).
 Settings controlsShown(const AppState& state);
+// The focused layer's facts of a model run shown without error; null otherwise.
+const LayerFacts* focusedLayerFacts(const AppState& state);
 // Why the sandbox's control `control` ("positional_encoding", "bias", "seed", "head_dim") does
 // nothing for the current source, "" when it applies: synthetic inputs and bundles are used
 // as they are (no positions added), a bundle brings its own biases, and its weights fix the
@@ -50,6 +55,8 @@ void drawControlPanel(AppState& state);
 // State-log keys: source, settings_heads, settings_L, mask, colormap, log_scale, folded_layout, mistake, model, model_text, models_listed, recent_models, correct_trace, diff_max, diff_summary,
 // text_tokens ([tokens, context] of a model's text, else null), text_too_long_message,
 // dropout (p), train, controls_shown (heads, head_dim, mask the control panel shows),
+// controls_layer (a model run: the focused layer's layer, head_dim, kv_heads, positional_encoding,
+// rope, rope_base, window, softcap as the greyed controls show them; else null),
 // controls_unused ({control: reason} of the sandbox controls the source does not read).
 void controlsToJson(const AppState& state, nlohmann::json& line);
 

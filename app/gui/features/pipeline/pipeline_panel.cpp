@@ -10,116 +10,22 @@
 #include <vector>
 
 #include "gui/features/pipeline/pipeline.h"
+#include "gui/features/pipeline/pipeline_chains.h"
 #include "gui/shell/panels.h"
 
 namespace attnscope {
 namespace {
 
-// One box of a chain: how we got here (arrow label) and the shape we arrived at.
-struct Step {
-  std::string arrow;     // "q_proj", "view", ...; empty for the first box of a chain
-  std::string symbolic;  // "[B, L, H*d]"
-  Shape shape;
-  std::string op, code;
-};
-
-struct Chain {
-  const char* title;
-  std::vector<Step> steps;
-};
-
-const Stage* findStage(const AttentionTrace& t, const char* name) {
-  for (const Stage& stage : t.stages)
-    if (stage.name == name) return &stage;
-  return nullptr;
-}
-
-Step fromStage(const AttentionTrace& t, const char* name, std::string arrow, std::string symbolic) {
-  Step step{std::move(arrow), std::move(symbolic), {}, "", ""};
-  if (const Stage* stage = findStage(t, name)) {
-    step.shape = stage->shape;
-    step.op = stage->op;
-    step.code = stage->code;
-  }
-  return step;
-}
-
-Chain projectionChain(const AttentionTrace& t, bool folded, char x, const char* len, const char* input_size) {
-  const std::string p(1, x);
-  Chain chain{x == 'q' ? "Q" : x == 'k' ? "K" : "V", {}};
-  const char* names[] = {x == 'q' ? "query" : x == 'k' ? "key" : "value"};
-  // Grouped-query attention: K and V have G heads of their own until repeat_interleave.
-  const std::string heads = x != 'q' && t.G != t.H ? "G" : "H";
-  chain.steps.push_back(fromStage(t, names[0], "", std::string("[B, ") + len + ", " + input_size + "]"));
-  chain.steps.push_back(fromStage(t, (p + "_proj").c_str(), p + "_proj", std::string("[B, ") + len + ", " + heads + "*d]"));
-  if (!folded) {
-    chain.steps.push_back(fromStage(t, (p + "_view").c_str(), "view", std::string("[B, ") + len + ", " + heads + ", d]"));
-    chain.steps.push_back(
-        fromStage(t, (p + "_transpose").c_str(), "transpose(1,2)", "[B, " + heads + ", " + len + ", d]"));
-    if (findStage(t, (p + "_rope").c_str()))
-      chain.steps.push_back(fromStage(t, (p + "_rope").c_str(), "RoPE", "[B, " + heads + ", " + len + ", d]"));
-    if (findStage(t, (p + "_repeat").c_str())) {
-      chain.steps.push_back(
-          fromStage(t, (p + "_repeat").c_str(), "repeat_interleave(H/G, dim=1)", std::string("[B, H, ") + len + ", d]"));
-    }
-  } else {
-    const int64_t T = x == 'q' ? t.L : t.S;
-    chain.steps.push_back({"transpose_qkv", std::string("[B*H, ") + len + ", d]", {t.B * t.H, T, t.d},
-                           "reshape + permute(0, 2, 1, 3) + reshape",
-                           p + " = transpose_qkv(self.W_" + p + "(" + (x == 'q' ? "queries" : x == 'k' ? "keys" : "values") +
-                               "), self.num_heads)"});
-  }
-  return chain;
-}
-
-std::vector<Chain> buildChains(const AttentionTrace& t, bool folded) {
-  std::vector<Chain> chains;
-  chains.push_back(projectionChain(t, folded, 'q', "L", "Dq"));
-  chains.push_back(projectionChain(t, folded, 'k', "S", "Dk"));
-  chains.push_back(projectionChain(t, folded, 'v', "S", "Dv"));
-  Chain attention{"attention", {}};
-  Chain output{"output", {}};
-  if (!folded) {
-    attention.steps.push_back(fromStage(t, "scores", "Q K^T * scale", "[B, H, L, S]"));
-    if (findStage(t, "softcap")) attention.steps.push_back(fromStage(t, "softcap", "soft-cap", "[B, H, L, S]"));
-    if (findStage(t, "alibi")) attention.steps.push_back(fromStage(t, "alibi", "+ ALiBi", "[B, H, L, S]"));
-    attention.steps.push_back(fromStage(t, "masked_scores", "mask", "[B, H, L, S]"));
-    attention.steps.push_back(fromStage(t, "probs", "softmax", "[B, H, L, S]"));
-    attention.steps.push_back(fromStage(t, "dropout", "dropout", "[B, H, L, S]"));
-    output.steps.push_back(fromStage(t, "context_heads", "x V", "[B, H, L, d]"));
-    output.steps.push_back(fromStage(t, "context_transpose", "transpose(1,2)", "[B, L, H, d]"));
-    output.steps.push_back(fromStage(t, "context_view", "view", "[B, L, D]"));
-    output.steps.push_back(fromStage(t, "output", "o_proj", "[B, L, D]"));
-  } else {
-    const Shape bh_ls{t.B * t.H, t.L, t.S};
-    attention.steps.push_back({"Q K^T / sqrt(d)", "[B*H, L, S]", bh_ls, "bmm",
-                               "scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(d)"});
-    attention.steps.push_back({"masked_softmax", "[B*H, L, S]", bh_ls, "softmax with valid_lens",
-                               "valid_lens = torch.repeat_interleave(valid_lens, repeats=self.num_heads, dim=0)"});
-    attention.steps.push_back({"dropout", "[B*H, L, S]", bh_ls, "dropout",
-                               "self.dropout(self.attention_weights)"});
-    output.steps.push_back({"x V", "[B*H, L, d]", {t.B * t.H, t.L, t.d}, "bmm",
-                            "output = torch.bmm(self.dropout(self.attention_weights), values)"});
-    output.steps.push_back({"transpose_output", "[B, L, H*d]", {t.B, t.L, t.D},
-                            "reshape + permute(0, 2, 1, 3) + reshape",
-                            "output_concat = transpose_output(output, self.num_heads)"});
-    output.steps.push_back(fromStage(t, "output", "W_o", "[B, L, D]"));
-  }
-  chains.push_back(std::move(attention));
-  chains.push_back(std::move(output));
-  return chains;
-}
-
 const ImVec4 kWarning(1.0f, 0.62f, 0.18f, 1.0f);  // mistakes lab: the buggy stages
 
-bool isBuggy(const Step& step) { return step.code.find("# BUG") != std::string::npos; }
+bool isBuggy(const PipelineStep& step) { return step.code.find("# BUG") != std::string::npos; }
 
-void drawChain(const Chain& chain) {
+void drawChain(const PipelineChain& chain) {
   ImGui::TextColored(ImVec4(0.55f, 0.78f, 1.0f, 1.0f), "%s", chain.title);
   const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
   ImGui::Indent(10.0f);
   for (size_t n = 0; n < chain.steps.size(); ++n) {
-    const Step& step = chain.steps[n];
+    const PipelineStep& step = chain.steps[n];
     const std::string shape = shapeToString(step.shape);
     const std::string arrow = step.arrow.empty() ? "" : "--" + step.arrow + "-->";
     const float width = ImGui::CalcTextSize((arrow + " " + shape).c_str()).x + 16.0f;
@@ -226,6 +132,39 @@ void shapesLine(AppState& state, const std::vector<std::pair<const char*, int64_
   state.script.layout.recordText("pipeline_shapes", line);
 }
 
+// What the panel shows: a model run's focused layer (its trace unless tiled, its facts), else
+// the sandbox's trace.
+struct Shown {
+  const ViewModel* model_run = nullptr;
+  int64_t layer = 0;
+  const AttentionTrace* trace = nullptr;  // null: tiled, imported or failed
+  const LayerFacts* facts = nullptr;      // a model run's focused layer; null otherwise
+};
+
+Shown shownPipeline(const AppState& state) {
+  Shown shown;
+  const ViewModel* v = state.compute.view.get();
+  if (v && v->source == ViewSource::ModelRun && state.compute.error().empty()) {
+    shown.model_run = v;
+    shown.layer = std::clamp<int64_t>(state.view.focus.layer, 0, v->layers - 1);
+    if (!v->tiled) shown.trace = v->maps[shown.layer].trace.get();
+    if (shown.layer < static_cast<int64_t>(v->layer_facts.size())) shown.facts = &v->layer_facts[shown.layer];
+    return shown;
+  }
+  shown.trace = state.compute.trace();
+  return shown;
+}
+
+// A model layer's own facts (its sizes, window, positions, q/k norm), greyed: the model fixes them.
+void drawLayerFacts(AppState& state, const Shown& shown) {
+  if (!shown.facts) return;
+  sectionHeader(("Layer " + std::to_string(shown.layer)).c_str());
+  const std::vector<std::string> lines = layerFactLines(*shown.facts);
+  for (size_t n = 0; n < lines.size(); ++n)
+    ui::text(state.script.layout, "pipeline_fact_" + std::to_string(n), ui::TextLook{ui::disabledText().color, true}, "%s",
+             lines[n].c_str());
+}
+
 }  // namespace
 
 void drawPipelinePanel(AppState& state) {
@@ -235,24 +174,19 @@ void drawPipelinePanel(AppState& state) {
       settingsEdited(state);
     state.script.layout.recordText("folded_toggle", kFoldedLabel);
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("heads folded into the batch, as in seed listing 004");
-    // A trained model's run: the focused layer's attention (every layer has its trace).
-    const ViewModel* model_run = state.compute.view && state.compute.view->source == ViewSource::ModelRun &&
-                                         !state.compute.view->tiled &&
-                                         state.compute.error().empty()
-                                     ? state.compute.view.get()
-                                     : nullptr;
-    const AttentionTrace* layer_trace =
-        model_run ? model_run->maps[std::min<int64_t>(state.view.focus.layer, model_run->layers - 1)].trace.get() : nullptr;
-    if (model_run) ImGui::TextDisabled("%s, layer %lld: its attention", model_run->model.c_str(),
-                                       static_cast<long long>(state.view.focus.layer));
-    if (const AttentionTrace* t = layer_trace ? layer_trace : state.compute.trace()) {
+    const Shown shown = shownPipeline(state);
+    const AttentionTrace* layer_trace = shown.model_run ? shown.trace : nullptr;
+    if (layer_trace) ImGui::TextDisabled("%s, layer %lld: its attention", shown.model_run->model.c_str(),
+                                         static_cast<long long>(shown.layer));
+    if (const AttentionTrace* t = shown.trace) {
       shapesLine(state, {{"B", t->B}, {"L", t->L}, {"S", t->S}, {"D", t->D}, {"H", t->H}, {"d", t->d}});
+      drawLayerFacts(state, shown);
       drawConstraints(state);
       if (!t->variants.empty()) drawVariants(*t);
       if (t->mistake != Mistake::None) drawMistake(*t);
       sectionHeader("Stages");
       ImGui::TextDisabled("hover a shape for its PyTorch line");
-      for (const Chain& chain : buildChains(*t, state.settings.folded_layout)) drawChain(chain);
+      for (const PipelineChain& chain : pipelineChains(*t, state.settings.folded_layout, shown.facts)) drawChain(chain);
     } else if (const ViewModel* v = state.compute.imported() ? state.compute.view.get() : nullptr) {
       shapesLine(state, {{"layers", v->layers}, {"B", v->B}, {"H", v->H}, {"L", v->L}, {"S", v->S}});
       ImGui::TextWrapped("imported attention maps%s%s: computed elsewhere, so there are no stages to show.",
@@ -262,6 +196,7 @@ void drawPipelinePanel(AppState& state) {
                                         ? state.compute.view.get()
                                         : nullptr) {
       drawConstraints(state);
+      drawLayerFacts(state, shown);
       ImGui::TextWrapped("tiled: L=%lld x S=%lld is too large to hold every stage; only Q and K are kept. The maps "
                          "are an overview of every head; zooming the focus view computes a window's exact cells.",
                          static_cast<long long>(v->mapL()), static_cast<long long>(v->mapS()));
@@ -271,6 +206,26 @@ void drawPipelinePanel(AppState& state) {
     }
   }
   ImGui::End();
+}
+
+void pipelineToJson(const AppState& state, nlohmann::json& line) {
+  const Shown shown = shownPipeline(state);
+  nlohmann::json& out = line["pipeline"];
+  out = {{"layer", nullptr}, {"facts", nullptr}, {"chains", nlohmann::json::object()}};
+  if (shown.model_run) out["layer"] = shown.layer;
+  if (const LayerFacts* f = shown.facts) {
+    out["facts"] = {{"heads", f->heads}, {"kv_heads", f->kv_heads}, {"head_dim", f->head_dim},
+                    {"own_head_dim", f->own_head_dim}, {"window", f->window}, {"sliding_window", f->sliding_window},
+                    {"positions", layerPositionsName(f->positions)}, {"rope_base", f->rope_base},
+                    {"rotary_dims", f->rotary_dims}, {"rope_type", f->rope_type}, {"qk_norm", qkNormName(f->qk_norm)},
+                    {"softcap", f->softcap ? nlohmann::json(*f->softcap) : nlohmann::json(nullptr)},
+                    {"lines", layerFactLines(*f)}};
+  }
+  if (!shown.trace) return;
+  for (const PipelineChain& chain : pipelineChains(*shown.trace, state.settings.folded_layout, shown.facts)) {
+    nlohmann::json& steps = out["chains"][chain.title] = nlohmann::json::array();
+    for (const PipelineStep& step : chain.steps) steps.push_back({{"arrow", step.arrow}, {"shape", step.shape}});
+  }
 }
 
 }  // namespace attnscope
