@@ -80,7 +80,7 @@ PatchResult PatchWorker::run(const PatchRequest& request, const Jobs::Job& job) 
     r.tables = t;
   } catch (const Cancelled&) {
     r.cancelled = true;
-    r.why_not = "cancelled: edit either text or press Run to sweep again";
+    r.why_not = "cancelled: edit a text or a token, or press \"sweep again\"";
   } catch (...) {
     r.error = true;
     r.why_not = jobErrorLine("out of memory while patching; use a shorter text or a smaller model");
