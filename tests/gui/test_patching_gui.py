@@ -1,7 +1,7 @@
 """Issue 37, the app's patching view (the focus panel's Patching tab): the corrupt text beside
 the text box (its length against the clean one's: "26 of 26 tokens", or why not), the answer and
 the wrong token picked from the predictions or typed (a text that is not one token names its
-pieces), both tables of the normalised effect in the state log and on screen, their export as
+pieces), a new sweep after an edit of either text, both tables of the normalised effect in the state log and on screen, their export as
 PNG, CSV and HTML (captions naming the model, the texts and the tokens), and the inputs kept in
 the settings across closing and reopening the app.
 
@@ -182,6 +182,12 @@ class PatchingTest(g.AppTestCase):
                 self.assertIn(part, caption)
             with open(os.path.join(exports, name + ".json"), encoding="utf-8") as f:
                 self.assertEqual(json.load(f)["corrupt"], CORRUPT)
+
+        # An edit of the clean text (the text box) sweeps again: now one token longer than the corrupt one.
+        seen = g.line_count(log)
+        self.type_at_text_end(window, state, "z")
+        state = g.wait_after(log, seen, lambda s: s["patching"].get("length", "").startswith("%d of %d tokens:" % (L, L + 1)))
+        self.assertIn("patching needs two texts of equal length", state["patching"]["why_not"])
 
         # Close and reopen: the corrupt text and the tokens are settings.
         self.stop(app)
