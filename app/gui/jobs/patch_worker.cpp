@@ -72,6 +72,8 @@ PatchResult PatchWorker::run(const PatchRequest& request, const Jobs::Job& job) 
     });
     r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     r.layers = t.heads.dim(0), r.heads = t.heads.dim(1);
+    for (int64_t l = 0; l < r.layers; ++l) r.layer_labels.push_back("L" + std::to_string(l));
+    for (int64_t h = 0; h < r.heads; ++h) r.head_labels.push_back("H" + std::to_string(h));
     r.heads_normalised = normalisedCells(t.heads, t.clean, t.corrupt);
     r.resid_normalised = normalisedCells(t.resid, t.clean, t.corrupt);
     for (const std::vector<float>* cells : {&r.heads_normalised, &r.resid_normalised})

@@ -46,6 +46,7 @@ struct PatchResult {
   // (patched - corrupt) / (clean - corrupt), NaN everywhere when clean = corrupt.
   std::vector<float> heads_normalised, resid_normalised;  // [N, H], [N, L]
   int64_t layers = 0, heads = 0;
+  std::vector<std::string> layer_labels, head_labels;  // "L0".., "H0"..
   float range = 1.0f;  // the colour scale: +-max(1, the largest |normalised| cell)
   double ms = 0.0;  // the sweep's wall time
 };

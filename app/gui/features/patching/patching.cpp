@@ -14,22 +14,24 @@ namespace {
 
 bool tabOpen(const AppState& state) { return state.view.tab == FocusTab::Patching; }
 
-// The sweep's inputs now, or nullopt while the maps show no model run (its weights not loaded yet).
+// The sweep's inputs now (the model as the settings name it), or nullopt while the maps show no
+// model run (its weights not loaded yet).
 std::optional<PatchInputs> currentInputs(const AppState& state) {
   const ViewModel* v = state.compute.view.get();
   if (state.settings.source != InputSource::Model || !v || v->source != ViewSource::ModelRun) return std::nullopt;
-  try {
-    const Settings& s = state.settings;
-    return PatchInputs{modelFolder(s), s.model_text, s.patch_corrupt, s.patch_answer, s.patch_wrong};
-  } catch (const InputError&) {
-    return std::nullopt;
-  }
+  const Settings& s = state.settings;
+  return PatchInputs{s.model, s.model_text, s.patch_corrupt, s.patch_answer, s.patch_wrong};
 }
 
 void postSweep(AppState& state, const PatchInputs& inputs) {
   PatchingState& p = state.feature<PatchingState>();
+  PatchRequest request{"", {}, inputs.clean, inputs.corrupt, inputs.answer, inputs.wrong};
+  try {
+    request.folder = modelFolder(state.settings);
+  } catch (const InputError&) {
+    return;  // the maps report it
+  }
   if (!p.worker) p.worker = std::make_unique<PatchWorker>();
-  PatchRequest request{inputs.folder, {}, inputs.clean, inputs.corrupt, inputs.answer, inputs.wrong};
   if (state.compute.worker) request.weights = state.compute.worker->loadedWeights();  // the maps' weights, shared
   p.job = p.worker->post(std::move(request));
   p.posted = inputs;
@@ -62,10 +64,8 @@ Figure tableFigure(const PatchResult& r, bool heads) {
   Figure f;
   f.rows = r.layers;
   f.cols = heads ? r.heads : r.clean_tokens;
-  for (int64_t l = 0; l < r.layers; ++l) f.row_labels.push_back("L" + std::to_string(l));
-  if (heads)
-    for (int64_t h = 0; h < r.heads; ++h) f.col_labels.push_back("H" + std::to_string(h));
-  else f.col_labels = r.clean_labels;
+  f.row_labels = r.layer_labels;
+  f.col_labels = heads ? r.head_labels : r.clean_labels;
   f.row_axis = "layer";
   f.col_axis = heads ? "head" : "position (clean token)";
   f.title = std::string("Activation patching: ") + (heads ? "each head's z" : "the residual stream entering each layer") +
@@ -118,9 +118,13 @@ void updatePatching(AppState& state) {
       p.cancelled = p.result->cancelled;
       markStateChanged(state);
     }
-  if (!tabOpen(state) || p.cancelled) return;
+  if (!tabOpen(state)) return;
   const std::optional<PatchInputs> inputs = currentInputs(state);
-  if (inputs && (p.job == 0 || *inputs != p.posted)) postSweep(state, *inputs);
+  if (inputs && (p.job == 0 || *inputs != p.posted)) postSweep(state, *inputs);  // a cancelled sweep waits for an edit
+}
+
+void sweepAgain(AppState& state) {
+  if (const std::optional<PatchInputs> inputs = currentInputs(state)) postSweep(state, *inputs);
 }
 
 bool patchingRunning(const AppState& state) { return state.feature<PatchingState>().running; }
@@ -139,7 +143,6 @@ void pickPatchToken(AppState& state, size_t rank, bool answer) {
   if (!weights.loaded()) return;
   (answer ? state.settings.patch_answer : state.settings.patch_wrong) =
       tokenText(*weights.model, v->predictions.back().top[rank].id);
-  state.feature<PatchingState>().cancelled = false;
   settingsEdited(state);
   markStateChanged(state);
 }

@@ -26,9 +26,9 @@ struct AppState;
 
 // What a sweep was posted for: a change of any of these posts a new one.
 struct PatchInputs {
-  std::string folder, clean, corrupt, answer, wrong;
+  std::string model, clean, corrupt, answer, wrong;  // model: as the settings name it
   bool operator==(const PatchInputs& o) const {
-    return folder == o.folder && clean == o.clean && corrupt == o.corrupt && answer == o.answer && wrong == o.wrong;
+    return model == o.model && clean == o.clean && corrupt == o.corrupt && answer == o.answer && wrong == o.wrong;
   }
   bool operator!=(const PatchInputs& o) const { return !(*this == o); }
 };
@@ -45,6 +45,7 @@ struct PatchingState {
 void updatePatching(AppState& state);
 bool patchingRunning(const AppState& state);
 void cancelPatching(AppState& state);
+void sweepAgain(AppState& state);  // after a Cancel, the same inputs once more
 // The text box's last-position prediction `rank` becomes the answer (or the wrong token).
 void pickPatchToken(AppState& state, size_t rank, bool answer);
 // "12 of 12 tokens", or why the lengths do not allow a sweep ("" before the first result and

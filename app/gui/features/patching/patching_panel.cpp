@@ -18,9 +18,8 @@ namespace {
 const ImVec4 kGood(0.45f, 0.85f, 0.45f, 1.0f), kBad(1.0f, 0.45f, 0.35f, 1.0f);
 constexpr float kRowLabelWidth = 30.0f;
 
-// An edit of an input: saved with the settings, and a cancelled sweep may run again.
+// An edit of an input: saved with the settings (the next frame posts a sweep for it).
 void edited(AppState& state) {
-  state.feature<PatchingState>().cancelled = false;
   settingsEdited(state);
   markStateChanged(state);
 }
@@ -90,7 +89,7 @@ void drawStatus(AppState& state) {
   const PatchResult& r = *p.result;
   if (!r.why_not.empty()) {
     ui::text(state.script.layout, "patching_why_not", ui::coloredText(kBad), "%s", r.why_not.c_str());
-    if (p.cancelled && ui::button(state.script.layout, "patching_rerun", "sweep again")) p.cancelled = false;
+    if (p.cancelled && ui::button(state.script.layout, "patching_rerun", "sweep again")) sweepAgain(state);
     return;
   }
   ImGui::Text("logit('%s') - logit('%s'): clean %.3f, corrupt %.3f (%lld patched runs in %.0f ms)", r.answer.label.c_str(),
@@ -103,9 +102,10 @@ void drawStatus(AppState& state) {
 struct TableView {
   std::string name;
   const std::vector<float>* normalised;  // [rows, cols]
+  const std::vector<std::string>* row_labels;
   const Tensor* raw;                     // the metric of each patched run
   int64_t rows, cols;
-  std::vector<std::string> col_labels;
+  const std::vector<std::string>* col_labels;
   float range;
 };
 
@@ -115,7 +115,7 @@ void drawColumnLabels(const TableView& t, ImVec2 min, float cell_w) {
   const float widest = std::max(ImGui::CalcTextSize("H00").x, cell_w);
   const int64_t every = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(ImGui::CalcTextSize("MMM").x / widest)));
   for (int64_t c = 0; c < t.cols; c += every) {
-    const std::string label = t.col_labels[c].substr(0, 4);
+    const std::string label = (*t.col_labels)[c].substr(0, 4);
     draw->AddText(ImVec2(min.x + c * cell_w + 1.0f, min.y + 2.0f), ImGui::GetColorU32(ImGuiCol_Text), label.c_str());
   }
 }
@@ -133,9 +133,8 @@ void drawTable(AppState& state, const TableView& t, ImVec2 size) {
   const bool hovered = ImGui::IsItemHovered();
   ImDrawList* draw = ImGui::GetWindowDrawList();
   for (int64_t r = 0; r < t.rows; ++r) {
-    const std::string row = "L" + std::to_string(r);
     draw->AddText(ImVec2(origin.x, min.y + (r + 0.5f) * cell_h - ImGui::GetTextLineHeight() * 0.5f),
-                  ImGui::GetColorU32(ImGuiCol_Text), row.c_str());
+                  ImGui::GetColorU32(ImGuiCol_Text), (*t.row_labels)[r].c_str());
     for (int64_t c = 0; c < t.cols; ++c) {
       const float v = (*t.normalised)[r * t.cols + c];
       const Rgb rgb = std::isnan(v) ? kMaskedColor : colormapColor(Colormap::Diverging, v, -t.range, t.range);
@@ -148,18 +147,17 @@ void drawTable(AppState& state, const TableView& t, ImVec2 size) {
     const ImVec2 mouse = ImGui::GetIO().MousePos;
     const int64_t r = std::clamp<int64_t>(static_cast<int64_t>((mouse.y - min.y) / cell_h), 0, t.rows - 1);
     const int64_t c = std::clamp<int64_t>(static_cast<int64_t>((mouse.x - min.x) / cell_w), 0, t.cols - 1);
-    ImGui::SetTooltip("L%lld %s: normalised %.3f, metric %.3f", static_cast<long long>(r), t.col_labels[c].c_str(),
+    ImGui::SetTooltip("L%lld %s: normalised %.3f, metric %.3f", static_cast<long long>(r), (*t.col_labels)[c].c_str(),
                       static_cast<double>((*t.normalised)[r * t.cols + c]), static_cast<double>(t.raw->data[r * t.cols + c]));
   }
   ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + cell_h * t.rows + label_h));
 }
 
 void drawTables(AppState& state, const PatchResult& r) {
-  std::vector<std::string> heads;
-  for (int64_t h = 0; h < r.heads; ++h) heads.push_back("H" + std::to_string(h));
-  const TableView head_table{"patching_heads", &r.heads_normalised, &r.tables->heads, r.layers, r.heads, heads, r.range};
-  const TableView resid_table{"patching_resid", &r.resid_normalised, &r.tables->resid, r.layers, r.clean_tokens,
-                              r.clean_labels, r.range};
+  const TableView head_table{"patching_heads", &r.heads_normalised, &r.layer_labels, &r.tables->heads, r.layers, r.heads, &r.head_labels,
+                             r.range};
+  const TableView resid_table{"patching_resid", &r.resid_normalised, &r.layer_labels, &r.tables->resid, r.layers, r.clean_tokens,
+                              &r.clean_labels, r.range};
   const ColorBarView bar{Colormap::Diverging, {-r.range, r.range}, false, "%.2g", "patching_colorbar"};
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float bar_w = colorBarWidth(bar) + 8.0f, height = std::max(avail.y - 4.0f, 60.0f);
