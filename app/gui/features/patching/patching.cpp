@@ -26,6 +26,7 @@ std::optional<PatchInputs> currentInputs(const AppState& state) {
 void postSweep(AppState& state, const PatchInputs& inputs) {
   PatchingState& p = state.feature<PatchingState>();
   PatchRequest request{"", {}, inputs.clean, inputs.corrupt, inputs.answer, inputs.wrong};
+  p.posted = inputs;  // also when the folder is not found: tried again after the next edit, not every frame
   try {
     request.folder = modelFolder(state.settings);
   } catch (const InputError&) {
@@ -34,7 +35,6 @@ void postSweep(AppState& state, const PatchInputs& inputs) {
   if (!p.worker) p.worker = std::make_unique<PatchWorker>();
   if (state.compute.worker) request.weights = state.compute.worker->loadedWeights();  // the maps' weights, shared
   p.job = p.worker->post(std::move(request));
-  p.posted = inputs;
   p.running = true;
   p.cancelled = false;
   markStateChanged(state);
