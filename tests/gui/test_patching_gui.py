@@ -170,8 +170,8 @@ class PatchingTest(g.AppTestCase):
 
         # A typed answer that is two tokens names them.
         state = self.replace_text(window, log, state["rects"]["patching_answer_box"], "ab",
-                                  lambda s: s["patching"]["answer"] == "ab" and s["patching"].get("result_job", 0)
-                                  == s["patching"]["job"] and not s["patching"]["running"])
+                                  lambda s: s["patching"]["answer"] == "ab"
+                                  and s["patching"].get("why_not", "").startswith('answer "ab"'))
         self.assertEqual(state["patching"]["why_not"],
                          "answer \"ab\": it is 2 tokens of python-code's vocabulary ('a', 'b'), not one")
         self.assertNotIn("sweep", state["patching"])
