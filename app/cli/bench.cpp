@@ -272,10 +272,17 @@ int runBenchCommand(int argc, char** argv) {
                  "first) or all (what model run writes)")
       ->check(CLI::IsMember({"last", "all"}))
       ->capture_default_str();
+  app.add_option("--ablate", model.ablate,
+                 "with --model: also toggle this ablation on after a run on L (as --ablate of model run, e.g. L5H1): "
+                 "ablate_ms, beside append_ms");
+  app.add_flag("--patch", model.patch,
+               "with --model: also the full activation-patching sweep on L (every head, every layer and position): "
+               "patch_ms, patched_runs, patch_run_ms");
   app.footer(
       "With --model, JSON fields per size: model, L, load_ms, forward_ms, append_ms, peak_rss_mb (and\n"
       "reruns, rerun_ms with --rerun; generated, step_ms with --generate; typed, typing_median_ms,\n"
-      "typing_max_ms with --typing).\n"
+      "typing_max_ms with --typing; ablate, ablate_ms, ablate_vs_append with --ablate; patched_runs,\n"
+      "patch_ms, patch_run_ms with --patch).\n"
       "JSON fields per size: L, S, D, H, B, mode (full or tiled), median_ms, gflops, gemm_peak_gflops,\n"
       "peak_rss_mb (the process's peak so far), plus overview_ms and tile_ms when tiled.\n"
       "Compare with PyTorch side by side: /usr/bin/python3 scripts/bench_vs_torch.py\n"

@@ -6,7 +6,10 @@
 // with --typing N, N tokens appended one by one after a run on L (median and slowest); with
 // --rerun N, the median of N more full forwards, each on another text of length L (every row
 // computed again into the maps' storage of the run before, as when the app's whole text is
-// replaced: what a peer timed after a warm-up is compared with).
+// replaced: what a peer timed after a warm-up is compared with); with --ablate SPEC, the run
+// that toggles the ablation on after a run on L (to the new predictions: it recomputes from the
+// ablated layer on), beside the appended token; with --patch, the full activation-patching
+// sweep on L (every head, then every layer and position: N H + N L patched runs).
 #include "cli/bench_model.h"
 
 #include <sys/resource.h>
@@ -108,6 +111,57 @@ std::vector<double> typingMs(Loaded& m, const std::vector<int64_t>& ids, int64_t
   return times;
 }
 
+// After a run on `tokens` (the last position unembedded, as the app), the run with `ablate`
+// switched on: the ablation's time to new predictions. The ablation is switched off again.
+double ablateMs(Loaded& m, const ModelTokens& tokens, const Interventions& ablate) {
+  m.reset();
+  m.logit_rows(LogitRows{false, {-1}});
+  m.model.run(tokens);
+  m.set_interventions(ablate);
+  const auto start = std::chrono::steady_clock::now();
+  m.model.run(tokens);
+  const double ms = msSince(start);
+  m.set_interventions({});
+  return ms;
+}
+
+// The full sweep on `tokens` as the clean text, the corrupt one with its middle token changed,
+// answer and wrong the first two ids of the vocabulary.
+void addPatchFields(Loaded& m, const ModelTokens& tokens, nlohmann::ordered_json& r) {
+  std::vector<int64_t> ids = tokens.ids;
+  ids[ids.size() / 2] = (ids[ids.size() / 2] + 1) % m.vocab;
+  const ModelTokens corrupt = m.from_ids(ids);
+  m.reset();
+  const auto start = std::chrono::steady_clock::now();
+  m.patch(tokens, corrupt, 0, std::min<int64_t>(1, m.vocab - 1));
+  const double ms = msSince(start);
+  const int64_t runs = m.n_layers * (m.heads + static_cast<int64_t>(ids.size()));
+  r["patched_runs"] = runs;
+  r["patch_ms"] = ms;
+  r["patch_run_ms"] = ms / static_cast<double>(runs);
+}
+
+void printHeader(const BenchModelFlags& flags, const std::string& name) {
+  std::printf("attnscope bench --model %s\n%7s %9s %11s %10s %9s%s%s%s%s%s\n", name.c_str(), "L", "load_ms", "forward_ms",
+              "append_ms", "peak_rss", flags.generate ? "   step_ms" : "", flags.typing ? "  typing_ms (median / max)" : "",
+              flags.rerun ? "  rerun_ms" : "", flags.ablate.empty() ? "" : "  ablate_ms (x append)",
+              flags.patch ? "  patch_ms (runs, ms per run)" : "");
+}
+
+void printRow(const BenchModelFlags& flags, const nlohmann::ordered_json& r) {
+  std::printf("%7ld %9.1f %11.1f %10.1f %6.0f MB", static_cast<long>(r["L"].get<int64_t>()), r["load_ms"].get<double>(),
+              r["forward_ms"].get<double>(), r["append_ms"].get<double>(), r["peak_rss_mb"].get<double>());
+  if (flags.generate) std::printf(" %9.1f", r["step_ms"].get<double>());
+  if (flags.typing) std::printf("  %9.1f / %.1f", r["typing_median_ms"].get<double>(), r["typing_max_ms"].get<double>());
+  if (flags.rerun) std::printf("  %8.1f", r["rerun_ms"].get<double>());
+  if (!flags.ablate.empty()) std::printf("  %9.1f (%.2fx)", r["ablate_ms"].get<double>(), r["ablate_vs_append"].get<double>());
+  if (flags.patch)
+    std::printf("  %8.1f (%ld, %.2f)", r["patch_ms"].get<double>(), static_cast<long>(r["patched_runs"].get<int64_t>()),
+                r["patch_run_ms"].get<double>());
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int benchModel(const BenchModelFlags& flags) {
@@ -118,15 +172,17 @@ int benchModel(const BenchModelFlags& flags) {
   const auto load_start = std::chrono::steady_clock::now();
   Loaded m = loadCausalModel(flags.model);
   const double load_ms = msSince(load_start);
+  const Interventions ablate = parseInterventions(flags.ablate, "");  // InputError naming the bad item
+  if (!flags.ablate.empty()) {  // InputError for a layer or head outside the model, before any timing
+    m.set_interventions(ablate);
+    m.set_interventions({});
+  }
   for (int64_t L : sizes)
     if (L + flags.typing.value_or(0) > m.model.context)
       throw InputError("--tokens " + std::to_string(L) + (flags.typing ? " + --typing " + std::to_string(*flags.typing) : "") +
                        ": " + m.name + "'s context is " + std::to_string(m.model.context));
   nlohmann::ordered_json results = nlohmann::ordered_json::array();
-  if (!flags.json)
-    std::printf("attnscope bench --model %s\n%7s %9s %11s %10s %9s%s%s%s\n", m.name.c_str(), "L", "load_ms", "forward_ms",
-                "append_ms", "peak_rss", flags.generate ? "   step_ms" : "", flags.typing ? "  typing_ms (median / max)" : "",
-                flags.rerun ? "  rerun_ms" : "");
+  if (!flags.json) printHeader(flags, m.name);
   std::mt19937_64 rng(42);
   for (int64_t L : sizes) {
     std::vector<int64_t> ids(L + flags.typing.value_or(0));
@@ -162,16 +218,14 @@ int benchModel(const BenchModelFlags& flags) {
       r["typing_median_ms"] = median(typing_ms);
       r["typing_max_ms"] = *std::max_element(typing_ms.begin(), typing_ms.end());
     }
-    r["peak_rss_mb"] = peakRss();
-    if (!flags.json) {
-      std::printf("%7ld %9.1f %11.1f %10.1f %6.0f MB", static_cast<long>(L), load_ms, forward_ms, append_ms,
-                  r["peak_rss_mb"].get<double>());
-      if (flags.generate) std::printf(" %9.1f", r["step_ms"].get<double>());
-      if (flags.typing) std::printf("  %9.1f / %.1f", r["typing_median_ms"].get<double>(), r["typing_max_ms"].get<double>());
-      if (flags.rerun) std::printf("  %8.1f", r["rerun_ms"].get<double>());
-      std::printf("\n");
-      std::fflush(stdout);
+    if (!flags.ablate.empty()) {
+      r["ablate"] = flags.ablate;
+      r["ablate_ms"] = ablateMs(m, tokens, ablate);
+      r["ablate_vs_append"] = r["ablate_ms"].get<double>() / std::max(append_ms, 1e-6);
     }
+    if (flags.patch) addPatchFields(m, tokens, r);
+    r["peak_rss_mb"] = peakRss();
+    if (!flags.json) printRow(flags, r);
     results.push_back(r);
   }
   if (flags.json) std::cout << results.dump(2) << "\n";

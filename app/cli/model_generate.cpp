@@ -64,6 +64,10 @@ Loaded loadCausalModel(const std::string& folder) {
   p.set_interventions = [runner](const Interventions& in) { runner->setInterventions(in); };
   p.logit_rows = [runner](const LogitRows& rows) { runner->logitRows(rows); };
   p.lens = [runner](const ModelTokens& tokens) { return runner->lens(tokens); };
+  p.patch = [runner](const ModelTokens& clean, const ModelTokens& corrupt, int64_t answer, int64_t wrong) {
+    return runner->patch(clean, corrupt, answer, wrong);
+  };
+  p.n_layers = model.config.n_layers, p.heads = model.config.heads;
   p.name = model.name() + " (" + model.config.model_type + ")";
   p.vocab = model.config.vocab;
   p.text = [runner](int64_t id) { return runner->tokenText(id); };

@@ -17,6 +17,7 @@
 #include "model/generate.h"
 #include "model/logit_lens.h"
 #include "model/model.h"
+#include "model/patching.h"
 
 namespace attnscope {
 
@@ -52,6 +53,9 @@ struct Loaded {
   std::function<void(const CacheWindow&)> set_window;  // sinks + causal window on every layer
   std::function<void(const LogitRows&)> logit_rows;     // the positions each run unembeds
   std::function<LogitLens(const ModelTokens&)> lens;  // the logit lens of a token sequence
+  // Activation patching (FolderModelRunner::patch): the sweep leaves no interventions set.
+  std::function<PatchTables(const ModelTokens& clean, const ModelTokens& corrupt, int64_t answer, int64_t wrong)> patch;
+  int64_t n_layers = 0, heads = 0;
 };
 Loaded loadCausalModel(const std::string& folder);
 int modelGenerate(const GenerateFlags& flags);

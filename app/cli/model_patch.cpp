@@ -18,24 +18,16 @@
 namespace attnscope {
 namespace {
 
-// The one token `text` is in the model's vocabulary (no special tokens added), or InputError
-// naming the pieces it became.
+// The one token `text` is in the model's vocabulary, or InputError naming the pieces it became.
 int64_t singleToken(const Model& m, const std::string& flag, const std::string& text) {
-  std::vector<int64_t> ids;
-  std::vector<std::string> pieces;
-  if (m.chars) {
-    const ModelTokens t = m.chars->encode(text);
-    ids = t.ids, pieces = t.label;
-  } else if (m.tokenizer) {
-    for (const Token& t : m.tokenizer->encode(text, false)) ids.push_back(t.id), pieces.push_back(escapeToken(t.piece));
-  } else {
+  TypedToken typed;
+  try {
+    typed = typedToken(m, text);
+  } catch (const InputError&) {
     throw InputError(m.folder + ": no tokenizer to read " + flag + " with: give " + flag + "-id");
   }
-  if (ids.size() == 1) return ids.front();
-  std::string list;
-  for (const std::string& piece : pieces) list += (list.empty() ? "'" : ", '") + piece + "'";
-  throw InputError(flag + " \"" + text + "\": it is " + std::to_string(ids.size()) + " tokens of " + m.name() +
-                   "'s vocabulary" + (list.empty() ? "" : " (" + list + ")") + ", not one: give one token, or " + flag + "-id");
+  if (typed.id) return *typed.id;
+  throw InputError(flag + " \"" + text + "\": " + notOneToken(m, typed) + ": give one token, or " + flag + "-id");
 }
 
 int64_t tokenOf(const Model& m, const std::string& flag, const std::optional<std::string>& text, std::optional<int64_t> id) {
@@ -61,14 +53,16 @@ ModelTokens sequenceOf(const FolderModelRunner& r, const std::string& flag, cons
   }
 }
 
-// (patched - corrupt) / (clean - corrupt) for every cell of table [rows, cols]; null everywhere when clean = corrupt.
+// normalisedPatchTable as rows of JSON numbers (null where clean = corrupt).
 nlohmann::json normalised(const Tensor& table, double clean, double corrupt) {
+  const std::vector<std::optional<double>> cells = normalisedPatchTable(table, clean, corrupt);
   nlohmann::json rows = nlohmann::json::array();
   for (int64_t r = 0; r < table.dim(0); ++r) {
     nlohmann::json row = nlohmann::json::array();
-    for (int64_t c = 0; c < table.dim(1); ++c)
-      row.push_back(clean == corrupt ? nlohmann::json(nullptr)
-                                     : nlohmann::json((table.data[r * table.dim(1) + c] - corrupt) / (clean - corrupt)));
+    for (int64_t c = 0; c < table.dim(1); ++c) {
+      const std::optional<double>& cell = cells[r * table.dim(1) + c];
+      row.push_back(cell ? nlohmann::json(*cell) : nlohmann::json(nullptr));
+    }
     rows.push_back(std::move(row));
   }
   return rows;

@@ -116,6 +116,7 @@ OutputFile renderFile(const std::string& format, const Figure& figure, const Fig
   if (format == "svg") return {format, renderFigureSvg(image), {}};
   if (format == "pdf") return {format, renderFigurePdf(image), {}};
   if (format == "csv") return {format, matrixCsv(figure), {}};
+  if (format == "html") return {format, renderFigureHtml(figure), {}};  // a single figure's page (exportFigureFiles)
   return {format, {}, matrixTensor(figure)};
 }
 
@@ -372,8 +373,8 @@ std::vector<std::string> exportFigureFiles(const Figure& figure, const std::stri
                                            const std::vector<std::string>& formats, const std::string& json_text,
                                            const std::string& dir) {
   checkNames(formats, exportFormatNames(), "format");
-  // A single figure (the A - B map) is not a view: "html" pages come from exportFigures.
-  FigureJob job = renderJob(base_name, figure, figureFormats(formats));
+  // A single figure (the A - B map, a patching table): "html" is its table page (renderFigureHtml).
+  FigureJob job = renderJob(base_name, figure, formats);
   job.files.push_back({"json", json_text, {}});
   return writeJobs(dir, {job});
 }

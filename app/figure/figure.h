@@ -155,6 +155,12 @@ Tensor matrixTensor(const Figure& figure);
 
 // --- the HTML export (render_html.cpp) -----------------------------------------------
 
+// One figure (the first panel) as a self-contained page: its title and subtitle as the
+// caption, a colour bar of 11 swatches, and a table of coloured cells with row and column
+// labels, each cell's value in data-value (nan for a masked cell's NaN) and its tooltip.
+// A single figure's "html" (exportFigureFiles); a view's page is renderViewHtml.
+std::string renderFigureHtml(const Figure& figure);
+
 // The page's maps (base64 of the deflated 16-bit codes) stay within this many bytes: maps are
 // stored at full resolution up to kTextureMaxSide per side (pooled like the app's textures
 // beyond), and pooled further while the payload is larger (never below kHtmlMinPooledSide).

@@ -435,4 +435,61 @@ std::string renderViewHtml(const ViewModel& view, const HtmlRequest& request) {
   return page;
 }
 
+namespace {
+
+std::string attributeEscape(const std::string& text) {
+  std::string out;
+  for (char c : htmlEscape(text)) out += c == '"' ? std::string("&quot;") : std::string(1, c);
+  return out;
+}
+
+std::string hexColor(const Rgb& rgb) {
+  char text[8];
+  std::snprintf(text, sizeof text, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
+  return text;
+}
+
+// The colour bar: 11 swatches from low to high, each with its value.
+std::string htmlColorBar(const Figure& figure) {
+  const auto [low, high] = colorRange(figure);
+  std::string bar = "<table class=\"bar\"><tr>";
+  for (int k = 0; k <= 10; ++k) {
+    const float v = low + (high - low) * static_cast<float>(k) / 10.0f;
+    char value[32];
+    std::snprintf(value, sizeof value, "%.3g", static_cast<double>(v));
+    bar += "<td style=\"background:" + hexColor(colormapColor(figure.colormap, v, low, high)) + "\">" + value + "</td>";
+  }
+  return bar + "</tr></table>\n";
+}
+
+}  // namespace
+
+std::string renderFigureHtml(const Figure& figure) {
+  std::string page = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + htmlEscape(figure.title) +
+                     "</title>\n<style>body{font:13px sans-serif}td{min-width:2.2em;height:1.6em;text-align:center;"
+                     "font-size:10px}table.bar td{min-width:3em}th{font-weight:normal;font-size:11px}</style></head><body>\n"
+                     "<h1 class=\"title\">" + htmlEscape(figure.title) + "</h1>\n<p class=\"subtitle\">" +
+                     htmlEscape(figure.subtitle) + "</p>\n<p class=\"value-label\">colour: " + htmlEscape(figure.value_label) +
+                     " (rows: " + htmlEscape(figure.row_axis) + ", columns: " + htmlEscape(figure.col_axis) + ")</p>\n" +
+                     htmlColorBar(figure) + "<table class=\"matrix\">\n<tr><th></th>";
+  for (int64_t c = 0; c < figure.cols; ++c)
+    page += "<th>" + htmlEscape(c < static_cast<int64_t>(figure.col_labels.size()) ? figure.col_labels[c] : std::to_string(c)) + "</th>";
+  page += "</tr>\n";
+  const FigurePanel& panel = figure.panels.front();
+  for (int64_t r = 0; r < figure.rows; ++r) {
+    page += "<tr><th>" + htmlEscape(r < static_cast<int64_t>(figure.row_labels.size()) ? figure.row_labels[r] : std::to_string(r)) + "</th>";
+    for (int64_t c = 0; c < figure.cols; ++c) {
+      const float v = panel.values[r * figure.cols + c];
+      char value[32] = "nan";
+      if (std::isfinite(v)) std::snprintf(value, sizeof value, "%.9g", static_cast<double>(v));
+      page += "<td data-value=\"" + std::string(value) + "\" style=\"background:" + hexColor(cellColor(figure, panel, r, c)) +
+              "\" title=\"" + attributeEscape((r < static_cast<int64_t>(figure.row_labels.size()) ? figure.row_labels[r] : "") +
+                                                " " + (c < static_cast<int64_t>(figure.col_labels.size()) ? figure.col_labels[c] : "")) +
+              ": " + value + "\"></td>";
+    }
+    page += "</tr>\n";
+  }
+  return page + "</table>\n</body></html>\n";
+}
+
 }  // namespace attnscope

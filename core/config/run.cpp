@@ -143,8 +143,9 @@ Settings settingsForBundle(Settings settings, const std::string& dir) {
 nlohmann::json exportSettingsJson(const Settings& settings, const ViewFocus& focus, const ViewModel& view) {
   nlohmann::json j = settingsToJson(settings, focus);
   if (settings.source != InputSource::Model) return j;
-  // Every key a trained model's run does not read (the model fixes them, or another source reads them).
-  static const char* const kSandboxKeys[] = {
+  // Every key a trained model's run does not read (the model fixes them, another source reads
+  // them, or the patching view's own files do).
+  static const char* const kSandboxKeys[] = {"patch_corrupt", "patch_answer", "patch_wrong",
       "text",  "cross_attention", "key_text", "synthetic_L", "synthetic_S", "batch",    "valid_lens",
       "bundle_path", "heads", "head_dim", "positional_encoding", "bias",  "seed",     "mask",
       "fill",  "scale",           "scale_factor", "temperature", "dropout", "train",  "mistake",

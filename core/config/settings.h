@@ -74,6 +74,9 @@ struct Settings {
   Truncate model_truncate = Truncate::None;       // a text past the context: refused, or its first / last tokens
   // Interventions on the model's run (model/interventions.h): `--ablate` and `--knockout` specs ("" = none).
   std::string model_ablate, model_knockout;
+  // The app's patching view (model/patching.h): the corrupt text beside model_text (the clean
+  // one) and the answer and wrong tokens as typed ("" = none chosen yet). Its own job: no recompute.
+  std::string patch_corrupt, patch_answer, patch_wrong;
 
   // model
   int64_t heads = 4;

@@ -147,6 +147,9 @@ json settingsToJson(const Settings& s, const ViewFocus& focus) {
       {"model_truncate", truncateNames().name(s.model_truncate)},
       {"model_ablate", s.model_ablate},
       {"model_knockout", s.model_knockout},
+      {"patch_corrupt", s.patch_corrupt},
+      {"patch_answer", s.patch_answer},
+      {"patch_wrong", s.patch_wrong},
       {"heads", s.heads},
       {"head_dim", s.head_dim},
       {"positional_encoding", s.positional_encoding},
@@ -197,6 +200,9 @@ Settings settingsFromJson(const json& j, std::vector<std::string>* problems) {
   r.named("model_truncate", s.model_truncate, truncateNames(), "\"none\", \"start\" or \"end\"");
   r.string("model_ablate", s.model_ablate);
   r.string("model_knockout", s.model_knockout);
+  r.string("patch_corrupt", s.patch_corrupt);
+  r.string("patch_answer", s.patch_answer);
+  r.string("patch_wrong", s.patch_wrong);
   for (const auto& [key, ablate, knockout] : {std::tuple{"model_ablate", s.model_ablate, std::string()},
                                               {"model_knockout", std::string(), s.model_knockout}}) {
     try {  // the syntax here; layers, heads and positions against the model when it runs

@@ -81,4 +81,33 @@ PatchTables patchSweep(ModelRunner& runner, const ModelTokens& clean, const Mode
   return t;
 }
 
+std::vector<std::optional<double>> normalisedPatchTable(const Tensor& table, double clean, double corrupt) {
+  std::vector<std::optional<double>> cells(table.data.size());
+  if (clean == corrupt) return cells;
+  for (size_t k = 0; k < cells.size(); ++k) cells[k] = (static_cast<double>(table.data[k]) - corrupt) / (clean - corrupt);
+  return cells;
+}
+
+TypedToken typedToken(const Model& m, const std::string& text) {
+  TypedToken typed;
+  std::vector<int64_t> ids;
+  if (m.chars) {
+    const ModelTokens t = m.chars->encode(text);
+    ids = t.ids, typed.pieces = t.label;
+  } else if (m.tokenizer) {
+    for (const Token& t : m.tokenizer->encode(text, false)) ids.push_back(t.id), typed.pieces.push_back(escapeToken(t.piece));
+  } else {
+    throw InputError(m.folder + ": no tokenizer to read a typed token with: give its id");
+  }
+  if (ids.size() == 1) typed.id = ids.front();
+  return typed;
+}
+
+std::string notOneToken(const Model& m, const TypedToken& typed) {
+  std::string list;
+  for (const std::string& piece : typed.pieces) list += (list.empty() ? "'" : ", '") + piece + "'";
+  return "it is " + std::to_string(typed.pieces.size()) + " tokens of " + m.name() + "'s vocabulary" +
+         (list.empty() ? "" : " (" + list + ")") + ", not one";
+}
+
 }  // namespace attnscope

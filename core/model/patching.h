@@ -10,6 +10,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "model/model.h"
 #include "tensor/interrupt.h"
@@ -31,5 +34,20 @@ double patchMetric(const ModelRun& run, int64_t answer, int64_t wrong);
 // returning false stops the sweep (Cancelled).
 PatchTables patchSweep(ModelRunner& runner, const ModelTokens& clean, const ModelTokens& corrupt, int64_t answer,
                        int64_t wrong, const Progress& progress = {});
+
+// (patched - corrupt) / (clean - corrupt) for every cell of a table [rows, cols], row-major;
+// every cell nullopt when clean = corrupt (the texts do not tell answer from wrong apart).
+std::vector<std::optional<double>> normalisedPatchTable(const Tensor& table, double clean, double corrupt);
+
+// A token typed for the answer or the wrong token: its id when the text is exactly one token
+// of the model's vocabulary (no special tokens added), else the pieces it became (printable).
+struct TypedToken {
+  std::optional<int64_t> id;
+  std::vector<std::string> pieces;
+};
+// InputError when the model has no tokenizer to read text with.
+TypedToken typedToken(const Model& model, const std::string& text);
+// "it is 2 tokens of NAME's vocabulary ('a', 'b'), not one" for a text that is not one token.
+std::string notOneToken(const Model& model, const TypedToken& typed);
 
 }  // namespace attnscope

@@ -95,6 +95,9 @@ TEST(SettingsJson, ModelSourceRoundTrips) {
   s.source = InputSource::Model;
   s.model = "/models/mine";
   s.model_text = "x = (1,\n 2)";
+  s.patch_corrupt = "y = (1,\n 2)";
+  s.patch_answer = ")";
+  s.patch_wrong = "\u00e9";
   const json j = settingsToJson(s);
   EXPECT_EQ(j["source"], "model");
   EXPECT_EQ(j["model"], "/models/mine");
@@ -102,6 +105,9 @@ TEST(SettingsJson, ModelSourceRoundTrips) {
   EXPECT_EQ(back.source, InputSource::Model);
   EXPECT_EQ(back.model, s.model);
   EXPECT_EQ(back.model_text, s.model_text);
+  EXPECT_EQ(back.patch_corrupt, s.patch_corrupt);  // the patching view's inputs
+  EXPECT_EQ(back.patch_answer, s.patch_answer);
+  EXPECT_EQ(back.patch_wrong, s.patch_wrong);
   EXPECT_EQ(back.text, Settings().text);
   EXPECT_EQ(Settings().model, "python-code");
   EXPECT_EQ(Settings().model_text, kDefaultModelText);

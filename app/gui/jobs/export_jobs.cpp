@@ -58,7 +58,7 @@ ExportOutcome runJob(ExportRun& run, const ExportWorker::Job&) {
     if (job.window) {
       outcome.paths = saveScreenshot(settings, focus, view, *job.window);
     } else if (job.figure) {
-      outcome.paths = exportFigureFiles(*job.figure, job.base_name, {"png", "npy"}, job.json, exportFolder(settings));
+      outcome.paths = exportFigureFiles(*job.figure, job.base_name, job.formats, job.json, exportFolder(settings));
     } else if (!job.json.empty()) {
       const std::string dir = exportFolder(settings);
       prepareExportFolder(dir);

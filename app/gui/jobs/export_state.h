@@ -23,13 +23,15 @@ namespace attnscope {
 // window as it was on screen (pixels read right after that frame was rendered).
 struct ExportJob {
   std::string kind;                // "probs", "scores", "mask", "rollout", "flow", "grid", "html",
-                                   // "difference", "query_focus" or "screenshot"
+                                   // "difference", "query_focus", "patch_heads", "patch_resid"
+                                   // or "screenshot"
   std::optional<RgbImage> window;  // screenshot pixels [height, width]
   CellWindow zoom;                 // probs/scores: the focus view's zoomed window (whole() = all)
   bool full_resolution = false;    // grid: every cell, not capped at kMaxAtlasSide px
   // "difference" (the compare view's A - B) and "query_focus" (its bars): what the view
   // shows, copied when asked, written as base_name.{png,npy,json} / base_name.json.
   std::optional<Figure> figure;
+  std::vector<std::string> formats = {"png", "npy"};  // the figure's (the patching tables: png, csv, html)
   std::string base_name, json;
 };
 

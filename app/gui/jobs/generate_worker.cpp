@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "gui/jobs/job_error.h"
+#include "gui/jobs/job_runner.h"
 
 namespace attnscope {
 namespace {
@@ -63,21 +64,11 @@ std::shared_ptr<const GenerationSnapshot> GenerateWorker::take() {
   return final_result;
 }
 
-FolderModelRunner& GenerateWorker::runnerFor(const GenerateRequest& request) {
-  if (sharesWeights(request)) {
-    runner_ = std::make_unique<FolderModelRunner>(request.weights);
-  } else if (!runner_ || runner_->folder() != request.folder) {
-    runner_.reset();  // the old model's weights go before the new one's load
-    runner_ = std::make_unique<FolderModelRunner>(request.folder);
-  }
-  return *runner_;
-}
-
 GenerationSnapshot GenerateWorker::run(const GenerateRequest& request, const Jobs::Job& job) {
   GenerationSnapshot snapshot;
   snapshot.job = job.generation();
   try {
-    FolderModelRunner& runner = runnerFor(request);
+    FolderModelRunner& runner = jobRunner(runner_, request.folder, request.weights, false);
     snapshot.shared_weights = sharesWeights(request);
     runner.setCacheWindow(request.cache);
     runner.setInterventions(request.interventions);

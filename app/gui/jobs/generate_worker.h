@@ -65,9 +65,8 @@ class GenerateWorker {
   GenerationSnapshot run(const GenerateRequest& request, const Jobs::Job& job);
   void publish(GenerationSnapshot snapshot);
 
-  // The runner of this job (worker thread only): on the request's weights, or on weights
-  // loaded here (then kept for the next job on the same folder).
-  FolderModelRunner& runnerFor(const GenerateRequest& request);
+  // The runner of this job (worker thread only, jobs/job_runner.h): on the request's weights, or
+  // on weights loaded here (then kept for the next job on the same folder).
   std::unique_ptr<FolderModelRunner> runner_;
   std::mutex mutex_;
   std::shared_ptr<const GenerationSnapshot> published_;

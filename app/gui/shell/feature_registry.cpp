@@ -20,6 +20,7 @@
 #include "gui/features/metrics/metrics.h"
 #include "gui/features/open/open_dialog.h"
 #include "gui/features/panel_borders/panel_borders.h"
+#include "gui/features/patching/patching.h"
 #include "gui/features/pipeline/pipeline.h"
 #include "gui/features/predictions/predictions.h"
 #include "gui/features/query_focus/query_focus.h"
@@ -61,6 +62,7 @@ constexpr Feature kFeatures[] = {
   {"compare",        nullptr,          updateComparison,   nullptr,             nullptr,      nullptr,                 nullptr,        drawComparePanel,     "focus",       compareToJson,       nullptr,          {}},
   {"query_focus",    nullptr,          updateQueryFocus,   nullptr,             nullptr,      nullptr,                 nullptr,        drawQueryFocusPanel,  "focus",       queryFocusToJson,    nullptr,          {}},
   {"interventions",  nullptr,          nullptr,            nullptr,             nullptr,      nullptr,                 nullptr,        drawInterventionsPanel, "focus",     interventionsToJson, nullptr,          {}},
+  {"patching",       nullptr,          updatePatching,     nullptr,             nullptr,      patchingRunning,         nullptr,        drawPatchingPanel,    "focus",       patchingToJson,      nullptr,          {}},
   {"predictions",    nullptr,          updatePredictions,  nullptr,             askLogitRows, laterPredictionsPending, nullptr,        drawPredictionsPanel, nullptr,       predictionsToJson,   nullptr,          {Column::Right, 0, predictionsHeight, nullptr, showsPredictions}},
   {"lens",           nullptr,          updateLens,         nullptr,             askLens,      nullptr,                 nullptr,        drawLensTab,          "predictions", lensToJson,          nullptr,          {}},
   {"mask",           nullptr,          nullptr,            nullptr,             nullptr,      nullptr,                 nullptr,        drawMaskPanel,        nullptr,       maskToJson,          nullptr,          {Column::Right, 10, maskHeight}},

@@ -34,6 +34,7 @@ const char* focusTabName(FocusTab tab) {
     case FocusTab::Compare: return "compare";
     case FocusTab::QueryFocus: return "query_focus";
     case FocusTab::Interventions: return "interventions";
+    case FocusTab::Patching: return "patching";
   }
   return "maps";
 }

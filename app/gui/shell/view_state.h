@@ -51,8 +51,8 @@ struct HeadTableView {
 };
 
 // What the focus panel shows: the focused maps, the compare view or query focus.
-enum class FocusTab { Maps, Compare, QueryFocus, Interventions };
-const char* focusTabName(FocusTab tab);  // "maps", "compare", "query_focus", "interventions" (state log)
+enum class FocusTab { Maps, Compare, QueryFocus, Interventions, Patching };
+const char* focusTabName(FocusTab tab);  // "maps", "compare", "query_focus", "interventions", "patching" (state log)
 
 // Chosen query rows of the focused batch item, shown across every layer and head as bars
 // over the keys, summed or averaged (the

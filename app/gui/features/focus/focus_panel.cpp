@@ -672,7 +672,7 @@ void drawFocusPanel(AppState& state) {
     if (ImGui::BeginTabBar("focus_tabs")) {
       const std::pair<FocusTab, const char*> tabs[] = {
           {FocusTab::Maps, "Maps"}, {FocusTab::Compare, "Compare A / B"}, {FocusTab::QueryFocus, "Query focus"},
-          {FocusTab::Interventions, "Interventions"}};
+          {FocusTab::Interventions, "Interventions"}, {FocusTab::Patching, "Patching"}};
       for (const auto& [tab, label] : tabs) {
         const bool requested = state.view.tab_requested && state.view.tab == tab;
         const bool open = ui::beginTabItem(state.script.layout, std::string("focus_tab_") + focusTabName(tab), label,
@@ -687,7 +687,7 @@ void drawFocusPanel(AppState& state) {
       state.view.tab_requested = false;
       ImGui::EndTabBar();
     }
-    // The other tabs are features of their own (compare, query_focus, interventions: rows of the registry).
+    // The other tabs are features of their own (compare, query_focus, interventions, patching: rows of the registry).
     if (state.view.tab == FocusTab::Maps) drawFocusMaps(state);
     else drawPanelPart(state, "focus", focusTabName(state.view.tab));
   }
