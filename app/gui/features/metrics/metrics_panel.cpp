@@ -160,9 +160,13 @@ void drawMetricsPanel(AppState& state) {
         const bool focused = layer == focus.layer && head == focus.head;
         const std::string label = headLabel(*table, n) + "##row" + std::to_string(n);
         if (ui::selectable(state.script.layout, "metrics_row_" + std::to_string(k), label.c_str(), focused,
-                           ImGuiSelectableFlags_SpanAllColumns) &&
+                           ImGuiSelectableFlags_SpanAllColumns | ImGuiSelectableFlags_AllowItemOverlap) &&
             !focused) {
           setFocus(state, ViewFocus{layer, head, focus.batch_item});
+        }
+        if (const ViewModel* run = state.compute.view.get(); run && run->source == ViewSource::ModelRun) {
+          ImGui::SameLine();
+          drawAblateToggle(state, *run, "metrics_ablate_" + std::to_string(k), layer, head);
         }
         headRowDrawn(state, state.head_scroll.table, layer, head, table->H, ImGui::TableGetHeaderRowHeight());
         ImGui::TableSetColumnIndex(kGroupColumn);
