@@ -14,6 +14,7 @@
 #include "gui/features/generate/generate.h"
 #include "gui/features/head_grid/head_grid.h"
 #include "gui/features/head_grid/overview.h"
+#include "gui/features/induction_probe/induction_probe.h"
 #include "gui/features/interventions/interventions.h"
 #include "gui/features/lens/lens.h"
 #include "gui/features/mask/mask.h"
@@ -50,6 +51,7 @@ struct Feature {
 constexpr Feature kFeatures[] = {
 //  name             update_shown      update              follow_result        ask           busy                     key             draw                  part_of        to_json              finish            place
   {"generate",       updateGeneration, nullptr,            nullptr,             nullptr,      generationRunning,       generateKey,    drawGenerateSection,  "controls",    generateToJson,      finishGeneration, {}},
+  {"induction_probe", nullptr,        nullptr,            nullptr,             nullptr,      nullptr,                 nullptr,        drawInductionProbeSection, "controls", inductionProbeToJson, nullptr,       {}},
   {"layer_maps",     updateLayerMaps,  nullptr,            nullptr,             nullptr,      nullptr,                 nullptr,        nullptr,              nullptr,       layerMapsToJson,     finishLayerMaps,  {}},
   {"panel_borders",  nullptr,          nullptr,            nullptr,             nullptr,      nullptr,                 nullptr,        updatePanelBorders,   nullptr,       panelBordersToJson,  nullptr,          {}},
   {"controls",       nullptr,          nullptr,            nullptr,             askControls,  nullptr,                 nullptr,        drawControlPanel,     nullptr,       controlsToJson,      nullptr,          {Column::Left, 0}},
