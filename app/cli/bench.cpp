@@ -272,10 +272,15 @@ int runBenchCommand(int argc, char** argv) {
                  "first) or all (what model run writes)")
       ->check(CLI::IsMember({"last", "all"}))
       ->capture_default_str();
+  app.add_option("--ablate", model.ablate,
+                 "with --model: also toggle this ablation (as model run --ablate) on after a run on L, to new "
+                 "predictions (ablate_ms: median of 3)");
+  app.add_option("--sweep", model.sweep, "with --model: also the ablation sweep at the last position (sweep_ms)")
+      ->check(CLI::IsMember({"zero", "mean"}));
   app.footer(
       "With --model, JSON fields per size: model, L, load_ms, forward_ms, append_ms, peak_rss_mb (and\n"
       "reruns, rerun_ms with --rerun; generated, step_ms with --generate; typed, typing_median_ms,\n"
-      "typing_max_ms with --typing).\n"
+      "typing_max_ms with --typing; ablate, ablate_ms with --ablate; sweep, sweep_ms with --sweep).\n"
       "JSON fields per size: L, S, D, H, B, mode (full or tiled), median_ms, gflops, gemm_peak_gflops,\n"
       "peak_rss_mb (the process's peak so far), plus overview_ms and tile_ms when tiled.\n"
       "Compare with PyTorch side by side: /usr/bin/python3 scripts/bench_vs_torch.py\n"

@@ -6,7 +6,8 @@
 // with --typing N, N tokens appended one by one after a run on L (median and slowest); with
 // --rerun N, the median of N more full forwards, each on another text of length L (every row
 // computed again into the maps' storage of the run before, as when the app's whole text is
-// replaced: what a peer timed after a warm-up is compared with).
+// replaced: what a peer timed after a warm-up is compared with); with --ablate SPEC, SPEC toggled
+// on after a run on L, to new predictions; with --sweep zero|mean, the ablation sweep.
 #include "cli/bench_model.h"
 
 #include <sys/resource.h>
@@ -108,6 +109,36 @@ std::vector<double> typingMs(Loaded& m, const std::vector<int64_t>& ids, int64_t
   return times;
 }
 
+// With --ablate: the run on `tokens` (its last position unembedded) with SPEC toggled on, to
+// new predictions (median of 3, off again between them); with --sweep: the ablation sweep at
+// the last position. Both recompute only from the first layer they touch.
+void interventionTimes(Loaded& m, const ModelTokens& tokens, const BenchModelFlags& flags, nlohmann::ordered_json& r) {
+  if (!flags.ablate.empty()) {
+    const Interventions on = parseInterventions(flags.ablate, "");
+    m.reset();
+    m.logit_rows(LogitRows{false, {-1}});
+    m.set_interventions({});
+    m.model.run(tokens);
+    std::vector<double> times;
+    for (int k = 0; k < 3; ++k) {
+      m.set_interventions(on);
+      const auto start = std::chrono::steady_clock::now();
+      m.model.run(tokens);
+      times.push_back(msSince(start));
+      m.set_interventions({});
+      m.model.run(tokens);
+    }
+    r["ablate"] = flags.ablate;
+    r["ablate_ms"] = median(times);
+  }
+  if (!flags.sweep.empty()) {
+    const auto start = std::chrono::steady_clock::now();
+    m.sweep(tokens, flags.sweep == "mean" ? AblationMode::Mean : AblationMode::Zero);
+    r["sweep"] = flags.sweep;
+    r["sweep_ms"] = msSince(start);
+  }
+}
+
 }  // namespace
 
 int benchModel(const BenchModelFlags& flags) {
@@ -162,6 +193,7 @@ int benchModel(const BenchModelFlags& flags) {
       r["typing_median_ms"] = median(typing_ms);
       r["typing_max_ms"] = *std::max_element(typing_ms.begin(), typing_ms.end());
     }
+    interventionTimes(m, tokens, flags, r);
     r["peak_rss_mb"] = peakRss();
     if (!flags.json) {
       std::printf("%7ld %9.1f %11.1f %10.1f %6.0f MB", static_cast<long>(L), load_ms, forward_ms, append_ms,
@@ -169,6 +201,8 @@ int benchModel(const BenchModelFlags& flags) {
       if (flags.generate) std::printf(" %9.1f", r["step_ms"].get<double>());
       if (flags.typing) std::printf("  %9.1f / %.1f", r["typing_median_ms"].get<double>(), r["typing_max_ms"].get<double>());
       if (flags.rerun) std::printf("  %8.1f", r["rerun_ms"].get<double>());
+      if (!flags.ablate.empty()) std::printf("  ablate %s %.1f ms", flags.ablate.c_str(), r["ablate_ms"].get<double>());
+      if (!flags.sweep.empty()) std::printf("  sweep (%s) %.1f ms", flags.sweep.c_str(), r["sweep_ms"].get<double>());
       std::printf("\n");
       std::fflush(stdout);
     }

@@ -64,6 +64,7 @@ Loaded loadCausalModel(const std::string& folder) {
   p.set_interventions = [runner](const Interventions& in) { runner->setInterventions(in); };
   p.logit_rows = [runner](const LogitRows& rows) { runner->logitRows(rows); };
   p.lens = [runner](const ModelTokens& tokens) { return runner->lens(tokens); };
+  p.sweep = [runner](const ModelTokens& tokens, AblationMode mode) { return runner->sweep(tokens, -1, mode); };
   p.name = model.name() + " (" + model.config.model_type + ")";
   p.vocab = model.config.vocab;
   p.text = [runner](int64_t id) { return runner->tokenText(id); };

@@ -14,6 +14,7 @@
 #include "cli/out_folder.h"
 #include "cli/run_options.h"
 #include "config/generation_bundle.h"
+#include "model/ablation_sweep.h"
 #include "model/generate.h"
 #include "model/logit_lens.h"
 #include "model/model.h"
@@ -52,6 +53,7 @@ struct Loaded {
   std::function<void(const CacheWindow&)> set_window;  // sinks + causal window on every layer
   std::function<void(const LogitRows&)> logit_rows;     // the positions each run unembeds
   std::function<LogitLens(const ModelTokens&)> lens;  // the logit lens of a token sequence
+  std::function<AblationSweep(const ModelTokens&, AblationMode)> sweep;  // at the last position (bench --sweep)
 };
 Loaded loadCausalModel(const std::string& folder);
 int modelGenerate(const GenerateFlags& flags);

@@ -300,7 +300,10 @@ std::vector<int64_t> ModelRunner::layerStarts(const ModelTokens& tokens, int64_t
     if ((hasMeanAblation(interventions_, i) || !c.family->causal) && (s < L || resized)) s = 0;
     starts[i] = s;
   }
-  if (!inputs_kept_) std::fill(starts.begin(), starts.end(), starts.back());  // no inputs to resume a layer from
+  // Inputs to resume a layer from: the last run's, in the store this run reads (the last
+  // intervention turned off without residuals kept leaves none: forward drops layer_inputs_).
+  const bool resumable = inputs_kept_ && (keep_residuals_ || !interventions_.empty());
+  if (!resumable) std::fill(starts.begin(), starts.end(), starts.back());
   return starts;
 }
 
