@@ -1,5 +1,6 @@
 #include "model/induction_probe.h"
 
+#include <algorithm>
 #include <random>
 
 namespace attnscope {
@@ -43,25 +44,36 @@ InductionProbe repeatedRandomTokens(const Model& model, int64_t n, uint64_t seed
   if (!model.chars && !model.tokenizer) throw InputError(model.folder + ": no tokenizer to type random tokens with");
   const ProbeStart start = probeStart(model);
   std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int64_t> draw(0, model.config.vocab - 1);
+  // The tokenizer's vocabulary where it is smaller than the embedding's (ids past it have no text).
+  const int64_t V = model.tokenizer ? std::min(model.config.vocab, model.tokenizer->vocabSize()) : model.config.vocab;
+  std::uniform_int_distribution<int64_t> draw(0, V - 1);
   std::vector<int64_t> picked;
-  std::string half;  // the text of the picked tokens
+  std::string first, second;  // the two copies' texts so far
   for (int64_t tries = 0; static_cast<int64_t>(picked.size()) < n; ++tries) {
     if (tries > 50 * n + 1000)
       throw InputError("repeated random tokens: too few tokens of " + model.name() + " keep apart when typed");
     const int64_t id = draw(rng);
     if (special(model, id) || id == start.ids[0]) continue;
     const std::string piece = tokenText(model, id);
+    if (piece.empty()) continue;
     std::vector<int64_t> want = start.ids;
     for (int copy = 0; copy < 2; ++copy) {
       want.insert(want.end(), picked.begin(), picked.end());
       want.push_back(id);
     }
-    if (piece.empty() || idsOf(model, start.text + half + piece + half + piece) != want) continue;  // merges: draw again
-    picked.push_back(id);
-    half += piece;
+    // At the text's start, a tokenizer that prepends its space marker (Llama 2's "▁") types
+    // the token " x" from "x".
+    std::vector<std::string> heads{piece};
+    if (picked.empty() && piece.size() > 1 && piece[0] == ' ') heads.push_back(piece.substr(1));
+    for (const std::string& head : heads) {
+      if (idsOf(model, start.text + first + head + second + piece) != want) continue;  // merges: draw again
+      picked.push_back(id);
+      first += head;
+      second += piece;
+      break;
+    }
   }
-  InductionProbe probe{start.text + half + half, start.ids, n};
+  InductionProbe probe{start.text + first + second, start.ids, n};
   for (int copy = 0; copy < 2; ++copy) probe.ids.insert(probe.ids.end(), picked.begin(), picked.end());
   return probe;
 }

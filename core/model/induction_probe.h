@@ -21,7 +21,8 @@ struct InductionProbe {
 
 // BOS is the token the tokenizer puts first by itself, else the model's BOS token typed as
 // text, else a newline (a character model without one). Random tokens are drawn uniformly
-// from the vocabulary (no special tokens, no unknown id) by a std::mt19937_64 seeded with
+// from the vocabulary (the tokenizer's where it is smaller than the embedding's; no special
+// tokens, no unknown id) by a std::mt19937_64 seeded with
 // `seed`; a token whose text would merge with its neighbours (tokenize back to other ids)
 // is drawn again. InputError when N < 1, 2N + 1 passes the context, or no such tokens exist.
 InductionProbe repeatedRandomTokens(const Model& model, int64_t n, uint64_t seed);

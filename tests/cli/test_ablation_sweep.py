@@ -95,6 +95,24 @@ class InductionProbeScore(unittest.TestCase):
         self.assertGreater(rows[(1, 3)]["induction"], 0.3)
         self.assertLess(rows[(0, 1)]["induction"], 0.2)
 
+    def test_probe_on_a_bpe_tokenizer(self):
+        """A Llama-2-style tokenizer (adds <s> itself, merges words, byte fallback): the probe
+        starts with the tokenizer's own BOS and its text tokenizes back to exactly the probe."""
+        folder = ref.case_dir("ablation-sweep", "probe-spm")
+        vocab = hf.write_sentencepiece_bpe(folder)
+        cfg, tensors = hf.make_model("llama", seed=83, N=1, V=len(vocab), P=64)
+        hf.write_folder(folder, cfg, tensors)
+        hf.write_sentencepiece_bpe(folder)
+        result = subprocess.run([SWEEP_BIN, folder, "--probe", "20", "3"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        probe = json.loads(result.stdout)
+        ids = probe["ids"]
+        self.assertEqual(len(ids), 41)
+        self.assertEqual(ids[0], vocab["<s>"])
+        self.assertEqual(ids[1:21], ids[21:])
+        self.assertEqual(probe["typed"], ids)
+        self.assertTrue(all(i not in (vocab["<unk>"], vocab["<s>"], vocab["</s>"]) for i in ids[1:]))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,8 +1,12 @@
-// Test-only: the ablation sweep (model/ablation_sweep.h) of a model folder on a list of ids,
-// for tests/cli/test_ablation_sweep.py. Usage: attnscope_sweep FOLDER IDS POSITION zero|mean
-//   IDS: comma-separated token ids; POSITION: 0-based, negative from the end.
-// Prints {"position", "top", "logprob", "effect": [N][H], "cancelled_after"}: the sweep, and
-// how many heads a sweep cancelled at its first progress report had done. Exit 1 on bad input.
+// Test-only, for tests/cli/test_ablation_sweep.py: the ablation sweep (model/ablation_sweep.h)
+// of a model folder on a list of ids, or its induction probe (model/induction_probe.h).
+//   attnscope_sweep FOLDER IDS POSITION zero|mean
+//     IDS: comma-separated token ids; POSITION: 0-based, negative from the end. Prints
+//     {"position", "top", "logprob", "effect": [N][H], "cancelled_after"}: the sweep, and how
+//     many heads a sweep cancelled at its first progress report had done.
+//   attnscope_sweep FOLDER --probe N SEED
+//     Prints {"text", "ids", "typed"}: the probe, and the ids its text tokenizes to.
+// Exit 1 on bad input.
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -11,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/ablation_sweep.h"
+#include "model/induction_probe.h"
 
 int main(int argc, char** argv) {
   using namespace attnscope;
@@ -20,6 +25,12 @@ int main(int argc, char** argv) {
   }
   try {
     auto model = std::make_shared<const Model>(loadModel(argv[1]));
+    if (std::string(argv[2]) == "--probe") {
+      const InductionProbe probe = repeatedRandomTokens(*model, std::stoll(argv[3]), std::stoull(argv[4]));
+      std::cout << nlohmann::json{{"text", probe.text}, {"ids", probe.ids}, {"typed", tokenizeForModel(*model, probe.text).ids}}.dump()
+                << "\n";
+      return 0;
+    }
     std::vector<int64_t> ids;
     std::stringstream list(argv[2]);
     for (std::string id; std::getline(list, id, ',');) ids.push_back(std::stoll(id));
