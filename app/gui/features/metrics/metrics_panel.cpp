@@ -164,13 +164,15 @@ void drawMetricsPanel(AppState& state) {
             !focused) {
           setFocus(state, ViewFocus{layer, head, focus.batch_item});
         }
+        headRowDrawn(state, state.head_scroll.table, layer, head, table->H, ImGui::TableGetHeaderRowHeight());
+        ImGui::TableSetColumnIndex(kGroupColumn);
+        groupMarker(table->group(n, b));
+        // A model run's ablate toggle after the group (beside the label, the row's selectable
+        // spanning every column would put it past the last one).
         if (const ViewModel* run = state.compute.view.get(); run && run->source == ViewSource::ModelRun) {
           ImGui::SameLine();
           drawAblateToggle(state, *run, "metrics_ablate_" + std::to_string(k), layer, head);
         }
-        headRowDrawn(state, state.head_scroll.table, layer, head, table->H, ImGui::TableGetHeaderRowHeight());
-        ImGui::TableSetColumnIndex(kGroupColumn);
-        groupMarker(table->group(n, b));
         const HeadMetrics& m = table->row(layer, head, b);
         for (size_t metric = 0; metric < infos.size(); ++metric) {
           ImGui::TableSetColumnIndex(kFirstMetricColumn + static_cast<int>(metric));
