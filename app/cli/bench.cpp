@@ -273,16 +273,18 @@ int runBenchCommand(int argc, char** argv) {
       ->check(CLI::IsMember({"last", "all"}))
       ->capture_default_str();
   app.add_option("--ablate", model.ablate,
-                 "with --model: also toggle this ablation on after a run on L (as --ablate of model run, e.g. L5H1): "
-                 "ablate_ms, beside append_ms");
+                 "with --model: also toggle this ablation on after a run on L (as --ablate of model run, e.g. L5H1), "
+                 "to new predictions: ablate_ms (median of 3), beside append_ms");
   app.add_flag("--patch", model.patch,
                "with --model: also the full activation-patching sweep on L (every head, every layer and position): "
                "patch_ms, patched_runs, patch_run_ms");
+  app.add_option("--sweep", model.sweep, "with --model: also the ablation sweep at the last position (sweep_ms)")
+      ->check(CLI::IsMember({"zero", "mean"}));
   app.footer(
       "With --model, JSON fields per size: model, L, load_ms, forward_ms, append_ms, peak_rss_mb (and\n"
       "reruns, rerun_ms with --rerun; generated, step_ms with --generate; typed, typing_median_ms,\n"
       "typing_max_ms with --typing; ablate, ablate_ms, ablate_vs_append with --ablate; patched_runs,\n"
-      "patch_ms, patch_run_ms with --patch).\n"
+      "patch_ms, patch_run_ms with --patch; sweep, sweep_ms with --sweep).\n"
       "JSON fields per size: L, S, D, H, B, mode (full or tiled), median_ms, gflops, gemm_peak_gflops,\n"
       "peak_rss_mb (the process's peak so far), plus overview_ms and tile_ms when tiled.\n"
       "Compare with PyTorch side by side: /usr/bin/python3 scripts/bench_vs_torch.py\n"

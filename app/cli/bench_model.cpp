@@ -9,7 +9,8 @@
 // replaced: what a peer timed after a warm-up is compared with); with --ablate SPEC, the run
 // that toggles the ablation on after a run on L (to the new predictions: it recomputes from the
 // ablated layer on), beside the appended token; with --patch, the full activation-patching
-// sweep on L (every head, then every layer and position: N H + N L patched runs).
+// sweep on L (every head, then every layer and position: N H + N L patched runs); with
+// --sweep zero|mean, the ablation sweep at the last position (each head alone).
 #include "cli/bench_model.h"
 
 #include <sys/resource.h>
@@ -112,17 +113,23 @@ std::vector<double> typingMs(Loaded& m, const std::vector<int64_t>& ids, int64_t
 }
 
 // After a run on `tokens` (the last position unembedded, as the app), the run with `ablate`
-// switched on: the ablation's time to new predictions. The ablation is switched off again.
+// switched on: the ablation's time to new predictions (median of 3, switched off and run
+// again between them). The ablation is left off.
 double ablateMs(Loaded& m, const ModelTokens& tokens, const Interventions& ablate) {
   m.reset();
   m.logit_rows(LogitRows{false, {-1}});
-  m.model.run(tokens);
-  m.set_interventions(ablate);
-  const auto start = std::chrono::steady_clock::now();
-  m.model.run(tokens);
-  const double ms = msSince(start);
   m.set_interventions({});
-  return ms;
+  m.model.run(tokens);
+  std::vector<double> times;
+  for (int k = 0; k < 3; ++k) {
+    m.set_interventions(ablate);
+    const auto start = std::chrono::steady_clock::now();
+    m.model.run(tokens);
+    times.push_back(msSince(start));
+    m.set_interventions({});
+    m.model.run(tokens);
+  }
+  return median(times);
 }
 
 // The full sweep on `tokens` as the clean text, the corrupt one with its middle token changed,
@@ -142,10 +149,10 @@ void addPatchFields(Loaded& m, const ModelTokens& tokens, nlohmann::ordered_json
 }
 
 void printHeader(const BenchModelFlags& flags, const std::string& name) {
-  std::printf("attnscope bench --model %s\n%7s %9s %11s %10s %9s%s%s%s%s%s\n", name.c_str(), "L", "load_ms", "forward_ms",
+  std::printf("attnscope bench --model %s\n%7s %9s %11s %10s %9s%s%s%s%s%s%s\n", name.c_str(), "L", "load_ms", "forward_ms",
               "append_ms", "peak_rss", flags.generate ? "   step_ms" : "", flags.typing ? "  typing_ms (median / max)" : "",
               flags.rerun ? "  rerun_ms" : "", flags.ablate.empty() ? "" : "  ablate_ms (x append)",
-              flags.patch ? "  patch_ms (runs, ms per run)" : "");
+              flags.patch ? "  patch_ms (runs, ms per run)" : "", flags.sweep.empty() ? "" : "  sweep_ms");
 }
 
 void printRow(const BenchModelFlags& flags, const nlohmann::ordered_json& r) {
@@ -158,6 +165,7 @@ void printRow(const BenchModelFlags& flags, const nlohmann::ordered_json& r) {
   if (flags.patch)
     std::printf("  %8.1f (%ld, %.2f)", r["patch_ms"].get<double>(), static_cast<long>(r["patched_runs"].get<int64_t>()),
                 r["patch_run_ms"].get<double>());
+  if (!flags.sweep.empty()) std::printf("  %8.1f", r["sweep_ms"].get<double>());
   std::printf("\n");
   std::fflush(stdout);
 }
@@ -224,6 +232,12 @@ int benchModel(const BenchModelFlags& flags) {
       r["ablate_vs_append"] = r["ablate_ms"].get<double>() / std::max(append_ms, 1e-6);
     }
     if (flags.patch) addPatchFields(m, tokens, r);
+    if (!flags.sweep.empty()) {
+      const auto start = std::chrono::steady_clock::now();
+      m.sweep(tokens, flags.sweep == "mean" ? AblationMode::Mean : AblationMode::Zero);
+      r["sweep"] = flags.sweep;
+      r["sweep_ms"] = msSince(start);
+    }
     r["peak_rss_mb"] = peakRss();
     if (!flags.json) printRow(flags, r);
     results.push_back(r);

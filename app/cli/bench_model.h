@@ -16,13 +16,14 @@ struct BenchModelFlags {
   std::string logits = "last";         // the forward's and append's unembedding: the last position (the app's) or all
   std::string ablate;                  // --ablate SPEC: toggled on after a run on L (ablate_ms, ablate_vs_append)
   bool patch = false;                  // --patch: the full patching sweep on L (patch_ms, patched_runs, patch_run_ms)
+  std::string sweep;                   // --sweep zero|mean: the ablation sweep at the last position (sweep_ms)
   bool json = false;
 };
 
 // JSON fields per size: model, L, load_ms, forward_ms, append_ms, (reruns, rerun_ms with
 // --rerun), (generated, step_ms with --generate), (typed, typing_median_ms, typing_max_ms with
 // --typing), (ablate, ablate_ms, ablate_vs_append with --ablate), (patched_runs, patch_ms,
-// patch_run_ms with --patch), peak_rss_mb.
+// patch_run_ms with --patch), (sweep, sweep_ms with --sweep), peak_rss_mb.
 int benchModel(const BenchModelFlags& flags);
 
 }  // namespace attnscope

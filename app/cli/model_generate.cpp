@@ -68,6 +68,7 @@ Loaded loadCausalModel(const std::string& folder) {
     return runner->patch(clean, corrupt, answer, wrong);
   };
   p.n_layers = model.config.n_layers, p.heads = model.config.heads;
+  p.sweep = [runner](const ModelTokens& tokens, AblationMode mode) { return runner->sweep(tokens, -1, mode); };
   p.name = model.name() + " (" + model.config.model_type + ")";
   p.vocab = model.config.vocab;
   p.text = [runner](int64_t id) { return runner->tokenText(id); };

@@ -14,6 +14,7 @@
 #include "cli/out_folder.h"
 #include "cli/run_options.h"
 #include "config/generation_bundle.h"
+#include "model/ablation_sweep.h"
 #include "model/generate.h"
 #include "model/logit_lens.h"
 #include "model/model.h"
@@ -56,6 +57,7 @@ struct Loaded {
   // Activation patching (FolderModelRunner::patch): the sweep leaves no interventions set.
   std::function<PatchTables(const ModelTokens& clean, const ModelTokens& corrupt, int64_t answer, int64_t wrong)> patch;
   int64_t n_layers = 0, heads = 0;
+  std::function<AblationSweep(const ModelTokens&, AblationMode)> sweep;  // at the last position (bench --sweep)
 };
 Loaded loadCausalModel(const std::string& folder);
 int modelGenerate(const GenerateFlags& flags);

@@ -31,6 +31,11 @@ void checkLayerBatchHead(const ViewModel& view, int64_t layer, int64_t b, int64_
   checkIndex(h, view.H, "head", "the model");
 }
 
+// " · ablate L1H2; knockout L0H1:3-2": a model run's interventions, named in every caption.
+std::string interventionsNote(const ViewModel& view) {
+  return view.interventions.empty() ? "" : " \u00b7 " + view.interventions;
+}
+
 // Fields every figure of batch item b shares. The mask in the subtitle is the layer's
 // (imported maps have none to name).
 Figure baseFigure(const ViewModel& view, int64_t layer, int64_t b) {
@@ -41,7 +46,7 @@ Figure baseFigure(const ViewModel& view, int64_t layer, int64_t b) {
   figure.col_labels = view.key_tokens[b];
   const std::string& mask = view.maps[layer].mask_name;
   figure.subtitle = "batch item " + std::to_string(b) + (mask.empty() ? "" : " \u00b7 mask: " + mask) +
-                    " \u00b7 L " + std::to_string(view.L) + " \u00d7 S " + std::to_string(view.S);
+                    " \u00b7 L " + std::to_string(view.L) + " \u00d7 S " + std::to_string(view.S) + interventionsNote(view);
   return figure;
 }
 
@@ -245,7 +250,8 @@ Figure gridFigure(const ViewModel& view, const std::vector<int64_t>& layers, int
   for (int64_t layer : layers)
     for (int64_t h = 0; h < view.H; ++h) {
       figure.panels.push_back(mapPanel(view, view.probs(layer, b, h), layer, b));
-      figure.panels.back().title = atlas ? atlasLayerName(view, layer) + " H" + std::to_string(h) : "head " + std::to_string(h);
+      figure.panels.back().title = (atlas ? atlasLayerName(view, layer) + " H" + std::to_string(h) : "head " + std::to_string(h)) +
+                                   (view.ablation(layer, h) == kNotAblated ? "" : " ablated");
     }
   // One layer: today's square-ish head grid. Several: rows = layers, columns = heads.
   figure.grid_columns = atlas ? view.H : static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(view.H))));
@@ -270,7 +276,8 @@ Figure tiledWindowFigure(const std::string& what, const ViewModel& view, int64_t
   figure.subtitle = "batch item " + std::to_string(b) + " \u00b7 mask: " + view.maps[layer].mask_name + " \u00b7 L " +
                     std::to_string(m.L) + " \u00d7 S " + std::to_string(m.S) + " \u00b7 zoomed: queries " +
                     std::to_string(w.row0) + "-" + std::to_string(w.row0 + w.rows - 1) + ", keys " +
-                    std::to_string(w.col0) + "-" + std::to_string(w.col0 + w.cols - 1) + " (exact, from tiles)";
+                    std::to_string(w.col0) + "-" + std::to_string(w.col0 + w.cols - 1) + " (exact, from tiles)" +
+                    interventionsNote(view);
   FigurePanel panel;
   const FloatBuffer& values = what == "scores" ? tile.scores.data : tile.probs.data;
   panel.values.assign(values.begin(), values.end());

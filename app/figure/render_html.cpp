@@ -413,7 +413,7 @@ std::string renderViewHtml(const ViewModel& view, const HtmlRequest& request) {
       {"row_positions", pageFirsts(view, encoded.rows, true)},
       {"caption", {{"model", request.model}, {"source", request.source}, {"text", request.text},
                    {"mask", view.maps[layers[0]].mask_name}, {"batch_item", b}, {"B", view.B},
-                   {"notes", view.notes}}},
+                   {"notes", view.notes}, {"interventions", view.interventions}}},
       {"pooling", poolingNote(view, encoded)},
       {"colormap_names", json::array()}, {"colormaps", colorTables()},
       {"masked_color", kMaskedColor}, {"masked_hatch_color", kMaskedHatchColor},

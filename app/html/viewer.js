@@ -141,6 +141,7 @@
       ` \u00b7 mask: ${c.mask || 'none'} \u00b7 written by attnscope ${data.version}`;
     box.append(el('div', 'av-sizes', sizes));
     if (c.notes) box.append(el('div', 'av-notes', c.notes));
+    if (c.interventions) box.append(el('div', 'av-interventions', 'interventions: ' + c.interventions));
     $('.av-batch').textContent = c.batch_item;
     if (data.pooling) $('.av-pooling').textContent = data.pooling;
   }

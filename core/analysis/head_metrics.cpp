@@ -134,6 +134,33 @@ std::vector<int64_t> inductionKeys(const RepeatedSegment& segment, int64_t L, in
   return keys;
 }
 
+int64_t probeLength(const std::vector<std::string>& tokens) {
+  const int64_t L = static_cast<int64_t>(tokens.size()), N = (L - 1) / 2;
+  if (L % 2 == 0 || N < 2) return 0;
+  return std::equal(tokens.begin() + 1, tokens.begin() + 1 + N, tokens.begin() + 1 + N) ? N : 0;
+}
+
+std::vector<int64_t> stripeKeys(int64_t N, int64_t L, int64_t S) {
+  std::vector<int64_t> keys(static_cast<size_t>(L), -1);
+  for (int64_t i = std::max<int64_t>(N - 1, 0); i < L; ++i)
+    if (i - N + 1 < S) keys[i] = i - N + 1;
+  return keys;
+}
+
+double inductionStripeScore(const float* map, int64_t L, int64_t S, int64_t N) {
+  double sum = 0.0;
+  int64_t count = 0;
+  for (int64_t i = std::max<int64_t>(N - 1, 0); i < L && i - N + 1 < S; ++i, ++count) sum += map[i * S + i - N + 1];
+  return count > 0 ? sum / static_cast<double>(count) : kNaN;
+}
+
+std::vector<int64_t> inductionKeysOf(const std::vector<std::string>& tokens, int64_t L, int64_t S) {
+  if (L != S) return {};
+  if (const int64_t N = probeLength(tokens); N > 0 && static_cast<int64_t>(tokens.size()) == L) return stripeKeys(N, L, S);
+  const RepeatedSegment segment = findRepeatedSegment(tokens);
+  return segment.found() ? inductionKeys(segment, L, S) : std::vector<int64_t>{};
+}
+
 HeadMetrics headMetricsOf(const MetricSums& sums) {
   HeadMetrics m;
   m.rows = sums.rows;
@@ -174,10 +201,7 @@ std::vector<size_t> orderBy(const std::vector<HeadMetrics>& rows, const MetricIn
 std::vector<HeadMetrics> headMetrics(const MapStack& maps, const std::function<bool()>& keep_going) {
   std::vector<std::vector<int64_t>> induction_keys(static_cast<size_t>(maps.B));  // [B][L] or empty
   for (int64_t b = 0; b < maps.B; ++b) {
-    const std::vector<std::string>* tokens = maps.tokensOf(b);
-    if (!tokens || maps.L != maps.S) continue;
-    const RepeatedSegment segment = findRepeatedSegment(*tokens);
-    if (segment.found()) induction_keys[b] = inductionKeys(segment, maps.L, maps.S);
+    if (const std::vector<std::string>* tokens = maps.tokensOf(b)) induction_keys[b] = inductionKeysOf(*tokens, maps.L, maps.S);
   }
   const int64_t count = maps.layers * maps.H * maps.B;
   std::vector<HeadMetrics> rows(static_cast<size_t>(count));

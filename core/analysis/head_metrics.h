@@ -72,6 +72,21 @@ double inductionScore(const float* map, int64_t L, int64_t S, const RepeatedSegm
 // i = second + k), -1 for rows outside the second copy or keys past S.
 std::vector<int64_t> inductionKeys(const RepeatedSegment& segment, int64_t L, int64_t S);
 
+// The induction probe's N (model/induction_probe.h): tokens that are a first token, then N >= 2
+// tokens, then the same N again (L = 2N + 1); 0 for any other text.
+int64_t probeLength(const std::vector<std::string>& tokens);
+// [L]: the stripe diagonal(offset = 1 - N) as induction keys: query i reads key i - N + 1 for
+// i = N - 1 .. L - 1 (keys past S: -1).
+std::vector<int64_t> stripeKeys(int64_t N, int64_t L, int64_t S);
+// TransformerLens' induction score of one map [L, S] on a probe of N (the induction-head
+// literature's): the mean of the stripe pattern.diagonal(offset = 1 - N), p[i, i - N + 1]
+// over i = N - 1 .. L - 1 (N + 2 entries when L = 2N + 1: the second copy's N, and the first
+// copy's last two tokens). NaN when the stripe is empty.
+double inductionStripeScore(const float* map, int64_t L, int64_t S, int64_t N);
+// The induction column's keys [L] of a text's tokens: the stripe on a probe, else the longest
+// repeated segment's (inductionKeys); empty when neither (or L != S).
+std::vector<int64_t> inductionKeysOf(const std::vector<std::string>& tokens, int64_t L, int64_t S);
+
 // Means of one map's sums (attention/tiles.h: the full maps and the tiled overview's pass
 // sum alike): NaN where no row counts (induction: no row with an induction key).
 HeadMetrics headMetricsOf(const MetricSums& sums);
@@ -81,7 +96,8 @@ HeadMetrics headMetricsOf(const MetricSums& sums);
 std::vector<size_t> orderBy(const std::vector<HeadMetrics>& rows, const MetricInfo& metric, bool descending);
 
 // Every (layer, head, batch item), ordered by layer, then head, then batch item. The
-// induction column uses the stack's tokens (NaN when none, when L != S or no segment).
+// induction column uses the stack's tokens (inductionKeysOf; NaN when none, when L != S, or
+// no probe and no segment).
 // keep_going (when set) is asked before each map; once it says false: Cancelled.
 std::vector<HeadMetrics> headMetrics(const MapStack& maps, const std::function<bool()>& keep_going = {});
 

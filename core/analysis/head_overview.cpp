@@ -49,4 +49,17 @@ HeadOverview headOverview(const HeadTable& table, const MetricInfo& metric, int6
   return o;
 }
 
+HeadOverview effectOverview(const Tensor& effect) {
+  HeadOverview o;
+  o.layers = effect.shape.at(0), o.H = effect.shape.at(1), o.metric = kSweepMetric;
+  o.values.assign(effect.data.begin(), effect.data.end());
+  const auto [low, high] = std::minmax_element(o.values.begin(), o.values.end());
+  if (low != o.values.end()) o.low = *low, o.high = *high;
+  const double reach = std::max(std::abs(o.low), std::abs(o.high));
+  o.scale.rule = "+-max";
+  o.scale.low = reach > 0 ? -reach : -1.0;
+  o.scale.high = reach > 0 ? reach : 1.0;
+  return o;
+}
+
 }  // namespace attnscope

@@ -39,4 +39,10 @@ struct HeadOverview {
 // or, with auto_range, over the values' own.
 HeadOverview headOverview(const HeadTable& table, const MetricInfo& metric, int64_t b, bool auto_range = false);
 
+// The ablation sweep's overview (model/ablation_sweep.h): effect [N, H], the change in the
+// top prediction's log-probability with each head ablated alone, as metric kSweepMetric; the
+// colours span -max|v| .. +max|v| (0 in the middle of a diverging map; +-1 when all are 0).
+inline constexpr const char* kSweepMetric = "ablation_effect";
+HeadOverview effectOverview(const Tensor& effect);
+
 }  // namespace attnscope

@@ -72,11 +72,11 @@ OverviewMeasures headTableMeasures(int64_t L, int64_t S, const std::vector<std::
   measures.metrics = true;
   measures.mean_rows = std::min(L, kClusterPoolSide), measures.mean_cols = std::min(S, kClusterPoolSide);
   const size_t B = query_tokens.size();
-  for (size_t b = 0; b < B && L == S; ++b) {
-    const RepeatedSegment segment = findRepeatedSegment(query_tokens[b]);
-    if (!segment.found()) continue;
+  for (size_t b = 0; b < B; ++b) {
+    std::vector<int64_t> keys = inductionKeysOf(query_tokens[b], L, S);
+    if (keys.empty()) continue;
     measures.induction_keys.resize(B, std::vector<int64_t>(static_cast<size_t>(L), -1));
-    measures.induction_keys[b] = inductionKeys(segment, L, S);
+    measures.induction_keys[b] = std::move(keys);
   }
   return measures;
 }

@@ -278,6 +278,18 @@ LensPlan lensPlan(int64_t layers, int64_t L, int64_t D, int64_t V, double budget
   return {false, false, 0, reason + " (`attnscope model run --lens` has no limit)"};
 }
 
+// What the views draw of a run's interventions: each head's ablation [N, H] and the
+// knocked-out cells (a layer's ablation, "L3H*", marks each of its heads).
+void markInterventions(const Interventions& in, ViewModel& view) {
+  if (in.ablations.empty() && in.knockouts.empty()) return;
+  view.ablated_heads.assign(static_cast<size_t>(view.layers * view.H), kNotAblated);
+  for (const HeadAblation& a : in.ablations)
+    for (int64_t h = 0; h < view.H; ++h)
+      if (a.head < 0 || a.head == h)
+        view.ablated_heads[static_cast<size_t>(a.layer * view.H + h)] = a.mode == AblationMode::Mean ? kAblatedMean : kAblatedZero;
+  for (const Knockout& k : in.knockouts) view.knocked_cells.push_back({k.layer, k.head, k.query, k.key});
+}
+
 }  // namespace
 
 ViewModel FolderModelRunner::view(const std::string& text, TextSize* size, const LogitRows& logit_rows,
@@ -298,6 +310,7 @@ ViewModel FolderModelRunner::view(const std::string& text, TextSize* size, const
   // The maps are shared with the runner, not copied (a gigabyte at 1,000 tokens of GPT-2 small).
   ViewModel view = viewFromModelRun(model, run, progress, lens.eager, runner_->shareTraces());
   view.interventions = runner_->interventions().describe();
+  markInterventions(runner_->interventions(), view);
   view.baseline_next = std::move(baseline);
   if (view.predictions.empty()) return view;  // an encoder without masked-LM head: no lens either
   view.lens.off_reason = lens.off_reason;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "model/ablation_sweep.h"
 #include "model/generate.h"
 #include "model/logit_lens.h"
 #include "model/patching.h"
@@ -67,6 +68,10 @@ class FolderModelRunner {
   PatchTables patch(const ModelTokens& clean, const ModelTokens& corrupt, int64_t answer, int64_t wrong,
                     const Progress& progress = {}) {
     return patchSweep(*runner_, clean, corrupt, answer, wrong, progress);
+  }
+  // The ablation sweep on this runner (model/ablation_sweep.h; it leaves no interventions set).
+  AblationSweep sweep(const ModelTokens& tokens, int64_t position, AblationMode mode, const Progress& progress = {}) {
+    return ablationSweep(*runner_, tokens, position, mode, progress);
   }
   // The text's size against the model's context, counted before the run (a text that does
   // not fit is refused by the run, with this count for the app to show).

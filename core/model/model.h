@@ -207,7 +207,7 @@ class ModelRunner {
   // Per layer [N], the first row this run computes: from the first changed token, lowered
   // where the interventions changed (changedRows) and to 0 from a changed mean ablation on.
   std::vector<int64_t> layerStarts(const ModelTokens& tokens, int64_t prefix) const;
-  Tensor* inputStore();                            // where layer inputs are kept, or null
+  Tensor& inputStore();                            // where layer inputs are kept
   void resume(const Tensor& kept, int64_t layer, int64_t start);  // x_ widened to rows [start, L) from kept inputs
   void patchResiduals(int64_t layer, int64_t L);                 // ResidualPatch rows of x_ entering `layer`
   void takeBackTraces(bool copy);  // run_.layers from shared_ (copy: even while they are held)

@@ -282,9 +282,11 @@ void ModelRunner::setInterventions(Interventions interventions) {
   interventions_ = std::move(interventions);
 }
 
-Tensor* ModelRunner::inputStore() {
-  if (keep_residuals_) return &run_.residuals;
-  return interventions_.empty() ? nullptr : &layer_inputs_;
+Tensor& ModelRunner::inputStore() {
+  if (keep_residuals_) return run_.residuals;
+  // Kept without interventions too (N L D floats, a few percent of the maps' N H L L): the first
+  // ablation toggled on resumes at its layer instead of running every layer again.
+  return layer_inputs_;
 }
 
 std::vector<int64_t> ModelRunner::layerStarts(const ModelTokens& tokens, int64_t prefix) const {
@@ -300,7 +302,8 @@ std::vector<int64_t> ModelRunner::layerStarts(const ModelTokens& tokens, int64_t
     if ((hasMeanAblation(interventions_, i) || !c.family->causal) && (s < L || resized)) s = 0;
     starts[i] = s;
   }
-  if (!inputs_kept_) std::fill(starts.begin(), starts.end(), starts.back());  // no inputs to resume a layer from
+  // Inputs to resume a layer from: the last run's, in the store this run reads.
+  if (!inputs_kept_) std::fill(starts.begin(), starts.end(), starts.back());
   return starts;
 }
 
@@ -329,19 +332,18 @@ void ModelRunner::forward(const ModelTokens& tokens, const std::vector<int64_t>&
     labels.push_back(tokens.unknown[t] && model_->chars ? tokens.label[t] + " (unk)" : tokens.label[t]);
   start_ = starts.front();
   embed(tokens);
-  if (!keep_residuals_) run_.residuals = Tensor();
-  if (interventions_.empty()) layer_inputs_ = Tensor();
-  Tensor* store = inputStore();
-  if (store) resizeResiduals(c.n_layers + 1, L, c.hidden, *store);
+  (keep_residuals_ ? layer_inputs_ : run_.residuals) = Tensor();  // the store not in use holds nothing
+  Tensor& store = inputStore();
+  resizeResiduals(c.n_layers + 1, L, c.hidden, store);
   // The store holds every row of this run at the end when it held the last run's, or when
   // this run writes every row (a store just switched to may hold an older run's rows).
-  const bool complete = store && (inputs_kept_ || starts.back() == 0);
+  const bool complete = inputs_kept_ || starts.back() == 0;
   inputs_kept_ = false;  // until every layer's input is in
   run_.layers.resize(c.n_layers);
   takeBackTraces(false);
   for (int64_t i = 0; i < c.n_layers; ++i) {
-    if (starts[i] < start_) resume(*store, i, starts[i]);  // layerStarts lowers a start only with inputs kept
-    if (store) storeResidualRows(x_, i, start_, *store);
+    if (starts[i] < start_) resume(store, i, starts[i]);  // layerStarts lowers a start only with inputs kept
+    storeResidualRows(x_, i, start_, store);
     patchResiduals(i, L);
     edits_ = headEdits(interventions_, i, H, L);
     const AttentionTrace* lent = kept_from_.empty() ? nullptr : kept_from_[i];
@@ -351,7 +353,7 @@ void ModelRunner::forward(const ModelTokens& tokens, const std::vector<int64_t>&
     }
     layer(i, labels);
   }
-  if (store) storeResidualRows(x_, c.n_layers, start_, *store);
+  storeResidualRows(x_, c.n_layers, start_, store);
   inputs_kept_ = complete;
   kept_from_.clear();  // the rows are in run_.layers now (spare_ still holds what they came from)
   unembed();

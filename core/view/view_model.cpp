@@ -272,6 +272,12 @@ size_t ViewModel::mapIndex(int64_t layer, int64_t b, int64_t h) const {
   return static_cast<size_t>((layer * B + b) * H + h);
 }
 
+bool ViewModel::knockedOut(int64_t layer, int64_t head, int64_t query, int64_t key) const {
+  return std::any_of(knocked_cells.begin(), knocked_cells.end(), [&](const KnockedCell& c) {
+    return c.layer == layer && (c.head < 0 || c.head == head) && c.query == query && c.key == key;
+  });
+}
+
 const float* ViewModel::probs(int64_t layer, int64_t b, int64_t h) const {
   mapIndex(layer, b, h);
   return maps[layer].probs.get() + (b * H + h) * L * S;

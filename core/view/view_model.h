@@ -232,6 +232,13 @@ class ViewStamp {
   uint64_t value_;
 };
 
+// A knocked-out query-key cell of a model run (model/interventions.h Knockout): head -1 = every
+// head of the layer.
+struct KnockedCell {
+  int64_t layer = 0, head = -1, query = 0, key = 0;
+};
+inline constexpr uint8_t kNotAblated = 0, kAblatedZero = 1, kAblatedMean = 2;
+
 struct ViewModel {
   ViewStamp stamp;  // this object's identity for caches (never 0)
   ViewSource source = ViewSource::CoreTrace;
@@ -279,6 +286,14 @@ struct ViewModel {
   std::vector<LayerFacts> layer_facts;                 // [layers] a model run's (empty for other sources)
   // A model run's interventions (model/interventions.h: "ablate L1H2; knockout L0H1:3-2"), "" when none.
   std::string interventions;
+  // The same, as the views draw them: each head's ablation [layers, H] (kNotAblated,
+  // kAblatedZero, kAblatedMean; empty when none) and the knocked-out cells.
+  std::vector<uint8_t> ablated_heads;
+  std::vector<KnockedCell> knocked_cells;
+  uint8_t ablation(int64_t layer, int64_t head) const {
+    return ablated_heads.empty() ? kNotAblated : ablated_heads[static_cast<size_t>(layer * H + head)];
+  }
+  bool knockedOut(int64_t layer, int64_t head, int64_t query, int64_t key) const;
   // With interventions: the next-token probabilities [V] after the last position of the same
   // text without them (the predictions panel's "before"); empty otherwise.
   std::vector<double> baseline_next;

@@ -256,6 +256,35 @@ class ExportAndAnalyze(unittest.TestCase):
         self.assertEqual(rows[(0, 1)]["entropy_bits"], before[(0, 1)]["entropy_bits"])  # its own map unchanged
         self.assertNotEqual(rows[(1, 0)]["entropy_bits"], before[(1, 0)]["entropy_bits"])  # later layers see it
 
+    def test_captions_name_the_interventions(self):
+        """Every export's caption names the run's interventions: the figures' subtitle (PNG, SVG
+        and PDF draw the same one), an ablated head's grid tile title, the HTML page's caption
+        and the settings JSON beside the files."""
+        model = os.path.join(ref.SHIPPED, "python-code")
+        out = ref.fresh(os.path.join(ref.case_dir("interventions", "captions"), "out"))
+        result = attnscope("export", model, "--text", "def f(x): return f(x)", "--ablate", "L0H1", "--knockout",
+                           "L1H3:5-2", "--what", "probs,grid", "--format", "svg,html", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        named = "ablate L0H1; knockout L1H3:5-2"
+        files = sorted(os.listdir(out))
+        svgs = [f for f in files if f.endswith(".svg")]
+        self.assertTrue(any("grid" in f for f in svgs), files)
+        for name in svgs:
+            with open(os.path.join(out, name)) as f:
+                svg = f.read()
+            self.assertIn(named, svg, name)
+            if "grid" in name:
+                self.assertIn("H1 ablated", svg)
+                self.assertEqual(svg.count(" ablated"), 1)
+        pages = [f for f in files if f.endswith(".html")]
+        self.assertEqual(len(pages), 1, files)
+        with open(os.path.join(out, pages[0])) as f:
+            self.assertIn('"interventions":"%s"' % named, f.read())
+        settings = [f for f in files if f.endswith(".json")]
+        with open(os.path.join(out, settings[0])) as f:
+            saved = json.load(f)
+        self.assertEqual((saved["model_ablate"], saved["model_knockout"]), ("L0H1", "L1H3:5-2"))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -93,6 +93,7 @@ HeatmapHit drawHeatmap(HeatmapCanvas canvas, const HeatmapView& view, ImVec2 siz
   const ImVec2 min = ImGui::GetCursorScreenPos();
   const ImVec2 max(min.x + size.x, min.y + size.y);
   ImGui::InvisibleButton(("##" + view.name).c_str(), size);
+  if (view.overlapped) ImGui::SetItemAllowOverlap();
   canvas.rects.recordItem(view.name);
   ImDrawList* list = ImGui::GetWindowDrawList();
   if (view.texture == 0 || view.rows <= 0 || view.cols <= 0) return hit;

@@ -32,6 +32,7 @@ struct HeatmapView {
   bool log_scale = false;          // colour log10(v); range is then in value units
   const char* label_format = "%.3g";
   bool outlined = false;           // draw a highlight border (focused head)
+  bool overlapped = false;         // a widget drawn over it takes the pointer there (a tile's toggle)
   int64_t hover_row = -1, hover_col = -1;  // map cell to draw the crosshair on (-1: none)
   int64_t marked_row = -1;         // map row outlined in the pin colour (a pinned query row; -1: none)
   std::string stale;               // non-empty: the maps are out of date; dimmed, with this reason

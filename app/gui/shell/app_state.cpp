@@ -112,5 +112,14 @@ void setModelInterventions(AppState& state, const Interventions& interventions) 
   saveLater(state);
 }
 
+void setHeadAblation(AppState& state, int64_t layer, int64_t head, std::optional<AblationMode> mode) {
+  Interventions in = parseInterventions(state.settings.model_ablate, state.settings.model_knockout);
+  auto& list = in.ablations;
+  list.erase(std::remove_if(list.begin(), list.end(), [&](const HeadAblation& a) { return a.layer == layer && a.head == head; }),
+             list.end());
+  if (mode) list.push_back({layer, head, *mode, ""});
+  setModelInterventions(state, in);
+}
+
 
 }  // namespace attnscope

@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -172,6 +173,9 @@ void saveLater(AppState& state);
 // The one way the app changes a model's interventions (settings model_ablate, model_knockout):
 // rerun, saved, logged.
 void setModelInterventions(AppState& state, const Interventions& interventions);
+// Sets head (layer, head)'s own ablation item (nullopt: removes it; an ablation of its whole
+// layer, "L3H*", stays): the focus view's, the tiles' and the head table's toggles.
+void setHeadAblation(AppState& state, int64_t layer, int64_t head, std::optional<AblationMode> mode);
 // Call after the user edited state.settings.
 inline void settingsEdited(AppState& state) { saveLater(state); }
 

@@ -14,6 +14,7 @@
 #include "gui/features/generate/generate.h"
 #include "gui/features/head_grid/head_grid.h"
 #include "gui/features/head_grid/overview.h"
+#include "gui/features/induction_probe/induction_probe.h"
 #include "gui/features/interventions/interventions.h"
 #include "gui/features/lens/lens.h"
 #include "gui/features/mask/mask.h"
@@ -51,13 +52,14 @@ struct Feature {
 constexpr Feature kFeatures[] = {
 //  name             update_shown      update              follow_result        ask           busy                     key             draw                  part_of        to_json              finish            place
   {"generate",       updateGeneration, nullptr,            nullptr,             nullptr,      generationRunning,       generateKey,    drawGenerateSection,  "controls",    generateToJson,      finishGeneration, {}},
+  {"induction_probe", nullptr,        nullptr,            nullptr,             nullptr,      nullptr,                 nullptr,        drawInductionProbeSection, "controls", inductionProbeToJson, nullptr,       {}},
   {"layer_maps",     updateLayerMaps,  nullptr,            nullptr,             nullptr,      nullptr,                 nullptr,        nullptr,              nullptr,       layerMapsToJson,     finishLayerMaps,  {}},
   {"panel_borders",  nullptr,          nullptr,            nullptr,             nullptr,      nullptr,                 nullptr,        updatePanelBorders,   nullptr,       panelBordersToJson,  nullptr,          {}},
   {"controls",       nullptr,          nullptr,            nullptr,             askControls,  nullptr,                 nullptr,        drawControlPanel,     nullptr,       controlsToJson,      nullptr,          {Column::Left, 0}},
   {"metrics",        nullptr,          updateHeadOrder,    nullptr,             nullptr,      nullptr,                 nullptr,        drawMetricsPanel,     nullptr,       headTableToJson,     nullptr,          {Column::Centre, 0, nullptr, metricsWidth}},
   {"head_grid",      nullptr,          nullptr,            nullptr,             nullptr,      nullptr,                 nullptr,        drawHeadGridPanel,    nullptr,       headGridToJson,      nullptr,          {Column::Centre, 0}},
   {"head_scroll",    nullptr,          nullptr,            nullptr,             nullptr,      nullptr,                 nullptr,        nullptr,              nullptr,       headScrollToJson,    nullptr,          {}},
-  {"overview",       nullptr,          updateOverview,     nullptr,             nullptr,      nullptr,                 nullptr,        nullptr,              nullptr,       overviewToJson,      nullptr,          {}},
+  {"overview",       nullptr,          updateOverview,     nullptr,             nullptr,      ablationSweepRunning,    nullptr,        nullptr,              nullptr,       overviewToJson,      nullptr,          {}},
   {"focus",          nullptr,          updateZoomView,     followResultInFocus, nullptr,      zoomTilePending,         nullptr,        drawFocusPanel,       nullptr,       focusToJson,         nullptr,          {Column::Centre, 10, focusHeight}},
   {"compare",        nullptr,          updateComparison,   nullptr,             nullptr,      nullptr,                 nullptr,        drawComparePanel,     "focus",       compareToJson,       nullptr,          {}},
   {"query_focus",    nullptr,          updateQueryFocus,   nullptr,             nullptr,      nullptr,                 nullptr,        drawQueryFocusPanel,  "focus",       queryFocusToJson,    nullptr,          {}},

@@ -168,6 +168,23 @@ void drawOverviewToggle(AppState& state, const ViewModel& view) {
                       static_cast<long long>(kOverviewAutoHeads));
 }
 
+void drawAblateToggle(AppState& state, const ViewModel& view, const std::string& name, int64_t layer, int64_t head) {
+  static constexpr const char* kLabels[] = {"-", "0", "m"};  // by ablation: none, zero, mean
+  static constexpr const char* kStates[] = {"on", "ablated (zero)", "ablated (mean)"};
+  const uint8_t now = view.ablation(layer, head);
+  const std::string label = std::string(kLabels[now]) + "##" + name;
+  const bool ablated = now != kNotAblated;
+  if (ablated) ImGui::PushStyleColor(ImGuiCol_Button, kInterventionColor);
+  const bool clicked = ui::smallButton(state.script.layout, name, label.c_str());
+  if (ablated) ImGui::PopStyleColor();
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("L%lldH%lld %s: click to cycle on -> ablate (zero) -> ablate (mean) -> on",
+                      static_cast<long long>(layer), static_cast<long long>(head), kStates[now]);
+  if (!clicked) return;
+  const std::optional<AblationMode> next[] = {AblationMode::Zero, AblationMode::Mean, std::nullopt};
+  setHeadAblation(state, layer, head, next[now]);
+}
+
 ImU32 groupColor(int64_t group) {
   constexpr int64_t count = sizeof kGroupColors / sizeof kGroupColors[0];
   return kGroupColors[((group % count) + count) % count];

@@ -82,6 +82,12 @@ void showResultState(const AppState& state, HeatmapView& view, bool crosshair = 
 
 // The "overview" checkbox of the head grid and the head metrics panel (view.overview_chosen).
 void drawOverviewToggle(AppState& state, const ViewModel& view);
+// A head's ablate toggle at the cursor (head tiles, head-table rows of a model run): a small
+// button cycling on -> ablate (zero) -> ablate (mean) -> on, labelled with the run's state
+// ("-", "0", "m"; view.ablation), recorded under `name`.
+void drawAblateToggle(AppState& state, const ViewModel& view, const std::string& name, int64_t layer, int64_t head);
+// The colour of an active intervention: the status bar's names, struck tiles, crossed cells.
+inline const ImVec4 kInterventionColor(1.0f, 0.55f, 0.35f, 1.0f);
 
 // Shared look: section header, red error text, orange warning text, a small spinner.
 void sectionHeader(const char* text);

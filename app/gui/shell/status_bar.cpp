@@ -78,7 +78,7 @@ void drawStatusBar(AppState& state) {
                   static_cast<long long>(v->L), static_cast<long long>(v->context), state.compute.compute_ms, residentMiB());
       if (!v->interventions.empty()) {  // the run is of an intervened model: say so beside its sizes
         ImGui::SameLine();
-        ImGui::TextColored(ImVec4(1.0f, 0.55f, 0.35f, 1.0f), "  |   %s", v->interventions.c_str());
+        ImGui::TextColored(kInterventionColor, "  |   %s", v->interventions.c_str());
       }
     } else if (v) {
       ImGui::Text("imported: layers=%lld  B=%lld  H=%lld  L=%lld  S=%lld   |   load %.1f ms   |   memory %.0f MiB",

@@ -219,6 +219,31 @@ void drawFullyMaskedMarks(const ViewModel& v, const AttentionTrace* t, const Foc
   }
 }
 
+// The knocked-out cells of the shown head (a model run's), crossed in the intervention colour where
+// cells are 4 px or more (recorded as "knocked_cell_<query>_<key>").
+void drawKnockedCells(AppState& state, const ViewModel& v, const FocusGeometry& g, ImVec2 map_min) {
+  const float cell_w = g.map_w / static_cast<float>(g.window.cols), cell_h = g.map_h / static_cast<float>(g.window.rows);
+  if (cell_w < 4.0f || cell_h < 4.0f) return;
+  ImDrawList* list = ImGui::GetWindowDrawList();
+  const ImU32 color = ImGui::GetColorU32(kInterventionColor);
+  for (const KnockedCell& c : v.knocked_cells) {
+    const int64_t r = c.query - g.window.row0, k = c.key - g.window.col0;
+    if (!v.knockedOut(g.layer, g.h, c.query, c.key) || r < 0 || r >= g.window.rows || k < 0 || k >= g.window.cols) continue;
+    const ImVec2 min(map_min.x + cell_w * k, map_min.y + cell_h * r), max(min.x + cell_w, min.y + cell_h);
+    list->AddLine(min, max, color, 2.0f);
+    list->AddLine(ImVec2(min.x, max.y), ImVec2(max.x, min.y), color, 2.0f);
+    state.script.layout.record("knocked_cell_" + std::to_string(c.query) + "_" + std::to_string(c.key), min,
+                               ImVec2(cell_w, cell_h));
+  }
+}
+
+// A model run's map: the right-click knockout menu and the crossed knocked-out cells.
+void drawKnockouts(AppState& state, const ViewModel& v, const HeatmapHit& hit, const std::string& map,
+                   const FocusGeometry& g, ImVec2 map_min) {
+  drawKnockoutMenu(state, hit, map, g.layer, g.h);
+  drawKnockedCells(state, v, g, map_min);
+}
+
 // Draws `map` with its left edge (row labels included) at x0, title line at y0.
 void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float x0, float y0,
                   const std::vector<std::string>& q_tokens, const std::vector<std::string>& k_tokens) {
@@ -275,7 +300,7 @@ void drawFocusMap(AppState& state, FocusMap& map, const FocusGeometry& g, float 
   if (hit.clicked && !v.predictions.empty() && state.view.selected_query != hit.row) {
     pinQueryRow(state, hit.row);  // the predictions panel keeps this query
   }
-  if (v.source == ViewSource::ModelRun && !v.tiled) drawKnockoutMenu(state, hit, map.layout_name, g.layer, g.h);
+  if (v.source == ViewSource::ModelRun && !v.tiled) drawKnockouts(state, v, hit, map.layout_name, g, map_min);
   const ImVec2 map_max(map_min.x + g.map_w, map_min.y + g.map_h);
   const LabelSpan rows{map.row_labels ? &q_tokens : nullptr, g.window.row0, g.window.rows};
   const LabelSpan cols{&k_tokens, g.window.col0, g.window.cols};

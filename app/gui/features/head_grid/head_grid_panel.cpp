@@ -78,6 +78,29 @@ void drawTileNote(AppState& state, const std::string& whole, ImVec2 pos, TileSiz
   state.script.layout.recordText(note_name, note);
 }
 
+// An ablated head's tile struck through (both diagonals over a dimmed map, recorded as
+// "grid_struck_..."), and a model run's ablate toggle in its bottom-left corner.
+// Returns whether the pointer is on the toggle (a click there is the toggle's, not the tile's).
+bool drawTileInterventions(AppState& state, const ViewModel& view, int64_t layer, int64_t head, ImVec2 pos, TileSize size,
+                           const std::string& name) {
+  if (view.source != ViewSource::ModelRun) return false;
+  const std::string suffix = name.substr(std::string("grid_tile").size());
+  if (view.ablation(layer, head) != kNotAblated) {
+    ImDrawList* list = ImGui::GetWindowDrawList();
+    const ImVec2 max(pos.x + size.w, pos.y + size.h);
+    const ImU32 color = ImGui::GetColorU32(kInterventionColor);
+    list->AddRectFilled(pos, max, IM_COL32(0, 0, 0, 120));
+    list->AddLine(pos, max, color, 3.0f);
+    list->AddLine(ImVec2(pos.x, max.y), ImVec2(max.x, pos.y), color, 3.0f);
+    state.script.layout.record("grid_struck" + suffix, pos, ImVec2(size.w, size.h));
+  }
+  const float button = ImGui::GetFrameHeight();
+  if (size.w < 2 * button || size.h < 2 * button) return false;  // no room on a tiny tile: the head table has it
+  ImGui::SetCursorScreenPos(ImVec2(pos.x + 2, pos.y + size.h - button - 2));
+  drawAblateToggle(state, view, "grid_ablate" + suffix, layer, head);
+  return ImGui::IsItemHovered();
+}
+
 // One tile: the map of (layer, head) at pos; click focuses it.
 void drawTile(AppState& state, const ViewModel& view, int64_t layer, int64_t head, ImVec2 pos, TileSize size,
               const ValueRange& range, const std::string& name) {
@@ -93,13 +116,15 @@ void drawTile(AppState& state, const ViewModel& view, int64_t layer, int64_t hea
   map.range = range;
   map.log_scale = state.settings.log_scale;
   map.outlined = focused;
+  map.overlapped = view.source == ViewSource::ModelRun;  // the ablate toggle
   map.name = name;
   showResultState(state, map);
   const HeatmapHit hit = drawHeatmap(heatmapCanvas(state), map, ImVec2(size.w, size.h));
   drawGroupStrip(state, layer, head, pos, size);
   const std::string note = clearPatterns(view, layer, head);
   if (!note.empty()) drawTileNote(state, note, pos, size, name);
-  if (hit.hovered) {
+  const bool on_toggle = drawTileInterventions(state, view, layer, head, pos, size, name);
+  if (hit.hovered && !on_toggle) {
     state.view.hover_next = {hit.row, hit.col};
     const std::string about = note.empty() ? "" : " (" + note + " head)";
     if (view.layers > 1) {
@@ -109,7 +134,7 @@ void drawTile(AppState& state, const ViewModel& view, int64_t layer, int64_t hea
       ImGui::SetTooltip("head %lld%s: click to focus", static_cast<long long>(head), about.c_str());
     }
   }
-  if (hit.clicked && !focused) setFocus(state, ViewFocus{layer, head, focus.batch_item});
+  if (hit.clicked && !focused && !on_toggle) setFocus(state, ViewFocus{layer, head, focus.batch_item});
 }
 
 void coloredLabel(WidgetRects& rects, const std::string& name, bool focused, const std::string& text) {
@@ -344,6 +369,12 @@ void drawHeadGridPanel(AppState& state) {
 
 void headGridToJson(const AppState& state, nlohmann::json& line) {
   line["grid_columns"] = state.view.grid_columns;
+  nlohmann::json ablated = nlohmann::json::array();  // the heads drawn struck through: "L1H3 zero"
+  const ViewModel* view = state.compute.view.get();
+  for (int64_t n = 0; view && n < static_cast<int64_t>(view->ablated_heads.size()); ++n)
+    if (const uint8_t mode = view->ablated_heads[n]; mode != kNotAblated)
+      ablated.push_back("L" + std::to_string(n / view->H) + "H" + std::to_string(n % view->H) + (mode == kAblatedMean ? " mean" : " zero"));
+  line["ablated_heads"] = ablated;
 }
 
 }  // namespace attnscope

@@ -1,23 +1,97 @@
 #include "gui/features/head_grid/overview.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "gui/shell/app_state.h"
 
 namespace attnscope {
 
-void updateOverview(AppState& state) {
-  OverviewState& o = state.feature<OverviewState>();
-  const HeadTable* table = shownHeadTable(state);
-  const int64_t b = state.view.focus.batch_item;
-  const MetricInfo* metric = findHeadMetric(o.metric);
-  if (!metric) metric = &headMetricInfos().front(), o.metric = metric->name;
-  const uint64_t stamp = table ? table->source_stamp : 0;
-  if (stamp == o.built_stamp && b == o.built_batch && o.metric == o.built_metric && o.auto_range == o.built_auto) return;
-  o.data = table && b < table->B ? headOverview(*table, *metric, b, o.auto_range) : HeadOverview{};
-  o.built_stamp = stamp, o.built_batch = b, o.built_metric = o.metric, o.built_auto = o.auto_range;
+namespace {
+
+// A finished sweep comes back: kept, and (done) the overview's colouring from now on.
+void takeSweep(AppState& state, OverviewState& o) {
+  SweepState& sweep = o.sweep;
+  if (!sweep.running) return;
+  sweep.progress = std::max(0.0, sweep.worker->progress());
+  if (sweep.progress >= sweep.logged_progress + 0.1) {  // the state log sees it advance
+    sweep.logged_progress = sweep.progress;
+    markStateChanged(state);
+  }
+  std::shared_ptr<const SweepResult> result = sweep.worker->poll();
+  if (!result) return;
+  sweep.running = false;
+  sweep.result = std::move(result);
+  if (sweep.result->sweep) o.metric = kSweepMetric;
   markStateChanged(state);
 }
+
+}  // namespace
+
+void updateOverview(AppState& state) {
+  OverviewState& o = state.feature<OverviewState>();
+  takeSweep(state, o);
+  const HeadTable* table = shownHeadTable(state);
+  const int64_t b = state.view.focus.batch_item;
+  const bool by_sweep = o.metric == kSweepMetric;
+  const MetricInfo* metric = findHeadMetric(o.metric);
+  if (!metric && !by_sweep) metric = &headMetricInfos().front(), o.metric = metric->name;
+  const uint64_t stamp = table ? table->source_stamp : 0;
+  const SweepResult* sweep = o.sweep.result.get();
+  if (stamp == o.built_stamp && b == o.built_batch && o.metric == o.built_metric && o.auto_range == o.built_auto &&
+      sweep == o.built_sweep)
+    return;
+  if (by_sweep) o.data = sweep && sweep->sweep ? effectOverview(sweep->sweep->effect) : HeadOverview{};
+  else o.data = table && b < table->B ? headOverview(*table, *metric, b, o.auto_range) : HeadOverview{};
+  o.built_stamp = stamp, o.built_batch = b, o.built_metric = o.metric, o.built_auto = o.auto_range, o.built_sweep = sweep;
+  markStateChanged(state);
+}
+
+void startAblationSweep(AppState& state) {
+  SweepState& sweep = state.feature<OverviewState>().sweep;
+  if (!sweep.worker) sweep.worker = std::make_unique<SweepWorker>();
+  SweepRequest request;
+  if (state.compute.worker) request.weights = state.compute.worker->loadedWeights();
+  request.text = state.settings.model_text;
+  request.truncate = state.settings.model_truncate;
+  request.position = state.view.selected_query >= 0 ? state.view.selected_query : -1;
+  request.mode = sweep.mean ? AblationMode::Mean : AblationMode::Zero;
+  sweep.worker->start(std::move(request));
+  sweep.running = true;
+  sweep.progress = sweep.logged_progress = 0.0;
+  markStateChanged(state);
+}
+
+void cancelAblationSweep(AppState& state) {
+  SweepState& sweep = state.feature<OverviewState>().sweep;
+  if (sweep.running) sweep.worker->cancel();  // the cancelled result still comes back (takeSweep)
+}
+
+bool ablationSweepRunning(const AppState& state) { return state.feature<OverviewState>().sweep.running; }
+
+namespace {
+
+nlohmann::json sweepJson(const SweepState& sweep) {
+  nlohmann::json line = {{"running", sweep.running}, {"progress", sweep.progress}, {"mean", sweep.mean},
+                         {"done", false}, {"cancelled", false}, {"error", ""}};
+  const SweepResult* r = sweep.result.get();
+  if (!r) return line;
+  line["cancelled"] = r->cancelled, line["error"] = r->error, line["text"] = r->text;
+  if (!r->sweep) return line;
+  const AblationSweep& s = *r->sweep;
+  nlohmann::json effect = nlohmann::json::array();
+  for (int64_t l = 0; l < s.effect.shape[0]; ++l) {
+    const auto row = s.effect.data.begin() + l * s.effect.shape[1];
+    effect.push_back(std::vector<float>(row, row + s.effect.shape[1]));
+  }
+  line["done"] = true, line["position"] = s.position, line["top"] = s.top, line["logprob"] = s.logprob;
+  line["mode"] = r->mode == AblationMode::Mean ? "mean" : "zero";
+  line["effect"] = effect;
+  return line;
+}
+
+}  // namespace
 
 void overviewToJson(const AppState& state, nlohmann::json& line) {
   const OverviewState& o = state.feature<OverviewState>();
@@ -49,7 +123,8 @@ void overviewToJson(const AppState& state, nlohmann::json& line) {
                                  {"high", o.data.scale.high},
                                  {"rule", o.data.scale.rule},
                                  {"narrow", o.data.scale.narrow},
-                                 {"warning", o.data.scale.warning}}}};
+                                 {"warning", o.data.scale.warning}}},
+                      {"sweep", sweepJson(o.sweep)}};
 }
 
 }  // namespace attnscope

@@ -16,13 +16,20 @@ namespace attnscope {
 namespace {
 
 constexpr float kBarWidth = 70.0f;    // colour bar and its tick labels
+constexpr const char* kSweepHeading = "sweep effect";
 constexpr float kMaxCell = 64.0f;     // a few heads: cells no larger than this
 constexpr float kPreviewSide = 180.0f;  // the hover preview's longer side
 const ImU32 kFocusOutline = IM_COL32(255, 204, 51, 255);
 
+// The colour map of the overview's values: the probabilities' one, diverging for the sweep's
+// signed changes.
+Colormap overviewColormap(const AppState& state) {
+  return state.feature<OverviewState>().metric == kSweepMetric ? Colormap::Diverging : state.settings.prob_colormap;
+}
+
 ImU32 cellColor(const AppState& state, double value, double low, double high) {
   const Rgb rgb = std::isnan(value) ? kMaskedColor
-                                    : colormapColor(state.settings.prob_colormap, static_cast<float>(value),
+                                    : colormapColor(overviewColormap(state), static_cast<float>(value),
                                                     static_cast<float>(low), static_cast<float>(high));
   return IM_COL32(rgb[0], rgb[1], rgb[2], 255);
 }
@@ -43,6 +50,34 @@ void drawRange(AppState& state, const ViewModel& view) {
   if (!scale.warning.empty()) warningText(state.script.layout, "overview_range_warning", scale.warning);
 }
 
+// The ablation sweep: start it (zero or mean) or, while it runs, its progress and Cancel;
+// what the last one gave, or why it failed.
+void drawSweepControls(AppState& state) {
+  SweepState& sweep = state.feature<OverviewState>().sweep;
+  if (sweep.running) {
+    if (ui::smallButton(state.script.layout, "sweep_cancel", "cancel sweep")) cancelAblationSweep(state);
+    ImGui::SameLine();
+    char label[48];
+    std::snprintf(label, sizeof label, "ablation sweep %.0f%%", 100.0 * sweep.progress);
+    ImGui::ProgressBar(static_cast<float>(sweep.progress), ImVec2(-1, 0), label);
+    state.script.layout.recordItem("sweep_progress");
+    return;
+  }
+  if (ui::smallButton(state.script.layout, "sweep_start", "ablation sweep")) startAblationSweep(state);
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("ablate each head alone and colour it by the change in log p of the top prediction\n"
+                      "at the pinned query (else the last position); runs in the background");
+  ImGui::SameLine();
+  ui::checkbox(state.script.layout, "sweep_mean", "mean", &sweep.mean);
+  const SweepResult* r = sweep.result.get();
+  if (r && !r->error.empty()) errorText(state.script.layout, "sweep_error", r->error);
+  else if (r && r->cancelled) ui::text(state.script.layout, "sweep_note", ui::disabledText(), "sweep cancelled");
+  else if (r) {
+    ui::text(state.script.layout, "sweep_note", ui::disabledText(), "swept at position %lld (%s)",
+             static_cast<long long>(r->sweep->position), r->mode == AblationMode::Mean ? "mean" : "zero");
+  }
+}
+
 // The metric picker, the toggle and the auto range, with the range the colours span.
 void drawHeader(AppState& state, const ViewModel& view) {
   OverviewState& o = state.feature<OverviewState>();
@@ -51,8 +86,13 @@ void drawHeader(AppState& state, const ViewModel& view) {
   ImGui::SameLine();
   ImGui::SetNextItemWidth(120);
   if (ui::Combo combo(state.script.layout, "overview_metric", "##overview_metric",
-                      current ? current->heading : o.metric.c_str());
+                      current ? current->heading : kSweepHeading);
       combo) {
+    if (o.sweep.result && o.sweep.result->sweep &&
+        ui::selectable(state.script.layout, std::string("overview_metric_") + kSweepMetric, kSweepHeading, !current)) {
+      o.metric = kSweepMetric;
+      updateOverview(state);
+    }
     for (const MetricInfo& info : headMetricInfos()) {
       if (ui::selectable(state.script.layout, std::string("overview_metric_") + info.name, info.heading, current == &info)) {
         o.metric = info.name;
@@ -71,6 +111,7 @@ void drawHeader(AppState& state, const ViewModel& view) {
                       "on: they span the values shown, which makes small differences look large",
                       current ? current->range_rule : "");
   drawRange(state, view);
+  if (view.source == ViewSource::ModelRun) drawSweepControls(state);
 }
 
 struct CellGrid {
@@ -123,12 +164,11 @@ void drawRowLabels(const ViewModel& view, const CellGrid& g, float right, float 
 void drawPreview(AppState& state, const ViewModel& view, int64_t layer, int64_t head, double value) {
   const ViewTextures& tex = state.gpu.textures;
   const MetricInfo* metric = findHeadMetric(state.feature<OverviewState>().metric);
+  const char* heading = metric ? metric->heading : kSweepHeading;
   ImGui::BeginTooltip();
   ImGui::Text("%s, head %lld", view.maps[static_cast<size_t>(layer)].name.c_str(), static_cast<long long>(head));
-  if (metric) {
-    if (std::isnan(value)) ImGui::TextDisabled("%s: -", metric->heading);
-    else ImGui::Text("%s: %.3f", metric->heading, value);
-  }
+  if (std::isnan(value)) ImGui::TextDisabled("%s: -", heading);
+  else ImGui::Text("%s: %.3f", heading, value);
   const size_t index = tex.index(layer, head);
   if (index < tex.probs.size()) {
     HeatmapView map;
@@ -212,7 +252,7 @@ void drawOverview(AppState& state, const ViewModel& view) {
   ImGui::SetCursorScreenPos(ImVec2(g.origin.x + g.size().x + 8, g.origin.y));
   const OverviewScale& scale = o.data.scale;
   const ValueRange range{static_cast<float>(scale.low), static_cast<float>(std::max(scale.high, scale.low + 1e-9))};
-  drawColorBar(heatmapCanvas(state), {state.settings.prob_colormap, range, false, "%.3g", "overview_colorbar"},
+  drawColorBar(heatmapCanvas(state), {overviewColormap(state), range, false, "%.3g", "overview_colorbar"},
                ImVec2(kBarWidth - 8, std::max(40.0f, std::min(g.size().y, 480.0f))));
 }
 

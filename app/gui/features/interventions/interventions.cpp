@@ -1,7 +1,5 @@
 #include "gui/features/interventions/interventions.h"
 
-#include <algorithm>
-
 #include "gui/shell/app_state.h"
 
 namespace attnscope {
@@ -34,13 +32,7 @@ std::optional<AblationMode> focusedAblation(const AppState& state) {
 }
 
 void ablateFocusedHead(AppState& state, std::optional<AblationMode> mode) {
-  Interventions in = appInterventions(state);
-  const int64_t layer = state.view.focus.layer, head = state.view.focus.head;
-  auto& list = in.ablations;
-  list.erase(std::remove_if(list.begin(), list.end(), [&](const HeadAblation& a) { return a.layer == layer && a.head == head; }),
-             list.end());
-  if (mode) list.push_back({layer, head, *mode, ""});
-  setModelInterventions(state, in);
+  setHeadAblation(state, state.view.focus.layer, state.view.focus.head, mode);
 }
 
 void knockOutCell(AppState& state, int64_t query, int64_t key, bool whole_layer) {

@@ -11,8 +11,6 @@
 namespace attnscope {
 namespace {
 
-const ImVec4 kActive(1.0f, 0.55f, 0.35f, 1.0f);  // as the status bar names the interventions
-
 void drawAblateToggle(AppState& state) {
   const std::string head = "L" + std::to_string(state.view.focus.layer) + "H" + std::to_string(state.view.focus.head);
   const std::optional<AblationMode> now = focusedAblation(state);
@@ -61,7 +59,7 @@ void drawList(AppState& state) {
     if (ui::smallButton(state.script.layout, "interventions_undo_" + std::to_string(i), "undo")) undoIntervention(state, i);
     ImGui::PopID();
     ImGui::SameLine();
-    ImGui::TextColored(kActive, "%s", lines[i].c_str());
+    ImGui::TextColored(kInterventionColor, "%s", lines[i].c_str());
   }
   if (ui::button(state.script.layout, "interventions_clear", "clear all")) clearInterventions(state);
 }

@@ -160,13 +160,19 @@ void drawMetricsPanel(AppState& state) {
         const bool focused = layer == focus.layer && head == focus.head;
         const std::string label = headLabel(*table, n) + "##row" + std::to_string(n);
         if (ui::selectable(state.script.layout, "metrics_row_" + std::to_string(k), label.c_str(), focused,
-                           ImGuiSelectableFlags_SpanAllColumns) &&
+                           ImGuiSelectableFlags_SpanAllColumns | ImGuiSelectableFlags_AllowItemOverlap) &&
             !focused) {
           setFocus(state, ViewFocus{layer, head, focus.batch_item});
         }
         headRowDrawn(state, state.head_scroll.table, layer, head, table->H, ImGui::TableGetHeaderRowHeight());
         ImGui::TableSetColumnIndex(kGroupColumn);
         groupMarker(table->group(n, b));
+        // A model run's ablate toggle after the group (beside the label, the row's selectable
+        // spanning every column would put it past the last one).
+        if (const ViewModel* run = state.compute.view.get(); run && run->source == ViewSource::ModelRun) {
+          ImGui::SameLine();
+          drawAblateToggle(state, *run, "metrics_ablate_" + std::to_string(k), layer, head);
+        }
         const HeadMetrics& m = table->row(layer, head, b);
         for (size_t metric = 0; metric < infos.size(); ++metric) {
           ImGui::TableSetColumnIndex(kFirstMetricColumn + static_cast<int>(metric));

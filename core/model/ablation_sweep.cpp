@@ -1,0 +1,50 @@
+#include "model/ablation_sweep.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace attnscope {
+
+double logProbability(const float* logits, int64_t V, int64_t id) {
+  const double top = *std::max_element(logits, logits + V);
+  double sum = 0.0;
+  for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(logits[v]) - top);
+  return static_cast<double>(logits[id]) - top - std::log(sum);
+}
+
+AblationSweep ablationSweep(ModelRunner& runner, const ModelTokens& tokens, int64_t position, AblationMode mode,
+                            const Progress& progress) {
+  const Model& m = runner.model();
+  const int64_t N = m.config.n_layers, H = m.config.heads, L = static_cast<int64_t>(tokens.ids.size()), V = m.config.vocab;
+  if (!m.hasHead()) throw InputError(m.folder + ": the ablation sweep reads predictions, and this encoder has no output head");
+  const int64_t p = position < 0 ? L + position : position;
+  if (p < 0 || p >= L)
+    throw InputError("ablation sweep: position " + std::to_string(position) + " is outside the text of " +
+                     std::to_string(L) + " " + tokenUnit(m));
+  runner.setInterventions({});
+  runner.logitRows(LogitRows{false, {p}});
+  AblationSweep sweep;
+  sweep.position = p;
+  const float* plain = runner.run(tokens).logits.row(p);  // [V]
+  sweep.top = std::max_element(plain, plain + V) - plain;
+  sweep.logprob = logProbability(plain, V, sweep.top);
+  sweep.effect = Tensor({N, H});
+  // Last layer first: going from head (l + 1, h') to (l, h) changes layers l on only, so each
+  // run recomputes from its head's layer (the rows before come from the runner's cache).
+  for (int64_t done = 0; done < N * H; ++done) {
+    const int64_t n = (N - 1 - done / H) * H + done % H;
+    Interventions one;
+    one.ablations.push_back({n / H, n % H, mode, ""});
+    runner.setInterventions(std::move(one));
+    sweep.effect.data[n] = static_cast<float>(logProbability(runner.run(tokens).logits.row(p), V, sweep.top) - sweep.logprob);
+    if (progress && !progress(static_cast<double>(done + 1) / static_cast<double>(N * H))) {
+      runner.setInterventions({});
+      throw Cancelled();
+    }
+  }
+  runner.setInterventions({});
+  return sweep;
+}
+
+}  // namespace attnscope
