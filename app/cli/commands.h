@@ -9,5 +9,6 @@ int runExportCommand(int argc, char** argv);
 int runBenchCommand(int argc, char** argv);
 int runAnalyzeCommand(int argc, char** argv);
 int runModelCommand(int argc, char** argv);  // `model run MODEL --text ... --out DIR`
+int runDiffCommand(int argc, char** argv);   // `diff MODEL_A MODEL_B (--text T | --ids I) --out DIR`
 
 }  // namespace attnscope
