@@ -175,6 +175,10 @@ class LocalModels(unittest.TestCase):
             self.assertIn(name + ": no such model in", done.stderr)
             self.assertIn("nearest: " + nearest, done.stderr)
             self.assertFalse(os.path.exists(out))
+        done = self.attnscope("ollama:tinny", "--frames", "1")  # the app: refused before any window opens
+        self.assertEqual(done.returncode, 1, done.stderr)
+        self.assertEqual(done.stderr.strip(), "attnscope: ollama:tinny: no such model in Ollama's models (%s); nearest: "
+                         "ollama:tiny:latest, ollama:someone/tiny2:q8" % os.path.join(self.home, ".ollama", "models"))
 
 
 if __name__ == "__main__":
