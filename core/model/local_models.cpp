@@ -191,6 +191,18 @@ std::vector<LocalModel> localModels() {
   return out;
 }
 
+std::string hubName(const std::string& path) {
+  fs::path snapshot = fs::path(path).lexically_normal();
+  if (!snapshot.has_filename()) snapshot = snapshot.parent_path();  // "REV/"
+  const std::string file = isGgufName(snapshot) ? "/" + snapshot.filename().string() : "";
+  if (!file.empty()) snapshot = snapshot.parent_path();
+  const std::string repo = snapshot.parent_path().parent_path().filename().string();
+  if (snapshot.parent_path().filename() != "snapshots" || repo.rfind("models--", 0) != 0) return "";
+  std::string name = repo.substr(8);
+  if (const size_t sep = name.find("--"); sep != std::string::npos) name.replace(sep, 2, "/");
+  return "hf:" + name + file;
+}
+
 bool isStoreName(const std::string& model) { return model.rfind("hf:", 0) == 0 || model.rfind("ollama:", 0) == 0; }
 
 std::string resolveModelName(const std::string& model) {

@@ -34,6 +34,10 @@ struct LocalModel {
 // with an empty architecture.
 std::vector<LocalModel> localModels();
 
+// "hf:ORG/NAME" (or "hf:ORG/NAME/FILE.gguf") for a path inside the Hugging Face cache's
+// models--ORG--NAME/snapshots/<rev>, told from the path alone (a rev hash is no name); "" otherwise.
+std::string hubName(const std::string& path);
+
 // Whether `model` is a store name (starts with "hf:" or "ollama:").
 bool isStoreName(const std::string& model);
 // The path a MODEL names: a store name resolved in the stores above, anything else unchanged.

@@ -12,7 +12,9 @@
 namespace attnscope {
 
 std::string Model::name() const {
-  return display_name.empty() ? std::filesystem::path(folder).filename().string() : display_name;
+  if (!display_name.empty()) return display_name;
+  const std::string hub = hubName(folder);  // a cached snapshot's folder is a rev hash
+  return hub.empty() ? std::filesystem::path(folder).filename().string() : hub.substr(3);
 }
 
 Model loadModel(const std::string& model, bool with_tokenizer, const Progress& progress) {

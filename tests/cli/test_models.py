@@ -161,6 +161,8 @@ class LocalModels(unittest.TestCase):
         self.same_run("ollama:someone/tiny2:q8", self.blob_q8, "--ids", "3,1,4")
         self.same_run("hf:tiny-org/tiny-llama", self.hf_path, "--text", "the heads")
         self.same_run("hf:tiny-org/tiny-GGUF", self.hf_gguf, "--ids", "2,7")  # the repo's one GGUF file
+        done = self.attnscope("model", "run", self.hf_path, "--ids", "1", "--out", os.path.join(self.dir, "named"))
+        self.assertIn("attnscope model run: tiny-org/tiny-llama (llama)", done.stdout)  # the repo, not the rev
         out = os.path.join(self.dir, "export")
         done = self.attnscope("export", "hf:tiny-org/tiny-llama", "--text", "ab", "--what", "grid", "--format", "npy",
                               "--out", out)

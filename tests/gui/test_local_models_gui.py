@@ -90,6 +90,7 @@ class LocalModelsGuiTest(g.AppTestCase):
                                            ready=g.model_settled)
         state = self.open_on_this_machine(window, log, snapshot, blob)
         self.assertEqual(state["open_error"], "")
+        self.assertEqual(state["model_name"], "tiny-org/tiny-llama")  # the cache's repo, not the snapshot's rev
         # Compare A / B: B on the perturbed copy, typed into "another file of this model".
         self.click(window, state["rects"]["focus_tab_compare"])
         state = wait_after(log, 0, lambda s: s["focus_tab"] == "compare" and "compare_other_path" in s["rects"])
