@@ -2,6 +2,8 @@
 // between two files of one model (analysis/drift.h) on the same ids. Both models are loaded
 // and their shapes and tokenizations checked before the output folder is touched; the files
 // are written staged, as `model run` does.
+#include <algorithm>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 
@@ -17,7 +19,6 @@
 #include "cli/run_options.h"
 #include "model/folder_runner.h"
 #include "tensor/npy.h"
-#include "tensor/text_file.h"
 
 namespace attnscope {
 namespace {
