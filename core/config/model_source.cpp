@@ -83,7 +83,7 @@ bool isModelFolder(const std::string& dir) {
 
 std::string modelFolder(const Settings& settings) {
   const std::string& model = settings.model;
-  if (model.find('/') != std::string::npos) return model;
+  if (model.find('/') != std::string::npos || isStoreName(model)) return model;  // loadModel resolves a store name
   const std::string assets = assetsDir();
   if (assets.empty()) {
     std::string looked;

@@ -37,7 +37,8 @@ std::string textForModel(const std::string& current, const std::string& model_na
 // ollama:NAME[:TAG], model/local_models.h; resolved where it loads): every place that takes a MODEL.
 bool isModelFolder(const std::string& dir);
 
-// The folder settings.model names: a path when it has a '/', else ASSETS/models/NAME.
+// The folder settings.model names: a path when it has a '/', a store name (hf:, ollama:) as it
+// is, else ASSETS/models/NAME.
 // InputError when a shipped model is missing, saying where it was looked for.
 std::string modelFolder(const Settings& settings);
 

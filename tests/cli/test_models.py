@@ -17,7 +17,7 @@ import numpy as np
 import hf_reference as hf
 import llama_cpp_reference as ref
 import model_reference as mref
-from test_gguf_model import make_gguf
+from test_gguf_model import make_gguf, with_byte_vocabulary
 
 REV = "0123456789abcdef0123456789abcdef01234567"
 
@@ -81,7 +81,7 @@ class LocalModels(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.dir = mref.case_dir("models", "stores")
-        cfg, tensors = hf.make_model("llama", seed=11, G=2, V=256)
+        cfg, tensors = hf.make_model("llama", seed=11, G=2, V=257)
         cfg["torch_dtype"] = "float32"
         folder = os.path.join(cls.dir, "folder")
         hf.write_folder(folder, cfg, tensors)
@@ -89,13 +89,15 @@ class LocalModels(unittest.TestCase):
         cls.f32, cls.q8 = os.path.join(cls.dir, "tiny-f32.gguf"), os.path.join(cls.dir, "tiny-q8_0.gguf")
         make_gguf(folder, cls.f32, "f32")
         make_gguf(folder, cls.q8, "q8_0")
+        cls.f32_bytes = os.path.join(cls.dir, "tiny-f32-bytes.gguf")  # a vocabulary of bytes: --text works
+        with_byte_vocabulary(cls.f32, cls.f32_bytes)
         cls.home = os.path.join(cls.dir, "home")
         hub = os.path.join(cls.home, ".cache", "huggingface", "hub")
         cls.hf_path = hub_repo(hub, "tiny-org/tiny-llama", {n: os.path.join(folder, n) for n in
                                                            ("config.json", "model.safetensors", "tokenizer.json")})
         cls.hf_gguf = os.path.join(hub_repo(hub, "tiny-org/tiny-GGUF", {"tiny-q8_0.gguf": cls.q8}), "tiny-q8_0.gguf")
         ollama = os.path.join(cls.home, ".ollama", "models")
-        cls.blob = ollama_model(ollama, "library", "tiny", "latest", cls.f32)
+        cls.blob = ollama_model(ollama, "library", "tiny", "latest", cls.f32_bytes)
         cls.blob_q8 = ollama_model(ollama, "someone", "tiny2", "q8", cls.q8)
         cls.lms = place(cls.q8, cls.home, ".lmstudio", "models", "pub", "repo", "tiny-Q8_0.gguf")
         cls.lms2 = place(cls.f32, cls.home, ".cache", "lm-studio", "models", "pub2", "repo2", "tiny-F32.gguf")
@@ -120,7 +122,7 @@ class LocalModels(unittest.TestCase):
             ("tiny-org/tiny-GGUF/tiny-q8_0.gguf", "hf", self.hf_gguf, "gguf", size(self.q8), q8_mix),
             ("tiny-org/tiny-llama", "hf", self.hf_path, "hf", folder_bytes, "float32"),
             ("someone/tiny2:q8", "ollama", self.blob_q8, "gguf", size(self.q8), q8_mix),
-            ("tiny:latest", "ollama", self.blob, "gguf", size(self.f32), f32_mix),
+            ("tiny:latest", "ollama", self.blob, "gguf", size(self.f32_bytes), quant_mix(self.f32_bytes)),
             ("pub/repo/tiny-Q8_0.gguf", "lmstudio", self.lms, "gguf", size(self.q8), q8_mix),
             ("pub2/repo2/tiny-F32.gguf", "lmstudio", self.lms2, "gguf", size(self.f32), f32_mix),
             ("tiny-org_tiny-GGUF_tiny-q8_0.gguf", "llamacpp", self.llamacpp, "gguf", size(self.q8), q8_mix),
@@ -157,7 +159,7 @@ class LocalModels(unittest.TestCase):
 
     def test_store_names_run_as_their_paths(self):
         self.same_run("ollama:tiny", self.blob, "--ids", "3,1,4,1,5")
-        self.same_run("ollama:library/tiny:latest", self.blob, "--ids", "3,1,4")
+        self.same_run("ollama:library/tiny:latest", self.blob, "--text", "the heads")
         self.same_run("ollama:someone/tiny2:q8", self.blob_q8, "--ids", "3,1,4")
         self.same_run("hf:tiny-org/tiny-llama", self.hf_path, "--text", "the heads")
         self.same_run("hf:tiny-org/tiny-GGUF", self.hf_gguf, "--ids", "2,7")  # the repo's one GGUF file
@@ -166,6 +168,13 @@ class LocalModels(unittest.TestCase):
         out = os.path.join(self.dir, "export")
         done = self.attnscope("export", "hf:tiny-org/tiny-llama", "--text", "ab", "--what", "grid", "--format", "npy",
                               "--out", out)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        # A settings file naming a store (no '/' in an ollama name: not a shipped model's name).
+        settings = os.path.join(self.dir, "settings.json")
+        with open(settings, "w") as f:
+            json.dump({"source": "model", "model": "ollama:tiny", "model_text": "ab"}, f)
+        done = self.attnscope("export", "--settings", settings, "--what", "grid", "--format", "npy", "--out",
+                              os.path.join(self.dir, "export-settings"))
         self.assertEqual(done.returncode, 0, done.stderr)
 
     def test_an_unknown_name_lists_the_nearest(self):
