@@ -1,4 +1,4 @@
-// attnscope: one executable. `compute`, `export`, `bench`, `analyze` and `model` run headless; anything else opens
+// attnscope: one executable. `compute`, `export`, `bench`, `analyze`, `model`, `diff` and `models` run headless; anything else opens
 // the desktop app (`attnscope [gui] [BUNDLE] [flags]`).
 #include <malloc.h>
 
@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
     if (std::strcmp(command, "bench") == 0) return attnscope::runBenchCommand(argc - 1, argv + 1);
     if (std::strcmp(command, "analyze") == 0) return attnscope::runAnalyzeCommand(argc - 1, argv + 1);
     if (std::strcmp(command, "model") == 0) return attnscope::runModelCommand(argc - 1, argv + 1);
+    if (std::strcmp(command, "diff") == 0) return attnscope::runDiffCommand(argc - 1, argv + 1);
+    if (std::strcmp(command, "models") == 0) return attnscope::runModelsCommand(argc - 1, argv + 1);
     if (std::strcmp(command, "gui") == 0) return attnscope::runGui(argc - 1, argv + 1);
   }
   return attnscope::runGui(argc, argv);

@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "model/gguf_model.h"
+#include "model/local_models.h"
 #include "tensor/tensor.h"
 
 namespace attnscope {
@@ -77,12 +78,12 @@ std::string textForModel(const std::string& current, const std::string& model_na
 
 bool isModelFolder(const std::string& dir) {
   std::error_code ec;
-  return !dir.empty() && (fs::is_regular_file(fs::path(dir) / "config.json", ec) || isGgufFile(dir));
+  return !dir.empty() && (isStoreName(dir) || fs::is_regular_file(fs::path(dir) / "config.json", ec) || isGgufFile(dir));
 }
 
 std::string modelFolder(const Settings& settings) {
   const std::string& model = settings.model;
-  if (model.find('/') != std::string::npos) return model;
+  if (model.find('/') != std::string::npos || isStoreName(model)) return model;  // loadModel resolves a store name
   const std::string assets = assetsDir();
   if (assets.empty()) {
     std::string looked;
@@ -96,7 +97,8 @@ std::string modelFolder(const Settings& settings) {
   return folder.string();
 }
 
-Settings settingsForModel(Settings settings, const std::string& folder, const std::string& text) {
+Settings settingsForModel(Settings settings, const std::string& model, const std::string& text) {
+  const std::string folder = resolveModelName(model);  // the settings keep the path a store name stands for
   std::error_code ec;
   const fs::path absolute = fs::absolute(folder, ec);
   std::string path = (ec ? fs::path(folder) : absolute).lexically_normal().string();

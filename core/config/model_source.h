@@ -33,14 +33,17 @@ std::string sampleText(const std::string& model_name);
 std::string textForModel(const std::string& current, const std::string& model_name);
 
 // True when dir holds a config.json (a model folder of either kind, not a tensor or
-// attention bundle), or is a GGUF file (model/gguf_model.h): every place that takes a MODEL.
+// attention bundle), is a GGUF file (model/gguf_model.h) or a store name (hf:ORG/NAME,
+// ollama:NAME[:TAG], model/local_models.h; resolved where it loads): every place that takes a MODEL.
 bool isModelFolder(const std::string& dir);
 
-// The folder settings.model names: a path when it has a '/', else ASSETS/models/NAME.
+// The folder settings.model names: a path when it has a '/', a store name (hf:, ollama:) as it
+// is, else ASSETS/models/NAME.
 // InputError when a shipped model is missing, saying where it was looked for.
 std::string modelFolder(const Settings& settings);
 
-// base with source = Model, model = folder (made absolute) and model_text = text.
+// base with source = Model, model = folder (a store name resolved to its path, made absolute;
+// InputError for an unknown name) and model_text = text.
 Settings settingsForModel(Settings base, const std::string& folder, const std::string& text);
 // The same on base's own text, or the model's sample (textForModel): opening a folder in the app.
 Settings settingsForModel(Settings base, const std::string& folder);

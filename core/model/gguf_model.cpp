@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "model/gguf_model.h"
@@ -323,25 +324,6 @@ uint64_t weightBytes(const GgufHeader& h) {
   return bytes;
 }
 
-// "Q4_K 62%, Q6_K 25%, F32 13%": the tensors' types by their share of the bytes, largest first.
-std::string quantizationMix(const GgufHeader& h) {
-  std::map<std::string, uint64_t> by_type;
-  uint64_t total = 0;
-  for (const GgufTensorInfo& t : h.tensors) {
-    by_type[t.type->name] += t.bytes;
-    total += t.bytes;
-  }
-  std::vector<std::pair<uint64_t, std::string>> order;
-  for (const auto& [name, bytes] : by_type) order.emplace_back(bytes, name);
-  std::sort(order.begin(), order.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
-  std::string out;
-  for (const auto& [bytes, name] : order) {
-    const long percent = total ? std::lround(100.0 * static_cast<double>(bytes) / static_cast<double>(total)) : 0;
-    out += (out.empty() ? "" : ", ") + name + " " + std::to_string(percent) + "%";
-  }
-  return out;
-}
-
 Model readGguf(const std::string& path, bool read, bool with_tokenizer) {
   const GgufFile file(path);
   const Arch& arch = archOf(file);
@@ -380,9 +362,34 @@ Model readGguf(const std::string& path, bool read, bool with_tokenizer) {
 
 }  // namespace
 
+std::string quantizationMix(const GgufHeader& h) {
+  std::map<std::string, uint64_t> by_type;
+  uint64_t total = 0;
+  for (const GgufTensorInfo& t : h.tensors) {
+    by_type[t.type->name] += t.bytes;
+    total += t.bytes;
+  }
+  std::vector<std::pair<uint64_t, std::string>> order;
+  for (const auto& [name, bytes] : by_type) order.emplace_back(bytes, name);
+  std::sort(order.begin(), order.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  std::string out;
+  for (const auto& [bytes, name] : order) {
+    const long percent = total ? std::lround(100.0 * static_cast<double>(bytes) / static_cast<double>(total)) : 0;
+    out += (out.empty() ? "" : ", ") + name + " " + std::to_string(percent) + "%";
+  }
+  return out;
+}
+
 bool isGgufFile(const std::string& path) {
   std::error_code ec;
-  return fs::path(path).extension() == ".gguf" && fs::is_regular_file(path, ec);
+  const fs::path p(path);
+  if (!fs::is_regular_file(p, ec)) return false;
+  if (p.extension() == ".gguf") return true;
+  // Ollama keeps a model as blobs/sha256-<hex>, no extension: told by its magic (4 bytes read).
+  if (p.filename().string().rfind("sha256-", 0) != 0) return false;
+  char magic[4] = {};
+  std::ifstream in(p, std::ios::binary);
+  return in.read(magic, 4) && std::string(magic, 4) == "GGUF";
 }
 
 Model loadGgufModel(const std::string& path, bool with_tokenizer) { return readGguf(path, true, with_tokenizer); }

@@ -4,11 +4,14 @@
 #include <string>
 
 #include "model/model.h"
+#include "tensor/gguf.h"
 
 namespace attnscope {
 
-// A regular file named *.gguf.
+// A regular file named *.gguf, or an Ollama blob (sha256-<hex>) that starts with "GGUF".
 bool isGgufFile(const std::string& path);
+// "Q4_K 62%, Q6_K 25%, F32 13%": the tensors' types by their share of the bytes, largest first.
+std::string quantizationMix(const GgufHeader& header);
 // The model in a GGUF file: its architecture's family, hyperparameters from the {arch}.* keys,
 // matrices mapped as stored. InputError naming the file and the key or tensor on any problem;
 // a file whose weights do not fit the memory budget is refused with the estimate first. The

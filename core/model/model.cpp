@@ -6,20 +6,25 @@
 #include <filesystem>
 
 #include "model/gguf_model.h"
+#include "model/local_models.h"
 #include "tokenizer/tokenizer.h"
 
 namespace attnscope {
 
 std::string Model::name() const {
-  return display_name.empty() ? std::filesystem::path(folder).filename().string() : display_name;
+  if (!display_name.empty()) return display_name;
+  const std::string hub = hubName(folder);  // a cached snapshot's folder is a rev hash
+  return hub.empty() ? std::filesystem::path(folder).filename().string() : hub.substr(3);
 }
 
-Model loadModel(const std::string& folder, bool with_tokenizer, const Progress& progress) {
+Model loadModel(const std::string& model, bool with_tokenizer, const Progress& progress) {
+  const std::string folder = resolveModelName(model);  // hf:ORG/NAME, ollama:NAME[:TAG]
   if (isGgufFile(folder)) return loadGgufModel(folder, with_tokenizer);
   return isHfModelFolder(folder) ? loadHfFolder(folder, with_tokenizer, progress) : loadOwnFolder(folder);
 }
 
-void checkModelFolder(const std::string& folder) {
+void checkModelFolder(const std::string& model) {
+  const std::string folder = resolveModelName(model);
   if (isGgufFile(folder)) checkGgufModel(folder);
   else if (isHfModelFolder(folder)) checkHfFolder(folder);
   else loadOwnFolder(folder);

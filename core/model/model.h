@@ -94,6 +94,7 @@ struct Model {
 // InputError naming the file (and the tensor or field) on any problem. progress (optional)
 // follows the conversion, as the fraction of the bytes converted; returning false stops the
 // load (Cancelled).
+// A store name (hf:ORG/NAME, ollama:NAME[:TAG]) is resolved first (model/local_models.h).
 Model loadModel(const std::string& folder, bool with_tokenizer = true, const Progress& progress = {});
 // What loadModel checks before it reads a weight, as quickly as reading headers: config.json,
 // every tensor the family reads (present, its shape and dtype), each weight file's size

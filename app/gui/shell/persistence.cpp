@@ -143,8 +143,13 @@ std::string loadStartupSettings(const AppOptions& options, AppState& state) {
     state.view.focus_featured_head = true;        // on the head its caption talks about
   }
   if (isModelFolder(options.bundle)) {
-    // attnscope MODEL: the model on the saved text (or the model's own sample text).
-    state.settings = settingsForModel(state.settings, options.bundle);
+    // attnscope MODEL: the model on the saved text (or the model's own sample text); an
+    // unknown hf: / ollama: name is the start's one-line error (exit 1).
+    try {
+      state.settings = settingsForModel(state.settings, options.bundle);
+    } catch (const InputError& e) {
+      return e.what();
+    }
   } else if (!options.bundle.empty()) {
     try {
       // bundle.json's run keys, exactly as `attnscope compute/export BUNDLE` read them.

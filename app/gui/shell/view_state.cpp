@@ -13,9 +13,10 @@ ViewFocus clampFocus(ViewFocus focus, const FocusLimits& limits) {
 }
 
 nlohmann::json pickJson(const MapPick& pick) {
-  const std::string run = pick.with != Mistake::None ? std::string("with:") + mistakeName(pick.with)
-                          : pick.correct_run         ? "correct"
-                                                     : "this";
+  const std::string run = pick.other_file               ? "other_file"
+                          : pick.with != Mistake::None ? std::string("with:") + mistakeName(pick.with)
+                          : pick.correct_run           ? "correct"
+                                                       : "this";
   return {{"layer", pick.layer}, {"head", pick.head}, {"run", run}};
 }
 

@@ -69,13 +69,16 @@ struct MapPick {
   int64_t layer = 0, head = 0;
   bool correct_run = false;
   Mistake with = Mistake::None;  // != None: the settings with this mistake instead (not with correct_run)
+  bool other_file = false;       // a trained model's run on another file of it (features/compare: its path)
   bool operator==(const MapPick& o) const {
-    return layer == o.layer && head == o.head && correct_run == o.correct_run && with == o.with;
+    return layer == o.layer && head == o.head && correct_run == o.correct_run && with == o.with &&
+           other_file == o.other_file;
   }
   bool operator!=(const MapPick& o) const { return !(*this == o); }
 };
 
-// {"layer", "head", "run": "this" | "correct" | "with:<mistake>"} (state log, view.json, exports).
+// {"layer", "head", "run": "this" | "correct" | "with:<mistake>" | "other_file"} (state log, view.json,
+// exports; an other_file pick is not restored: the file is chosen again).
 nlohmann::json pickJson(const MapPick& pick);
 
 // The compare view's choice: A and B (A - B is shown); set to defaults on first opening.

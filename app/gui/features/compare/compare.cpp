@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/drift.h"
 #include "gui/jobs/export_jobs.h"
 #include "gui/render/gl_resources.h"
 
@@ -33,6 +34,40 @@ Settings variantSettings(const AppState& state, Mistake with) {
   return settings;
 }
 
+// The shown model's settings on B's other file.
+Settings otherFileSettings(const AppState& state) {
+  Settings settings = state.settings;
+  settings.model = state.feature<CompareState>().other.path;
+  return settings;
+}
+
+// What the variant worker runs for B: the settings under B's mistake, or on B's other file.
+std::optional<Settings> wantedVariant(const AppState& state) {
+  const MapPick& b = state.view.compare.b;
+  if (b.other_file && otherFilePossible(state) && !state.feature<CompareState>().other.path.empty())
+    return otherFileSettings(state);
+  if (b.with != Mistake::None && settingsVariantsPossible(state)) return variantSettings(state, b.with);
+  return std::nullopt;
+}
+
+bool sameSizes(const ViewModel& a, const ViewModel& b) {
+  return a.layers == b.layers && a.B == b.B && a.H == b.H && a.L == b.L && a.S == b.S;
+}
+
+// Why the other file's run cannot be compared with this one ("" when it can): its shape or its tokens.
+std::string otherFileMismatch(const ViewModel& shown, const ViewModel& other, const std::string& path) {
+  if (!sameSizes(shown, other))
+    return path + " is not a file of this model: " + std::to_string(other.layers) + " layers x " + std::to_string(other.H) +
+           " heads on " + std::to_string(other.L) + " tokens, this model " + std::to_string(shown.layers) + " x " +
+           std::to_string(shown.H) + " on " + std::to_string(shown.L);
+  for (size_t b = 0; b < shown.query_pieces.size() && b < other.query_pieces.size(); ++b)
+    for (size_t t = 0; t < shown.query_pieces[b].size() && t < other.query_pieces[b].size(); ++t)
+      if (shown.query_pieces[b][t].id != other.query_pieces[b][t].id)
+        return path + " tokenizes the text differently (position " + std::to_string(t) + ": id " +
+               std::to_string(other.query_pieces[b][t].id) + ", this model " + std::to_string(shown.query_pieces[b][t].id) + ")";
+  return "";
+}
+
 // Takes the variant worker's result; posts B's variant when its settings changed.
 void updateVariantRun(AppState& state) {
   SettingsVariantRun& v = state.feature<CompareState>().variant;
@@ -42,9 +77,9 @@ void updateVariantRun(AppState& state) {
       markStateChanged(state);
     }
   }
-  const Mistake with = state.view.compare.b.with;
-  if (with == Mistake::None || !settingsVariantsPossible(state) || state.view.tab != FocusTab::Compare) return;
-  const Settings wanted = variantSettings(state, with);
+  const std::optional<Settings> variant = wantedVariant(state);
+  if (!variant || state.view.tab != FocusTab::Compare) return;
+  const Settings& wanted = *variant;
   if (v.posted_generation != 0 && !computeSettingsDiffer(wanted, v.posted)) return;
   if (!v.worker) v.worker = std::make_unique<ComputeWorker>();
   v.posted = wanted;
@@ -54,13 +89,37 @@ void updateVariantRun(AppState& state) {
 
 // Why a pick has no view model ("" when it has one).
 std::string missingPickReason(const AppState& state, const MapPick& pick) {
-  if (pick.with == Mistake::None)
+  if (pick.with == Mistake::None && !pick.other_file)
     return "no correct run to compare with: choose a teaching mistake in the mistakes lab";
   const SettingsVariantRun& v = state.feature<CompareState>().variant;
-  const std::string name = std::string("B with ") + mistakeName(pick.with);
+  const std::string& path = state.feature<CompareState>().other.path;
+  const std::string name = pick.other_file ? "B on " + path : std::string("B with ") + mistakeName(pick.with);
   if (v.pending()) return "computing " + name + " ...";
   if (!v.error().empty()) return name + " does not compute: " + v.error();
+  const ViewModel* shown = shownView(state);
+  if (pick.other_file && shown && v.view()) return otherFileMismatch(*shown, *v.view(), path);
   return name + ": its maps have other sizes than this run's";
+}
+
+// Every head's drift against the other file (analysis/drift.h), when either run or the batch item changed.
+void updateDrift(AppState& state, const ViewModel& shown, int64_t b) {
+  CompareState& c = state.feature<CompareState>();
+  OtherFile& o = c.other;
+  const uint64_t generation = state.compute.traceGeneration();
+  const ViewModel* other = state.view.compare.b.other_file ? pickedView(state, state.view.compare.b) : nullptr;
+  if (!other) {
+    o.max_abs = o.js = Tensor{};
+    o.generation = o.variant_generation = 0;
+    return;
+  }
+  if (o.generation == generation && o.variant_generation == c.variant.generation() && o.batch_item == b) return;
+  o.generation = generation, o.variant_generation = c.variant.generation(), o.batch_item = b;
+  AttentionDrift drift(shown.layers, shown.H);
+  for (int64_t l = 0; l < shown.layers; ++l)
+    for (int64_t h = 0; h < shown.H; ++h) drift.add(l, h, shown.probs(l, b, h), other->probs(l, b, h), shown.L, shown.S);
+  o.max_abs = drift.maxAbs();
+  o.js = drift.js();
+  markStateChanged(state);
 }
 
 MapPick clampPick(MapPick pick, const ViewModel& view) {
@@ -78,6 +137,7 @@ void choosePicks(AppState& state, const ViewModel& view) {
   // switched off) without one, or of a settings variant where none can run: the defaults.
   if ((c.a.correct_run || c.b.correct_run) && !comparableCorrectView(state)) c.chosen = false;
   if ((c.a.with != Mistake::None || c.b.with != Mistake::None) && !settingsVariantsPossible(state)) c.chosen = false;
+  if ((c.a.other_file || c.b.other_file) && !otherFilePossible(state)) c.chosen = false;
   if (!c.chosen) {
     c.a = {f.layer, f.head, false};
     if (comparableCorrectView(state)) c.b = {f.layer, f.head, true};
@@ -101,7 +161,21 @@ std::string pickName(const ViewModel& view, const MapPick& pick) {
   name += "head " + std::to_string(pick.head);
   if (pick.correct_run) name += " (correct run)";
   if (pick.with != Mistake::None) name += std::string(" (with ") + mistakeName(pick.with) + ")";
+  if (pick.other_file) name += " (other file)";
   return name;
+}
+
+bool otherFilePossible(const AppState& state) {
+  return state.settings.source == InputSource::Model && shownView(state) && shownView(state)->source == ViewSource::ModelRun;
+}
+
+void compareWithOtherFile(AppState& state, const std::string& path) {
+  CompareState& c = state.feature<CompareState>();
+  c.other.path = path;
+  const ViewFocus& f = state.view.focus;
+  state.view.compare = {{f.layer, f.head}, {f.layer, f.head, false, Mistake::None, true}, true};
+  c.generation = 0;  // compared again once B's run arrives
+  markStateChanged(state);
 }
 
 bool settingsVariantsPossible(const AppState& state) {
@@ -110,20 +184,22 @@ bool settingsVariantsPossible(const AppState& state) {
 }
 
 const ViewModel* pickedView(const AppState& state, const MapPick& pick) {
-  if (pick.with == Mistake::None) return pick.correct_run ? comparableCorrectView(state) : shownView(state);
+  if (pick.with == Mistake::None && !pick.other_file) return pick.correct_run ? comparableCorrectView(state) : shownView(state);
   const SettingsVariantRun& v = state.feature<CompareState>().variant;
   const ViewModel* shown = shownView(state);
   const ViewModel* variant = v.view();
-  if (!shown || !variant || v.pending() || v.posted.mistake != pick.with ||
-      computeSettingsDiffer(v.posted, variantSettings(state, pick.with)))
-    return nullptr;
-  const bool same = variant->layers == shown->layers && variant->B == shown->B && variant->H == shown->H &&
-                    variant->L == shown->L && variant->S == shown->S;
-  return same ? variant : nullptr;
+  if (!shown || !variant || v.pending()) return nullptr;
+  if (pick.other_file) {
+    const std::string& path = state.feature<CompareState>().other.path;
+    if (path.empty() || computeSettingsDiffer(v.posted, otherFileSettings(state))) return nullptr;
+    return otherFileMismatch(*shown, *variant, path).empty() ? variant : nullptr;
+  }
+  if (v.posted.mistake != pick.with || computeSettingsDiffer(v.posted, variantSettings(state, pick.with))) return nullptr;
+  return sameSizes(*variant, *shown) ? variant : nullptr;
 }
 
 unsigned int pickedTexture(const AppState& state, const MapPick& pick) {
-  const ViewTextures& tex = pick.with != Mistake::None ? state.gpu.variant_textures
+  const ViewTextures& tex = pick.with != Mistake::None || pick.other_file ? state.gpu.variant_textures
                             : pick.correct_run         ? state.gpu.correct_textures
                                                        : state.gpu.textures;
   if (!tex.builtFrom(pickedView(state, pick))) return 0;
@@ -142,6 +218,7 @@ void updateComparison(AppState& state) {
   CompareState& c = state.feature<CompareState>();
   const CompareView& picks = state.view.compare;
   const int64_t b = std::clamp<int64_t>(state.view.focus.batch_item, 0, view->B - 1);
+  updateDrift(state, *view, b);
   const uint64_t generation = state.compute.traceGeneration();
   if (c.generation == generation && c.batch_item == b && c.a == picks.a && c.b == picks.b &&
       c.variant_generation == c.variant.generation())
@@ -174,6 +251,21 @@ void updateComparison(AppState& state) {
   replaceDiffTexture(state.gpu, &texture);
 }
 
+namespace {
+
+// {path, measure, drift [layers][H] of the measure shown, max_abs_max, js_max}.
+nlohmann::json otherFileJson(const OtherFile& other) {
+  const Tensor& drift = other.show_js ? other.js : other.max_abs;
+  nlohmann::json table = nlohmann::json::array();
+  for (int64_t l = 0; !drift.empty() && l < drift.dim(0); ++l)
+    table.push_back(std::vector<float>(drift.data.begin() + l * drift.dim(1), drift.data.begin() + (l + 1) * drift.dim(1)));
+  const auto tableMax = [](const Tensor& t) { return t.empty() ? 0.0f : *std::max_element(t.data.begin(), t.data.end()); };
+  return {{"path", other.path}, {"measure", other.show_js ? "js" : "max_abs"}, {"drift", table},
+          {"max_abs_max", tableMax(other.max_abs)}, {"js_max", tableMax(other.js)}};
+}
+
+}  // namespace
+
 void compareToJson(const AppState& state, nlohmann::json& line) {
   line["compare"] = nullptr;  // the compare view's picks and A - B, while its tab is open
   if (state.view.tab != FocusTab::Compare || state.feature<CompareState>().generation == 0) return;
@@ -183,6 +275,7 @@ void compareToJson(const AppState& state, nlohmann::json& line) {
   const SettingsVariantRun& variant = cmp.variant;
   line["compare_variant"] = {{"mistake", mistakeName(variant.posted.mistake)}, {"posted", variant.posted_generation},
                              {"pending", variant.pending()}, {"error", variant.error()}};
+  line["compare_other"] = otherFileJson(cmp.other);
   line["compare"] = {{"a", pickJson(cmp.a)}, {"b", pickJson(cmp.b)}, {"batch_item", cmp.batch_item}, {"error", cmp.error},
                      {"abs_max", cmp.comparison.abs_max}, {"largest", largest}};
 }
@@ -217,7 +310,7 @@ void requestDifferenceExport(AppState& state) {
   // L0H1, L0H1c (the correct run), L0H1+no-scaling (a settings variant).
   const auto pickPart = [](const MapPick& p) {
     return "L" + std::to_string(p.layer) + "H" + std::to_string(p.head) + (p.correct_run ? "c" : "") +
-           (p.with != Mistake::None ? std::string("+") + mistakeName(p.with) : "");
+           (p.with != Mistake::None ? std::string("+") + mistakeName(p.with) : "") + (p.other_file ? "+other" : "");
   };
   ExportJob job;
   job.kind = "difference";

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "analysis/compare.h"
+#include "tensor/tensor.h"
 #include "config/settings.h"
 #include "gui/jobs/compute_worker.h"
 #include "gui/shell/view_state.h"
@@ -36,7 +37,19 @@ struct SettingsVariantRun {
   bool pending() const { return posted_generation > generation(); }
 };
 
-struct CompareState {  SettingsVariantRun variant;
+// B from another file of the shown trained model (F16 vs Q4_K_M): the same settings run on that
+// file by the variant worker, and the drift of every head (analysis/drift.h) for the overview.
+struct OtherFile {
+  std::string input;  // the path box
+  std::string path;   // the file compared ("" = none chosen)
+  Tensor max_abs, js;  // [layers, H] drift of this run against the file's (empty until both ran)
+  uint64_t generation = 0, variant_generation = 0;  // the runs the drift was measured on
+  int64_t batch_item = -1;
+  bool show_js = false;  // the overview's colour: Jensen-Shannon instead of max |A - B|
+};
+
+struct CompareState {  SettingsVariantRun variant;  // B's mistake, or B's other file (never both: sandbox vs model)
+  OtherFile other;
   uint64_t variant_generation = 0;  // the variant result compared
   uint64_t generation = 0;  // result compared (0 = none yet)
   int64_t batch_item = -1;
@@ -49,6 +62,10 @@ struct CompareState {  SettingsVariantRun variant;
 // B can be the same settings under another mistake (a second run) for the core's own runs
 // (not trained models, not imported maps).
 bool settingsVariantsPossible(const AppState& state);
+// B can be another file of the shown trained model.
+bool otherFilePossible(const AppState& state);
+// A and B become the focused head of this run and of `path` (the variant run computes it).
+void compareWithOtherFile(AppState& state, const std::string& path);
 // The view model a pick reads: this run (the shown view), the mistakes lab's correct run, or
 // the settings variant; null when that run is missing, still running or its maps have
 // other sizes than this run's.
@@ -63,7 +80,8 @@ void updateComparison(AppState& state);
 // query focus exports").
 void requestDifferenceExport(AppState& state);
 void drawComparePanel(AppState& state);
-// State-log keys: compare, compare_variant.
+// State-log keys: compare, compare_variant, compare_other ({path, pending, error, measure, drift
+// [layers][H] of the shown measure, max_abs_max, js_max}).
 void compareToJson(const AppState& state, nlohmann::json& line);
 
 }  // namespace attnscope

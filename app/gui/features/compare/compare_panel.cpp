@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gui/features/compare/compare.h"
+#include "view/colormap.h"
 #include "gui/render/heatmap_widget.h"
 #include "gui/shell/panels.h"
 
@@ -42,13 +43,15 @@ struct RunChoice {
   std::string label;
   bool correct_run;
   Mistake with;
+  bool other_file = false;
 };
-std::vector<RunChoice> runChoices(const AppState& state, bool has_correct, bool variants) {
+std::vector<RunChoice> runChoices(const AppState& state, bool has_correct, bool variants, bool other_file) {
   std::vector<RunChoice> runs = {{"this run", false, Mistake::None}};
   if (has_correct) runs.push_back({"correct run", true, Mistake::None});
   if (variants)
     for (Mistake m : allMistakes())
       if (m != Mistake::None && m != state.settings.mistake) runs.push_back({std::string("with ") + mistakeName(m), false, m});
+  if (other_file) runs.push_back({"other file", false, Mistake::None, true});
   return runs;
 }
 
@@ -58,18 +61,22 @@ bool drawPickControls(AppState& state, const char* name, MapPick& pick, const Vi
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted(name);
   const std::string prefix = std::string("compare_") + (name[0] == 'A' ? "a" : "b");
-  const std::vector<RunChoice> runs = runChoices(state, has_correct, name[0] == 'B' && settingsVariantsPossible(state));
+  const bool b = name[0] == 'B';
+  const std::vector<RunChoice> runs = runChoices(state, has_correct, b && settingsVariantsPossible(state),
+                                                 b && otherFilePossible(state) && !state.feature<CompareState>().other.path.empty());
   if (runs.size() > 1) {
     std::vector<std::string> labels;
     int64_t run = 0;
     for (size_t k = 0; k < runs.size(); ++k) {
       labels.push_back(runs[k].label);
-      if (runs[k].correct_run == pick.correct_run && runs[k].with == pick.with) run = static_cast<int64_t>(k);
+      if (runs[k].correct_run == pick.correct_run && runs[k].with == pick.with && runs[k].other_file == pick.other_file)
+        run = static_cast<int64_t>(k);
     }
     ImGui::SameLine();
     if (pickCombo(state, prefix + "_run", labels, run, runs.size() > 2 ? 150 : 110)) {
       pick.correct_run = runs[static_cast<size_t>(run)].correct_run;
       pick.with = runs[static_cast<size_t>(run)].with;
+      pick.other_file = runs[static_cast<size_t>(run)].other_file;
       changed = true;
     }
     if (ImGui::IsItemHovered() && name[0] == 'B')
@@ -243,6 +250,65 @@ void drawCompareControls(AppState& state, const ViewModel& view) {
   }
 }
 
+// "another file of this model: [path] [compare]": B becomes the focused head on that file.
+void drawOtherFileControls(AppState& state) {
+  OtherFile& other = state.feature<CompareState>().other;
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted("another file of this model:");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(std::max(120.0f, ImGui::GetContentRegionAvail().x - 90.0f));
+  const bool entered = ui::inputTextWithHint(state.script.layout, "compare_other_path", "##compare_other_path",
+                                             "/path/to/model-q4_k_m.gguf, hf:ORG/NAME, ollama:NAME", &other.input,
+                                             ImGuiInputTextFlags_EnterReturnsTrue);
+  ImGui::SameLine();
+  if ((ui::button(state.script.layout, "compare_other_use", "compare") || entered) && !other.input.empty())
+    compareWithOtherFile(state, other.input);
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("B: the same text on another file of this model (e.g. F16 vs Q4_K_M): the overview shows every "
+                      "head's drift");
+}
+
+// Every head's drift against the other file, layers x heads, coloured by max |A - B| or the mean
+// Jensen-Shannon divergence per row; a click compares that head.
+void drawDriftOverview(AppState& state) {
+  OtherFile& other = state.feature<CompareState>().other;
+  const Tensor& drift = other.show_js ? other.js : other.max_abs;
+  if (drift.empty()) return;
+  ImGui::TextUnformatted("drift per head:");
+  ImGui::SameLine();
+  if (ui::radioButton(state.script.layout, "compare_drift_max_abs", "max |A - B|", !other.show_js)) other.show_js = false, markStateChanged(state);
+  ImGui::SameLine();
+  if (ui::radioButton(state.script.layout, "compare_drift_js", "Jensen-Shannon", other.show_js)) other.show_js = true, markStateChanged(state);
+  const float high = std::max(1e-12f, *std::max_element(drift.data.begin(), drift.data.end()));
+  ImGui::SameLine();
+  ImGui::Text("(0 .. %.3g)", static_cast<double>(high));
+  const int64_t N = drift.dim(0), H = drift.dim(1);
+  const float cell = std::clamp(std::min(ImGui::GetContentRegionAvail().x / float(H), 60.0f / float(N)), 4.0f, 18.0f);
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  for (int64_t l = 0; l < N; ++l)
+    for (int64_t h = 0; h < H; ++h) {
+      const Rgb rgb = colormapColor(state.settings.prob_colormap, drift.data[l * H + h], 0.0f, high);
+      const ImVec2 lo(origin.x + float(h) * cell, origin.y + float(l) * cell);
+      draw->AddRectFilled(lo, ImVec2(lo.x + cell - 1, lo.y + cell - 1), IM_COL32(rgb[0], rgb[1], rgb[2], 255));
+    }
+  ImGui::SetCursorScreenPos(origin);
+  ui::invisibleButton(state.script.layout, "compare_drift", "##compare_drift", ImVec2(cell * float(H), cell * float(N)));
+  if (ImGui::IsItemHovered()) {
+    const ImVec2 mouse = ImGui::GetIO().MousePos;
+    const int64_t l = std::clamp<int64_t>(int64_t((mouse.y - origin.y) / cell), 0, N - 1);
+    const int64_t h = std::clamp<int64_t>(int64_t((mouse.x - origin.x) / cell), 0, H - 1);
+    ImGui::SetTooltip("layer %lld, head %lld: max |A - B| %.4g, Jensen-Shannon %.4g", static_cast<long long>(l),
+                      static_cast<long long>(h), static_cast<double>(other.max_abs.data[l * H + h]),
+                      static_cast<double>(other.js.data[l * H + h]));
+    if (ImGui::IsItemClicked()) {
+      state.view.compare.a = {l, h};
+      state.view.compare.b = {l, h, false, Mistake::None, true};
+      saveLater(state);
+    }
+  }
+}
+
 // Under the maps: the export button, the largest difference and the list of cells.
 void drawCompareFooter(AppState& state, const ViewModel& view) {
   const CompareState& c = state.feature<CompareState>();
@@ -267,6 +333,8 @@ void drawComparePanel(AppState& state) {
     return;
   }
   drawCompareControls(state, *view);
+  if (otherFilePossible(state)) drawOtherFileControls(state);
+  if (state.view.compare.b.other_file) drawDriftOverview(state);
   const CompareState& c = state.feature<CompareState>();
   if (!c.error.empty()) {
     errorText(c.error);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "gui/features/controls/controls.h"
+#include "model/local_models.h"
 #include "gui/jobs/export_jobs.h"
 #include "gui/shell/panels.h"
 
@@ -91,8 +92,10 @@ float checkboxWidth(const char* label) {
 
 constexpr const char* kSandboxLabel = "random-weights sandbox";
 
-// A model path in the Models list: "file: NAME.gguf" or "folder: NAME".
+// A model path in the Models list: "file: NAME.gguf" or "folder: NAME"; a cached
+// Hugging Face snapshot by its repo, "hf:ORG/NAME".
 std::string modelPathLabel(const std::string& path) {
+  if (std::string hub = hubName(path); !hub.empty()) return hub;
   const std::filesystem::path p(path);
   return (p.extension() == ".gguf" ? "file: " : "folder: ") + p.filename().string();
 }

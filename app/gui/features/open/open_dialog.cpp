@@ -158,6 +158,7 @@ void startBrowsing(AppState& state) {
   state.ui.open_requested = false;
   dialog.error.clear();
   listPlaces(state, dialog);
+  dialog.on_machine = localModels();  // once per opening: the stores change rarely
   if (dialog.path_input.empty()) {
     std::error_code ec;
     const fs::path cwd = fs::current_path(ec);
@@ -179,6 +180,28 @@ void drawPlaces(AppState& state) {
     if (ui::selectable(state.script.layout, "open_place:" + place, dialog.place_labels[i].c_str(), false))
       setInput(dialog, place);
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", place.c_str());
+  }
+  ImGui::EndChild();
+}
+
+// "On this machine": one row per model of the stores, "NAME  source · architecture · size ·
+// quantization"; a click opens it as the Models choice would.
+void drawOnThisMachine(AppState& state) {
+  OpenDialogState& dialog = state.feature<OpenDialogState>();
+  ImGui::TextDisabled("On this machine");
+  const float rows = static_cast<float>(std::clamp<size_t>(dialog.on_machine.size(), 1, 6));
+  ImGui::BeginChild("##on_machine", ImVec2(0, rows * ImGui::GetTextLineHeightWithSpacing() + 8.0f), true);
+  if (dialog.on_machine.empty())
+    ImGui::TextDisabled("no models in the Hugging Face cache, Ollama, LM Studio or llama.cpp's cache");
+  for (const LocalModel& m : dialog.on_machine) {
+    const std::string label = m.name + "##local:" + m.path;
+    if (ui::selectable(state.script.layout, "open_local:" + m.name, label.c_str(), false))
+      tryOpen(state, [&] { openPath(state, m.path); });
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", m.path.c_str());
+    const std::string facts = m.source + " \u00b7 " + (m.architecture.empty() ? "?" : m.architecture) + " \u00b7 " +
+                              std::to_string(m.size_bytes >> 20) + " MiB" + (m.quantization.empty() ? "" : " \u00b7 " + m.quantization);
+    ImGui::SameLine(ImGui::GetContentRegionMax().x - ImGui::CalcTextSize(facts.c_str()).x);
+    ImGui::TextDisabled("%s", facts.c_str());
   }
   ImGui::EndChild();
 }
@@ -233,6 +256,7 @@ void reopenOnLoadFailure(AppState& state) {
 
 void drawBrowser(AppState& state) {
   OpenDialogState& dialog = state.feature<OpenDialogState>();
+  drawOnThisMachine(state);
   ImGui::TextWrapped("Model folders (config.json), tensor bundles (query.npy ...), attention bundles "
                      "(attentions.npy/.npz) and settings JSON. Tab completes, Up/Down choose, Enter opens (a "
                      "folder: goes in), Backspace after a '/' goes up.");
@@ -306,11 +330,16 @@ void openDialogToJson(const AppState& state, nlohmann::json& line) {
   nlohmann::json entries = nlohmann::json::array();
   for (const BrowseEntry& e : dialog.entries)
     entries.push_back({{"name", e.name}, {"kind", e.kind == OpenKind::Folder ? "folder" : openKindLabel(e.kind)}});
+  nlohmann::json onMachine = nlohmann::json::array();
+  for (const LocalModel& m : dialog.on_machine)
+    onMachine.push_back({{"name", m.name}, {"source", m.source}, {"path", m.path}, {"format", m.format},
+                         {"architecture", m.architecture}});
   line["open_browser"] = {{"input", dialog.path_input},
                           {"input_kind", dialog.input_kind == OpenKind::Folder ? "folder" : openKindLabel(dialog.input_kind)},
                           {"entries", entries},
                           {"selected", dialog.selected},
-                          {"places", dialog.places}};
+                          {"places", dialog.places},
+                          {"on_machine", onMachine}};
 }
 
 }  // namespace attnscope

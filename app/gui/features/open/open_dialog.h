@@ -1,5 +1,6 @@
 // Ctrl+O: a browser that opens a bundle (tensors or attention maps), a model folder or a
-// settings JSON. The path box keeps the keyboard: typing filters the listed folder, Tab
+// settings JSON; first, "On this machine": the models of the Hugging Face cache, Ollama, LM
+// Studio and llama.cpp's cache (a click opens one). The path box keeps the keyboard: typing filters the listed folder, Tab
 // completes, Up/Down choose an entry, Enter opens it (a plain folder: goes into it), and
 // Backspace right after a '/' goes up one folder.
 #pragma once
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/open_targets.h"
+#include "model/local_models.h"
 
 namespace attnscope {
 
@@ -28,6 +30,7 @@ struct OpenDialogState {
   OpenKind input_kind = OpenKind::Other;  // what the typed path itself is
   std::vector<std::string> places;  // recent model folders, the shipped models, home, current folder
   std::vector<std::string> place_labels;  // as listed: the folder's name, "shipped models", "home", ...
+  std::vector<LocalModel> on_machine;      // "On this machine" (model/local_models.h), listed on opening
   int selected = -1;                // Up/Down's entry; -1 = the typed path
   // A path set by the list (click, Enter on a folder, Backspace up): the active path box
   // takes it in its callback next frame (ImGui keeps its own copy of an active box's text).
@@ -42,7 +45,7 @@ struct OpenDialogState {
 bool openDialogKey(AppState& state, const KeyPress& press);
 void drawOpenDialog(AppState& state);
 // State-log keys: modal_open, open_error, open_browser {input, input_kind, entries [{name,
-// kind}], selected, places}.
+// kind}], selected, places, on_machine [{name, source, path, format, architecture}]}.
 void openDialogToJson(const AppState& state, nlohmann::json& line);
 
 }  // namespace attnscope
