@@ -37,6 +37,11 @@ struct Arch {
   int swa_pattern;
   SwaRope swa_rope;
   int nope_every;            // 0, or layer i has no RoPE where (i + 1) % n == 0 (SmolLM3, hard-coded by llama.cpp)
+  // 0, or a model of this many layers scales its queries by 1/sqrt(embedding_length / head_count)
+  // instead of 1/sqrt(key_length) unless the file gives attention.scale (Gemma 3 27B, whose
+  // query_pre_attn_scalar is hidden / heads: llama.cpp's src/models/gemma3.cpp decides it by
+  // its 62 layers, and its converter writes no scale).
+  int width_scale_layers = 0;
   // The layer norms' tensor names (a post-norm encoder's are after each sublayer).
   const char* attn_norm = "attn_norm";
   const char* mlp_norm = "ffn_norm";
@@ -47,9 +52,9 @@ constexpr Arch kArchs[] = {
     {"qwen3", "qwen3", false, false, 0, SwaRope::Same, 0},
     {"gpt2", "gpt2", false, false, 0, SwaRope::Same, 0},
     {"gemma2", "gemma2", false, true, 2, SwaRope::Same, 0},
-    {"bert", "bert", false, false, 0, SwaRope::Same, 0, "attn_output_norm", "layer_output_norm"},
+    {"bert", "bert", false, false, 0, SwaRope::Same, 0, 0, "attn_output_norm", "layer_output_norm"},
     {"phi3", "phi3", false, false, 0, SwaRope::Same, 0},  // llama.cpp turns Phi-3's window off
-    {"gemma3", "gemma3_text", false, true, 6, SwaRope::OwnBase10000, 0},
+    {"gemma3", "gemma3_text", false, true, 6, SwaRope::OwnBase10000, 0, 62},
     {"olmo2", "olmo2", false, false, 4, SwaRope::OwnBaseGlobal, 0},
     {"smollm3", "smollm3", true, false, 0, SwaRope::Same, 4},
 };
@@ -241,7 +246,8 @@ ModelConfig readConfig(const GgufFile& f, const Arch& a) {
   c.activation = *activationNamed(fam.default_activation);
   if (fam.positions == Positions::Rope) readRopeKeys(f, a, c);
   if (c.rotary.empty()) c.rotary.assign(c.n_layers, 0);
-  c.attn_scale = f.real(key(a, "attention.scale"), 1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+  const int64_t scale_width = a.width_scale_layers == c.n_layers ? c.hidden / c.heads : c.head_dim;
+  c.attn_scale = f.real(key(a, "attention.scale"), 1.0 / std::sqrt(static_cast<double>(scale_width)));
   if (f.find(key(a, "attn_logit_softcapping"))) c.attn_softcap = f.real(key(a, "attn_logit_softcapping"));
   if (f.find(key(a, "final_logit_softcapping"))) c.final_softcap = f.real(key(a, "final_logit_softcapping"));
   readWindows(f, a, c);

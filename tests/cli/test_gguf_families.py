@@ -107,6 +107,16 @@ class GgufFamilies(Checks):
                     self.assertIn("phi3.rope.scaling.original_context_length: longrope's short factors end there",
                                   done.stderr)
 
+    def test_gemma3_27b_scales_by_the_width_per_head(self):
+        """A 62-layer Gemma 3 (27B's depth) scales its queries by 1/sqrt(hidden / heads), as its
+        query_pre_attn_scalar says and llama.cpp decides by the depth (the converter writes no
+        scale): the F32 file equals the folder whose query_pre_attn_scalar is 32 / 4 = 8, not
+        head_dim 16."""
+        cfg, stored, paths = convert("gemma3-62-layers", "gemma3_text",
+                                     dict(seed=34, V=257, G=2, N=62, head_dim=16, qpas=8, window=3, spelling=5), ["f32"])
+        self.assertEqual((cfg["num_hidden_layers"], cfg["hidden_size"] // cfg["num_attention_heads"]), (62, 8))
+        self.check_run(paths["f32"], cfg, stored, F32_MAPS_TOL, F32_LOGITS_TOL)
+
     def check_llama_cpp(self, path, cfg):
         """llama.cpp's logits of the F32 file (node-llama-cpp, F32 KV cache, no flash attention)
         against attnscope's: loosely (llama.cpp's GELU goes through an fp16 table). The file gets
