@@ -85,9 +85,16 @@ class TextBoxKeysTest(g.AppTestCase):
         self.screenshot(window, "long_line_end.png")
 
         # Home: back to the line's start, unscrolled.
-        seen = g.line_count(log)
-        self.hold("Home")
-        state = g.wait_after(log, seen, lambda s: s["texts"].get("text_box_scroll_x") == "0")
+        # (A key held for a few frames can still be missed on a loaded machine: pressed again.)
+        for _ in range(5):
+            seen = g.line_count(log)
+            self.hold("Home")
+            try:
+                state = g.wait_after(log, seen, lambda s: s["texts"].get("text_box_scroll_x") == "0", timeout=4)
+                break
+            except AssertionError:
+                continue
+        self.assertEqual(state["texts"].get("text_box_scroll_x"), "0", state["texts"])
         self.assertTrue(0 <= int(state["texts"]["text_box_cursor_x"]) <= 10, state["texts"])
 
 
