@@ -140,17 +140,27 @@ void kQuant45(const uint8_t* b, const uint8_t* high, const uint8_t* qs, float* y
 void q4_k(const uint8_t* b, float* y) { kQuant45(b, nullptr, b + 16, y); }
 void q5_k(const uint8_t* b, float* y) { kQuant45(b, b + 16, b + 48, y); }
 
-// Q6_K: ql[128], qh[64], scales[16] (int8), d. Value e = 128 a + r: low nibble (r / 64) of
-// ql[64 a + r % 64], high bits 2 (r / 32) of qh[32 a + r % 32].
+// Q6_K: ql[128], qh[64], scales[16] (int8), d. Value 128 a + 32 q + l (q = 0..3) takes its low nibble from ql[64 a + l + 32 (q % 2)] (high
+// nibble when q >= 2) and its top two bits from qh[32 a + l] >> 2 q: four values per l, with
+// shifts fixed per line, so that the loop over l vectorizes (ggml's dequantize_row_q6_K order).
 void q6_k(const uint8_t* b, float* y) {
-  const uint8_t *ql = b, *qh = b + 128;
   const auto* scales = reinterpret_cast<const int8_t*>(b + 192);
   const float d = half(b + 208);
-  for (int e = 0; e < kQK; ++e) {
-    const int a = e / 128, r = e % 128;
-    const int low = (ql[64 * a + r % 64] >> (4 * (r / 64))) & 0x0F, high = (qh[32 * a + r % 32] >> (2 * (r / 32))) & 3;
-    const float dl = d * static_cast<float>(scales[e / 16]);
-    y[e] = dl * static_cast<float>(static_cast<int8_t>(low | (high << 4)) - 32);
+  for (int a = 0; a < 2; ++a) {
+    const uint8_t *ql = b + 64 * a, *qh = b + 128 + 32 * a;
+    const int8_t* sc = scales + 8 * a;
+    float* out = y + 128 * a;
+    for (int l = 0; l < 32; ++l) {
+      const int is = l / 16;
+      const int q1 = ((ql[l] & 0x0F) | (((qh[l] >> 0) & 3) << 4)) - 32;
+      const int q2 = ((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32;
+      const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+      const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+      out[l] = d * static_cast<float>(sc[is]) * static_cast<float>(q1);
+      out[l + 32] = d * static_cast<float>(sc[is + 2]) * static_cast<float>(q2);
+      out[l + 64] = d * static_cast<float>(sc[is + 4]) * static_cast<float>(q3);
+      out[l + 96] = d * static_cast<float>(sc[is + 6]) * static_cast<float>(q4);
+    }
   }
 }
 
