@@ -90,8 +90,8 @@ class GenerateGuiTest(g.AppTestCase):
 
     def generate(self, window, log, state, until):
         n = line_count(log)
-        self.click(window, state["rects"]["generate_button"])
-        self.x.xdotool("mousemove", "--window", window, 120, 6)
+        job = state["generate"]["job"]  # a busy frame can miss the click: clicked until a job starts
+        self.click_until(window, log, state["rects"]["generate_button"], lambda s: s["generate"]["job"] != job)
         return wait_after(log, n, until, timeout=60)
 
     def test_generate_ten_tokens_predictions_and_bundle(self):
