@@ -20,14 +20,13 @@ import subprocess
 import unittest
 
 import numpy as np
-import torch
 
 import hf_reference as hf
 import llama_cpp_reference as ref
 import model_reference as mref
 import tokenizer_reference as tref
-from test_gguf_model import (F32_LOGITS_TOL, F32_MAPS_TOL, HERE, LOGITS_TOL, MAPS_TOL, dequantized_tensors, lib_dir,
-                             make_gguf, rewrite, run, with_byte_vocabulary)
+from test_gguf_model import (F32_LOGITS_TOL, F32_MAPS_TOL, HERE, LOGITS_TOL, MAPS_TOL, check_against_forward,
+                             dequantized_tensors, lib_dir, make_gguf, rewrite, run, with_byte_vocabulary)
 from test_gguf_tokenizer import attnscope_ids
 
 IDS = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8]
@@ -55,18 +54,7 @@ def convert(name, family, opts, kinds):
 
 class Checks(unittest.TestCase):
     def check_run(self, path, cfg, tensors, maps_tol, logits_tol):
-        out = path + "-out"
-        done = run(path, out, IDS)
-        self.assertEqual(done.returncode, 0, done.stderr)
-        logits, attns = hf.forward(cfg, tensors, IDS)
-        want = torch.stack(attns).unsqueeze(1).numpy()
-        got = np.load(os.path.join(out, "attentions.npy"))
-        self.assertEqual(got.shape, want.shape)
-        np.testing.assert_allclose(got, want, atol=maps_tol, rtol=0)
-        if logits is None:
-            self.assertFalse(os.path.exists(os.path.join(out, "logits.npy")))
-        else:
-            np.testing.assert_allclose(np.load(os.path.join(out, "logits.npy")), logits.numpy(), atol=logits_tol, rtol=0)
+        check_against_forward(self, path, path + "-out", cfg, tensors, IDS, maps_tol, logits_tol)
 
     def check_family(self, name, family, opts):
         cfg, stored, paths = convert(name, family, opts, ["f32", "Q8_0"])

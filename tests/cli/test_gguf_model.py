@@ -104,6 +104,22 @@ def run(path, out, ids):
                           capture_output=True, text=True, timeout=300)
 
 
+def check_against_forward(test, path, out, cfg, tensors, ids, maps_tol, logits_tol):
+    """`model run` of the file on ids into out: its maps (and logits, where the model has a head)
+    against hf_reference's float64 forward on `tensors`."""
+    done = run(path, out, ids)
+    test.assertEqual(done.returncode, 0, done.stderr)
+    logits, attns = hf.forward(cfg, tensors, ids)
+    want = torch.stack(attns).unsqueeze(1).numpy()
+    got = np.load(os.path.join(out, "attentions.npy"))
+    test.assertEqual(got.shape, want.shape)
+    np.testing.assert_allclose(got, want, atol=maps_tol, rtol=0)
+    if logits is None:
+        test.assertFalse(os.path.exists(os.path.join(out, "logits.npy")))
+    else:
+        np.testing.assert_allclose(np.load(os.path.join(out, "logits.npy")), logits.numpy(), atol=logits_tol, rtol=0)
+
+
 READABLE = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K",
             "IQ4_NL", "IQ4_XS"}
 
@@ -112,14 +128,7 @@ class GgufModels(unittest.TestCase):
     types_seen = set()
     def check_run(self, path, cfg, tensors, ids, maps_tol, logits_tol):
         out = path + "-out-%d" % len(ids)
-        done = run(path, out, ids)
-        self.assertEqual(done.returncode, 0, done.stderr)
-        logits, attns = hf.forward(cfg, tensors, ids)
-        want = torch.stack(attns).unsqueeze(1).numpy()
-        got = np.load(os.path.join(out, "attentions.npy"))
-        self.assertEqual(got.shape, want.shape)
-        np.testing.assert_allclose(got, want, atol=maps_tol, rtol=0)
-        np.testing.assert_allclose(np.load(os.path.join(out, "logits.npy")), logits.numpy(), atol=logits_tol, rtol=0)
+        check_against_forward(self, path, out, cfg, tensors, ids, maps_tol, logits_tol)
         self.assertEqual([int(columns[1]) for columns in mref.tokens_txt(out)], ids)
 
     def test_files_match_float64_forwards(self):
