@@ -172,15 +172,14 @@ SafetensorsHeader parseSafetensorsHeader(const uint8_t* bytes, uint64_t size, co
   return h;
 }
 
-void convertSafetensor(const uint8_t* file_bytes, const SafetensorsHeader& header, const std::string& name,
-                       const std::string& path, float* out) {
-  const SafetensorsEntry& e = header.tensors.at(name);
-  const uint8_t* p = file_bytes + header.data_start + e.begin;
-  const uint64_t n = static_cast<uint64_t>(numel(e.shape));
-  if (e.dtype == "F32") {
+namespace {
+
+// out[0, n) = the values at p in `dtype` (F32, F16 or BF16); the index of the first value
+// that is not finite, or n.
+uint64_t convertValues(const uint8_t* p, bool f32, bool bf16, uint64_t n, float* out) {
+  if (f32) {
     std::memcpy(out, p, n * sizeof(float));  // little-endian host (x86-64, arm64)
-  } else if (e.dtype == "F16" || e.dtype == "BF16") {
-    const bool bf16 = e.dtype == "BF16";
+  } else {
     for (uint64_t i = 0; i < n; ++i) {
       const uint16_t bits = static_cast<uint16_t>(p[2 * i] | (p[2 * i + 1] << 8));
       if (bf16) {
@@ -190,11 +189,34 @@ void convertSafetensor(const uint8_t* file_bytes, const SafetensorsHeader& heade
         out[i] = static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(bits));
       }
     }
-  } else {
-    fail(path, "tensor \"" + name + "\" has dtype " + e.dtype + "; attnscope reads " + kReadable);
   }
   for (uint64_t i = 0; i < n; ++i)
-    if (!std::isfinite(out[i])) fail(path, "tensor \"" + name + "\" holds a NaN or infinite value at index " + std::to_string(i));
+    if (!std::isfinite(out[i])) return i;
+  return n;
+}
+
+}  // namespace
+
+void convertSafetensor(const uint8_t* file_bytes, const SafetensorsHeader& header, const std::string& name,
+                       const std::string& path, float* out) {
+  const SafetensorsEntry& e = header.tensors.at(name);
+  if (e.dtype != "F32" && e.dtype != "F16" && e.dtype != "BF16")
+    fail(path, "tensor \"" + name + "\" has dtype " + e.dtype + "; attnscope reads " + kReadable);
+  const uint8_t* p = file_bytes + header.data_start + e.begin;
+  const uint64_t n = static_cast<uint64_t>(numel(e.shape)), bytes = e.dtype == "F32" ? 4 : 2;
+  // Pieces of 1 Mi values across the threads: a model's load is mostly this copy (and the
+  // faults of the file's pages and the new memory, which the threads share too).
+  constexpr uint64_t kPiece = uint64_t{1} << 20;
+  const int64_t pieces = static_cast<int64_t>((n + kPiece - 1) / kPiece);
+  uint64_t first_bad = n;
+#pragma omp parallel for schedule(dynamic) reduction(min : first_bad) if (pieces > 1)
+  for (int64_t q = 0; q < pieces; ++q) {
+    const uint64_t begin = static_cast<uint64_t>(q) * kPiece, count = std::min(kPiece, n - begin);
+    const uint64_t bad = convertValues(p + begin * bytes, bytes == 4, e.dtype == "BF16", count, out + begin);
+    if (bad < count) first_bad = std::min(first_bad, begin + bad);
+  }
+  if (first_bad < n)
+    fail(path, "tensor \"" + name + "\" holds a NaN or infinite value at index " + std::to_string(first_bad));
 }
 
 // ---- files and folders ----
@@ -355,7 +377,9 @@ Tensor SafetensorsFolder::read(const std::string& name, const Shape& shape, cons
   checkShape(name, shape, why);
   const Shard& shard = *shards_[where_.at(name)];
   if (!shard.file) throw std::logic_error("SafetensorsFolder::read before mapData()");
-  Tensor t(shape);
+  Tensor t;
+  t.shape = shape;
+  resizePrefaulted(t.data, static_cast<size_t>(numel(shape)), std::nullopt);  // every value converted below
   convertSafetensor(shard.file->data(), shard.header, name, shard.path, t.data.data());
   const SafetensorsEntry& e = shard.header.tensors.at(name);
   shard.file->release(shard.header.data_start + e.begin, shard.header.data_start + e.end);

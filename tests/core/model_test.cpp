@@ -693,3 +693,20 @@ TEST(Interventions, SpecsRoundTripAndNameTheBadItem) {
 
 }  // namespace
 }  // namespace attnscope
+
+// topIds against a full sort by the same rule (larger first, ties to the smaller id), on
+// vectors with many ties, fewer entries than k, and k = 0.
+TEST(TopIds, MatchesAFullSortWithTies) {
+  std::mt19937 rng(7);
+  for (const auto& [V, k, levels] : std::vector<std::tuple<int64_t, int64_t, int>>{
+           {50, 5, 3}, {1000, 5, 1000000}, {7, 10, 2}, {1, 5, 1}, {64, 0, 4}, {300, 20, 5}}) {
+    std::vector<double> p(static_cast<size_t>(V));
+    std::uniform_int_distribution<int> level(0, levels - 1);
+    for (double& x : p) x = level(rng) / double(levels);
+    std::vector<int64_t> order(static_cast<size_t>(V));
+    for (int64_t i = 0; i < V; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return p[a] > p[b]; });
+    order.resize(static_cast<size_t>(std::min(k, V)));
+    EXPECT_EQ(attnscope::topIds(p, k), order) << "V=" << V << " k=" << k;
+  }
+}
