@@ -32,7 +32,7 @@ std::vector<std::string> readLabelFile(const fs::path& path, int64_t expected, c
 }
 
 // tokens.txt as `model run` / `model generate` write it: every line
-// `position<TAB>id<TAB>token[<TAB>unknown[<TAB>generated]]` with position = its line index.
+// `position<TAB>id<TAB>token[<TAB>unknown[<TAB>generated[<TAB>piece]]]` with position = its line index.
 // Then the labels are the third column and *first_generated the first line marked
 // `generated` (-1 when none); otherwise the lines are the labels, unchanged.
 std::vector<std::string> modelRunLabels(std::vector<std::string> lines, int64_t* first_generated) {
@@ -47,9 +47,12 @@ std::vector<std::string> modelRunLabels(std::vector<std::string> lines, int64_t*
       return lines;
     const size_t label_end = line.find('\t', id_end + 1);
     labels.push_back(line.substr(id_end + 1, label_end == std::string::npos ? std::string::npos : label_end - id_end - 1));
-    if (first < 0 && label_end != std::string::npos && line.size() >= 10 &&
-        line.compare(line.size() - 10, 10, "\tgenerated") == 0)
-      first = static_cast<int64_t>(t);
+    if (first < 0 && label_end != std::string::npos) {  // the fifth column: `generated`
+      const size_t flag_end = line.find('\t', label_end + 1);
+      if (flag_end != std::string::npos && line.compare(flag_end + 1, 9, "generated") == 0 &&
+          (line.size() == flag_end + 10 || line[flag_end + 10] == '\t'))
+        first = static_cast<int64_t>(t);
+    }
   }
   *first_generated = first;
   return labels;

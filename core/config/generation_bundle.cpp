@@ -21,13 +21,27 @@ Tensor stackedProbs(const ViewModel& view) {
 
 }  // namespace
 
+namespace {
+
+// A SentencePiece byte-fallback piece, "<0xE4>".
+bool isBytePiece(const std::string& piece) {
+  return piece.size() == 6 && piece.compare(0, 3, "<0x") == 0 && piece[5] == '>';
+}
+
+}  // namespace
+
 std::string tokensText(const ModelTokens& tokens, int64_t first_generated) {
   std::string out;
   for (size_t t = 0; t < tokens.ids.size(); ++t) {
     out += std::to_string(t) + "\t" + std::to_string(tokens.ids[t]) + "\t" + tokens.label[t];
     const bool generated = static_cast<int64_t>(t) >= first_generated;
-    if (tokens.unknown[t] || generated) out += tokens.unknown[t] ? "\tunknown" : "\t";
-    out += generated ? "\tgenerated\n" : "\n";
+    // A byte piece labelled as the character it starts, or "·", keeps its raw piece in a
+    // sixth column (the other lines stay as they were).
+    const bool piece = t < tokens.text.size() && isBytePiece(tokens.text[t]) && tokens.text[t] != tokens.label[t];
+    if (tokens.unknown[t] || generated || piece) out += tokens.unknown[t] ? "\tunknown" : "\t";
+    if (generated || piece) out += generated ? "\tgenerated" : "\t";
+    if (piece) out += "\t" + tokens.text[t];
+    out += "\n";
   }
   return out;
 }

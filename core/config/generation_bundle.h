@@ -17,7 +17,8 @@
 namespace attnscope {
 
 // tokens.txt of `model run` / `model generate`: positions from first_generated on get the
-// fifth column `generated` (pass the length for none).
+// fifth column `generated` (pass the length for none); a byte-fallback piece whose label is a
+// character or "·" keeps its raw piece ("<0xE4>") in a sixth.
 std::string tokensText(const ModelTokens& tokens, int64_t first_generated);
 // steps.json: one object per step (position, id, token, prob, rank, top [[id, token, prob]], ms).
 nlohmann::json stepsJson(const std::vector<GenerationStep>& steps);

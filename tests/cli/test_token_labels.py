@@ -45,6 +45,12 @@ class ByteFallbackLabels(unittest.TestCase):
         self.assertEqual([r[2] for r in rows],
                          ["<s>", SPACE + "hi", SPACE, "\u4e16", DOT, DOT, "\u754c", DOT, DOT, SPACE, "\u00fc", DOT])
         self.assertNotIn("<0x", result.stdout.split("next token")[1].splitlines()[0])  # the text after "next token after"
+        # The raw pieces stay in a sixth column of the byte pieces' lines; the others keep three.
+        pieces = {int(r[0]): r[5] for r in rows if len(r) == 6}
+        self.assertEqual(pieces, {3: "<0xE4>", 4: "<0xB8>", 5: "<0x96>", 6: "<0xE7>", 7: "<0x95>", 8: "<0x8C>",
+                                  10: "<0xC3>", 11: "<0xBC>"})
+        self.assertTrue(all(len(r) == 3 for r in rows if int(r[0]) not in pieces), rows)
+        self.assertTrue(all(r[3] == "" and r[4] == "" for r in rows if len(r) == 6), rows)
 
     def test_ids_are_labelled_as_a_sequence(self):
         out = self.folder + "-ids"

@@ -134,6 +134,10 @@ TEST_F(BundleFolder, ModelRunTokensTxtGivesLabelsAndTheGeneratedColumn) {
       {"0\t5\td\n1\t0\t\\n\tunknown\n2\t7\t\xE2\x90\xA3\n", {"d", "\\n", "\xE2\x90\xA3"}, -1},
       {"0\t5\td\n1\t6\te\t\tgenerated\n2\t7\tf\t\tgenerated\n", {"d", "e", "f"}, 1},
       {"0\t5\td\n1\t0\tx\tunknown\tgenerated\n2\t7\tf\t\tgenerated\n", {"d", "x", "f"}, 1},
+      // byte pieces' sixth column (the raw piece), before and among the generated lines
+      {"0\t5\t\xE4\xB8\x96\t\t\t<0xE4>\n1\t6\t\xC2\xB7\t\tgenerated\t<0xB8>\n2\t7\tf\t\tgenerated\n",
+       {"\xE4\xB8\x96", "\xC2\xB7", "f"}, 1},
+      {"0\t5\td\n1\t6\te\t\t\t<0xE4>\n2\t7\tf\n", {"d", "e", "f"}, -1},
       {"0\t5\ta b\n2\t6\te\n1\t7\tf\n", {"0\t5\ta b", "2\t6\te", "1\t7\tf"}, -1},  // positions out of order
       {"0\tx\td\n1\t6\te\n2\t7\tf\n", {"0\tx\td", "1\t6\te", "2\t7\tf"}, -1},      // an id that is no number
       {"a\tb\nc\nd\n", {"a\tb", "c", "d"}, -1},
