@@ -82,6 +82,30 @@ RowSoftmax ScaleMaskSoftmaxRow(const float* raw, const uint8_t* allowed, int64_t
   return row;
 }
 
+// out[j] = exp(x[j] - shift) in double, full vectors then one lane at a time; their sum.
+double ExpShiftedInto(const float* x, int64_t n, double shift, double* out) {
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
+  const auto shift_v = hn::Set(dd, shift);
+  auto sums = hn::Zero(dd);
+  int64_t j = 0;
+  for (; j + lanes <= n; j += lanes) {
+    const auto e = hn::Exp(dd, hn::Sub(hn::PromoteTo(dd, hn::LoadU(df, x + j)), shift_v));
+    hn::StoreU(e, dd, out + j);
+    sums = hn::Add(sums, e);
+  }
+  double sum = hn::GetLane(hn::SumOfLanes(dd, sums));
+  const hn::CappedTag<double, 1> d1;
+  const hn::Rebind<float, decltype(d1)> f1;
+  for (; j < n; ++j) {
+    const auto e = hn::Exp(d1, hn::Sub(hn::PromoteTo(d1, hn::LoadU(f1, x + j)), hn::Set(d1, shift)));
+    hn::StoreU(e, d1, out + j);
+    sum += hn::GetLane(e);
+  }
+  return sum;
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace attnscope
 HWY_AFTER_NAMESPACE();
@@ -93,6 +117,12 @@ HWY_EXPORT(ScaleMaskSoftmaxRow);
 RowSoftmax scaleMaskSoftmaxRow(const float* raw, const uint8_t* allowed, int64_t n, float scale, float fill,
                                float* scores, float* probs) {
   return HWY_DYNAMIC_DISPATCH(ScaleMaskSoftmaxRow)(raw, allowed, n, scale, fill, scores, probs);
+}
+
+HWY_EXPORT(ExpShiftedInto);
+
+double expShiftedInto(const float* x, int64_t n, double shift, double* out) {
+  return HWY_DYNAMIC_DISPATCH(ExpShiftedInto)(x, n, shift, out);
 }
 }  // namespace attnscope
 #endif

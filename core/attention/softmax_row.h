@@ -20,4 +20,10 @@ struct RowSoftmax {
 RowSoftmax scaleMaskSoftmaxRow(const float* raw, const uint8_t* allowed, int64_t n, float scale,
                                float fill, float* scores, float* probs);
 
+// out[j] = exp(x[j] - shift) in double (within 1 ulp of std::exp) for j < n; returns their
+// sum. A model's next-token softmax over its vocabulary (model_run.h's nextTokenProbs):
+// vectorised, it is a tenth of the scalar std::exp's time, which was most of a long text's
+// predictions.
+double expShiftedInto(const float* x, int64_t n, double shift, double* out);
+
 }  // namespace attnscope

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "attention/kernel.h"
+#include "attention/softmax_row.h"
 #include "tensor/memory.h"
 
 namespace attnscope {
@@ -37,8 +38,7 @@ std::string escapeToken(const std::string& text) {
 std::vector<double> nextTokenProbs(const float* row, int64_t V) {
   const double top = *std::max_element(row, row + V);
   std::vector<double> p(V);
-  double sum = 0.0;
-  for (int64_t v = 0; v < V; ++v) sum += p[v] = std::exp(row[v] - top);
+  const double sum = expShiftedInto(row, V, top, p.data());
   for (double& x : p) x /= sum;
   return p;
 }
