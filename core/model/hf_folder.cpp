@@ -45,15 +45,20 @@ class WeightPlan {
   // A linear layer [out, in] (Conv1D checkpoints store it [in, out]), with its bias; in
   // panels when read as it is used (not transposed, not split: finishLayer packs those).
   // `parts`: the rows of each matrix a fused weight splits into (empty: not split).
+  // A Conv1D weight is read straight into its parts' panels (`part_dst`, one per part; dst's
+  // own weight when it is not split).
   void linear(const std::string& name, int64_t out, int64_t in, bool conv1d, bool bias, Linear& dst,
-              const std::string& why, bool head = false, std::vector<int64_t> parts = {}) {
+              const std::string& why, bool head = false, std::vector<int64_t> parts = {},
+              std::vector<Weights*> part_dst = {}) {
     // Every linear map ends in panels (finishLayer packs what is not read into them); a fused
     // one split in its parts, each padded.
     if (parts.empty()) parts = {out};
+    if (conv1d && part_dst.empty() && parts.size() == 1) part_dst = {&dst.weight};
     int64_t padding = 0;
     for (int64_t rows : parts) padding += panelPadding(rows);
     push(head ? name + ".weight" : base(name + ".weight"), conv1d ? Shape{in, out} : Shape{out, in}, nullptr,
          &dst.weight, why, !conv1d && parts.size() == 1, padding * in);
+    if (conv1d) items_.back().columns = {std::move(part_dst), std::move(parts)};
     if (bias) add(name + ".bias", {out}, &dst.bias, why, head);
   }
   // What load() checks before reading anything: the memory rule, then the files' sizes.
@@ -69,7 +74,10 @@ class WeightPlan {
     uint64_t done = 0;
     if (progress && !progress(0.0)) throw Cancelled();
     for (const Item& item : items_) {
-      if (item.matrix) {
+      if (!item.columns.dst.empty()) {
+        std::vector<Weights> parts = store_.readColumnPanels(item.name, item.shape, item.why, item.columns.counts);
+        for (size_t p = 0; p < parts.size(); ++p) *item.columns.dst[p] = std::move(parts[p]);
+      } else if (item.matrix) {
         *item.matrix = store_.readWeights(item.name, item.shape, item.why, item.panels);
       } else {
         *item.dst = store_.read(item.name, item.shape, item.why);
@@ -81,6 +89,11 @@ class WeightPlan {
   }
 
  private:
+  // A Conv1D weight [in, out]: its column ranges (`counts`) and where each goes in panels.
+  struct ColumnParts {
+    std::vector<Weights*> dst;
+    std::vector<int64_t> counts;
+  };
   struct Item {
     std::string name;
     Shape shape;
@@ -89,6 +102,7 @@ class WeightPlan {
     std::string why;
     bool panels;
     uint64_t bytes;  // in memory, with the panels' padding
+    ColumnParts columns = {};
   };
   void checkMemoryRule(const std::string& folder) const {
     checkMemory(bytes_, folder + ": the weights in memory (" + std::to_string(bytes_ >> 20) + " MiB)");
@@ -129,8 +143,7 @@ void splitFused(const ModelConfig& c, Linear fused, LayerWeights& layer) {
   }
   const bool bias = !fused.bias.empty();
   for (int p = 0; p < 3; ++p) {
-    if (c.family->fused_qkv == FusedQkv::Conv1DThirds) {
-      parts[p]->weight = panelsOfColumns(fused.weight, p * D, D);
+    if (c.family->fused_qkv == FusedQkv::Conv1DThirds) {  // the weights were read into the parts
       if (bias) parts[p]->bias = rows(fused.bias, p * D, D);
       continue;
     }
@@ -167,6 +180,9 @@ void planLayer(const ModelConfig& c, int64_t i, WeightPlan& plan, LayerWeights& 
   if (f.names.has(Role::PostMlpNorm)) plan.norm(name(Role::PostMlpNorm), D, nb, layer.post_mlp_norm, why);
   if (f.fused_qkv == FusedQkv::Stacked) {
     plan.linear(name(Role::Qkv), Hd + 2 * Gd, D, false, c.qkv_bias, p.fused, why, false, {Hd, Gd, Gd});
+  } else if (f.fused_qkv == FusedQkv::Conv1DThirds) {
+    plan.linear(name(Role::Qkv), 3 * D, D, true, c.qkv_bias, p.fused, why, false, {D, D, D},
+                {&layer.q.weight, &layer.k.weight, &layer.v.weight});
   } else if (f.fused_qkv != FusedQkv::None) {
     plan.linear(name(Role::Qkv), 3 * D, D, f.conv1d, c.qkv_bias, p.fused, why, false, {D, D, D});
   } else {
@@ -200,9 +216,6 @@ void finishLayer(const ModelConfig& c, LayerWeights& layer, LayerPlanned& p) {
   if (c.family->norm == Norm::RmsNormPlusOne)
     for (NormWeights* n : {&layer.q_norm, &layer.k_norm})
       for (float& w : n->weight.data) w += 1.0f;
-  if (c.family->conv1d) {  // [in, out] as stored
-    for (Linear* l : {&layer.o, &layer.up, &layer.down}) l->weight = panelsOfColumns(l->weight, 0, l->weight.dim(1));
-  }
   for (Linear* l : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down})
     if (!l->weight.empty() && !l->weight.panels) packPanels(l->weight);
 }

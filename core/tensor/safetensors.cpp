@@ -195,6 +195,40 @@ uint64_t convertValues(const uint8_t* p, bool f32, bool bf16, uint64_t n, float*
   return n;
 }
 
+bool finiteBf16(uint16_t bits) { return (bits & 0x7F80u) != 0x7F80u; }  // exponent all ones: infinite or NaN
+
+// Pieces of 1 Mi values of [0, n) across the threads (a model's load is mostly these passes
+// over its weights): piece(begin, end) returns the first bad index in it or `end`; the
+// smallest over all pieces, or n.
+template <class Piece>
+uint64_t firstBadInPieces(uint64_t n, const Piece& piece) {
+  constexpr uint64_t kPiece = uint64_t{1} << 20;
+  const int64_t pieces = static_cast<int64_t>((n + kPiece - 1) / kPiece);
+  uint64_t first_bad = n;
+#pragma omp parallel for schedule(dynamic) reduction(min : first_bad) if (pieces > 1)
+  for (int64_t q = 0; q < pieces; ++q) {
+    const uint64_t begin = static_cast<uint64_t>(q) * kPiece, end = std::min(n, begin + kPiece);
+    const uint64_t bad = piece(begin, end);
+    if (bad < end) first_bad = std::min(first_bad, bad);
+  }
+  return first_bad;
+}
+
+void failIfAt(uint64_t first_bad, uint64_t n, const std::string& path, const std::string& name) {
+  if (first_bad < n)
+    fail(path, "tensor \"" + name + "\" holds a NaN or infinite value at index " + std::to_string(first_bad));
+}
+
+// InputError naming the first of n values for which finite(i) is false.
+template <class Finite>
+void checkFinite(uint64_t n, const std::string& path, const std::string& name, const Finite& finite) {
+  failIfAt(firstBadInPieces(n, [&](uint64_t begin, uint64_t end) {
+             for (uint64_t i = begin; i < end; ++i)
+               if (!finite(i)) return i;
+             return end;
+           }), n, path, name);
+}
+
 }  // namespace
 
 void convertSafetensor(const uint8_t* file_bytes, const SafetensorsHeader& header, const std::string& name,
@@ -204,19 +238,9 @@ void convertSafetensor(const uint8_t* file_bytes, const SafetensorsHeader& heade
     fail(path, "tensor \"" + name + "\" has dtype " + e.dtype + "; attnscope reads " + kReadable);
   const uint8_t* p = file_bytes + header.data_start + e.begin;
   const uint64_t n = static_cast<uint64_t>(numel(e.shape)), bytes = e.dtype == "F32" ? 4 : 2;
-  // Pieces of 1 Mi values across the threads: a model's load is mostly this copy (and the
-  // faults of the file's pages and the new memory, which the threads share too).
-  constexpr uint64_t kPiece = uint64_t{1} << 20;
-  const int64_t pieces = static_cast<int64_t>((n + kPiece - 1) / kPiece);
-  uint64_t first_bad = n;
-#pragma omp parallel for schedule(dynamic) reduction(min : first_bad) if (pieces > 1)
-  for (int64_t q = 0; q < pieces; ++q) {
-    const uint64_t begin = static_cast<uint64_t>(q) * kPiece, count = std::min(kPiece, n - begin);
-    const uint64_t bad = convertValues(p + begin * bytes, bytes == 4, e.dtype == "BF16", count, out + begin);
-    if (bad < count) first_bad = std::min(first_bad, begin + bad);
-  }
-  if (first_bad < n)
-    fail(path, "tensor \"" + name + "\" holds a NaN or infinite value at index " + std::to_string(first_bad));
+  failIfAt(firstBadInPieces(n, [&](uint64_t begin, uint64_t end) {
+             return begin + convertValues(p + begin * bytes, bytes == 4, e.dtype == "BF16", end - begin, out + begin);
+           }), n, path, name);
 }
 
 // ---- files and folders ----
@@ -406,9 +430,7 @@ Weights SafetensorsFolder::readWeights(const std::string& name, const Shape& sha
   }
   // little-endian host (x86-64, arm64)
   const uint16_t* values = copy.empty() ? reinterpret_cast<const uint16_t*>(p) : copy.data();
-  for (size_t i = 0; i < n; ++i)
-    if ((values[i] & 0x7F80u) == 0x7F80u)  // exponent all ones: infinite or NaN
-      fail(shard.path, "tensor \"" + name + "\" holds a NaN or infinite value at index " + std::to_string(i));
+  checkFinite(n, shard.path, name, [values](uint64_t i) { return finiteBf16(values[i]); });
   Weights w;
   if (panels) {
     packPanelsFrom(values, shape.at(0), shape.at(1), w);
@@ -418,6 +440,39 @@ Weights SafetensorsFolder::readWeights(const std::string& name, const Shape& sha
   }
   shard.file->release(shard.header.data_start + e.begin, shard.header.data_start + e.end);
   return w;
+}
+
+std::vector<Weights> SafetensorsFolder::readColumnPanels(const std::string& name, const Shape& shape,
+                                                         const std::string& why, const std::vector<int64_t>& counts) const {
+  checkShape(name, shape, why);
+  const Shard& shard = *shards_[where_.at(name)];
+  if (!shard.file) throw std::logic_error("SafetensorsFolder::readColumnPanels before mapData()");
+  const SafetensorsEntry& e = shard.header.tensors.at(name);
+  const int64_t K = shape.at(0), N = shape.at(1);
+  std::vector<Weights> parts;
+  const auto split = [&](const auto* kn) {
+    int64_t first = 0;
+    for (int64_t count : counts) {
+      parts.push_back(panelsOfColumns(kn, K, N, first, count));
+      first += count;
+    }
+    if (first != N) throw std::logic_error("readColumnPanels: the parts do not cover the columns");
+  };
+  const uint8_t* p = shard.file->data() + shard.header.data_start + e.begin;
+  const uint64_t n = static_cast<uint64_t>(K * N);
+  const auto aligned = [&](size_t alignment) { return reinterpret_cast<uintptr_t>(p) % alignment == 0; };
+  if (e.dtype == "F32" && aligned(alignof(float))) {
+    checkFinite(n, shard.path, name, [f = reinterpret_cast<const float*>(p)](uint64_t i) { return std::isfinite(f[i]); });
+    split(reinterpret_cast<const float*>(p));
+  } else if (e.dtype == "BF16" && aligned(alignof(uint16_t))) {
+    checkFinite(n, shard.path, name, [b = reinterpret_cast<const uint16_t*>(p)](uint64_t i) { return finiteBf16(b[i]); });
+    split(reinterpret_cast<const uint16_t*>(p));
+  } else {  // F16, or data the format left unaligned: through a float32 copy
+    const Tensor t = read(name, shape, why);
+    split(t.data.data());
+  }
+  shard.file->release(shard.header.data_start + e.begin, shard.header.data_start + e.end);
+  return parts;
 }
 
 uint64_t SafetensorsFolder::residentBytes(const std::string& name, bool keep_bf16) const {

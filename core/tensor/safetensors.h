@@ -75,6 +75,12 @@ class SafetensorsFolder {
   // The same, BF16 kept as stored (tensor/weights.h); F32 and F16 as float32; a matrix in
   // the row GEMM's panels when `panels`.
   Weights readWeights(const std::string& name, const Shape& shape, const std::string& why, bool panels = false) const;
+  // A stored [K, N] matrix (GPT-2's Conv1D weights, [in, out]) as W = its columns transposed,
+  // split into consecutive column ranges of `counts` (summing to N), each in the row GEMM's
+  // panels straight from the mapping (no float32 copy of the whole matrix first); F32 and
+  // BF16 as stored, F16 widened.
+  std::vector<Weights> readColumnPanels(const std::string& name, const Shape& shape, const std::string& why,
+                                        const std::vector<int64_t>& counts) const;
   // Bytes a tensor takes once read: readWeights keeps BF16 at 2 bytes a value, read() widens to 4.
   uint64_t residentBytes(const std::string& name, bool keep_bf16) const;
   void checkShape(const std::string& name, const Shape& shape, const std::string& why) const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <type_traits>
 
 #include "tensor/ggml_quants.h"
 
@@ -54,9 +55,8 @@ Buffer packedData(const Buffer& v, int64_t N, int64_t K) {
 
 // Panels of W = columns [first, first + count) of kn [K, ld] transposed: a step over k copies
 // up to 64 consecutive values of a row of kn.
-template <class Buffer>
-Buffer columnPanels(const Buffer& kn, int64_t K, int64_t ld, int64_t first, int64_t count) {
-  if (kn.empty()) return {};
+template <class Buffer, class T>
+Buffer columnPanels(const T* kn, int64_t K, int64_t ld, int64_t first, int64_t count) {
   const int64_t panels = panelCount(count);
   Buffer out;
   resizePrefaulted(out, static_cast<size_t>(panels * K * kPanelWidth), std::nullopt);  // every value written below
@@ -140,14 +140,34 @@ void packPanels(Weights& w) {
 
 Weights panelsOfColumns(const Weights& kn, int64_t first, int64_t count) {
   requireRows(kn, "panelsOfColumns");
-  const int64_t K = kn.dim(0), ld = kn.dim(1);
+  if (!kn.bf16.empty()) return panelsOfColumns(kn.bf16.data(), kn.dim(0), kn.dim(1), first, count);
+  return panelsOfColumns(kn.f32.data(), kn.dim(0), kn.dim(1), first, count);
+}
+
+namespace {
+
+template <class T>
+Weights columnsInPanels(const T* kn, int64_t K, int64_t ld, int64_t first, int64_t count) {
   if (first < 0 || count < 0 || first + count > ld) throw std::logic_error("panelsOfColumns: columns out of range");
   Weights w;
   w.shape = {count, K};
-  w.f32 = columnPanels(kn.f32, K, ld, first, count);
-  w.bf16 = columnPanels(kn.bf16, K, ld, first, count);
+  if constexpr (std::is_same_v<T, float>) {
+    w.f32 = columnPanels<FloatBuffer>(kn, K, ld, first, count);
+  } else {
+    w.bf16 = columnPanels<Bf16Buffer>(kn, K, ld, first, count);
+  }
   w.panels = true;
   return w;
+}
+
+}  // namespace
+
+Weights panelsOfColumns(const float* kn, int64_t K, int64_t ld, int64_t first, int64_t count) {
+  return columnsInPanels(kn, K, ld, first, count);
+}
+
+Weights panelsOfColumns(const uint16_t* kn, int64_t K, int64_t ld, int64_t first, int64_t count) {
+  return columnsInPanels(kn, K, ld, first, count);
 }
 
 void packPanelsFrom(const uint16_t* rows, int64_t N, int64_t K, Weights& w) {

@@ -74,6 +74,9 @@ void packPanels(Weights& w);
 // W [count, K] = columns [first, first + count) of kn [K, N] transposed, in panels (GPT-2's
 // Conv1D weights are stored [in, out]: no transpose in between).
 Weights panelsOfColumns(const Weights& kn, int64_t first, int64_t count);
+// The same from kn [K, ld] as it lies (a file's mapping): float32, or bfloat16 kept as stored.
+Weights panelsOfColumns(const float* kn, int64_t K, int64_t ld, int64_t first, int64_t count);
+Weights panelsOfColumns(const uint16_t* kn, int64_t K, int64_t ld, int64_t first, int64_t count);
 // w = the bfloat16 matrix `rows` [N, K] in panels (read straight from a file's mapping).
 void packPanelsFrom(const uint16_t* rows, int64_t N, int64_t K, Weights& w);
 

@@ -3,6 +3,7 @@
 // from the IEEE half and bfloat16 layouts).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -106,6 +107,35 @@ TEST(Safetensors, NonFiniteValuesAreRefusedNamingTheIndex) {
         }
       },
       InputError);
+}
+
+// Tensors of several 1 Mi pieces (converted across the threads): the values arrive, and the
+// first non-finite value is named whichever piece finds one first.
+TEST(Safetensors, LargeTensorsConvertAndNameTheFirstBadIndex) {
+  constexpr uint64_t n = (uint64_t{5} << 20) / 2 + 3;  // 2.5 Mi + 3 values: three pieces
+  std::vector<float> values(n);
+  for (uint64_t i = 0; i < n; ++i) values[i] = static_cast<float>(i % 1000) - 500.0f;
+  const std::string header = R"({"w":{"dtype":"F32","shape":[)" + std::to_string(n) + R"(],"data_offsets":[0,)" +
+                             std::to_string(4 * n) + "]}}";
+  const auto bytes_of = [&] {
+    std::vector<uint8_t> data(4 * n);
+    std::memcpy(data.data(), values.data(), data.size());
+    return file(header, data);
+  };
+  std::vector<float> out(n);
+  std::vector<uint8_t> bytes = bytes_of();
+  convertSafetensor(bytes.data(), parseSafetensorsHeader(bytes.data(), bytes.size(), "f.safetensors"), "w",
+                    "f.safetensors", out.data());
+  EXPECT_EQ(out, values);
+  values[n - 1] = INFINITY, values[1800000] = NAN;
+  bytes = bytes_of();
+  try {
+    convertSafetensor(bytes.data(), parseSafetensorsHeader(bytes.data(), bytes.size(), "f.safetensors"), "w",
+                      "f.safetensors", out.data());
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "f.safetensors: tensor \"w\" holds a NaN or infinite value at index 1800000");
+  }
 }
 
 }  // namespace
