@@ -31,6 +31,13 @@ HWY_INLINE VI Dword(const uint8_t* base, VI off, int at) {
 
 // Each lane shifted right by `shift`, then masked.
 HWY_INLINE VI Bits(VI v, int shift, int mask) { return hn::And(hn::ShiftRightSame(v, shift), hn::Set(DI(), mask)); }
+// Byte b of each lane, zero-extended: one byte shuffle (the index of byte b of lane j within its
+// 16-byte block, then three zeroing indices).
+HWY_INLINE VI Byte(VI v, int b) {
+  const DI di;
+  const VI lane = hn::ShiftLeft<2>(hn::And(hn::Iota(di, 0), hn::Set(di, 3)));
+  return hn::TableLookupBytesOr0(v, hn::Add(lane, hn::Set(di, static_cast<int32_t>(0x80808000u) | b)));
+}
 // Signed byte b of each lane.
 HWY_INLINE VI SignedByte(VI v, int b) { return hn::ShiftRightSame(hn::ShiftLeftSame(v, 24 - 8 * b), 24); }
 HWY_INLINE VF Float(VI v) { return hn::ConvertTo(DF(), v); }
@@ -103,10 +110,12 @@ struct Q4_K {  // d, dmin, scales[12], qs[128]: (d sc) q - dmin m per sub-block 
         VI sc, m;
         ScaleMin(scales, 2 * a + t, sc, m);
         const VF dl = hn::Mul(d, Float(sc)), ml = hn::Mul(dmin, Float(m));
-        for (int i = 0; i < 8; ++i)
+        for (int i = 0; i < 8; ++i) {
+          const VI nibbles = Bits(qs[i], 4 * t, 0x0F0F0F0F);
 #pragma GCC unroll 4
           for (int b = 0; b < 4; ++b)
-            s.Feed(k0 + 64 * a + 32 * t + 4 * i + b, hn::Sub(hn::Mul(dl, Float(Bits(qs[i], 8 * b + 4 * t, 0x0F))), ml));
+            s.Feed(k0 + 64 * a + 32 * t + 4 * i + b, hn::Sub(hn::Mul(dl, Float(Byte(nibbles, b))), ml));
+        }
       }
     }
   }
@@ -128,13 +137,13 @@ struct Q6_K {  // ql[128], qh[64], scales[16] (int8), d: (d sc) (q - 32) per 16 
         for (int half = 0; half < 2; ++half) {
           const int is = 8 * a + half + 2 * q;
           const VF dsc = hn::Mul(d, Float(SignedByte(scales[is / 4], is % 4)));
-          for (int i = 4 * half; i < 4 * half + 4; ++i)
+          for (int i = 4 * half; i < 4 * half + 4; ++i) {
+            // Four six-bit values, one per byte: the nibble of ql, the two bits of qh above it.
+            const VI six = hn::Or(Bits(ql[i], 4 * (q / 2), 0x0F0F0F0F), hn::ShiftLeft<4>(Bits(qh[i], 2 * q, 0x03030303)));
 #pragma GCC unroll 4
-            for (int b = 0; b < 4; ++b) {
-              const VI low = Bits(ql[i], 8 * b + 4 * (q / 2), 0x0F), high = Bits(qh[i], 8 * b + 2 * q, 3);
-              const VI value = hn::Sub(hn::Or(low, hn::ShiftLeft<4>(high)), hn::Set(DI(), 32));
-              s.Feed(k0 + 128 * a + 32 * q + 4 * i + b, hn::Mul(dsc, Float(value)));
-            }
+            for (int b = 0; b < 4; ++b)
+              s.Feed(k0 + 128 * a + 32 * q + 4 * i + b, hn::Mul(dsc, Float(hn::Sub(Byte(six, b), hn::Set(DI(), 32)))));
+          }
         }
       }
     }
