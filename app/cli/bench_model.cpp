@@ -81,12 +81,12 @@ double rerunMs(Loaded& m, const std::vector<int64_t>& ids, int64_t L, int64_t n)
   return median(times);
 }
 
-// Up to n greedy tokens after `prompt` (EOS ignored, each step unembedding its one row): the
-// tokens generated and the median time per token, the first step (which includes the
-// prompt's forward) left out.
+// Up to n greedy tokens after `prompt` (EOS ignored, each run unembedding its last row, as
+// `model generate`): the tokens generated and the median time per token, the first step
+// (which includes the prompt's forward) left out.
 std::pair<size_t, double> generationStepMs(Loaded& m, const ModelTokens& prompt, int64_t n) {
   m.reset();
-  m.logit_rows(LogitRows{});
+  m.logit_rows(kGenerationLogits);
   const int64_t room = std::min<int64_t>(n, m.model.context - static_cast<int64_t>(prompt.ids.size()));
   CausalModel no_eos = m.model;
   no_eos.eos.clear();

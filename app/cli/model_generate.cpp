@@ -112,6 +112,7 @@ int modelGenerate(const GenerateFlags& flags) {
   const CacheWindow cache = cacheWindowOf(flags);
   const Interventions interventions = flags.interventions.parsed();
   Loaded p = loadCausalModel(flags.model);
+  p.logit_rows(kGenerationLogits);
   p.set_window(cache);
   p.set_interventions(interventions);
   const ModelTokens prompt = flags.ids.empty() ? p.encode(readModelText(flags.text), truncate, flags.tokens) : p.from_ids(parseIds(flags.ids));

@@ -11,6 +11,7 @@
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
+#include "attention/quant_gemm.h"
 #include "attention/row_gemm.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -323,6 +324,12 @@ void rowGemm(const float* x, int64_t M, const WeightRows& w, const float* b, flo
   if (w.K == 0) {
     for (int64_t i = 0; i < M; ++i)
       for (int64_t n = 0; n < w.N; ++n) y[i * w.N + n] = b ? b[n] : 0.0f;
+    return;
+  }
+  if (decodeQuantRows(x, w.K, M, w, y, w.N, threaded)) {  // a few rows on ggml blocks: no panels
+    if (b)
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t n = 0; n < w.N; ++n) y[i * w.N + n] += b[n];
     return;
   }
   HWY_DYNAMIC_DISPATCH(RowGemm)(x, w.K, M, w, b, y, w.N, threaded);

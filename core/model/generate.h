@@ -93,6 +93,11 @@ Generation generate(const CausalModel& model, const ModelTokens& prompt, int64_t
 std::vector<int64_t> eosIds(const Model& model);
 // The causal model behind a runner (the runner must outlive it). InputError
 // naming the folder for an encoder or a folder without a language-model head.
+// The logits a generation reads: the last position's (generate() unembeds nothing else). A
+// runner set to every row would keep the prompt's [L, V] logits (263 MiB for a 128k
+// vocabulary at 512 tokens) and copy them into Generation::run.
+inline const LogitRows kGenerationLogits{false, {-1}};
+
 // maps: what each generation step leaves in the run's traces (StepMaps).
 CausalModel causalModelOf(ModelRunner& runner, StepMaps maps = StepMaps::RowsOnly);
 

@@ -53,8 +53,8 @@ class ModelFolder : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  std::string write(const std::string& tokenizer = "chars") {
-    const int64_t V = tokenizer == "chars" ? 6 : 256, D = 8, M = 16, T = 12;
+  std::string write(const std::string& tokenizer = "chars", int64_t T = 12) {
+    const int64_t V = tokenizer == "chars" ? 6 : 256, D = 8, M = 16;
     nlohmann::json cfg = {{"format", "attnscope-model/1"}, {"name", "tiny"}, {"description", "test"},
                           {"n_layers", 2}, {"n_heads", 2}, {"d_model", D}, {"d_mlp", M}, {"max_len", T},
                           {"vocab_size", V}, {"tokenizer", tokenizer}, {"unk_id", 0},
@@ -624,6 +624,26 @@ TEST_F(ModelFolder, GenerationRunsCanBeWatchedAndStopped) {
   g = watch(1);
   EXPECT_EQ(g.stop, "stopped");
   EXPECT_TRUE(g.steps.empty());
+}
+
+// A generation far longer than its prompt (its rows' storage grows on the way): attentions
+// [n_layers, 1, H, L, L] holds every row as a full forward over the final sequence gives it,
+// nothing after the diagonal.
+TEST_F(ModelFolder, LongGenerationKeepsEveryRowOfTheFullRun) {
+  FolderModelRunner runner(write("chars", 100));
+  const Generation g = generate(runner.causalModel(), runner.tokenize("ab"), 90, SamplingSettings{}, {});
+  const int64_t L = 92;
+  ASSERT_EQ(g.attentions.shape, (Shape{2, 1, 2, L, L}));
+  ModelRunner full(std::make_shared<const Model>(loadModel(write("chars", 100))));
+  const ModelRun& run = full.run(g.run.tokens);
+  for (int64_t layer = 0; layer < 2; ++layer)
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t i = 0; i < L; ++i)
+        for (int64_t j = 0; j < L; ++j) {
+          const float got = g.attentions.data[(((layer * 2 + h) * L) + i) * L + j];
+          const float want = j <= i ? run.layers[layer].probs.data[(h * L + i) * L + j] : 0.0f;
+          ASSERT_NEAR(got, want, 1e-6f) << "layer " << layer << " head " << h << " row " << i << " key " << j;
+        }
 }
 
 // Interventions on a reused runner: each change recomputes from the first layer and row it

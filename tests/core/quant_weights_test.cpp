@@ -2,9 +2,12 @@
 // and the embedding lookup: the GEMM on blocks equals the GEMM on the same matrix dequantized
 // to float32 bit for bit (dequantized a panel at a time, the same FMA chains) and a float64
 // reference on the dequantized values; a row map reorders rows; rowInto is one row's values.
-// Blocks are random bytes with finite scales (Q8_0, Q4_K, Q6_K: three block layouts).
+// Up to kDecodeRows rows take the decode path (attention/quant_gemm.h: blocks dequantized in
+// registers across rows), more the panel path: a row alone equals the same row among many.
+// Blocks are random bytes with finite scales (Q8_0, Q4_K, Q6_K, F16: four block layouts).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -13,6 +16,7 @@
 
 #include <Eigen/Core>
 
+#include "attention/quant_gemm.h"
 #include "attention/row_gemm.h"
 #include "tensor/ggml_quants.h"
 #include "tensor/weights.h"
@@ -48,21 +52,26 @@ class QuantWeights : public testing::TestWithParam<QuantCase> {
         const uint16_t bits = Eigen::numext::bit_cast<uint16_t>(Eigen::half(0.02f * normal(rng)));
         std::memcpy(&blocks_[at + offset], &bits, 2);
       }
-    x_.resize(c.M * c.K);
+    x_.resize(std::max(c.M, kManyRows) * c.K);
     for (float& v : x_) v = normal(rng);
+    bias_.resize(c.N);
+    for (float& v : bias_) v = normal(rng);
     dense_.shape = {c.N, c.K};
     dense_.f32.resize(c.N * c.K);
     for (int64_t n = 0; n < c.N; ++n) dequantizeRow(*type_, &blocks_[n * row_bytes], &dense_.f32[n * c.K], c.K);
   }
-  std::vector<float> gemm(const Weights& w) const {
+  // Rows [first, first + M) of x times w (M = the case's by default), plus the bias or not.
+  std::vector<float> gemm(const Weights& w, int64_t first = 0, int64_t M = 0, bool bias = true) const {
     const QuantCase& c = GetParam();
-    std::vector<float> y(c.M * c.N);
-    rowGemm(x_.data(), c.M, w.rows(), nullptr, y.data());
+    M = M > 0 ? M : c.M;
+    std::vector<float> y(M * c.N);
+    rowGemm(x_.data() + first * c.K, M, w.rows(), bias ? bias_.data() : nullptr, y.data());
     return y;
   }
+  static constexpr int64_t kManyRows = kDecodeRows + 3;  // past the decode path
   const GgmlTypeInfo* type_ = nullptr;
   std::vector<uint8_t> blocks_;
-  std::vector<float> x_;
+  std::vector<float> x_, bias_;
   Weights dense_;
 };
 
@@ -73,7 +82,7 @@ TEST_P(QuantWeights, GemmEqualsTheDequantizedMatrixBitForBit) {
   ASSERT_EQ(0, std::memcmp(got.data(), dense.data(), got.size() * sizeof(float)));
   for (int64_t i = 0; i < c.M; ++i)
     for (int64_t n = 0; n < c.N; ++n) {
-      double want = 0.0, magnitude = 0.0;
+      double want = bias_[n], magnitude = std::fabs(want);
       for (int64_t k = 0; k < c.K; ++k) {
         const double term = static_cast<double>(x_[i * c.K + k]) * dense_.f32[n * c.K + k];
         want += term;
@@ -89,7 +98,7 @@ TEST_P(QuantWeights, RowMapReordersRowsAndRowIntoReadsOne) {
   for (int64_t n = 0; n < c.N; ++n) order[n] = (n * 7 + 3) % c.N;  // a permutation (N odd or coprime with 7)
   const Weights q = quantizedWeights(*type_, blocks_.data(), c.N, c.K, nullptr, order);
   EXPECT_EQ(q.bytes(), static_cast<uint64_t>(c.N) * ggmlRowBytes(*type_, c.K));
-  const std::vector<float> got = gemm(q), plain = gemm(dense_);
+  const std::vector<float> got = gemm(q, 0, 0, false), plain = gemm(dense_, 0, 0, false);
   std::vector<float> row(c.K);
   for (int64_t n = 0; n < c.N; ++n) {
     for (int64_t i = 0; i < c.M; ++i) ASSERT_EQ(got[i * c.N + n], plain[i * c.N + order[n]]);
@@ -98,10 +107,31 @@ TEST_P(QuantWeights, RowMapReordersRowsAndRowIntoReadsOne) {
   }
 }
 
+// Every row alone and the first kDecodeRows together (the decode path) equal the same rows of
+// a GEMM over kManyRows rows (the panel path) bit for bit, bias included.
+TEST_P(QuantWeights, RowAloneEqualsTheRowAmongMany) {
+  const QuantCase& c = GetParam();
+  const Weights q = quantizedWeights(*type_, blocks_.data(), c.N, c.K, nullptr);
+  const std::vector<float> many = gemm(q, 0, kManyRows), few = gemm(q, 0, kDecodeRows);
+  ASSERT_EQ(0, std::memcmp(few.data(), many.data(), few.size() * sizeof(float)));
+  std::vector<float> decoded(kManyRows * c.N);  // the decode path itself, no bias: its types and its limit
+  ASSERT_TRUE(decodeQuantRows(x_.data(), c.K, kDecodeRows, q.rows(), decoded.data(), c.N, true));
+  ASSERT_FALSE(decodeQuantRows(x_.data(), c.K, kDecodeRows + 1, q.rows(), decoded.data(), c.N, true));
+  const std::vector<float> plain = gemm(dense_, 0, kDecodeRows, false);
+  ASSERT_EQ(0, std::memcmp(decoded.data(), plain.data(), plain.size() * sizeof(float)));
+  for (int64_t i = 0; i < kManyRows; ++i) {
+    const std::vector<float> alone = gemm(q, i, 1);
+    ASSERT_EQ(0, std::memcmp(alone.data(), &many[i * c.N], c.N * sizeof(float))) << "row " << i;
+  }
+}
+
+// N off multiples of 16 and 64, K of several blocks, M on both sides of kDecodeRows.
 INSTANTIATE_TEST_SUITE_P(Types, QuantWeights,
                          testing::Values(QuantCase{8, {0}, 1, 65, 64}, QuantCase{8, {0}, 5, 130, 96},
-                                         QuantCase{12, {0, 2}, 3, 67, 256}, QuantCase{14, {208}, 2, 9, 512},
-                                         QuantCase{14, {208}, 130, 64, 256}),
+                                         QuantCase{8, {0}, 4, 23, 160}, QuantCase{12, {0, 2}, 3, 67, 256},
+                                         QuantCase{12, {0, 2}, 1, 101, 768}, QuantCase{14, {208}, 2, 9, 512},
+                                         QuantCase{14, {208}, 4, 77, 768}, QuantCase{14, {208}, 130, 64, 256},
+                                         QuantCase{1, {0}, 2, 37, 96}, QuantCase{1, {0}, 1, 71, 30}),
                          caseName);
 
 }  // namespace
