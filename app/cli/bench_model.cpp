@@ -87,12 +87,14 @@ double rerunMs(Loaded& m, const std::vector<int64_t>& ids, int64_t L, int64_t n)
 std::pair<size_t, double> generationStepMs(Loaded& m, const ModelTokens& prompt, int64_t n) {
   m.reset();
   m.logit_rows(kGenerationLogits);
+  m.keep_scores(false);  // as `model generate`
   const int64_t room = std::min<int64_t>(n, m.model.context - static_cast<int64_t>(prompt.ids.size()));
   CausalModel no_eos = m.model;
   no_eos.eos.clear();
   const Generation g = generate(no_eos, prompt, std::max<int64_t>(room, 1), SamplingSettings{}, {});
   std::vector<double> step_ms;
   for (size_t s = 1; s < g.steps.size(); ++s) step_ms.push_back(g.steps[s].ms);
+  m.keep_scores(true);
   return {g.steps.size(), median(step_ms)};
 }
 

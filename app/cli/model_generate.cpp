@@ -63,6 +63,7 @@ Loaded loadCausalModel(const std::string& folder) {
   p.set_window = [runner](const CacheWindow& cache) { runner->setCacheWindow(cache); };
   p.set_interventions = [runner](const Interventions& in) { runner->setInterventions(in); };
   p.logit_rows = [runner](const LogitRows& rows) { runner->logitRows(rows); };
+  p.keep_scores = [runner](bool keep) { runner->keepScores(keep); };
   p.lens = [runner](const ModelTokens& tokens) { return runner->lens(tokens); };
   p.patch = [runner](const ModelTokens& clean, const ModelTokens& corrupt, int64_t answer, int64_t wrong) {
     return runner->patch(clean, corrupt, answer, wrong);
@@ -113,6 +114,7 @@ int modelGenerate(const GenerateFlags& flags) {
   const Interventions interventions = flags.interventions.parsed();
   Loaded p = loadCausalModel(flags.model);
   p.logit_rows(kGenerationLogits);
+  p.keep_scores(false);  // attentions.npy holds probabilities
   p.set_window(cache);
   p.set_interventions(interventions);
   const ModelTokens prompt = flags.ids.empty() ? p.encode(readModelText(flags.text), truncate, flags.tokens) : p.from_ids(parseIds(flags.ids));

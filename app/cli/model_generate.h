@@ -53,6 +53,7 @@ struct Loaded {
   std::function<void()> reset;  // forget the runner's cache
   std::function<void(const CacheWindow&)> set_window;  // sinks + causal window on every layer
   std::function<void(const LogitRows&)> logit_rows;     // the positions each run unembeds
+  std::function<void(bool)> keep_scores;  // runs keep their score maps (false: a generation's, probabilities only)
   std::function<LogitLens(const ModelTokens&)> lens;  // the logit lens of a token sequence
   // Activation patching (FolderModelRunner::patch): the sweep leaves no interventions set.
   std::function<PatchTables(const ModelTokens& clean, const ModelTokens& corrupt, int64_t answer, int64_t wrong)> patch;

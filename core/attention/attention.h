@@ -41,6 +41,9 @@ struct AttentionOptions {
   // a model run beyond the full path's budget keeps Q, K and each row's softmax normalisers
   // instead (AttentionTrace::normalisers), from which attention/tiles.h computes any window.
   bool keep_maps = true;
+  // With keep_maps: keep the score maps too. false: only the probabilities (a generation's
+  // runs: its rows are probabilities, and the scores would double the maps' memory).
+  bool keep_scores = true;
   // Keep raw_scores [B, H, L, S]. They can be derived (rawScore()), so the app and the
   // bench leave them out: one map less to write and hold, and masked blocks are skipped.
   bool keep_raw_scores = true;

@@ -217,7 +217,7 @@ std::vector<RowSpan> maskSpans(AttentionTrace& t, const AttentionOptions& o, int
 // The trace's per-position tensors and maps for L positions, keeping rows [0, keep): in place,
 // or copied from `from` (the last run's trace, lent: t is other storage, written whole).
 void growTrace(AttentionTrace& t, const AttentionTrace* from, int64_t L, int64_t keep, int64_t Din, int64_t G,
-               int64_t Do, float fill, bool keep_maps) {
+               int64_t Do, float fill, bool keep_maps, bool keep_scores) {
   const int64_t oldL = from ? from->L : t.L, H = t.H, d = t.d;
   // Tensor `member` of t as [1, N, L, W] (N = 0: [1, L, W]) from oldW columns, keeping rows [0, keep).
   auto keepRows = [&](Tensor AttentionTrace::*member, int64_t N, int64_t oldW, int64_t W, float value) {
@@ -241,7 +241,11 @@ void growTrace(AttentionTrace& t, const AttentionTrace* from, int64_t L, int64_t
   keepRows(&AttentionTrace::v, G, d, d, 0.0f);
   keepRows(&AttentionTrace::context_heads, H, d, d, 0.0f);
   if (keep_maps) {
-    keepRows(&AttentionTrace::scores, H, oldL, L, fill);
+    if (keep_scores) {
+      keepRows(&AttentionTrace::scores, H, oldL, L, fill);
+    } else {
+      t.scores = Tensor();
+    }
     keepRows(&AttentionTrace::probs, H, oldL, L, 0.0f);
     t.normalisers.clear();
   } else {
@@ -339,7 +343,7 @@ void attendRows(AttentionTrace& t, const Projections& w, const AttentionOptions&
   if (kept_L == 0) checkProjections(w, o);  // the first run on this trace: the weights' shapes, once
   const RunPlan plan = planRun(o, RunSizes{1, L, L, D, H, d, G, Din, Din, Din});
   t.H = H, t.d = d;
-  growTrace(t, kept, L, start, Din, G, Do, plan.rule.fillValue(), o.keep_maps);
+  growTrace(t, kept, L, start, Din, G, Do, plan.rule.fillValue(), o.keep_maps, o.keep_scores);
   t.B = 1, t.L = L, t.S = L, t.D = D, t.G = G, t.Dq = t.Dk = t.Dv = Din;
   std::copy_n(x, (L - start) * Din, &t.query.data[start * Din]);
   FloatBuffer rows(static_cast<size_t>((L - start) * D));  // [L - start, D or G d]: a projection, then the context
@@ -390,7 +394,7 @@ void attendRows(AttentionTrace& t, const Projections& w, const AttentionOptions&
     }
     s.allowed = edit ? knocked.data() : &t.mask.allowed.data[start * L];
     s.spans = &spans[start];
-    s.scores = &t.scores.data[(h * L + start) * L];
+    s.scores = o.keep_scores ? &t.scores.data[(h * L + start) * L] : nullptr;
     s.probs = &t.probs.data[(h * L + start) * L];
     s.stream = streamedMaps(L - start, L);
     attendHead(s, L - start, L, plan.ruleForHead(h), DropoutRule{});
@@ -421,14 +425,15 @@ void appendRow(AttentionTrace& t, const AttentionOptions& o, const RunPlan& plan
                const std::vector<std::string>& labels, RunMasks* masks) {
   const int64_t p = t.L, S = p + 1, H = t.H, d = t.d, G = t.G;
   const int64_t Din = t.query.dim(2), Do = t.output.dim(2);
-  growTrace(t, nullptr, S, p, Din, G, Do, plan.rule.fillValue(), true);
+  const bool scores = !t.scores.empty();  // a run that kept its scores keeps the stepped ones
+  growTrace(t, nullptr, S, p, Din, G, Do, plan.rule.fillValue(), true, scores);
   t.L = t.S = S;
   std::copy_n(row.query, Din, &t.query.data[p * Din]);
   std::copy_n(row.output, Do, &t.output.data[p * Do]);
   for (int64_t h = 0; h < H; ++h) {
     std::copy_n(row.q + h * d, d, &t.q.data[(h * S + p) * d]);
     std::copy_n(row.context + h * d, d, &t.context_heads.data[(h * S + p) * d]);
-    std::copy_n(row.scores + h * S, S, &t.scores.data[(h * S + p) * S]);
+    if (scores) std::copy_n(row.scores + h * S, S, &t.scores.data[(h * S + p) * S]);
     std::copy_n(row.probs + h * S, S, &t.probs.data[(h * S + p) * S]);
   }
   for (int64_t g = 0; g < G; ++g) {

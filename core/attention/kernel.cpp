@@ -158,8 +158,9 @@ RawScoreBlocks attendHead(const HeadSlot& slot, int64_t L, int64_t S, const Scor
   const bool uniform_fully_masked = rule.fill == MaskFill::NegBillion;
   KeysT kt;
   RawScoreBlocks counts;
-  // Streamed maps: a block's raw scores, scores and probabilities in scratch [kRowBlock, S].
-  const bool stream = slot.stream && !slot.raw && !slot.cache;
+  // Streamed maps, or probabilities without their scores (slot.scores null): a block's raw
+  // scores, scores and probabilities in scratch [kRowBlock, S].
+  const bool stream = (slot.stream || !slot.scores) && !slot.raw && !slot.cache;
   FloatBuffer block_raw(stream ? static_cast<size_t>(std::min(kRowBlock, L) * S) : 0);
   FloatBuffer block_scores(block_raw.size()), block_probs(block_raw.size());
   for (int64_t i0 = 0; i0 < L; i0 += kRowBlock) {
@@ -193,7 +194,7 @@ RawScoreBlocks attendHead(const HeadSlot& slot, int64_t L, int64_t S, const Scor
     }
     combineRowBlock(weights, S, keys, rows, slot.v, slot.c, slot.c, slot.ctx + i0 * slot.ld_ctx, slot.ld_ctx);
     if (stream) {
-      streamCopy(scores, rows * S, slot.scores + i0 * S);
+      if (slot.scores) streamCopy(scores, rows * S, slot.scores + i0 * S);
       streamCopy(probs, rows * S, slot.probs + i0 * S);
     }
   }

@@ -108,7 +108,7 @@ struct HeadSlot {
   float* raw = nullptr;              // [L, S] or null
   float* cache = nullptr;            // [L, S] of a RawScoreCache (raw null), or null
   RowSpan* cached = nullptr;         // [rowBlocks(L)]: keys each block holds in cache
-  float* scores = nullptr;           // [L, S]
+  float* scores = nullptr;           // [L, S], or null: not kept (with neither raw nor cache)
   float* probs = nullptr;            // [L, S]
   float* dropped = nullptr;          // [L, S] or null
   uint64_t dropout_offset = 0;       // flat index of this slot's first cell in [B, H, L, S]

@@ -99,6 +99,7 @@ class FolderModelRunner {
   void keepResiduals(bool keep);
   // Runs whose maps pass `bytes` keep Q and K instead (default: fullPathBudgetBytes()).
   void keepMapsWithin(uint64_t bytes) { runner_->keepMapsWithin(bytes); }
+  void keepScores(bool keep) { runner_->keepScores(keep); }
   // Lens columns [first, first + count) of a run that kept its residuals (labelled as the
   // view's); a generation computes its new positions' columns with each step.
   LensColumns lensColumns(const ModelRun& run, int64_t first, int64_t count) const;

@@ -186,6 +186,9 @@ class ModelRunner {
   // A run whose maps (modelMapBytes) exceed `bytes` keeps Q, K and the row normalisers
   // instead (ModelRun::mapsKept false). Default: no limit.
   void keepMapsWithin(uint64_t bytes) { maps_budget_ = bytes; }
+  // Runs keep their score maps beside the probabilities (default). false: probabilities only
+  // (a generation's runs, which collect probability rows: half the maps' memory).
+  void keepScores(bool keep) { keep_scores_ = keep; }
   // The last run's traces, read-only and not copied (the app's view of each keystroke; its
   // maps are most of a run's memory). They move out of the run: until the next run, its
   // ModelRun::layers hold sizes only. The next run writes into other storage while a shared
@@ -224,6 +227,8 @@ class ModelRunner {
   RunMasks masks_;                   // the last run's mask, shared by its layers
   StepMaps step_maps_ = StepMaps::RowsOnly;
   uint64_t maps_budget_ = UINT64_MAX;
+  bool keep_scores_ = true;
+  bool last_kept_scores_ = true;  // of the last run: its rows are reused only by runs that keep them alike
   // shareTraces: the last run's traces as lent ([N], or empty), and the storage of those lent
   // before ([N] or empty), reused once nobody else holds it. During a run, kept_from_[i] is
   // the trace whose rows layer i keeps (null: run_.layers[i] itself).

@@ -397,10 +397,13 @@ const ModelRun& ModelRunner::run(ModelTokens tokens) {
   // and their residuals when the last run kept them too.
   const ModelConfig& c = model_->config;
   const bool keep_maps = modelMapBytes(c.n_layers, c.heads, L) <= maps_budget_;
-  for (AttentionOptions& o : options_) o.keep_maps = keep_maps;
+  for (AttentionOptions& o : options_) o.keep_maps = keep_maps, o.keep_scores = keep_scores_;
   // An encoder's rows all see every token: it keeps its layers only for the same tokens.
   const bool same = run_.tokens.ids == tokens.ids && run_.tokens.label == tokens.label;
-  const int64_t prefix = c.family->causal || same ? reusablePrefix(run_, tokens, keep_residuals_, keep_maps) : 0;
+  const bool scores_alike = last_kept_scores_ == keep_scores_;
+  last_kept_scores_ = keep_scores_;
+  const int64_t prefix =
+      (c.family->causal || same) && scores_alike ? reusablePrefix(run_, tokens, keep_residuals_, keep_maps) : 0;
   const std::vector<int64_t> starts = layerStarts(tokens, prefix);
   // Nothing changed (the labels too: two unknown characters share an id, not a label).
   if (starts.back() == L && same) {

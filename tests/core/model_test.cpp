@@ -646,6 +646,34 @@ TEST_F(ModelFolder, LongGenerationKeepsEveryRowOfTheFullRun) {
         }
 }
 
+// A runner that keeps no score maps (a generation's): the same probabilities bit for bit, no
+// scores, and it steps, appends and switches back (a full rerun when the kept maps differ).
+TEST_F(ModelFolder, RunsWithoutScoresKeepTheSameProbabilities) {
+  auto model = std::make_shared<const Model>(loadModel(write("chars", 100)));
+  ModelRunner with(model), without(model);
+  without.keepScores(false);
+  for (const char* text : {"abcab", "abcabc", "abcaba"}) {
+    SCOPED_TRACE(text);
+    const ModelRun& a = with.run(tokensForRun(*model, text, Truncate::None, 0));
+    const ModelRun& b = without.run(tokensForRun(*model, text, Truncate::None, 0));
+    for (size_t l = 0; l < a.layers.size(); ++l) {
+      EXPECT_EQ(b.layers[l].probs.data, a.layers[l].probs.data) << "layer " << l;
+      EXPECT_TRUE(b.layers[l].scores.empty());
+      EXPECT_FALSE(a.layers[l].scores.empty());
+    }
+    EXPECT_EQ(b.logits.row(b.logits.positions() - 1)[0], a.logits.row(a.logits.positions() - 1)[0]);
+  }
+  without.keepScores(true);  // back to both maps: the rows are recomputed, scores included
+  const ModelRun& c = without.run(tokensForRun(*model, "abcaba", Truncate::None, 0));
+  EXPECT_EQ(c.layers[0].scores.data, with.last().layers[0].scores.data);
+  FolderModelRunner generating(write("chars", 100));
+  generating.keepScores(false);
+  const Generation g = generate(generating.causalModel(), generating.tokenize("ab"), 20, SamplingSettings{}, {});
+  FolderModelRunner plain(write("chars", 100));
+  const Generation reference = generate(plain.causalModel(), plain.tokenize("ab"), 20, SamplingSettings{}, {});
+  EXPECT_EQ(g.attentions.data, reference.attentions.data);
+}
+
 // Interventions on a reused runner: each change recomputes from the first layer and row it
 // touches (a mean ablation from row 0 once any row moved), the rest comes from the last run;
 // the result equals a fresh runner's bit for bit, with and without the lens's residuals (and
