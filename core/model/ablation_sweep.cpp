@@ -23,7 +23,8 @@ AblationSweep ablationSweep(ModelRunner& runner, const ModelTokens& tokens, int6
     throw InputError("ablation sweep: position " + std::to_string(position) + " is outside the text of " +
                      std::to_string(L) + " " + tokenUnit(m));
   runner.setInterventions({});
-  runner.logitRows(LogitRows{false, {p}});
+  runner.logitRows(LogitRows{false, {p}, false});
+  runner.keepMapsWithin(0);  // only a logits row is read: no [H, L, L] maps written (same bits, cached_rows.h)
   AblationSweep sweep;
   sweep.position = p;
   const float* plain = runner.run(tokens).logits.row(p);  // [V]

@@ -47,7 +47,8 @@ PatchTables patchSweep(ModelRunner& runner, const ModelTokens& clean, const Mode
   const int64_t N = m.config.n_layers, H = m.config.heads, L = static_cast<int64_t>(clean.ids.size()), D = m.config.hidden;
   runner.setInterventions({});
   runner.keepResiduals(true);
-  runner.logitRows(LogitRows{false, {-1}});
+  runner.logitRows(LogitRows{false, {-1}, false});
+  runner.keepMapsWithin(0);  // only a logits row is read: no [H, L, L] maps written (same bits, cached_rows.h)
   PatchTables t;
   const CleanActivations a = cleanActivations(runner.run(clean));
   t.clean = patchMetric(runner.last(), answer, wrong);
