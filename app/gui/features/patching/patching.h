@@ -38,6 +38,7 @@ struct PatchingState {
   uint64_t job = 0;                     // the sweep posted last (0: none)
   PatchInputs posted;
   bool running = false, cancelled = false;
+  double logged_progress = 0.0;               // the running sweep's progress the state log last saw
   std::shared_ptr<const PatchResult> result;  // of job (the newest finished)
 };
 
