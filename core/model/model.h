@@ -168,6 +168,9 @@ class ModelRunner {
   // that one position through each layer's decode cache (one row, ModelRun::decoded_from).
   const ModelRun& step(ModelTokens tokens, StepMaps maps = StepMaps::RowsOnly);
   void reset();  // forget the cache: the next run computes every row
+  // A new runner on the same model with this one's settings (cache window, residuals, logits
+  // rows, maps budget), no interventions and nothing cached: a sweep's second thread.
+  ModelRunner sibling() const;
   const Model& model() const { return *model_; }
   const ModelRun& last() const { return run_; }
   // Keep the residual stream after every layer in ModelRun::residuals (the logit lens).

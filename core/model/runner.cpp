@@ -465,6 +465,15 @@ const ModelRun& ModelRunner::step(ModelTokens tokens, StepMaps maps) {
   return run_;
 }
 
+ModelRunner ModelRunner::sibling() const {
+  ModelRunner r(model_);
+  r.options_ = options_;
+  r.keep_residuals_ = keep_residuals_;
+  r.logit_rows_ = logit_rows_;
+  r.maps_budget_ = maps_budget_;
+  return r;
+}
+
 void ModelRunner::reset() {
   run_ = ModelRun();
   decode_.clear();

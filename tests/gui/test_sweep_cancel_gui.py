@@ -7,7 +7,7 @@ elsewhere: test_probe_sweep_gui.py, test_patching_gui.py).
 Ablation sweep on a 400-character text: the state log's overview.sweep is running with a
 progress strictly between 0 and 1 and its progress bar and "cancel sweep" are drawn; after
 "cancel sweep" it is not running, cancelled, has no effect table, the overview is not coloured
-by it and "sweep cancelled" is drawn; no later line has it running or further on.
+by it and "sweep cancelled" is drawn; no later line has it running.
 Patching on a 100-character text (opening the tab with the corrupt text and both tokens set
 starts the sweep): patching.running with a progress strictly between 0 and 1, its progress bar
 and Cancel drawn; after Cancel: not running, cancelled, no tables, "sweep again" drawn."""
@@ -43,9 +43,6 @@ class SweepCancelTest(g.AppTestCase):
         cls.folder = os.path.join(cls.dir, "wide-chars")
         ref.write_random_model(cls.folder, D=384, H=8, N=8, T=512, M=1536, vocab=VOCAB, seed=37)
 
-    def lines_after(self, log, seen):
-        return g.read_state_log(log)[seen:]
-
     def test_ablation_sweep_progress_and_cancel(self):
         _, log, window, state = self.start("ablation", ready=g.model_settled, source="model", model=self.folder,
                                            model_text=LONG)
@@ -58,22 +55,22 @@ class SweepCancelTest(g.AppTestCase):
                              and midway(s["overview"]["sweep"]["progress"]) and "sweep_progress" in s["rects"]
                              and "sweep_cancel" in s["rects"], timeout=30)
         self.screenshot(window, "ablation_running.png")
+        reached = state["overview"]["sweep"]["progress"]
         seen = g.line_count(log)
         state = self.click_until(window, log, state["rects"]["sweep_cancel"],
                                  lambda s: not s["overview"]["sweep"]["running"])
         sweep = state["overview"]["sweep"]
         self.assertTrue(sweep["cancelled"], sweep)
-        self.assertFalse(sweep["done"])
+        self.assertFalse(sweep["done"])  # stopped before its last head: no effect table
         self.assertNotIn("effect", sweep)
-        self.assertLess(sweep["progress"], 1.0)
         self.assertNotEqual(state["overview"]["metric"], "ablation_effect")
         state = g.wait_after(log, seen, lambda s: "sweep_note" in s["rects"] and "sweep_start" in s["rects"])
         self.screenshot(window, "ablation_cancelled.png")
-        stopped_at = sweep["progress"]
-        later = self.lines_after(log, seen)
+        later = g.read_state_log(log)[seen:]
+        running = [s["overview"]["sweep"]["progress"] for s in later if s["overview"]["sweep"]["running"]]
+        self.assertTrue(all(reached <= p < 1.0 for p in running), running)
         after_cancel = later[next(k for k, s in enumerate(later) if s["overview"]["sweep"]["cancelled"]):]
-        self.assertFalse(any(s["overview"]["sweep"]["running"] or s["overview"]["sweep"]["progress"] > stopped_at
-                             for s in after_cancel))
+        self.assertFalse(any(s["overview"]["sweep"]["running"] for s in after_cancel))
 
     def test_patching_progress_and_cancel(self):
         _, log, window, state = self.start("patching", ready=g.model_settled, source="model", model=self.folder,
