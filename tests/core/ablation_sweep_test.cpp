@@ -6,6 +6,7 @@
 // that keeps no residuals can turn its last intervention off again (it then has no layer
 // inputs to resume from).
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cstring>
@@ -28,6 +29,14 @@ std::shared_ptr<const Model> pythonCode() {
   return std::make_shared<const Model>(loadModel(it->folder));
 }
 
+// The references on one thread (a run's bits do not depend on it; the sweeps use every
+// thread): a loaded machine's OpenMP barriers made the fresh runs of a tiny model take seconds.
+struct OneThread {
+  const int before = omp_get_max_threads();
+  OneThread() { omp_set_num_threads(1); }
+  ~OneThread() { omp_set_num_threads(before); }
+};
+
 const std::string kText = "def area(w, h):\n    return w * h\n\nprint(area(2, 3))\n";
 
 TEST(AblationSweep, EachEntryIsAFreshRunsChange) {
@@ -37,6 +46,7 @@ TEST(AblationSweep, EachEntryIsAFreshRunsChange) {
   const AblationMode mode = AblationMode::Mean;  // zero: tests/cli/test_ablation_sweep.py, against float64
   ModelRunner runner(model);
   const AblationSweep sweep = ablationSweep(runner, tokens, position, mode);
+  const OneThread one_thread;
   ModelRunner plain(model);
   const float* base = plain.run(tokens).logits.row(position);
   EXPECT_EQ(sweep.top, std::max_element(base, base + V) - base);
@@ -74,6 +84,7 @@ TEST(PatchSweep, EachCellIsAFreshPatchedRun) {
   const int64_t D = model->config.hidden, answer = clean.ids.back(), wrong = corrupt.ids.front();
   ModelRunner runner(model);
   const PatchTables t = patchSweep(runner, clean, corrupt, answer, wrong);
+  const OneThread one_thread;
   ModelRunner source(model);
   source.keepResiduals(true);
   const ModelRun& c = source.run(clean);

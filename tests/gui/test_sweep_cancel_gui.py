@@ -53,7 +53,7 @@ class SweepCancelTest(g.AppTestCase):
         self.click_until(window, log, state["rects"]["sweep_start"], lambda s: s["overview"]["sweep"]["running"])
         state = g.wait_after(log, seen, lambda s: s["overview"]["sweep"]["running"]
                              and midway(s["overview"]["sweep"]["progress"]) and "sweep_progress" in s["rects"]
-                             and "sweep_cancel" in s["rects"], timeout=30)
+                             and "sweep_cancel" in s["rects"], timeout=60)
         self.screenshot(window, "ablation_running.png")
         reached = state["overview"]["sweep"]["progress"]
         seen = g.line_count(log)
@@ -81,7 +81,7 @@ class SweepCancelTest(g.AppTestCase):
         self.click_until(window, log, state["rects"]["focus_tab_patching"],
                          lambda s: s["focus_tab"] == "patching" and s["patching"]["running"])
         state = g.wait_after(log, seen, lambda s: s["patching"]["running"] and midway(s["patching"]["progress"])
-                             and "patching_progress" in s["rects"] and "patching_cancel" in s["rects"], timeout=30)
+                             and "patching_progress" in s["rects"] and "patching_cancel" in s["rects"], timeout=60)
         self.assertNotIn("sweep", state["patching"])
         self.screenshot(window, "patching_running.png")
         state = self.click_until(window, log, state["rects"]["patching_cancel"],

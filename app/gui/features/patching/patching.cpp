@@ -112,10 +112,15 @@ nlohmann::json sweepJson(const PatchResult& r) {
 
 void updatePatching(AppState& state) {
   PatchingState& p = state.feature<PatchingState>();
-  // A line each tenth of a long sweep: the state log (and a test) sees it advance.
-  if (p.running && p.worker->progress() >= p.logged_progress + 0.1) {
-    p.logged_progress = p.worker->progress();
-    markStateChanged(state);
+  // A line each tenth of a running sweep, or each half second while it advances: the state
+  // log sees it move (also a sweep of thousands of runs, or one slowed by a loaded machine).
+  if (p.running) {
+    const double at = p.worker->progress();
+    const auto now = std::chrono::steady_clock::now();
+    if (at > p.logged_progress && (at >= p.logged_progress + 0.1 || now - p.logged_at >= std::chrono::milliseconds(500))) {
+      p.logged_progress = at, p.logged_at = now;
+      markStateChanged(state);
+    }
   }
   if (p.worker)
     if (std::shared_ptr<const PatchResult> r = p.worker->poll(); r && r->job == p.job) {
