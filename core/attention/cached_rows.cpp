@@ -400,10 +400,17 @@ void attendRows(AttentionTrace& t, const Projections& w, const AttentionOptions&
     attendHead(s, L - start, L, plan.ruleForHead(h), DropoutRule{});
   }
   }
-  concatHeads(t, edits, start, L, rows);
-  rowGemm(rows.data(), L - start, w.o, w.b_o, &t.output.data[start * Do]);
-  std::copy_n(&t.output.data[start * Do], (L - start) * Do, out);
+  outputRows(t, w.o, w.b_o, edits, start, rows, out);
   finishTrace(t, o, plan, labels);
+}
+
+void outputRows(AttentionTrace& t, const WeightRows& o, const float* b_o, const HeadEdits* edits, int64_t start,
+                FloatBuffer& rows, float* out) {
+  const int64_t L = t.L, Do = o.N;
+  rows.resize(static_cast<size_t>((L - start) * t.H * t.d));
+  concatHeads(t, edits, start, L, rows);
+  rowGemm(rows.data(), L - start, o, b_o, &t.output.data[start * Do]);
+  std::copy_n(&t.output.data[start * Do], (L - start) * Do, out);
 }
 
 namespace {

@@ -67,6 +67,14 @@ void attendRows(AttentionTrace& t, const Projections& weights, const AttentionOp
                 int64_t start, int64_t L, const std::vector<std::string>& labels, float* out,
                 RunMasks* masks = nullptr, const HeadEdits* edits = nullptr, const AttentionTrace* kept = nullptr);
 
+// Rows [start, t.L) of a layer's output from the heads' z kept in trace t (context_heads),
+// each as its edit says, through the output projection o (bias b_o or null): into t.output
+// and out [t.L - start, Do]; rows: scratch. The end of attendRows, alone for a run whose
+// attention is the last run's (its input and knockouts unchanged: only an ablation or a
+// patched head changed), so the same bits as attendRows.
+void outputRows(AttentionTrace& t, const WeightRows& o, const float* b_o, const HeadEdits* edits, int64_t start,
+                FloatBuffer& rows, float* out);
+
 // Generation's one-row steps: a layer's K/V in slots [G, capacity, d], so appending a
 // position moves nothing (the trace's [1, G, L, d] moves every head's rows, and its
 // [H, L, L] maps every row, each step). Under a sliding mask (a causal window W, with k

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include "model/sweep_runs.h"
+
 namespace attnscope {
 
 double logProbability(const float* logits, int64_t V, int64_t id) {
@@ -23,27 +25,23 @@ AblationSweep ablationSweep(ModelRunner& runner, const ModelTokens& tokens, int6
     throw InputError("ablation sweep: position " + std::to_string(position) + " is outside the text of " +
                      std::to_string(L) + " " + tokenUnit(m));
   runner.setInterventions({});
-  runner.logitRows(LogitRows{false, {p}});
+  runner.logitRows(LogitRows{false, {p}, false});
+  runner.keepMapsWithin(0);  // only a logits row is read: no [H, L, L] maps written (same bits, cached_rows.h)
   AblationSweep sweep;
   sweep.position = p;
   const float* plain = runner.run(tokens).logits.row(p);  // [V]
   sweep.top = std::max_element(plain, plain + V) - plain;
   sweep.logprob = logProbability(plain, V, sweep.top);
   sweep.effect = Tensor({N, H});
-  // Last layer first: going from head (l + 1, h') to (l, h) changes layers l on only, so each
-  // run recomputes from its head's layer (the rows before come from the runner's cache).
-  for (int64_t done = 0; done < N * H; ++done) {
-    const int64_t n = (N - 1 - done / H) * H + done % H;
+  // A group per layer, its heads one after another on one runner: going from head (l, h) to
+  // (l, h + 1) changes layer l's z only, so each run computes layer l's output rows and the
+  // layers after it (model.h: the rows before come from the runner's cache).
+  runSweepGroups(runner, std::vector<int64_t>(static_cast<size_t>(N), H), [&](ModelRunner& r, int64_t l, int64_t h) {
     Interventions one;
-    one.ablations.push_back({n / H, n % H, mode, ""});
-    runner.setInterventions(std::move(one));
-    sweep.effect.data[n] = static_cast<float>(logProbability(runner.run(tokens).logits.row(p), V, sweep.top) - sweep.logprob);
-    if (progress && !progress(static_cast<double>(done + 1) / static_cast<double>(N * H))) {
-      runner.setInterventions({});
-      throw Cancelled();
-    }
-  }
-  runner.setInterventions({});
+    one.ablations.push_back({l, h, mode, ""});
+    r.setInterventions(std::move(one));
+    sweep.effect.data[l * H + h] = static_cast<float>(logProbability(r.run(tokens).logits.row(p), V, sweep.top) - sweep.logprob);
+  }, progress);
   return sweep;
 }
 

@@ -24,8 +24,8 @@ struct AblationSweep {
 // log softmax(logits)[id] in float64 (logits [V]).
 double logProbability(const float* logits, int64_t V, int64_t id);
 
-// The sweep on `runner` (left with no interventions; its other settings, such as which
-// logits rows it computes, are changed). position < 0 counts from the end (-1: the last).
+// The sweep on `runner` (left with no interventions; its other settings are changed: it
+// unembeds the one position only and keeps no maps, keepMapsWithin(0)). position < 0 counts from the end (-1: the last).
 // InputError for a position outside the text or a model without output head. progress:
 // the fraction of heads done; returning false stops the sweep (Cancelled).
 AblationSweep ablationSweep(ModelRunner& runner, const ModelTokens& tokens, int64_t position, AblationMode mode,

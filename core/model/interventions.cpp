@@ -174,9 +174,10 @@ LayerEffect effectOf(const Interventions& in, int64_t layer, int64_t H) {
 
 bool sameRows(const std::vector<float>* a, const std::vector<float>* b) { return a == b || (a && b && *a == *b); }
 
-// The first position whose rows differ between two layers' effects (L: none).
-int64_t firstDifference(const LayerEffect& a, const LayerEffect& b, int64_t L) {
-  for (size_t h = 0; h < a.z.size(); ++h)
+// The first position whose rows differ between two layers' effects (L: none); with_z false:
+// their z edits left out.
+int64_t firstDifference(const LayerEffect& a, const LayerEffect& b, int64_t L, bool with_z) {
+  for (size_t h = 0; h < a.z.size() && with_z; ++h)
     if (a.z[h].first != b.z[h].first || !sameRows(a.z[h].second, b.z[h].second)) return 0;
   int64_t first = L;
   for (const auto* cells : {&a.cells, &b.cells})
@@ -191,13 +192,22 @@ int64_t firstDifference(const LayerEffect& a, const LayerEffect& b, int64_t L) {
   return std::min(first, L);
 }
 
+std::vector<int64_t> layerDifferences(const Interventions& a, const Interventions& b, int64_t N, int64_t H, int64_t L,
+                                      bool with_z) {
+  std::vector<int64_t> rows(static_cast<size_t>(N), L);
+  if (a.empty() && b.empty()) return rows;
+  for (int64_t i = 0; i < N; ++i) rows[i] = firstDifference(effectOf(a, i, H), effectOf(b, i, H), L, with_z);
+  return rows;
+}
+
 }  // namespace
 
 std::vector<int64_t> changedRows(const Interventions& a, const Interventions& b, int64_t N, int64_t H, int64_t L) {
-  std::vector<int64_t> rows(static_cast<size_t>(N), L);
-  if (a.empty() && b.empty()) return rows;
-  for (int64_t i = 0; i < N; ++i) rows[i] = firstDifference(effectOf(a, i, H), effectOf(b, i, H), L);
-  return rows;
+  return layerDifferences(a, b, N, H, L, true);
+}
+
+std::vector<int64_t> attentionChangedRows(const Interventions& a, const Interventions& b, int64_t N, int64_t H, int64_t L) {
+  return layerDifferences(a, b, N, H, L, false);
 }
 
 }  // namespace attnscope

@@ -76,5 +76,10 @@ bool hasMeanAblation(const Interventions& interventions, int64_t layer);
 // under a and under b (L when none): a knockout from its query on, a patched residual from
 // its position on, an ablation or a head patch from 0.
 std::vector<int64_t> changedRows(const Interventions& a, const Interventions& b, int64_t N, int64_t H, int64_t L);
+// Per layer [N]: the first position whose attention (scores, maps, the heads' own z) differs
+// between runs under a and under b on the same input (L when none): a knockout from its
+// query on, a patched residual from its position on. An ablation or a head patch changes
+// only what the heads' z feed forward.
+std::vector<int64_t> attentionChangedRows(const Interventions& a, const Interventions& b, int64_t N, int64_t H, int64_t L);
 
 }  // namespace attnscope

@@ -168,6 +168,9 @@ class ModelRunner {
   // that one position through each layer's decode cache (one row, ModelRun::decoded_from).
   const ModelRun& step(ModelTokens tokens, StepMaps maps = StepMaps::RowsOnly);
   void reset();  // forget the cache: the next run computes every row
+  // A new runner on the same model with this one's settings (cache window, residuals, logits
+  // rows, maps budget), no interventions and nothing cached: a sweep's second thread.
+  ModelRunner sibling() const;
   const Model& model() const { return *model_; }
   const ModelRun& last() const { return run_; }
   // Keep the residual stream after every layer in ModelRun::residuals (the logit lens).
@@ -210,7 +213,9 @@ class ModelRunner {
   void forward(const ModelTokens& tokens, const std::vector<int64_t>& starts);  // layer i's rows [starts[i], L) into run_
   // Per layer [N], the first row this run computes: from the first changed token, lowered
   // where the interventions changed (changedRows) and to 0 from a changed mean ablation on.
-  std::vector<int64_t> layerStarts(const ModelTokens& tokens, int64_t prefix) const;
+  // attention_kept [N]: 1 where the layer's attention is the last run's (its input rows, tokens
+  // and knockouts unchanged: only its z edits changed), so only its output rows are computed.
+  std::vector<int64_t> layerStarts(const ModelTokens& tokens, int64_t prefix, std::vector<uint8_t>& attention_kept) const;
   Tensor& inputStore();                            // where layer inputs are kept
   void resume(const Tensor& kept, int64_t layer, int64_t start);  // x_ widened to rows [start, L) from kept inputs
   void patchResiduals(int64_t layer, int64_t L);                 // ResidualPatch rows of x_ entering `layer`
@@ -236,6 +241,8 @@ class ModelRunner {
   std::vector<const AttentionTrace*> kept_from_;
   Interventions interventions_, applied_;  // set, and those the last run's rows hold
   HeadEdits edits_;                        // the current layer's
+  std::vector<uint8_t> attention_kept_;    // [N] during a run (layerStarts), else empty
+  FloatBuffer z_rows_;                     // scratch: a kept attention's z rows into its output
   Tensor layer_inputs_;                    // [N + 1, L, D] without keep_residuals_: layer i's input in slot i
   bool inputs_kept_ = false;               // the last run left every layer's input in inputStore()
 };

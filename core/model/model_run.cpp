@@ -165,6 +165,15 @@ int64_t computeLogitRows(ModelRun& run, const LogitRows& wanted, const RowHead& 
   run.logits_rows = 0;
   if (run.logits.empty()) return 0;
   const int64_t L = run.logits.positions();
+  if (!wanted.all && !wanted.blocks) {  // the positions alone (a row's bits do not depend on its call's rows)
+    for (int64_t p : wanted.positions) {
+      if (p < 0) p += L;
+      if (p < 0 || p >= L || run.logits.computed(p)) continue;
+      blockLogits(run.final_residual, {p, p + 1}, head, run.logits.rowsToWrite(p, p + 1));
+      ++run.logits_rows;
+    }
+    return run.logits_rows;
+  }
   for (int64_t start = 0; start < L; start += kRowBlock) {
     const int64_t end = logitBlock(start, L).second;
     // The block's rows not computed: all of them, or those after the rows a run kept.

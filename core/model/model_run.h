@@ -108,6 +108,9 @@ void storeResidualRows(const Tensor& x, int64_t index, int64_t start, Tensor& re
 struct LogitRows {
   bool all = true;                 // every position (model run, generate, bench, exports)
   std::vector<int64_t> positions;  // otherwise these; a negative one counts from the end (-1 = the last)
+  // false: exactly these positions, not their blocks (a sweep reads one row per run: its
+  // block would be up to 64 rows of [D] x [D, V], more than a run of a short text).
+  bool blocks = true;
   bool wants(int64_t position, int64_t L) const;  // position's 64-row block holds a wanted one
 };
 

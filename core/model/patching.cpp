@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "model/sweep_runs.h"
+
 namespace attnscope {
 namespace {
 
@@ -47,37 +49,31 @@ PatchTables patchSweep(ModelRunner& runner, const ModelTokens& clean, const Mode
   const int64_t N = m.config.n_layers, H = m.config.heads, L = static_cast<int64_t>(clean.ids.size()), D = m.config.hidden;
   runner.setInterventions({});
   runner.keepResiduals(true);
-  runner.logitRows(LogitRows{false, {-1}});
+  runner.logitRows(LogitRows{false, {-1}, false});
+  runner.keepMapsWithin(0);  // only a logits row is read: no [H, L, L] maps written (same bits, cached_rows.h)
   PatchTables t;
   const CleanActivations a = cleanActivations(runner.run(clean));
   t.clean = patchMetric(runner.last(), answer, wrong);
   t.corrupt = patchMetric(runner.run(corrupt), answer, wrong);
   t.heads = Tensor({N, H});
   t.resid = Tensor({N, L});
-  const double total = static_cast<double>(N * H + N * L);
-  int64_t done = 0;
-  auto patched = [&](Interventions in, float& into) {
-    runner.setInterventions(std::move(in));
-    into = static_cast<float>(patchMetric(runner.run(corrupt), answer, wrong));
-    if (progress && !progress(static_cast<double>(++done) / total)) {
-      runner.setInterventions({});
-      throw Cancelled();
+  // Groups 2l and 2l + 1: layer l's residual rows (position by position: each run recomputes
+  // from its position on) and layer l's heads; the costliest (the first layers) first.
+  std::vector<int64_t> sizes;
+  for (int64_t l = 0; l < N; ++l) sizes.insert(sizes.end(), {L, H});
+  runSweepGroups(runner, sizes, [&](ModelRunner& r, int64_t group, int64_t k) {
+    const int64_t l = group / 2;
+    Interventions in;
+    if (group % 2 == 1) {
+      in.head_patches.push_back({l, k, a.z[l * H + k]});
+    } else {
+      const auto first = a.inputs.data.begin() + (l * L + k) * D;
+      in.residual_patches.push_back({l, k, std::vector<float>(first, first + D)});
     }
-  };
-  for (int64_t l = 0; l < N; ++l)
-    for (int64_t h = 0; h < H; ++h) {
-      Interventions in;
-      in.head_patches.push_back({l, h, a.z[l * H + h]});
-      patched(std::move(in), t.heads.data[l * H + h]);
-    }
-  for (int64_t l = 0; l < N; ++l)
-    for (int64_t p = 0; p < L; ++p) {
-      Interventions in;
-      const auto first = a.inputs.data.begin() + (l * L + p) * D;
-      in.residual_patches.push_back({l, p, std::vector<float>(first, first + D)});
-      patched(std::move(in), t.resid.data[l * L + p]);
-    }
-  runner.setInterventions({});
+    r.setInterventions(std::move(in));
+    const float metric = static_cast<float>(patchMetric(r.run(corrupt), answer, wrong));
+    (group % 2 == 1 ? t.heads.data[l * H + k] : t.resid.data[l * L + k]) = metric;
+  }, progress);
   return t;
 }
 

@@ -28,8 +28,8 @@ struct PatchTables {
 // logit(answer) - logit(wrong) after the last position of a run (its last row's logits).
 double patchMetric(const ModelRun& run, int64_t answer, int64_t wrong);
 
-// The sweep on `runner` (left with no interventions, its residuals kept and only the last
-// position unembedded). InputError for sequences of unequal length, an id outside the
+// The sweep on `runner` (left with no interventions, its residuals kept, no maps kept and
+// only the last position unembedded, that row alone). InputError for sequences of unequal length, an id outside the
 // vocabulary or a model without output head. progress: the fraction of patched runs done;
 // returning false stops the sweep (Cancelled).
 PatchTables patchSweep(ModelRunner& runner, const ModelTokens& clean, const ModelTokens& corrupt, int64_t answer,

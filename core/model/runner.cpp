@@ -174,8 +174,13 @@ void ModelRunner::attention(int64_t i, const Tensor& input, const std::vector<st
               step_maps_ == StepMaps::Keep ? TraceRow{&run_.layers[i], &labels, &masks_} : TraceRow{});
     return;
   }
+  const HeadEdits* edits = edits_.empty() ? nullptr : &edits_;
+  if (!attention_kept_.empty() && attention_kept_[i]) {  // only what the heads' z feed changed
+    outputRows(run_.layers[i], weights.o, weights.b_o, edits, start_, z_rows_, out.data.data());
+    return;
+  }
   attendRows(run_.layers[i], weights, options_[i], input.data.data(), start_, L, labels, out.data.data(), &masks_,
-             edits_.empty() ? nullptr : &edits_, kept_from_.empty() ? nullptr : kept_from_[i]);
+             edits, kept_from_.empty() ? nullptr : kept_from_[i]);
 }
 
 void ModelRunner::mlp(const LayerWeights& w, const Tensor& input, Tensor& out) {
@@ -289,14 +294,20 @@ Tensor& ModelRunner::inputStore() {
   return layer_inputs_;
 }
 
-std::vector<int64_t> ModelRunner::layerStarts(const ModelTokens& tokens, int64_t prefix) const {
+std::vector<int64_t> ModelRunner::layerStarts(const ModelTokens& tokens, int64_t prefix,
+                                              std::vector<uint8_t>& attention_kept) const {
   const ModelConfig& c = model_->config;
   const int64_t L = static_cast<int64_t>(tokens.ids.size()), N = c.n_layers;
   const std::vector<int64_t> changed = changedRows(applied_, interventions_, N, c.heads, L);
+  const std::vector<int64_t> attention = attentionChangedRows(applied_, interventions_, N, c.heads, L);
   const bool resized = static_cast<int64_t>(run_.tokens.ids.size()) != L;
+  // The last run's traces hold this text's attention (lent traces are other storage).
+  const bool same_text = !resized && prefix == L && run_.tokens.label == tokens.label && shared_.empty();
   std::vector<int64_t> starts(static_cast<size_t>(N));
+  attention_kept.assign(static_cast<size_t>(N), 0);
   int64_t s = prefix;
   for (int64_t i = 0; i < N; ++i) {
+    attention_kept[i] = same_text && inputs_kept_ && s == L && attention[i] == L;  // s: where layer i's input changed
     s = std::min(s, changed[i]);
     // Every row moves: a mean ablation's mean, or an encoder's rows (each sees every key).
     if ((hasMeanAblation(interventions_, i) || !c.family->causal) && (s < L || resized)) s = 0;
@@ -404,9 +415,10 @@ const ModelRun& ModelRunner::run(ModelTokens tokens) {
   last_kept_scores_ = keep_scores_;
   const int64_t prefix =
       (c.family->causal || same) && scores_alike ? reusablePrefix(run_, tokens, keep_residuals_, keep_maps) : 0;
-  const std::vector<int64_t> starts = layerStarts(tokens, prefix);
+  const std::vector<int64_t> starts = layerStarts(tokens, prefix, attention_kept_);
   // Nothing changed (the labels too: two unknown characters share an id, not a label).
   if (starts.back() == L && same) {
+    attention_kept_.clear();
     run_.first_computed = L;
     run_.tokens = std::move(tokens);
     computeLogitRows(run_, logit_rows_, modelHead(*model_));  // rows now wanted that were not
@@ -422,6 +434,7 @@ const ModelRun& ModelRunner::run(ModelTokens tokens) {
     reset();  // a half-updated cache must not be kept
     throw;
   }
+  attention_kept_.clear();
   applied_ = interventions_;
   run_.first_computed = starts.back();  // the lowest: a later layer may start before the first
   run_.tokens = std::move(tokens);
@@ -455,12 +468,23 @@ const ModelRun& ModelRunner::step(ModelTokens tokens, StepMaps maps) {
   return run_;
 }
 
+ModelRunner ModelRunner::sibling() const {
+  ModelRunner r(model_);
+  r.options_ = options_;
+  r.keep_residuals_ = keep_residuals_;
+  r.logit_rows_ = logit_rows_;
+  r.maps_budget_ = maps_budget_;
+  r.keep_scores_ = keep_scores_;
+  return r;
+}
+
 void ModelRunner::reset() {
   run_ = ModelRun();
   decode_.clear();
   shared_.clear();
   spare_.clear();
   kept_from_.clear();
+  attention_kept_.clear();
   applied_ = Interventions();
   inputs_kept_ = false;
 }

@@ -187,6 +187,30 @@ TEST_F(LazyLogits, ModelRunUnembedsTheWantedBlocksAndTheRestLaterBitForBit) {
   expectLazyRowsOfTheFullRun(lazy, full, 0, modelHead(*model));
 }
 
+// A sweep's runs (LogitRows::blocks false): the positions alone, not their blocks, each row
+// the full run's bit for bit; a later run with another position adds that row only.
+TEST_F(LazyLogits, ExactPositionsUnembedThoseRowsOnly) {
+  const std::string folder = pythonCodeFolder();
+  ASSERT_FALSE(folder.empty());
+  auto model = std::make_shared<const Model>(loadModel(folder));
+  const std::string text = std::string(kDefaultModelText).substr(0, 90);
+  ModelRunner full_runner(model), exact_runner(model);
+  const Tensor full = full_runner.run(text).logits.dense();
+  const int64_t V = model->config.vocab;
+  exact_runner.logitRows({false, {10, -1}, false});
+  const ModelRun& exact = exact_runner.run(text);
+  EXPECT_EQ(exact.logits_rows, 2);
+  for (int64_t t = 0; t < 90; ++t) {
+    ASSERT_EQ(exact.logits.computed(t), t == 10 || t == 89) << t;
+    if (exact.logits.computed(t)) {
+      EXPECT_EQ(0, std::memcmp(exact.logits.row(t), &full.data[t * V], V * sizeof(float))) << t;
+    }
+  }
+  exact_runner.logitRows({false, {11}, false});
+  EXPECT_EQ(exact_runner.run(text).logits_rows, 1);  // nothing else changed: row 11 now
+  EXPECT_EQ(0, std::memcmp(exact_runner.last().logits.row(11), &full.data[11 * V], V * sizeof(float)));
+}
+
 // The app's path: a view that unembedded the last position only has predictions there;
 // more_predictions gives any other position's, equal to a full view's.
 TEST_F(LazyLogits, ViewComputesOtherPositionsPredictionsOnDemand) {

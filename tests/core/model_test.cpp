@@ -682,7 +682,7 @@ TEST_F(ModelFolder, ReusedRunnerUnderInterventionsMatchesFreshRunners) {
   auto model = std::make_shared<const Model>(loadModel(write()));
   const std::vector<std::tuple<std::string, std::string, std::string>> steps = {
       {"abcab", "", ""},          {"abcab", "L1H0", ""},           {"abcab", "L1H1", ""},
-      {"abcab", "L1H1", "L1H0:4-1"}, {"abcab", "L0H1:mean", ""},
+      {"abcab", "L1H1", "L1H0:4-1"}, {"abcab", "L1H0:mean", "L1H0:4-1"}, {"abcab", "L0H1:mean", ""},
       {"abcabc", "L0H1:mean", ""}, {"abcaba", "L0H1:mean", "L1H1:4-2"}, {"abcaba", "", "L1H*:4-2"},
       {"ab", "L1H*", ""},         {"abcab", "", "L0H0:3-3"},       {"abcab", "", ""}};
   for (int residuals : {0, 1, 2}) {  // 2: the lens's residuals switched on and off from step to step

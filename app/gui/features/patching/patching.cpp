@@ -37,6 +37,7 @@ void postSweep(AppState& state, const PatchInputs& inputs) {
   p.job = p.worker->post(std::move(request));
   p.running = true;
   p.cancelled = false;
+  p.logged_progress = 0.0;
   markStateChanged(state);
 }
 
@@ -111,6 +112,16 @@ nlohmann::json sweepJson(const PatchResult& r) {
 
 void updatePatching(AppState& state) {
   PatchingState& p = state.feature<PatchingState>();
+  // A line each tenth of a running sweep, or each half second while it advances: the state
+  // log sees it move (also a sweep of thousands of runs, or one slowed by a loaded machine).
+  if (p.running) {
+    const double at = p.worker->progress();
+    const auto now = std::chrono::steady_clock::now();
+    if (at > p.logged_progress && (at >= p.logged_progress + 0.1 || now - p.logged_at >= std::chrono::milliseconds(500))) {
+      p.logged_progress = at, p.logged_at = now;
+      markStateChanged(state);
+    }
+  }
   if (p.worker)
     if (std::shared_ptr<const PatchResult> r = p.worker->poll(); r && r->job == p.job) {
       p.result = std::move(r);

@@ -11,6 +11,7 @@
 // tables export as PNG, CSV and HTML, their captions naming the model, the texts and tokens.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -38,6 +39,8 @@ struct PatchingState {
   uint64_t job = 0;                     // the sweep posted last (0: none)
   PatchInputs posted;
   bool running = false, cancelled = false;
+  double logged_progress = 0.0;               // the running sweep's progress the state log last saw,
+  std::chrono::steady_clock::time_point logged_at;  // and when
   std::shared_ptr<const PatchResult> result;  // of job (the newest finished)
 };
 
