@@ -205,8 +205,13 @@ class AppTestCase(unittest.TestCase):
                 self.press(window, "Escape")
                 continue
             time.sleep(0.4)
-            seen = len(read_state_log(log))
-            self.click(window, read_state_log(log)[-1]["rects"][item])
+            states = read_state_log(log)
+            seen = len(states)
+            # The popup may have closed since it was seen (a busy frame): then open it again.
+            if item not in states[-1].get("rects", {}):
+                self.press(window, "Escape")
+                continue
+            self.click(window, states[-1]["rects"][item])
             self.x.xdotool("mousemove", "--window", window, 120, 6)
             try:
                 return wait_for_new_state(log, seen, predicate, timeout=5)

@@ -10,6 +10,7 @@
 
 #include "gui/features/predictions/predictions.h"
 #include "gui/shell/panels.h"
+#include "view/number_text.h"
 
 namespace attnscope {
 namespace {
@@ -30,7 +31,7 @@ void drawGuessRow(AppState& state, int rank, const TokenGuess& guess, bool actua
   const std::string quoted = "'" + visibleToken(guess.label) + "'";
   ImGui::TextUnformatted(quoted.c_str());
   ImGui::SameLine(label_w);
-  const float percent_w = ImGui::CalcTextSize(before < 0 ? "100.0%" : "100.0% -> 100.0% +100.0").x + 8.0f;
+  const float percent_w = ImGui::CalcTextSize(before < 0 ? "0.00123%" : "0.00123% -> 0.00123% +100.0").x + 8.0f;
   const float bar_w = std::max(20.0f, ImGui::GetContentRegionAvail().x - percent_w);
   const float bar_h = ImGui::GetFrameHeight() - 6.0f;
   const ImVec2 pos = ImGui::GetCursorScreenPos();
@@ -42,12 +43,12 @@ void drawGuessRow(AppState& state, int rank, const TokenGuess& guess, bool actua
   ui::dummy(state.script.layout, "prediction_row_" + std::to_string(rank), ImVec2(bar_w, ImGui::GetFrameHeight()));
   ImGui::SameLine();
   if (before < 0) {
-    ImGui::Text("%5.1f%%", 100.0 * guess.prob);
+    ImGui::TextUnformatted(percentText(guess.prob).c_str());
     return;
   }
   const double change = 100.0 * (guess.prob - before);
   ui::text(state.script.layout, "prediction_change_" + std::to_string(rank), ui::coloredText(change >= 0 ? kUp : kDown),
-           "%5.1f%% -> %5.1f%% %+.1f", 100.0 * before, 100.0 * guess.prob, change);
+           "%s -> %s %+.1f", percentText(before).c_str(), percentText(guess.prob).c_str(), change);
 }
 
 // The pin (a clicked query row): where it is, and a button that clears it.
@@ -65,11 +66,11 @@ void drawPin(AppState& state) {
 void drawChosen(AppState& state, const NextTokenPredictions& p) {
   const std::string token = visibleToken(p.actual);
   if (p.actual_is_top)
-    ui::text(state.script.layout, "predictions_actual", ui::TextLook{kHit, true}, "chosen '%s' (%.1f%%): the top guess",
-             token.c_str(), 100.0 * p.actual_prob);
+    ui::text(state.script.layout, "predictions_actual", ui::TextLook{kHit, true}, "chosen '%s' (%s): the top guess",
+             token.c_str(), percentText(p.actual_prob).c_str());
   else
     ui::text(state.script.layout, "predictions_actual", ui::TextLook{kMiss, true},
-             "chosen '%s' (%.1f%%): sampled at rank %lld", token.c_str(), 100.0 * p.actual_prob,
+             "chosen '%s' (%s): sampled at rank %lld", token.c_str(), percentText(p.actual_prob).c_str(),
              static_cast<long long>(p.actual_rank));
 }
 
@@ -120,7 +121,8 @@ void drawNextToken(AppState& state) {
     drawChosen(state, p);
   } else {  // wrapped: a long token must not run out of the panel
     ui::text(state.script.layout, "predictions_actual", ui::TextLook{p.actual_is_top ? kHit : kMiss, true},
-             v.encoder ? "actual token '%s' (%.1f%%): %s" : "actual next '%s' (%.1f%%): %s", visibleToken(p.actual).c_str(), 100.0 * p.actual_prob,
+             v.encoder ? "actual token '%s' (%s): %s" : "actual next '%s' (%s): %s", visibleToken(p.actual).c_str(),
+             percentText(p.actual_prob).c_str(),
              p.actual_is_top ? "the top guess" : "not the top guess");
   }
   ui::text(state.script.layout, "predictions_hint", ui::TextLook{ImGui::GetStyle().Colors[ImGuiCol_TextDisabled], true},
