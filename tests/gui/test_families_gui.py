@@ -124,8 +124,9 @@ class FamiliesGuiTest(g.AppTestCase):
 
     def generate_equals_cli(self, window, log, state, folder):
         n = g.line_count(log)
-        self.click(window, state["rects"]["generate_button"])
-        self.x.xdotool("mousemove", "--window", window, 120, 6)
+        # Clicked until its job starts (a busy frame can miss a click).
+        self.click_until(window, log, state["rects"]["generate_button"],
+                         lambda s: s.get("generate") and (s["generate"]["running"] or s["generate"]["steps"] > 0))
         state = g.wait_after(log, n, lambda s: s.get("generate") and not s["generate"]["running"]
                              and s["generate"]["stop"] != "" and s["generate"]["steps"] > 0, timeout=40)
         steps, prompt = state["generate"]["steps"], state["generate"]["prompt_tokens"]

@@ -66,11 +66,11 @@ void drawPin(AppState& state) {
 void drawChosen(AppState& state, const NextTokenPredictions& p) {
   const std::string token = visibleToken(p.actual);
   if (p.actual_is_top)
-    ui::text(state.script.layout, "predictions_actual", ui::TextLook{kHit, true}, "chosen '%s' (%s): the top guess",
-             token.c_str(), percentText(p.actual_prob).c_str());
+    ui::text(state.script.layout, "predictions_actual", ui::TextLook{kHit, true}, "chosen '%s' (%.1f%%): the top guess",
+             token.c_str(), 100.0 * p.actual_prob);
   else
     ui::text(state.script.layout, "predictions_actual", ui::TextLook{kMiss, true},
-             "chosen '%s' (%s): sampled at rank %lld", token.c_str(), percentText(p.actual_prob).c_str(),
+             "chosen '%s' (%.1f%%): sampled at rank %lld", token.c_str(), 100.0 * p.actual_prob,
              static_cast<long long>(p.actual_rank));
 }
 
@@ -121,8 +121,7 @@ void drawNextToken(AppState& state) {
     drawChosen(state, p);
   } else {  // wrapped: a long token must not run out of the panel
     ui::text(state.script.layout, "predictions_actual", ui::TextLook{p.actual_is_top ? kHit : kMiss, true},
-             v.encoder ? "actual token '%s' (%s): %s" : "actual next '%s' (%s): %s", visibleToken(p.actual).c_str(),
-             percentText(p.actual_prob).c_str(),
+             v.encoder ? "actual token '%s' (%.1f%%): %s" : "actual next '%s' (%.1f%%): %s", visibleToken(p.actual).c_str(), 100.0 * p.actual_prob,
              p.actual_is_top ? "the top guess" : "not the top guess");
   }
   ui::text(state.script.layout, "predictions_hint", ui::TextLook{ImGui::GetStyle().Colors[ImGuiCol_TextDisabled], true},
