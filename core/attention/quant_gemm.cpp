@@ -235,9 +235,7 @@ HWY_EXPORT(DecodeQuantRows);
 bool decodeQuantRows(const float* x, int64_t ldx, int64_t M, const WeightRows& w, float* y, int64_t ldy,
                      bool threaded) {
   if (!w.quant.type || M < 1 || M > kDecodeRows || w.N <= 0 || w.K <= 0) return false;
-  int64_t rows = w.N;
-  if (w.quant.row_map) rows = *std::max_element(w.quant.row_map, w.quant.row_map + w.N) + 1;
-  if (static_cast<uint64_t>(rows) * w.quant.row_bytes > static_cast<uint64_t>(std::numeric_limits<int32_t>::max()))
+  if (static_cast<uint64_t>(w.quant.span_rows) * w.quant.row_bytes > static_cast<uint64_t>(std::numeric_limits<int32_t>::max()))
     return false;
   return HWY_DYNAMIC_DISPATCH(DecodeQuantRows)(x, ldx, M, w, y, ldy, threaded);
 }

@@ -114,11 +114,12 @@ Weights quantizedWeights(const GgmlTypeInfo& type, const uint8_t* data, int64_t 
                          std::shared_ptr<const void> owner, std::vector<int64_t> row_map) {
   Weights w;
   w.shape = {N, K};
-  w.quant = {&type, data, ggmlRowBytes(type, K), nullptr};
+  w.quant = {&type, data, ggmlRowBytes(type, K), nullptr, N};
   w.owner = std::move(owner);
   if (!row_map.empty()) {
     w.row_map = std::make_shared<const std::vector<int64_t>>(std::move(row_map));
     w.quant.row_map = w.row_map->data();
+    w.quant.span_rows = *std::max_element(w.row_map->begin(), w.row_map->end()) + 1;
   }
   return w;
 }

@@ -28,6 +28,7 @@ struct QuantRows {
   const uint8_t* data = nullptr;
   uint64_t row_bytes = 0;
   const int64_t* row_map = nullptr;
+  int64_t span_rows = 0;  // rows the blocks span from data: row_map's largest + 1, else N
   const uint8_t* row(int64_t n) const { return data + (row_map ? row_map[n] : n) * row_bytes; }
 };
 
