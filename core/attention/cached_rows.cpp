@@ -16,64 +16,6 @@
 namespace attnscope {
 namespace {
 
-constexpr int64_t kRoom = 64;  // positions a growing trace's buffers leave room for
-
-// Rows [0, keep) of each of the N blocks of v, laid out [N, oldT, oldW], moved in place to
-// the layout [N, T, W]; a kept row's new columns [oldW, W) get `fill`. Rows from keep on
-// are left for the caller to write. Per-head vectors keep their width; maps [T, T] grow or
-// shrink in both axes with T, so every row moves one way: up when growing, down otherwise.
-// Growing, the rows (in source order, r = n keep + i) move last first; in parallel, each
-// thread moves one chunk of them last first, after the rows at the start of each chunk that
-// the chunk below overwrites (a row moves up by more than the one before it) are copied aside.
-void regrid(FloatBuffer& v, int64_t N, int64_t oldT, int64_t oldW, int64_t T, int64_t W, int64_t keep, float fill) {
-  const size_t size = static_cast<size_t>(N * T * W);
-  const int64_t cols = std::min(oldW, W), rows = N * keep;
-  auto src = [&](int64_t r) { return (r / keep * oldT + r % keep) * oldW; };
-  auto dst = [&](int64_t r) { return (r / keep * T + r % keep) * W; };
-  auto move = [&](int64_t r, const float* from) {
-    float* to = v.data() + dst(r);
-    if (to > from) {  // up: a plain loop, which ran these rows 1.3x as fast as glibc's memmove (measured)
-      for (int64_t k = cols; k-- > 0;) to[k] = from[k];
-    } else {
-      std::memmove(to, from, static_cast<size_t>(cols) * sizeof(float));
-    }
-    std::fill(to + cols, to + W, fill);
-  };
-  const bool grows = T * W >= oldT * oldW;
-  if (!grows) {
-    for (int64_t r = 0; r < rows; ++r) move(r, v.data() + src(r));
-    v.resize(size);
-    return;
-  }
-  // New storage leaves room for kRoom more positions (reserved: its pages fault in as the maps
-  // grow into them), so typing at the end or generating grows in place; otherwise every token
-  // would move all maps into fresh memory, whose first touches cost more than the re-layout.
-  const size_t room = static_cast<size_t>(N * (T + kRoom) * (W > oldW ? W + kRoom : W));
-  if (size > v.size()) resizePrefaulted(v, size, std::nullopt, room);  // the moves and the caller write every value
-  const int64_t chunks = rows * cols >= (int64_t{1} << 20) ? std::min<int64_t>(omp_get_max_threads(), rows) : 1;
-  std::vector<int64_t> bounds(static_cast<size_t>(chunks + 1)), aside_rows(static_cast<size_t>(chunks), 0);
-  for (int64_t c = 0; c <= chunks; ++c) bounds[c] = rows * c / chunks;
-  std::vector<std::vector<float>> aside(static_cast<size_t>(chunks));
-  bool parallel = chunks > 1;
-  for (int64_t c = 1; c < chunks && parallel; ++c) {
-    const int64_t written_below = dst(bounds[c] - 1) + W;  // the end of chunk c - 1's last row
-    int64_t r = bounds[c];
-    while (r < bounds[c + 1] && src(r) < written_below) ++r;
-    parallel = r < bounds[c + 1];  // chunks much longer than a row's move, or one thread
-    aside_rows[c] = r - bounds[c];
-    for (int64_t k = bounds[c]; k < r; ++k) aside[c].insert(aside[c].end(), v.data() + src(k), v.data() + src(k) + cols);
-  }
-  if (!parallel) {
-    for (int64_t r = rows - 1; r >= 0; --r) move(r, v.data() + src(r));
-  } else {
-#pragma omp parallel for schedule(static, 1) num_threads(static_cast<int>(chunks))
-    for (int64_t c = 0; c < chunks; ++c)
-      for (int64_t r = bounds[c + 1] - 1; r >= bounds[c]; --r)
-        move(r, r - bounds[c] < aside_rows[c] ? &aside[c][(r - bounds[c]) * cols] : v.data() + src(r));
-  }
-  v.resize(size);
-}
-
 // Rows [0, keep) of each of the N blocks of src, laid out [N, oldT, oldW], copied into dst
 // laid out [N, T, W] (another trace's storage: ModelRunner::shareTraces lent src), a kept
 // row's new columns [oldW, W) = fill. Rows from keep on are left for the caller to write;
@@ -83,7 +25,7 @@ void regridFrom(const FloatBuffer& src, FloatBuffer& dst, int64_t N, int64_t old
   const size_t size = static_cast<size_t>(N * T * W);
   if (size > dst.capacity()) {
     dst.clear();  // nothing to move into the new storage
-    resizePrefaulted(dst, size, std::nullopt, static_cast<size_t>(N * (T + kRoom) * (W > oldW ? W + kRoom : W)));
+    resizePrefaulted(dst, size, std::nullopt, static_cast<size_t>(N * (T + kGrowthRoom) * (W > oldW ? W + kGrowthRoom : W)));
   }
   dst.resize(size);
   const int64_t cols = std::min(oldW, W), rows = N * keep;
@@ -98,10 +40,10 @@ void regridFrom(const FloatBuffer& src, FloatBuffer& dst, int64_t N, int64_t old
 }
 
 // t resized to [1, rows, cols] keeping its leading rows (row-major: a plain resize), with room
-// for kRoom more rows when it grows.
+// for kGrowthRoom more rows when it grows.
 void resizeRows(Tensor& t, int64_t rows, int64_t cols) {
   t.shape = {1, rows, cols};
-  resizePrefaulted(t.data, static_cast<size_t>(rows * cols), 0.0f, t.data.empty() ? 0 : static_cast<size_t>((rows + kRoom) * cols));
+  resizePrefaulted(t.data, static_cast<size_t>(rows * cols), 0.0f, t.data.empty() ? 0 : static_cast<size_t>((rows + kGrowthRoom) * cols));
 }
 
 // Rows [start, L) held in x [L - start, heads*d] into the head-major [1, heads, L, d] `heads_out`.

@@ -56,30 +56,43 @@ HWY_INLINE VF HalfToFloat(VI h) {
   return hn::BitCast(DF(), hn::Or(bits, sign));
 }
 
-// One FMA chain per (row of x, lane) over k in order: the panel path's chains.
-template <int MR>
+// One FMA chain per (row of x, group of output rows, lane) over k in order: the panel path's
+// chains. NG groups at once: their chains are independent, so one waits on another's
+// multiply-add no more (a group alone ran at the FMA's latency, not its throughput).
+template <int MR, int NG>
 struct Chains {
   const float* x;
   int64_t ldx;
-  VF acc[MR];
-  HWY_INLINE void Feed(int64_t k, VF w) {
+  VF acc[MR][NG];
+  HWY_INLINE void Feed(int64_t k, const VF (&w)[NG]) {
 #pragma GCC unroll 4
-    for (int r = 0; r < MR; ++r) acc[r] = hn::MulAdd(hn::Set(DF(), x[r * ldx + k]), w, acc[r]);
+    for (int r = 0; r < MR; ++r) {
+      const VF xr = hn::Set(DF(), x[r * ldx + k]);
+#pragma GCC unroll 4
+      for (int g = 0; g < NG; ++g) acc[r][g] = hn::MulAdd(xr, w[g], acc[r][g]);
+    }
   }
 };
 
-// Each decoder: kValues values in kBytes per step of a row; Step feeds them in k order, each
-// the float32 that ggml_quants.cpp gives (the same operations in the same order).
+// Each decoder: kValues values in kBytes per step of a row; Step feeds them in k order for NG
+// groups of rows (their first bytes at base + off[g]), each the float32 that ggml_quants.cpp
+// gives (the same operations in the same order).
 struct Q8_0 {  // d, qs[32]: q * d
   static constexpr uint32_t kId = 8;
   static constexpr int kValues = 32, kBytes = 34;
-  template <class S>
-  static HWY_INLINE void Step(const uint8_t* base, VI off, int64_t k0, S& s) {
-    const VF d = HalfToFloat(hn::And(Dword(base, off, 0), hn::Set(DI(), 0xFFFF)));
+  template <int NG, class S>
+  static HWY_INLINE void Step(const uint8_t* base, const VI (&off)[NG], int64_t k0, S& s) {
+    VF d[NG];
+    for (int g = 0; g < NG; ++g) d[g] = HalfToFloat(hn::And(Dword(base, off[g], 0), hn::Set(DI(), 0xFFFF)));
     for (int i = 0; i < 8; ++i) {
-      const VI q = Dword(base, off, 2 + 4 * i);
+      VI q[NG];
+      for (int g = 0; g < NG; ++g) q[g] = Dword(base, off[g], 2 + 4 * i);
 #pragma GCC unroll 4
-      for (int b = 0; b < 4; ++b) s.Feed(k0 + 4 * i + b, hn::Mul(Float(SignedByte(q, b)), d));
+      for (int b = 0; b < 4; ++b) {
+        VF w[NG];
+        for (int g = 0; g < NG; ++g) w[g] = hn::Mul(Float(SignedByte(q[g], b)), d[g]);
+        s.Feed(k0 + 4 * i + b, w);
+      }
     }
   }
 };
@@ -98,23 +111,39 @@ struct Q4_K {  // d, dmin, scales[12], qs[128]: (d sc) q - dmin m per sub-block 
       m = hn::Or(Bits(s[2], j + 4, 0x0F), Bits(s[1], j + 2, 0x30));
     }
   }
-  template <class S>
-  static HWY_INLINE void Step(const uint8_t* base, VI off, int64_t k0, S& s) {
-    const VI dd = Dword(base, off, 0);
-    const VF d = HalfToFloat(Bits(dd, 0, 0xFFFF)), dmin = HalfToFloat(Bits(dd, 16, 0xFFFF));
-    const VI scales[3] = {Dword(base, off, 4), Dword(base, off, 8), Dword(base, off, 12)};
+  template <int NG, class S>
+  static HWY_INLINE void Step(const uint8_t* base, const VI (&off)[NG], int64_t k0, S& s) {
+    VF d[NG], dmin[NG];
+    VI scales[NG][3];
+    for (int g = 0; g < NG; ++g) {
+      const VI dd = Dword(base, off[g], 0);
+      d[g] = HalfToFloat(Bits(dd, 0, 0xFFFF));
+      dmin[g] = HalfToFloat(Bits(dd, 16, 0xFFFF));
+      for (int j = 0; j < 3; ++j) scales[g][j] = Dword(base, off[g], 4 + 4 * j);
+    }
     for (int a = 0; a < 4; ++a) {
-      VI qs[8];
-      for (int i = 0; i < 8; ++i) qs[i] = Dword(base, off, 16 + 32 * a + 4 * i);
+      VI qs[8][NG];
+      for (int i = 0; i < 8; ++i)
+        for (int g = 0; g < NG; ++g) qs[i][g] = Dword(base, off[g], 16 + 32 * a + 4 * i);
       for (int t = 0; t < 2; ++t) {  // sub-block 2a + t: nibble t of qs[32 a + l]
-        VI sc, m;
-        ScaleMin(scales, 2 * a + t, sc, m);
-        const VF dl = hn::Mul(d, Float(sc)), ml = hn::Mul(dmin, Float(m));
+        VF dl[NG], ml[NG];
+        for (int g = 0; g < NG; ++g) {
+          VI sc, m;
+          ScaleMin(scales[g], 2 * a + t, sc, m);
+          dl[g] = hn::Mul(d[g], Float(sc));
+          ml[g] = hn::Mul(dmin[g], Float(m));
+        }
         for (int i = 0; i < 8; ++i) {
-          const VI nibbles = Bits(qs[i], 4 * t, 0x0F0F0F0F);
+          VI nibbles[NG];
+          for (int g = 0; g < NG; ++g) nibbles[g] = Bits(qs[i][g], 4 * t, 0x0F0F0F0F);
+          // dl q - ml fused: dl q is exact (11 bits of float16 d, 6 of sc, 4 of q), so the one
+          // rounding of the difference is ggml's, NaN and infinity cases alike.
 #pragma GCC unroll 4
-          for (int b = 0; b < 4; ++b)
-            s.Feed(k0 + 64 * a + 32 * t + 4 * i + b, hn::Sub(hn::Mul(dl, Float(Byte(nibbles, b))), ml));
+          for (int b = 0; b < 4; ++b) {
+            VF w[NG];
+            for (int g = 0; g < NG; ++g) w[g] = hn::MulSub(dl[g], Float(Byte(nibbles[g], b)), ml[g]);
+            s.Feed(k0 + 64 * a + 32 * t + 4 * i + b, w);
+          }
         }
       }
     }
@@ -124,25 +153,37 @@ struct Q4_K {  // d, dmin, scales[12], qs[128]: (d sc) q - dmin m per sub-block 
 struct Q6_K {  // ql[128], qh[64], scales[16] (int8), d: (d sc) (q - 32) per 16 values
   static constexpr uint32_t kId = 14;
   static constexpr int kValues = 256, kBytes = 210;
-  template <class S>
-  static HWY_INLINE void Step(const uint8_t* base, VI off, int64_t k0, S& s) {
-    const VF d = HalfToFloat(Bits(Dword(base, off, 206), 16, 0xFFFF));
-    const VI scales[4] = {Dword(base, off, 192), Dword(base, off, 196), Dword(base, off, 200), Dword(base, off, 204)};
+  template <int NG, class S>
+  static HWY_INLINE void Step(const uint8_t* base, const VI (&off)[NG], int64_t k0, S& s) {
+    VF d[NG];
+    VI scales[NG][4];
+    for (int g = 0; g < NG; ++g) {
+      d[g] = HalfToFloat(Bits(Dword(base, off[g], 206), 16, 0xFFFF));
+      for (int j = 0; j < 4; ++j) scales[g][j] = Dword(base, off[g], 192 + 4 * j);
+    }
     for (int a = 0; a < 2; ++a) {
-      VI qh[8];
-      for (int i = 0; i < 8; ++i) qh[i] = Dword(base, off, 128 + 32 * a + 4 * i);
+      VI qh[8][NG];
+      for (int i = 0; i < 8; ++i)
+        for (int g = 0; g < NG; ++g) qh[i][g] = Dword(base, off[g], 128 + 32 * a + 4 * i);
       for (int q = 0; q < 4; ++q) {  // value 128 a + 32 q + l: ql[64 a + 32 (q % 2) + l], nibble q / 2
-        VI ql[8];
-        for (int i = 0; i < 8; ++i) ql[i] = Dword(base, off, 64 * a + 32 * (q % 2) + 4 * i);
+        VI ql[8][NG];
+        for (int i = 0; i < 8; ++i)
+          for (int g = 0; g < NG; ++g) ql[i][g] = Dword(base, off[g], 64 * a + 32 * (q % 2) + 4 * i);
         for (int half = 0; half < 2; ++half) {
           const int is = 8 * a + half + 2 * q;
-          const VF dsc = hn::Mul(d, Float(SignedByte(scales[is / 4], is % 4)));
+          VF dsc[NG];
+          for (int g = 0; g < NG; ++g) dsc[g] = hn::Mul(d[g], Float(SignedByte(scales[g][is / 4], is % 4)));
           for (int i = 4 * half; i < 4 * half + 4; ++i) {
             // Four six-bit values, one per byte: the nibble of ql, the two bits of qh above it.
-            const VI six = hn::Or(Bits(ql[i], 4 * (q / 2), 0x0F0F0F0F), hn::ShiftLeft<4>(Bits(qh[i], 2 * q, 0x03030303)));
+            VI six[NG];
+            for (int g = 0; g < NG; ++g)
+              six[g] = hn::Or(Bits(ql[i][g], 4 * (q / 2), 0x0F0F0F0F), hn::ShiftLeft<4>(Bits(qh[i][g], 2 * q, 0x03030303)));
 #pragma GCC unroll 4
-            for (int b = 0; b < 4; ++b)
-              s.Feed(k0 + 128 * a + 32 * q + 4 * i + b, hn::Mul(dsc, Float(hn::Sub(Byte(six, b), hn::Set(DI(), 32)))));
+            for (int b = 0; b < 4; ++b) {
+              VF w[NG];
+              for (int g = 0; g < NG; ++g) w[g] = hn::Mul(dsc[g], Float(hn::Sub(Byte(six[g], b), hn::Set(DI(), 32))));
+              s.Feed(k0 + 128 * a + 32 * q + 4 * i + b, w);
+            }
           }
         }
       }
@@ -153,52 +194,79 @@ struct Q6_K {  // ql[128], qh[64], scales[16] (int8), d: (d sc) (q - 32) per 16 
 struct F16 {  // two values per dword
   static constexpr uint32_t kId = 1;
   static constexpr int kValues = 2, kBytes = 4;
-  template <class S>
-  static HWY_INLINE void Step(const uint8_t* base, VI off, int64_t k0, S& s) {
-    const VI pair = Dword(base, off, 0);
-    s.Feed(k0, HalfToFloat(Bits(pair, 0, 0xFFFF)));
-    s.Feed(k0 + 1, HalfToFloat(Bits(pair, 16, 0xFFFF)));
+  template <int NG, class S>
+  static HWY_INLINE void Step(const uint8_t* base, const VI (&off)[NG], int64_t k0, S& s) {
+    VI pair[NG];
+    for (int g = 0; g < NG; ++g) pair[g] = Dword(base, off[g], 0);
+    for (int half = 0; half < 2; ++half) {
+      VF w[NG];
+      for (int g = 0; g < NG; ++g) w[g] = HalfToFloat(Bits(pair[g], 16 * half, 0xFFFF));
+      s.Feed(k0 + half, w);
+    }
   }
 };
 
-// One vector of output rows (their first bytes at base + off) for MR rows of x: every chain
-// over all of K in registers, then `valid` lanes stored.
-template <class T, int MR>
-HWY_NOINLINE void Group(const uint8_t* base, VI off, int64_t K, const float* x, int64_t ldx, float* y, int64_t ldy,
-                        int64_t valid) {
+// NG vectors of output rows (group g's first bytes at base + offsets[g lanes + j]) for MR rows
+// of x: every chain over all of K in registers, then valid[g] lanes of group g stored at
+// y + g lanes.
+template <class T, int MR, int NG>
+HWY_NOINLINE void Group(const uint8_t* base, const int32_t* offsets, int64_t K, const float* x, int64_t ldx, float* y,
+                        int64_t ldy, const int64_t* valid) {
   const DF df;
-  Chains<MR> chains{x, ldx, {}};
-  for (int r = 0; r < MR; ++r) chains.acc[r] = hn::Zero(df);
-  const VI step = hn::Set(DI(), T::kBytes);
-  for (int64_t k0 = 0; k0 < K; k0 += T::kValues, off = hn::Add(off, step)) T::Step(base, off, k0, chains);
+  const DI di;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
-  HWY_ALIGN float tail[hn::MaxLanes(df)];
-  for (int r = 0; r < MR; ++r) {
-    if (valid == lanes) {
-      hn::StoreU(chains.acc[r], df, y + r * ldy);
-    } else {
-      hn::Store(chains.acc[r], df, tail);
-      std::copy_n(tail, valid, y + r * ldy);
-    }
+  VI off[NG];
+  for (int g = 0; g < NG; ++g) off[g] = hn::LoadU(di, offsets + g * lanes);
+  Chains<MR, NG> chains{x, ldx, {}};
+  for (int r = 0; r < MR; ++r)
+    for (int g = 0; g < NG; ++g) chains.acc[r][g] = hn::Zero(df);
+  const VI step = hn::Set(di, T::kBytes);
+  for (int64_t k0 = 0; k0 < K; k0 += T::kValues) {
+    T::Step(base, off, k0, chains);
+    for (int g = 0; g < NG; ++g) off[g] = hn::Add(off[g], step);
   }
+  HWY_ALIGN float tail[hn::MaxLanes(df)];
+  for (int r = 0; r < MR; ++r)
+    for (int g = 0; g < NG; ++g) {
+      if (valid[g] == lanes) {
+        hn::StoreU(chains.acc[r][g], df, y + r * ldy + g * lanes);
+      } else if (valid[g] > 0) {
+        hn::Store(chains.acc[r][g], df, tail);
+        std::copy_n(tail, valid[g], y + r * ldy + g * lanes);
+      }
+    }
 }
 
-using GroupFn = void (*)(const uint8_t*, VI, int64_t, const float*, int64_t, float*, int64_t, int64_t);
+using GroupFn = void (*)(const uint8_t*, const int32_t*, int64_t, const float*, int64_t, float*, int64_t, const int64_t*);
 
-// Rows of W a vector at a time (the last vector's missing rows repeat its first row, not
-// stored), the groups split between the threads.
+// Groups of output rows bundled per call, by rows of x: at least four chains in flight.
+constexpr int kBundle[kDecodeRows] = {4, 2, 2, 1};
+constexpr int kMaxBundle = 4;
+
+// Rows of W a bundle of vectors at a time (a vector's missing rows repeat its first row, a
+// bundle's missing vectors its first vector; neither stored), the bundles split between the
+// threads.
 template <class T>
 void Rows(const float* x, int64_t ldx, int64_t M, const WeightRows& w, float* y, int64_t ldy, bool threaded) {
-  static constexpr GroupFn kGroups[kDecodeRows] = {&Group<T, 1>, &Group<T, 2>, &Group<T, 3>, &Group<T, 4>};
+  static constexpr GroupFn kGroups[kDecodeRows] = {&Group<T, 1, kBundle[0]>, &Group<T, 2, kBundle[1]>,
+                                                   &Group<T, 3, kBundle[2]>, &Group<T, 4, kBundle[3]>};
   const DI di;
-  const int64_t N = w.N, lanes = static_cast<int64_t>(hn::Lanes(di)), groups = (N + lanes - 1) / lanes;
-#pragma omp parallel for schedule(static) if (threaded && groups > 1 && M * N * w.K > (1 << 16))
-  for (int64_t g = 0; g < groups; ++g) {
-    const int64_t n0 = g * lanes, valid = std::min(lanes, N - n0);
-    HWY_ALIGN int32_t offsets[hn::MaxLanes(di)] = {};
-    for (int64_t j = 0; j < lanes; ++j)
-      offsets[j] = static_cast<int32_t>(w.quant.row(n0 + (j < valid ? j : 0)) - w.quant.data);
-    kGroups[M - 1](w.quant.data, hn::Load(di, offsets), w.K, x, ldx, y + n0, ldy, valid);
+  const int64_t N = w.N, lanes = static_cast<int64_t>(hn::Lanes(di)), bundle = kBundle[M - 1];
+  const int64_t bundles = (N + bundle * lanes - 1) / (bundle * lanes);
+#pragma omp parallel for schedule(static) if (threaded && bundles > 1 && M * N * w.K > (1 << 16))
+  for (int64_t u = 0; u < bundles; ++u) {
+    const int64_t first = u * bundle * lanes;
+    HWY_ALIGN int32_t offsets[kMaxBundle * hn::MaxLanes(di)] = {};
+    int64_t valid[kMaxBundle] = {};
+    for (int64_t g = 0; g < bundle; ++g) {
+      const int64_t n0 = first + g * lanes;
+      valid[g] = std::clamp<int64_t>(N - n0, 0, lanes);
+      for (int64_t j = 0; j < lanes; ++j) {
+        const int64_t n = j < valid[g] ? n0 + j : valid[g] > 0 ? n0 : first;
+        offsets[g * lanes + j] = static_cast<int32_t>(w.quant.row(n) - w.quant.data);
+      }
+    }
+    kGroups[M - 1](w.quant.data, offsets, w.K, x, ldx, y + first, ldy, valid);
   }
 }
 

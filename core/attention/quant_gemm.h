@@ -1,6 +1,6 @@
 // The row GEMM's path for a few rows on ggml blocks (a generated token, an appended one):
-// y = x W^T with W's blocks dequantized in registers, a vector of rows at a time (one lane per
-// output row, each block's bytes gathered across the rows), straight into the FMA chains: no
+// y = x W^T with W's blocks dequantized in registers, up to four vectors of rows at a time (one
+// lane per output row, each block's bytes gathered across the rows), straight into the FMA chains: no
 // float panel is written. Each output is the same one FMA chain over k in order from 0 on the
 // same float32 values as the panel path's (ggml_quants.h's dequantization, bit for bit), so a
 // row computed here equals the same row computed among many.

@@ -67,6 +67,16 @@ inline bool operator!=(const std::vector<float>& a, const FloatBuffer& b) { retu
 void resizePrefaulted(FloatBuffer& data, size_t n, std::optional<float> fill = 0.0f, size_t capacity = 0);
 void resizePrefaulted(Bf16Buffer& data, size_t n, std::optional<uint16_t> fill = 0, size_t capacity = 0);
 
+// Positions a growing buffer leaves room for (regrid, and the traces' per-position rows), so
+// typing at the end or generating grows in place.
+constexpr int64_t kGrowthRoom = 64;
+
+// Rows [0, keep) of each of the N blocks of v, laid out [N, oldT, oldW], moved in place to
+// the layout [N, T, W]; a kept row's new columns [oldW, W) get `fill`. Rows from keep on
+// are left for the caller to write. New storage leaves room for kGrowthRoom more
+// positions.
+void regrid(FloatBuffer& v, int64_t N, int64_t oldT, int64_t oldW, int64_t T, int64_t W, int64_t keep, float fill);
+
 // float32 tensor, row-major (C order). data.size() == numel(shape).
 struct Tensor {
   Shape shape;
