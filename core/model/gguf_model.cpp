@@ -330,7 +330,7 @@ uint64_t weightBytes(const GgufHeader& h) {
   return bytes;
 }
 
-Model readGguf(const std::string& path, bool read, bool with_tokenizer) {
+Model readGguf(const std::string& path, bool read, bool with_tokenizer, const std::string& shown_name = "") {
   const GgufFile file(path);
   const Arch& arch = archOf(file);
   Model m;
@@ -360,7 +360,7 @@ Model readGguf(const std::string& path, bool read, bool with_tokenizer) {
   for (int64_t i = 0; i < c.n_layers; ++i) readLayer(plan, arch, c, i, m.layers[i]);
   if (c.family->names.has(Role::FinalNorm)) m.final_norm = plan.norm("output_norm", c.hidden, c.family->norm_bias, "the final norm");
   if (with_tokenizer) m.tokenizer = ggufTokenizer(file);
-  const std::string name = file.string("general.name", fs::path(path).stem().string());
+  const std::string name = !shown_name.empty() ? shown_name : file.string("general.name", fs::path(path).stem().string());
   m.display_name = name;
   m.caption = "GGUF " + std::string(arch.name) + " model " + name + " (" + quantizationMix(file.header()) + ")";
   return m;
@@ -398,7 +398,9 @@ bool isGgufFile(const std::string& path) {
   return in.read(magic, 4) && std::string(magic, 4) == "GGUF";
 }
 
-Model loadGgufModel(const std::string& path, bool with_tokenizer) { return readGguf(path, true, with_tokenizer); }
+Model loadGgufModel(const std::string& path, bool with_tokenizer, const std::string& name) {
+  return readGguf(path, true, with_tokenizer, name);
+}
 
 void checkGgufModel(const std::string& path) { readGguf(path, false, false); }
 
