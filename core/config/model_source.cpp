@@ -98,14 +98,19 @@ std::string modelFolder(const Settings& settings) {
 }
 
 Settings settingsForModel(Settings settings, const std::string& model, const std::string& text) {
-  const std::string folder = resolveModelName(model);  // the settings keep the path a store name stands for
+  settings.source = InputSource::Model;
+  settings.model_text = text;
+  if (isStoreName(model)) {  // kept as named (resolved again on every load): a blob's path says nothing
+    resolveModelName(model);  // an unknown name: its one-line error now
+    settings.model = model;
+    return settings;
+  }
+  const std::string folder = model;
   std::error_code ec;
   const fs::path absolute = fs::absolute(folder, ec);
   std::string path = (ec ? fs::path(folder) : absolute).lexically_normal().string();
   while (path.size() > 1 && path.back() == '/') path.pop_back();
-  settings.source = InputSource::Model;
   settings.model = path;
-  settings.model_text = text;
   return settings;
 }
 

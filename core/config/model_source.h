@@ -42,8 +42,9 @@ bool isModelFolder(const std::string& dir);
 // InputError when a shipped model is missing, saying where it was looked for.
 std::string modelFolder(const Settings& settings);
 
-// base with source = Model, model = folder (a store name resolved to its path, made absolute;
-// InputError for an unknown name) and model_text = text.
+// base with source = Model, model = folder (made absolute; a store name, hf:ORG/NAME or
+// ollama:NAME[:TAG], kept as it is and resolved again at each load; InputError for an unknown
+// one) and model_text = text.
 Settings settingsForModel(Settings base, const std::string& folder, const std::string& text);
 // The same on base's own text, or the model's sample (textForModel): opening a folder in the app.
 Settings settingsForModel(Settings base, const std::string& folder);

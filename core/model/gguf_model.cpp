@@ -154,21 +154,21 @@ int64_t positive(const GgufFile& f, const std::string& k, int64_t value, int64_t
 }
 
 // Phi-3's longrope (its converter writes no rope.scaling.type; llama.cpp goes by the factor
-// tensors): the frequencies divided by rope_factors_short, cos and sin times
-// rope.scaling.attn_factor; as llama.cpp within rope.scaling.original_context_length, where the
-// short factors apply (past it llama.cpp takes rope_factors_long, which attnscope does not
-// compute: the context is held there).
+// tensors): the frequencies divided by rope_factors_short within
+// rope.scaling.original_context_length and by rope_factors_long past it, cos and sin times
+// rope.scaling.attn_factor. llama.cpp picks the set by its context size; attnscope by the
+// text's length, as for the folder (RopeParams::longAt), so a file's maps are its folder's.
 void readLongRope(const GgufFile& f, const Arch& a, int64_t dims, ModelConfig& c) {
-  const Tensor factors = GgufPlan(f).vector("rope_factors_short.weight", dims / 2, "rope.dimension_count / 2 (longrope)");
-  for (int64_t i = 0; i < dims / 2; ++i) c.rope_inv_freq[i] /= factors.data[i];
+  GgufPlan plan(f);
+  const std::string what = "rope.dimension_count / 2 (longrope)";
+  const Tensor shorts = plan.vector("rope_factors_short.weight", dims / 2, what);
+  const Tensor longs = plan.vector("rope_factors_long.weight", dims / 2, what);
+  c.rope_long_inv_freq = c.rope_inv_freq;
+  for (int64_t i = 0; i < dims / 2; ++i) c.rope_inv_freq[i] /= shorts.data[i], c.rope_long_inv_freq[i] /= longs.data[i];
   c.rope_type = "longrope";
   c.rope_attention_factor = f.real(key(a, "rope.scaling.attn_factor"), 1.0);
-  const std::string original = key(a, "rope.scaling.original_context_length");
-  const int64_t context = f.integer(original, c.max_positions);
-  if (context >= 1 && context < c.max_positions) {
-    c.max_positions = context;
-    c.context_key = original + ": longrope's short factors end there, its long ones are not computed;";
-  }
+  const int64_t context = f.integer(key(a, "rope.scaling.original_context_length"), c.max_positions);
+  c.rope_original_context = context >= 1 && context < c.max_positions ? context : c.max_positions;
 }
 
 void readRopeKeys(const GgufFile& f, const Arch& a, ModelConfig& c) {
@@ -215,7 +215,7 @@ void readWindows(const GgufFile& f, const Arch& a, ModelConfig& c) {
   }
   const bool own_rope = a.swa_rope != SwaRope::Same && c.family->positions == Positions::Rope;
   const double base = f.real(key(a, "rope.freq_base_swa"), a.swa_rope == SwaRope::OwnBase10000 ? 10000.0 : c.rope_theta);
-  const RopeParams local{base, "default", ropeDefaultInvFreq(base, 2 * static_cast<int64_t>(c.rope_inv_freq.size())), 1.0, 0};
+  const RopeParams local{base, "default", ropeDefaultInvFreq(base, 2 * static_cast<int64_t>(c.rope_inv_freq.size())), 1.0, 0, {}};
   const RopeParams global = ropeOf(c, 0);
   for (int64_t i = 0; i < c.n_layers; ++i) {
     if (slides[i]) c.window[i] = w - 1;
@@ -330,7 +330,7 @@ uint64_t weightBytes(const GgufHeader& h) {
   return bytes;
 }
 
-Model readGguf(const std::string& path, bool read, bool with_tokenizer) {
+Model readGguf(const std::string& path, bool read, bool with_tokenizer, const std::string& shown_name = "") {
   const GgufFile file(path);
   const Arch& arch = archOf(file);
   Model m;
@@ -360,7 +360,7 @@ Model readGguf(const std::string& path, bool read, bool with_tokenizer) {
   for (int64_t i = 0; i < c.n_layers; ++i) readLayer(plan, arch, c, i, m.layers[i]);
   if (c.family->names.has(Role::FinalNorm)) m.final_norm = plan.norm("output_norm", c.hidden, c.family->norm_bias, "the final norm");
   if (with_tokenizer) m.tokenizer = ggufTokenizer(file);
-  const std::string name = file.string("general.name", fs::path(path).stem().string());
+  const std::string name = !shown_name.empty() ? shown_name : file.string("general.name", fs::path(path).stem().string());
   m.display_name = name;
   m.caption = "GGUF " + std::string(arch.name) + " model " + name + " (" + quantizationMix(file.header()) + ")";
   return m;
@@ -398,7 +398,9 @@ bool isGgufFile(const std::string& path) {
   return in.read(magic, 4) && std::string(magic, 4) == "GGUF";
 }
 
-Model loadGgufModel(const std::string& path, bool with_tokenizer) { return readGguf(path, true, with_tokenizer); }
+Model loadGgufModel(const std::string& path, bool with_tokenizer, const std::string& name) {
+  return readGguf(path, true, with_tokenizer, name);
+}
 
 void checkGgufModel(const std::string& path) { readGguf(path, false, false); }
 

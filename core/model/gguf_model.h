@@ -15,8 +15,10 @@ std::string quantizationMix(const GgufHeader& header);
 // The model in a GGUF file: its architecture's family, hyperparameters from the {arch}.* keys,
 // matrices mapped as stored. InputError naming the file and the key or tensor on any problem;
 // a file whose weights do not fit the memory budget is refused with the estimate first. The
-// tokenizer from the metadata (model/gguf_tokenizer.h) when with_tokenizer.
-Model loadGgufModel(const std::string& path, bool with_tokenizer = true);
+// tokenizer from the metadata (model/gguf_tokenizer.h) when with_tokenizer. Its name (captions,
+// Model::name) is `name` when given (an Ollama model's NAME:TAG: its blob's file name is a
+// hash), else general.name, else the file's stem.
+Model loadGgufModel(const std::string& path, bool with_tokenizer = true, const std::string& name = "");
 // What loadGgufModel checks before it reads a weight (header, keys, the embedding, memory).
 void checkGgufModel(const std::string& path);
 

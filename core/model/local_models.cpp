@@ -205,6 +205,24 @@ std::string hubName(const std::string& path) {
 
 bool isStoreName(const std::string& model) { return model.rfind("hf:", 0) == 0 || model.rfind("ollama:", 0) == 0; }
 
+std::string modelNameOf(const LocalModel& m) {
+  return m.source == "hf" || m.source == "ollama" ? m.source + ":" + m.name : m.path;
+}
+
+std::string storeLabel(const std::string& model) {
+  const std::string name = isStoreName(model) ? model : hubName(model);
+  if (name.empty()) return "";
+  const size_t colon = name.find(':');
+  return name.substr(0, colon + 1) + " " + name.substr(colon + 1);
+}
+
+std::string modelShortName(const std::string& model) {
+  const std::string label = storeLabel(model);
+  if (!label.empty()) return label;
+  const fs::path p = fs::path(model).lexically_normal();
+  return (p.has_filename() ? p : p.parent_path()).filename().string();
+}
+
 std::string resolveModelName(const std::string& model) {
   if (!isStoreName(model)) return model;
   const std::string source = model.substr(0, model.find(':'));

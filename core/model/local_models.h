@@ -38,8 +38,17 @@ std::vector<LocalModel> localModels();
 // models--ORG--NAME/snapshots/<rev>, told from the path alone (a rev hash is no name); "" otherwise.
 std::string hubName(const std::string& path);
 
+// The MODEL that opens m: its store name where its store has names (hf:NAME, ollama:NAME),
+// else its path.
+std::string modelNameOf(const LocalModel& m);
 // Whether `model` is a store name (starts with "hf:" or "ollama:").
 bool isStoreName(const std::string& model);
+// How a MODEL from a store reads where it is shown (the Models box, the window title): "ollama:
+// NAME:TAG" for ollama:NAME:TAG, "hf: ORG/NAME" for hf:ORG/NAME or a path in the Hugging Face
+// cache; "" for anything else.
+std::string storeLabel(const std::string& model);
+// storeLabel, else the path's last part (a folder's or file's name, a shipped model's name).
+std::string modelShortName(const std::string& model);
 // The path a MODEL names: a store name resolved in the stores above, anything else unchanged.
 // InputError for a name that is in no store: "hf:ORG/NAME: no such model in the Hugging Face
 // cache (DIR); nearest: hf:A/B, hf:C/D" (up to three names by edit distance).

@@ -19,7 +19,8 @@ std::string Model::name() const {
 
 Model loadModel(const std::string& model, bool with_tokenizer, const Progress& progress) {
   const std::string folder = resolveModelName(model);  // hf:ORG/NAME, ollama:NAME[:TAG]
-  if (isGgufFile(folder)) return loadGgufModel(folder, with_tokenizer);
+  const bool ollama = model.rfind("ollama:", 0) == 0;  // named NAME:TAG, not by its blob's hash
+  if (isGgufFile(folder)) return loadGgufModel(folder, with_tokenizer, ollama ? model.substr(7) : "");
   return isHfModelFolder(folder) ? loadHfFolder(folder, with_tokenizer, progress) : loadOwnFolder(folder);
 }
 

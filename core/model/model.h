@@ -151,8 +151,9 @@ std::vector<Prediction> topPredictions(const Model& model, const float* logits, 
 void modelOutputLogits(const Model& model, const Tensor& x, float* logits);
 RowHead modelHead(const Model& model);  // modelOutputLogits as a RowHead (the model must outlive it)
 
-// Layer `layer`'s attention options from the config (GQA, scale, soft-cap, causal window, RoPE).
-AttentionOptions layerOptions(const ModelConfig& config, int64_t layer);
+// Layer `layer`'s attention options from the config (GQA, scale, soft-cap, causal window, RoPE)
+// on a text of L tokens (longrope's factors depend on it: RopeParams::longAt; 0: the short ones).
+AttentionOptions layerOptions(const ModelConfig& config, int64_t layer, int64_t L = 0);
 
 // Runs one model on token after token of text; buffers are kept between runs. A causal
 // model keeps each layer's K, V and map rows (attention/cached_rows.h): a run computes from
@@ -210,6 +211,7 @@ class ModelRunner {
   void mlp(const LayerWeights& w, const Tensor& input, Tensor& out);
   void unembed();  // logits rows [start_, L) that logit_rows_ wants
   void checkTokens(const ModelTokens& tokens) const;
+  void chooseRopeFactors(int64_t L);  // longrope's factor set for L tokens; a change forgets the cache
   void forward(const ModelTokens& tokens, const std::vector<int64_t>& starts);  // layer i's rows [starts[i], L) into run_
   // Per layer [N], the first row this run computes: from the first changed token, lowered
   // where the interventions changed (changedRows) and to 0 from a changed mean ablation on.
@@ -245,6 +247,7 @@ class ModelRunner {
   FloatBuffer z_rows_;                     // scratch: a kept attention's z rows into its output
   Tensor layer_inputs_;                    // [N + 1, L, D] without keep_residuals_: layer i's input in slot i
   bool inputs_kept_ = false;               // the last run left every layer's input in inputStore()
+  bool long_rope_ = false;                 // options_ rotate by longrope's long factors (longRopeAt)
 };
 
 }  // namespace attnscope

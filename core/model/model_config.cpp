@@ -1,5 +1,6 @@
 #include "model/model_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -26,20 +27,30 @@ Activation readActivation(const ConfigFields& f, const Family& family) {
                     quotedList({"gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "silu", "swish"}));
 }
 
-// longrope (modeling_rope_utils' _compute_longrope_parameters, Phi-3): the inverse frequencies
-// divided by short_factor (those of the original context; readRope refuses a longer text) and
-// cos and sin times attention_factor (default sqrt(1 + ln(s) / ln(original)), s =
-// max_position_embeddings / original_max_position_embeddings, or `factor` without the latter).
-void longRope(const ConfigFields& f, const json& params, const std::string& where, const ModelConfig& c, RopeParams& r) {
-  const std::string field = where + ".short_factor";
-  const json& shorts = params.contains("short_factor") ? params["short_factor"] : json();
-  if (!shorts.is_array() || shorts.size() != r.inv_freq.size())
-    f.fail(field, "must list " + std::to_string(r.inv_freq.size()) + " numbers (one per pair of rotated features)");
-  for (size_t i = 0; i < shorts.size(); ++i) {
-    if (!shorts[i].is_number() || !(shorts[i].get<double>() > 0.0) || !std::isfinite(shorts[i].get<double>()))
+// inv divided by params[key] (`where`.key), one positive number per frequency.
+std::vector<double> dividedByFactors(const ConfigFields& f, const json& params, const std::string& where,
+                                     const std::string& key, std::vector<double> inv) {
+  const std::string field = where + "." + key;
+  const json& factors = params.contains(key) ? params[key] : json();
+  if (!factors.is_array() || factors.size() != inv.size())
+    f.fail(field, "must list " + std::to_string(inv.size()) + " numbers (one per pair of rotated features)");
+  for (size_t i = 0; i < factors.size(); ++i) {
+    if (!factors[i].is_number() || !(factors[i].get<double>() > 0.0) || !std::isfinite(factors[i].get<double>()))
       f.fail(field, "entry " + std::to_string(i) + " must be a positive number");
-    r.inv_freq[i] /= shorts[i].get<double>();
+    inv[i] /= factors[i].get<double>();
   }
+  return inv;
+}
+
+// longrope (modeling_rope_utils' _compute_longrope_parameters, Phi-3): the inverse frequencies
+// divided by short_factor within original_max_position_embeddings and by long_factor past it
+// (RopeParams::longAt), cos and sin times attention_factor in both (default
+// sqrt(1 + ln(s) / ln(original)), s = max_position_embeddings / original_max_position_embeddings,
+// or `factor` without the latter).
+void longRope(const ConfigFields& f, const json& params, const std::string& where, const ModelConfig& c, RopeParams& r) {
+  const std::vector<double> plain = r.inv_freq;
+  r.inv_freq = dividedByFactors(f, params, where, "short_factor", plain);
+  r.long_inv_freq = dividedByFactors(f, params, where, "long_factor", plain);
   const std::string key = "original_max_position_embeddings";
   const bool in_params = params.contains(key) && !params[key].is_null();
   const bool given = in_params || !f.present({"original_max_position_embeddings"}).empty();
@@ -99,12 +110,7 @@ void readRope(const ConfigFields& f, ModelConfig& c) {
   const bool per_type = rp.contains("full_attention") || rp.contains("sliding_attention");
   if (!per_type) {
     const json& scaling = v5 ? rp : (j.contains("rope_scaling") && j["rope_scaling"].is_object() ? j["rope_scaling"] : kNone);
-    const RopeParams r = readRopeParams(f, scaling, v5 ? "rope_parameters" : "rope_scaling", theta_4x, c);
-    c.rope_theta = r.theta, c.rope_type = r.type, c.rope_inv_freq = r.inv_freq, c.rope_attention_factor = r.attention_factor;
-    if (r.original_context > 0 && r.original_context < c.max_positions) {  // past it: longrope's long factors
-      c.max_positions = r.original_context;
-      c.context_key = "original_max_position_embeddings: longrope's short factors end there, its long ones are not computed;";
-    }
+    setModelRope(c, readRopeParams(f, scaling, v5 ? "rope_parameters" : "rope_scaling", theta_4x, c));
     return;
   }
   // Per layer type: the full-attention layers' RoPE is the model's; the sliding ones' base
@@ -116,8 +122,7 @@ void readRope(const ConfigFields& f, ModelConfig& c) {
     return readRopeParams(f, rp.contains(type) ? rp[type] : kNone, where, theta, c);
   };
   const RopeParams full = ofType("full_attention", theta_4x), sliding = ofType("sliding_attention", local_4x);
-  c.rope_theta = full.theta, c.rope_type = full.type, c.rope_inv_freq = full.inv_freq;
-  c.rope_attention_factor = full.attention_factor;
+  setModelRope(c, full);
   const std::vector<bool> is_sliding = slidingLayers(f, c);
   for (int64_t i = 0; i < c.n_layers; ++i) c.layer_rope.push_back(is_sliding[i] ? sliding : full);
 }
@@ -179,6 +184,11 @@ RopeParams readRopeParams(const ConfigFields& f, const json& params, const std::
   r.inv_freq = ropeInvFreq(f, params, where, r.theta, rotary_dims, r.type == "longrope" ? "default" : r.type);
   if (r.type == "longrope") longRope(f, params, where, c, r);
   return r;
+}
+
+bool longRopeAt(const ModelConfig& c, int64_t L) {
+  if (c.layer_rope.empty()) return ropeOf(c, 0).longAt(L);
+  return std::any_of(c.layer_rope.begin(), c.layer_rope.end(), [L](const RopeParams& r) { return r.longAt(L); });
 }
 
 std::vector<bool> slidingLayers(const ConfigFields& f, const ModelConfig& c) {

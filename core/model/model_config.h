@@ -32,6 +32,12 @@ struct RopeParams {
   std::vector<double> inv_freq;
   double attention_factor = 1.0;  // cos and sin times this (longrope)
   int64_t original_context = 0;   // longrope: where its short factors end (original_max_position_embeddings)
+  std::vector<double> long_inv_freq;  // longrope: inv_freq over the long factors ([r/2]; empty: none)
+
+  // longrope on a text of L tokens past the original context: every position rotates by the
+  // long factors (transformers' forward of the whole text), else by inv_freq.
+  bool longAt(int64_t L) const { return !long_inv_freq.empty() && L > original_context; }
+  const std::vector<double>& invFreqAt(int64_t L) const { return longAt(L) ? long_inv_freq : inv_freq; }
 };
 
 struct ModelConfig {
@@ -50,6 +56,8 @@ struct ModelConfig {
   std::string rope_type = "default";
   std::vector<double> rope_inv_freq;
   double rope_attention_factor = 1.0;  // longrope's attention_factor on cos and sin
+  int64_t rope_original_context = 0;   // longrope: original_max_position_embeddings
+  std::vector<double> rope_long_inv_freq;  // longrope: over the long factors (RopeParams::long_inv_freq)
   // [N], or empty: every rotating layer takes rope_theta / rope_inv_freq above. Filled where
   // RoPE differs per layer type (transformers 5's rope_parameters keyed by layer type,
   // {"full_attention": {...}, "sliding_attention": {...}}; Gemma 3's rope_local_base_freq):
@@ -66,9 +74,19 @@ struct ModelConfig {
 
 // Layer i's RoPE (layer_rope, else the model's).
 inline RopeParams ropeOf(const ModelConfig& c, int64_t i) {
-  return c.layer_rope.empty() ? RopeParams{c.rope_theta, c.rope_type, c.rope_inv_freq, c.rope_attention_factor, 0}
+  return c.layer_rope.empty() ? RopeParams{c.rope_theta, c.rope_type, c.rope_inv_freq, c.rope_attention_factor,
+                                           c.rope_original_context, c.rope_long_inv_freq}
                               : c.layer_rope[i];
 }
+// The model's RoPE as one (layer_rope stays as it is).
+inline void setModelRope(ModelConfig& c, const RopeParams& r) {
+  c.rope_theta = r.theta, c.rope_type = r.type, c.rope_inv_freq = r.inv_freq;
+  c.rope_attention_factor = r.attention_factor;
+  c.rope_original_context = r.original_context, c.rope_long_inv_freq = r.long_inv_freq;
+}
+// True when a text of L tokens takes any layer's longrope long factors (RopeParams::longAt):
+// rows computed on a text on the other side of the original context rotate otherwise.
+bool longRopeAt(const ModelConfig& c, int64_t L);
 
 // For families' hooks (family.h): one RoPE from a rope_parameters / rope_scaling object
 // `params` (`where` names it in errors), its base falling back to `theta`; the partial

@@ -96,7 +96,7 @@ void addInto(Tensor& x, const Tensor& y) {
 
 }  // namespace
 
-AttentionOptions layerOptions(const ModelConfig& c, int64_t i) {
+AttentionOptions layerOptions(const ModelConfig& c, int64_t i, int64_t L) {
   AttentionOptions o;
   o.heads = c.heads;
   o.kv_heads = c.kv_heads;
@@ -114,7 +114,7 @@ AttentionOptions layerOptions(const ModelConfig& c, int64_t i) {
     const RopeParams rope = ropeOf(c, i);  // the layer's own where RoPE differs per layer type
     o.rope_base = rope.theta;
     o.rope_style = RopeStyle::RotateHalf;
-    o.rope_inv_freq = rope.inv_freq;
+    o.rope_inv_freq = rope.invFreqAt(L);
     o.rope_attention_factor = rope.attention_factor;
   }
   return o;
@@ -140,6 +140,17 @@ void ModelRunner::setCacheWindow(const CacheWindow& cache) {
     options_[i].mask = mask;
   }
   if (changed) reset();  // the kept rows were computed under the other mask
+}
+
+// Past longrope's original context every position rotates by the long factors, within it by
+// the short ones: rows kept from a run on the other side rotated otherwise.
+void ModelRunner::chooseRopeFactors(int64_t L) {
+  const bool long_rope = longRopeAt(model_->config, L);
+  if (long_rope == long_rope_) return;
+  long_rope_ = long_rope;
+  for (int64_t i = 0; i < model_->config.n_layers; ++i)
+    options_[i].rope_inv_freq = layerOptions(model_->config, i, L).rope_inv_freq;
+  reset();
 }
 
 void ModelRunner::embed(const ModelTokens& tokens) {
@@ -404,6 +415,7 @@ void ModelRunner::takeBackTraces(bool copy) {
 const ModelRun& ModelRunner::run(ModelTokens tokens) {
   checkTokens(tokens);
   const int64_t L = static_cast<int64_t>(tokens.ids.size());
+  chooseRopeFactors(L);
   // Causal: the positions before the first changed token keep their rows (cached_rows.h),
   // and their residuals when the last run kept them too.
   const ModelConfig& c = model_->config;
@@ -443,7 +455,8 @@ const ModelRun& ModelRunner::run(ModelTokens tokens) {
 
 const ModelRun& ModelRunner::step(ModelTokens tokens, StepMaps maps) {
   if (!model_->config.family->causal || !interventions_.empty() || !applied_.empty() ||
-      !canStep(run_, tokens, maps, keep_residuals_))
+      !canStep(run_, tokens, maps, keep_residuals_) ||
+      longRopeAt(model_->config, static_cast<int64_t>(tokens.ids.size())) != long_rope_)
     return run(std::move(tokens));
   checkTokens(tokens);
   takeBackTraces(true);  // the decode caches start from the traces (a runner that steps seldom shares)
@@ -475,6 +488,7 @@ ModelRunner ModelRunner::sibling() const {
   r.logit_rows_ = logit_rows_;
   r.maps_budget_ = maps_budget_;
   r.keep_scores_ = keep_scores_;
+  r.long_rope_ = long_rope_;
   return r;
 }
 

@@ -288,8 +288,10 @@ class Weights:
         return self.t.get(name, self.t.get(legacy))
 
 
-def rope_inv_freq(cfg, head_dim):
-    """modeling_rope_utils: default, linear, llama3 (both config spellings)."""
+def rope_inv_freq(cfg, head_dim, L=0):
+    """modeling_rope_utils: default, linear, llama3, longrope (both config spellings) for a text
+    of L tokens: longrope divides by long_factor once L passes original_max_position_embeddings
+    (transformers' forward of the whole text), else by short_factor."""
     rp = cfg.get("rope_parameters") or {}
     scaling = rp or cfg.get("rope_scaling") or {}
     theta = rp.get("rope_theta", cfg.get("rope_theta", cfg.get("rotary_emb_base", 10000.0)))
@@ -297,8 +299,11 @@ def rope_inv_freq(cfg, head_dim):
     dim = int(head_dim * partial)
     inv = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
     kind = scaling.get("rope_type", scaling.get("type", "default"))
-    if kind == "longrope":  # the short factors: texts within the original context
-        inv = inv / torch.tensor(scaling["short_factor"], dtype=torch.float64)
+    if kind == "longrope":
+        original = scaling.get("original_max_position_embeddings",
+                               cfg.get("original_max_position_embeddings", cfg.get("max_position_embeddings")))
+        factors = scaling["long_factor"] if L > original else scaling["short_factor"]
+        inv = inv / torch.tensor(factors, dtype=torch.float64)
     if kind == "linear":
         inv = inv / scaling["factor"]
     elif kind == "llama3":
@@ -313,12 +318,12 @@ def rope_inv_freq(cfg, head_dim):
     return inv, dim
 
 
-def layer_rope(cfg, head_dim, sliding):
+def layer_rope(cfg, head_dim, sliding, L=0):
     """A layer's (inverse frequencies, rotated features): Gemma 3 has one RoPE per layer type
     (transformers 5: rope_parameters keyed by layer type; 4.x: the global layers' rope_theta
     (default 1e6) and rope_scaling, the local ones' rope_local_base_freq (default 10000), unscaled)."""
     if cfg["model_type"] != "gemma3_text":
-        return rope_inv_freq(cfg, head_dim)
+        return rope_inv_freq(cfg, head_dim, L)
     kind = "sliding_attention" if sliding else "full_attention"
     rp = cfg.get("rope_parameters") or {}
     if kind in rp:
@@ -570,7 +575,7 @@ def forward_llama_like(cfg, w, ids, keep, cache=None, hooks=None):
             q = rms(q, w(h + "self_attn.q_norm.weight"), eps, gemma)
             k = rms(k, w(h + "self_attn.k_norm.weight"), eps, gemma)
         if rotates[i]:
-            inv, dim = layer_rope(cfg, d, sliding[i])
+            inv, dim = layer_rope(cfg, d, sliding[i], L)
             factor = rope_attention_factor(cfg)
             q, k = apply_rope(q, inv, dim, factor), apply_rope(k, inv, dim, factor)
         v = heads(v if kind == "phi3" else lin("self_attn.v_proj", a), G)

@@ -4,8 +4,9 @@ folder's float64 forward within 1e-5 (logits 1e-3), a Q8_0 file (libllama's llam
 on the F32 one) equals a float64 forward on gguf-py's dequantization of that file (maps 1e-4,
 logits 2e-3).
 - phi3 (fused qkv and gate_up, partial rotary, longrope's short factors and attention factor
-  within the original context; llama.cpp turns its window off), gemma3 (5 local : 1 global
-  layers with a RoPE base each, as llama.cpp takes them from a file without pattern; 1 + w norms
+  within the original context; llama.cpp turns its window off; a file with an original context
+  of 8 equals its folder past it, by the long factors), gemma3 (5 local : 1 global layers with a
+  RoPE base each, as llama.cpp takes them from a file without pattern; 1 + w norms
   and q/k norms; linear scaling on the global layer), olmo2 (q/k norms over the whole
   projections, post norms only), smollm3 (no RoPE on every 4th layer, as llama.cpp hard-codes):
   llama.cpp's own logits of the F32 file agree loosely (its fp16 GELU table, 8-bit nothing).
@@ -89,11 +90,28 @@ class GgufFamilies(Checks):
                     self.assertEqual((done.returncode, len(done.stderr.strip().splitlines())), (1, 1), done.stderr)
                     self.assertIn(bad + ": metadata key gemma3.attention.sliding_window_pattern has 2 entries for 6 layers",
                                   done.stderr)
-                if family == "phi3":  # past the original context: refused, naming the key
-                    done = run(paths["f32"], paths["f32"] + "-long", list(range(257)))
-                    self.assertEqual(done.returncode, 1, done.stderr)
-                    self.assertIn("phi3.rope.scaling.original_context_length: longrope's short factors end there",
-                                  done.stderr)
+
+    def test_phi3_long_factors_equal_the_folders(self):
+        """A phi3 folder whose longrope's original context is 8 (max_position_embeddings 32), short
+        and long factors apart, converted to F32 (the converter writes rope_factors_short and
+        rope_factors_long): the file's maps and logits equal the folder's at 6 tokens (short
+        factors) and 12 (long, every position), as attnscope picks the set by the text's length
+        for both (llama.cpp by its context size)."""
+        name = "phi3-long-factors"
+        cfg, _, paths = convert(name, "phi3", dict(seed=36, V=257, G=2, rotary=0.75, P=8, spelling=5), ["f32"])
+        folder = os.path.dirname(paths["f32"])[:-len("-gguf")]
+        self.assertEqual((cfg["rope_parameters"]["original_max_position_embeddings"], cfg["max_position_embeddings"]), (8, 32))
+        for L in (6, 12):
+            with self.subTest(L=L):
+                got = {}
+                for path in (folder, paths["f32"]):
+                    out = "%s-out-%d" % (path, L)
+                    shutil.rmtree(out, ignore_errors=True)
+                    done = run(path, out, IDS[:L])
+                    self.assertEqual(done.returncode, 0, done.stderr)
+                    got[path] = [np.load(os.path.join(out, f)) for f in ("attentions.npy", "logits.npy")]
+                for a, b in zip(got[folder], got[paths["f32"]]):
+                    np.testing.assert_allclose(b, a, atol=1e-5, rtol=0)
 
     def test_gemma3_27b_scales_by_the_width_per_head(self):
         """A 62-layer Gemma 3 (27B's depth) scales its queries by 1/sqrt(hidden / heads), as its

@@ -350,29 +350,35 @@ def rewrite_header(path, change):
 
 
 class Phi3LongRope(unittest.TestCase):
-    def test_text_past_the_original_context_is_refused(self):
-        """longrope's long factors (transformers' choice past original_max_position_embeddings) are
-        not computed: such a text is refused in one line naming the key, however long the model's
-        max_position_embeddings; the original context's worth runs (and matches the reference)."""
+    def test_long_factors_past_the_original_context(self):
+        """longrope over original_max_position_embeddings 8 within max_position_embeddings 32, short
+        and long factors apart: 6 tokens rotate by the short factors, 12 by the long ones at every
+        position (transformers' forward of the whole text), both equal to the float64 reference
+        (which picks the factors itself from config.json); the context is max_position_embeddings."""
+        ids = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8]
         for spelling in (4, 5):
-            with self.subTest(spelling=spelling):
-                folder = ref.case_dir("hf-phi3-long", str(spelling))
-                cfg, tensors = hf.make_model("phi3", seed=31, P=8, spelling=spelling)
-                stored = hf.write_folder(folder, cfg, tensors)
-                out = folder + "-out"
-                shutil.rmtree(out, ignore_errors=True)
-                result = run(folder, out, "--ids", ",".join(["3"] * 9))
-                self.assertEqual(result.returncode, 1, result.stdout)
-                self.assertEqual(result.stderr.strip(), "attnscope model: the text has 9 tokens but %s's context is 8 "
-                                 "(original_max_position_embeddings: longrope's short factors end there, its long "
-                                 "ones are not computed; in %s)" % (os.path.basename(folder),
-                                                                    os.path.join(folder, "config.json")))
-                self.assertFalse(os.path.exists(out))
-                result = run(folder, out, "--ids", ",".join(["3"] * 8))
-                self.assertEqual(result.returncode, 0, result.stderr)
-                logits, _ = hf.forward(cfg, stored, [3] * 8)
-                np.testing.assert_allclose(np.load(os.path.join(out, "logits.npy")), logits.numpy(), atol=LOGITS_TOL,
-                                           rtol=0)
+            folder = ref.case_dir("hf-phi3-long", str(spelling))
+            cfg, tensors = hf.make_model("phi3", seed=31, P=8, spelling=spelling)
+            stored = hf.write_folder(folder, cfg, tensors)
+            maps = {}
+            for L in (6, 12):
+                with self.subTest(spelling=spelling, L=L):
+                    out = folder + "-out-%d" % L
+                    shutil.rmtree(out, ignore_errors=True)
+                    result = run(folder, out, "--ids", ",".join(map(str, ids[:L])))
+                    self.assertEqual(result.returncode, 0, result.stderr)
+                    logits, attns = hf.forward(cfg, stored, ids[:L])
+                    maps[L] = np.load(os.path.join(out, "attentions.npy"))
+                    np.testing.assert_allclose(maps[L], torch.stack(attns).unsqueeze(1).numpy(), atol=ATTN_TOL, rtol=0)
+                    np.testing.assert_allclose(np.load(os.path.join(out, "logits.npy")), logits.numpy(),
+                                               atol=LOGITS_TOL, rtol=0)
+            # The first 6 queries' rows moved with the text's length: the long factors rotate every position.
+            self.assertGreater(np.abs(maps[12][..., :6, :6] - maps[6]).max(), 1e-3)
+            result = run(folder, folder + "-out-33", "--ids", ",".join(["3"] * 33))
+            self.assertEqual(result.returncode, 1, result.stdout)
+            self.assertEqual(result.stderr.strip(), "attnscope model: the text has 33 tokens but %s's context is 32 "
+                             "(max_position_embeddings in %s)" % (os.path.basename(folder),
+                                                                  os.path.join(folder, "config.json")))
 
 
 class HfBadInput(unittest.TestCase):

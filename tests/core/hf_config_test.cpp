@@ -193,9 +193,11 @@ TEST(ModelConfig, Gemma3LocalAndGlobalLayers) {
             "m/config.json: \"use_bidirectional_attention\" is true but attnscope supports false (a causal decoder)");
 }
 
-// Phi-3's longrope: inverse frequencies over the short factors, cos and sin times
-// sqrt(1 + ln(s) / ln(original)) with s = max_position_embeddings / original, and the context
-// held to original_max_position_embeddings (top level in 4.x, in the RoPE object in 5.x).
+// Phi-3's longrope: inverse frequencies over the short factors up to
+// original_max_position_embeddings (top level in 4.x, in the RoPE object in 5.x), over the long
+// ones past it (a text of 17 tokens: every position), cos and sin times
+// sqrt(1 + ln(s) / ln(original)) with s = max_position_embeddings / original in both; the
+// context is max_position_embeddings.
 TEST(ModelConfig, Phi3LongRope) {
   const ModelConfig v4 = parse("phi3", R"("head_dim": 16, "partial_rotary_factor": 0.5, "rope_theta": 100.0,
       "original_max_position_embeddings": 16,
@@ -205,9 +207,16 @@ TEST(ModelConfig, Phi3LongRope) {
       "short_factor": [1, 2, 4, 8], "long_factor": [9, 9, 9, 9]})");
   for (const ModelConfig* c : {&v4, &v5}) {
     ASSERT_EQ(c->rope_inv_freq.size(), 4u);
-    for (int i = 0; i < 4; ++i) EXPECT_DOUBLE_EQ(c->rope_inv_freq[i], std::pow(100.0, -2.0 * i / 8.0) / std::pow(2.0, i));
-    EXPECT_DOUBLE_EQ(layerOptions(*c, 0).rope_attention_factor, std::sqrt(1.0 + std::log(64.0 / 16.0) / std::log(16.0)));
-    EXPECT_EQ(c->max_positions, 16);
+    for (const int64_t L : {0, 1, 16, 17, 64}) {
+      SCOPED_TRACE(L);
+      const AttentionOptions o = layerOptions(*c, 1, L);
+      ASSERT_EQ(o.rope_inv_freq.size(), 4u);
+      for (int i = 0; i < 4; ++i)
+        EXPECT_DOUBLE_EQ(o.rope_inv_freq[i], std::pow(100.0, -2.0 * i / 8.0) / (L > 16 ? 9.0 : std::pow(2.0, i)));
+      EXPECT_DOUBLE_EQ(o.rope_attention_factor, std::sqrt(1.0 + std::log(64.0 / 16.0) / std::log(16.0)));
+      EXPECT_EQ(longRopeAt(*c, L), L > 16);
+    }
+    EXPECT_EQ(c->max_positions, 64);
     EXPECT_EQ(c->norm_eps, 1e-5);
     EXPECT_EQ(c->family->names.of(Role::Qkv, 2), "layers.2.self_attn.qkv_proj");
     EXPECT_EQ(c->family->names.of(Role::GateUp, 0), "layers.0.mlp.gate_up_proj");
@@ -216,6 +225,9 @@ TEST(ModelConfig, Phi3LongRope) {
   EXPECT_EQ(layerOptions(parse("phi3", ""), 0).rope_attention_factor, 1.0);  // no longrope: cos and sin as they are
   EXPECT_EQ(errorOf("phi3", R"("rope_scaling": {"type": "longrope", "short_factor": [1, 2]})"),
             "m/config.json: \"rope_scaling.short_factor\" must list 8 numbers (one per pair of rotated features)");
+  EXPECT_EQ(errorOf("phi3", R"("rope_scaling": {"type": "longrope", "short_factor": [1, 1, 1, 1, 1, 1, 1, 1],
+      "long_factor": [1, 1, 1, 1, 1, 1, 1, -1]})"),
+            "m/config.json: \"rope_scaling.long_factor\" entry 7 must be a positive number");
 }
 
 TEST(ModelConfig, UnsupportedOptionsAreOneLineWithTheSupportedValues) {

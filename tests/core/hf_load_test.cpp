@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -220,6 +222,63 @@ TEST_F(HfLoad, Bf16MatricesStayBf16AndRunLikeTheirFloat32Widening) {
   const ModelRun& y = rb.run(ids);
   EXPECT_EQ(x.logits.dense().data, y.logits.dense().data);
   for (int64_t layer = 0; layer < 2; ++layer) EXPECT_EQ(x.layers[layer].probs.data, y.layers[layer].probs.data) << layer;
+}
+
+// A Phi-3 whose longrope's original context is 8 (max_position_embeddings 32), short and long
+// factors apart. Typing keeps the rows of an unchanged prefix, but past the original context
+// every position rotates by the long factors: a run whose text crosses it either way (typed,
+// deleted, or a generation step) computes every row again and equals a fresh run bit for bit;
+// on one side the kept rows are reused as before.
+TEST_F(HfLoad, TypingPastLongRopesOriginalContextEqualsAFreshRun) {
+  const fs::path folder = root_ / "phi3";
+  fs::create_directories(folder);
+  std::ofstream(folder / "config.json")
+      << R"({"model_type": "phi3", "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,
+            "num_key_value_heads": 1, "intermediate_size": 16, "vocab_size": 16, "max_position_embeddings": 32,
+            "original_max_position_embeddings": 8, "rope_theta": 100.0, "rms_norm_eps": 1e-5,
+            "tie_word_embeddings": false, "rope_scaling": {"type": "longrope", "short_factor": [1, 1.5, 2, 2.5],
+            "long_factor": [3, 5, 7, 9]}})";
+  TensorShapes t = {{"model.embed_tokens.weight", {V, 16}}, {"model.norm.weight", {16}}, {"lm_head.weight", {V, 16}}};
+  for (int i = 0; i < 2; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    for (const char* n : {"input_layernorm", "post_attention_layernorm"}) t.push_back({p + n + ".weight", {16}});
+    t.push_back({p + "self_attn.qkv_proj.weight", {32, 16}});
+    t.push_back({p + "self_attn.o_proj.weight", {16, 16}});
+    t.push_back({p + "mlp.gate_up_proj.weight", {32, 16}});
+    t.push_back({p + "mlp.down_proj.weight", {16, 16}});
+  }
+  writeF32Safetensors(folder / "model.safetensors", t,
+                      [](int64_t k) { return 0.5f * static_cast<float>(std::sin(0.37 * static_cast<double>(k) + 1.0)); });
+  auto model = std::make_shared<const Model>(loadModel(folder.string(), false));
+  const std::vector<int64_t> ids = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7};
+  auto tokens = [&](size_t L) { return tokensFromIds(*model, {ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(L)}); };
+  auto sameAsFresh = [&](const ModelRun& run, const std::string& what) {
+    ModelRunner fresh_runner(model);
+    const ModelRun& fresh = fresh_runner.run(run.tokens);
+    EXPECT_EQ(run.logits.dense().data, fresh.logits.dense().data) << what;
+    for (int64_t layer = 0; layer < 2; ++layer) EXPECT_EQ(run.layers[layer].probs.data, fresh.layers[layer].probs.data) << what;
+  };
+  ModelRunner live(model);
+  Tensor short_probs;  // layer 1 at 8 tokens (short factors)
+  struct Typed { size_t L; int64_t first_computed; };
+  for (const Typed typed : {Typed{6, 0}, Typed{8, 6}, Typed{9, 0}, Typed{12, 9}, Typed{7, 0}, Typed{8, 7}}) {
+    const std::string what = std::to_string(typed.L) + " tokens";
+    const ModelRun& run = live.run(tokens(typed.L));
+    EXPECT_EQ(run.first_computed, typed.first_computed) << what;
+    sameAsFresh(run, what);
+    if (typed.L == 8) short_probs = run.layers[1].probs;
+  }
+  const ModelRun& stepped = live.step(tokens(9), StepMaps::Keep);  // the generation step across: a whole run
+  EXPECT_EQ(stepped.first_computed, 0);
+  sameAsFresh(stepped, "a step to 9 tokens");
+  // The rows of the first 8 positions moved: the long factors rotate every position.
+  const Tensor& long_probs = stepped.layers[1].probs;  // [1, H, 9, 9]
+  double moved = 0.0;
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t i = 0; i < 8; ++i)
+      for (int64_t j = 0; j <= i; ++j)
+        moved = std::max(moved, std::abs(double{long_probs.data[(h * 9 + i) * 9 + j]} - short_probs.data[(h * 8 + i) * 8 + j]));
+  EXPECT_GT(moved, 1e-3);
 }
 
 // The memory rule counts what is kept: 2 bytes a BF16 matrix value (its panels' padding

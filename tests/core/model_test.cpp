@@ -2,6 +2,7 @@
 // one runner reused across texts of changing length gives what a fresh runner gives,
 // tokenization (UTF-8 characters, unknown ids, bytes), and next-token predictions.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <tuple>
 
@@ -20,6 +21,7 @@
 #include "config/run.h"
 #include "heap_bytes.h"
 #include "model/folder_runner.h"
+#include "model/local_models.h"
 #include "model/logit_lens.h"
 #include "model/model.h"
 #include "tensor/npy.h"
@@ -501,6 +503,47 @@ TEST(ModelSource, TextForModel) {
   EXPECT_EQ(settingsForModel(typed, "/m/reverse-digits/").model_text, "my own text");
   EXPECT_EQ(settingsForModel(Settings(), "/m/reverse-digits/").model_text, sampleText("reverse-digits"));
   EXPECT_EQ(settingsForModel(Settings(), "/m/reverse-digits/").model, "/m/reverse-digits");
+}
+
+// A store's model keeps its name in the settings (resolved again at each load: an Ollama
+// blob's path is a hash) and reads as that name; an unknown name is refused at once.
+TEST(ModelSource, StoreNamesStayNamesAndReadAsThem) {
+  char pattern[] = "/tmp/store-names-XXXXXX";
+  const fs::path root = mkdtemp(pattern);
+  const fs::path manifest = root / "manifests/registry.ollama.ai/library/tiny/latest";
+  fs::create_directories(manifest.parent_path());
+  fs::create_directories(root / "blobs");
+  std::ofstream(root / "blobs" / ("sha256-" + std::string(64, 'a'))) << "GGUF";
+  std::ofstream(manifest) << R"({"layers": [{"mediaType": "application/vnd.ollama.image.model", "digest": "sha256:)"
+                          << std::string(64, 'a') << R"("}]})";
+  setenv("OLLAMA_MODELS", root.c_str(), 1);
+  const Settings s = settingsForModel(Settings(), "ollama:tiny:latest", "x");
+  EXPECT_EQ(s.source, InputSource::Model);
+  EXPECT_EQ(s.model, "ollama:tiny:latest");
+  EXPECT_EQ(modelFolder(s), "ollama:tiny:latest");  // loadModel resolves it
+  EXPECT_EQ(resolveModelName(s.model), (root / "blobs" / ("sha256-" + std::string(64, 'a'))).string());
+  try {
+    settingsForModel(Settings(), "ollama:tiny:v2", "");
+    ADD_FAILURE() << "an unknown name was kept";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("ollama:tiny:v2: no such model in Ollama's models (", 0), 0u) << e.what();
+  }
+  unsetenv("OLLAMA_MODELS");
+  fs::remove_all(root);
+  EXPECT_EQ(storeLabel("ollama:tiny:latest"), "ollama: tiny:latest");
+  EXPECT_EQ(storeLabel("hf:org/name"), "hf: org/name");
+  EXPECT_EQ(storeLabel("/h/hub/models--org--name/snapshots/0123abc"), "hf: org/name");
+  EXPECT_EQ(storeLabel("/m/tiny.gguf"), "");
+  EXPECT_EQ(modelShortName("ollama:tiny:latest"), "ollama: tiny:latest");
+  EXPECT_EQ(modelShortName("/m/folder/"), "folder");
+  EXPECT_EQ(modelShortName("/m/tiny.gguf"), "tiny.gguf");
+  EXPECT_EQ(modelShortName("python-code"), "python-code");
+  LocalModel m{"ns/tiny:q4", "ollama", "/o/blobs/sha256-1", "gguf", "llama", 0, ""};
+  EXPECT_EQ(modelNameOf(m), "ollama:ns/tiny:q4");
+  m.source = "hf", m.name = "org/name";
+  EXPECT_EQ(modelNameOf(m), "hf:org/name");
+  m.source = "lmstudio";
+  EXPECT_EQ(modelNameOf(m), "/o/blobs/sha256-1");  // no names of its own: the file
 }
 
 }  // namespace

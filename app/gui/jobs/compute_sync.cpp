@@ -1,4 +1,5 @@
 #include "gui/jobs/compute_sync.h"
+#include "model/local_models.h"
 
 #include <algorithm>
 #include <chrono>
@@ -99,7 +100,8 @@ Received receiveResult(ComputeState& c, Settings& settings) {
   c.cancelled = result->cancelled;
   if (!result->cancelled) c.facts = result->facts;  // a cancelled job's sizes were never shown
   const Settings& s = result->settings;
-  if (result->view && s.source == InputSource::Model && s.model.find('/') != std::string::npos) received.ran_folder = s.model;
+  if (result->view && s.source == InputSource::Model && (s.model.find('/') != std::string::npos || isStoreName(s.model)))
+    received.ran_folder = s.model;
   showResult(c, *result);
   if (!result->load_cancelled.empty()) {
     c.load_cancelled = result->load_cancelled;

@@ -26,6 +26,7 @@
 #include "gui/shell/shortcuts.h"
 #include "gui/shell/typing_bench.h"
 #include "tensor/interrupt.h"
+#include "model/local_models.h"
 
 namespace attnscope {
 namespace {
@@ -40,7 +41,7 @@ std::string windowTitle(const AppState& state) {
   } else if (s.source == InputSource::Synthetic) {
     subject = "synthetic";
   } else if (s.source == InputSource::Model) {
-    subject = "model " + std::filesystem::path(s.model).filename().string();
+    subject = "model " + modelShortName(s.model);
   } else {
     subject = s.text.substr(0, s.text.find('\n'));
     if (subject.size() > 28) {

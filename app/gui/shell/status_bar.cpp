@@ -9,6 +9,7 @@
 
 #include "gui/jobs/compute_sync.h"
 #include "gui/shell/panels.h"
+#include "model/local_models.h"
 
 namespace attnscope {
 namespace {
@@ -31,7 +32,7 @@ void drawProgress(AppState& state) {
   char label[160];
   if (loading) {
     std::snprintf(label, sizeof label, "loading %s: weights %.0f%%",
-                  fitText(std::filesystem::path(state.compute.posted_settings.model).filename().string(), 120).c_str(),
+                  fitText(modelShortName(state.compute.posted_settings.model), 120).c_str(),
                   100.0 * state.compute.progress);
   } else {
     std::snprintf(label, sizeof label, "overview of every head %.0f%%", 100.0 * state.compute.progress);

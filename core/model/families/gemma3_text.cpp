@@ -40,7 +40,8 @@ const json& globalRopeObject(const json& j, std::string& where) {
 void readGemma3Rope(const ConfigFields& f, ModelConfig& c) {
   std::string where;
   const json& global = globalRopeObject(f.root(), where);
-  RopeParams full{c.rope_theta, c.rope_type, c.rope_inv_freq, c.rope_attention_factor, 0};
+  RopeParams full{c.rope_theta,          c.rope_type, c.rope_inv_freq, c.rope_attention_factor,
+                  c.rope_original_context, c.rope_long_inv_freq};
   if (!f.root().contains("rope_theta") && !global.contains("rope_theta")) {
     full = readRopeParams(f, global, where, 1e6, c);
     c.rope_theta = full.theta, c.rope_inv_freq = full.inv_freq;

@@ -92,10 +92,10 @@ float checkboxWidth(const char* label) {
 
 constexpr const char* kSandboxLabel = "random-weights sandbox";
 
-// A model path in the Models list: "file: NAME.gguf" or "folder: NAME"; a cached
-// Hugging Face snapshot by its repo, "hf:ORG/NAME".
+// A model path in the Models list: "file: NAME.gguf" or "folder: NAME"; a store's model by its
+// name, "ollama: NAME:TAG" or "hf: ORG/NAME" (a cached Hugging Face snapshot too).
 std::string modelPathLabel(const std::string& path) {
-  if (std::string hub = hubName(path); !hub.empty()) return hub;
+  if (std::string label = storeLabel(path); !label.empty()) return label;
   const std::filesystem::path p(path);
   return (p.extension() == ".gguf" ? "file: " : "folder: ") + p.filename().string();
 }
@@ -105,7 +105,7 @@ std::string modelChoiceLabel(const Settings& s) {
   if (s.source == InputSource::Bundle && !s.bundle_path.empty())  // what it is, not the sandbox
     return "bundle: " + std::filesystem::path(s.bundle_path).lexically_normal().filename().string();
   if (s.source != InputSource::Model) return kSandboxLabel;
-  if (s.model.find('/') == std::string::npos) return s.model;
+  if (s.model.find('/') == std::string::npos && !isStoreName(s.model)) return s.model;  // a shipped model
   return modelPathLabel(s.model);
 }
 

@@ -144,7 +144,7 @@ void listPlaces(const AppState& state, OpenDialogState& dialog) {
     dialog.place_labels.push_back(label + "##" + path);
     dialog.places.push_back(path);
   };
-  for (const std::string& folder : state.view.recent_models) add(fs::path(folder).filename().string(), folder);
+  for (const std::string& folder : state.view.recent_models) add(modelShortName(folder), folder);
   std::error_code ec;
   if (const std::string assets = assetsDir(); !assets.empty() && fs::is_directory(assets + "/models", ec))
     add("shipped models", assets + "/models/");
@@ -185,7 +185,8 @@ void drawPlaces(AppState& state) {
 }
 
 // "On this machine": one row per model of the stores, "NAME  source · architecture · size ·
-// quantization"; a click opens it as the Models choice would.
+// quantization"; a click opens it as the Models choice would, a Hugging Face or Ollama model by
+// its store name (hf:ORG/NAME, ollama:NAME:TAG), which the settings keep.
 void drawOnThisMachine(AppState& state) {
   OpenDialogState& dialog = state.feature<OpenDialogState>();
   ImGui::TextDisabled("On this machine");
@@ -196,7 +197,7 @@ void drawOnThisMachine(AppState& state) {
   for (const LocalModel& m : dialog.on_machine) {
     const std::string label = m.name + "##local:" + m.path;
     if (ui::selectable(state.script.layout, "open_local:" + m.name, label.c_str(), false))
-      tryOpen(state, [&] { openPath(state, m.path); });
+      tryOpen(state, [&] { openPath(state, modelNameOf(m)); });
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", m.path.c_str());
     const std::string facts = m.source + " \u00b7 " + (m.architecture.empty() ? "?" : m.architecture) + " \u00b7 " +
                               std::to_string(m.size_bytes >> 20) + " MiB" + (m.quantization.empty() ? "" : " \u00b7 " + m.quantization);
