@@ -24,9 +24,48 @@ using DI = hn::RebindToSigned<DF>;
 using VF = hn::Vec<DF>;
 using VI = hn::Vec<DI>;
 
+// A vector of output rows: lane j's block starts at base + off[j]; lo and hi hold the offsets of
+// the first and second half of the lanes as 64-bit lanes (for eight-byte gathers).
+#if HWY_TARGET == HWY_SCALAR
+struct RowOffsets {
+  VI off;
+  RowOffsets() = default;
+  explicit RowOffsets(VI o) : off(o) {}
+  HWY_INLINE void Advance(int bytes) { off = hn::Add(off, hn::Set(DI(), bytes)); }
+};
+#else
+using DQ = hn::Repartition<int64_t, DF>;
+using VQ = hn::Vec<DQ>;
+struct RowOffsets {
+  VI off;
+  VQ lo, hi;
+  RowOffsets() = default;
+  explicit RowOffsets(VI o)
+      : off(o), lo(hn::PromoteTo(DQ(), hn::LowerHalf(hn::Half<DI>(), o))), hi(hn::PromoteTo(DQ(), hn::UpperHalf(hn::Half<DI>(), o))) {}
+  HWY_INLINE void Advance(int bytes) {
+    off = hn::Add(off, hn::Set(DI(), bytes));
+    lo = hn::Add(lo, hn::Set(DQ(), bytes));
+    hi = hn::Add(hi, hn::Set(DQ(), bytes));
+  }
+};
+#endif
+
 // Lane j: the 4 bytes at base + at + off[j] (one output row's block per lane).
-HWY_INLINE VI Dword(const uint8_t* base, VI off, int at) {
-  return hn::GatherOffset(DI(), reinterpret_cast<const int32_t*>(base + at), off);
+HWY_INLINE VI Dword(const uint8_t* base, const RowOffsets& o, int at) {
+  return hn::GatherOffset(DI(), reinterpret_cast<const int32_t*>(base + at), o.off);
+}
+// Dword(at) and Dword(at + 4) from eight-byte gathers: half the loads of two four-byte ones.
+HWY_INLINE void Dwords(const uint8_t* base, const RowOffsets& o, int at, VI& first, VI& second) {
+#if HWY_TARGET == HWY_SCALAR
+  first = Dword(base, o, at);
+  second = Dword(base, o, at + 4);
+#else
+  const DI di;
+  const int64_t* p = reinterpret_cast<const int64_t*>(base + at);
+  const VI lo = hn::BitCast(di, hn::GatherOffset(DQ(), p, o.lo)), hi = hn::BitCast(di, hn::GatherOffset(DQ(), p, o.hi));
+  first = hn::ConcatEven(di, hi, lo);
+  second = hn::ConcatOdd(di, hi, lo);
+#endif
 }
 
 // Each lane shifted right by `shift`, then masked.
@@ -81,18 +120,19 @@ struct Q8_0 {  // d, qs[32]: q * d
   static constexpr uint32_t kId = 8;
   static constexpr int kValues = 32, kBytes = 34;
   template <int NG, class S>
-  static HWY_INLINE void Step(const uint8_t* base, const VI (&off)[NG], int64_t k0, S& s) {
+  static HWY_INLINE void Step(const uint8_t* base, const RowOffsets (&off)[NG], int64_t k0, S& s) {
     VF d[NG];
     for (int g = 0; g < NG; ++g) d[g] = HalfToFloat(hn::And(Dword(base, off[g], 0), hn::Set(DI(), 0xFFFF)));
-    for (int i = 0; i < 8; ++i) {
-      VI q[NG];
-      for (int g = 0; g < NG; ++g) q[g] = Dword(base, off[g], 2 + 4 * i);
+    for (int i = 0; i < 8; i += 2) {
+      VI q[2][NG];
+      for (int g = 0; g < NG; ++g) Dwords(base, off[g], 2 + 4 * i, q[0][g], q[1][g]);
+      for (int h = 0; h < 2; ++h)
 #pragma GCC unroll 4
-      for (int b = 0; b < 4; ++b) {
-        VF w[NG];
-        for (int g = 0; g < NG; ++g) w[g] = hn::Mul(Float(SignedByte(q[g], b)), d[g]);
-        s.Feed(k0 + 4 * i + b, w);
-      }
+        for (int b = 0; b < 4; ++b) {
+          VF w[NG];
+          for (int g = 0; g < NG; ++g) w[g] = hn::Mul(Float(SignedByte(q[h][g], b)), d[g]);
+          s.Feed(k0 + 4 * (i + h) + b, w);
+        }
     }
   }
 };
@@ -112,19 +152,20 @@ struct Q4_K {  // d, dmin, scales[12], qs[128]: (d sc) q - dmin m per sub-block 
     }
   }
   template <int NG, class S>
-  static HWY_INLINE void Step(const uint8_t* base, const VI (&off)[NG], int64_t k0, S& s) {
+  static HWY_INLINE void Step(const uint8_t* base, const RowOffsets (&off)[NG], int64_t k0, S& s) {
     VF d[NG], dmin[NG];
     VI scales[NG][3];
     for (int g = 0; g < NG; ++g) {
-      const VI dd = Dword(base, off[g], 0);
+      VI dd;
+      Dwords(base, off[g], 0, dd, scales[g][0]);
+      Dwords(base, off[g], 8, scales[g][1], scales[g][2]);
       d[g] = HalfToFloat(Bits(dd, 0, 0xFFFF));
       dmin[g] = HalfToFloat(Bits(dd, 16, 0xFFFF));
-      for (int j = 0; j < 3; ++j) scales[g][j] = Dword(base, off[g], 4 + 4 * j);
     }
     for (int a = 0; a < 4; ++a) {
       VI qs[8][NG];
-      for (int i = 0; i < 8; ++i)
-        for (int g = 0; g < NG; ++g) qs[i][g] = Dword(base, off[g], 16 + 32 * a + 4 * i);
+      for (int i = 0; i < 8; i += 2)
+        for (int g = 0; g < NG; ++g) Dwords(base, off[g], 16 + 32 * a + 4 * i, qs[i][g], qs[i + 1][g]);
       for (int t = 0; t < 2; ++t) {  // sub-block 2a + t: nibble t of qs[32 a + l]
         VF dl[NG], ml[NG];
         for (int g = 0; g < NG; ++g) {
@@ -154,21 +195,23 @@ struct Q6_K {  // ql[128], qh[64], scales[16] (int8), d: (d sc) (q - 32) per 16 
   static constexpr uint32_t kId = 14;
   static constexpr int kValues = 256, kBytes = 210;
   template <int NG, class S>
-  static HWY_INLINE void Step(const uint8_t* base, const VI (&off)[NG], int64_t k0, S& s) {
+  static HWY_INLINE void Step(const uint8_t* base, const RowOffsets (&off)[NG], int64_t k0, S& s) {
     VF d[NG];
     VI scales[NG][4];
     for (int g = 0; g < NG; ++g) {
       d[g] = HalfToFloat(Bits(Dword(base, off[g], 206), 16, 0xFFFF));
-      for (int j = 0; j < 4; ++j) scales[g][j] = Dword(base, off[g], 192 + 4 * j);
+      Dwords(base, off[g], 192, scales[g][0], scales[g][1]);
+      Dwords(base, off[g], 200, scales[g][2], scales[g][3]);
     }
     for (int a = 0; a < 2; ++a) {
-      VI qh[8][NG];
-      for (int i = 0; i < 8; ++i)
-        for (int g = 0; g < NG; ++g) qh[i][g] = Dword(base, off[g], 128 + 32 * a + 4 * i);
+      // Each gathered once (most live on the stack): quarters q and q + 2 read the same ql bytes.
+      VI qh[8][NG], ql[2][8][NG];
+      for (int i = 0; i < 8; i += 2)
+        for (int g = 0; g < NG; ++g) {
+          Dwords(base, off[g], 128 + 32 * a + 4 * i, qh[i][g], qh[i + 1][g]);
+          for (int p = 0; p < 2; ++p) Dwords(base, off[g], 64 * a + 32 * p + 4 * i, ql[p][i][g], ql[p][i + 1][g]);
+        }
       for (int q = 0; q < 4; ++q) {  // value 128 a + 32 q + l: ql[64 a + 32 (q % 2) + l], nibble q / 2
-        VI ql[8][NG];
-        for (int i = 0; i < 8; ++i)
-          for (int g = 0; g < NG; ++g) ql[i][g] = Dword(base, off[g], 64 * a + 32 * (q % 2) + 4 * i);
         for (int half = 0; half < 2; ++half) {
           const int is = 8 * a + half + 2 * q;
           VF dsc[NG];
@@ -177,7 +220,7 @@ struct Q6_K {  // ql[128], qh[64], scales[16] (int8), d: (d sc) (q - 32) per 16 
             // Four six-bit values, one per byte: the nibble of ql, the two bits of qh above it.
             VI six[NG];
             for (int g = 0; g < NG; ++g)
-              six[g] = hn::Or(Bits(ql[i][g], 4 * (q / 2), 0x0F0F0F0F), hn::ShiftLeft<4>(Bits(qh[i][g], 2 * q, 0x03030303)));
+              six[g] = hn::Or(Bits(ql[q % 2][i][g], 4 * (q / 2), 0x0F0F0F0F), hn::ShiftLeft<4>(Bits(qh[i][g], 2 * q, 0x03030303)));
 #pragma GCC unroll 4
             for (int b = 0; b < 4; ++b) {
               VF w[NG];
@@ -195,7 +238,7 @@ struct F16 {  // two values per dword
   static constexpr uint32_t kId = 1;
   static constexpr int kValues = 2, kBytes = 4;
   template <int NG, class S>
-  static HWY_INLINE void Step(const uint8_t* base, const VI (&off)[NG], int64_t k0, S& s) {
+  static HWY_INLINE void Step(const uint8_t* base, const RowOffsets (&off)[NG], int64_t k0, S& s) {
     VI pair[NG];
     for (int g = 0; g < NG; ++g) pair[g] = Dword(base, off[g], 0);
     for (int half = 0; half < 2; ++half) {
@@ -215,15 +258,14 @@ HWY_NOINLINE void Group(const uint8_t* base, const int32_t* offsets, int64_t K, 
   const DF df;
   const DI di;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
-  VI off[NG];
-  for (int g = 0; g < NG; ++g) off[g] = hn::LoadU(di, offsets + g * lanes);
+  RowOffsets off[NG];
+  for (int g = 0; g < NG; ++g) off[g] = RowOffsets(hn::LoadU(di, offsets + g * lanes));
   Chains<MR, NG> chains{x, ldx, {}};
   for (int r = 0; r < MR; ++r)
     for (int g = 0; g < NG; ++g) chains.acc[r][g] = hn::Zero(df);
-  const VI step = hn::Set(di, T::kBytes);
   for (int64_t k0 = 0; k0 < K; k0 += T::kValues) {
     T::Step(base, off, k0, chains);
-    for (int g = 0; g < NG; ++g) off[g] = hn::Add(off[g], step);
+    for (int g = 0; g < NG; ++g) off[g].Advance(T::kBytes);
   }
   HWY_ALIGN float tail[hn::MaxLanes(df)];
   for (int r = 0; r < MR; ++r)

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <Eigen/Core>
+#include <hwy/targets.h>
 
 #include "attention/quant_gemm.h"
 #include "attention/row_gemm.h"
@@ -126,6 +127,22 @@ TEST_P(QuantWeights, RowAloneEqualsTheRowAmongMany) {
     const std::vector<float> alone = gemm(q, i, 1);
     ASSERT_EQ(0, std::memcmp(alone.data(), &many[i * c.N], c.N * sizeof(float))) << "row " << i;
   }
+}
+
+// The same on every instruction set this machine runs and the build compiled (the decoders
+// differ by vector width and gathers; CI's machine may pick another than this one's).
+TEST_P(QuantWeights, RowAloneEqualsTheRowAmongManyOnEveryTarget) {
+  const QuantCase& c = GetParam();
+  const Weights q = quantizedWeights(*type_, blocks_.data(), c.N, c.K, nullptr);
+  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    const std::vector<float> many = gemm(q, 0, kManyRows);
+    for (int64_t m = 1; m <= kDecodeRows; ++m) {
+      const std::vector<float> few = gemm(q, 0, m);
+      EXPECT_EQ(0, std::memcmp(few.data(), many.data(), few.size() * sizeof(float))) << hwy::TargetName(target) << ", " << m << " rows";
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);  // back to what the machine supports
 }
 
 // N off multiples of 16 and 64, K of several blocks, M on both sides of kDecodeRows.
