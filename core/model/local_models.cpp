@@ -213,7 +213,8 @@ std::string storeLabel(const std::string& model) {
   const std::string name = isStoreName(model) ? model : hubName(model);
   if (name.empty()) return "";
   const size_t colon = name.find(':');
-  return name.substr(0, colon + 1) + " " + name.substr(colon + 1);
+  const std::string rest = name.substr(colon + 1);
+  return name.substr(0, colon + 1) + " " + (name.rfind("ollama:", 0) == 0 ? ollamaKey(rest) : rest);  // the tag it resolves to
 }
 
 std::string modelShortName(const std::string& model) {

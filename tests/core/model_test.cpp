@@ -531,6 +531,8 @@ TEST(ModelSource, StoreNamesStayNamesAndReadAsThem) {
   unsetenv("OLLAMA_MODELS");
   fs::remove_all(root);
   EXPECT_EQ(storeLabel("ollama:tiny:latest"), "ollama: tiny:latest");
+  EXPECT_EQ(storeLabel("ollama:tiny"), "ollama: tiny:latest");  // the tag the name resolves to
+  EXPECT_EQ(storeLabel("ollama:library/tiny:q4"), "ollama: tiny:q4");
   EXPECT_EQ(storeLabel("hf:org/name"), "hf: org/name");
   EXPECT_EQ(storeLabel("/h/hub/models--org--name/snapshots/0123abc"), "hf: org/name");
   EXPECT_EQ(storeLabel("/m/tiny.gguf"), "");
