@@ -485,27 +485,34 @@ void decodeRow(DecodeCache& c, const Projections& w, const AttentionOptions& o, 
   for (int64_t e = 0; e < slots; ++e) slot_allowed[e] = c.positions[e] >= 0 && allowed[c.positions[e]];
   const std::vector<RowSpan> span = rowSpans(slot_allowed.data(), 1, slots);
   const RunPlan plan = planRun(o, RunSizes{1, S, S, D, H, d, G, Din, Din, Din});
-  std::vector<float> scores(slots), slot_probs(slots), score_row(into.trace ? H * S : 0, plan.rule.fillValue());
+  std::vector<float> score_row(into.trace ? H * S : 0, plan.rule.fillValue());
   std::fill(probs, probs + H * S, 0.0f);
-  for (int64_t h = 0; h < H; ++h) {
-    const int64_t kv = kvHeadOf(h, H, G);
-    HeadSlot s;
-    s.q = &q[h * d];
-    s.k = &c.k[kv * c.capacity * d];
-    s.v = &c.v[kv * c.capacity * d];
-    s.c = d;
-    s.allowed = slot_allowed.data();
-    s.spans = span.data();
-    s.scores = scores.data();
-    s.probs = slot_probs.data();
-    s.ctx = &ctx[h * d];
-    s.ld_ctx = d;
-    attendHead(s, 1, slots, plan.ruleForHead(h), DropoutRule{});
-    for (int64_t e = 0; e < slots; ++e)
-      if (c.positions[e] >= 0) {
-        probs[h * S + c.positions[e]] = slot_probs[e];
-        if (into.trace && slot_allowed[e]) score_row[h * S + c.positions[e]] = scores[e];
-      }
+  // The heads on every thread (each its own row of probs and slice of ctx): between the
+  // projections' parallel GEMMs, one thread alone would leave the other waiting.
+#pragma omp parallel if (H > 1 && H * slots * d >= (int64_t{1} << 16))
+  {
+    std::vector<float> scores(slots), slot_probs(slots);
+#pragma omp for schedule(static)
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t kv = kvHeadOf(h, H, G);
+      HeadSlot s;
+      s.q = &q[h * d];
+      s.k = &c.k[kv * c.capacity * d];
+      s.v = &c.v[kv * c.capacity * d];
+      s.c = d;
+      s.allowed = slot_allowed.data();
+      s.spans = span.data();
+      s.scores = scores.data();
+      s.probs = slot_probs.data();
+      s.ctx = &ctx[h * d];
+      s.ld_ctx = d;
+      attendHead(s, 1, slots, plan.ruleForHead(h), DropoutRule{});
+      for (int64_t e = 0; e < slots; ++e)
+        if (c.positions[e] >= 0) {
+          probs[h * S + c.positions[e]] = slot_probs[e];
+          if (into.trace && slot_allowed[e]) score_row[h * S + c.positions[e]] = scores[e];
+        }
+    }
   }
   rowGemm(ctx.data(), 1, w.o, w.b_o, out);
   if (!into.trace) return;
