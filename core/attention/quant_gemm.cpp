@@ -273,7 +273,10 @@ struct Block32 {
     VI q = Bits(qs, 4 * t, 0x0F0F0F0F);
     // Bits 16 t + 4 i + b of qh to bit 4 of byte b: the shifted copies of the multiply do not
     // overlap, so the product is their OR.
-    if constexpr (QhAt > 0) q = hn::Or(q, hn::And(hn::Mul(Bits(qh, 16 * t + 4 * i, 0x0F), hn::Set(di, 0x02040810)), hn::Set(di, 0x10101010)));
+    if constexpr (QhAt > 0) {
+      const VI spread = hn::Mul(Bits(qh, 16 * t + 4 * i, 0x0F), hn::Set(di, 0x02040810));
+      q = hn::Or(q, hn::And(spread, hn::Set(di, 0x10101010)));
+    }
     if constexpr (L == Level::kOffset) return hn::Xor(q, hn::Set(di, 0x01010101 << (kWidth - 1)));
     if constexpr (L == Level::kIq4) return Iq4Bytes(q);
     return q;
