@@ -77,8 +77,22 @@ HWY_INLINE VI Byte(VI v, int b) {
   const VI lane = hn::ShiftLeft<2>(hn::And(hn::Iota(di, 0), hn::Set(di, 3)));
   return hn::TableLookupBytesOr0(v, hn::Add(lane, hn::Set(di, static_cast<int32_t>(0x80808000u) | b)));
 }
+// Bits [at, at + n) of each lane as a signed n-bit number.
+HWY_INLINE VI SignedBits(VI v, int at, int n) { return hn::ShiftRightSame(hn::ShiftLeftSame(v, 32 - at - n), 32 - n); }
 // Signed byte b of each lane.
-HWY_INLINE VI SignedByte(VI v, int b) { return hn::ShiftRightSame(hn::ShiftLeftSame(v, 24 - 8 * b), 24); }
+HWY_INLINE VI SignedByte(VI v, int b) { return SignedBits(v, 8 * b, 8); }
+// Each byte of each lane (an index 0..15) through kIq4Values: one byte shuffle of the table.
+HWY_INLINE VI Iq4Bytes(VI indices) {
+#if HWY_TARGET == HWY_SCALAR  // the lane holds 4 bytes, not the table's 16
+  const auto at = static_cast<uint32_t>(hn::GetLane(indices));
+  uint32_t bytes = 0;
+  for (int b = 0; b < 4; ++b) bytes |= static_cast<uint32_t>(static_cast<uint8_t>(kIq4Values[(at >> 8 * b) & 15])) << 8 * b;
+  return hn::Set(DI(), static_cast<int32_t>(bytes));
+#else
+  const DI di;
+  return hn::TableLookupBytes(hn::BitCast(di, hn::LoadDup128(hn::Repartition<int8_t, DI>(), kIq4Values)), indices);
+#endif
+}
 HWY_INLINE VF Float(VI v) { return hn::ConvertTo(DF(), v); }
 
 // float16 bits (low 16 bits of each lane) to float32, exactly: subnormals as mantissa x 2^-24,
@@ -137,9 +151,12 @@ struct Q8_0 {  // d, qs[32]: q * d
   }
 };
 
-struct Q4_K {  // d, dmin, scales[12], qs[128]: (d sc) q - dmin m per sub-block of 32
-  static constexpr uint32_t kId = 12;
-  static constexpr int kValues = 256, kBytes = 144;
+// Q4_K / Q5_K: d, dmin, scales[12], [qh[32],] qs[128]: (d sc) q - dmin m per sub-block of 32;
+// Q5_K's fifth bit of value 32 sb + l is bit sb of qh[l].
+template <bool Fifth>
+struct KQuant45 {
+  static constexpr uint32_t kId = Fifth ? 13 : 12;
+  static constexpr int kValues = 256, kBytes = Fifth ? 176 : 144, kQs = Fifth ? 48 : 16;
   // Sub-block sb's six-bit scale and min from scales' three dwords (ggml's get_scale_min_k4).
   static HWY_INLINE void ScaleMin(const VI s[3], int sb, VI& sc, VI& m) {
     if (sb < 4) {
@@ -154,18 +171,20 @@ struct Q4_K {  // d, dmin, scales[12], qs[128]: (d sc) q - dmin m per sub-block 
   template <int NG, class S>
   static HWY_INLINE void Step(const uint8_t* base, const RowOffsets (&off)[NG], int64_t k0, S& s) {
     VF d[NG], dmin[NG];
-    VI scales[NG][3];
+    VI scales[NG][3], qh[8][NG];
     for (int g = 0; g < NG; ++g) {
       VI dd;
       Dwords(base, off[g], 0, dd, scales[g][0]);
       Dwords(base, off[g], 8, scales[g][1], scales[g][2]);
       d[g] = HalfToFloat(Bits(dd, 0, 0xFFFF));
       dmin[g] = HalfToFloat(Bits(dd, 16, 0xFFFF));
+      if constexpr (Fifth)
+        for (int i = 0; i < 8; i += 2) Dwords(base, off[g], 16 + 4 * i, qh[i][g], qh[i + 1][g]);
     }
     for (int a = 0; a < 4; ++a) {
       VI qs[8][NG];
       for (int i = 0; i < 8; i += 2)
-        for (int g = 0; g < NG; ++g) Dwords(base, off[g], 16 + 32 * a + 4 * i, qs[i][g], qs[i + 1][g]);
+        for (int g = 0; g < NG; ++g) Dwords(base, off[g], kQs + 32 * a + 4 * i, qs[i][g], qs[i + 1][g]);
       for (int t = 0; t < 2; ++t) {  // sub-block 2a + t: nibble t of qs[32 a + l]
         VF dl[NG], ml[NG];
         for (int g = 0; g < NG; ++g) {
@@ -175,14 +194,17 @@ struct Q4_K {  // d, dmin, scales[12], qs[128]: (d sc) q - dmin m per sub-block 
           ml[g] = hn::Mul(dmin[g], Float(m));
         }
         for (int i = 0; i < 8; ++i) {
-          VI nibbles[NG];
-          for (int g = 0; g < NG; ++g) nibbles[g] = Bits(qs[i][g], 4 * t, 0x0F0F0F0F);
-          // dl q - ml fused: dl q is exact (11 bits of float16 d, 6 of sc, 4 of q), so the one
-          // rounding of the difference is ggml's, NaN and infinity cases alike.
+          VI q[NG];
+          for (int g = 0; g < NG; ++g) {
+            q[g] = Bits(qs[i][g], 4 * t, 0x0F0F0F0F);
+            if constexpr (Fifth) q[g] = hn::Or(q[g], hn::ShiftLeft<4>(Bits(qh[i][g], 2 * a + t, 0x01010101)));
+          }
+          // dl q - ml fused: dl q is exact (11 bits of float16 d, 6 of sc, 4 or 5 of q), so the
+          // one rounding of the difference is ggml's, NaN and infinity cases alike.
 #pragma GCC unroll 4
           for (int b = 0; b < 4; ++b) {
             VF w[NG];
-            for (int g = 0; g < NG; ++g) w[g] = hn::MulSub(dl[g], Float(Byte(nibbles[g], b)), ml[g]);
+            for (int g = 0; g < NG; ++g) w[g] = hn::MulSub(dl[g], Float(Byte(q[g], b)), ml[g]);
             s.Feed(k0 + 64 * a + 32 * t + 4 * i + b, w);
           }
         }
@@ -190,6 +212,8 @@ struct Q4_K {  // d, dmin, scales[12], qs[128]: (d sc) q - dmin m per sub-block 
     }
   }
 };
+using Q4_K = KQuant45<false>;
+using Q5_K = KQuant45<true>;
 
 struct Q6_K {  // ql[128], qh[64], scales[16] (int8), d: (d sc) (q - 32) per 16 values
   static constexpr uint32_t kId = 14;
@@ -230,6 +254,101 @@ struct Q6_K {  // ql[128], qh[64], scales[16] (int8), d: (d sc) (q - 32) per 16 
           }
         }
       }
+    }
+  }
+};
+
+// The 32-value blocks: d[, m][, qh (Q5)], qs[16]; value 16 t + l is nibble t of qs[l] (its fifth
+// bit bit 16 t + l of qh). The weight is d (q - 2^(Width - 1)) (Q4_0, Q5_0: q ^ 2^(Width - 1) read
+// as a signed Width-bit number is that difference, exactly), d q + m (Q4_1, Q5_1: d q exact, 16
+// bits at most, so fused as ggml's one rounding of the sum) or d kIq4Values[q] (IQ4_NL).
+enum class Level { kOffset, kMin, kIq4 };
+template <uint32_t Id, int Bytes, int QhAt, int QsAt, Level L>
+struct Block32 {
+  static constexpr uint32_t kId = Id;
+  static constexpr int kValues = 32, kBytes = Bytes, kWidth = L == Level::kOffset ? (QhAt ? 5 : 4) : 8;
+  // The values 16 t + 4 i + [0, 4) as a signed kWidth-bit number per byte.
+  static HWY_INLINE VI Quants(VI qs, VI qh, int t, int i) {
+    const DI di;
+    VI q = Bits(qs, 4 * t, 0x0F0F0F0F);
+    // Bits 16 t + 4 i + b of qh to bit 4 of byte b: the shifted copies of the multiply do not
+    // overlap, so the product is their OR.
+    if constexpr (QhAt > 0) {
+      const VI spread = hn::Mul(Bits(qh, 16 * t + 4 * i, 0x0F), hn::Set(di, 0x02040810));
+      q = hn::Or(q, hn::And(spread, hn::Set(di, 0x10101010)));
+    }
+    if constexpr (L == Level::kOffset) return hn::Xor(q, hn::Set(di, 0x01010101 << (kWidth - 1)));
+    if constexpr (L == Level::kIq4) return Iq4Bytes(q);
+    return q;
+  }
+  template <int NG, class S>
+  static HWY_INLINE void Step(const uint8_t* base, const RowOffsets (&off)[NG], int64_t k0, S& s) {
+    VF d[NG], m[NG];
+    VI qh[NG], qs[4][NG];
+    for (int g = 0; g < NG; ++g) {
+      const VI dm = Dword(base, off[g], 0);
+      d[g] = HalfToFloat(Bits(dm, 0, 0xFFFF));
+      if constexpr (L == Level::kMin) m[g] = HalfToFloat(Bits(dm, 16, 0xFFFF));
+      qh[g] = QhAt > 0 ? Dword(base, off[g], QhAt) : hn::Zero(DI());
+      Dwords(base, off[g], QsAt, qs[0][g], qs[1][g]);
+      Dwords(base, off[g], QsAt + 8, qs[2][g], qs[3][g]);
+    }
+    for (int t = 0; t < 2; ++t)
+      for (int i = 0; i < 4; ++i) {
+        VI q[NG];
+        for (int g = 0; g < NG; ++g) q[g] = Quants(qs[i][g], qh[g], t, i);
+#pragma GCC unroll 4
+        for (int b = 0; b < 4; ++b) {
+          VF w[NG];
+          for (int g = 0; g < NG; ++g) {
+            const VF v = Float(SignedBits(q[g], 8 * b, kWidth));
+            if constexpr (L == Level::kMin)
+              w[g] = hn::MulAdd(d[g], v, m[g]);
+            else
+              w[g] = hn::Mul(d[g], v);
+          }
+          s.Feed(k0 + 16 * t + 4 * i + b, w);
+        }
+      }
+  }
+};
+using Q4_0 = Block32<2, 18, 0, 2, Level::kOffset>;
+using Q4_1 = Block32<3, 20, 0, 4, Level::kMin>;
+using Q5_0 = Block32<6, 22, 2, 6, Level::kOffset>;
+using Q5_1 = Block32<7, 24, 4, 8, Level::kMin>;
+using IQ4_NL = Block32<20, 18, 0, 2, Level::kIq4>;
+
+struct IQ4_XS {  // d, scales_h, scales_l[4], qs[128]: (d (ls - 32)) kIq4Values[q] per sub-block of 32
+  static constexpr uint32_t kId = 23;
+  static constexpr int kValues = 256, kBytes = 136;
+  template <int NG, class S>
+  static HWY_INLINE void Step(const uint8_t* base, const RowOffsets (&off)[NG], int64_t k0, S& s) {
+    VF d[NG];
+    VI dh[NG], low[NG];  // d and scales_h; scales_l
+    for (int g = 0; g < NG; ++g) {
+      Dwords(base, off[g], 0, dh[g], low[g]);
+      d[g] = HalfToFloat(Bits(dh[g], 0, 0xFFFF));
+    }
+    for (int sb = 0; sb < 8; ++sb) {  // value 32 sb + 16 t + l: nibble t of qs[16 sb + l]
+      VF dl[NG];
+      VI qs[4][NG];
+      for (int g = 0; g < NG; ++g) {
+        const VI ls = hn::Or(Bits(low[g], 4 * sb, 0x0F), hn::ShiftLeft<4>(Bits(dh[g], 16 + 2 * sb, 3)));
+        dl[g] = hn::Mul(d[g], Float(hn::Sub(ls, hn::Set(DI(), 32))));
+        Dwords(base, off[g], 8 + 16 * sb, qs[0][g], qs[1][g]);
+        Dwords(base, off[g], 16 + 16 * sb, qs[2][g], qs[3][g]);
+      }
+      for (int t = 0; t < 2; ++t)
+        for (int i = 0; i < 4; ++i) {
+          VI v[NG];
+          for (int g = 0; g < NG; ++g) v[g] = Iq4Bytes(Bits(qs[i][g], 4 * t, 0x0F0F0F0F));
+#pragma GCC unroll 4
+          for (int b = 0; b < 4; ++b) {
+            VF w[NG];
+            for (int g = 0; g < NG; ++g) w[g] = hn::Mul(dl[g], Float(SignedByte(v[g], b)));
+            s.Feed(k0 + 32 * sb + 16 * t + 4 * i + b, w);
+          }
+        }
     }
   }
 };
@@ -318,10 +437,13 @@ struct Decoder {
   int64_t values;  // K must be a multiple
   RowsFn rows;
 };
-constexpr Decoder kDecoders[] = {{Q8_0::kId, Q8_0::kValues, &Rows<Q8_0>},
-                                 {Q4_K::kId, Q4_K::kValues, &Rows<Q4_K>},
-                                 {Q6_K::kId, Q6_K::kValues, &Rows<Q6_K>},
-                                 {F16::kId, F16::kValues, &Rows<F16>}};
+template <class T>
+constexpr Decoder decoder() {
+  return {T::kId, T::kValues, &Rows<T>};
+}
+constexpr Decoder kDecoders[] = {decoder<Q8_0>(), decoder<Q4_K>(),   decoder<Q5_K>(),   decoder<Q6_K>(),
+                                 decoder<Q4_0>(), decoder<Q4_1>(),   decoder<Q5_0>(),   decoder<Q5_1>(),
+                                 decoder<IQ4_NL>(), decoder<IQ4_XS>(), decoder<F16>()};
 
 bool DecodeQuantRows(const float* x, int64_t ldx, int64_t M, const WeightRows& w, float* y, int64_t ldy,
                      bool threaded) {

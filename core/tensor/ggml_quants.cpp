@@ -29,8 +29,6 @@ constexpr GgmlTypeInfo kTypes[] = {
     {41, "Q1_0", 128, 18, false},    {42, "Q2_0", 64, 18, false},
 };
 
-constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
-
 float half(const uint8_t* p) {
   uint16_t bits;
   std::memcpy(&bits, p, 2);

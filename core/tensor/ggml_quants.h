@@ -17,6 +17,10 @@ struct GgmlTypeInfo {
   bool readable;       // attnscope dequantizes it
 };
 
+// ggml's kvalues_iq4nl: IQ4_NL's and IQ4_XS's 16 levels (aligned for a vector load).
+alignas(16) inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                                      1,    13,   25,  38,  53,  69,  89,  113};
+
 // The row of type `id`; null for an id ggml does not define.
 const GgmlTypeInfo* ggmlType(uint32_t id);
 // "F32, F16, BF16, Q8_0, ..." for messages.

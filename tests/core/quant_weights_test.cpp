@@ -4,7 +4,8 @@
 // reference on the dequantized values; a row map reorders rows; rowInto is one row's values.
 // Up to kDecodeRows rows take the decode path (attention/quant_gemm.h: blocks dequantized in
 // registers across rows), more the panel path: a row alone equals the same row among many.
-// Blocks are random bytes with finite scales (Q8_0, Q4_K, Q6_K, F16: four block layouts).
+// Blocks are random bytes with finite scales, for every type the decode path decodes (Q8_0,
+// Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS, F16).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -151,7 +152,14 @@ INSTANTIATE_TEST_SUITE_P(Types, QuantWeights,
                                          QuantCase{8, {0}, 4, 23, 160}, QuantCase{12, {0, 2}, 3, 67, 256},
                                          QuantCase{12, {0, 2}, 1, 101, 768}, QuantCase{14, {208}, 2, 9, 512},
                                          QuantCase{14, {208}, 4, 77, 768}, QuantCase{14, {208}, 130, 64, 256},
-                                         QuantCase{1, {0}, 2, 37, 96}, QuantCase{1, {0}, 1, 71, 30}),
+                                         QuantCase{1, {0}, 2, 37, 96}, QuantCase{1, {0}, 1, 71, 30},
+                                         QuantCase{13, {0, 2}, 2, 67, 512}, QuantCase{13, {0, 2}, 5, 33, 256},
+                                         QuantCase{2, {0}, 1, 45, 96}, QuantCase{2, {0}, 6, 71, 64},
+                                         QuantCase{3, {0, 2}, 3, 37, 128}, QuantCase{3, {0, 2}, 5, 101, 64},
+                                         QuantCase{6, {0}, 4, 75, 160}, QuantCase{6, {0}, 1, 19, 320},
+                                         QuantCase{7, {0, 2}, 2, 53, 96}, QuantCase{7, {0, 2}, 6, 29, 64},
+                                         QuantCase{20, {0}, 3, 81, 128}, QuantCase{20, {0}, 5, 17, 64},
+                                         QuantCase{23, {0}, 1, 43, 512}, QuantCase{23, {0}, 5, 69, 256}),
                          caseName);
 
 }  // namespace
