@@ -110,7 +110,8 @@ Settings settingsForModel(Settings settings, const std::string& model, const std
   const fs::path absolute = fs::absolute(folder, ec);
   std::string path = (ec ? fs::path(folder) : absolute).lexically_normal().string();
   while (path.size() > 1 && path.back() == '/') path.pop_back();
-  settings.model = path;
+  const std::string name = ollamaNameOfBlob(path);  // a blob's path reads as a hash: kept as its name
+  settings.model = name.empty() ? path : name;
   return settings;
 }
 

@@ -205,6 +205,18 @@ std::string hubName(const std::string& path) {
 
 bool isStoreName(const std::string& model) { return model.rfind("hf:", 0) == 0 || model.rfind("ollama:", 0) == 0; }
 
+std::string ollamaNameOfBlob(const std::string& path) {
+  const fs::path blob = fs::path(path).lexically_normal();
+  if (blob.parent_path().filename() != "blobs" || blob.filename().string().rfind("sha256-", 0) != 0) return "";
+  std::error_code ec;
+  if (!fs::equivalent(blob.parent_path().parent_path(), ollamaModels(), ec)) return "";  // a name resolves in this store only
+  std::vector<LocalModel> models;
+  scanOllama(models);
+  for (const LocalModel& m : models)
+    if (fs::equivalent(m.path, blob, ec)) return "ollama:" + m.name;
+  return "";
+}
+
 std::string modelNameOf(const LocalModel& m) {
   return m.source == "hf" || m.source == "ollama" ? m.source + ":" + m.name : m.path;
 }

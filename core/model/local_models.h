@@ -38,6 +38,10 @@ std::vector<LocalModel> localModels();
 // models--ORG--NAME/snapshots/<rev>, told from the path alone (a rev hash is no name); "" otherwise.
 std::string hubName(const std::string& path);
 
+// "ollama:NAME:TAG" for the path of a model's blob in Ollama's store (OLLAMA_MODELS, else
+// ~/.ollama/models), by its manifests; "" for any other path (a blob of another store too: a
+// name resolves in this one).
+std::string ollamaNameOfBlob(const std::string& path);
 // The MODEL that opens m: its store name where its store has names (hf:NAME, ollama:NAME),
 // else its path.
 std::string modelNameOf(const LocalModel& m);

@@ -522,6 +522,13 @@ TEST(ModelSource, StoreNamesStayNamesAndReadAsThem) {
   EXPECT_EQ(s.model, "ollama:tiny:latest");
   EXPECT_EQ(modelFolder(s), "ollama:tiny:latest");  // loadModel resolves it
   EXPECT_EQ(resolveModelName(s.model), (root / "blobs" / ("sha256-" + std::string(64, 'a'))).string());
+  // Opened by its blob's path, it is kept as its name; a blob outside the store stays a path.
+  const fs::path blob = root / "blobs" / ("sha256-" + std::string(64, 'a'));
+  EXPECT_EQ(settingsForModel(Settings(), blob.string(), "x").model, "ollama:tiny:latest");
+  const fs::path other = root / "other" / "blobs" / blob.filename();
+  fs::create_directories(other.parent_path());
+  fs::copy_file(blob, other);
+  EXPECT_EQ(settingsForModel(Settings(), other.string(), "x").model, other.string());
   try {
     settingsForModel(Settings(), "ollama:tiny:v2", "");
     ADD_FAILURE() << "an unknown name was kept";

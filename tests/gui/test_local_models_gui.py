@@ -168,13 +168,17 @@ class LocalModelsGuiTest(g.AppTestCase):
         time.sleep(1.0)
         self.assertIsNone(self.sessions[-1].poll())  # still running
         self.screenshot(self.find_window(), "unknown_name.png")
+        # Opened by its blob's path on the command line, it reads (and is kept) as its name.
+        state = self.session("blob", lambda s: g.model_settled(s) and s.get("model") == "ollama:tiny:latest", blob)
+        self.assertEqual(state["texts"]["models_combo"], "ollama: tiny:latest")
+        self.assertEqual(state["error"], "")
 
-    def session(self, name, ready):
-        """The app started without --settings (the saved session); the first state where ready."""
+    def session(self, name, ready, *args):
+        """The app started without --settings (the saved session, or args); the first state where ready."""
         log = os.path.join(self.dir, name + ".log")
         if getattr(self, "sessions", None):
             self.stop(self.sessions[-1])
-        self.sessions = getattr(self, "sessions", []) + [self.x.start("--state-log", log)]
+        self.sessions = getattr(self, "sessions", []) + [self.x.start(*args, "--state-log", log)]
         self.addCleanup(self.stop, self.sessions[-1])
         return g.wait_for_state(log, ready, timeout=60)
 
