@@ -162,12 +162,13 @@ struct KQuant23 {
   // Q3_K's sub-block sb's scale - 32 from scales' three dwords: the low nibble from byte sb % 8,
   // the top two bits from byte 8 + sb % 4 (ggml's unpacking).
   static HWY_INLINE VI Scale3(const VI (&sc)[4], int sb) {
-    const VI low = Bits(sc[sb % 8 / 4], 8 * (sb % 4) + 4 * (sb / 8), 0x0F), high = Bits(sc[2], 8 * (sb % 4) + 2 * (sb / 4), 3);
+    const VI low = Bits(sc[sb % 8 / 4], 8 * (sb % 4) + 4 * (sb / 8), 0x0F);
+    const VI high = Bits(sc[2], 8 * (sb % 4) + 2 * (sb / 4), 3);
     return hn::Sub(hn::Or(low, hn::ShiftLeft<4>(high)), hn::Set(DI(), 32));
   }
   template <int NG>
-  static HWY_INLINE void Head(const uint8_t* base, const RowOffsets (&off)[NG], VF (&d)[NG], VF (&dmin)[NG], VI (&scales)[NG][4],
-                              VI (&hmask)[8][NG]) {
+  static HWY_INLINE void Head(const uint8_t* base, const RowOffsets (&off)[NG], VF (&d)[NG], VF (&dmin)[NG],
+                              VI (&scales)[NG][4], VI (&hmask)[8][NG]) {
     for (int g = 0; g < NG; ++g) {
       if constexpr (Three) {
         Dwords(base, off[g], 96, scales[g][0], scales[g][1]);
@@ -437,7 +438,8 @@ struct Pair16 {
   static constexpr int kValues = 2, kBytes = 4;
   static HWY_INLINE VF Value(VI pair, int half) {
     if constexpr (Brain)
-      return hn::BitCast(DF(), half ? hn::And(pair, hn::Set(DI(), static_cast<int32_t>(0xFFFF0000u))) : hn::ShiftLeft<16>(pair));
+      return hn::BitCast(DF(), half ? hn::And(pair, hn::Set(DI(), static_cast<int32_t>(0xFFFF0000u)))
+                                    : hn::ShiftLeft<16>(pair));
     return HalfToFloat(Bits(pair, 16 * half, 0xFFFF));
   }
   template <int NG, class S>
