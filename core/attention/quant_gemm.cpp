@@ -151,6 +151,84 @@ struct Q8_0 {  // d, qs[32]: q * d
   }
 };
 
+// Q2_K / Q3_K: value 128 a + 32 t + l is bits 2 t of qs[32 a + l], in sub-block 8 a + 2 t + l / 16.
+// Q2_K: scales[16] (scale | min << 4), qs[64], d, dmin: (d sc) q - dmin m.
+// Q3_K: hmask[32], qs[64], scales[12] (sixteen six-bit scales), d: (d (sc - 32)) (q - 4), the
+// third bit of q bit 4 a + t of hmask[l].
+template <bool Three>
+struct KQuant23 {
+  static constexpr uint32_t kId = Three ? 11 : 10;
+  static constexpr int kValues = 256, kBytes = Three ? 110 : 84, kQs = Three ? 32 : 16;
+  // Q3_K's sub-block sb's scale - 32 from scales' three dwords: the low nibble from byte sb % 8,
+  // the top two bits from byte 8 + sb % 4 (ggml's unpacking).
+  static HWY_INLINE VI Scale3(const VI (&sc)[4], int sb) {
+    const VI low = Bits(sc[sb % 8 / 4], 8 * (sb % 4) + 4 * (sb / 8), 0x0F);
+    const VI high = Bits(sc[2], 8 * (sb % 4) + 2 * (sb / 4), 3);
+    return hn::Sub(hn::Or(low, hn::ShiftLeft<4>(high)), hn::Set(DI(), 32));
+  }
+  template <int NG>
+  static HWY_INLINE void Head(const uint8_t* base, const RowOffsets (&off)[NG], VF (&d)[NG], VF (&dmin)[NG],
+                              VI (&scales)[NG][4], VI (&hmask)[8][NG]) {
+    for (int g = 0; g < NG; ++g) {
+      if constexpr (Three) {
+        Dwords(base, off[g], 96, scales[g][0], scales[g][1]);
+        scales[g][2] = Dword(base, off[g], 104);
+        d[g] = HalfToFloat(Bits(Dword(base, off[g], 106), 16, 0xFFFF));  // a dword at 108 would end past the block
+        for (int i = 0; i < 8; i += 2) Dwords(base, off[g], 4 * i, hmask[i][g], hmask[i + 1][g]);
+      } else {
+        const VI dd = Dword(base, off[g], 80);
+        d[g] = HalfToFloat(Bits(dd, 0, 0xFFFF));
+        dmin[g] = HalfToFloat(Bits(dd, 16, 0xFFFF));
+        Dwords(base, off[g], 0, scales[g][0], scales[g][1]);
+        Dwords(base, off[g], 8, scales[g][2], scales[g][3]);
+      }
+    }
+  }
+  template <int NG, class S>
+  static HWY_INLINE void Step(const uint8_t* base, const RowOffsets (&off)[NG], int64_t k0, S& s) {
+    VF d[NG], dmin[NG];
+    VI scales[NG][4], hmask[8][NG];
+    Head(base, off, d, dmin, scales, hmask);
+    for (int a = 0; a < 2; ++a) {
+      VI qs[8][NG];
+      for (int i = 0; i < 8; i += 2)
+        for (int g = 0; g < NG; ++g) Dwords(base, off[g], kQs + 32 * a + 4 * i, qs[i][g], qs[i + 1][g]);
+      for (int t = 0; t < 4; ++t)
+        for (int half = 0; half < 2; ++half) {
+          const int sb = 8 * a + 2 * t + half;
+          VF dl[NG], ml[NG];
+          for (int g = 0; g < NG; ++g) {
+            if constexpr (Three) {
+              dl[g] = hn::Mul(d[g], Float(Scale3(scales[g], sb)));
+            } else {
+              dl[g] = hn::Mul(d[g], Float(Bits(scales[g][sb / 4], 8 * (sb % 4), 0x0F)));
+              ml[g] = hn::Mul(dmin[g], Float(Bits(scales[g][sb / 4], 8 * (sb % 4) + 4, 0x0F)));
+            }
+          }
+          for (int i = 4 * half; i < 4 * half + 4; ++i) {
+            VI q[NG];
+            for (int g = 0; g < NG; ++g) {
+              q[g] = Bits(qs[i][g], 2 * t, 0x03030303);
+              if constexpr (Three) q[g] = hn::Or(q[g], hn::ShiftLeft<2>(Bits(hmask[i][g], 4 * a + t, 0x01010101)));
+            }
+            // Q2_K's dl q - ml fused: dl q is exact (11 bits of float16 d, 4 of sc, 2 of q), so
+            // the one rounding of the difference is ggml's, NaN and infinity cases alike.
+#pragma GCC unroll 4
+            for (int b = 0; b < 4; ++b) {
+              VF w[NG];
+              for (int g = 0; g < NG; ++g)
+                w[g] = Three ? hn::Mul(dl[g], Float(hn::Sub(Byte(q[g], b), hn::Set(DI(), 4))))
+                             : hn::MulSub(dl[g], Float(Byte(q[g], b)), ml[g]);
+              s.Feed(k0 + 128 * a + 32 * t + 4 * i + b, w);
+            }
+          }
+        }
+    }
+  }
+};
+using Q2_K = KQuant23<false>;
+using Q3_K = KQuant23<true>;
+
 // Q4_K / Q5_K: d, dmin, scales[12], [qh[32],] qs[128]: (d sc) q - dmin m per sub-block of 32;
 // Q5_K's fifth bit of value 32 sb + l is bit sb of qh[l].
 template <bool Fifth>
@@ -353,20 +431,30 @@ struct IQ4_XS {  // d, scales_h, scales_l[4], qs[128]: (d (ls - 32)) kIq4Values[
   }
 };
 
-struct F16 {  // two values per dword
-  static constexpr uint32_t kId = 1;
+// F16 / BF16 (the upper 16 bits of a float32): two values per dword.
+template <bool Brain>
+struct Pair16 {
+  static constexpr uint32_t kId = Brain ? 30 : 1;
   static constexpr int kValues = 2, kBytes = 4;
+  static HWY_INLINE VF Value(VI pair, int half) {
+    if constexpr (Brain)
+      return hn::BitCast(DF(), half ? hn::And(pair, hn::Set(DI(), static_cast<int32_t>(0xFFFF0000u)))
+                                    : hn::ShiftLeft<16>(pair));
+    return HalfToFloat(Bits(pair, 16 * half, 0xFFFF));
+  }
   template <int NG, class S>
   static HWY_INLINE void Step(const uint8_t* base, const RowOffsets (&off)[NG], int64_t k0, S& s) {
     VI pair[NG];
     for (int g = 0; g < NG; ++g) pair[g] = Dword(base, off[g], 0);
     for (int half = 0; half < 2; ++half) {
       VF w[NG];
-      for (int g = 0; g < NG; ++g) w[g] = HalfToFloat(Bits(pair[g], 16 * half, 0xFFFF));
+      for (int g = 0; g < NG; ++g) w[g] = Value(pair[g], half);
       s.Feed(k0 + half, w);
     }
   }
 };
+using F16 = Pair16<false>;
+using BF16 = Pair16<true>;
 
 // NG vectors of output rows (group g's first bytes at base + offsets[g lanes + j]) for MR rows
 // of x: every chain over all of K in registers, then valid[g] lanes of group g stored at
@@ -443,7 +531,8 @@ constexpr Decoder decoder() {
 }
 constexpr Decoder kDecoders[] = {decoder<Q8_0>(), decoder<Q4_K>(),   decoder<Q5_K>(),   decoder<Q6_K>(),
                                  decoder<Q4_0>(), decoder<Q4_1>(),   decoder<Q5_0>(),   decoder<Q5_1>(),
-                                 decoder<IQ4_NL>(), decoder<IQ4_XS>(), decoder<F16>()};
+                                 decoder<IQ4_NL>(), decoder<IQ4_XS>(), decoder<F16>(),  decoder<Q2_K>(),
+                                 decoder<Q3_K>(), decoder<BF16>()};
 
 bool DecodeQuantRows(const float* x, int64_t ldx, int64_t M, const WeightRows& w, float* y, int64_t ldy,
                      bool threaded) {

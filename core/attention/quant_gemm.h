@@ -16,7 +16,7 @@ namespace attnscope {
 constexpr int64_t kDecodeRows = 4;
 
 // y [M, N] (rows ldy apart) = x [M, K] (rows ldx apart) W^T, no bias, when W's type has a
-// vectorised decoder here (Q4_K, Q6_K, Q8_0, F16) and M <= kDecodeRows; false (y untouched)
+// vectorised decoder here (every type ggml_quants.h reads but F32) and M <= kDecodeRows; false (y untouched)
 // otherwise. Threads over groups of rows when `threaded`.
 bool decodeQuantRows(const float* x, int64_t ldx, int64_t M, const WeightRows& w, float* y, int64_t ldy,
                      bool threaded);

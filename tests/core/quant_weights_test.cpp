@@ -5,7 +5,7 @@
 // Up to kDecodeRows rows take the decode path (attention/quant_gemm.h: blocks dequantized in
 // registers across rows), more the panel path: a row alone equals the same row among many.
 // Blocks are random bytes with finite scales, for every type the decode path decodes (Q8_0,
-// Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS, F16).
+// Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, F16, BF16).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,7 +28,7 @@ namespace {
 
 struct QuantCase {
   uint32_t type;
-  std::vector<int> scale_offsets;  // bytes of each block's float16 scales
+  std::vector<int> scale_offsets;  // bytes of each block's float16 scales (BF16's bfloat16 value)
   int64_t M, N, K;
 };
 
@@ -51,7 +51,9 @@ class QuantWeights : public testing::TestWithParam<QuantCase> {
     for (uint8_t& b : blocks_) b = static_cast<uint8_t>(byte(rng));
     for (uint64_t at = 0; at < blocks_.size(); at += type_->bytes)
       for (int offset : c.scale_offsets) {
-        const uint16_t bits = Eigen::numext::bit_cast<uint16_t>(Eigen::half(0.02f * normal(rng)));
+        const float v = 0.02f * normal(rng);
+        const uint16_t bits = c.type == 30 ? Eigen::numext::bit_cast<uint16_t>(Eigen::bfloat16(v))
+                                           : Eigen::numext::bit_cast<uint16_t>(Eigen::half(v));
         std::memcpy(&blocks_[at + offset], &bits, 2);
       }
     x_.resize(std::max(c.M, kManyRows) * c.K);
@@ -159,7 +161,10 @@ INSTANTIATE_TEST_SUITE_P(Types, QuantWeights,
                                          QuantCase{6, {0}, 4, 75, 160}, QuantCase{6, {0}, 1, 19, 320},
                                          QuantCase{7, {0, 2}, 2, 53, 96}, QuantCase{7, {0, 2}, 6, 29, 64},
                                          QuantCase{20, {0}, 3, 81, 128}, QuantCase{20, {0}, 5, 17, 64},
-                                         QuantCase{23, {0}, 1, 43, 512}, QuantCase{23, {0}, 5, 69, 256}),
+                                         QuantCase{23, {0}, 1, 43, 512}, QuantCase{23, {0}, 5, 69, 256},
+                                         QuantCase{10, {80, 82}, 3, 67, 512}, QuantCase{10, {80, 82}, 5, 33, 768},
+                                         QuantCase{11, {108}, 2, 75, 768}, QuantCase{11, {108}, 6, 41, 512},
+                                         QuantCase{30, {0}, 1, 53, 96}, QuantCase{30, {0}, 5, 29, 62}),
                          caseName);
 
 }  // namespace
