@@ -127,6 +127,18 @@ struct Chains {
   }
 };
 
+// The four values at k .. k + 3 of NG row vectors (one per byte of a gathered dword),
+// value(g, b) for group g and byte b, fed in k order.
+template <int NG, class S, class Value>
+HWY_INLINE void FeedFour(int64_t k, S& s, const Value& value) {
+#pragma GCC unroll 4
+  for (int b = 0; b < 4; ++b) {
+    VF w[NG];
+    for (int g = 0; g < NG; ++g) w[g] = value(g, b);
+    s.Feed(k + b, w);
+  }
+}
+
 // Each decoder: kValues values in kBytes per step of a row; Step feeds them in k order for NG
 // groups of rows (their first bytes at base + off[g]), each the float32 that ggml_quants.cpp
 // gives (the same operations in the same order).
@@ -141,12 +153,7 @@ struct Q8_0 {  // d, qs[32]: q * d
       VI q[2][NG];
       for (int g = 0; g < NG; ++g) Dwords(base, off[g], 2 + 4 * i, q[0][g], q[1][g]);
       for (int h = 0; h < 2; ++h)
-#pragma GCC unroll 4
-        for (int b = 0; b < 4; ++b) {
-          VF w[NG];
-          for (int g = 0; g < NG; ++g) w[g] = hn::Mul(Float(SignedByte(q[h][g], b)), d[g]);
-          s.Feed(k0 + 4 * (i + h) + b, w);
-        }
+        FeedFour<NG>(k0 + 4 * (i + h), s, [&](int g, int b) { return hn::Mul(Float(SignedByte(q[h][g], b)), d[g]); });
     }
   }
 };
@@ -213,14 +220,10 @@ struct KQuant23 {
             }
             // Q2_K's dl q - ml fused: dl q is exact (11 bits of float16 d, 4 of sc, 2 of q), so
             // the one rounding of the difference is ggml's, NaN and infinity cases alike.
-#pragma GCC unroll 4
-            for (int b = 0; b < 4; ++b) {
-              VF w[NG];
-              for (int g = 0; g < NG; ++g)
-                w[g] = Three ? hn::Mul(dl[g], Float(hn::Sub(Byte(q[g], b), hn::Set(DI(), 4))))
-                             : hn::MulSub(dl[g], Float(Byte(q[g], b)), ml[g]);
-              s.Feed(k0 + 128 * a + 32 * t + 4 * i + b, w);
-            }
+            FeedFour<NG>(k0 + 128 * a + 32 * t + 4 * i, s, [&](int g, int b) {
+              return Three ? hn::Mul(dl[g], Float(hn::Sub(Byte(q[g], b), hn::Set(DI(), 4))))
+                           : hn::MulSub(dl[g], Float(Byte(q[g], b)), ml[g]);
+            });
           }
         }
     }
@@ -279,12 +282,8 @@ struct KQuant45 {
           }
           // dl q - ml fused: dl q is exact (11 bits of float16 d, 6 of sc, 4 or 5 of q), so the
           // one rounding of the difference is ggml's, NaN and infinity cases alike.
-#pragma GCC unroll 4
-          for (int b = 0; b < 4; ++b) {
-            VF w[NG];
-            for (int g = 0; g < NG; ++g) w[g] = hn::MulSub(dl[g], Float(Byte(q[g], b)), ml[g]);
-            s.Feed(k0 + 64 * a + 32 * t + 4 * i + b, w);
-          }
+          FeedFour<NG>(k0 + 64 * a + 32 * t + 4 * i, s,
+                       [&](int g, int b) { return hn::MulSub(dl[g], Float(Byte(q[g], b)), ml[g]); });
         }
       }
     }
@@ -323,12 +322,9 @@ struct Q6_K {  // ql[128], qh[64], scales[16] (int8), d: (d sc) (q - 32) per 16 
             VI six[NG];
             for (int g = 0; g < NG; ++g)
               six[g] = hn::Or(Bits(ql[q % 2][i][g], 4 * (q / 2), 0x0F0F0F0F), hn::ShiftLeft<4>(Bits(qh[i][g], 2 * q, 0x03030303)));
-#pragma GCC unroll 4
-            for (int b = 0; b < 4; ++b) {
-              VF w[NG];
-              for (int g = 0; g < NG; ++g) w[g] = hn::Mul(dsc[g], Float(hn::Sub(Byte(six[g], b), hn::Set(DI(), 32))));
-              s.Feed(k0 + 128 * a + 32 * q + 4 * i + b, w);
-            }
+            FeedFour<NG>(k0 + 128 * a + 32 * q + 4 * i, s, [&](int g, int b) {
+              return hn::Mul(dsc[g], Float(hn::Sub(Byte(six[g], b), hn::Set(DI(), 32))));
+            });
           }
         }
       }
@@ -375,18 +371,11 @@ struct Block32 {
       for (int i = 0; i < 4; ++i) {
         VI q[NG];
         for (int g = 0; g < NG; ++g) q[g] = Quants(qs[i][g], qh[g], t, i);
-#pragma GCC unroll 4
-        for (int b = 0; b < 4; ++b) {
-          VF w[NG];
-          for (int g = 0; g < NG; ++g) {
-            const VF v = Float(SignedBits(q[g], 8 * b, kWidth));
-            if constexpr (L == Level::kMin)
-              w[g] = hn::MulAdd(d[g], v, m[g]);
-            else
-              w[g] = hn::Mul(d[g], v);
-          }
-          s.Feed(k0 + 16 * t + 4 * i + b, w);
-        }
+        FeedFour<NG>(k0 + 16 * t + 4 * i, s, [&](int g, int b) {
+          const VF v = Float(SignedBits(q[g], 8 * b, kWidth));
+          if constexpr (L == Level::kMin) return hn::MulAdd(d[g], v, m[g]);
+          return hn::Mul(d[g], v);
+        });
       }
   }
 };
@@ -420,12 +409,7 @@ struct IQ4_XS {  // d, scales_h, scales_l[4], qs[128]: (d (ls - 32)) kIq4Values[
         for (int i = 0; i < 4; ++i) {
           VI v[NG];
           for (int g = 0; g < NG; ++g) v[g] = Iq4Bytes(Bits(qs[i][g], 4 * t, 0x0F0F0F0F));
-#pragma GCC unroll 4
-          for (int b = 0; b < 4; ++b) {
-            VF w[NG];
-            for (int g = 0; g < NG; ++g) w[g] = hn::Mul(dl[g], Float(SignedByte(v[g], b)));
-            s.Feed(k0 + 32 * sb + 16 * t + 4 * i + b, w);
-          }
+          FeedFour<NG>(k0 + 32 * sb + 16 * t + 4 * i, s, [&](int g, int b) { return hn::Mul(dl[g], Float(SignedByte(v[g], b))); });
         }
     }
   }

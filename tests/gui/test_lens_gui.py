@@ -273,8 +273,9 @@ class LensGuiTest(g.AppTestCase):
         state = self.click_until(window, log, state["rects"]["lens_tab"], lambda s: s["lens"]["shown"])
         state = g.wait_for_state(log, lambda s: "generate_button" in s["rects"])
         n = g.line_count(log)
-        self.click(window, state["rects"]["generate_button"])
-        self.x.xdotool("mousemove", "--window", window, 120, 6)
+        # Clicked until its job starts (a busy frame can miss a click).
+        self.click_until(window, log, state["rects"]["generate_button"],
+                         lambda s: s.get("generate") and (s["generate"]["running"] or s["generate"]["steps"] > 0))
         state = g.wait_after(log, n, lambda s: s.get("generate") and not s["generate"]["running"]
                              and s["generate"]["stop"] != "" and s["lens"] and s["lens"]["positions"] == s["L"], timeout=60)
         self.screenshot(window, name + ".png")

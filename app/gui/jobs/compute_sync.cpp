@@ -1,10 +1,11 @@
 #include "gui/jobs/compute_sync.h"
-#include "model/local_models.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <utility>
+
+#include "model/local_models.h"
 
 namespace attnscope {
 

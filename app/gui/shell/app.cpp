@@ -25,8 +25,8 @@
 #include "gui/shell/scripting.h"
 #include "gui/shell/shortcuts.h"
 #include "gui/shell/typing_bench.h"
-#include "tensor/interrupt.h"
 #include "model/local_models.h"
+#include "tensor/interrupt.h"
 
 namespace attnscope {
 namespace {
